@@ -1,0 +1,1 @@
+//! Shared pieces of halite's command-line tools.

@@ -1,0 +1,106 @@
+//! The execution-module contract (`test.ping`, `cmd.run`, `pkg.install`...).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use halite_state::{Map, Value};
+
+use crate::Host;
+
+/// Arguments of an execution function call: positional, then `key=value`.
+///
+/// On the command line each is parsed as YAML, as Salt does
+/// (`test.echo 1` passes the integer 1).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Args {
+    pub positional: Vec<Value>,
+    pub kwargs: Map,
+}
+
+impl Args {
+    /// Positional argument `i`, or the keyword argument `key`.
+    pub fn get(&self, i: usize, key: &str) -> Option<&Value> {
+        self.kwargs.get(key).or_else(|| self.positional.get(i))
+    }
+    /// Like [`Args::get`] as a string (numbers and booleans stringified).
+    pub fn get_str(&self, i: usize, key: &str) -> Option<String> {
+        self.get(i, key).and_then(|v| match v {
+            Value::String(s) => Some(s.clone()),
+            Value::Null => None,
+            other => Some(other.to_string()),
+        })
+    }
+    /// A required string argument.
+    pub fn require_str(&self, i: usize, key: &str, fun: &str) -> Result<String, ExecError> {
+        self.get_str(i, key).ok_or_else(|| {
+            ExecError::Invocation(format!("{fun}() missing 1 required positional argument: '{key}'"))
+        })
+    }
+    /// A boolean keyword argument with Salt's truthiness.
+    pub fn get_bool(&self, i: usize, key: &str, default: bool) -> bool {
+        self.get(i, key).map(halite_state::truthy).unwrap_or(default)
+    }
+}
+
+/// Why an execution function failed.
+#[derive(Debug, thiserror::Error)]
+pub enum ExecError {
+    /// `mod.fun` does not exist (Salt: "'x.y' is not available.").
+    #[error("'{0}' is not available.")]
+    NotAvailable(String),
+    /// Bad arguments (Salt's SaltInvocationError).
+    #[error("{0}")]
+    Invocation(String),
+    /// The function ran and failed (Salt's CommandExecutionError).
+    #[error("{0}")]
+    Execution(String),
+}
+
+/// An execution module: a named set of functions callable from the CLI,
+/// from templates (`salt['mod.fun']`) and from states (`unless: - fun: ...`).
+pub trait ExecModule: Send + Sync {
+    /// The module name (`cmd`, `pkg`...).
+    fn name(&self) -> &'static str;
+    /// Its functions, for `sys.list_functions` and existence checks.
+    fn functions(&self) -> &'static [&'static str];
+    /// Runs `fun` on `host`. Must not panic on any input.
+    fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError>;
+}
+
+/// The registry of execution modules, filled by [`crate::table`].
+#[derive(Default, Clone)]
+pub struct ExecModules {
+    modules: BTreeMap<&'static str, Arc<dyn ExecModule>>,
+}
+
+impl ExecModules {
+    /// Adds a module.
+    pub fn register(&mut self, module: Arc<dyn ExecModule>) {
+        self.modules.insert(module.name(), module);
+    }
+    /// Whether `mod.fun` exists.
+    pub fn has(&self, fun: &str) -> bool {
+        fun.split_once('.')
+            .and_then(|(m, f)| self.modules.get(m).map(|m| m.functions().contains(&f)))
+            .unwrap_or(false)
+    }
+    /// Every `mod.fun`, sorted.
+    pub fn list_functions(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .modules
+            .values()
+            .flat_map(|m| m.functions().iter().map(move |f| format!("{}.{f}", m.name())))
+            .collect();
+        out.sort();
+        out
+    }
+    /// Calls `mod.fun`.
+    pub fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
+        let (m, f) = fun.split_once('.').ok_or_else(|| ExecError::NotAvailable(fun.to_string()))?;
+        let module = self.modules.get(m).ok_or_else(|| ExecError::NotAvailable(fun.to_string()))?;
+        if !module.functions().contains(&f) {
+            return Err(ExecError::NotAvailable(fun.to_string()));
+        }
+        module.call(f, args, host)
+    }
+}

@@ -1,0 +1,264 @@
+//! The machine a run happens on, as modules and the engine see it.
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+
+use halite_state::{CmdOptions, CmdOutput, FileClient, Map, StateEnv, StateModules, Value};
+
+use crate::exec::{Args, ExecModules};
+
+/// Where events go: the minion's event channel, or a JSON-lines file /
+/// the log under `halite-call --local`.
+pub trait EventSink: Send + Sync {
+    /// Fires `tag` with `data`.
+    fn fire(&self, tag: &str, data: &Value);
+}
+
+/// An [`EventSink`] that only logs at debug level.
+#[derive(Debug, Default)]
+pub struct LogEvents;
+
+impl EventSink for LogEvents {
+    fn fire(&self, tag: &str, data: &Value) {
+        tracing::debug!(tag, %data, "event");
+    }
+}
+
+/// Everything one run needs about the host: options, grains, pillar, the
+/// file client, the module registries and the event sink.
+///
+/// Cheap to clone (the registries and clients are shared); a run with a
+/// pillar override clones it and replaces `pillar`.
+#[derive(Clone)]
+pub struct Host {
+    pub opts: Value,
+    pub grains: Value,
+    pub pillar: Value,
+    pub files: Arc<dyn FileClient>,
+    pub exec: ExecModules,
+    pub states: StateModules,
+    pub events: Arc<dyn EventSink>,
+}
+
+impl Host {
+    /// Calls an execution function by name.
+    pub fn call(&self, fun: &str, args: &Args) -> Result<Value, crate::ExecError> {
+        self.exec.call(fun, args, self)
+    }
+
+    /// An option from `opts`, `None` when absent.
+    pub fn opt(&self, key: &str) -> Option<&Value> {
+        self.opts.get(key)
+    }
+
+    /// Whether the run is in test mode (`test=True`).
+    pub fn test_mode(&self) -> bool {
+        self.opts.get("test").map(halite_state::truthy).unwrap_or(false)
+    }
+}
+
+/// Runs a command the way Salt's `cmd.run` does: through `/bin/sh -c` when
+/// `python_shell` (or a `shell`) is set, else split like a shell would.
+pub fn run_command(cmd: &str, opts: &CmdOptions) -> std::io::Result<CmdOutput> {
+    let mut command = if opts.python_shell || opts.shell.is_some() {
+        let shell = opts.shell.clone().unwrap_or_else(|| "/bin/sh".to_string());
+        let mut c = Command::new(shell);
+        c.arg("-c").arg(cmd);
+        c
+    } else {
+        let words = shell_words(cmd);
+        let Some((prog, rest)) = words.split_first() else {
+            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty command"));
+        };
+        let mut c = Command::new(prog);
+        c.args(rest);
+        c
+    };
+    if let Some(user) = &opts.runas {
+        // Run as another user through runuser/su, as Salt does with su.
+        let inner = format!("{} -c {}", opts.shell.as_deref().unwrap_or("/bin/sh"), shell_quote(cmd));
+        command = Command::new("su");
+        command.arg("-s").arg("/bin/sh").arg("-").arg(user).arg("-c").arg(inner);
+    }
+    if let Some(cwd) = &opts.cwd {
+        command.current_dir(cwd);
+    }
+    for (k, v) in &opts.env {
+        command.env(k, v);
+    }
+    command
+        .stdin(if opts.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn()?;
+    let pid = child.id();
+    if let (Some(input), Some(mut stdin)) = (opts.stdin.as_ref(), child.stdin.take()) {
+        let _ = stdin.write_all(input.as_bytes());
+    }
+    // Read both pipes on threads so a chatty stderr cannot block stdout.
+    let mut out_pipe = child.stdout.take();
+    let mut err_pipe = child.stderr.take();
+    let out_t = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        if let Some(p) = out_pipe.as_mut() {
+            let _ = p.read_to_end(&mut s);
+        }
+        s
+    });
+    let err_t = std::thread::spawn(move || {
+        let mut s = Vec::new();
+        if let Some(p) = err_pipe.as_mut() {
+            let _ = p.read_to_end(&mut s);
+        }
+        s
+    });
+    let status = child.wait()?;
+    let stdout = out_t.join().unwrap_or_default();
+    let stderr = err_t.join().unwrap_or_default();
+    let retcode = status.code().unwrap_or_else(|| {
+        use std::os::unix::process::ExitStatusExt;
+        status.signal().map(|s| 128 + s).unwrap_or(1)
+    });
+    Ok(CmdOutput {
+        retcode,
+        stdout: trim_newline(String::from_utf8_lossy(&stdout).into_owned()),
+        stderr: trim_newline(String::from_utf8_lossy(&stderr).into_owned()),
+        pid,
+    })
+}
+
+fn trim_newline(mut s: String) -> String {
+    // Salt strips trailing whitespace-newlines from cmd output.
+    while s.ends_with('\n') || s.ends_with('\r') {
+        s.pop();
+    }
+    s
+}
+
+/// Quotes `s` for a POSIX shell.
+pub fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// Splits a command line into words like a POSIX shell (quotes, backslashes).
+pub fn shell_words(s: &str) -> Vec<String> {
+    let mut words = Vec::new();
+    let mut cur = String::new();
+    let mut in_word = false;
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                for c in chars.by_ref() {
+                    if c == '\'' {
+                        break;
+                    }
+                    cur.push(c);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => {
+                            if let Some(n) = chars.next() {
+                                cur.push(n);
+                            }
+                        }
+                        _ => cur.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            c if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut cur));
+                    in_word = false;
+                }
+            }
+            c => {
+                in_word = true;
+                cur.push(c);
+            }
+        }
+    }
+    if in_word {
+        words.push(cur);
+    }
+    words
+}
+
+struct HostSalt(Host);
+
+impl halite_render::SaltFunctions for HostSalt {
+    fn has(&self, fun: &str) -> bool {
+        self.0.exec.has(fun)
+    }
+    fn call(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String> {
+        let args = Args { positional: args.to_vec(), kwargs: kwargs.clone() };
+        self.0.call(fun, &args).map_err(|e| e.to_string())
+    }
+}
+
+struct HostTemplates(Arc<dyn FileClient>);
+
+impl halite_render::TemplateSource for HostTemplates {
+    fn get(&self, path: &str, saltenv: &str) -> Result<Option<String>, String> {
+        let path = halite_state::strip_salt_url(path).map(|(p, _)| p).unwrap_or(path);
+        self.0.read_text(path, saltenv).map_err(|e| e.to_string())
+    }
+}
+
+impl Host {
+    /// The render context for a template or SLS of this host.
+    pub fn render_context(&self, saltenv: &str, sls: &str, source_path: &str, extra: Map) -> halite_render::RenderContext {
+        halite_render::RenderContext {
+            grains: self.grains.clone(),
+            pillar: self.pillar.clone(),
+            opts: self.opts.clone(),
+            saltenv: saltenv.to_string(),
+            sls: sls.to_string(),
+            source_path: source_path.to_string(),
+            extra,
+            salt: Arc::new(HostSalt(self.clone())),
+            files: Arc::new(HostTemplates(self.files.clone())),
+        }
+    }
+}
+
+impl StateEnv for Host {
+    fn opts(&self) -> &Value {
+        &self.opts
+    }
+    fn grains(&self) -> &Value {
+        &self.grains
+    }
+    fn pillar(&self) -> &Value {
+        &self.pillar
+    }
+    fn run_cmd(&self, cmd: &str, opts: &CmdOptions) -> std::io::Result<CmdOutput> {
+        run_command(cmd, opts)
+    }
+    fn call_function(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String> {
+        let args = Args { positional: args.to_vec(), kwargs: kwargs.clone() };
+        self.call(fun, &args).map_err(|e| e.to_string())
+    }
+    fn file_client(&self) -> &dyn FileClient {
+        self.files.as_ref()
+    }
+    fn render_template(&self, text: &str, engine: &str, context: &Map, saltenv: &str) -> Result<String, String> {
+        let ctx = self.render_context(saltenv, "", "", context.clone());
+        halite_render::render_text(text, engine, &ctx).map_err(|e| e.to_string())
+    }
+    fn fire_event(&self, tag: &str, data: &Value) {
+        self.events.fire(tag, data);
+    }
+}

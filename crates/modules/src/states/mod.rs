@@ -1,0 +1,3 @@
+//! State modules, one file each; registered in [`crate::table`].
+
+pub mod test;

@@ -1,0 +1,23 @@
+//! The state engine.
+//!
+//! It takes rendered SLS (high data), compiles it into low chunks, orders
+//! them, resolves requisites and runs each chunk through a pluggable
+//! [`StateModule`], then shapes the return exactly as `salt-call --out=json`
+//! does. It does no I/O of its own beyond what the [`StateEnv`] it is handed
+//! does, so it is tested without a network or a master.
+
+pub mod chunk;
+pub mod module;
+pub mod ret;
+
+pub use chunk::LowChunk;
+pub use module::{
+    strip_salt_url, truthy, type_name, CmdOptions, CmdOutput, FileClient, FileClientError, StateCall,
+    StateEnv, StateError, StateModule, StateModules,
+};
+pub use ret::{state_tag, StateResult};
+
+/// Salt data: JSON-like values whose maps keep insertion order.
+pub type Value = serde_json::Value;
+/// An insertion-ordered map of Salt data.
+pub type Map = serde_json::Map<String, Value>;

@@ -1,0 +1,258 @@
+//! The plugin contract between the executor and state modules.
+//!
+//! A state module (`test`, `cmd`, `file`, `pkg`...) implements
+//! [`StateModule`] in one file of `halite-modules` and is added to the
+//! registry table there with one line. The executor hands it a
+//! [`StateCall`]: the chunk, test mode, and a [`StateEnv`] giving access to
+//! the host (commands, execution functions, files, templates, events).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::{LowChunk, Map, StateResult, Value};
+
+/// Why a state function could not produce a normal result.
+///
+/// The executor turns it into a failed state whose comment is the message,
+/// so a module never has to panic on bad arguments.
+#[derive(Debug, thiserror::Error)]
+pub enum StateError {
+    /// A required argument is missing (Salt: "Missing parameter ...").
+    #[error("Missing parameter {0} for state {1}")]
+    MissingArg(String, String),
+    /// An argument has the wrong type or value.
+    #[error("{0}")]
+    BadArg(String),
+    /// Anything else the module wants to report as a failure.
+    #[error("{0}")]
+    Other(String),
+}
+
+/// One call of a state function.
+pub struct StateCall<'a> {
+    /// The whole chunk: `name`, the arguments and the bookkeeping keys.
+    pub chunk: &'a LowChunk,
+    /// `test=True` for this call (global or per state): predict, change nothing.
+    pub test: bool,
+    /// The host the state runs on.
+    pub env: &'a dyn StateEnv,
+    /// For `mod_watch`: the function of the watching state (Salt's `sfun`).
+    pub sfun: Option<&'a str>,
+    /// For `mod_watch`: the requisites that reported changes, keyed by
+    /// requisite kind (`watch`, `listen`...), each a list of their chunks
+    /// (Salt's `__reqs__`).
+    pub reqs: Option<&'a Map>,
+}
+
+impl<'a> StateCall<'a> {
+    /// The `name` argument.
+    pub fn name(&self) -> &str {
+        self.chunk.name()
+    }
+    /// An argument, `None` when absent or null.
+    pub fn arg(&self, key: &str) -> Option<&'a Value> {
+        self.chunk.get(key).filter(|v| !v.is_null())
+    }
+    /// A string argument; numbers and booleans are rendered as Salt would
+    /// (`0644` loads as 644 and must still be usable as a mode).
+    pub fn arg_str(&self, key: &str) -> Result<Option<String>, StateError> {
+        match self.arg(key) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.clone())),
+            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(Value::Bool(b)) => Ok(Some(if *b { "True" } else { "False" }.to_string())),
+            Some(other) => Err(StateError::BadArg(format!(
+                "Argument '{key}' must be a string, not {}",
+                type_name(other)
+            ))),
+        }
+    }
+    /// A required string argument.
+    pub fn require_str(&self, key: &str) -> Result<String, StateError> {
+        self.arg_str(key)?.ok_or_else(|| {
+            StateError::MissingArg(key.to_string(), format!("{}.{}", self.chunk.state(), self.chunk.fun()))
+        })
+    }
+    /// A boolean argument with Salt's truthiness for strings (`"True"`, `"yes"`...).
+    pub fn arg_bool(&self, key: &str, default: bool) -> bool {
+        match self.arg(key) {
+            None => default,
+            Some(v) => truthy(v),
+        }
+    }
+    /// A list argument; a scalar becomes a one-element list.
+    pub fn arg_list(&self, key: &str) -> Vec<Value> {
+        match self.arg(key) {
+            None => Vec::new(),
+            Some(Value::Array(a)) => a.clone(),
+            Some(v) => vec![v.clone()],
+        }
+    }
+}
+
+/// Python-like truthiness of a Salt value (strings: `true/yes/on/1` are true).
+pub fn truthy(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().map(|f| f != 0.0).unwrap_or(false),
+        Value::String(s) => matches!(s.to_ascii_lowercase().as_str(), "true" | "yes" | "on" | "1" | "y"),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
+/// Python's name of a value's type, for error messages.
+pub fn type_name(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "None",
+        Value::Bool(_) => "bool",
+        Value::Number(n) if n.is_f64() => "float",
+        Value::Number(_) => "int",
+        Value::String(_) => "str",
+        Value::Array(_) => "list",
+        Value::Object(_) => "dict",
+    }
+}
+
+/// A state module: a named set of state functions.
+///
+/// Implementations live one per file in `halite-modules` and are registered
+/// in its table. `call` must not panic on any input: bad arguments come back
+/// as `Err(StateError)`, which the executor reports as a failed state.
+pub trait StateModule: Send + Sync {
+    /// The module name used in SLS (`file`, `pkg`...).
+    fn name(&self) -> &'static str;
+    /// The functions it provides; `mod_watch` included when it has one.
+    fn functions(&self) -> &'static [&'static str];
+    /// Runs `fun`. Unknown functions are filtered out at compile time.
+    fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError>;
+}
+
+/// The registry of state modules, filled by `halite-modules`' table.
+#[derive(Default, Clone)]
+pub struct StateModules {
+    modules: BTreeMap<&'static str, Arc<dyn StateModule>>,
+}
+
+impl StateModules {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// Adds a module (a later one with the same name replaces the earlier).
+    pub fn register(&mut self, module: Arc<dyn StateModule>) {
+        self.modules.insert(module.name(), module);
+    }
+    /// The module named `name`.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn StateModule>> {
+        self.modules.get(name)
+    }
+    /// Whether `module.fun` exists.
+    pub fn has(&self, module: &str, fun: &str) -> bool {
+        self.get(module).is_some_and(|m| m.functions().contains(&fun))
+    }
+    /// Every registered module name.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
+        self.modules.keys().copied()
+    }
+}
+
+/// How to run a shell command for `unless`, `onlyif`, `check_cmd` and
+/// state modules that shell out.
+#[derive(Debug, Clone, Default)]
+pub struct CmdOptions {
+    pub cwd: Option<String>,
+    pub runas: Option<String>,
+    pub shell: Option<String>,
+    pub env: Vec<(String, String)>,
+    pub stdin: Option<String>,
+    /// Run through the shell (`/bin/sh -c`) — Salt's `python_shell=True`.
+    pub python_shell: bool,
+    pub timeout_secs: Option<u64>,
+}
+
+/// What a command did.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct CmdOutput {
+    pub retcode: i32,
+    pub stdout: String,
+    pub stderr: String,
+    pub pid: u32,
+}
+
+/// Why a file could not be fetched from the file server.
+#[derive(Debug, thiserror::Error)]
+pub enum FileClientError {
+    #[error("{0}")]
+    Refused(String),
+    #[error("I/O error on {path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("{0}")]
+    Other(String),
+}
+
+/// Access to `salt://` files: local file roots for `halite-call --local`,
+/// the master's fileserver on a minion.
+///
+/// Paths are given without the `salt://` prefix (use [`strip_salt_url`]),
+/// relative to the root of `saltenv`, `/`-separated.
+pub trait FileClient: Send + Sync {
+    /// A local path holding the file's content, or `None` when absent.
+    fn cache_file(&self, path: &str, saltenv: &str) -> Result<Option<PathBuf>, FileClientError>;
+    /// Every file below `prefix` (`""` for all), relative to the root.
+    fn list_files(&self, saltenv: &str, prefix: &str) -> Result<Vec<String>, FileClientError>;
+    /// Every directory below `prefix`, relative to the root.
+    fn list_dirs(&self, saltenv: &str, prefix: &str) -> Result<Vec<String>, FileClientError>;
+    /// The file's text, or `None` when absent.
+    fn read_text(&self, path: &str, saltenv: &str) -> Result<Option<String>, FileClientError> {
+        match self.cache_file(path, saltenv)? {
+            None => Ok(None),
+            Some(p) => std::fs::read_to_string(&p)
+                .map(Some)
+                .map_err(|source| FileClientError::Io { path: p.display().to_string(), source }),
+        }
+    }
+}
+
+/// Splits `salt://path?saltenv=x` into (`path`, saltenv override).
+/// Returns `None` when `url` is not a `salt://` URL.
+pub fn strip_salt_url(url: &str) -> Option<(&str, Option<&str>)> {
+    let rest = url.strip_prefix("salt://")?;
+    match rest.split_once('?') {
+        Some((p, q)) => {
+            let env = q.split('&').find_map(|kv| kv.strip_prefix("saltenv="));
+            Some((p, env))
+        }
+        None => Some((rest, None)),
+    }
+}
+
+/// The host a state runs on, as the state engine and state modules see it.
+///
+/// `halite-modules` implements it over the real machine; the same engine
+/// runs under `halite-call --local` and inside a minion.
+pub trait StateEnv: Send + Sync {
+    /// The minion's options (Salt's `__opts__`).
+    fn opts(&self) -> &Value;
+    /// The minion's grains.
+    fn grains(&self) -> &Value;
+    /// The minion's pillar for this run.
+    fn pillar(&self) -> &Value;
+    /// Runs a command.
+    fn run_cmd(&self, cmd: &str, opts: &CmdOptions) -> std::io::Result<CmdOutput>;
+    /// Calls an execution function (`file.file_exists`, `test.true`...).
+    fn call_function(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String>;
+    /// The file server.
+    fn file_client(&self) -> &dyn FileClient;
+    /// Renders a template (`jinja`...) with the run's grains/pillar/opts plus
+    /// `context` (file.managed's `context`/`defaults`).
+    fn render_template(&self, text: &str, engine: &str, context: &Map, saltenv: &str) -> Result<String, String>;
+    /// Fires an event (`fire_event`, state progress).
+    fn fire_event(&self, tag: &str, data: &Value);
+}
