@@ -1,1 +1,25 @@
-//! placeholder
+//! halite's wire: everything a master and a minion must agree on, and
+//! nothing that touches a socket.
+//!
+//! - [`msg`]: the messages (msgpack via rmp-serde) and their envelopes;
+//! - [`frame`]: encoding with a size bound, so garbage or oversized frames
+//!   become errors, never allocations or panics;
+//! - [`crypto`]: Ed25519 identities, the X25519 handshake signed by both
+//!   identities, HKDF-SHA256 session keys, AES-256-GCM with counter nonces,
+//!   and publications encrypted with the publish key and signed by the master;
+//! - [`jid`], [`tags`], [`id`]: Salt's job ids, event tags and the minion-id
+//!   rules applied before an id ever touches a path.
+
+pub mod crypto;
+pub mod fnmatch;
+pub mod frame;
+pub mod id;
+pub mod jid;
+pub mod msg;
+pub mod tags;
+
+pub use crypto::{CryptoError, Identity, PublicKey};
+pub use fnmatch::fnmatch;
+pub use frame::{decode, encode, FrameError, MAX_FRAME_BYTES};
+pub use id::{validate_minion_id, InvalidMinionId};
+pub use jid::JidGenerator;
