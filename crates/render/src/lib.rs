@@ -8,6 +8,8 @@
 
 use std::sync::Arc;
 
+pub mod pyfmt;
+
 pub mod yaml;
 
 /// Salt data: JSON-like values whose maps keep insertion order.
@@ -75,7 +77,9 @@ pub fn render_sls(text: &str, ctx: &RenderContext) -> Result<Value, RenderError>
 pub fn render_text(text: &str, engine: &str, ctx: &RenderContext) -> Result<String, RenderError> {
     let _ = ctx;
     if engine != "jinja" {
-        return Err(RenderError::Other(format!("unsupported template engine '{engine}'")));
+        return Err(RenderError::Other(format!(
+            "unsupported template engine '{engine}'"
+        )));
     }
     Ok(text.to_string())
 }

@@ -1,9 +1,18 @@
 //! YAML as Salt loads it (YAML 1.1 booleans, decimal `0644`, duplicate keys
-//! are errors, insertion order kept) and dumps it.
+//! are errors, insertion order kept) and dumps it (PyYAML's `safe_dump`).
+
+mod dump;
+mod load;
+pub(crate) mod scalar;
 
 use crate::Value;
 
-/// A YAML document that Salt would refuse.
+pub use dump::{dump_with, DumpOptions, DumpStyle};
+pub use load::load;
+pub(crate) use load::python_number;
+
+/// A YAML document that Salt would refuse. The message is shaped like
+/// PyYAML's (context, mark, problem, mark) so users recognise it.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct YamlError {
@@ -12,7 +21,32 @@ pub struct YamlError {
     pub line: Option<usize>,
 }
 
-/// Loads one YAML document with Salt's rules. (Stub until the loader lands.)
-pub fn load(text: &str) -> Result<Value, YamlError> {
-    serde_json::from_str(text).map_err(|e| YamlError { message: e.to_string(), line: Some(e.line()) })
+/// Dumps data as Salt's `yaml` Jinja filter does (`safe_dump` with keys
+/// sorted): flow style when `flow` is true (the filter's default), block
+/// style for `yaml(False)`. Ends with a newline, as PyYAML's output does.
+pub fn dump(value: &Value, flow: bool) -> String {
+    let style = if flow {
+        DumpStyle::Flow
+    } else {
+        DumpStyle::Block
+    };
+    dump_with(
+        value,
+        DumpOptions {
+            style,
+            sort_keys: true,
+        },
+    )
+}
+
+/// Dumps data as Salt's `yaml` outputter does (`--out yaml`): block style,
+/// keys in the data's order.
+pub fn dump_block_ordered(value: &Value) -> String {
+    dump_with(
+        value,
+        DumpOptions {
+            style: DumpStyle::Block,
+            sort_keys: false,
+        },
+    )
 }

@@ -1,0 +1,441 @@
+//! The YAML loader: saphyr-parser's events folded into Salt data, with Salt's
+//! rules (see [`super::scalar`]), merge keys, and PyYAML-shaped errors.
+
+use std::borrow::Cow;
+use std::collections::HashMap;
+
+use saphyr_parser::{Event, Marker, Parser, ScalarStyle, ScanError, Span, Tag};
+
+use super::scalar::{self, ScalarKind};
+use super::YamlError;
+use crate::{Map, Value};
+
+/// The name PyYAML gives a string stream in its error marks.
+const STREAM_NAME: &str = "<unicode string>";
+
+/// Formats a mark the way PyYAML does (1-based line and column).
+fn mark_text(mark: &Marker) -> String {
+    format!(
+        "  in \"{STREAM_NAME}\", line {}, column {}",
+        mark.line(),
+        mark.col() + 1
+    )
+}
+
+/// A PyYAML-style two-part error: context (where the construct began) and problem.
+fn contextual_error(
+    context: &str,
+    context_mark: &Marker,
+    problem: &str,
+    problem_mark: &Marker,
+) -> YamlError {
+    YamlError {
+        message: format!(
+            "{context}\n{}\n{problem}\n{}",
+            mark_text(context_mark),
+            mark_text(problem_mark)
+        ),
+        line: Some(problem_mark.line()),
+    }
+}
+
+fn problem_error(problem: &str, problem_mark: &Marker) -> YamlError {
+    YamlError {
+        message: format!("{problem}\n{}", mark_text(problem_mark)),
+        line: Some(problem_mark.line()),
+    }
+}
+
+/// A collection being built, with where it started (for error context).
+enum Frame {
+    Sequence {
+        start: Marker,
+        flow: bool,
+        anchor: usize,
+        items: Vec<Value>,
+    },
+    Mapping(MappingFrame),
+}
+
+/// A mapping being built: explicit entries, merge sources, and the key
+/// waiting for its value.
+struct MappingFrame {
+    start: Marker,
+    flow: bool,
+    anchor: usize,
+    entries: Vec<(String, Value, Marker)>,
+    merges: Vec<Map>,
+    pending_key: Option<PendingKey>,
+}
+
+enum PendingKey {
+    Key(String, Marker),
+    Merge(Marker),
+}
+
+/// Loads a single YAML document with Salt's rules. An empty stream is `Null`.
+pub fn load(text: &str) -> Result<Value, YamlError> {
+    let mut loader = Loader {
+        text,
+        anchors: HashMap::new(),
+        stack: Vec::new(),
+        result: None,
+        documents: 0,
+    };
+    let mut parser = Parser::new_from_str(text);
+    loop {
+        let next = parser.next_event();
+        let (event, span) = match next {
+            None => break,
+            Some(Ok(pair)) => pair,
+            Some(Err(error)) => return Err(loader.scan_error(&error)),
+        };
+        if matches!(event, Event::StreamEnd) {
+            break;
+        }
+        loader.event(event, span)?;
+    }
+    Ok(loader.result.unwrap_or(Value::Null))
+}
+
+struct Loader<'a> {
+    text: &'a str,
+    anchors: HashMap<usize, Value>,
+    stack: Vec<Frame>,
+    result: Option<Value>,
+    documents: usize,
+}
+
+impl Loader<'_> {
+    fn event(&mut self, event: Event<'_>, span: Span) -> Result<(), YamlError> {
+        match event {
+            Event::DocumentStart(_) => {
+                self.documents += 1;
+                if self.documents > 1 {
+                    return Err(contextual_error(
+                        "expected a single document in the stream",
+                        &Marker::new(0, 1, 0),
+                        "but found another document",
+                        &span.start,
+                    ));
+                }
+            }
+            Event::Scalar(text, style, anchor, tag) => {
+                let value = self.scalar(&text, style, tag.as_deref(), &span.start)?;
+                let is_merge = style == ScalarStyle::Plain
+                    && tag.is_none()
+                    && scalar::classify_plain(&text) == ScalarKind::Merge;
+                if anchor > 0 {
+                    self.anchors.insert(anchor, value.clone());
+                }
+                self.push_node(value, span.start, is_merge)?;
+            }
+            Event::Alias(anchor) => {
+                let value = self
+                    .anchors
+                    .get(&anchor)
+                    .cloned()
+                    .ok_or_else(|| problem_error("found undefined alias", &span.start))?;
+                self.push_node(value, span.start, false)?;
+            }
+            Event::SequenceStart(anchor, tag) => {
+                check_collection_tag(tag.as_deref(), "seq", &span.start)?;
+                let flow = self.is_flow_start(&span, '[');
+                self.stack.push(Frame::Sequence {
+                    start: span.start,
+                    flow,
+                    anchor,
+                    items: Vec::new(),
+                });
+            }
+            Event::MappingStart(anchor, tag) => {
+                check_collection_tag(tag.as_deref(), "map", &span.start)?;
+                let flow = self.is_flow_start(&span, '{');
+                self.stack.push(Frame::Mapping(MappingFrame {
+                    start: span.start,
+                    flow,
+                    anchor,
+                    entries: Vec::new(),
+                    merges: Vec::new(),
+                    pending_key: None,
+                }));
+            }
+            Event::SequenceEnd => {
+                if let Some(Frame::Sequence {
+                    start,
+                    anchor,
+                    items,
+                    ..
+                }) = self.stack.pop()
+                {
+                    let value = Value::Array(items);
+                    if anchor > 0 {
+                        self.anchors.insert(anchor, value.clone());
+                    }
+                    self.push_node(value, start, false)?;
+                }
+            }
+            Event::MappingEnd => {
+                if let Some(Frame::Mapping(frame)) = self.stack.pop() {
+                    let start = frame.start;
+                    let anchor = frame.anchor;
+                    let value = Value::Object(finish_mapping(frame)?);
+                    if anchor > 0 {
+                        self.anchors.insert(anchor, value.clone());
+                    }
+                    self.push_node(value, start, false)?;
+                }
+            }
+            Event::StreamStart | Event::StreamEnd | Event::DocumentEnd | Event::Nothing => {}
+        }
+        Ok(())
+    }
+
+    fn is_flow_start(&self, span: &Span, opener: char) -> bool {
+        self.text
+            .get(span.start.index()..)
+            .and_then(|rest| rest.chars().next())
+            == Some(opener)
+    }
+
+    /// Places a finished node into its parent (or as the document).
+    fn push_node(
+        &mut self,
+        value: Value,
+        mark: Marker,
+        is_merge_key: bool,
+    ) -> Result<(), YamlError> {
+        match self.stack.last_mut() {
+            None => self.result = Some(value),
+            Some(Frame::Sequence { items, .. }) => items.push(value),
+            Some(Frame::Mapping(frame)) => match frame.pending_key.take() {
+                None if is_merge_key => frame.pending_key = Some(PendingKey::Merge(mark)),
+                None => {
+                    let key = key_string(&value).ok_or_else(|| {
+                        contextual_error(
+                            "while constructing a mapping",
+                            &frame.start,
+                            "found unacceptable key (unhashable type)",
+                            &mark,
+                        )
+                    })?;
+                    frame.pending_key = Some(PendingKey::Key(key, mark));
+                }
+                Some(PendingKey::Key(key, key_mark)) => frame.entries.push((key, value, key_mark)),
+                Some(PendingKey::Merge(merge_mark)) => {
+                    let start = frame.start;
+                    add_merge_source(frame, value, &start, &merge_mark)?;
+                }
+            },
+        }
+        Ok(())
+    }
+
+    fn scalar(
+        &self,
+        text: &str,
+        style: ScalarStyle,
+        tag: Option<&Tag>,
+        mark: &Marker,
+    ) -> Result<Value, YamlError> {
+        let Some(tag) = tag else {
+            return Ok(match style {
+                ScalarStyle::Plain => scalar::resolve_plain(text),
+                _ => Value::String(text.to_string()),
+            });
+        };
+        let core = tag.is_yaml_core_schema() || tag.handle == "!!";
+        let bad_tag = || {
+            contextual_error(
+                "while constructing a Python object",
+                mark,
+                &format!(
+                    "could not determine a constructor for the tag '{}'",
+                    tag_uri(tag)
+                ),
+                mark,
+            )
+        };
+        if tag.handle == "!" && tag.suffix.is_empty() {
+            return Ok(Value::String(text.to_string()));
+        }
+        if !core {
+            return Err(bad_tag());
+        }
+        let invalid = |kind: &str| problem_error(&format!("invalid {kind} literal '{text}'"), mark);
+        match tag.suffix.as_str() {
+            "str" | "timestamp" | "binary" => Ok(Value::String(text.to_string())),
+            "null" => Ok(Value::Null),
+            "bool" => match scalar::classify_plain(text) {
+                ScalarKind::Bool => Ok(Value::Bool(scalar::bool_value(text))),
+                _ => Err(invalid("bool")),
+            },
+            "int" => scalar::int_value(text).ok_or_else(|| invalid("int")),
+            "float" => scalar::float_value(text)
+                .or_else(|| {
+                    scalar::int_value(text)
+                        .and_then(|v| v.as_f64())
+                        .and_then(serde_json::Number::from_f64)
+                        .map(Value::Number)
+                })
+                .ok_or_else(|| invalid("float")),
+            _ => Err(bad_tag()),
+        }
+    }
+
+    /// Converts a scanner/parser error into PyYAML's two-part shape, using the
+    /// innermost open collection as the context mark.
+    fn scan_error(&self, error: &ScanError) -> YamlError {
+        let info = error.info();
+        let mark = error.marker();
+        if let Some((context, problem)) = info.split_once(", ") {
+            if context.starts_with("while ") {
+                let context_mark = self.context_mark(context).unwrap_or(*mark);
+                let problem =
+                    problem.replace("expected ',' or ']'", "did not find expected ',' or ']'");
+                return contextual_error(context, &context_mark, &problem, mark);
+            }
+        }
+        if info.contains("'\\t'") || info.contains("tabs") || info.contains("tab") {
+            return YamlError {
+                message: format!("Illegal tab character; line {}", mark.line()),
+                line: Some(mark.line()),
+            };
+        }
+        problem_error(info, mark)
+    }
+
+    fn context_mark(&self, context: &str) -> Option<Marker> {
+        let want_flow = context.contains("flow");
+        let want_sequence = context.contains("sequence") || context.contains("collection");
+        let want_mapping = context.contains("mapping");
+        self.stack.iter().rev().find_map(|frame| match frame {
+            Frame::Sequence { start, flow, .. } if want_sequence && *flow == want_flow => {
+                Some(*start)
+            }
+            Frame::Mapping(m) if want_mapping && m.flow == want_flow => Some(m.start),
+            _ if !want_sequence && !want_mapping => None,
+            _ => None,
+        })
+    }
+}
+
+fn tag_uri(tag: &Tag) -> String {
+    if tag.handle == "!!" {
+        format!("tag:yaml.org,2002:{}", tag.suffix)
+    } else if tag.is_yaml_core_schema() {
+        format!("{}{}", tag.handle, tag.suffix)
+    } else {
+        tag.to_string()
+    }
+}
+
+fn check_collection_tag(tag: Option<&Tag>, expected: &str, mark: &Marker) -> Result<(), YamlError> {
+    let Some(tag) = tag else { return Ok(()) };
+    let core = tag.is_yaml_core_schema() || tag.handle == "!!";
+    let accepted = (core
+        && (tag.suffix == expected || (expected == "map" && tag.suffix == "omap")))
+        || (tag.handle == "!" && tag.suffix.is_empty());
+    if accepted {
+        Ok(())
+    } else {
+        Err(contextual_error(
+            "while constructing a Python object",
+            mark,
+            &format!(
+                "could not determine a constructor for the tag '{}'",
+                tag_uri(tag)
+            ),
+            mark,
+        ))
+    }
+}
+
+/// Merge sources (`<<: *a` or `<<: [*a, *b]`) as Salt's flatten_mapping reads them.
+fn add_merge_source(
+    frame: &mut MappingFrame,
+    value: Value,
+    start: &Marker,
+    mark: &Marker,
+) -> Result<(), YamlError> {
+    let expected = || {
+        contextual_error(
+            "while constructing a mapping",
+            start,
+            "expected a mapping or list of mappings for merging, but found scalar",
+            mark,
+        )
+    };
+    match value {
+        Value::Object(map) => frame.merges.push(map),
+        Value::Array(items) => {
+            // Salt reverses the list, so later sources come first.
+            let mut maps = Vec::new();
+            for item in items {
+                match item {
+                    Value::Object(map) => maps.push(map),
+                    _ => return Err(expected()),
+                }
+            }
+            maps.reverse();
+            frame.merges.extend(maps);
+        }
+        _ => return Err(expected()),
+    }
+    Ok(())
+}
+
+/// Builds the mapping: merged entries whose key is not set explicitly come
+/// first, then the explicit ones; any duplicate is Salt's "conflicting ID".
+fn finish_mapping(frame: MappingFrame) -> Result<Map, YamlError> {
+    let explicit: std::collections::HashSet<&str> =
+        frame.entries.iter().map(|(k, _, _)| k.as_str()).collect();
+    let mut merged: Vec<(String, Value, Marker)> = Vec::new();
+    for source in &frame.merges {
+        for (key, value) in source {
+            if !explicit.contains(key.as_str()) {
+                merged.push((key.clone(), value.clone(), frame.start));
+            }
+        }
+    }
+    let mut map = Map::new();
+    for (key, value, mark) in merged.into_iter().chain(frame.entries) {
+        if map.contains_key(&key) {
+            return Err(contextual_error(
+                "while constructing a mapping",
+                &frame.start,
+                &format!("found conflicting ID '{key}'"),
+                &mark,
+            ));
+        }
+        map.insert(key, value);
+    }
+    Ok(map)
+}
+
+/// Mapping keys become strings as Python's `str()` prints them
+/// (`True`, `1`, `None`); collections cannot be keys.
+fn key_string(value: &Value) -> Option<String> {
+    Some(match value {
+        Value::String(s) => s.clone(),
+        Value::Bool(true) => "True".to_string(),
+        Value::Bool(false) => "False".to_string(),
+        Value::Null => "None".to_string(),
+        Value::Number(n) => python_number(n),
+        Value::Array(_) | Value::Object(_) => return None,
+    })
+}
+
+/// Python's `str()` of a number (`1.0` keeps its `.0`).
+pub(crate) fn python_number(number: &serde_json::Number) -> String {
+    if let Some(f) = number.as_f64().filter(|_| number.is_f64()) {
+        crate::pyfmt::float_repr(f)
+    } else {
+        number.to_string()
+    }
+}
+
+#[allow(dead_code)]
+fn cow_str<'a>(value: &'a Cow<'_, str>) -> &'a str {
+    value.as_ref()
+}
