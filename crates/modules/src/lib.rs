@@ -9,6 +9,7 @@
 
 pub mod exec;
 pub mod fileclient;
+pub mod grains;
 pub mod host;
 pub mod states;
 pub mod table;

@@ -17,5 +17,6 @@ pub fn state_modules() -> StateModules {
 pub fn exec_modules() -> ExecModules {
     #[allow(unused_mut)]
     let mut t = ExecModules::default();
+    t.register(Arc::new(crate::grains::exec::GrainsExec));
     t
 }

@@ -1,0 +1,204 @@
+//! Hardware and platform grains: CPU, memory, firmware (DMI), the init
+//! system and virtualisation, all read from `/proc` and `/sys` files.
+
+use std::path::Path;
+
+use halite_state::{Map, Value};
+
+/// Inserts `num_cpus`, `cpu_model` and `cpu_flags` parsed from cpuinfo text
+/// with the same key rules as Salt's `_linux_cpudata`.
+pub fn insert_cpu_grains(grains: &mut Map, cpuinfo: &str) {
+    let mut num_cpus: i64 = 0;
+    let mut model: Option<String> = None;
+    let mut flags: Option<Vec<Value>> = None;
+    for line in cpuinfo.lines() {
+        let mut parts = line.splitn(3, ':');
+        let (Some(key), Some(val)) = (parts.next(), parts.next()) else { continue };
+        let (key, val) = (key.trim(), val.trim());
+        match key {
+            "processor" => num_cpus += 1,
+            "# processors" => num_cpus = val.parse().unwrap_or(num_cpus),
+            "vendor_id" | "model name" | "cpu" => model = Some(val.to_string()),
+            "flags" | "Features" => flags = Some(val.split_whitespace().map(Value::from).collect()),
+            "Processor" => {
+                model = Some(val.split('-').next().unwrap_or(val).to_string());
+                num_cpus = 1;
+            }
+            _ => {}
+        }
+    }
+    grains.insert("num_cpus".into(), Value::from(num_cpus));
+    grains.insert("cpu_model".into(), Value::from(model.unwrap_or_else(|| "Unknown".into())));
+    grains.insert("cpu_flags".into(), Value::Array(flags.unwrap_or_default()));
+}
+
+/// Inserts `mem_total` and `swap_total` in MiB (floor), from meminfo text.
+pub fn insert_mem_grains(grains: &mut Map, meminfo: &str) {
+    let mut mem = 0i64;
+    let mut swap = 0i64;
+    for line in meminfo.lines() {
+        let Some((key, rest)) = line.split_once(':') else { continue };
+        let kib: i64 = rest.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        match key.trim() {
+            "MemTotal" => mem = kib / 1024,
+            "SwapTotal" => swap = kib / 1024,
+            _ => {}
+        }
+    }
+    grains.insert("mem_total".into(), Value::from(mem));
+    grains.insert("swap_total".into(), Value::from(swap));
+}
+
+/// Inserts firmware grains (`biosversion`, `productname`, `uuid`...) from
+/// `/sys/class/dmi/id`, each only when readable (serial and uuid need root).
+pub fn insert_dmi_grains(grains: &mut Map, dmi_dir: &Path) {
+    const FILES: &[(&str, &str)] = &[
+        ("biosversion", "bios_version"),
+        ("biosvendor", "bios_vendor"),
+        ("boardname", "board_name"),
+        ("productname", "product_name"),
+        ("manufacturer", "sys_vendor"),
+        ("biosreleasedate", "bios_date"),
+        ("uuid", "product_uuid"),
+        ("serialnumber", "product_serial"),
+    ];
+    if !dmi_dir.is_dir() {
+        return;
+    }
+    for (grain, file) in FILES {
+        if let Ok(bytes) = std::fs::read(dmi_dir.join(file)) {
+            let text = String::from_utf8_lossy(&bytes).trim().to_string();
+            let text = if *grain == "uuid" { text.to_lowercase() } else { text };
+            grains.insert((*grain).into(), Value::from(text));
+        }
+    }
+}
+
+/// Salt's `_linux_init_system`: `systemd` when `/run/systemd/system`
+/// exists; otherwise, when PID 1 is a `.../bin/init`, the first of
+/// `upstart`, `sysvinit`, `systemd` named inside that binary; else the
+/// wrapper (`supervisord`, `dumb-init`, `tini`, `runit`) or `unknown`.
+pub fn init_system() -> String {
+    if Path::new("/run/systemd/system").exists() {
+        return "systemd".into();
+    }
+    let Ok(raw) = std::fs::read("/proc/1/cmdline") else { return "unknown".into() };
+    let cmdline: Vec<String> = String::from_utf8_lossy(&raw).replace('\0', " ").split_whitespace().map(str::to_string).collect();
+    let Some(first) = cmdline.first() else { return "unknown".into() };
+    let init_bin = which(first);
+    if let Some(bin) = init_bin.as_deref().filter(|b| b.ends_with("bin/init")) {
+        let Ok(content) = std::fs::read(bin) else { return "unknown".into() };
+        let lower = content.to_ascii_lowercase();
+        for name in ["upstart", "sysvinit", "systemd"] {
+            if lower.windows(name.len()).any(|w| w == name.as_bytes()) {
+                return name.into();
+            }
+        }
+        return "unknown".into();
+    }
+    for wrapper in ["supervisord", "dumb-init", "tini"] {
+        if let Some(path) = which(wrapper) {
+            if cmdline.iter().any(|w| *w == path) {
+                return wrapper.into();
+            }
+        }
+    }
+    if cmdline == ["runit"] || cmdline.iter().any(|w| w == "/sbin/my_init") {
+        return "runit".into();
+    }
+    "unknown".into()
+}
+
+/// The full path of `prog` on `PATH` (or `prog` itself when it has a `/`).
+pub fn which(prog: &str) -> Option<String> {
+    if prog.contains('/') {
+        return Path::new(prog).is_file().then(|| prog.to_string());
+    }
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into());
+    path.split(':')
+        .map(|dir| Path::new(dir).join(prog))
+        .find(|p| p.is_file())
+        .map(|p| p.display().to_string())
+}
+
+/// Inserts `virtual` (and `virtual_subtype`) from files only: container
+/// markers, PID 1's cgroup, DMI product names and the cpuinfo `hypervisor`
+/// flag. Salt runs `systemd-detect-virt`/`virt-what` first; halite reads the
+/// same evidence those tools read, so that grains need no subprocess.
+pub fn insert_virtual_grains(grains: &mut Map, cpuinfo: &str) {
+    let mut virtual_ = "physical".to_string();
+    let mut subtype: Option<&str> = None;
+    let product = std::fs::read_to_string("/sys/class/dmi/id/product_name").unwrap_or_default();
+    let vendor = std::fs::read_to_string("/sys/class/dmi/id/sys_vendor").unwrap_or_default();
+    let dmi = format!("{} {}", product.trim(), vendor.trim());
+    if dmi.contains("VirtualBox") {
+        virtual_ = "VirtualBox".into();
+    } else if dmi.contains("VMware") {
+        virtual_ = "VMware".into();
+    } else if dmi.contains("KVM") || dmi.contains("QEMU") {
+        virtual_ = "kvm".into();
+    } else if dmi.contains("Virtual Machine") && dmi.contains("Microsoft") {
+        virtual_ = "VirtualPC".into();
+    } else if dmi.contains("HVM domU") || Path::new("/proc/xen").exists() {
+        virtual_ = "xen".into();
+    } else if cpuinfo.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor")) {
+        virtual_ = "kvm".into();
+    }
+    let cgroup = std::fs::read_to_string("/proc/1/cgroup").unwrap_or_default();
+    let environ = std::fs::read("/proc/1/environ").map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    if Path::new("/.dockerenv").exists()
+        || [":/system.slice/docker", ":/docker/", ":/docker-ce/"].iter().any(|m| cgroup.contains(m))
+        || environ.contains("container=docker")
+    {
+        virtual_ = "container".into();
+        subtype = Some("Docker");
+    } else if Path::new("/run/.containerenv").exists() || environ.contains("container=podman") {
+        virtual_ = "container".into();
+        subtype = Some("Podman");
+    } else if cgroup.contains(":/lxc/") || environ.contains("container=lxc") {
+        virtual_ = "container".into();
+        subtype = Some("LXC");
+    } else if environ.contains("container=systemd-nspawn") {
+        virtual_ = "systemd-nspawn".into();
+    }
+    grains.insert("virtual".into(), Value::from(virtual_));
+    if let Some(sub) = subtype {
+        grains.insert("virtual_subtype".into(), Value::from(sub));
+    }
+}
+
+/// Inserts `kernelparams` from `/proc/cmdline`: `[key, value]` pairs,
+/// value `null` for bare flags.
+pub fn insert_kernel_params(grains: &mut Map, cmdline: &str) {
+    let params: Vec<Value> = cmdline
+        .split_whitespace()
+        .map(|word| match word.split_once('=') {
+            Some((k, v)) => Value::from(vec![Value::from(k), Value::from(v.trim_matches('"'))]),
+            None => Value::from(vec![Value::from(word), Value::Null]),
+        })
+        .collect();
+    grains.insert("kernelparams".into(), Value::Array(params));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cpuinfo_is_parsed_like_salt() {
+        let text = "processor\t: 0\nvendor_id\t: GenuineIntel\nmodel name\t: Xeon X\nflags\t\t: fpu vme\n\nprocessor\t: 1\nmodel name\t: Xeon X\nflags\t\t: fpu vme\n";
+        let mut g = Map::new();
+        insert_cpu_grains(&mut g, text);
+        assert_eq!(g["num_cpus"], 2);
+        assert_eq!(g["cpu_model"], "Xeon X");
+        assert_eq!(g["cpu_flags"], serde_json::json!(["fpu", "vme"]));
+    }
+
+    #[test]
+    fn meminfo_is_floored_to_mib() {
+        let mut g = Map::new();
+        insert_mem_grains(&mut g, "MemTotal:       24684172 kB\nSwapTotal:          2047 kB\n");
+        assert_eq!(g["mem_total"], 24105);
+        assert_eq!(g["swap_total"], 1);
+    }
+}
