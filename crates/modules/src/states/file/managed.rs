@@ -1,0 +1,483 @@
+//! `file.managed`: a file's content (from `salt://`, a local path, inline
+//! `contents`, pillar or grains, optionally a Jinja template), owner and
+//! mode, with Salt's comments and `changes` (`diff`, `mode`, `user`...).
+
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use halite_state::{strip_salt_url, Map, StateCall, StateError, StateResult, Value};
+use serde_json::json;
+
+use super::perms::{self, Wanted};
+use super::{error, opt_str, owner_arg, target_name};
+use crate::exec::file::diff::file_diff;
+use crate::exec::file::meta::{self, HashType};
+
+/// Where the new content of a managed file comes from once resolved.
+pub(crate) enum NewContent {
+    /// Bytes to write (inline contents, a rendered template, or a source file).
+    Bytes { data: Vec<u8>, from_source: bool },
+    /// No source and no contents: only existence, owner and mode are managed.
+    Nothing,
+}
+
+/// Looks up `key` (`a:b:c`) in a nested value.
+pub(crate) fn traverse<'v>(root: &'v Value, key: &str, delimiter: &str) -> Option<&'v Value> {
+    let mut cur = root;
+    for part in key.split(delimiter) {
+        cur = match cur {
+            Value::Object(m) => m.get(part)?,
+            Value::Array(a) => a.get(part.parse::<usize>().ok()?)?,
+            _ => return None,
+        };
+    }
+    Some(cur)
+}
+
+fn value_text(v: &Value) -> Option<String> {
+    match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        Value::Bool(b) => Some(if *b { "True" } else { "False" }.to_string()),
+        _ => None,
+    }
+}
+
+/// Salt's `_validate_str_list` then its line normalisation: every line ends
+/// with a newline; the last one is dropped when `contents_newline` is False.
+fn normalize_contents(v: &Value, contents_newline: bool) -> Option<String> {
+    let parts: Vec<String> = match v {
+        Value::Array(items) => items.iter().map(|i| value_text(i).unwrap_or_else(|| i.to_string())).collect(),
+        other => vec![value_text(other)?],
+    };
+    let mut out = String::new();
+    for part in &parts {
+        for line in part.lines() {
+            out.push_str(line.trim_end_matches('\r'));
+            out.push('\n');
+        }
+    }
+    if !contents_newline {
+        while out.ends_with('\n') || out.ends_with('\r') {
+            out.pop();
+        }
+    }
+    Some(out)
+}
+
+/// The first source of `source` (a URL or a list) that exists, with its
+/// local path: `salt://` through the file client, absolute paths and
+/// `file://` directly.
+pub(crate) fn resolve_source(call: &StateCall<'_>, source: &Value, saltenv: &str) -> Result<(String, PathBuf), String> {
+    let candidates: Vec<String> = match source {
+        Value::Array(items) => items
+            .iter()
+            .filter_map(|i| match i {
+                Value::String(s) => Some(s.clone()),
+                Value::Object(m) => m.keys().next().cloned(),
+                _ => None,
+            })
+            .collect(),
+        Value::String(s) => vec![s.clone()],
+        other => return Err(format!("Invalid source: {other}")),
+    };
+    for url in &candidates {
+        if let Some(path) = local_source(call, url, saltenv)? {
+            return Ok((url.clone(), path));
+        }
+    }
+    match candidates.as_slice() {
+        [one] => Err(format!("Source file {one} not found in saltenv '{saltenv}'")),
+        _ => Err(format!("none of the specified sources were found: {}", candidates.join(", "))),
+    }
+}
+
+fn local_source(call: &StateCall<'_>, url: &str, saltenv: &str) -> Result<Option<PathBuf>, String> {
+    if let Some((path, env)) = strip_salt_url(url) {
+        return call.env.file_client().cache_file(path, env.unwrap_or(saltenv)).map_err(|e| e.to_string());
+    }
+    let local = url.strip_prefix("file://").unwrap_or(url);
+    if local.starts_with('/') {
+        return Ok(Path::new(local).is_file().then(|| PathBuf::from(local)));
+    }
+    if url.contains("://") {
+        return Err(format!("Unable to fetch {url}: only salt://, file:// and local sources are supported"));
+    }
+    Err(format!("Invalid source '{url}': give a salt:// URL or an absolute path"))
+}
+
+/// Checks `source_hash` (`<hash>`, `<type>=<hash>`) against the data.
+fn verify_hash(source: &str, spec: &str, data: &[u8]) -> Result<(), String> {
+    let (kind, want) = match spec.split_once('=') {
+        Some((k, h)) => (HashType::parse(k).map_err(|e| e.to_string())?, h.trim().to_ascii_lowercase()),
+        None => {
+            let h = spec.trim().to_ascii_lowercase();
+            let k = HashType::from_hex_len(h.len())
+                .ok_or_else(|| format!("Invalid source_hash '{spec}': give a hex digest or <type>=<digest>"))?;
+            (k, h)
+        }
+    };
+    let got = kind.digest(data);
+    if got != want {
+        let name = format!("{kind:?}").to_ascii_lowercase();
+        return Err(format!(
+            "Specified {name} checksum for {source} ({want}) does not match actual checksum ({got})"
+        ));
+    }
+    Ok(())
+}
+
+/// Renders `text` with the template engine named by `template`.
+pub(crate) fn render(call: &StateCall<'_>, text: &str, template: &str, context: &Map, saltenv: &str) -> Result<String, String> {
+    call.env.render_template(text, template, context, saltenv)
+}
+
+/// `context` merged over `defaults`, both dicts.
+pub(crate) fn template_context(call: &StateCall<'_>) -> Result<Map, String> {
+    let mut ctx = Map::new();
+    match call.arg("defaults") {
+        None => {}
+        Some(Value::Object(d)) => ctx.extend(d.clone()),
+        Some(_) => return Err("Defaults must be formed as a dict".into()),
+    }
+    match call.arg("context") {
+        None => {}
+        Some(Value::Object(c)) => ctx.extend(c.clone()),
+        Some(_) => return Err("Context must be formed as a dict".into()),
+    }
+    Ok(ctx)
+}
+
+/// Writes `data` to `path` through a temp file in the same directory, so a
+/// reader never sees a half-written file. A new file gets `new_mode` bits.
+pub(crate) fn write_atomic(path: &Path, data: &[u8], new_mode: u32) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = path.parent().unwrap_or(Path::new("/"));
+    let mut tmp = tempfile::Builder::new().prefix(".halite-").tempfile_in(dir)?;
+    tmp.write_all(data)?;
+    tmp.as_file().sync_all()?;
+    match fs::metadata(path) {
+        Ok(md) => {
+            fs::set_permissions(tmp.path(), md.permissions())?;
+            use std::os::unix::fs::MetadataExt;
+            let _ = std::os::unix::fs::chown(tmp.path(), Some(md.uid()), Some(md.gid()));
+        }
+        Err(_) => fs::set_permissions(tmp.path(), fs::Permissions::from_mode(new_mode))?,
+    }
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}
+
+/// Salt's `backup: minion`: keeps the old file under
+/// `<cachedir>/file_backup/<path>_<timestamp>` before it is replaced.
+pub(crate) fn backup_minion(call: &StateCall<'_>, path: &Path) -> std::io::Result<()> {
+    let cachedir = call.env.opts().get("cachedir").and_then(Value::as_str).unwrap_or("/var/cache/halite/minion");
+    let rel = path.strip_prefix("/").unwrap_or(path);
+    let stamp = chrono::Local::now().format("%a_%b_%d_%H:%M:%S_%6f_%Y");
+    let name = format!("{}_{stamp}", rel.display());
+    let dest = Path::new(cachedir).join("file_backup").join(name);
+    if let Some(p) = dest.parent() {
+        fs::create_dir_all(p)?;
+    }
+    fs::copy(path, dest).map(|_| ())
+}
+
+/// Parsed arguments common to `managed` and the states built on it.
+pub(crate) struct ManagedArgs {
+    pub user: Option<String>,
+    pub group: Option<String>,
+    pub mode: Option<String>,
+    pub dir_mode: Option<String>,
+    pub makedirs: bool,
+    pub replace: bool,
+    pub create: bool,
+    pub backup: Option<String>,
+    pub show_changes: bool,
+    pub follow_symlinks: bool,
+}
+
+impl ManagedArgs {
+    pub(crate) fn from_call(call: &StateCall<'_>) -> Result<Self, StateError> {
+        let mode = call.arg("mode").and_then(meta::normalize_mode);
+        Ok(ManagedArgs {
+            user: owner_arg(call, "user")?,
+            group: owner_arg(call, "group")?,
+            mode,
+            dir_mode: call.arg("dir_mode").and_then(meta::normalize_mode),
+            makedirs: call.arg_bool("makedirs", false),
+            replace: call.arg_bool("replace", true),
+            create: call.arg_bool("create", true),
+            backup: opt_str(call, "backup")?,
+            show_changes: call.arg_bool("show_changes", true),
+            follow_symlinks: call.arg_bool("follow_symlinks", true),
+        })
+    }
+    fn wanted(&self) -> Wanted<'_> {
+        Wanted {
+            user: self.user.as_deref(),
+            group: self.group.as_deref(),
+            mode: self.mode.as_deref(),
+            follow_symlinks: self.follow_symlinks,
+        }
+    }
+}
+
+/// Resolves the content `file.managed` should write.
+fn new_content(call: &StateCall<'_>, name: &str, saltenv: &str) -> Result<Result<NewContent, String>, StateError> {
+    let source = call.arg("source").filter(|v| !matches!(v, Value::String(s) if s.is_empty()));
+    let contents = call.arg("contents");
+    let contents_pillar = opt_str(call, "contents_pillar")?;
+    let contents_grains = opt_str(call, "contents_grains")?;
+    let template = opt_str(call, "template")?;
+    let count = [contents.is_some(), contents_pillar.is_some(), contents_grains.is_some()].iter().filter(|b| **b).count();
+    if source.is_some() && count > 0 {
+        return Ok(Err("'source' cannot be used in combination with 'contents', 'contents_pillar', or 'contents_grains'".into()));
+    }
+    if count > 1 {
+        return Ok(Err("Only one of 'contents', 'contents_pillar', and 'contents_grains' is permitted".into()));
+    }
+    let delimiter = opt_str(call, "contents_delimiter")?.unwrap_or_else(|| ":".into());
+    let raw_contents: Option<Value> = if let Some(key) = contents_pillar {
+        match traverse(call.env.pillar(), &key, &delimiter) {
+            Some(v) => Some(v.clone()),
+            None => return Ok(Err(format!("Pillar {key} does not exist"))),
+        }
+    } else if let Some(key) = contents_grains {
+        match traverse(call.env.grains(), &key, &delimiter) {
+            Some(v) => Some(v.clone()),
+            None => return Ok(Err(format!("Grain {key} does not exist"))),
+        }
+    } else {
+        contents.cloned()
+    };
+    let context = match template_context(call) {
+        Ok(c) => c,
+        Err(e) => return Ok(Err(e)),
+    };
+    if let Some(raw) = raw_contents {
+        let Some(mut text) = normalize_contents(&raw, call.arg_bool("contents_newline", true)) else {
+            return Ok(Err("Contents specified by contents/contents_pillar/contents_grains is not a string or list of strings, and is not binary data. SLS is likely malformed.".into()));
+        };
+        if let Some(t) = template.as_deref() {
+            text = match render(call, &text, t, &context, saltenv) {
+                Ok(t) => t,
+                Err(e) => return Ok(Err(e)),
+            };
+        }
+        return Ok(Ok(NewContent::Bytes { data: text.into_bytes(), from_source: false }));
+    }
+    let Some(source) = source else { return Ok(Ok(NewContent::Nothing)) };
+    let (url, local) = match resolve_source(call, source, saltenv) {
+        Ok(found) => found,
+        Err(e) => return Ok(Err(format!("Unable to manage file: {e}"))),
+    };
+    let data = match fs::read(&local) {
+        Ok(d) => d,
+        Err(e) => return Ok(Err(format!("Unable to manage file: failed to read {}: {e}", local.display()))),
+    };
+    if !url.starts_with("salt://") && !call.arg_bool("skip_verify", false) {
+        if let Some(spec) = opt_str(call, "source_hash")? {
+            if let Err(e) = verify_hash(&url, &spec, &data) {
+                return Ok(Err(e));
+            }
+        }
+    }
+    let data = match template.as_deref() {
+        Some(t) => {
+            let text = String::from_utf8_lossy(&data);
+            match render(call, &text, t, &context, saltenv) {
+                Ok(out) => out.into_bytes(),
+                Err(e) => return Ok(Err(format!("Unable to manage file: {e}"))),
+            }
+        }
+        None => data,
+    };
+    let _ = name;
+    Ok(Ok(NewContent::Bytes { data, from_source: true }))
+}
+
+/// `file.managed`.
+pub fn managed(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    let name = target_name(call);
+    let ret = StateResult::new(name.clone(), Some(true));
+    if name.is_empty() {
+        return error(ret, "Destination file name is required");
+    }
+    let args = ManagedArgs::from_call(call)?;
+    let saltenv = call.chunk.env().to_string();
+    let saltenv = if saltenv.is_empty() { "base".to_string() } else { saltenv };
+    manage(call, &name, &args, ret, |call| new_content(call, &name, &saltenv))
+}
+
+/// The body of `file.managed`, reusable by states that compute their own
+/// content (`serialize`, `recurse`).
+pub(crate) fn manage(
+    call: &StateCall<'_>,
+    name: &str,
+    args: &ManagedArgs,
+    mut ret: StateResult,
+    content: impl FnOnce(&StateCall<'_>) -> Result<Result<NewContent, String>, StateError>,
+) -> Result<StateResult, StateError> {
+    let test = call.test;
+    let path = Path::new(name);
+    let mut mode = args.mode.clone();
+    let keep_mode = call.arg_str("mode")?.is_some_and(|m| m.eq_ignore_ascii_case("keep"));
+    if keep_mode {
+        mode = None;
+    }
+    let new = match content(call)? {
+        Ok(n) => n,
+        Err(msg) => return error(ret, msg),
+    };
+    let replace = args.replace && !matches!(new, NewContent::Nothing);
+    if !args.create && !path.is_file() {
+        ret.comment = format!("File {name} is not present and is not set for creation");
+        return Ok(ret);
+    }
+    let u_check = perms::check_user(args.user.as_deref(), args.group.as_deref(), test);
+    if !u_check.is_empty() {
+        return error(ret, u_check);
+    }
+    if !path.is_absolute() {
+        return error(ret, format!("Specified file {name} is not an absolute path"));
+    }
+    if path.is_dir() {
+        return error(ret, format!("Specified target {name} is a directory"));
+    }
+    let wanted = Wanted { mode: mode.as_deref(), ..args.wanted() };
+    let exists = fs::symlink_metadata(path).is_ok();
+    if !replace && exists {
+        let before_mode = perms::check_perms(path, &mut ret, wanted, test);
+        if test {
+            match (&mode, before_mode) {
+                (Some(m), Some(l)) if *m != l => {
+                    ret.comment = format!("File {name} will be updated with permissions {m} from its current state of {l}");
+                }
+                _ => ret.comment = format!("File {name} not updated"),
+            }
+        } else if ret.changes.is_empty() && ret.result == Some(true) {
+            ret.comment = format!("File {name} exists with proper permissions. No changes made.");
+        }
+        return Ok(ret);
+    }
+    let data = match &new {
+        NewContent::Bytes { data, .. } => Some(data.as_slice()),
+        NewContent::Nothing => None,
+    };
+    if test {
+        return Ok(predict(path, name, data, wanted, args.show_changes, ret));
+    }
+    if exists {
+        if let Some(data) = data {
+            let old = fs::read(path).unwrap_or_default();
+            if old != data {
+                let diff = if args.show_changes { file_diff(&old, data) } else { "<show_changes=False>".to_string() };
+                if args.backup.as_deref() == Some("minion") {
+                    if let Err(e) = backup_minion(call, path) {
+                        return error(ret, format!("Failed to commit change: {e}"));
+                    }
+                }
+                let target = if args.follow_symlinks { fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()) } else { path.to_path_buf() };
+                if let Err(e) = write_atomic(&target, data, 0o644) {
+                    return error(ret, format!("Failed to commit change: {e}"));
+                }
+                ret.changes.insert("diff".into(), json!(diff));
+            }
+        }
+        perms::check_perms(path, &mut ret, wanted, false);
+        if !ret.changes.is_empty() {
+            ret.comment = format!("File {name} updated");
+        } else if ret.result == Some(true) {
+            ret.comment = format!("File {name} is in the correct state");
+        }
+        return Ok(ret);
+    }
+    // The file does not exist yet.
+    let parent = Path::new(&super::dirname(name)).to_path_buf();
+    if !parent.is_dir() {
+        if args.makedirs {
+            let dir_mode = args.dir_mode.clone().or_else(|| mode.as_deref().map(perms::dir_mode_from_file_mode));
+            if let Err(e) = perms::make_parent_dirs(path, args.user.as_deref(), args.group.as_deref(), dir_mode.as_deref()) {
+                return error(ret, e);
+            }
+        } else {
+            return error(ret, "Parent directory not present");
+        }
+    }
+    let umask = meta::umask();
+    // Salt writes a source through a private temp file (0600) and inline
+    // contents into a file created under the umask (0077 when a mode is given).
+    let create_mode = match &new {
+        NewContent::Bytes { from_source: true, .. } => 0o600,
+        _ if mode.is_some() => 0o600,
+        _ => 0o666 & !umask,
+    };
+    match &new {
+        NewContent::Bytes { data, .. } => {
+            if let Err(e) = write_atomic(path, data, create_mode) {
+                return error(ret, format!("File {name} not created: {e}"));
+            }
+            ret.changes.insert("diff".into(), json!("New file"));
+        }
+        NewContent::Nothing => {
+            if let Err(e) = write_atomic(path, b"", create_mode) {
+                return error(ret, format!("Empty file {name} not created: {e}"));
+            }
+            ret.changes.insert("new".into(), json!(format!("file {name} created")));
+            ret.comment = "Empty file".into();
+        }
+    }
+    let default_mode = meta::mode_string(0o666 & !umask);
+    let final_mode = mode.clone().unwrap_or(default_mode);
+    perms::check_perms(path, &mut ret, Wanted { mode: Some(&final_mode), ..wanted }, false);
+    if ret.comment.is_empty() {
+        ret.comment = format!("File {name} updated");
+    } else if ret.changes.is_empty() && ret.result == Some(true) {
+        ret.comment = format!("File {name} is in the correct state");
+    }
+    Ok(ret)
+}
+
+/// Test mode: what `file.managed` would change (Salt's `check_file_meta`).
+fn predict(path: &Path, name: &str, data: Option<&[u8]>, wanted: Wanted<'_>, show_changes: bool, mut ret: StateResult) -> StateResult {
+    let mut changes = Map::new();
+    match fs::read(path) {
+        Err(_) => {
+            changes.insert("newfile".into(), json!(name));
+        }
+        Ok(old) => {
+            if let Some(data) = data {
+                let diff = file_diff(&old, data);
+                if !diff.is_empty() {
+                    changes.insert("diff".into(), json!(diff));
+                }
+            }
+            if let Ok(cur) = meta::ownership(path, wanted.follow_symlinks) {
+                if let Some(u) = wanted.user.filter(|u| !meta::same_owner(u, &cur.user, cur.uid)) {
+                    changes.insert("user".into(), json!(u));
+                }
+                if let Some(g) = wanted.group.filter(|g| !meta::same_owner(g, &cur.group, cur.gid)) {
+                    changes.insert("group".into(), json!(g));
+                }
+                if let Some(m) = wanted.mode.filter(|m| *m != cur.mode) {
+                    changes.insert("mode".into(), json!(m));
+                }
+            }
+        }
+    }
+    if changes.is_empty() {
+        ret.result = Some(true);
+        ret.comment = format!("The file {name} is in the correct state");
+    } else {
+        ret.result = None;
+        ret.comment = format!(
+            "The file {name} is set to be changed\nNote: No changes made, actual changes may\nbe different due to other states."
+        );
+        if !show_changes && changes.contains_key("diff") {
+            changes.insert("diff".into(), json!("<show_changes=False>"));
+        }
+    }
+    ret.changes = changes;
+    ret
+}

@@ -1,0 +1,177 @@
+//! Ownership and mode enforcement shared by the `file` states, with the
+//! change keys (`user`, `group`, `mode`) and failure comments of Salt's
+//! `file.check_perms`.
+
+use std::path::Path;
+
+use halite_state::{Map, StateResult};
+use serde_json::json;
+
+use crate::exec::file::meta::{self, same_owner};
+
+/// Salt's `_check_user`: the error text for unknown users/groups, empty when
+/// both exist. In test mode unknown owners are only logged.
+pub fn check_user(user: Option<&str>, group: Option<&str>, test: bool) -> String {
+    let mut err = String::new();
+    if let Some(u) = user {
+        if meta::user_to_uid(u).is_err() {
+            err.push_str(&format!("User {u} is not available "));
+        }
+    }
+    if let Some(g) = group {
+        if meta::group_to_gid(g).is_err() {
+            err.push_str(&format!("Group {g} is not available"));
+        }
+    }
+    if !err.is_empty() && test {
+        tracing::warn!("{err}");
+        return String::new();
+    }
+    err
+}
+
+/// The desired ownership and mode of one path.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Wanted<'a> {
+    pub user: Option<&'a str>,
+    pub group: Option<&'a str>,
+    /// Normalized (`"0644"`).
+    pub mode: Option<&'a str>,
+    pub follow_symlinks: bool,
+}
+
+/// Salt's `file.check_perms`: enforces `wanted` on `path` (or, in test
+/// mode, only records what would change) and adds `user`/`group`/`mode` to
+/// `ret.changes`. Returns the mode the path had before.
+pub fn check_perms(path: &Path, ret: &mut StateResult, wanted: Wanted<'_>, test: bool) -> Option<String> {
+    let orig_comment = std::mem::take(&mut ret.comment);
+    let mut comments: Vec<String> = Vec::new();
+    let cur = match meta::ownership(path, wanted.follow_symlinks) {
+        Ok(c) => c,
+        Err(e) => {
+            ret.result = Some(false);
+            ret.comment = if orig_comment.is_empty() { e.to_string() } else { format!("{orig_comment}; {e}") };
+            return None;
+        }
+    };
+    let skip_mode = cur.is_link && !wanted.follow_symlinks;
+    let change_user = wanted.user.filter(|u| !same_owner(u, &cur.user, cur.uid));
+    let change_group = wanted.group.filter(|g| !same_owner(g, &cur.group, cur.gid));
+    if !test && (change_user.is_some() || change_group.is_some()) {
+        if let Err(e) = meta::chown(path, wanted.user, wanted.group, wanted.follow_symlinks || !cur.is_link) {
+            ret.result = Some(false);
+            comments.push(e.to_string());
+        }
+    }
+    let change_mode = wanted.mode.filter(|m| !skip_mode && *m != cur.mode);
+    if !test {
+        if let Some(m) = change_mode {
+            if let Err(e) = meta::chmod(path, m) {
+                ret.result = Some(false);
+                comments.push(e.to_string());
+            }
+        }
+    }
+    let post = meta::ownership(path, wanted.follow_symlinks).unwrap_or_else(|_| cur.clone());
+    if let Some(u) = wanted.user {
+        if !same_owner(u, &post.user, post.uid) {
+            if test {
+                ret.changes.insert("user".into(), json!(u));
+            } else {
+                ret.result = Some(false);
+                comments.push(format!("Failed to change user to {u}"));
+            }
+        } else if change_user.is_some() {
+            ret.changes.insert("user".into(), json!(u));
+        }
+    }
+    if let Some(g) = wanted.group {
+        if !same_owner(g, &post.group, post.gid) {
+            if test {
+                ret.changes.insert("group".into(), json!(g));
+            } else {
+                ret.result = Some(false);
+                comments.push(format!("Failed to change group to {g}"));
+            }
+        } else if change_group.is_some() {
+            ret.changes.insert("group".into(), json!(g));
+        }
+    }
+    if let Some(m) = wanted.mode {
+        if !skip_mode {
+            if m != post.mode {
+                if test {
+                    ret.changes.insert("mode".into(), json!(m));
+                } else {
+                    ret.result = Some(false);
+                    comments.push(format!("Failed to change mode to {m}"));
+                }
+            } else if change_mode.is_some() {
+                ret.changes.insert("mode".into(), json!(m));
+            }
+        }
+    }
+    if !orig_comment.is_empty() {
+        comments.insert(0, orig_comment);
+    }
+    ret.comment = comments.join("; ");
+    Some(cur.mode)
+}
+
+/// What would change on an existing directory (Salt's `_check_dir_meta`);
+/// `{"directory": "new"}` when it does not exist.
+pub fn dir_meta_changes(path: &Path, wanted: Wanted<'_>) -> Map {
+    let mut changes = Map::new();
+    let Ok(cur) = meta::ownership(path, wanted.follow_symlinks) else {
+        changes.insert("directory".into(), json!("new"));
+        return changes;
+    };
+    if let Some(u) = wanted.user.filter(|u| !same_owner(u, &cur.user, cur.uid)) {
+        changes.insert("user".into(), json!(u));
+    }
+    if let Some(g) = wanted.group.filter(|g| !same_owner(g, &cur.group, cur.gid)) {
+        changes.insert("group".into(), json!(g));
+    }
+    if let Some(m) = wanted.mode.filter(|m| *m != cur.mode && (wanted.follow_symlinks || !cur.is_link)) {
+        changes.insert("mode".into(), json!(m));
+    }
+    changes
+}
+
+/// Salt's `makedirs_`: creates the missing parents of `path` (not `path`
+/// itself), each with the given owner and mode.
+pub fn make_parent_dirs(path: &Path, user: Option<&str>, group: Option<&str>, mode: Option<&str>) -> Result<(), String> {
+    let Some(parent) = path.parent() else { return Ok(()) };
+    let mut missing = Vec::new();
+    let mut cur = Some(parent);
+    while let Some(dir) = cur {
+        if dir.as_os_str().is_empty() || dir.is_dir() {
+            break;
+        }
+        missing.push(dir.to_path_buf());
+        cur = dir.parent();
+    }
+    for dir in missing.iter().rev() {
+        std::fs::create_dir(dir).map_err(|e| format!("Unable to create directory {}: {e}", dir.display()))?;
+        if user.is_some() || group.is_some() {
+            meta::chown(dir, user, group, true).map_err(|e| e.to_string())?;
+        }
+        if let Some(m) = mode {
+            meta::chmod(dir, m).map_err(|e| e.to_string())?;
+        }
+    }
+    Ok(())
+}
+
+/// Salt's directory mode derived from a file mode for `makedirs`: every
+/// non-zero digit gets its execute bit (`0644` -> `755`).
+pub fn dir_mode_from_file_mode(mode: &str) -> String {
+    let digits: Vec<char> = mode.chars().collect();
+    let tail = &digits[digits.len().saturating_sub(3)..];
+    tail.iter()
+        .map(|c| match c.to_digit(8) {
+            Some(0) | None => *c,
+            Some(d) => char::from_digit(d | 1, 8).unwrap_or(*c),
+        })
+        .collect()
+}

@@ -1,0 +1,271 @@
+//! `file.serialize`: a data set written as JSON or YAML in the exact text
+//! Salt's serializers produce (JSON: indent 2, sorted keys; YAML: block
+//! style, sorted keys), optionally merged into the file's existing data.
+
+use halite_state::{Map, StateCall, StateError, StateResult, Value};
+
+use super::managed::{self, ManagedArgs, NewContent};
+use super::{error, opt_str, target_name};
+
+/// Python's `json.dumps(data, indent=2, separators=(",", ": "), sort_keys=True)`.
+pub fn to_json(v: &Value) -> String {
+    let mut out = String::new();
+    json_value(v, 0, &mut out);
+    out
+}
+
+fn json_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+                let mut buf = [0u16; 2];
+                for unit in c.encode_utf16(&mut buf) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn json_value(v: &Value, depth: usize, out: &mut String) {
+    let pad = |d: usize| "  ".repeat(d);
+    match v {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&n.to_string()),
+        Value::String(s) => json_string(s, out),
+        Value::Array(items) if items.is_empty() => out.push_str("[]"),
+        Value::Array(items) => {
+            out.push_str("[\n");
+            for (i, item) in items.iter().enumerate() {
+                out.push_str(&pad(depth + 1));
+                json_value(item, depth + 1, out);
+                out.push_str(if i + 1 < items.len() { ",\n" } else { "\n" });
+            }
+            out.push_str(&pad(depth));
+            out.push(']');
+        }
+        Value::Object(m) if m.is_empty() => out.push_str("{}"),
+        Value::Object(m) => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            out.push_str("{\n");
+            for (i, k) in keys.iter().enumerate() {
+                out.push_str(&pad(depth + 1));
+                json_string(k, out);
+                out.push_str(": ");
+                json_value(&m[k.as_str()], depth + 1, out);
+                out.push_str(if i + 1 < keys.len() { ",\n" } else { "\n" });
+            }
+            out.push_str(&pad(depth));
+            out.push('}');
+        }
+    }
+}
+
+/// Whether a plain YAML scalar would be read back as something other than
+/// this string (bool, null, number) or cannot be written plain.
+fn yaml_needs_quotes(s: &str) -> bool {
+    if s.is_empty() || s.trim() != s {
+        return true;
+    }
+    let lower = s.to_ascii_lowercase();
+    if matches!(
+        lower.as_str(),
+        "y" | "n" | "yes" | "no" | "on" | "off" | "true" | "false" | "null" | "~" | ".inf" | "-.inf" | ".nan"
+    ) {
+        return true;
+    }
+    let numeric = regex::Regex::new(r"^[-+]?(\d[\d_]*(\.\d*)?([eE][-+]?\d+)?|\.\d+|0x[0-9a-fA-F_]+|0o?[0-7_]+|\d+(:[0-5]?\d)+)$")
+        .is_ok_and(|r| r.is_match(s));
+    if numeric {
+        return true;
+    }
+    let first = s.chars().next().unwrap_or(' ');
+    if "-?:,[]{}#&*!|>'\"%@`".contains(first) {
+        return true;
+    }
+    s.contains(": ") || s.contains(" #") || s.ends_with(':') || s.contains('\n') || s.contains('\t')
+}
+
+fn yaml_scalar(v: &Value) -> String {
+    match v {
+        Value::Null => "null".into(),
+        Value::Bool(b) => if *b { "true" } else { "false" }.into(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) if s.contains('\n') || s.chars().any(|c| c.is_control()) => {
+            let mut out = String::new();
+            json_string(s, &mut out);
+            out
+        }
+        Value::String(s) if yaml_needs_quotes(s) => format!("'{}'", s.replace('\'', "''")),
+        Value::String(s) => s.clone(),
+        Value::Array(_) => "[]".into(),
+        Value::Object(_) => "{}".into(),
+    }
+}
+
+fn is_block(v: &Value) -> bool {
+    matches!(v, Value::Array(a) if !a.is_empty()) || matches!(v, Value::Object(m) if !m.is_empty())
+}
+
+fn yaml_value(v: &Value, indent: usize, out: &mut String) {
+    let pad = " ".repeat(indent);
+    match v {
+        Value::Object(m) if !m.is_empty() => {
+            let mut keys: Vec<&String> = m.keys().collect();
+            keys.sort();
+            for k in keys {
+                let val = &m[k.as_str()];
+                let key = yaml_scalar(&Value::String(k.clone()));
+                if is_block(val) {
+                    out.push_str(&format!("{pad}{key}:\n"));
+                    // PyYAML puts a list's dashes at the key's indentation.
+                    let child = if val.is_array() { indent } else { indent + 2 };
+                    yaml_value(val, child, out);
+                } else {
+                    out.push_str(&format!("{pad}{key}: {}\n", yaml_scalar(val)));
+                }
+            }
+        }
+        Value::Array(items) if !items.is_empty() => {
+            for item in items {
+                if is_block(item) {
+                    let mut inner = String::new();
+                    yaml_value(item, indent + 2, &mut inner);
+                    let trimmed = inner.get(indent + 2..).unwrap_or("");
+                    out.push_str(&format!("{pad}- {trimmed}"));
+                } else {
+                    out.push_str(&format!("{pad}- {}\n", yaml_scalar(item)));
+                }
+            }
+        }
+        scalar => out.push_str(&format!("{pad}{}\n", yaml_scalar(scalar))),
+    }
+}
+
+/// PyYAML's `safe_dump(data, default_flow_style=False)` without the final
+/// newline (Salt's YAML serializer strips it).
+pub fn to_yaml(v: &Value) -> String {
+    let mut out = String::new();
+    yaml_value(v, 0, &mut out);
+    while out.ends_with('\n') {
+        out.pop();
+    }
+    out
+}
+
+/// Salt's `merge_recurse`: maps merge key by key, anything else is replaced.
+fn merge(base: &Value, update: &Value) -> Value {
+    match (base, update) {
+        (Value::Object(b), Value::Object(u)) => {
+            let mut out: Map = b.clone();
+            for (k, v) in u {
+                let merged = match out.get(k) {
+                    Some(old) => merge(old, v),
+                    None => v.clone(),
+                };
+                out.insert(k.clone(), merged);
+            }
+            Value::Object(out)
+        }
+        (_, u) => u.clone(),
+    }
+}
+
+/// `file.serialize`.
+pub fn serialize(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    let name = target_name(call);
+    let ret = StateResult::new(name.clone(), Some(true));
+    if name.is_empty() {
+        return error(ret, "Must provide name to file.serialize");
+    }
+    let args = ManagedArgs::from_call(call)?;
+    if !args.create && !std::path::Path::new(&name).is_file() {
+        return Ok(ret.with_comment(format!("File {name} is not present and is not set for creation")));
+    }
+    let serializer = opt_str(call, "serializer")?;
+    let formatter = opt_str(call, "formatter")?;
+    if serializer.is_some() && formatter.is_some() {
+        return error(ret, "Only one of serializer and formatter are allowed");
+    }
+    let serializer = serializer.or(formatter).unwrap_or_else(|| "yaml".into()).to_lowercase();
+    let dataset_pillar = opt_str(call, "dataset_pillar")?;
+    if call.arg("dataset").is_some() && dataset_pillar.is_some() {
+        return error(ret, "Only one of 'dataset' and 'dataset_pillar' is permitted");
+    }
+    let mut dataset = match &dataset_pillar {
+        Some(key) => managed::traverse(call.env.pillar(), key, ":").cloned(),
+        None => call.arg("dataset").cloned(),
+    };
+    let Some(mut data) = dataset.take() else {
+        return error(ret, "Neither 'dataset' nor 'dataset_pillar' was defined");
+    };
+    if !matches!(serializer.as_str(), "json" | "yaml") {
+        return error(
+            ret,
+            format!("The {serializer} serializer could not be found. It either does not exist or its prerequisites are not installed."),
+        );
+    }
+    if call.arg_bool("merge_if_exists", false) && std::path::Path::new(&name).is_file() {
+        let text = std::fs::read_to_string(&name).map_err(|e| StateError::Other(format!("Unable to read {name}: {e}")))?;
+        let existing = if serializer == "json" {
+            serde_json::from_str::<Value>(&text).map_err(|e| e.to_string())
+        } else {
+            halite_render::yaml::load(&text).map_err(|e| e.to_string())
+        };
+        match existing {
+            Err(e) => return error(ret, format!("Failed to deserialize existing data: {e}")),
+            Ok(Value::Null) => {}
+            Ok(existing) => {
+                let merged = merge(&existing, &data);
+                if merged == existing {
+                    return Ok(ret.with_comment(format!("The file {name} is in the correct state")));
+                }
+                data = merged;
+            }
+        }
+    }
+    let mut contents = if serializer == "json" { to_json(&data) } else { to_yaml(&data) };
+    contents.push('\n');
+    let mut out = managed::manage(call, &name, &args, ret, move |_| {
+        Ok(Ok(NewContent::Bytes { data: contents.into_bytes(), from_source: false }))
+    })?;
+    if call.test {
+        if out.result.is_none() {
+            out.comment = format!("Dataset will be serialized and stored into {name}");
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn json_matches_python_dumps() {
+        let v = json!({"b": [1, "x"], "a": {"c": null}, "e": {}});
+        assert_eq!(to_json(&v), "{\n  \"a\": {\n    \"c\": null\n  },\n  \"b\": [\n    1,\n    \"x\"\n  ],\n  \"e\": {}\n}");
+    }
+
+    #[test]
+    fn yaml_matches_pyyaml_block_style() {
+        let v = json!({"name": "web", "ports": [80, 443], "opts": {"debug": false, "mode": "0644"}, "list": [{"a": 1, "b": "yes"}]});
+        assert_eq!(
+            to_yaml(&v),
+            "list:\n- a: 1\n  b: 'yes'\nname: web\nopts:\n  debug: false\n  mode: '0644'\nports:\n- 80\n- 443"
+        );
+    }
+}
