@@ -38,11 +38,6 @@ impl LocalFileClient {
         self.roots.get(saltenv).map(Vec::as_slice).unwrap_or(&[])
     }
 
-    /// Every saltenv with at least one root.
-    pub fn envs(&self) -> impl Iterator<Item = &str> {
-        self.roots.keys().map(String::as_str)
-    }
-
     /// Resolves `path` to a file inside one of the roots, refusing anything
     /// (including a symlink) that leads outside that root.
     pub fn resolve(&self, path: &str, saltenv: &str) -> Result<Option<PathBuf>, FileClientError> {
@@ -106,5 +101,8 @@ impl FileClient for LocalFileClient {
     }
     fn list_dirs(&self, saltenv: &str, prefix: &str) -> Result<Vec<String>, FileClientError> {
         self.walk(saltenv, prefix, true)
+    }
+    fn envs(&self) -> Vec<String> {
+        self.roots.keys().cloned().collect()
     }
 }

@@ -7,15 +7,27 @@
 //! does, so it is tested without a network or a master.
 
 pub mod chunk;
+pub mod compile;
+pub mod fnmatch;
+pub mod graph;
+pub mod high;
 pub mod module;
+pub mod pipeline;
+pub mod requisite;
 pub mod ret;
+pub mod run;
+pub mod target;
+pub mod top;
 
 pub use chunk::LowChunk;
+pub use high::{HighBuilder, Matches, RenderedSls, SlsSource};
 pub use module::{
     strip_salt_url, truthy, type_name, CmdOptions, CmdOutput, FileClient, FileClientError, StateCall,
     StateEnv, StateError, StateModule, StateModules,
 };
+pub use pipeline::{call_high, compile_chunks, prepare_high, Compiled};
 pub use ret::{state_tag, StateResult};
+pub use run::{RunOptions, Running};
 
 /// Salt data: JSON-like values whose maps keep insertion order.
 pub type Value = serde_json::Value;

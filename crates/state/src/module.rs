@@ -209,6 +209,10 @@ pub trait FileClient: Send + Sync {
     fn list_files(&self, saltenv: &str, prefix: &str) -> Result<Vec<String>, FileClientError>;
     /// Every directory below `prefix`, relative to the root.
     fn list_dirs(&self, saltenv: &str, prefix: &str) -> Result<Vec<String>, FileClientError>;
+    /// The saltenvs this client serves.
+    fn envs(&self) -> Vec<String> {
+        vec!["base".to_string()]
+    }
     /// The file's text, or `None` when absent.
     fn read_text(&self, path: &str, saltenv: &str) -> Result<Option<String>, FileClientError> {
         match self.cache_file(path, saltenv)? {

@@ -1,11 +1,29 @@
 //! The execution-module contract (`test.ping`, `cmd.run`, `pkg.install`...).
 
+pub mod file;
+pub mod user;
+pub mod service;
+pub mod group;
+pub mod lowpkg;
+pub mod pkg;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use halite_state::{Map, Value};
 
 use crate::Host;
+
+pub mod cmd;
+pub mod pillar;
+pub mod state;
+pub mod sys;
+pub mod test;
+
+/// Python's `str()` of a value (strings bare), for messages and echoes.
+pub fn py_str(v: &Value) -> String {
+    halite_state::requisite::py_str(v)
+}
 
 /// Arguments of an execution function call: positional, then `key=value`.
 ///

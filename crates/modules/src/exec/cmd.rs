@@ -1,0 +1,246 @@
+//! Salt's `cmd` execution module: run commands and scripts.
+
+use std::path::Path;
+
+use halite_state::{strip_salt_url, CmdOptions, CmdOutput, Map, StateEnv, Value};
+
+use crate::exec::{Args, ExecError, ExecModule};
+use crate::host::run_command;
+use crate::Host;
+
+/// `cmd.*` functions.
+pub struct CmdExec;
+
+/// Reads `env` the ways Salt accepts it: a mapping, or a list of one-key mappings.
+pub fn env_pairs(v: Option<&Value>) -> Result<Vec<(String, String)>, String> {
+    let str_of = |v: &Value| match v {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        other => other.to_string(),
+    };
+    match v {
+        None | Some(Value::Null) => Ok(Vec::new()),
+        Some(Value::Object(m)) => Ok(m.iter().map(|(k, v)| (k.clone(), str_of(v))).collect()),
+        Some(Value::Array(a)) => {
+            let mut out = Vec::new();
+            for item in a {
+                match item {
+                    Value::Object(m) => out.extend(m.iter().map(|(k, v)| (k.clone(), str_of(v)))),
+                    _ => return Err("Invalidly-formatted 'env' parameter. See documentation.".into()),
+                }
+            }
+            Ok(out)
+        }
+        Some(_) => Err("Invalidly-formatted 'env' parameter. See documentation.".into()),
+    }
+}
+
+/// Builds [`CmdOptions`] from `cmd.*` keyword arguments (`cwd`, `runas`,
+/// `shell`, `env`, `stdin`, `python_shell`, `timeout`).
+pub fn cmd_options(kwargs: &Map, grains: &Value, default_python_shell: bool) -> Result<CmdOptions, String> {
+    let s = |k: &str| kwargs.get(k).and_then(|v| v.as_str().map(String::from).or_else(|| (!v.is_null()).then(|| v.to_string())));
+    Ok(CmdOptions {
+        cwd: s("cwd"),
+        runas: s("runas"),
+        shell: s("shell").or_else(|| grains.get("shell").and_then(Value::as_str).map(String::from)),
+        env: env_pairs(kwargs.get("env"))?,
+        stdin: s("stdin"),
+        python_shell: kwargs.get("python_shell").map(halite_state::truthy).unwrap_or(default_python_shell),
+        timeout_secs: kwargs.get("timeout").and_then(Value::as_u64),
+    })
+}
+
+/// Applies `success_retcodes`: a listed non-zero code counts as success.
+pub fn apply_success_retcodes(out: &mut CmdOutput, kwargs: &Map) {
+    if let Some(codes) = kwargs.get("success_retcodes") {
+        let codes: Vec<i64> = match codes {
+            Value::Array(a) => a.iter().filter_map(Value::as_i64).collect(),
+            v => v.as_i64().into_iter().collect(),
+        };
+        if codes.contains(&(out.retcode as i64)) {
+            out.retcode = 0;
+        }
+    }
+}
+
+/// `cmd.run_all`'s return shape.
+pub fn run_all_value(out: &CmdOutput) -> Value {
+    let mut m = Map::new();
+    m.insert("pid".into(), Value::from(out.pid));
+    m.insert("retcode".into(), Value::from(out.retcode));
+    m.insert("stdout".into(), Value::from(out.stdout.clone()));
+    m.insert("stderr".into(), Value::from(out.stderr.clone()));
+    Value::Object(m)
+}
+
+/// Runs `cmd` with `kwargs` the way `cmd.run_all` does.
+pub fn run_all(cmd: &str, kwargs: &Map, grains: &Value) -> Result<CmdOutput, ExecError> {
+    let opts = cmd_options(kwargs, grains, true).map_err(ExecError::Invocation)?;
+    if let Some(cwd) = &opts.cwd {
+        if !Path::new(cwd).is_dir() {
+            return Err(ExecError::Execution(format!("Specified cwd '{cwd}' either not absolute or does not exist")));
+        }
+    }
+    let mut out = run_command(cmd, &opts).map_err(|e| ExecError::Execution(format!("Unable to run command '{cmd}': {e}")))?;
+    apply_success_retcodes(&mut out, kwargs);
+    Ok(out)
+}
+
+/// Caches a `salt://` (or local) script, renders it when `template` is
+/// set, and returns the local path to run.
+pub fn prepare_script(host: &Host, source: &str, kwargs: &Map, saltenv: &str) -> Result<std::path::PathBuf, ExecError> {
+    let path = match strip_salt_url(source) {
+        Some((p, env)) => host
+            .files
+            .cache_file(p, env.unwrap_or(saltenv))
+            .map_err(|e| ExecError::Execution(e.to_string()))?
+            .ok_or_else(|| ExecError::Execution(format!("Unable to cache script {source} from saltenv '{saltenv}'")))?,
+        None => std::path::PathBuf::from(source),
+    };
+    let text = std::fs::read_to_string(&path)
+        .map_err(|e| ExecError::Execution(format!("Unable to read script {}: {e}", path.display())))?;
+    let text = match kwargs.get("template").and_then(Value::as_str) {
+        Some(engine) => {
+            let ctx = kwargs.get("context").and_then(Value::as_object).cloned().unwrap_or_default();
+            host.render_template(&text, engine, &ctx, saltenv).map_err(ExecError::Execution)?
+        }
+        None => text,
+    };
+    let dir = std::env::temp_dir().join("halite-scripts");
+    std::fs::create_dir_all(&dir).map_err(|e| ExecError::Execution(e.to_string()))?;
+    let file = tempfile_in(&dir)?;
+    std::fs::write(&file, text).map_err(|e| ExecError::Execution(e.to_string()))?;
+    use std::os::unix::fs::PermissionsExt;
+    let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o700));
+    Ok(file)
+}
+
+fn tempfile_in(dir: &Path) -> Result<std::path::PathBuf, ExecError> {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.as_nanos())
+        .unwrap_or(0);
+    Ok(dir.join(format!("script-{}-{nanos}", std::process::id())))
+}
+
+/// `cmd.script`: runs a (possibly `salt://`) script with arguments.
+pub fn run_script(host: &Host, source: &str, kwargs: &Map, saltenv: &str) -> Result<CmdOutput, ExecError> {
+    let file = prepare_script(host, source, kwargs, saltenv)?;
+    let args = kwargs.get("args").map(|a| match a {
+        Value::String(s) => s.clone(),
+        Value::Array(a) => a.iter().map(|v| v.as_str().map(String::from).unwrap_or_else(|| v.to_string())).collect::<Vec<_>>().join(" "),
+        other => other.to_string(),
+    });
+    let shell = kwargs
+        .get("shell")
+        .and_then(Value::as_str)
+        .map(String::from)
+        .or_else(|| host.grains.get("shell").and_then(Value::as_str).map(String::from))
+        .unwrap_or_else(|| "/bin/sh".into());
+    let cmd = match args {
+        Some(a) if !a.is_empty() => format!("{shell} {} {a}", crate::host::shell_quote(&file.to_string_lossy())),
+        _ => format!("{shell} {}", crate::host::shell_quote(&file.to_string_lossy())),
+    };
+    let mut kw = kwargs.clone();
+    kw.remove("shell");
+    kw.insert("python_shell".into(), Value::Bool(true));
+    let result = run_all(&cmd, &kw, &Value::Null);
+    let _ = std::fs::remove_file(&file);
+    result
+}
+
+impl ExecModule for CmdExec {
+    fn name(&self) -> &'static str {
+        "cmd"
+    }
+
+    fn functions(&self) -> &'static [&'static str] {
+        &[
+            "run",
+            "run_all",
+            "run_stdout",
+            "run_stderr",
+            "retcode",
+            "script",
+            "script_retcode",
+            "has_exec",
+            "which",
+            "shell",
+            "exec_code",
+        ]
+    }
+
+    fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
+        let mut kwargs = args.kwargs.clone();
+        let saltenv = kwargs.get("saltenv").and_then(Value::as_str).unwrap_or("base").to_string();
+        match fun {
+            "run" | "shell" | "run_all" | "run_stdout" | "run_stderr" | "retcode" => {
+                let cmd = args.require_str(0, "cmd", &format!("cmd.{fun}"))?;
+                if fun != "retcode" && fun != "run_all" && !kwargs.contains_key("python_shell") {
+                    kwargs.insert("python_shell".into(), Value::Bool(true));
+                }
+                if fun == "retcode" && !kwargs.contains_key("python_shell") {
+                    kwargs.insert("python_shell".into(), Value::Bool(true));
+                }
+                let out = run_all(&cmd, &kwargs, &host.grains)?;
+                Ok(match fun {
+                    "run" | "shell" => {
+                        let mut s = out.stdout.clone();
+                        if !out.stderr.is_empty() {
+                            if !s.is_empty() {
+                                s.push('\n');
+                            }
+                            s.push_str(&out.stderr);
+                        }
+                        Value::from(s)
+                    }
+                    "run_stdout" => Value::from(out.stdout),
+                    "run_stderr" => Value::from(out.stderr),
+                    "retcode" => Value::from(out.retcode),
+                    _ => run_all_value(&out),
+                })
+            }
+            "script" | "script_retcode" => {
+                let source = args.require_str(0, "source", &format!("cmd.{fun}"))?;
+                if let Some(a) = args.positional.get(1) {
+                    kwargs.entry("args").or_insert_with(|| a.clone());
+                }
+                let out = run_script(host, &source, &kwargs, &saltenv)?;
+                Ok(if fun == "script" { run_all_value(&out) } else { Value::from(out.retcode) })
+            }
+            "has_exec" | "which" => {
+                let cmd = args.require_str(0, "cmd", &format!("cmd.{fun}"))?;
+                let found = which(&cmd);
+                Ok(if fun == "has_exec" {
+                    Value::Bool(found.is_some())
+                } else {
+                    found.map(Value::from).unwrap_or(Value::Null)
+                })
+            }
+            "exec_code" => {
+                let lang = args.require_str(0, "lang", "cmd.exec_code")?;
+                let code = args.require_str(1, "code", "cmd.exec_code")?;
+                let out = run_command(
+                    &format!("{lang} -c {}", crate::host::shell_quote(&code)),
+                    &CmdOptions { python_shell: true, ..Default::default() },
+                )
+                .map_err(|e| ExecError::Execution(e.to_string()))?;
+                Ok(Value::from(out.stdout))
+            }
+            other => Err(ExecError::NotAvailable(format!("cmd.{other}"))),
+        }
+    }
+}
+
+/// Finds an executable on `PATH` (or checks an absolute path).
+pub fn which(cmd: &str) -> Option<String> {
+    use std::os::unix::fs::PermissionsExt;
+    let is_exec = |p: &Path| p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false);
+    if cmd.contains('/') {
+        return is_exec(Path::new(cmd)).then(|| cmd.to_string());
+    }
+    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into());
+    path.split(':').map(|d| Path::new(d).join(cmd)).find(|p| is_exec(p)).map(|p| p.to_string_lossy().into_owned())
+}

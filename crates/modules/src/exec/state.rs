@@ -1,0 +1,373 @@
+//! Salt's `state` execution module: apply SLS or the highstate, and the
+//! `show_*` views of the compiler.
+
+use halite_state::high::HighBuilder;
+use halite_state::pipeline::{call_high, compile_chunks, prepare_high};
+use halite_state::run::{Executor, RunOptions};
+use halite_state::target::MinionFacts;
+use halite_state::{LowChunk, Map, Matches, Value};
+
+use crate::exec::{py_str, Args, ExecError, ExecModule};
+use crate::sls::FileSls;
+use crate::Host;
+
+/// `state.*` functions.
+pub struct StateExec;
+
+/// The return code Salt sets for a `state.*` function's return: 1 for a
+/// compile error list, 2 when a state failed (or nothing ran), else 0.
+pub fn retcode(fun: &str, ret: &Value) -> i32 {
+    let f = fun.strip_prefix("state.").unwrap_or(fun);
+    match f {
+        "show_lowstate" | "graph" => 0,
+        "show_sls" | "show_low_sls" | "show_highstate" | "show_top" | "show_states" => i32::from(ret.is_array()),
+        "apply" | "sls" | "highstate" | "single" | "top" | "test" => match ret {
+            Value::Array(_) | Value::String(_) => 1,
+            Value::Object(m) if m.is_empty() => 2,
+            Value::Object(m) => {
+                let failed = m.values().any(|r| r.get("result") == Some(&Value::Bool(false)));
+                if failed {
+                    2
+                } else {
+                    0
+                }
+            }
+            _ => 0,
+        },
+        _ => 0,
+    }
+}
+
+fn split_mods(v: Option<&Value>) -> Vec<String> {
+    match v {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(a)) => a.iter().map(py_str).collect(),
+        Some(v) => py_str(v).split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+    }
+}
+
+fn errors_value(errors: Vec<String>) -> Value {
+    Value::Array(errors.into_iter().map(Value::from).collect())
+}
+
+/// A host prepared for one state run: pillar override merged, test mode set.
+fn run_host(host: &Host, args: &Args) -> Result<Host, ExecError> {
+    let mut h = host.clone();
+    if let Some(p) = args.kwargs.get("pillar") {
+        match p {
+            Value::Object(_) => crate::exec::pillar::deep_merge(&mut h.pillar, p),
+            Value::Null => {}
+            _ => {
+                return Err(ExecError::Invocation(
+                    "Pillar data must be formatted as a dictionary, unless pillar_enc is specified.".into(),
+                ))
+            }
+        }
+    }
+    let test = match args.kwargs.get("test") {
+        Some(v) => halite_state::truthy(v),
+        None => host.test_mode(),
+    };
+    if let Value::Object(o) = &mut h.opts {
+        o.insert("test".into(), Value::Bool(test));
+    }
+    Ok(h)
+}
+
+fn saltenv(host: &Host, args: &Args) -> String {
+    args.kwargs
+        .get("saltenv")
+        .or_else(|| host.opts.get("saltenv"))
+        .filter(|v| !v.is_null())
+        .map(py_str)
+        .unwrap_or_else(|| "base".into())
+}
+
+fn run_options(host: &Host, args: &Args) -> RunOptions {
+    let opt = |k: &str| host.opts.get(k);
+    let local = opt("local").is_some_and(halite_state::truthy) || opt("file_client").and_then(Value::as_str) == Some("local");
+    RunOptions {
+        test: host.test_mode(),
+        failhard: opt("failhard").is_some_and(halite_state::truthy),
+        state_events: !local && opt("state_events").map(halite_state::truthy).unwrap_or(true),
+        jid: args
+            .kwargs
+            .get("__pub_jid")
+            .or_else(|| opt("__jid__"))
+            .map(py_str)
+            .unwrap_or_else(new_jid),
+        minion_id: opt("id").map(py_str).unwrap_or_else(|| "local".into()),
+        disabled_requisites: match opt("disabled_requisites") {
+            Some(Value::Array(a)) => a.iter().map(py_str).collect(),
+            Some(Value::String(s)) => vec![s.clone()],
+            _ => Vec::new(),
+        },
+    }
+}
+
+/// A Salt job id for now: `YYYYMMDDhhmmssffffff` (UTC).
+pub fn new_jid() -> String {
+    chrono::Utc::now().format("%Y%m%d%H%M%S%6f").to_string()
+}
+
+fn auto_order(host: &Host) -> bool {
+    host.opts.get("state_auto_order").map(halite_state::truthy).unwrap_or(true)
+}
+
+/// Renders `mods` of `saltenv` into high data (Salt's `render_highstate`).
+fn render_mods(host: &Host, saltenv: &str, mods: Vec<String>) -> (Map, Vec<String>) {
+    let source = FileSls::new(host);
+    let mut matches: Matches = Matches::new();
+    matches.insert(saltenv.to_string(), mods);
+    HighBuilder::new(&source, auto_order(host)).render_highstate(&matches)
+}
+
+/// The top-file matches of this host.
+fn top_matches(host: &Host, only_env: Option<&str>) -> Result<Matches, Vec<String>> {
+    let source = FileSls::new(host);
+    let envs = host.files.envs();
+    let top = halite_state::top::get_top(&source, &envs)?;
+    let id = host.opts.get("id").map(py_str).unwrap_or_default();
+    let facts = MinionFacts { id: &id, grains: &host.grains, pillar: &host.pillar };
+    halite_state::top::top_matches(&top, &facts, only_env)
+}
+
+fn render_highstate(host: &Host, matches: &Matches) -> (Map, Vec<String>) {
+    let source = FileSls::new(host);
+    HighBuilder::new(&source, auto_order(host)).render_highstate(matches)
+}
+
+fn add_exclude(high: &mut Map, args: &Args) {
+    let exclude = split_mods(args.kwargs.get("exclude"));
+    if exclude.is_empty() {
+        return;
+    }
+    let entry = high.entry("__exclude__").or_insert_with(|| Value::Array(Vec::new()));
+    if let Value::Array(a) = entry {
+        a.extend(exclude.into_iter().map(Value::from));
+    }
+}
+
+fn run_high(host: &Host, args: &Args, high: Map) -> Value {
+    let opts = run_options(host, args);
+    match call_high(high, &host.states, host, opts) {
+        Ok(running) => Value::Object(running.into_iter().map(|(k, v)| (k, Value::Object(v))).collect()),
+        Err(errors) => errors_value(errors),
+    }
+}
+
+fn no_states(comment: &str) -> Value {
+    let mut ret = Map::new();
+    ret.insert("result".into(), Value::Bool(false));
+    ret.insert("comment".into(), Value::from(comment));
+    ret.insert("name".into(), Value::from("No States"));
+    ret.insert("changes".into(), Value::Object(Map::new()));
+    ret.insert("__run_num__".into(), Value::from(0));
+    let mut m = Map::new();
+    m.insert("no_|-states_|-states_|-None".into(), Value::Object(ret));
+    Value::Object(m)
+}
+
+impl StateExec {
+    fn sls(host: &Host, args: &Args) -> Result<Value, ExecError> {
+        let host = run_host(host, args)?;
+        let mods = split_mods(args.get(0, "mods"));
+        let env = saltenv(&host, args);
+        let (mut high, errors) = render_mods(&host, &env, mods);
+        if !errors.is_empty() {
+            return Ok(errors_value(errors));
+        }
+        add_exclude(&mut high, args);
+        Ok(run_high(&host, args, high))
+    }
+
+    fn highstate(host: &Host, args: &Args) -> Result<Value, ExecError> {
+        let host = run_host(host, args)?;
+        let only = args.kwargs.get("saltenv").map(py_str);
+        let matches = match top_matches(&host, only.as_deref()) {
+            Ok(m) => m,
+            Err(errors) => return Ok(errors_value(errors)),
+        };
+        if matches.is_empty() {
+            return Ok(no_states("No Top file or master_tops data matches found. Please see master log for details."));
+        }
+        let (mut high, errors) = render_highstate(&host, &matches);
+        if !errors.is_empty() {
+            return Ok(errors_value(errors));
+        }
+        if high.is_empty() {
+            return Ok(no_states("No states found for this minion"));
+        }
+        add_exclude(&mut high, args);
+        Ok(run_high(&host, args, high))
+    }
+
+    /// The highstate's (or `mods`') high data after extend/_in/exclude.
+    fn prepared(host: &Host, args: &Args) -> Result<Map, Vec<String>> {
+        let mods = split_mods(args.get(0, "mods"));
+        let (mut high, errors) = if mods.is_empty() {
+            let matches = top_matches(host, None)?;
+            render_highstate(host, &matches)
+        } else {
+            render_mods(host, &saltenv(host, args), mods)
+        };
+        let mut errors = errors;
+        if let Err(e) = prepare_high(&mut high, &[]) {
+            errors.extend(e);
+        }
+        if errors.is_empty() {
+            Ok(high)
+        } else {
+            Err(errors)
+        }
+    }
+
+    fn single(host: &Host, args: &Args) -> Result<Value, ExecError> {
+        let host = run_host(host, args)?;
+        let fun = args.require_str(0, "fun", "state.single")?;
+        let Some((state, f)) = fun.split_once('.') else {
+            return Ok(Value::from("Invalid function passed"));
+        };
+        let name = args
+            .get(1, "name")
+            .map(py_str)
+            .ok_or_else(|| ExecError::Invocation("state.single() missing 1 required positional argument: 'name'".into()))?;
+        let mut chunk = Map::new();
+        for (k, v) in &args.kwargs {
+            if k == "test" || k == "pillar" || k == "queue" || k.starts_with("__pub") {
+                continue;
+            }
+            chunk.insert(k.clone(), v.clone());
+        }
+        chunk.insert("state".into(), Value::from(state));
+        chunk.insert("fun".into(), Value::from(f));
+        chunk.insert("__id__".into(), Value::from(name.clone()));
+        chunk.insert("name".into(), Value::from(name));
+        if !host.states.has(state, f) {
+            return Ok(errors_value(vec![format!("Specified state '{fun}' was not found")]));
+        }
+        let mut graph = halite_state::graph::Graph::new();
+        let ci = graph.add_chunk(LowChunk(chunk));
+        let opts = run_options(&host, args);
+        let running = Executor::new(graph, &host.states, &host, opts).run(&[ci]);
+        Ok(Value::Object(running.into_iter().map(|(k, v)| (k, Value::Object(v))).collect()))
+    }
+}
+
+impl ExecModule for StateExec {
+    fn name(&self) -> &'static str {
+        "state"
+    }
+
+    fn functions(&self) -> &'static [&'static str] {
+        &[
+            "apply",
+            "sls",
+            "highstate",
+            "single",
+            "show_sls",
+            "show_low_sls",
+            "show_highstate",
+            "show_lowstate",
+            "show_top",
+            "show_states",
+            "sls_exists",
+            "graph",
+            "test",
+        ]
+    }
+
+    fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
+        match fun {
+            "apply" | "test" => {
+                let mut args = args.clone();
+                if fun == "test" {
+                    args.kwargs.insert("test".into(), Value::Bool(true));
+                }
+                if split_mods(args.get(0, "mods")).is_empty() {
+                    Self::highstate(host, &args)
+                } else {
+                    Self::sls(host, &args)
+                }
+            }
+            "sls" => Self::sls(host, args),
+            "highstate" => Self::highstate(host, args),
+            "single" => Self::single(host, args),
+            "show_sls" | "show_low_sls" => {
+                let host = run_host(host, args)?;
+                let mods = split_mods(args.get(0, "mods"));
+                let (high, mut errors) = render_mods(&host, &saltenv(&host, args), mods);
+                errors.extend(halite_state::compile::verify_high(&high));
+                if !errors.is_empty() {
+                    return Ok(errors_value(errors));
+                }
+                if fun == "show_sls" {
+                    return Ok(Value::Object(high));
+                }
+                match compile_chunks(&high, &host.states, &[]) {
+                    Ok(c) => Ok(Value::Array(c.low_chunks())),
+                    Err(e) => Ok(errors_value(e)),
+                }
+            }
+            "show_highstate" => {
+                let host = run_host(host, args)?;
+                let matches = match top_matches(&host, None) {
+                    Ok(m) => m,
+                    Err(e) => return Ok(errors_value(e)),
+                };
+                let (high, errors) = render_highstate(&host, &matches);
+                if errors.is_empty() {
+                    Ok(Value::Object(high))
+                } else {
+                    Ok(errors_value(errors))
+                }
+            }
+            "show_lowstate" | "graph" => {
+                let host = run_host(host, args)?;
+                let high = match Self::prepared(&host, args) {
+                    Ok(h) => h,
+                    Err(e) => return Ok(errors_value(e)),
+                };
+                match compile_chunks(&high, &host.states, &[]) {
+                    Ok(c) if fun == "graph" => {
+                        let format = args.kwargs.get("format").map(py_str).unwrap_or_else(|| "dot".into());
+                        Ok(Value::from(if format == "mermaid" { c.graph.to_mermaid() } else { c.graph.to_dot() }))
+                    }
+                    Ok(c) => Ok(Value::Array(c.low_chunks())),
+                    Err(e) => Ok(errors_value(e)),
+                }
+            }
+            "show_top" => {
+                let host = run_host(host, args)?;
+                match top_matches(&host, None) {
+                    Ok(m) => Ok(Value::Object(
+                        m.into_iter()
+                            .map(|(k, v)| (k, Value::Array(v.into_iter().map(Value::from).collect())))
+                            .collect(),
+                    )),
+                    Err(e) => Ok(errors_value(e)),
+                }
+            }
+            "show_states" => {
+                let host = run_host(host, args)?;
+                let high = match Self::prepared(&host, args) {
+                    Ok(h) => h,
+                    Err(e) => return Ok(errors_value(e)),
+                };
+                let mut sls: Vec<String> = high
+                    .values()
+                    .filter_map(|b| b.get("__sls__").and_then(Value::as_str).map(String::from))
+                    .collect();
+                sls.dedup();
+                Ok(Value::Array(sls.into_iter().map(Value::from).collect()))
+            }
+            "sls_exists" => {
+                let mods = split_mods(args.get(0, "mods"));
+                let source = FileSls::new(host);
+                let env = saltenv(host, args);
+                Ok(Value::Bool(!mods.is_empty() && mods.iter().all(|m| source.locate(m, &env).is_some())))
+            }
+            other => Err(ExecError::NotAvailable(format!("state.{other}"))),
+        }
+    }
+}

@@ -1,0 +1,602 @@
+//! From high data to ordered low chunks: `extend`, structural checks, the
+//! `_in` requisites and `use`, `exclude`, then one chunk per state function
+//! (`names` expanded), as Salt's `State.call_high` prepares them.
+
+use indexmap::IndexMap;
+
+use crate::fnmatch::fnmatch;
+use crate::graph::Graph;
+use crate::requisite::{py_repr, py_str, REQUISITE_KEYWORDS};
+use crate::{LowChunk, Map, Value};
+
+fn first_key(v: &Value) -> Option<&str> {
+    v.as_object().and_then(|m| m.keys().next()).map(String::as_str)
+}
+
+fn body_sls(body: &Value) -> String {
+    body.get("__sls__").map(py_str).unwrap_or_else(|| "None".into())
+}
+
+/// Salt's `find_name`: the IDs an `extend` or requisite-in names.
+fn find_name(name: &str, state: &str, high: &Map, strict: bool) -> Vec<(String, String)> {
+    let mut ext_id = Vec::new();
+    let check2 = !strict || high.get(name).and_then(Value::as_object).is_some_and(|b| b.contains_key(state));
+    if high.get(name).is_some() && check2 {
+        ext_id.push((name.to_string(), state.to_string()));
+    } else if state == "sls" {
+        for (nid, item) in high {
+            if item.get("__sls__").and_then(Value::as_str) == Some(name) {
+                if let Some(first) = item.as_object().and_then(|m| m.keys().next()) {
+                    ext_id.push((nid.clone(), first.clone()));
+                }
+            }
+        }
+    } else {
+        for (nid, body) in high {
+            let Some(Value::Array(args)) = body.as_object().and_then(|b| b.get(state)) else { continue };
+            for arg in args {
+                if let Value::Object(m) = arg {
+                    if m.len() == 1 && m.values().next().and_then(Value::as_str) == Some(name) {
+                        ext_id.push((nid.clone(), state.to_string()));
+                    }
+                }
+            }
+        }
+    }
+    ext_id
+}
+
+/// Salt's `reconcile_extend`: applies `__extend__` to the high data.
+pub fn reconcile_extend(high: &mut Map, strict: bool) -> Vec<String> {
+    let mut errors = Vec::new();
+    let Some(Value::Array(ext)) = high.shift_remove("__extend__") else { return errors };
+    let sls_excludes: Vec<String> = high
+        .get("__exclude__")
+        .and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(|e| match e {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Object(m) => m.get("sls").and_then(Value::as_str).map(String::from),
+                    _ => None,
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    for ext_chunk in ext {
+        let Value::Object(ext_chunk) = ext_chunk else { continue };
+        for (mut name, body) in ext_chunk {
+            let Value::Object(body) = body else { continue };
+            let Some(state_type) = body.keys().find(|k| !k.starts_with("__")).cloned() else { continue };
+            let has = high.get(&name).and_then(Value::as_object).is_some_and(|b| b.contains_key(&state_type));
+            if !has {
+                let ids = find_name(&name, &state_type, high, strict);
+                if ids.len() != 1 {
+                    let env = body.get("__env__").map(py_str).unwrap_or_else(|| "base".into());
+                    let sls = body.get("__sls__").map(py_str).unwrap_or_else(|| "base".into());
+                    errors.push(format!(
+                        "Cannot extend ID '{name}' in '{env}:{sls}'. It is not part of the high state.\n\
+                         This is likely due to a missing include statement or an incorrectly typed ID.\n\
+                         Ensure that a state with an ID of '{name}' is available\nin environment '{env}' and to SLS '{sls}'"
+                    ));
+                    continue;
+                }
+                name = ids[0].0.clone();
+            }
+            if let Some(sls) = body.get("__sls__").and_then(Value::as_str) {
+                if sls_excludes.iter().any(|e| e == sls) {
+                    continue;
+                }
+            }
+            let Some(Value::Object(target)) = high.get_mut(&name) else { continue };
+            for (state, run) in body {
+                if state.starts_with("__") {
+                    continue;
+                }
+                let Some(existing) = target.get_mut(&state) else {
+                    target.insert(state, run);
+                    continue;
+                };
+                let (Value::Array(existing), Value::Array(run)) = (existing, run) else { continue };
+                for arg in run {
+                    let mut update = false;
+                    for hind in 0..existing.len() {
+                        let val = &existing[hind];
+                        if arg.is_string() && val.is_string() {
+                            existing[hind] = arg.clone();
+                            update = true;
+                            continue;
+                        }
+                        if let (Value::Object(a), Value::Object(_)) = (&arg, val) {
+                            let argfirst = a.keys().next().cloned().unwrap_or_default();
+                            let valfirst = first_key(val).unwrap_or("").to_string();
+                            if argfirst == valfirst {
+                                if REQUISITE_KEYWORDS.contains(&argfirst.as_str()) {
+                                    let add = a.get(&argfirst).cloned().unwrap_or(Value::Null);
+                                    if let Some(Value::Array(list)) = existing[hind].get_mut(&argfirst) {
+                                        match add {
+                                            Value::Array(items) => list.extend(items),
+                                            other => list.push(other),
+                                        }
+                                    } else {
+                                        existing[hind] = arg.clone();
+                                    }
+                                } else {
+                                    existing[hind] = arg.clone();
+                                }
+                                update = true;
+                            }
+                            if argfirst == "name" && valfirst == "names" {
+                                existing[hind] = arg.clone();
+                            }
+                        }
+                    }
+                    if !update {
+                        existing.push(arg);
+                    }
+                }
+            }
+        }
+    }
+    errors
+}
+
+/// Salt's `_verify_high`: the structural checks, every error listed.
+pub fn verify_high(high: &Map) -> Vec<String> {
+    let mut errors = Vec::new();
+    for (id, body) in high {
+        if id.starts_with("__") {
+            continue;
+        }
+        let Value::Object(b) = body else {
+            errors.push(format!("The type {id} in {} is not formatted as a dictionary", py_str(body)));
+            continue;
+        };
+        let sls = body_sls(body);
+        for (state, run) in b {
+            if state.starts_with("__") {
+                continue;
+            }
+            if run.is_null() {
+                errors.push(format!(
+                    "ID '{id}' in SLS '{sls}' contains a short declaration ({state}) with a trailing colon. When not passing any arguments to a state, the colon must be omitted."
+                ));
+                continue;
+            }
+            let Value::Array(args) = run else {
+                errors.push(format!("State '{id}' in SLS '{sls}' is not formed as a list"));
+                continue;
+            };
+            let mut fun_count = 0;
+            if state.contains('.') {
+                fun_count += 1;
+            }
+            for arg in args {
+                match arg {
+                    Value::String(s) => {
+                        fun_count += 1;
+                        if s.trim().contains(' ') {
+                            errors.push(format!(
+                                "The function \"{s}\" in state \"{id}\" in SLS \"{sls}\" has whitespace, a function with whitespace is not supported, perhaps this is an argument that is missing a \":\""
+                            ));
+                        }
+                    }
+                    Value::Object(m) => {
+                        let Some(argfirst) = m.keys().next() else { continue };
+                        if argfirst == "names" && !m[argfirst].is_array() {
+                            errors.push(format!(
+                                "The 'names' argument in state '{id}' in SLS '{sls}' needs to be formed as a list"
+                            ));
+                        }
+                        if REQUISITE_KEYWORDS.contains(&argfirst.as_str()) {
+                            match &m[argfirst] {
+                                Value::Array(reqs) => {
+                                    for req in reqs {
+                                        let req_map = match req {
+                                            Value::String(s) => {
+                                                let mut mm = Map::new();
+                                                mm.insert("id".into(), Value::from(s.clone()));
+                                                mm
+                                            }
+                                            Value::Object(mm) if mm.len() == 1 => mm.clone(),
+                                            other => {
+                                                errors.push(format!(
+                                                    "Requisite declaration {} in state {id} in SLS {sls} is not formed as a single key dictionary",
+                                                    py_repr(other)
+                                                ));
+                                                continue;
+                                            }
+                                        };
+                                        let (rk, rv) = req_map.iter().next().expect("single-key map");
+                                        if let Some(dot) = rk.find('.') {
+                                            errors.push(format!(
+                                                "Invalid requisite type '{rk}' in state '{id}', in SLS '{sls}'. Requisite types must not contain dots, did you mean '{}'?",
+                                                &rk[..dot]
+                                            ));
+                                        }
+                                        if rv.is_array() || rv.is_object() {
+                                            errors.push(format!(
+                                                "Illegal requisite \"{}\" in SLS \"{sls}\", please check your syntax.\n",
+                                                py_repr(rv)
+                                            ));
+                                            continue;
+                                        }
+                                    }
+                                }
+                                _ => errors.push(format!(
+                                    "The {argfirst} statement in state '{id}' in SLS '{sls}' needs to be formed as a list"
+                                )),
+                            }
+                            if m.len() != 1 {
+                                errors.push(format!(
+                                    "Multiple dictionaries defined in argument of state '{id}' in SLS '{sls}'"
+                                ));
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            if fun_count == 0 {
+                errors.push(format!("No function declared in state '{id}' in SLS '{sls}'"));
+            } else if fun_count > 1 {
+                let mut funs: Vec<String> = Vec::new();
+                if let Some((_, f)) = state.split_once('.') {
+                    funs.push(f.to_string());
+                }
+                funs.extend(args.iter().filter_map(|a| a.as_str().map(String::from)));
+                errors.push(format!(
+                    "Too many functions declared in state '{id}' in SLS '{sls}'. Please choose one of the following: {}",
+                    funs.join(", ")
+                ));
+            }
+        }
+    }
+    errors
+}
+
+/// The single-key argument names of a state declaration (Salt's `state_args`).
+fn state_args(id: &str, state: &str, high: &Map) -> Vec<String> {
+    high.get(id)
+        .and_then(|b| b.get(state))
+        .and_then(Value::as_array)
+        .map(|args| {
+            args.iter()
+                .filter_map(|a| a.as_object().filter(|m| m.len() == 1).and_then(|m| m.keys().next().cloned()))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Salt's `find_sls_ids`.
+fn find_sls_ids(sls: &str, high: &Map) -> Vec<(String, String)> {
+    let mut ret = Vec::new();
+    for (nid, item) in high {
+        let Value::Object(m) = item else { continue };
+        if m.get("__sls__").and_then(Value::as_str) == Some(sls) {
+            for st in m.keys() {
+                if !st.starts_with("__") {
+                    ret.push((nid.clone(), st.clone()));
+                }
+            }
+        }
+    }
+    ret
+}
+
+type Extend = IndexMap<String, Map>;
+
+fn extend_req(extend: &mut Extend, name: &str, state: &str, rkey: &str, src_state: &str, src_id: &str, body: &Value) {
+    let e = extend.entry(name.to_string()).or_default();
+    if !e.contains_key(state) {
+        e.insert(state.to_string(), Value::Array(Vec::new()));
+    }
+    e.insert("__env__".into(), body.get("__env__").cloned().unwrap_or(Value::Null));
+    e.insert("__sls__".into(), body.get("__sls__").cloned().unwrap_or(Value::Null));
+    let mut r = Map::new();
+    r.insert(src_state.to_string(), Value::from(src_id));
+    let Some(Value::Array(list)) = e.get_mut(state) else { return };
+    let mut found = false;
+    for item in list.iter_mut() {
+        if first_key(item) == Some(rkey) {
+            if let Some(Value::Array(reqs)) = item.get_mut(rkey) {
+                reqs.push(Value::Object(r.clone()));
+            }
+            found = true;
+        }
+    }
+    if !found {
+        let mut m = Map::new();
+        m.insert(rkey.to_string(), Value::Array(vec![Value::Object(r)]));
+        list.push(Value::Object(m));
+    }
+}
+
+/// Salt's `requisite_in`: turns `require_in`/`watch_in`/`onfail_in`/
+/// `onchanges_in`/`prereq_in` into requisites on their targets and copies
+/// arguments for `use`/`use_in`, then applies them like `extend`.
+pub fn requisite_in(high: &mut Map, disabled: &[String]) -> Vec<String> {
+    const REQ_IN: &[&str] = &["require_in", "watch_in", "onfail_in", "onchanges_in", "use", "use_in", "prereq_in"];
+    let req_in_all: Vec<&str> = REQ_IN
+        .iter()
+        .copied()
+        .chain(["require", "watch", "prereq", "onfail", "onfail_stop", "onchanges"])
+        .collect();
+    let mut extend: Extend = IndexMap::new();
+    let mut errors = Vec::new();
+    for (id, body) in high.iter() {
+        let Value::Object(b) = body else { continue };
+        for (state, run) in b {
+            if state.starts_with("__") {
+                continue;
+            }
+            let Value::Array(run) = run else { continue };
+            for arg in run {
+                let Value::Object(arg) = arg else { continue };
+                let Some(key) = arg.keys().next() else { continue };
+                if !REQ_IN.contains(&key.as_str()) {
+                    continue;
+                }
+                if disabled.iter().any(|d| d == key) {
+                    tracing::warn!("The {key} requisite has been disabled, Ignoring.");
+                    continue;
+                }
+                let rkey = key.split('_').next().unwrap_or(key);
+                let items = &arg[key];
+                if let Value::Object(items) = items {
+                    for (st, name) in items {
+                        let name = py_str(name);
+                        let mut st = st.clone();
+                        if let Some(dot) = st.find('.') {
+                            errors.push(format!(
+                                "Invalid requisite in {rkey}: {st} for {name} in SLS '{}'. Requisites must not contain dots, did you mean '{}'?",
+                                body_sls(body),
+                                &st[..dot]
+                            ));
+                            st.truncate(dot);
+                        }
+                        extend_req(&mut extend, &name, &st, rkey, state, id, body);
+                    }
+                }
+                if let Value::Array(items) = items {
+                    let mut hinges: Vec<(String, String)> = Vec::new();
+                    for ind in items {
+                        let ind: Map = match ind {
+                            Value::Object(m) => m.clone(),
+                            other => {
+                                let s = py_str(other);
+                                if let Some(Value::Object(target)) = high.get(&s) {
+                                    let Some(first) = target.keys().find(|k| !k.starts_with("__")) else { continue };
+                                    let mut m = Map::new();
+                                    m.insert(first.clone(), Value::from(s.clone()));
+                                    m
+                                } else {
+                                    let mut found: Option<Map> = None;
+                                    for (hid, hbody) in high.iter() {
+                                        let Value::Object(hb) = hbody else { continue };
+                                        for (st8, hrun) in hb {
+                                            if st8.starts_with("__") {
+                                                continue;
+                                            }
+                                            let Value::Array(hrun) = hrun else { continue };
+                                            for j in hrun {
+                                                if j.get("name").map(py_str).as_deref() == Some(s.as_str()) {
+                                                    let mut m = Map::new();
+                                                    m.insert(st8.clone(), Value::from(hid.clone()));
+                                                    found = Some(m);
+                                                }
+                                            }
+                                        }
+                                    }
+                                    match found {
+                                        Some(m) => m,
+                                        None => continue,
+                                    }
+                                }
+                            }
+                        };
+                        let Some((pstate, pname)) = ind.iter().next() else { continue };
+                        let pname = py_str(pname);
+                        let mut pstate = pstate.clone();
+                        if pstate == "sls" {
+                            hinges = find_sls_ids(&pname, high);
+                        } else {
+                            hinges.push((pname.clone(), pstate.clone()));
+                        }
+                        if let Some(dot) = pstate.find('.') {
+                            errors.push(format!(
+                                "Invalid requisite in {rkey}: {pstate} for {pname}, in SLS '{}'. Requisites must not contain dots, did you mean '{}'?",
+                                body_sls(body),
+                                &pstate[..dot]
+                            ));
+                            pstate.truncate(dot);
+                        }
+                        let _ = pstate;
+                        for (name, st) in hinges.clone() {
+                            if key == "use_in" || key == "use" {
+                                for (ext_id, req_state) in find_name(&name, &st, high, true) {
+                                    if ext_id.is_empty() {
+                                        continue;
+                                    }
+                                    let (target_id, target_state, source_id, source_state) = if key == "use_in" {
+                                        (ext_id.clone(), req_state.clone(), id.clone(), state.clone())
+                                    } else {
+                                        (id.clone(), state.clone(), ext_id.clone(), req_state.clone())
+                                    };
+                                    let own_args = state_args(&target_id, if key == "use_in" { &st } else { state }, high);
+                                    let e = extend.entry(target_id.clone()).or_default();
+                                    if !e.contains_key(&target_state) {
+                                        e.insert(target_state.clone(), Value::Array(Vec::new()));
+                                    }
+                                    let src_args = high
+                                        .get(&source_id)
+                                        .and_then(|b| b.get(&source_state))
+                                        .and_then(Value::as_array)
+                                        .cloned()
+                                        .unwrap_or_default();
+                                    let Some(Value::Array(list)) = e.get_mut(&target_state) else { continue };
+                                    for a in src_args {
+                                        let Value::Object(am) = &a else { continue };
+                                        if am.len() != 1 {
+                                            continue;
+                                        }
+                                        let k = am.keys().next().map(String::as_str).unwrap_or("");
+                                        if req_in_all.contains(&k) || own_args.iter().any(|o| o == k) {
+                                            continue;
+                                        }
+                                        if k == "name" || k == "names" {
+                                            continue;
+                                        }
+                                        list.push(a.clone());
+                                    }
+                                }
+                                continue;
+                            }
+                            extend_req(&mut extend, &name, &st, rkey, state, id, body);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    let ext: Vec<Value> = extend
+        .into_iter()
+        .map(|(k, v)| {
+            let mut m = Map::new();
+            m.insert(k, Value::Object(v));
+            Value::Object(m)
+        })
+        .collect();
+    high.insert("__extend__".into(), Value::Array(ext));
+    errors.extend(reconcile_extend(high, true));
+    errors
+}
+
+/// Salt's `_apply_exclude`: drops excluded SLS (globs) and IDs.
+pub fn apply_exclude(high: &mut Map) {
+    let Some(Value::Array(exclude)) = high.shift_remove("__exclude__") else { return };
+    let mut ex_sls = Vec::new();
+    let mut ex_id = Vec::new();
+    for exc in exclude {
+        match exc {
+            Value::String(s) => ex_sls.push(s),
+            Value::Object(m) if m.len() == 1 => {
+                if let Some(s) = m.get("sls") {
+                    ex_sls.push(py_str(s));
+                } else if let Some(s) = m.get("id") {
+                    ex_id.push(py_str(s));
+                }
+            }
+            _ => {}
+        }
+    }
+    if !ex_sls.is_empty() {
+        for (name, body) in high.iter() {
+            if name.starts_with("__") {
+                continue;
+            }
+            let sls = body.get("__sls__").and_then(Value::as_str).unwrap_or("");
+            if sls.is_empty() {
+                continue;
+            }
+            if ex_sls.iter().any(|p| fnmatch(sls, p)) {
+                ex_id.push(name.clone());
+            }
+        }
+    }
+    for id in ex_id {
+        high.shift_remove(&id);
+    }
+}
+
+/// Salt's `compile_high_data`: one chunk per state function, `names`
+/// expanded (`name_order` set for the ordering). Returns the graph with
+/// every chunk added, ready for [`Graph::order`].
+pub fn compile_high_data(high: &Map) -> Graph {
+    let mut graph = Graph::new();
+    for (id, body) in high {
+        if id.starts_with("__") {
+            continue;
+        }
+        let Value::Object(b) = body else { continue };
+        for (state, run) in b {
+            if state.starts_with("__") {
+                continue;
+            }
+            let Value::Array(run) = run else { continue };
+            let mut funcs: Vec<String> = Vec::new();
+            let mut names: Vec<Value> = Vec::new();
+            let mut chunk = Map::new();
+            chunk.insert("state".into(), Value::from(state.clone()));
+            chunk.insert("name".into(), Value::from(id.clone()));
+            for k in ["__sls__", "__env__", "__sls_included_from__"] {
+                if let Some(v) = b.get(k) {
+                    chunk.insert(k.into(), v.clone());
+                }
+            }
+            chunk.insert("__id__".into(), Value::from(id.clone()));
+            for arg in run {
+                match arg {
+                    Value::String(f) => {
+                        if !funcs.contains(f) {
+                            funcs.push(f.clone());
+                        }
+                    }
+                    Value::Object(m) => {
+                        for (key, val) in m {
+                            if key == "names" {
+                                if let Value::Array(list) = val {
+                                    for n in list {
+                                        if !names.contains(n) {
+                                            names.push(n.clone());
+                                        }
+                                    }
+                                }
+                            } else if key == "state" {
+                                continue;
+                            } else if key == "name" && !val.is_string() {
+                                chunk.insert(key.clone(), Value::from(id.clone()));
+                            } else {
+                                chunk.insert(key.clone(), val.clone());
+                            }
+                        }
+                    }
+                    _ => {}
+                }
+            }
+            let Some(fun) = funcs.first() else { continue };
+            if names.is_empty() {
+                let mut live = chunk;
+                live.insert("fun".into(), Value::from(fun.clone()));
+                graph.add_chunk(LowChunk(live));
+            } else {
+                for (i, entry) in names.iter().enumerate() {
+                    let mut live = chunk.clone();
+                    match entry {
+                        Value::Object(m) => {
+                            if let Some((low_name, args)) = m.iter().next() {
+                                live.insert("name".into(), Value::from(low_name.clone()));
+                                if let Value::Array(args) = args {
+                                    for a in args {
+                                        if let Value::Object(am) = a {
+                                            for (k, v) in am {
+                                                live.insert(k.clone(), v.clone());
+                                            }
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                        other => {
+                            live.insert("name".into(), other.clone());
+                        }
+                    }
+                    live.insert("name_order".into(), Value::from(i as i64 + 1));
+                    live.insert("fun".into(), Value::from(fun.clone()));
+                    graph.add_chunk(LowChunk(live));
+                }
+            }
+        }
+    }
+    graph
+}

@@ -1,0 +1,632 @@
+//! The requisite graph: edges from each requisite target to the state that
+//! depends on it, Salt's ordering (a topological sort whose ties are broken
+//! by `order`, pulling prerequisites up to just before their earliest
+//! dependent), prereq test nodes, and cycle reports.
+//!
+//! Targets are indexed once by (module, name), (module, ID), ID, name and
+//! SLS, so resolving requisites is linear in their number; only glob
+//! targets scan the index.
+
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashMap};
+
+use indexmap::IndexMap;
+
+use crate::fnmatch::{fnmatch, is_pattern};
+use crate::requisite::{py_repr, py_str, RequisiteKind, RequisiteRef};
+use crate::{LowChunk, Map, Value};
+
+/// A node: a chunk, or the test-mode "prereq check" twin of a chunk.
+#[derive(Debug, Clone)]
+struct Node {
+    /// Index into [`Graph::chunks`]; `None` for a node created by an edge
+    /// before its chunk was known.
+    chunk: Option<usize>,
+    tag: String,
+    child_min: Option<f64>,
+}
+
+/// The compiled requisite graph over a run's chunks.
+#[derive(Debug, Default)]
+pub struct Graph {
+    /// The chunks, in compile order. Ordering mutates `order` in place and
+    /// prereq marks `__prereq__` / `__prerequiring__`, as Salt does.
+    pub chunks: Vec<LowChunk>,
+    nodes: Vec<Node>,
+    by_tag: HashMap<String, usize>,
+    lookup: IndexMap<(String, String), Vec<usize>>,
+    sls_to_nodes: IndexMap<String, Vec<usize>>,
+    out_edges: Vec<IndexMap<usize, Vec<RequisiteKind>>>,
+    in_edges: Vec<IndexMap<usize, Vec<RequisiteKind>>>,
+}
+
+/// The sort key of a node: (min of own and dependents' order, own order), label, tag.
+#[derive(Debug, Clone, PartialEq)]
+struct OrderKey {
+    first: f64,
+    own: f64,
+    label: String,
+    tag: String,
+    node: usize,
+}
+
+impl Eq for OrderKey {}
+
+impl Ord for OrderKey {
+    fn cmp(&self, other: &Self) -> Ordering {
+        // Reverse for a min-heap.
+        other
+            .first
+            .total_cmp(&self.first)
+            .then_with(|| other.own.total_cmp(&self.own))
+            .then_with(|| other.label.cmp(&self.label))
+            .then_with(|| other.tag.cmp(&self.tag))
+    }
+}
+
+impl PartialOrd for OrderKey {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+/// A cycle: a list of (dependent, kind, dependency) chunks.
+pub type Cycle = Vec<(LowChunk, RequisiteKind, LowChunk)>;
+
+fn num(v: &Value) -> Option<f64> {
+    match v {
+        Value::Number(n) => n.as_f64(),
+        Value::Bool(b) => Some(if *b { 1.0 } else { 0.0 }),
+        _ => None,
+    }
+}
+
+fn to_value(f: f64) -> Value {
+    if f.fract() == 0.0 && f.abs() < 9.0e15 {
+        Value::from(f as i64)
+    } else {
+        Value::from(f)
+    }
+}
+
+impl Graph {
+    /// An empty graph.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    fn node_for(&mut self, tag: &str) -> usize {
+        if let Some(&i) = self.by_tag.get(tag) {
+            return i;
+        }
+        let i = self.nodes.len();
+        self.nodes.push(Node { chunk: None, tag: tag.to_string(), child_min: None });
+        self.out_edges.push(IndexMap::new());
+        self.in_edges.push(IndexMap::new());
+        self.by_tag.insert(tag.to_string(), i);
+        i
+    }
+
+    fn add_edge(&mut self, source: usize, target: usize, kind: RequisiteKind) {
+        let keys = self.out_edges[source].entry(target).or_default();
+        if !keys.contains(&kind) {
+            keys.push(kind);
+        }
+        let keys = self.in_edges[target].entry(source).or_default();
+        if !keys.contains(&kind) {
+            keys.push(kind);
+        }
+    }
+
+    /// Adds a chunk (Salt's `add_chunk`). Returns its chunk index.
+    pub fn add_chunk(&mut self, chunk: LowChunk) -> usize {
+        let tag = chunk_tag(&chunk);
+        let ci = self.chunks.len();
+        let state = chunk.state().to_string();
+        let name = name_str(&chunk);
+        let id = chunk.id().to_string();
+        let sls = chunk.sls().to_string();
+        let included: Vec<String> = chunk
+            .get("__sls_included_from__")
+            .and_then(Value::as_array)
+            .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
+            .unwrap_or_default();
+        self.chunks.push(chunk);
+        let ni = self.node_for(&tag);
+        self.nodes[ni].chunk = Some(ci);
+        for key in [(state.clone(), name.clone()), (state, id.clone()), ("id".to_string(), id), ("id".to_string(), name)] {
+            let set = self.lookup.entry(key).or_default();
+            if !set.contains(&ni) {
+                set.push(ni);
+            }
+        }
+        if !sls.is_empty() {
+            let set = self.sls_to_nodes.entry(sls).or_default();
+            if !set.contains(&ni) {
+                set.push(ni);
+            }
+        }
+        for sls in included {
+            let set = self.sls_to_nodes.entry(sls).or_default();
+            if !set.contains(&ni) {
+                set.push(ni);
+            }
+        }
+        ci
+    }
+
+    fn prereq_tag(tag: &str) -> String {
+        format!("{tag}_|-__prereq_test__")
+    }
+
+    fn add_prereq(&mut self, node: usize, req: usize) {
+        if let Some(ci) = self.nodes[node].chunk {
+            self.chunks[ci].0.insert("__prerequiring__".into(), Value::Bool(true));
+        }
+        let Some(req_chunk) = self.nodes[req].chunk else { return };
+        self.chunks[req_chunk].0.insert("__prereq__".into(), Value::Bool(true));
+        let check_tag = Self::prereq_tag(&self.nodes[req].tag);
+        let existing = self.by_tag.get(&check_tag).copied();
+        let check = match existing {
+            Some(c) if self.nodes[c].chunk.is_some() => c,
+            _ => {
+                let c = self.node_for(&check_tag);
+                self.nodes[c].chunk = Some(req_chunk);
+                let deps: Vec<(usize, RequisiteKind)> = self.in_edges[req]
+                    .iter()
+                    .flat_map(|(src, kinds)| kinds.iter().map(move |k| (*src, *k)))
+                    .collect();
+                for (src, kind) in deps {
+                    if kind != RequisiteKind::Prereq {
+                        self.add_edge(src, c, kind);
+                    }
+                }
+                c
+            }
+        };
+        self.add_edge(check, node, RequisiteKind::Prereq);
+        self.add_edge(node, req, RequisiteKind::Require);
+        let node_check_tag = Self::prereq_tag(&self.nodes[node].tag);
+        if let Some(&nc) = self.by_tag.get(&node_check_tag) {
+            if self.nodes[nc].chunk.is_some() {
+                self.add_edge(check, nc, RequisiteKind::Prereq);
+            }
+        }
+    }
+
+    fn add_reqs(&mut self, node: usize, has_prereq_node: bool, kind: RequisiteKind, reqs: &[usize]) {
+        for &req in reqs {
+            if kind == RequisiteKind::Prereq {
+                self.add_prereq(node, req);
+            } else {
+                if has_prereq_node {
+                    let check_tag = Self::prereq_tag(&self.nodes[node].tag);
+                    let check = self.node_for(&check_tag);
+                    self.add_edge(req, check, kind);
+                }
+                self.add_edge(req, node, kind);
+            }
+        }
+    }
+
+    fn add_dependency(&mut self, ci: usize, kind: RequisiteKind, key: &str, val: &str) -> bool {
+        let has_prereq = self.chunks[ci].get("__prereq__").is_some_and(|v| v == &Value::Bool(true));
+        let node = self.by_tag[&chunk_tag(&self.chunks[ci])];
+        let mut found = false;
+        if key == "sls" {
+            if is_pattern(val) {
+                found = true;
+                let hits: Vec<Vec<usize>> = self
+                    .sls_to_nodes
+                    .iter()
+                    .filter(|(sls, _)| fnmatch(sls, val))
+                    .map(|(_, v)| v.clone())
+                    .collect();
+                for reqs in hits {
+                    self.add_reqs(node, has_prereq, kind, &reqs);
+                }
+            } else if let Some(reqs) = self.sls_to_nodes.get(val).cloned() {
+                found = !reqs.is_empty();
+                self.add_reqs(node, has_prereq, kind, &reqs);
+            }
+        } else if is_pattern(val) {
+            let hits: Vec<Vec<usize>> = self
+                .lookup
+                .iter()
+                .filter(|((state, name), _)| state == key && fnmatch(name, val))
+                .map(|(_, v)| v.clone())
+                .collect();
+            for reqs in hits {
+                found = true;
+                self.add_reqs(node, has_prereq, kind, &reqs);
+            }
+        } else if let Some(reqs) = self.lookup.get(&(key.to_string(), val.to_string())).cloned() {
+            if !reqs.is_empty() {
+                found = true;
+                self.add_reqs(node, has_prereq, kind, &reqs);
+            }
+        }
+        found
+    }
+
+    /// Adds the requisite edges of chunk `ci` (Salt's `add_requisites`).
+    /// Returns Salt's error message for a missing target or a bad value.
+    pub fn add_requisites(&mut self, ci: usize, disabled: &[String]) -> Option<String> {
+        let chunk = &self.chunks[ci];
+        if !RequisiteKind::ALL.iter().any(|k| chunk.0.contains_key(k.keyword())) {
+            return None;
+        }
+        for kind in RequisiteKind::EDGE_KINDS {
+            let items: Vec<Value> = match self.chunks[ci].get(kind.keyword()) {
+                Some(Value::Array(a)) if !a.is_empty() => a.clone(),
+                Some(v) if crate::truthy(v) => vec![v.clone()],
+                _ => continue,
+            };
+            if disabled.iter().any(|d| d == kind.keyword()) {
+                tracing::warn!("The {} requisite has been disabled, Ignoring.", kind.keyword());
+                continue;
+            }
+            for item in items {
+                let Some(rref) = RequisiteRef::parse(&item) else { continue };
+                let val = match &rref.value {
+                    Value::Null => continue,
+                    Value::String(s) => s.clone(),
+                    _ => {
+                        let c = &self.chunks[ci];
+                        return Some(format!(
+                            "Requisite [{}: {}] in state [{}] in SLS [{}] must have a string as the value",
+                            kind.keyword(),
+                            rref.key,
+                            name_str(c),
+                            c.sls()
+                        ));
+                    }
+                };
+                if !self.add_dependency(ci, kind, &rref.key, &val) {
+                    let c = &self.chunks[ci];
+                    return Some(format!(
+                        "Referenced state does not exist for requisite [{}: ({}: {})] in state [{}] in SLS [{}]",
+                        kind.keyword(),
+                        rref.key,
+                        val,
+                        name_str(c),
+                        c.sls()
+                    ));
+                }
+            }
+        }
+        None
+    }
+
+    fn chunk_order(&mut self, cap: f64, node: usize) -> (f64, f64) {
+        let Some(ci) = self.nodes[node].chunk else {
+            return (cap, cap);
+        };
+        let mut order = match self.chunks[ci].get("order") {
+            Some(v) => match num(v) {
+                Some(n) => n,
+                None => match v.as_str() {
+                    Some("last") => cap + 1_000_000.0,
+                    Some("first") => 0.0,
+                    _ => cap,
+                },
+            },
+            None => cap,
+        };
+        let chunk = &mut self.chunks[ci].0;
+        if chunk.get("order").and_then(num).is_none() {
+            chunk.insert("order".into(), to_value(order));
+        }
+        let name_order = chunk.shift_remove("name_order").and_then(|v| num(&v)).unwrap_or(0.0);
+        if name_order != 0.0 {
+            order += name_order / 10000.0;
+            chunk.insert("order".into(), Value::from(order));
+        }
+        if order < 0.0 {
+            order += cap + 1_000_000.0;
+            chunk.insert("order".into(), to_value(order));
+        }
+        let own = order;
+        let child_min = match self.nodes[node].child_min {
+            Some(c) => c,
+            None => {
+                let mut child_min = f64::INFINITY;
+                let mut req_order: i16 = -1;
+                let edges: Vec<(usize, RequisiteKind)> = self.out_edges[node]
+                    .iter()
+                    .flat_map(|(t, ks)| ks.iter().map(move |k| (*t, *k)))
+                    .collect();
+                for (child, kind) in edges {
+                    if req_order <= kind.weight() as i16 {
+                        req_order = kind.weight() as i16;
+                        let child_order = match self.nodes[child].chunk {
+                            None => f64::INFINITY,
+                            Some(cc) => match self.chunks[cc].get("order") {
+                                None => f64::INFINITY,
+                                Some(v) => match num(v) {
+                                    Some(n) => n,
+                                    None => {
+                                        let o = match v.as_str() {
+                                            Some("last") => cap + 1_000_000.0,
+                                            Some("first") => 0.0,
+                                            _ => cap,
+                                        };
+                                        self.chunks[cc].0.insert("order".into(), to_value(o));
+                                        o
+                                    }
+                                },
+                            },
+                        };
+                        child_min = child_min.min(child_order);
+                    }
+                }
+                self.nodes[node].child_min = Some(child_min);
+                child_min
+            }
+        };
+        if order > child_min {
+            order = child_min;
+        }
+        (order, own)
+    }
+
+    fn key(&mut self, cap: f64, node: usize) -> OrderKey {
+        let (first, own) = self.chunk_order(cap, node);
+        let label = match self.nodes[node].chunk {
+            Some(ci) => {
+                let c = &self.chunks[ci];
+                format!("{}{}{}", c.state(), name_str(c), c.fun())
+            }
+            None => String::new(),
+        };
+        OrderKey { first, own, label, tag: self.nodes[node].tag.clone(), node }
+    }
+
+    /// Salt's `order_chunks` after compile: adds every chunk's requisites,
+    /// then sorts. Returns the run order as chunk indices (a prereq'd chunk
+    /// appears twice: its test run, then its real run) or the errors.
+    pub fn order(&mut self, disabled: &[String]) -> Result<Vec<usize>, Vec<String>> {
+        let mut cap: f64 = 1.0;
+        let mut errors = Vec::new();
+        for ci in 0..self.chunks.len() {
+            if let Some(err) = self.add_requisites(ci, disabled) {
+                errors.push(err);
+            } else if let Some(Value::Number(n)) = self.chunks[ci].get("order") {
+                if let Some(o) = n.as_i64() {
+                    let o = o as f64;
+                    if o > cap - 1.0 && o > 0.0 {
+                        cap = o + 100.0;
+                    }
+                }
+            }
+        }
+        match self.topo_sort(cap) {
+            Some(order) => {
+                if errors.is_empty() {
+                    Ok(order)
+                } else {
+                    Err(errors)
+                }
+            }
+            None => {
+                errors.push(format!("Recursive requisites were found: {}", self.cycles_str()));
+                Err(errors)
+            }
+        }
+    }
+
+    fn topo_sort(&mut self, cap: f64) -> Option<Vec<usize>> {
+        let n = self.nodes.len();
+        let mut in_degree: Vec<usize> =
+            (0..n).map(|i| self.in_edges[i].values().map(Vec::len).sum()).collect();
+        let mut heap = BinaryHeap::new();
+        for (i, deg) in in_degree.iter().enumerate() {
+            if *deg == 0 {
+                let k = self.key(cap, i);
+                heap.push(k);
+            }
+        }
+        let mut out = Vec::with_capacity(n);
+        let mut processed = 0;
+        while let Some(k) = heap.pop() {
+            let node = k.node;
+            processed += 1;
+            if let Some(ci) = self.nodes[node].chunk {
+                out.push(ci);
+            }
+            let targets: Vec<(usize, usize)> = self.out_edges[node].iter().map(|(t, ks)| (*t, ks.len())).collect();
+            for (t, count) in targets {
+                in_degree[t] -= count;
+                if in_degree[t] == 0 {
+                    let k = self.key(cap, t);
+                    heap.push(k);
+                }
+            }
+        }
+        if processed != n {
+            return None;
+        }
+        Some(out)
+    }
+
+    /// Finds one cycle (DFS, back edges), as (source, target, kind) node edges.
+    fn find_cycle(&self) -> Vec<(usize, usize, RequisiteKind)> {
+        const WHITE: u8 = 0;
+        const GRAY: u8 = 1;
+        const BLACK: u8 = 2;
+        let n = self.nodes.len();
+        let mut color = vec![WHITE; n];
+        let mut parent: Vec<Option<(usize, RequisiteKind)>> = vec![None; n];
+        let edges: Vec<Vec<(usize, RequisiteKind)>> = (0..n)
+            .map(|i| self.out_edges[i].iter().flat_map(|(t, ks)| ks.iter().map(move |k| (*t, *k))).collect())
+            .collect();
+        for start in 0..n {
+            if color[start] != WHITE {
+                continue;
+            }
+            let mut stack: Vec<(usize, usize)> = vec![(start, 0)];
+            color[start] = GRAY;
+            while let Some(&mut (node, ref mut pos)) = stack.last_mut() {
+                if *pos < edges[node].len() {
+                    let (target, kind) = edges[node][*pos];
+                    *pos += 1;
+                    if color[target] == GRAY {
+                        let mut cycle = vec![(node, target, kind)];
+                        let mut current = node;
+                        while current != target {
+                            let Some((prev, k)) = parent[current] else { break };
+                            cycle.push((prev, current, k));
+                            current = prev;
+                        }
+                        cycle.reverse();
+                        return cycle;
+                    } else if color[target] == WHITE {
+                        parent[target] = Some((node, kind));
+                        color[target] = GRAY;
+                        stack.push((target, 0));
+                    }
+                } else {
+                    color[node] = BLACK;
+                    stack.pop();
+                }
+            }
+        }
+        Vec::new()
+    }
+
+    /// The edges of one cycle as (dependent, kind, dependency) chunks.
+    pub fn cycle_edges(&self) -> Cycle {
+        let mut out = Vec::new();
+        for (dependency, dependent, kind) in self.find_cycle() {
+            let (Some(a), Some(b)) = (self.nodes[dependency].chunk, self.nodes[dependent].chunk) else {
+                continue;
+            };
+            let dep_chunk = self.chunks[b].clone();
+            let mut kind = kind;
+            if kind == RequisiteKind::Require && !dep_chunk.0.contains_key("require") {
+                kind = RequisiteKind::Prereq;
+            }
+            out.push((dep_chunk, kind, self.chunks[a].clone()));
+        }
+        out
+    }
+
+    fn cycles_str(&self) -> String {
+        self.cycle_edges()
+            .iter()
+            .map(|(a, k, b)| format!("({}, '{}', {})", chunk_str(a), k.keyword(), chunk_str(b)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
+    /// The dependencies of a chunk: (kind, chunk index), in edge order. For
+    /// a chunk in its prereq test run, those of its prereq check node.
+    pub fn dependencies(&self, ci: usize) -> Vec<(RequisiteKind, usize)> {
+        let chunk = &self.chunks[ci];
+        let mut tag = chunk_tag(chunk);
+        if chunk.get("__prereq__") == Some(&Value::Bool(true)) {
+            tag = Self::prereq_tag(&tag);
+        }
+        let Some(&node) = self.by_tag.get(&tag) else { return Vec::new() };
+        let mut out = Vec::new();
+        for (src, kinds) in &self.in_edges[node] {
+            if let Some(c) = self.nodes[*src].chunk {
+                for k in kinds {
+                    out.push((*k, c));
+                }
+            }
+        }
+        out
+    }
+
+    /// The index of the chunk with this tag.
+    pub fn chunk_index(&self, tag: &str) -> Option<usize> {
+        self.by_tag.get(tag).and_then(|&n| self.nodes[n].chunk)
+    }
+
+    /// The graph in Graphviz DOT (`state.graph`).
+    pub fn to_dot(&self) -> String {
+        let mut dot = vec!["digraph G {".to_string()];
+        for node in &self.nodes {
+            match node.chunk {
+                Some(ci) => {
+                    let c = &self.chunks[ci];
+                    let mut label = format!("{}.{}\\n{}", c.state(), c.fun(), dot_escape(c.id()));
+                    let name = name_str(c);
+                    if name != c.id() {
+                        label.push_str(&format!("\\n({})", dot_escape(&name)));
+                    }
+                    dot.push(format!("  \"{}\" [label=\"{}\"];", dot_escape(&node.tag), label));
+                }
+                None => dot.push(format!("  \"{0}\" [label=\"{0}\"];", dot_escape(&node.tag))),
+            }
+        }
+        for (i, edges) in self.out_edges.iter().enumerate() {
+            for (t, kinds) in edges {
+                for k in kinds {
+                    dot.push(format!(
+                        "  \"{}\" -> \"{}\" [label=\"{}\"];",
+                        dot_escape(&self.nodes[i].tag),
+                        dot_escape(&self.nodes[*t].tag),
+                        k.keyword()
+                    ));
+                }
+            }
+        }
+        dot.push("}".into());
+        dot.join("\n")
+    }
+
+    /// The graph as a Mermaid flowchart (`state.graph format=mermaid`).
+    pub fn to_mermaid(&self) -> String {
+        let mut out = vec!["flowchart TD".to_string()];
+        for (i, node) in self.nodes.iter().enumerate() {
+            let label = match node.chunk {
+                Some(ci) => {
+                    let c = &self.chunks[ci];
+                    format!("{}.{} {}", c.state(), c.fun(), c.id())
+                }
+                None => node.tag.clone(),
+            };
+            out.push(format!("  n{i}[\"{}\"]", label.replace('"', "#quot;")));
+        }
+        for (i, edges) in self.out_edges.iter().enumerate() {
+            for (t, kinds) in edges {
+                for k in kinds {
+                    out.push(format!("  n{i} -->|{}| n{t}", k.keyword()));
+                }
+            }
+        }
+        out.join("\n")
+    }
+}
+
+fn dot_escape(s: &str) -> String {
+    s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// The chunk's name as a string (Salt formats non-string names with `str()`).
+pub fn name_str(c: &LowChunk) -> String {
+    match c.get("name") {
+        Some(Value::String(s)) => s.clone(),
+        Some(v) => py_str(v),
+        None => String::new(),
+    }
+}
+
+/// The run tag of a chunk.
+pub fn chunk_tag(c: &LowChunk) -> String {
+    crate::state_tag(c.state(), c.id(), &name_str(c), c.fun())
+}
+
+/// Salt's `_chunk_str` for cycle messages.
+fn chunk_str(c: &LowChunk) -> String {
+    let mut m = Map::new();
+    m.insert("SLS".into(), Value::from(c.sls()));
+    m.insert("ID".into(), Value::from(c.id()));
+    let name = c.get("name").cloned().unwrap_or(Value::Null);
+    if name.as_str() != Some(c.id()) {
+        m.insert("NAME".into(), name);
+    }
+    py_repr(&Value::Object(m))
+}

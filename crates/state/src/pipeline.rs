@@ -1,0 +1,91 @@
+//! The compile steps between rendered high data and a run, in Salt's order
+//! (`State.call_high`): extend, structure checks, `_in` requisites,
+//! exclude, chunks, requisite graph, order.
+
+use crate::compile::{apply_exclude, compile_high_data, reconcile_extend, requisite_in, verify_high};
+use crate::graph::Graph;
+use crate::module::StateModules;
+use crate::run::{Executor, RunOptions, Running};
+use crate::{Map, StateEnv, Value};
+
+/// High data compiled into an ordered requisite graph.
+#[derive(Debug)]
+pub struct Compiled {
+    /// The graph, holding the chunks.
+    pub graph: Graph,
+    /// The run order, as chunk indices (a prereq target appears twice).
+    pub order: Vec<usize>,
+}
+
+impl Compiled {
+    /// The chunks in run order, as `state.show_lowstate` prints them.
+    pub fn low_chunks(&self) -> Vec<Value> {
+        self.order.iter().map(|&i| Value::Object(self.graph.chunks[i].0.clone())).collect()
+    }
+}
+
+/// Applies `extend`, checks the structure, applies the `_in` requisites
+/// and `use`, then `exclude` (the part of `call_high` before chunks).
+pub fn prepare_high(high: &mut Map, disabled: &[String]) -> Result<(), Vec<String>> {
+    let mut errors = reconcile_extend(high, false);
+    errors.extend(verify_high(high));
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let errors = requisite_in(high, disabled);
+    apply_exclude(high);
+    if errors.is_empty() {
+        Ok(())
+    } else {
+        Err(errors)
+    }
+}
+
+/// Turns `watch` into `require` for modules without `mod_watch`, as Salt's
+/// `_reconcile_watch_req` does.
+fn reconcile_watch_req(graph: &mut Graph, modules: &StateModules) {
+    for chunk in graph.chunks.iter_mut() {
+        if modules.has(chunk.state(), "mod_watch") {
+            continue;
+        }
+        for (from, to) in [("watch", "require"), ("watch_any", "require_any")] {
+            if let Some(w) = chunk.0.shift_remove(from) {
+                let items = match w {
+                    Value::Array(a) => a,
+                    other => vec![other],
+                };
+                let entry = chunk.0.entry(to).or_insert_with(|| Value::Array(Vec::new()));
+                match entry {
+                    Value::Array(a) => a.extend(items),
+                    other => {
+                        let mut a = vec![other.clone()];
+                        a.extend(items);
+                        *other = Value::Array(a);
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Compiles prepared high data into ordered chunks (Salt's
+/// `compile_high_data` + `order_chunks`).
+pub fn compile_chunks(high: &Map, modules: &StateModules, disabled: &[String]) -> Result<Compiled, Vec<String>> {
+    let mut graph = compile_high_data(high);
+    reconcile_watch_req(&mut graph, modules);
+    let order = graph.order(disabled)?;
+    Ok(Compiled { graph, order })
+}
+
+/// Salt's `call_high`: prepares, compiles and runs high data.
+pub fn call_high(
+    mut high: Map,
+    modules: &StateModules,
+    env: &dyn StateEnv,
+    opts: RunOptions,
+) -> Result<Running, Vec<String>> {
+    prepare_high(&mut high, &opts.disabled_requisites)?;
+    let compiled = compile_chunks(&high, modules, &opts.disabled_requisites)?;
+    let Compiled { graph, order } = compiled;
+    Ok(Executor::new(graph, modules, env, opts).run(&order))
+}

@@ -1,0 +1,1066 @@
+//! Running ordered chunks with Salt's requisite semantics: the status of a
+//! chunk's requisites decides whether it runs, is skipped, fires
+//! `mod_watch`, or fails; prereq runs its target in test mode first;
+//! `listen` fires at the end; `failhard` stops the run; `retry` re-runs.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+use indexmap::IndexMap;
+
+use crate::graph::{chunk_tag, name_str, Graph};
+use crate::module::{truthy, CmdOptions, StateCall, StateEnv, StateError, StateModules};
+use crate::requisite::{py_str, RequisiteKind, REQUISITE_KEYWORDS};
+use crate::{LowChunk, Map, Value};
+
+/// How a run behaves.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// `test=True`: predict, change nothing.
+    pub test: bool,
+    /// Global `failhard`.
+    pub failhard: bool,
+    /// Fire `salt/job/<jid>/prog/<id>/<n>` after each state.
+    pub state_events: bool,
+    /// The job id (for event tags).
+    pub jid: String,
+    /// The minion id (for event tags).
+    pub minion_id: String,
+    /// Requisite kinds disabled by `disabled_requisites`.
+    pub disabled_requisites: Vec<String>,
+}
+
+impl Default for RunOptions {
+    fn default() -> Self {
+        RunOptions {
+            test: false,
+            failhard: false,
+            state_events: false,
+            jid: String::new(),
+            minion_id: "local".into(),
+            disabled_requisites: Vec::new(),
+        }
+    }
+}
+
+/// The result of running a compiled state tree: tag -> state return,
+/// in the order states finished.
+pub type Running = IndexMap<String, Map>;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Status {
+    Unmet,
+    Fail,
+    SkipReq,
+    SkipWatch,
+    Pre,
+    Met,
+    Onfail,
+    Onchanges,
+    Change,
+}
+
+/// Executes a compiled, ordered graph.
+pub struct Executor<'a> {
+    graph: Graph,
+    modules: &'a StateModules,
+    env: &'a dyn StateEnv,
+    opts: RunOptions,
+    running: Running,
+    pre: HashMap<String, Map>,
+    run_num: u64,
+    total: usize,
+    failhard_stop: bool,
+}
+
+fn now_time() -> String {
+    chrono::Local::now().format("%H:%M:%S%.6f").to_string()
+}
+
+fn ms_since(start: Instant) -> f64 {
+    (start.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0
+}
+
+fn has_changes(ret: &Map) -> bool {
+    ret.get("changes").is_some_and(truthy)
+}
+
+/// Python's `str()` of a state result.
+fn py_result(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::Bool(true)) => "True".into(),
+        Some(Value::Bool(false)) => "False".into(),
+        Some(Value::Null) | None => "None".into(),
+        Some(other) => py_str(other),
+    }
+}
+
+impl<'a> Executor<'a> {
+    /// An executor over an ordered graph.
+    pub fn new(graph: Graph, modules: &'a StateModules, env: &'a dyn StateEnv, opts: RunOptions) -> Self {
+        Executor {
+            graph,
+            modules,
+            env,
+            opts,
+            running: IndexMap::new(),
+            pre: HashMap::new(),
+            run_num: 0,
+            total: 0,
+            failhard_stop: false,
+        }
+    }
+
+    /// Runs the chunks in `order` (from [`Graph::order`]), then the
+    /// listeners; returns every state's return.
+    pub fn run(mut self, order: &[usize]) -> Running {
+        self.total = order.len();
+        self.call_chunks(order);
+        if !self.failhard_stop {
+            self.call_listen(order);
+        }
+        self.running
+    }
+
+    fn call_chunks(&mut self, order: &[usize]) {
+        for &ci in order {
+            if self.failhard_stop {
+                return;
+            }
+            let tag = chunk_tag(&self.graph.chunks[ci]);
+            if !self.running.contains_key(&tag) {
+                self.call_chunk(ci, 0);
+                if self.check_failhard(ci) {
+                    self.failhard_stop = true;
+                    return;
+                }
+            }
+        }
+    }
+
+    fn check_failhard(&self, ci: usize) -> bool {
+        if self.opts.test {
+            return false;
+        }
+        let low = &self.graph.chunks[ci];
+        let failhard = low.get("failhard").map(truthy).unwrap_or(self.opts.failhard);
+        if !failhard {
+            return false;
+        }
+        match self.running.get(&chunk_tag(low)) {
+            Some(ret) => match ret.get("result") {
+                Some(Value::Null) | None => false,
+                Some(v) => !truthy(v),
+            },
+            None => false,
+        }
+    }
+
+    fn is_prereq(&self, ci: usize) -> bool {
+        self.graph.chunks[ci].get("__prereq__") == Some(&Value::Bool(true))
+    }
+
+    fn check_requisites(&self, ci: usize) -> (Status, IndexMap<RequisiteKind, Vec<usize>>) {
+        let mut reqs: IndexMap<RequisiteKind, Vec<usize>> = IndexMap::new();
+        for (kind, dep) in self.graph.dependencies(ci) {
+            reqs.entry(kind).or_default().push(dep);
+        }
+        let mut fun_stats: Vec<&'static str> = Vec::new();
+        for (kind, deps) in &reqs {
+            let base = kind.base();
+            let mut req_stats: Vec<&'static str> = Vec::new();
+            let add = |s: &mut Vec<&'static str>, v: &'static str| {
+                if !s.contains(&v) {
+                    s.push(v);
+                }
+            };
+            for &dep in deps {
+                let tag = chunk_tag(&self.graph.chunks[dep]);
+                let ret = if base == RequisiteKind::Prereq { self.pre.get(&tag) } else { self.running.get(&tag) };
+                let Some(ret) = ret else {
+                    add(&mut req_stats, "unmet");
+                    continue;
+                };
+                if ret.get("skip_req").is_some_and(truthy) {
+                    add(&mut req_stats, "skip_req");
+                }
+                let result = ret.get("result");
+                let is_false = result == Some(&Value::Bool(false));
+                if base == RequisiteKind::Onfail {
+                    if result == Some(&Value::Bool(true)) {
+                        add(&mut req_stats, "onfail");
+                        continue;
+                    }
+                } else if base == RequisiteKind::Onchanges {
+                    if is_false || !has_changes(ret) {
+                        add(&mut req_stats, "onchanges");
+                    } else {
+                        add(&mut req_stats, "onchangesmet");
+                    }
+                    continue;
+                } else if is_false {
+                    add(&mut req_stats, "fail");
+                    continue;
+                }
+                if base == RequisiteKind::Watch && has_changes(ret) {
+                    add(&mut req_stats, "change");
+                    continue;
+                }
+                if base == RequisiteKind::Prereq {
+                    if matches!(result, Some(Value::Null) | None) {
+                        add(&mut req_stats, "premet");
+                    } else {
+                        add(&mut req_stats, "pre");
+                    }
+                } else if ret.get("__state_ran__").map(truthy).unwrap_or(true) {
+                    add(&mut req_stats, "met");
+                }
+            }
+            let remove = |s: &mut Vec<&'static str>, v: &'static str| s.retain(|x| *x != v);
+            if kind.is_any() || *kind == RequisiteKind::Onfail {
+                if req_stats.contains(&"met") || req_stats.contains(&"change") {
+                    remove(&mut req_stats, "fail");
+                }
+                if req_stats.contains(&"onchangesmet") {
+                    remove(&mut req_stats, "onchanges");
+                    remove(&mut req_stats, "fail");
+                }
+                if req_stats.contains(&"onfail") && req_stats.contains(&"met") {
+                    remove(&mut req_stats, "onfail");
+                }
+            }
+            if *kind == RequisiteKind::OnfailAll && req_stats.contains(&"onfail") {
+                remove(&mut req_stats, "met");
+            }
+            for s in req_stats {
+                if !fun_stats.contains(&s) {
+                    fun_stats.push(s);
+                }
+            }
+        }
+        let has = |s: &str| fun_stats.contains(&s);
+        let status = if has("unmet") {
+            Status::Unmet
+        } else if has("fail") {
+            Status::Fail
+        } else if has("skip_req") && (has("onchangesmet") || has("premet")) {
+            Status::SkipReq
+        } else if has("skip_req") && has("change") {
+            Status::SkipWatch
+        } else if has("pre") {
+            if has("premet") {
+                Status::Met
+            } else {
+                Status::Pre
+            }
+        } else if has("onfail") && !has("onchangesmet") {
+            Status::Onfail
+        } else if has("onchanges") && !has("onchangesmet") {
+            Status::Onchanges
+        } else if has("change") {
+            Status::Change
+        } else if has("onfail") {
+            Status::Onfail
+        } else {
+            Status::Met
+        };
+        (status, reqs)
+    }
+
+    fn not_run(&mut self, ci: usize, tag: &str, result: bool, comment: &str) {
+        let low = &self.graph.chunks[ci];
+        let mut ret = Map::new();
+        ret.insert("changes".into(), Value::Object(Map::new()));
+        ret.insert("result".into(), Value::Bool(result));
+        ret.insert("duration".into(), Value::from(0.0));
+        ret.insert("start_time".into(), Value::from(now_time()));
+        ret.insert("comment".into(), Value::from(comment));
+        ret.insert("__state_ran__".into(), Value::Bool(false));
+        ret.insert("__run_num__".into(), Value::from(self.run_num));
+        ret.insert("__sls__".into(), low.get("__sls__").cloned().unwrap_or(Value::Null));
+        ret.insert("__id__".into(), Value::from(low.id()));
+        ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+        if self.is_prereq(ci) {
+            self.pre.insert(tag.to_string(), ret.clone());
+        }
+        self.running.insert(tag.to_string(), ret);
+        self.run_num += 1;
+    }
+
+    fn call_chunk(&mut self, ci: usize, depth: u32) {
+        let tag = chunk_tag(&self.graph.chunks[ci]);
+        let prereq = self.is_prereq(ci);
+        let (status, reqs) = self.check_requisites(ci);
+        match status {
+            Status::Unmet => {
+                if self.call_unmet_requisites(ci, &tag, depth) {
+                    return;
+                }
+            }
+            Status::Met => {
+                let ret = self.call(ci, None);
+                self.store(&tag, prereq, ret);
+            }
+            Status::SkipReq => {
+                self.not_run(ci, &tag, true, "State was not run because requisites were skipped by another state")
+            }
+            Status::SkipWatch if !prereq => {
+                let mut ret = self.call(ci, None);
+                let c = ret.get("comment").map(py_str).unwrap_or_default();
+                ret.insert(
+                    "comment".into(),
+                    Value::from(c + " mod_watch was not run because requisites were skipped by another state"),
+                );
+                self.running.insert(tag.clone(), ret);
+            }
+            Status::Fail => {
+                if let Some(mut pre) = self.pre.get(&tag).cloned() {
+                    if pre.get("changes").is_some_and(truthy) {
+                        pre.insert("changes".into(), Value::Object(Map::new()));
+                    }
+                    pre.insert("__run_num__".into(), Value::from(self.run_num));
+                    let low = &self.graph.chunks[ci];
+                    pre.insert("__sls__".into(), low.get("__sls__").cloned().unwrap_or(Value::Null));
+                    pre.insert("__id__".into(), Value::from(low.id()));
+                    pre.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+                    self.running.insert(tag.clone(), pre);
+                    self.run_num += 1;
+                } else {
+                    let mut failed: Vec<String> = Vec::new();
+                    for deps in reqs.values() {
+                        for &dep in deps {
+                            let dtag = chunk_tag(&self.graph.chunks[dep]);
+                            let dret = self.pre.get(&dtag).or_else(|| self.running.get(&dtag));
+                            if let Some(dret) = dret {
+                                if dret.get("result") == Some(&Value::Bool(false)) {
+                                    let d = &self.graph.chunks[dep];
+                                    let key = format!("{}.{}", d.sls(), d.id());
+                                    if !failed.contains(&key) {
+                                        failed.push(key);
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    let comment = format!("One or more requisite failed: {}", failed.join(", "));
+                    self.not_run(ci, &tag, false, &comment);
+                }
+            }
+            Status::Change if !prereq => {
+                let mut ret = self.call(ci, None);
+                if !has_changes(&ret) && !ret.get("skip_watch").is_some_and(truthy) {
+                    let mut reqs_map = Map::new();
+                    for (kind, deps) in &reqs {
+                        let list: Vec<Value> = deps
+                            .iter()
+                            .map(|&d| {
+                                let mut m = self.graph.chunks[d].0.clone();
+                                let dtag = chunk_tag(&self.graph.chunks[d]);
+                                let changes = self
+                                    .running
+                                    .get(&dtag)
+                                    .and_then(|r| r.get("changes").cloned())
+                                    .unwrap_or(Value::Object(Map::new()));
+                                m.insert("__changes__".into(), changes);
+                                Value::Object(m)
+                            })
+                            .collect();
+                        reqs_map.insert(kind.keyword().into(), Value::Array(list));
+                    }
+                    ret = self.call(ci, Some(reqs_map));
+                }
+                self.running.insert(tag.clone(), ret);
+            }
+            Status::Pre => self.not_run(ci, &tag, true, "No changes detected"),
+            Status::Onfail => self.not_run(ci, &tag, true, "State was not run because onfail req did not change"),
+            Status::Onchanges => {
+                self.not_run(ci, &tag, true, "State was not run because none of the onchanges reqs changed")
+            }
+            Status::SkipWatch | Status::Change => {
+                let ret = self.call(ci, None);
+                self.store(&tag, prereq, ret);
+            }
+        }
+        if let Some(ret) = self.running.get(&tag) {
+            self.fire_events(ci, ret);
+        }
+    }
+
+    fn store(&mut self, tag: &str, prereq: bool, ret: Map) {
+        if prereq {
+            self.pre.insert(tag.to_string(), ret);
+        } else {
+            self.running.insert(tag.to_string(), ret);
+        }
+    }
+
+    /// Runs the requisites of `ci` that have not run, then `ci`. Returns
+    /// true when failhard stopped the run.
+    fn call_unmet_requisites(&mut self, ci: usize, tag: &str, depth: u32) -> bool {
+        for (_, dep) in self.graph.dependencies(ci) {
+            let dtag = chunk_tag(&self.graph.chunks[dep]);
+            if !self.running.contains_key(&dtag) {
+                self.call_chunk(dep, 0);
+                if self.failhard_stop || self.check_failhard(dep) {
+                    self.failhard_stop = true;
+                    return true;
+                }
+            }
+        }
+        if self.is_prereq(ci) {
+            let (status, _) = self.check_requisites(ci);
+            if status == Status::Pre {
+                let low = &self.graph.chunks[ci];
+                let mut ret = Map::new();
+                ret.insert("changes".into(), Value::Object(Map::new()));
+                ret.insert("result".into(), Value::Bool(true));
+                ret.insert("duration".into(), Value::from(0.0));
+                ret.insert("start_time".into(), Value::from(now_time()));
+                ret.insert("comment".into(), Value::from("No changes detected"));
+                ret.insert("__run_num__".into(), Value::from(self.run_num));
+                ret.insert("__state_ran__".into(), Value::Bool(false));
+                ret.insert("__sls__".into(), low.get("__sls__").cloned().unwrap_or(Value::Null));
+                ret.insert("__id__".into(), Value::from(low.id()));
+                ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+                self.pre.insert(tag.to_string(), ret);
+                self.run_num += 1;
+            } else {
+                let mut ret = self.call(ci, None);
+                if !has_changes(&ret) && status == Status::Change {
+                    let mut ch = Map::new();
+                    ch.insert("watch".into(), Value::from("watch"));
+                    ret.insert("changes".into(), Value::Object(ch));
+                    ret.insert("result".into(), Value::Null);
+                }
+                self.pre.insert(tag.to_string(), ret);
+            }
+        } else if depth + 1 >= 20 {
+            let low = &self.graph.chunks[ci];
+            let mut ret = Map::new();
+            ret.insert("changes".into(), Value::Object(Map::new()));
+            ret.insert("result".into(), Value::Bool(false));
+            ret.insert("comment".into(), Value::from("Recursive requisite found"));
+            ret.insert("__run_num__".into(), Value::from(self.run_num));
+            ret.insert("__sls__".into(), low.get("__sls__").cloned().unwrap_or(Value::Null));
+            ret.insert("__id__".into(), Value::from(low.id()));
+            ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+            self.running.insert(tag.to_string(), ret);
+        } else {
+            self.call_chunk(ci, depth + 1);
+        }
+        if self.check_failhard(ci) {
+            self.failhard_stop = true;
+            return true;
+        }
+        false
+    }
+
+    fn verify_data(&self, low: &LowChunk) -> Vec<String> {
+        let mut errors = Vec::new();
+        if !low.0.contains_key("state") {
+            errors.push("Missing \"state\" data".to_string());
+        }
+        if !low.0.contains_key("fun") {
+            errors.push("Missing \"fun\" data".to_string());
+        }
+        match low.get("name") {
+            None => errors.push("Missing \"name\" data".to_string()),
+            Some(Value::String(_)) | Some(Value::Null) => {}
+            Some(v) if !truthy(v) => {}
+            Some(v) => errors.push(format!(
+                "ID '{}' in SLS '{}' is not formed as a string, but is a {}",
+                py_str(v),
+                low.sls(),
+                crate::type_name(v)
+            )),
+        }
+        if !errors.is_empty() {
+            return errors;
+        }
+        let full = format!("{}.{}", low.state(), low.fun());
+        if !self.modules.has(low.state(), low.fun()) {
+            if low.0.contains_key("__sls__") {
+                errors.push(format!("State '{full}' was not found in SLS '{}'", low.sls()));
+                errors.push(format!("Reason: '{full}' is not available."));
+            } else {
+                errors.push(format!("Specified state '{full}' was not found"));
+            }
+        }
+        errors
+    }
+
+    /// Salt's `State.call`: one state function, with unless/onlyif/creates,
+    /// check_cmd and retry. `watch_reqs` set means this is the `mod_watch`
+    /// call of a watching state.
+    fn call(&mut self, ci: usize, watch_reqs: Option<Map>) -> Map {
+        self.call_attempt(ci, watch_reqs, 1)
+    }
+
+    fn call_attempt(&mut self, ci: usize, watch_reqs: Option<Map>, attempt: u64) -> Map {
+        let start = Instant::now();
+        let start_time = now_time();
+        let mut low = self.graph.chunks[ci].clone();
+        let sfun = low.fun().to_string();
+        if watch_reqs.is_some() {
+            low.0.insert("fun".into(), Value::from("mod_watch"));
+        }
+        let prereq = self.is_prereq(ci);
+        let errors = self.verify_data(&low);
+        if !errors.is_empty() {
+            let mut ret = Map::new();
+            ret.insert("result".into(), Value::Bool(false));
+            ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+            ret.insert("changes".into(), Value::Object(Map::new()));
+            ret.insert("comment".into(), Value::from(errors.iter().map(|e| format!("{e}\n")).collect::<String>()));
+            ret.insert("__run_num__".into(), Value::from(self.run_num));
+            self.run_num += 1;
+            return ret;
+        }
+        let test = self.opts.test || prereq || low.get("test").is_some_and(truthy);
+        let mut ret = Map::new();
+        ret.insert("result".into(), Value::Bool(false));
+        ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+        ret.insert("changes".into(), Value::Object(Map::new()));
+        if ["unless", "onlyif", "creates"].iter().any(|k| low.0.contains_key(*k)) {
+            for (k, v) in self.run_check(&low) {
+                ret.insert(k, v);
+            }
+        }
+        if ret.get("result") == Some(&Value::Bool(false)) {
+            ret = self.call_module(&low, test, watch_reqs.as_ref().map(|_| sfun.as_str()), watch_reqs.as_ref());
+        }
+        if low.0.contains_key("check_cmd") {
+            for (k, v) in self.run_check_cmd(&low) {
+                ret.insert(k, v);
+            }
+        }
+        if prereq {
+            self.graph.chunks[ci].0.insert("__prereq__".into(), Value::Bool(false));
+            return ret;
+        }
+        ret.insert("__sls__".into(), low.get("__sls__").cloned().unwrap_or(Value::Null));
+        ret.insert("__run_num__".into(), Value::from(self.run_num));
+        self.run_num += 1;
+        ret.insert("start_time".into(), Value::from(start_time));
+        ret.insert("duration".into(), Value::from(ms_since(start)));
+        ret.insert("__id__".into(), Value::from(low.id()));
+        if let Some(retry) = low.get("retry") {
+            let retry = RetrySpec::from_value(retry);
+            if !self.opts.test {
+                let result = ret.get("result").and_then(Value::as_bool);
+                if result != Some(retry.until) && retry.attempts > attempt {
+                    let mut interval = retry.interval;
+                    if retry.splay > 0 {
+                        interval += pseudo_random(retry.splay);
+                    }
+                    if interval > 0 {
+                        std::thread::sleep(std::time::Duration::from_secs(interval));
+                    }
+                    let orig = ret;
+                    let mut again = self.call_attempt(ci, None, attempt + 1);
+                    let orig_comment = orig.get("comment").map(py_str).unwrap_or_default();
+                    let new_comment = again.get("comment").map(py_str).unwrap_or_default();
+                    again.insert(
+                        "comment".into(),
+                        Value::from(format!(
+                            "Attempt {attempt}: Returned a result of \"{}\", with the following comment: \"{orig_comment}\"\n{new_comment}",
+                            py_result(orig.get("result")),
+                        )),
+                    );
+                    let d = again.get("duration").and_then(Value::as_f64).unwrap_or(0.0)
+                        + orig.get("duration").and_then(Value::as_f64).unwrap_or(0.0)
+                        + (interval * 1000) as f64;
+                    again.insert("duration".into(), Value::from(d));
+                    if attempt == 1 {
+                        if let Some(st) = orig.get("start_time") {
+                            again.insert("start_time".into(), st.clone());
+                        }
+                    }
+                    ret = again;
+                }
+            } else {
+                let c = ret.get("comment").map(py_str).unwrap_or_default();
+                ret.insert(
+                    "comment".into(),
+                    Value::from(format!(
+                        "{c}  The state would be retried every {} seconds (with a splay of up to {} seconds) a maximum of {} times or until a result of {} is returned",
+                        retry.interval,
+                        retry.splay,
+                        retry.attempts,
+                        if retry.until { "True" } else { "False" }
+                    )),
+                );
+            }
+        }
+        ret
+    }
+
+    fn call_module(&self, low: &LowChunk, test: bool, sfun: Option<&str>, reqs: Option<&Map>) -> Map {
+        let name = low.get("name").cloned().unwrap_or(Value::Null);
+        let Some(module) = self.modules.get(low.state()) else {
+            let mut ret = Map::new();
+            ret.insert("result".into(), Value::Bool(false));
+            ret.insert("name".into(), name);
+            ret.insert("changes".into(), Value::Object(Map::new()));
+            ret.insert("comment".into(), Value::from(format!("State '{}' is not available", low.state())));
+            return ret;
+        };
+        let sfun = sfun.or_else(|| low.get("sfun").and_then(Value::as_str));
+        let call = StateCall { chunk: low, test, env: self.env, sfun, reqs };
+        let mut ret = Map::new();
+        match module.call(low.fun(), &call) {
+            Ok(r) => {
+                ret.insert("name".into(), Value::from(r.name));
+                ret.insert("changes".into(), Value::Object(r.changes));
+                ret.insert(
+                    "result".into(),
+                    match r.result {
+                        Some(b) => Value::Bool(b),
+                        None => Value::Null,
+                    },
+                );
+                ret.insert("comment".into(), Value::from(r.comment));
+                for (k, v) in r.extra {
+                    ret.insert(k, v);
+                }
+            }
+            Err(e) => {
+                ret.insert("result".into(), Value::Bool(false));
+                ret.insert("name".into(), name);
+                ret.insert("changes".into(), Value::Object(Map::new()));
+                let comment = match e {
+                    StateError::MissingArg(..) => format!("{e}\n"),
+                    _ => format!("An exception occurred in this state: {e}"),
+                };
+                ret.insert("comment".into(), Value::from(comment));
+            }
+        }
+        ret
+    }
+
+    fn cmd_options(&self, low: &LowChunk) -> CmdOptions {
+        let excluded: Vec<String> = match low.get("cmd_opts_exclude") {
+            Some(Value::Array(a)) => a.iter().map(py_str).collect(),
+            Some(v) => vec![py_str(v)],
+            None => Vec::new(),
+        };
+        let get = |k: &str| {
+            if excluded.iter().any(|e| e == k) {
+                None
+            } else {
+                low.get(k).filter(|v| !v.is_null()).map(py_str)
+            }
+        };
+        let mut env = Vec::new();
+        if !excluded.iter().any(|e| e == "env") {
+            match low.get("env") {
+                Some(Value::Object(m)) => env.extend(m.iter().map(|(k, v)| (k.clone(), py_str(v)))),
+                Some(Value::Array(a)) => {
+                    for item in a {
+                        if let Value::Object(m) = item {
+                            env.extend(m.iter().map(|(k, v)| (k.clone(), py_str(v))));
+                        }
+                    }
+                }
+                _ => {}
+            }
+        }
+        CmdOptions {
+            cwd: get("cwd"),
+            runas: get("runas"),
+            shell: get("shell").or_else(|| self.env.grains().get("shell").and_then(Value::as_str).map(String::from)),
+            env,
+            stdin: None,
+            python_shell: true,
+            timeout_secs: get("timeout").and_then(|t| t.parse().ok()),
+        }
+    }
+
+    fn retcode(&self, cmd: &str, opts: &CmdOptions) -> i32 {
+        match self.env.run_cmd(cmd, opts) {
+            Ok(out) => out.retcode,
+            Err(e) => {
+                tracing::debug!("command {cmd:?} could not run: {e}");
+                127
+            }
+        }
+    }
+
+    fn run_check_function(&self, entry: &Map) -> Result<Value, String> {
+        let fun = entry.get("fun").map(py_str).unwrap_or_default();
+        let args: Vec<Value> = match entry.get("args") {
+            Some(Value::Array(a)) => a.clone(),
+            Some(v) => vec![v.clone()],
+            None => Vec::new(),
+        };
+        let kwargs: Map = entry
+            .iter()
+            .filter(|(k, _)| *k != "fun" && *k != "args" && *k != "get_return")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect();
+        let mut result = self.env.call_function(&fun, &args, &kwargs)?;
+        if let Some(path) = entry.get("get_return").map(py_str) {
+            for part in path.split(':') {
+                result = match result {
+                    Value::Object(m) => m.get(part).cloned().unwrap_or(Value::Null),
+                    Value::Array(a) => part.parse::<usize>().ok().and_then(|i| a.get(i).cloned()).unwrap_or(Value::Null),
+                    _ => Value::Null,
+                };
+            }
+        }
+        Ok(result)
+    }
+
+    /// Salt's `_run_check`: unless / onlyif / creates.
+    fn run_check(&self, low: &LowChunk) -> Map {
+        let mut comments: Vec<String> = Vec::new();
+        let mut result = false;
+        let mut skip_watch: Option<bool> = None;
+        let cmd_opts = self.cmd_options(low);
+        let list = |v: &Value| match v {
+            Value::Array(a) => a.clone(),
+            other => vec![other.clone()],
+        };
+        if let Some(onlyif) = low.get("onlyif") {
+            let mut r = false;
+            let mut comment = String::new();
+            let mut sw = None;
+            for entry in list(onlyif) {
+                match &entry {
+                    Value::Object(m) => {
+                        if !m.contains_key("fun") {
+                            comment = format!("no `fun` argument in onlyif: {}", crate::requisite::py_dict(m));
+                            break;
+                        }
+                        match self.run_check_function(m) {
+                            Ok(v) if truthy(&v) => {
+                                comment = "onlyif condition is true".into();
+                                r = false;
+                            }
+                            _ => {
+                                comment = "onlyif condition is false".into();
+                                sw = Some(true);
+                                r = true;
+                                break;
+                            }
+                        }
+                    }
+                    Value::Null | Value::Array(_) => {
+                        comment = "onlyif execution failed, bad type passed".into();
+                        r = false;
+                        break;
+                    }
+                    other => {
+                        let rc = self.retcode(&py_str(other), &cmd_opts);
+                        if rc != 0 && !r {
+                            comment = "onlyif condition is false".into();
+                            sw = Some(true);
+                            r = true;
+                            break;
+                        } else if rc == 0 {
+                            comment = "onlyif condition is true".into();
+                            r = false;
+                        }
+                    }
+                }
+            }
+            result = r;
+            comments.push(comment);
+            if sw.is_some() {
+                skip_watch = sw;
+            }
+        }
+        if let Some(unless) = low.get("unless") {
+            let mut r = false;
+            let mut comment = String::new();
+            let mut sw: Option<bool> = None;
+            for entry in list(unless) {
+                match &entry {
+                    Value::Object(m) => {
+                        if !m.contains_key("fun") {
+                            comment = format!("no `fun` argument in unless: {}", crate::requisite::py_dict(m));
+                            break;
+                        }
+                        match self.run_check_function(m) {
+                            Ok(v) if truthy(&v) => {
+                                comment = "unless condition is true".into();
+                                sw = Some(true);
+                                r = true;
+                            }
+                            _ => {
+                                comment = "unless condition is false".into();
+                                r = false;
+                                break;
+                            }
+                        }
+                    }
+                    Value::Null | Value::Array(_) => {
+                        comment = "unless condition is false, bad type passed".into();
+                        r = false;
+                    }
+                    other => {
+                        let rc = self.retcode(&py_str(other), &cmd_opts);
+                        if rc == 0 {
+                            comment = "unless condition is true".into();
+                            sw = Some(true);
+                            r = true;
+                        } else {
+                            sw = None;
+                            comment = "unless condition is false".into();
+                            r = false;
+                            break;
+                        }
+                    }
+                }
+            }
+            result = r || result;
+            comments.push(comment);
+            if let Some(s) = sw {
+                skip_watch = Some(s || skip_watch.unwrap_or(false));
+            }
+        }
+        if let Some(creates) = low.get("creates") {
+            let (r, comment) = match creates {
+                Value::String(p) if std::path::Path::new(p).exists() => (true, format!("{p} exists")),
+                Value::Array(a) if a.iter().all(|p| std::path::Path::new(&py_str(p)).exists()) => {
+                    (true, "All files in creates exist".to_string())
+                }
+                _ => (false, "Creates files not found".to_string()),
+            };
+            if r {
+                skip_watch = Some(true);
+            }
+            result = r || result;
+            comments.push(comment);
+        }
+        let mut ret = Map::new();
+        ret.insert("result".into(), Value::Bool(result));
+        ret.insert("comment".into(), Value::from(comments.join("\n")));
+        ret.insert("__sls__".into(), low.get("__sls__").cloned().unwrap_or(Value::Null));
+        ret.insert("__id__".into(), Value::from(low.id()));
+        ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+        if let Some(sw) = skip_watch {
+            ret.insert("skip_watch".into(), Value::Bool(sw));
+        }
+        ret
+    }
+
+    /// Salt's `_run_check_cmd`.
+    fn run_check_cmd(&self, low: &LowChunk) -> Map {
+        let mut ret = Map::new();
+        let mut result = false;
+        let mut opts = CmdOptions { python_shell: true, ..Default::default() };
+        opts.shell = self.env.grains().get("shell").and_then(Value::as_str).map(String::from);
+        let cmds = match low.get("check_cmd") {
+            Some(Value::Array(a)) => a.iter().map(py_str).collect(),
+            Some(v) => vec![py_str(v)],
+            None => Vec::new(),
+        };
+        for cmd in cmds {
+            let rc = self.retcode(&cmd, &opts);
+            if rc == 0 && !result {
+                ret.insert("comment".into(), Value::from("check_cmd determined the state succeeded"));
+                result = true;
+            } else if rc != 0 {
+                ret.insert("comment".into(), Value::from("check_cmd determined the state failed"));
+                result = false;
+                break;
+            }
+        }
+        ret.insert("result".into(), Value::Bool(result));
+        ret.insert("__sls__".into(), low.get("__sls__").cloned().unwrap_or(Value::Null));
+        ret.insert("__id__".into(), Value::from(low.id()));
+        ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+        ret
+    }
+
+    fn fire_events(&self, ci: usize, ret: &Map) {
+        let low = &self.graph.chunks[ci];
+        let fire = low.get("fire_event");
+        let mut data = Map::new();
+        data.insert("ret".into(), Value::Object(ret.clone()));
+        match fire {
+            Some(Value::Bool(true)) => {
+                let tag = format!(
+                    "salt/state_result/{}/{}/{}",
+                    self.opts.jid,
+                    self.opts.minion_id,
+                    ret.get("name").map(py_str).unwrap_or_default()
+                );
+                self.env.fire_event(&tag, &Value::Object(data.clone()));
+            }
+            Some(Value::String(custom)) if !custom.is_empty() => {
+                let tag = format!("salt/state_result/{}/{}/{custom}", self.opts.jid, self.opts.minion_id);
+                self.env.fire_event(&tag, &Value::Object(data.clone()));
+            }
+            _ => {}
+        }
+        if self.opts.state_events {
+            let run_num = ret.get("__run_num__").map(py_str).unwrap_or_default();
+            let tag = format!("salt/job/{}/prog/{}/{run_num}", self.opts.jid, self.opts.minion_id);
+            data.insert("len".into(), Value::from(self.total));
+            self.env.fire_event(&tag, &Value::Object(data));
+        }
+    }
+
+    /// Salt's `call_listen`: `mod_watch` of every listener whose listened
+    /// state changed, at the end of the run.
+    fn call_listen(&mut self, order: &[usize]) {
+        let mut crefs: IndexMap<(String, String, String), usize> = IndexMap::new();
+        let mut listeners: Vec<((String, String, String), Vec<Value>)> = Vec::new();
+        for &ci in order {
+            let c = &self.graph.chunks[ci];
+            let key = (c.state().to_string(), c.id().to_string(), name_str(c));
+            crefs.entry(key.clone()).or_insert(ci);
+            if let Some(l) = c.get("listen") {
+                let items = match l {
+                    Value::Array(a) => a.clone(),
+                    other => vec![other.clone()],
+                };
+                listeners.push((key.clone(), items));
+            }
+            if let Some(Value::Array(l_in)) = c.get("listen_in") {
+                for item in l_in {
+                    if let Value::Object(m) = item {
+                        for (k, v) in m {
+                            let mut src = Map::new();
+                            src.insert(c.state().to_string(), Value::from(c.id()));
+                            listeners.push(((k.clone(), py_str(v), "lookup".into()), vec![Value::Object(src)]));
+                        }
+                    }
+                }
+            }
+        }
+        let in_cref = |cref: &(String, String, String), v: &str| cref.0 == v || cref.1 == v || cref.2 == v;
+        let mut mod_watchers: Vec<usize> = Vec::new();
+        let mut errors: IndexMap<String, Map> = IndexMap::new();
+        let l_error = |lkey: &str, lval: &str| {
+            let tag = crate::state_tag("Listen_Error", &format!("listen_{lval}"), &format!("listen_{lkey}"), "Listen_Error");
+            let mut m = Map::new();
+            m.insert("comment".into(), Value::from(format!("Referenced state {lkey}: {lval} does not exist")));
+            m.insert("name".into(), Value::from(format!("listen_{lkey}:{lval}")));
+            m.insert("result".into(), Value::Bool(false));
+            m.insert("changes".into(), Value::Object(Map::new()));
+            (tag, m)
+        };
+        for (key, vals) in listeners {
+            for listen_to in vals {
+                let listen_to: Map = match listen_to {
+                    Value::Object(m) => m,
+                    other => {
+                        let s = py_str(&other);
+                        let mut found = None;
+                        for &ci in order {
+                            let c = &self.graph.chunks[ci];
+                            if c.id() == s || name_str(c) == s {
+                                let mut m = Map::new();
+                                m.insert(c.state().to_string(), Value::from(c.id()));
+                                found = Some(m);
+                            }
+                        }
+                        match found {
+                            Some(m) => m,
+                            None => continue,
+                        }
+                    }
+                };
+                for (lkey, lval) in listen_to {
+                    let lval = py_str(&lval);
+                    if !crefs.keys().any(|c| c.0 == lkey && in_cref(c, &lval)) {
+                        let (t, m) = l_error(&lkey, &lval);
+                        errors.insert(t, m);
+                        continue;
+                    }
+                    let to_tags: Vec<String> = crefs
+                        .iter()
+                        .filter(|(c, _)| c.0 == lkey && in_cref(c, &lval))
+                        .map(|(_, &ci)| chunk_tag(&self.graph.chunks[ci]))
+                        .collect();
+                    for to_tag in to_tags {
+                        let Some(r) = self.running.get(&to_tag) else { continue };
+                        if !has_changes(r) {
+                            continue;
+                        }
+                        if !crefs.keys().any(|c| key.0 == c.0 && in_cref(c, &key.1)) {
+                            let (t, m) = l_error(&key.0, &key.1);
+                            errors.insert(t, m);
+                            continue;
+                        }
+                        let new: Vec<usize> = crefs
+                            .iter()
+                            .filter(|(c, _)| key.0 == c.0 && in_cref(c, &key.1))
+                            .map(|(_, &ci)| ci)
+                            .collect();
+                        for ci in new {
+                            let mut low = self.graph.chunks[ci].clone();
+                            let fun = low.fun().to_string();
+                            low.0.insert("sfun".into(), Value::from(fun));
+                            low.0.insert("fun".into(), Value::from("mod_watch"));
+                            let id = format!("listener_{}", low.id());
+                            low.0.insert("__id__".into(), Value::from(id));
+                            for r in REQUISITE_KEYWORDS {
+                                low.0.shift_remove(*r);
+                            }
+                            low.0.shift_remove("__prereq__");
+                            let tag = chunk_tag(&low);
+                            let idx = match self.graph.chunk_index(&tag) {
+                                Some(i) => i,
+                                None => self.graph.add_chunk(low),
+                            };
+                            mod_watchers.push(idx);
+                        }
+                    }
+                }
+            }
+        }
+        // The listeners run as a fresh run whose results join the main one.
+        let saved = std::mem::take(&mut self.running);
+        self.total = mod_watchers.len();
+        self.call_chunks(&mod_watchers);
+        let listened = std::mem::replace(&mut self.running, saved);
+        for (k, v) in listened {
+            self.running.insert(k, v);
+        }
+        for (tag, mut m) in errors {
+            m.insert("__run_num__".into(), Value::from(self.run_num));
+            self.run_num += 1;
+            self.running.insert(tag, m);
+        }
+    }
+}
+
+/// A validated `retry` argument (Salt's `verify_retry_data`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RetrySpec {
+    pub until: bool,
+    pub attempts: u64,
+    pub interval: u64,
+    pub splay: u64,
+}
+
+impl RetrySpec {
+    /// Salt's defaults and validation: wrong types fall back to defaults.
+    pub fn from_value(v: &Value) -> RetrySpec {
+        let defaults = RetrySpec { until: true, attempts: 2, interval: 30, splay: 0 };
+        match v {
+            Value::Object(m) => RetrySpec {
+                until: m.get("until").and_then(Value::as_bool).unwrap_or(defaults.until),
+                attempts: m.get("attempts").and_then(Value::as_u64).unwrap_or(defaults.attempts),
+                interval: m.get("interval").and_then(Value::as_u64).unwrap_or(defaults.interval),
+                splay: m.get("splay").and_then(Value::as_u64).unwrap_or(defaults.splay),
+            },
+            Value::Bool(false) => RetrySpec { attempts: 0, ..defaults },
+            _ => defaults,
+        }
+    }
+}
+
+/// A number in `0..=max` without pulling in a RNG crate: splay only needs
+/// to spread retries, not to be unpredictable.
+fn pseudo_random(max: u64) -> u64 {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos() as u64)
+        .unwrap_or(0);
+    nanos % (max + 1)
+}
