@@ -53,7 +53,16 @@ pub fn destination(formula: &Formula, member: &Member, config: &SpmConfig) -> Op
         return dest(&config.formula_path, rel.to_string());
     }
     if !rel.contains('/') && (rel.starts_with("README") || rel.starts_with("LICENSE")) {
-        return dest(&config.spm_share_dir, format!("{name}/{rel}"));
+        let implied = if rel.starts_with("README") {
+            FileType::Readme
+        } else {
+            FileType::License
+        };
+        return Some(Destination {
+            root: config.spm_share_dir.clone(),
+            relative: PathBuf::from(format!("{name}/{rel}")),
+            file_type: file_type.or(Some(implied)),
+        });
     }
     if first != formula.top_level_dir {
         return None;
