@@ -1,1 +1,72 @@
-fn main() {}
+//! `halite-master`: the control daemon (Salt's salt-master).
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use halite_master::{logging, server, MasterConfig};
+
+/// halite-master: publishes jobs to minions and collects their returns.
+#[derive(Parser, Debug)]
+#[command(name = "halite-master", version)]
+struct Cli {
+    /// Configuration directory (holds `master` and `master.d/`).
+    #[arg(short = 'c', long = "config-dir", default_value = halite_master::config::DEFAULT_CONFIG_DIR)]
+    config_dir: PathBuf,
+    /// Log level (Salt's names: debug, info, warning, error...).
+    #[arg(short = 'l', long = "log-level")]
+    log_level: Option<String>,
+    /// Log file (empty: stderr).
+    #[arg(long = "log-file")]
+    log_file: Option<String>,
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let mut flags = serde_json::Map::new();
+    if let Some(l) = cli.log_level {
+        flags.insert("log_level".into(), l.into());
+    }
+    if let Some(f) = cli.log_file {
+        flags.insert("log_file".into(), f.into());
+    }
+    let cfg = match MasterConfig::load(&cli.config_dir, &flags) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("halite-master: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    logging::init(&cfg.log_level, &cfg.log_file);
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(cfg.worker_threads.max(1))
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("halite-master: cannot start the async runtime: {e}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(server::run(cfg, shutdown_signal())) {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("halite-master: {e:#}");
+            tracing::error!("{e:#}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}

@@ -1,1 +1,91 @@
-fn main() {}
+//! `halite-minion`: the managed-host daemon (Salt's salt-minion), and
+//! `--swarm N` for many identities in one process.
+
+use std::path::PathBuf;
+
+use clap::Parser;
+use halite_minion::{daemon, logging, swarm, MinionConfig};
+
+/// halite-minion: runs the jobs its master publishes.
+#[derive(Parser, Debug)]
+#[command(name = "halite-minion", version)]
+struct Cli {
+    /// Configuration directory (holds `minion` and `minion.d/`).
+    #[arg(short = 'c', long = "config-dir", default_value = halite_minion::config::DEFAULT_CONFIG_DIR)]
+    config_dir: PathBuf,
+    /// Log level (Salt's names: debug, info, warning, error...).
+    #[arg(short = 'l', long = "log-level")]
+    log_level: Option<String>,
+    /// Log file (empty: stderr).
+    #[arg(long = "log-file")]
+    log_file: Option<String>,
+    /// Swarm mode: host this many minion identities (for tests and benchmarks).
+    #[arg(long = "swarm")]
+    swarm: Option<usize>,
+    /// Id prefix of swarm identities.
+    #[arg(long = "swarm-prefix", default_value = "swarm-")]
+    swarm_prefix: String,
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let mut flags = serde_json::Map::new();
+    if let Some(l) = cli.log_level {
+        flags.insert("log_level".into(), l.into());
+    }
+    if let Some(f) = cli.log_file {
+        flags.insert("log_file".into(), f.into());
+    }
+    let cfg = match MinionConfig::load(&cli.config_dir, &flags) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("halite-minion: {e}");
+            return std::process::ExitCode::from(2);
+        }
+    };
+    logging::init(&cfg.log_level, &cfg.log_file);
+    let threads = if cli.swarm.is_some() { 2 } else { 1 };
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(threads)
+        .enable_all()
+        .build()
+    {
+        Ok(r) => r,
+        Err(e) => {
+            eprintln!("halite-minion: cannot start the async runtime: {e}");
+            return std::process::ExitCode::from(1);
+        }
+    };
+    let result = runtime.block_on(async move {
+        let (tx, rx) = tokio::sync::watch::channel(false);
+        tokio::spawn(async move {
+            shutdown_signal().await;
+            let _ = tx.send(true);
+        });
+        match cli.swarm {
+            Some(n) => swarm::run(cfg, cli.swarm_prefix, n, rx).await,
+            None => daemon::run(cfg, rx).await,
+        }
+    });
+    match result {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("halite-minion: {e:#}");
+            tracing::error!("{e:#}");
+            std::process::ExitCode::from(1)
+        }
+    }
+}
+
+/// Resolves on SIGTERM or SIGINT.
+async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let mut term = match signal(SignalKind::terminate()) {
+        Ok(s) => s,
+        Err(_) => return std::future::pending().await,
+    };
+    tokio::select! {
+        _ = term.recv() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}

@@ -488,6 +488,22 @@ fn publication_signed(epoch: u32, counter: u64, ciphertext: &[u8]) -> Vec<u8> {
     m
 }
 
+/// Checks only the master's signature on a publication (for one held
+/// until its key arrives).
+pub fn verify_publication(
+    master: &PublicKey,
+    publication: &Publication,
+) -> Result<(), CryptoError> {
+    master.verify(
+        &publication_signed(
+            publication.epoch,
+            publication.counter,
+            &publication.ciphertext,
+        ),
+        &publication.signature,
+    )
+}
+
 /// The minion's side of publications: checks the master's signature
 /// first, then decrypts with the publish key of that epoch, then refuses
 /// counters it has already seen.

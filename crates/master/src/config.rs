@@ -1,0 +1,177 @@
+//! The master's configuration: Salt's key names and defaults, layered
+//! built-in defaults < `<config_dir>/master` (YAML) < `master.d/*.conf` <
+//! `HALITE_*` environment < command-line flags.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use figment::providers::{Env, Format, Serialized, Yaml};
+use figment::Figment;
+use serde::{Deserialize, Serialize};
+
+/// Every master option halite reads (names as in Salt's master config).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct MasterConfig {
+    /// Address both sockets bind to.
+    pub interface: String,
+    /// PUB socket port (publications).
+    pub publish_port: u16,
+    /// ROUTER socket port (auth, returns, events).
+    pub ret_port: u16,
+    /// Where the master's key and the minion keys live.
+    pub pki_dir: PathBuf,
+    /// Where the job cache (SQLite) and the CLI's root key live.
+    pub cachedir: PathBuf,
+    /// Where the local CLI / event-bus socket lives.
+    pub sock_dir: PathBuf,
+    /// Accept every new minion key without `halite-key -a`.
+    pub auto_accept: bool,
+    /// Hours a job stays in the job cache.
+    pub keep_jobs: u64,
+    /// Default `halite` timeout in seconds.
+    pub timeout: u64,
+    /// `trace`, `debug`, `info`, `warning`, `error`, `critical`, `quiet`.
+    pub log_level: String,
+    /// Log file; empty logs to stderr.
+    pub log_file: String,
+    /// Named compound targets for `-N`.
+    pub nodegroups: BTreeMap<String, serde_json::Value>,
+    /// Tokio worker threads.
+    pub worker_threads: usize,
+    /// Seconds between checks that the key directories changed (so
+    /// `halite-key` run while the master is down still takes effect).
+    pub key_rescan_interval: u64,
+}
+
+impl Default for MasterConfig {
+    fn default() -> Self {
+        Self {
+            interface: "0.0.0.0".into(),
+            publish_port: 4505,
+            ret_port: 4506,
+            pki_dir: "/etc/halite/pki/master".into(),
+            cachedir: "/var/cache/halite/master".into(),
+            sock_dir: "/var/run/halite/master".into(),
+            auto_accept: false,
+            keep_jobs: 24,
+            timeout: 5,
+            log_level: "warning".into(),
+            log_file: "/var/log/halite/master".into(),
+            nodegroups: BTreeMap::new(),
+            worker_threads: 2,
+            key_rescan_interval: 1,
+        }
+    }
+}
+
+/// Why the configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("invalid configuration: {0}; fix the key named above in the config file, master.d/*.conf or HALITE_* variables")]
+    Invalid(String),
+    #[error("cannot list {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The default config directory.
+pub const DEFAULT_CONFIG_DIR: &str = "/etc/halite";
+
+/// The layered providers for `<config_dir>/<name>`: file, `<name>.d/*.conf`, env.
+pub fn layered(
+    config_dir: &Path,
+    name: &str,
+    defaults: impl Serialize,
+) -> Result<Figment, ConfigError> {
+    let mut fig = Figment::from(Serialized::defaults(defaults));
+    let main = config_dir.join(name);
+    if main.is_file() {
+        fig = fig.merge(Yaml::file(&main));
+    }
+    let dropins = config_dir.join(format!("{name}.d"));
+    if dropins.is_dir() {
+        let mut files: Vec<PathBuf> = std::fs::read_dir(&dropins)
+            .map_err(|source| ConfigError::Io {
+                path: dropins.clone(),
+                source,
+            })?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "conf"))
+            .collect();
+        files.sort();
+        for f in files {
+            fig = fig.merge(Yaml::file(f));
+        }
+    }
+    Ok(fig.merge(Env::prefixed("HALITE_").lowercase(true)))
+}
+
+impl MasterConfig {
+    /// Loads the configuration from `config_dir`, then applies `overrides`
+    /// (the command-line flags, as a partial map).
+    pub fn load(
+        config_dir: &Path,
+        overrides: &serde_json::Map<String, serde_json::Value>,
+    ) -> Result<Self, ConfigError> {
+        layered(config_dir, "master", MasterConfig::default())?
+            .merge(Serialized::defaults(overrides))
+            .extract()
+            .map_err(|e| ConfigError::Invalid(e.to_string()))
+    }
+
+    /// The local socket the CLI and event-bus clients connect to.
+    pub fn local_socket(&self) -> PathBuf {
+        self.sock_dir.join("master.sock")
+    }
+    /// The key file that authorises local clients (root-only).
+    pub fn root_key_path(&self) -> PathBuf {
+        self.cachedir.join(".root_key")
+    }
+    /// The SQLite job cache.
+    pub fn job_cache_path(&self) -> PathBuf {
+        self.cachedir.join("jobs.sqlite")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn layers_apply_in_order() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("master"),
+            "publish_port: 5505\nret_port: 5506\nauto_accept: True\n",
+        )
+        .unwrap();
+        std::fs::create_dir(dir.path().join("master.d")).unwrap();
+        std::fs::write(
+            dir.path().join("master.d/10-ports.conf"),
+            "ret_port: 6506\n",
+        )
+        .unwrap();
+        std::fs::write(dir.path().join("master.d/ignored.txt"), "ret_port: 1\n").unwrap();
+        let mut flags = serde_json::Map::new();
+        flags.insert("log_level".into(), "debug".into());
+        let cfg = MasterConfig::load(dir.path(), &flags).unwrap();
+        assert_eq!(cfg.publish_port, 5505);
+        assert_eq!(cfg.ret_port, 6506);
+        assert!(cfg.auto_accept);
+        assert_eq!(cfg.log_level, "debug");
+        assert_eq!(cfg.keep_jobs, 24);
+    }
+
+    #[test]
+    fn a_bad_value_is_a_clear_error() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("master"), "publish_port: lots\n").unwrap();
+        let err = MasterConfig::load(dir.path(), &serde_json::Map::new())
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("publish_port"), "{err}");
+    }
+}

@@ -1,0 +1,362 @@
+//! The job cache: SQLite in WAL mode under `cachedir`. Jobs, returns and
+//! the grains each minion last reported. A return is committed here before
+//! the master acknowledges it to the minion.
+
+use std::path::Path;
+
+use halite_proto::msg::{Job, JobReturn};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde_json::{json, Map, Value};
+
+/// Why the job cache failed.
+#[derive(Debug, thiserror::Error)]
+pub enum JobCacheError {
+    #[error(
+        "job cache {path}: {source}; check that cachedir is writable and the disk is not full"
+    )]
+    Sqlite {
+        path: String,
+        source: rusqlite::Error,
+    },
+    #[error("job cache holds malformed JSON: {0}")]
+    Json(#[from] serde_json::Error),
+}
+
+/// An open job cache.
+pub struct JobCache {
+    conn: Connection,
+    path: String,
+}
+
+const SCHEMA: &str = "
+CREATE TABLE IF NOT EXISTS jobs (
+    jid TEXT PRIMARY KEY,
+    fun TEXT NOT NULL,
+    arg TEXT NOT NULL,
+    tgt TEXT NOT NULL,
+    tgt_type TEXT NOT NULL,
+    user TEXT NOT NULL,
+    minions TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS returns (
+    jid TEXT NOT NULL,
+    id TEXT NOT NULL,
+    fun TEXT NOT NULL,
+    fun_args TEXT NOT NULL,
+    ret TEXT NOT NULL,
+    retcode INTEGER NOT NULL,
+    success INTEGER NOT NULL,
+    PRIMARY KEY (jid, id)
+);
+CREATE TABLE IF NOT EXISTS minion_data (
+    id TEXT PRIMARY KEY,
+    grains TEXT NOT NULL
+);
+";
+
+impl JobCache {
+    /// Opens (creating) the cache at `path` in WAL mode.
+    pub fn open(path: &Path) -> Result<Self, JobCacheError> {
+        let name = path.display().to_string();
+        let err = |source| JobCacheError::Sqlite {
+            path: name.clone(),
+            source,
+        };
+        let conn = Connection::open(path).map_err(err)?;
+        conn.pragma_update(None, "journal_mode", "WAL")
+            .map_err(err)?;
+        conn.pragma_update(None, "synchronous", "NORMAL")
+            .map_err(err)?;
+        conn.busy_timeout(std::time::Duration::from_secs(5))
+            .map_err(err)?;
+        conn.execute_batch(SCHEMA).map_err(err)?;
+        Ok(Self { conn, path: name })
+    }
+
+    fn err(&self) -> impl Fn(rusqlite::Error) -> JobCacheError + '_ {
+        move |source| JobCacheError::Sqlite {
+            path: self.path.clone(),
+            source,
+        }
+    }
+
+    /// Records a published job.
+    pub fn store_job(&self, job: &Job) -> Result<(), JobCacheError> {
+        let mut arg = job.arg.clone();
+        if !job.kwarg.is_empty() {
+            let mut kw = job.kwarg.clone();
+            kw.insert("__kwarg__".into(), Value::Bool(true));
+            arg.push(Value::Object(kw));
+        }
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO jobs (jid, fun, arg, tgt, tgt_type, user, minions) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                params![
+                    job.jid,
+                    job.fun,
+                    serde_json::to_string(&arg)?,
+                    job.tgt,
+                    job.tgt_type,
+                    job.user,
+                    serde_json::to_string(&job.minions)?
+                ],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Commits a batch of returns in one transaction (so 10 000 returns
+    /// cost one fsync, not 10 000).
+    pub fn store_returns(&mut self, returns: &[JobReturn]) -> Result<(), JobCacheError> {
+        let path = self.path.clone();
+        let err = |source| JobCacheError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(err)?;
+        {
+            let mut stmt = tx
+                .prepare_cached(
+                    "INSERT OR REPLACE INTO returns (jid, id, fun, fun_args, ret, retcode, success) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                )
+                .map_err(err)?;
+            for r in returns {
+                stmt.execute(params![
+                    r.jid,
+                    r.id,
+                    r.fun,
+                    serde_json::to_string(&r.fun_args)?,
+                    serde_json::to_string(&r.ret)?,
+                    r.retcode,
+                    r.success
+                ])
+                .map_err(err)?;
+            }
+        }
+        tx.commit().map_err(err)?;
+        Ok(())
+    }
+
+    /// Remembers the grains `id` reported.
+    pub fn store_grains(&self, id: &str, grains: &Value) -> Result<(), JobCacheError> {
+        self.conn
+            .execute(
+                "INSERT OR REPLACE INTO minion_data (id, grains) VALUES (?1, ?2)",
+                params![id, serde_json::to_string(grains)?],
+            )
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Every cached minion's grains.
+    pub fn all_grains(&self) -> Result<Vec<(String, Value)>, JobCacheError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, grains FROM minion_data")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+            })
+            .map_err(self.err())?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, grains) = row.map_err(self.err())?;
+            out.push((id, serde_json::from_str(&grains)?));
+        }
+        Ok(out)
+    }
+
+    /// Forgets a minion's cached data (its key was deleted).
+    pub fn forget_minion(&self, id: &str) -> Result<(), JobCacheError> {
+        self.conn
+            .execute("DELETE FROM minion_data WHERE id = ?1", params![id])
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// `jobs.list_jobs`: `{jid: {Function, Arguments, Target, Target-type, User, StartTime}}`.
+    pub fn list_jobs(&self) -> Result<Map<String, Value>, JobCacheError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT jid, fun, arg, tgt, tgt_type, user FROM jobs ORDER BY jid")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, String>(4)?,
+                    r.get::<_, String>(5)?,
+                ))
+            })
+            .map_err(self.err())?;
+        let mut out = Map::new();
+        for row in rows {
+            let (jid, fun, arg, tgt, tgt_type, user) = row.map_err(self.err())?;
+            let start = halite_proto::jid::jid_start_time(&jid);
+            out.insert(
+                jid,
+                json!({
+                    "Function": fun,
+                    "Arguments": serde_json::from_str::<Value>(&arg)?,
+                    "Target": tgt,
+                    "Target-type": tgt_type,
+                    "User": user,
+                    "StartTime": start,
+                }),
+            );
+        }
+        Ok(out)
+    }
+
+    /// The job's record, if stored.
+    pub fn job(&self, jid: &str) -> Result<Option<Value>, JobCacheError> {
+        let row = self
+            .conn
+            .query_row(
+                "SELECT fun, arg, tgt, tgt_type, user, minions FROM jobs WHERE jid = ?1",
+                params![jid],
+                |r| {
+                    Ok((
+                        r.get::<_, String>(0)?,
+                        r.get::<_, String>(1)?,
+                        r.get::<_, String>(2)?,
+                        r.get::<_, String>(3)?,
+                        r.get::<_, String>(4)?,
+                        r.get::<_, String>(5)?,
+                    ))
+                },
+            )
+            .optional()
+            .map_err(self.err())?;
+        Ok(match row {
+            None => None,
+            Some((fun, arg, tgt, tgt_type, user, minions)) => Some(json!({
+                "jid": jid,
+                "fun": fun,
+                "arg": serde_json::from_str::<Value>(&arg)?,
+                "tgt": tgt,
+                "tgt_type": tgt_type,
+                "user": user,
+                "minions": serde_json::from_str::<Value>(&minions)?,
+            })),
+        })
+    }
+
+    /// Every stored return of `jid`: `[(minion id, full return record)]`, by id.
+    pub fn returns(&self, jid: &str) -> Result<Vec<(String, Value)>, JobCacheError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, fun, fun_args, ret, retcode, success FROM returns WHERE jid = ?1 ORDER BY id")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map(params![jid], |r| {
+                Ok((
+                    r.get::<_, String>(0)?,
+                    r.get::<_, String>(1)?,
+                    r.get::<_, String>(2)?,
+                    r.get::<_, String>(3)?,
+                    r.get::<_, i64>(4)?,
+                    r.get::<_, bool>(5)?,
+                ))
+            })
+            .map_err(self.err())?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, fun, fun_args, ret, retcode, success) = row.map_err(self.err())?;
+            out.push((
+                id.clone(),
+                json!({
+                    "id": id, "jid": jid, "fun": fun,
+                    "fun_args": serde_json::from_str::<Value>(&fun_args)?,
+                    "return": serde_json::from_str::<Value>(&ret)?,
+                    "retcode": retcode, "success": success,
+                }),
+            ));
+        }
+        Ok(out)
+    }
+
+    /// Deletes jobs (and their returns) older than `keep_jobs_hours`; the
+    /// number of jobs removed. 0 keeps everything, as in Salt.
+    pub fn clean_old_jobs(&self, keep_jobs_hours: u64) -> Result<usize, JobCacheError> {
+        if keep_jobs_hours == 0 {
+            return Ok(0);
+        }
+        let hours = i64::try_from(keep_jobs_hours).unwrap_or(i64::MAX / 3600_000_000);
+        let cutoff = chrono::Utc::now() - chrono::Duration::hours(hours);
+        let cutoff_jid = cutoff.naive_utc().format("%Y%m%d%H%M%S%6f").to_string();
+        self.conn
+            .execute("DELETE FROM returns WHERE jid < ?1", params![cutoff_jid])
+            .map_err(self.err())?;
+        let n = self
+            .conn
+            .execute("DELETE FROM jobs WHERE jid < ?1", params![cutoff_jid])
+            .map_err(self.err())?;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn job(jid: &str) -> Job {
+        Job {
+            jid: jid.into(),
+            fun: "test.echo".into(),
+            arg: vec![json!("hi")],
+            kwarg: Map::new(),
+            tgt: "*".into(),
+            tgt_type: "glob".into(),
+            user: "root".into(),
+            minions: vec!["web1".into()],
+        }
+    }
+
+    #[test]
+    fn jobs_and_returns_survive_reopening_and_old_jobs_go() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.sqlite");
+        let recent = halite_proto::JidGenerator::new().next_jid();
+        {
+            let mut cache = JobCache::open(&path).unwrap();
+            cache.store_job(&job(&recent)).unwrap();
+            cache.store_job(&job("20000101000000000000")).unwrap();
+            let ret = JobReturn {
+                jid: recent.clone(),
+                id: "web1".into(),
+                fun: "test.echo".into(),
+                fun_args: vec![json!("hi")],
+                ret: json!("hi"),
+                retcode: 0,
+                success: true,
+            };
+            cache.store_returns(&[ret]).unwrap();
+            cache
+                .store_grains("web1", &json!({"os": "Ubuntu"}))
+                .unwrap();
+        }
+        let cache = JobCache::open(&path).unwrap();
+        let mode: String = cache
+            .conn
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        let jobs = cache.list_jobs().unwrap();
+        assert_eq!(jobs[&recent]["Function"], "test.echo");
+        assert_eq!(
+            jobs[&recent]["StartTime"],
+            halite_proto::jid::jid_start_time(&recent)
+        );
+        let rets = cache.returns(&recent).unwrap();
+        assert_eq!(rets[0].1["return"], "hi");
+        assert_eq!(cache.all_grains().unwrap()[0].1["os"], "Ubuntu");
+        assert_eq!(cache.clean_old_jobs(24).unwrap(), 1);
+        assert!(cache.job("20000101000000000000").unwrap().is_none());
+        assert!(cache.job(&recent).unwrap().is_some());
+    }
+}

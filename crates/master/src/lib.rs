@@ -1,0 +1,14 @@
+//! halite-master: trusts minion keys, resolves targets, publishes jobs
+//! (encrypted and signed), stores returns in the job cache before
+//! acknowledging them, and serves the CLI and the event bus on a local socket.
+
+pub mod config;
+pub mod events;
+pub mod jobcache;
+pub mod keys;
+pub mod local;
+pub mod logging;
+pub mod server;
+pub mod targeting;
+
+pub use config::MasterConfig;

@@ -1,0 +1,189 @@
+//! The local channel between the CLI tools and the master: a Unix socket
+//! in `sock_dir` (mode 0600), every request carrying the root key from
+//! `cachedir/.root_key` (mode 0600). Frames are a 4-byte big-endian length
+//! then msgpack, bounded like the network frames.
+
+use std::io::{Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use halite_proto::MAX_FRAME_BYTES;
+
+/// A request from a CLI tool.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LocalRequest {
+    /// The contents of `cachedir/.root_key`.
+    pub key: String,
+    pub body: LocalBody,
+}
+
+/// What a CLI tool can ask the master.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum LocalBody {
+    /// Resolve the target, publish the job; with `watch`, stream its returns.
+    Publish {
+        tgt: String,
+        tgt_type: String,
+        fun: String,
+        arg: Vec<Value>,
+        kwarg: Map<String, Value>,
+        user: String,
+        watch: bool,
+    },
+    /// Stream bus events whose tag matches `tagmatch` (empty: all).
+    Events { tagmatch: String },
+    /// `halite-key` changed keys: reread them now and fire these events.
+    KeysChanged { events: Vec<(String, Value)> },
+    /// `jobs.active`.
+    Active,
+}
+
+/// What the master answers (one reply, or a stream of them).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub enum LocalReply {
+    /// The job was published to these minions.
+    Started {
+        jid: String,
+        minions: Vec<String>,
+    },
+    /// One minion's return event payload (Salt's `_return` shape).
+    Return {
+        id: String,
+        data: Value,
+    },
+    Event {
+        tag: String,
+        data: Value,
+    },
+    Value(Value),
+    Ok,
+    Error(String),
+}
+
+/// Why talking to the master failed.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalError {
+    #[error("cannot read the master's root key {path}: {source}; run as root (or the master's user) on the master host")]
+    RootKey {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("cannot connect to the master at {path}: {source}; is halite-master running with this config?")]
+    Connect {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("lost the connection to the master: {0}")]
+    Io(#[from] std::io::Error),
+    #[error(transparent)]
+    Frame(#[from] halite_proto::FrameError),
+    #[error("the master refused the request: {0}")]
+    Refused(String),
+}
+
+/// Writes one length-prefixed frame.
+pub fn write_frame<W: Write, T: Serialize>(w: &mut W, value: &T) -> Result<(), LocalError> {
+    let bytes = halite_proto::encode(value)?;
+    let len = u32::try_from(bytes.len()).map_err(|_| halite_proto::FrameError::TooLarge {
+        size: bytes.len(),
+        max: MAX_FRAME_BYTES,
+    })?;
+    w.write_all(&len.to_be_bytes())?;
+    w.write_all(&bytes)?;
+    w.flush()?;
+    Ok(())
+}
+
+/// Reads one length-prefixed frame; `None` at a clean end of stream.
+pub fn read_frame<R: Read, T: serde::de::DeserializeOwned>(
+    r: &mut R,
+) -> Result<Option<T>, LocalError> {
+    let mut len = [0u8; 4];
+    match r.read_exact(&mut len) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e.into()),
+    }
+    let len = u32::from_be_bytes(len) as usize;
+    if len > MAX_FRAME_BYTES {
+        return Err(halite_proto::FrameError::TooLarge {
+            size: len,
+            max: MAX_FRAME_BYTES,
+        }
+        .into());
+    }
+    let mut buf = vec![0u8; len];
+    r.read_exact(&mut buf)?;
+    Ok(Some(halite_proto::decode(&buf)?))
+}
+
+/// A blocking connection to the master's local socket.
+pub struct LocalClient {
+    stream: UnixStream,
+    key: String,
+}
+
+impl LocalClient {
+    /// Connects with the root key from `root_key_path`.
+    pub fn connect(socket: &Path, root_key_path: &Path) -> Result<Self, LocalError> {
+        let key = std::fs::read_to_string(root_key_path).map_err(|source| LocalError::RootKey {
+            path: root_key_path.display().to_string(),
+            source,
+        })?;
+        let stream = UnixStream::connect(socket).map_err(|source| LocalError::Connect {
+            path: socket.display().to_string(),
+            source,
+        })?;
+        Ok(Self {
+            stream,
+            key: key.trim().to_string(),
+        })
+    }
+
+    /// Sends a request.
+    pub fn send(&mut self, body: LocalBody) -> Result<(), LocalError> {
+        write_frame(
+            &mut self.stream,
+            &LocalRequest {
+                key: self.key.clone(),
+                body,
+            },
+        )
+    }
+
+    /// The next reply, waiting at most `timeout` (`None`: forever).
+    /// `Ok(None)` on timeout or when the master closed the stream.
+    pub fn next(&mut self, timeout: Option<Duration>) -> Result<Option<LocalReply>, LocalError> {
+        self.stream
+            .set_read_timeout(timeout.map(|t| t.max(Duration::from_millis(1))))?;
+        match read_frame(&mut self.stream) {
+            Ok(reply) => Ok(reply),
+            Err(LocalError::Io(e))
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                ) =>
+            {
+                Ok(None)
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Sends `body` and waits for one reply; an `Error` reply becomes `Err`.
+    pub fn call(&mut self, body: LocalBody) -> Result<LocalReply, LocalError> {
+        self.send(body)?;
+        match self.next(None)? {
+            Some(LocalReply::Error(e)) => Err(LocalError::Refused(e)),
+            Some(reply) => Ok(reply),
+            None => Err(LocalError::Io(std::io::Error::new(
+                std::io::ErrorKind::UnexpectedEof,
+                "master closed the connection",
+            ))),
+        }
+    }
+}

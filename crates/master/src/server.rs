@@ -1,0 +1,904 @@
+//! The master daemon: ROUTER (auth, returns, events) and PUB
+//! (publications) on the network, the local socket for the CLI, and one
+//! task that owns all state (sessions, keys, job cache) — no per-minion
+//! task, no lock.
+
+use std::collections::{BTreeSet, HashMap};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::Context;
+use bytes::Bytes;
+use halite_proto::crypto::{random_u64, PendingSession, Publisher, SessionCipher};
+use halite_proto::keyfile::{load_or_create_identity, write_private};
+use halite_proto::msg::{
+    Hello, Job, JobReturn, KeyStatus, MasterMessage, MinionRequest, ToMaster, ToMinion,
+};
+use halite_proto::{decode, encode, tags, validate_minion_id, Identity, JidGenerator, PublicKey};
+use serde_json::{json, Map, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::{mpsc, oneshot};
+use zeromq::{PubSocket, RouterSocket, Socket, SocketRecv, SocketSend, ZmqMessage};
+
+use crate::config::MasterConfig;
+use crate::events::EventBus;
+use crate::jobcache::JobCache;
+use crate::keys::KeyStore;
+use crate::local::{LocalBody, LocalReply, LocalRequest};
+use crate::targeting::{check_minions, MinionFacts};
+
+/// Handshakes that may wait for their `Confirm` at once (a flood of
+/// hellos cannot grow memory without bound).
+const MAX_PENDING_HANDSHAKES: usize = 50_000;
+/// How long a handshake may wait for its `Confirm`.
+const HANDSHAKE_TTL: Duration = Duration::from_secs(30);
+/// Returns committed in one transaction at most.
+const RETURN_BATCH: usize = 1024;
+
+/// An authenticated minion.
+struct Session {
+    id: String,
+    key: PublicKey,
+    cipher: SessionCipher,
+    routing: Bytes,
+}
+
+/// A job some targeted minions have not returned yet (`jobs.active`).
+struct ActiveJob {
+    job: Job,
+    returned: BTreeSet<String>,
+    started: Instant,
+}
+
+/// A request from a local client connection to the state task.
+struct LocalCommand {
+    body: LocalBody,
+    reply: oneshot::Sender<LocalReply>,
+}
+
+/// All master state, owned by one task.
+struct Master {
+    cfg: MasterConfig,
+    identity: Identity,
+    keys: KeyStore,
+    accepted: HashMap<String, PublicKey>,
+    accepted_stamp: Option<(std::time::SystemTime, u64)>,
+    publisher: Publisher,
+    sessions: HashMap<u64, Session>,
+    by_id: HashMap<String, u64>,
+    pending: HashMap<u64, (PendingSession, Bytes, Instant)>,
+    grains: HashMap<String, Value>,
+    jobs: JobCache,
+    active: HashMap<String, ActiveJob>,
+    jids: JidGenerator,
+    bus: EventBus,
+    to_router: mpsc::Sender<(Bytes, Vec<u8>)>,
+    publications: PubSocket,
+}
+
+/// Creates `dir` with `mode` if missing.
+fn ensure_dir(dir: &Path, mode: u32) -> anyhow::Result<()> {
+    if !dir.exists() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode))
+            .with_context(|| format!("cannot chmod {}", dir.display()))?;
+    }
+    Ok(())
+}
+
+/// Reads or creates the local clients' root key.
+fn root_key(cfg: &MasterConfig) -> anyhow::Result<String> {
+    let path = cfg.root_key_path();
+    if let Ok(text) = std::fs::read_to_string(&path) {
+        if !text.trim().is_empty() {
+            return Ok(text.trim().to_string());
+        }
+    }
+    let key = format!(
+        "{:016x}{:016x}{:016x}{:016x}",
+        random_u64()?,
+        random_u64()?,
+        random_u64()?,
+        random_u64()?
+    );
+    write_private(&path, key.as_bytes())?;
+    Ok(key)
+}
+
+/// Runs the master until `shutdown` resolves.
+pub async fn run(
+    cfg: MasterConfig,
+    shutdown: impl std::future::Future<Output = ()>,
+) -> anyhow::Result<()> {
+    ensure_dir(&cfg.cachedir, 0o700)?;
+    ensure_dir(&cfg.sock_dir, 0o755)?;
+    let identity = load_or_create_identity(&cfg.pki_dir, "master")?;
+    let keys = KeyStore::open(&cfg.pki_dir)?;
+    let jobs = JobCache::open(&cfg.job_cache_path())?;
+    match jobs.clean_old_jobs(cfg.keep_jobs) {
+        Ok(n) if n > 0 => tracing::info!(removed = n, "old jobs removed from the job cache"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "keep_jobs cleanup failed"),
+    }
+    let grains: HashMap<String, Value> = jobs.all_grains()?.into_iter().collect();
+    let root_key = Arc::new(root_key(&cfg)?);
+
+    let mut router = RouterSocket::new();
+    let ret_endpoint = format!("tcp://{}:{}", cfg.interface, cfg.ret_port);
+    router.bind(&ret_endpoint).await.with_context(|| {
+        format!("cannot bind the ROUTER socket to {ret_endpoint}; is the port free?")
+    })?;
+    let mut publications = PubSocket::new();
+    let pub_endpoint = format!("tcp://{}:{}", cfg.interface, cfg.publish_port);
+    publications.bind(&pub_endpoint).await.with_context(|| {
+        format!("cannot bind the PUB socket to {pub_endpoint}; is the port free?")
+    })?;
+
+    let socket_path = cfg.local_socket();
+    let _ = std::fs::remove_file(&socket_path);
+    let listener = UnixListener::bind(&socket_path)
+        .with_context(|| format!("cannot bind {}", socket_path.display()))?;
+    std::fs::set_permissions(&socket_path, std::fs::Permissions::from_mode(0o600))?;
+    tracing::info!(ret = %ret_endpoint, publish = %pub_endpoint, socket = %socket_path.display(), "halite-master listening");
+
+    let (router_tx, mut router_rx) = router.split();
+    let (incoming_tx, mut incoming) = mpsc::channel::<(Bytes, Bytes)>(8192);
+    let (to_router, mut outgoing) = mpsc::channel::<(Bytes, Vec<u8>)>(65536);
+    let mut router_tx = router_tx;
+    let recv_task = tokio::spawn(async move {
+        loop {
+            match router_rx.recv().await {
+                Ok(msg) => {
+                    // Exactly [routing id, payload]; anything else is dropped.
+                    if msg.len() != 2 {
+                        continue;
+                    }
+                    let mut frames = msg.into_vec().into_iter();
+                    if let (Some(routing), Some(payload)) = (frames.next(), frames.next()) {
+                        if incoming_tx.send((routing, payload)).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+                Err(e) => {
+                    tracing::debug!(error = %e, "router receive error");
+                }
+            }
+        }
+    });
+    let send_task = tokio::spawn(async move {
+        while let Some((routing, payload)) = outgoing.recv().await {
+            let mut msg = ZmqMessage::from(payload);
+            msg.push_front(routing);
+            // A stuck peer must not stall every other minion.
+            match tokio::time::timeout(Duration::from_secs(2), router_tx.send(msg)).await {
+                Ok(Ok(())) => {}
+                Ok(Err(e)) => tracing::debug!(error = %e, "router send failed"),
+                Err(_) => tracing::debug!("router send timed out"),
+            }
+        }
+    });
+
+    let bus = EventBus::new(65536);
+    let (local_tx, mut local_rx) = mpsc::channel::<LocalCommand>(1024);
+    let accept_task = tokio::spawn(accept_local(listener, root_key, local_tx, bus.clone()));
+
+    let mut master = Master {
+        accepted: HashMap::new(),
+        accepted_stamp: None,
+        publisher: Publisher::generate()?,
+        sessions: HashMap::new(),
+        by_id: HashMap::new(),
+        pending: HashMap::new(),
+        grains,
+        jobs,
+        active: HashMap::new(),
+        jids: JidGenerator::new(),
+        bus,
+        to_router,
+        publications,
+        identity,
+        keys,
+        cfg,
+    };
+    master.refresh_keys(true);
+
+    let mut tick =
+        tokio::time::interval(Duration::from_secs(master.cfg.key_rescan_interval.max(1)));
+    let mut last_cleanup = Instant::now();
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            _ = &mut shutdown => break,
+            Some(first) = incoming.recv() => {
+                let mut batch = vec![first];
+                while batch.len() < RETURN_BATCH {
+                    match incoming.try_recv() {
+                        Ok(m) => batch.push(m),
+                        Err(_) => break,
+                    }
+                }
+                master.handle_batch(batch);
+            }
+            Some(cmd) = local_rx.recv() => {
+                let reply = master.handle_local(cmd.body);
+                let _ = cmd.reply.send(reply);
+            }
+            _ = tick.tick() => {
+                master.refresh_keys(false);
+                master.expire();
+                if last_cleanup.elapsed() > Duration::from_secs(3600) {
+                    last_cleanup = Instant::now();
+                    if let Err(e) = master.jobs.clean_old_jobs(master.cfg.keep_jobs) {
+                        tracing::warn!(error = %e, "keep_jobs cleanup failed");
+                    }
+                }
+            }
+        }
+    }
+    tracing::info!("halite-master shutting down");
+    recv_task.abort();
+    send_task.abort();
+    accept_task.abort();
+    let _ = std::fs::remove_file(master.cfg.local_socket());
+    Ok(())
+}
+
+impl Master {
+    fn send(&self, routing: &Bytes, msg: &ToMinion) {
+        match encode(msg) {
+            Ok(bytes) => {
+                if self.to_router.try_send((routing.clone(), bytes)).is_err() {
+                    tracing::warn!("outgoing queue full; a reply was dropped");
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "cannot encode a reply"),
+        }
+    }
+
+    fn send_sealed(&mut self, sid: u64, msg: &MasterMessage) {
+        let Some(session) = self.sessions.get_mut(&sid) else {
+            return;
+        };
+        let sealed = match encode(msg)
+            .map_err(|e| e.to_string())
+            .and_then(|b| session.cipher.seal(&b).map_err(|e| e.to_string()))
+        {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "cannot seal a message");
+                return;
+            }
+        };
+        let routing = session.routing.clone();
+        self.send(&routing, &ToMinion::Sealed(sealed));
+    }
+
+    /// Rereads the accepted keys when the directory changed (or `force`);
+    /// ends the sessions of minions no longer accepted and rotates the
+    /// publish key so they cannot read the next publication.
+    fn refresh_keys(&mut self, force: bool) {
+        let stamp = self.keys.accepted_stamp();
+        if !force && stamp == self.accepted_stamp {
+            return;
+        }
+        let accepted = match self.keys.accepted() {
+            Ok(a) => a,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot read accepted keys");
+                return;
+            }
+        };
+        self.accepted_stamp = stamp;
+        let revoked: Vec<u64> = self
+            .sessions
+            .iter()
+            .filter(|(_, s)| accepted.get(&s.id) != Some(&s.key))
+            .map(|(sid, _)| *sid)
+            .collect();
+        for sid in &revoked {
+            if let Some(s) = self.sessions.remove(sid) {
+                tracing::info!(id = %s.id, "key no longer accepted; session closed");
+                self.by_id.remove(&s.id);
+                if !accepted.contains_key(&s.id) {
+                    self.grains.remove(&s.id);
+                    let _ = self.jobs.forget_minion(&s.id);
+                }
+            }
+        }
+        self.accepted = accepted;
+        if !revoked.is_empty() {
+            self.rotate_publish_key();
+        }
+    }
+
+    fn rotate_publish_key(&mut self) {
+        match Publisher::generate() {
+            Ok(p) => self.publisher = p,
+            Err(e) => {
+                tracing::error!(error = %e, "cannot rotate the publish key");
+                return;
+            }
+        }
+        let key = self.publisher.key().clone();
+        let sids: Vec<u64> = self.sessions.keys().copied().collect();
+        for sid in sids {
+            self.send_sealed(sid, &MasterMessage::PublishKey(key.clone()));
+        }
+        tracing::info!(epoch = key.epoch, "publish key rotated");
+    }
+
+    fn expire(&mut self) {
+        self.pending
+            .retain(|_, (_, _, at)| at.elapsed() < HANDSHAKE_TTL);
+        self.active
+            .retain(|_, a| a.started.elapsed() < Duration::from_secs(24 * 3600));
+    }
+
+    fn handle_batch(&mut self, batch: Vec<(Bytes, Bytes)>) {
+        let mut returns: Vec<(u64, JobReturn)> = Vec::new();
+        for (routing, payload) in batch {
+            let msg: ToMaster = match decode(&payload) {
+                Ok(m) => m,
+                Err(e) => {
+                    tracing::debug!(error = %e, "dropped an undecodable frame");
+                    continue;
+                }
+            };
+            match msg {
+                ToMaster::Hello(hello) => self.on_hello(routing, hello),
+                ToMaster::Confirm(confirm) => {
+                    let Some((pending, pending_routing, _)) = self.pending.remove(&confirm.session)
+                    else {
+                        self.send(
+                            &routing,
+                            &ToMinion::UnknownSession {
+                                session: confirm.session,
+                            },
+                        );
+                        continue;
+                    };
+                    if pending_routing != routing {
+                        tracing::debug!("confirm from another connection dropped");
+                        continue;
+                    }
+                    let (id, key) = (pending.id.clone(), pending.minion_key);
+                    match pending.confirm(&confirm) {
+                        Ok(cipher) => self.open_session(routing, id, key, cipher),
+                        Err(e) => tracing::warn!(%id, error = %e, "handshake confirmation refused"),
+                    }
+                }
+                ToMaster::Sealed(sealed) => {
+                    let sid = sealed.session;
+                    let Some(session) = self.sessions.get_mut(&sid) else {
+                        self.send(&routing, &ToMinion::UnknownSession { session: sid });
+                        continue;
+                    };
+                    let plain = match session.cipher.open(&sealed) {
+                        Ok(p) => p,
+                        Err(e) => {
+                            tracing::debug!(id = %session.id, error = %e, "sealed message refused");
+                            continue;
+                        }
+                    };
+                    // Authenticated: the minion may have reconnected from a new socket.
+                    session.routing = routing;
+                    let request: MinionRequest = match decode(&plain) {
+                        Ok(r) => r,
+                        Err(e) => {
+                            tracing::debug!(error = %e, "undecodable request in a valid session");
+                            continue;
+                        }
+                    };
+                    if let Some(ret) = self.on_request(sid, request) {
+                        returns.push((sid, ret));
+                    }
+                }
+            }
+        }
+        if !returns.is_empty() {
+            self.commit_returns(returns);
+        }
+    }
+
+    fn on_hello(&mut self, routing: Bytes, hello: Hello) {
+        let id = hello.id.clone();
+        let refuse = |status: Option<KeyStatus>, reason: String| ToMinion::Refused {
+            id: id.clone(),
+            status,
+            reason,
+        };
+        if let Err(e) = validate_minion_id(&id) {
+            tracing::warn!(error = %e, "hello with an invalid id refused");
+            self.send(&routing, &refuse(None, e.to_string()));
+            return;
+        }
+        let Ok(key) = PublicKey::from_slice(&hello.minion_key) else {
+            self.send(&routing, &refuse(None, "malformed identity key".into()));
+            return;
+        };
+        let pub_text = key.to_hex();
+        let status = match self.keys.status(&id) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!(error = %e, "key lookup failed");
+                return;
+            }
+        };
+        let auth_event = |act: &str, result: bool| json!({"act": act, "id": id, "pub": pub_text, "result": result});
+        let accepted = match status {
+            Some((KeyStatus::Accepted, known)) if known == key => true,
+            Some((KeyStatus::Accepted, _)) | Some((KeyStatus::Denied, _)) => {
+                // A known id presenting a different key is denied (Salt's minions_denied).
+                let _ = self.keys.put(KeyStatus::Denied, &id, &key);
+                self.bus.fire(tags::AUTH, auth_event("denied", false));
+                self.send(
+                    &routing,
+                    &refuse(
+                        Some(KeyStatus::Denied),
+                        "key denied: this id is accepted with another key".into(),
+                    ),
+                );
+                return;
+            }
+            Some((KeyStatus::Rejected, _)) => {
+                self.bus.fire(tags::AUTH, auth_event("reject", false));
+                self.send(
+                    &routing,
+                    &refuse(Some(KeyStatus::Rejected), "key rejected".into()),
+                );
+                return;
+            }
+            Some((KeyStatus::Pending, known)) => {
+                if known != key {
+                    let _ = self.keys.put(KeyStatus::Denied, &id, &key);
+                    self.bus.fire(tags::AUTH, auth_event("denied", false));
+                    self.send(
+                        &routing,
+                        &refuse(
+                            Some(KeyStatus::Denied),
+                            "key denied: another key is pending for this id".into(),
+                        ),
+                    );
+                    return;
+                }
+                if self.cfg.auto_accept {
+                    let _ = self
+                        .keys
+                        .transition(&id, KeyStatus::Pending, KeyStatus::Accepted);
+                    true
+                } else {
+                    false
+                }
+            }
+            None => {
+                let target = if self.cfg.auto_accept {
+                    KeyStatus::Accepted
+                } else {
+                    KeyStatus::Pending
+                };
+                if let Err(e) = self.keys.put(target, &id, &key) {
+                    tracing::error!(error = %e, "cannot store a new key");
+                    return;
+                }
+                self.cfg.auto_accept
+            }
+        };
+        if !accepted {
+            self.bus.fire(tags::AUTH, auth_event("pend", true));
+            self.send(
+                &routing,
+                &refuse(Some(KeyStatus::Pending), "key pending acceptance".into()),
+            );
+            return;
+        }
+        self.accepted.insert(id.clone(), key);
+        if self.pending.len() >= MAX_PENDING_HANDSHAKES {
+            self.pending
+                .retain(|_, (_, _, at)| at.elapsed() < Duration::from_secs(2));
+            if self.pending.len() >= MAX_PENDING_HANDSHAKES {
+                tracing::warn!("too many unfinished handshakes; hello dropped");
+                return;
+            }
+        }
+        let Ok(sid) = random_u64() else { return };
+        match PendingSession::respond(&self.identity, &hello, sid) {
+            Ok((pending, welcome)) => {
+                self.pending
+                    .insert(sid, (pending, routing.clone(), Instant::now()));
+                self.send(&routing, &ToMinion::Welcome(welcome));
+            }
+            Err(e) => tracing::debug!(%id, error = %e, "hello refused"),
+        }
+    }
+
+    fn open_session(&mut self, routing: Bytes, id: String, key: PublicKey, cipher: SessionCipher) {
+        // The key may have been removed between hello and confirm.
+        if self.accepted.get(&id) != Some(&key) {
+            return;
+        }
+        let sid = cipher.session;
+        if let Some(old) = self.by_id.insert(id.clone(), sid) {
+            self.sessions.remove(&old);
+        }
+        self.sessions.insert(
+            sid,
+            Session {
+                id: id.clone(),
+                key,
+                cipher,
+                routing,
+            },
+        );
+        let publish_key = self.publisher.key().clone();
+        self.send_sealed(sid, &MasterMessage::Ready { publish_key });
+        self.bus.fire(
+            tags::AUTH,
+            json!({"act": "accept", "id": id, "pub": key.to_hex(), "result": true}),
+        );
+        tracing::info!(%id, "minion authenticated");
+    }
+
+    fn on_request(&mut self, sid: u64, request: MinionRequest) -> Option<JobReturn> {
+        let id = self.sessions.get(&sid)?.id.clone();
+        match request {
+            MinionRequest::Ping => self.send_sealed(sid, &MasterMessage::Pong),
+            MinionRequest::Start { grains } => {
+                if grains.is_object() {
+                    if let Err(e) = self.jobs.store_grains(&id, &grains) {
+                        tracing::warn!(error = %e, "cannot cache grains");
+                    }
+                    self.grains.insert(id.clone(), grains);
+                }
+                let now = chrono::Local::now();
+                let data = |tag: &str| {
+                    json!({
+                        "cmd": "_minion_event",
+                        "data": format!("Minion {id} started at {}", now.format("%a %b %e %H:%M:%S %Y")),
+                        "id": id, "pretag": null, "tag": tag, "ts": now.timestamp(),
+                    })
+                };
+                self.bus.fire("minion_start", data("minion_start"));
+                let tag = tags::minion_start(&id);
+                self.bus.fire(&tag, data(&tag));
+                self.send_sealed(sid, &MasterMessage::Pong);
+            }
+            MinionRequest::Event { tag, data } => {
+                // A minion may speak for itself only.
+                let own_job_event =
+                    tag.starts_with("salt/job/") && tag.contains(&format!("/prog/{id}/"));
+                let own_state_event = tag.starts_with("salt/state_result/")
+                    && tag.split('/').nth(3) == Some(id.as_str());
+                if own_job_event || own_state_event || !tag.starts_with("salt/") {
+                    self.bus.fire(&tag, data);
+                } else {
+                    tracing::warn!(%id, %tag, "minion event with a reserved tag dropped");
+                }
+            }
+            MinionRequest::Return(ret) => {
+                if ret.id != id || !halite_proto::jid::is_jid(&ret.jid) {
+                    tracing::warn!(%id, claimed = %ret.id, "return for another minion or a malformed jid dropped");
+                    return None;
+                }
+                return Some(ret);
+            }
+        }
+        None
+    }
+
+    /// Commits the returns, then acknowledges them, then fires their events.
+    fn commit_returns(&mut self, returns: Vec<(u64, JobReturn)>) {
+        let records: Vec<JobReturn> = returns.iter().map(|(_, r)| r.clone()).collect();
+        if let Err(e) = self.jobs.store_returns(&records) {
+            // Not acknowledged: the minions keep them and resend.
+            tracing::error!(error = %e, "cannot store returns; they will be resent");
+            return;
+        }
+        for (sid, ret) in returns {
+            self.send_sealed(
+                sid,
+                &MasterMessage::Ack {
+                    jid: ret.jid.clone(),
+                },
+            );
+            let user = match self.active.get_mut(&ret.jid) {
+                Some(active) => {
+                    active.returned.insert(ret.id.clone());
+                    active.job.user.clone()
+                }
+                None => "root".to_string(),
+            };
+            if self
+                .active
+                .get(&ret.jid)
+                .is_some_and(|a| a.job.minions.iter().all(|m| a.returned.contains(m)))
+            {
+                self.active.remove(&ret.jid);
+            }
+            let tag = tags::job_ret(&ret.jid, &ret.id);
+            self.bus.fire(
+                &tag,
+                json!({
+                    "cmd": "_return", "fun": ret.fun, "fun_args": ret.fun_args, "id": ret.id,
+                    "jid": ret.jid, "retcode": ret.retcode, "return": ret.ret, "success": ret.success,
+                    "ts": chrono::Utc::now().timestamp(), "user": user,
+                }),
+            );
+        }
+    }
+
+    fn handle_local(&mut self, body: LocalBody) -> LocalReply {
+        match body {
+            LocalBody::Publish {
+                tgt,
+                tgt_type,
+                fun,
+                arg,
+                kwarg,
+                user,
+                ..
+            } => self.publish(tgt, tgt_type, fun, arg, kwarg, user),
+            LocalBody::KeysChanged { events } => {
+                self.refresh_keys(true);
+                for (tag, data) in events {
+                    self.bus.fire(&tag, data);
+                }
+                LocalReply::Ok
+            }
+            LocalBody::Active => {
+                let mut out = Map::new();
+                for (jid, a) in &self.active {
+                    let running: Vec<&String> = a
+                        .job
+                        .minions
+                        .iter()
+                        .filter(|m| !a.returned.contains(*m))
+                        .collect();
+                    out.insert(
+                        jid.clone(),
+                        json!({
+                            "Function": a.job.fun, "Arguments": a.job.arg, "Target": a.job.tgt,
+                            "Target-type": a.job.tgt_type, "User": a.job.user,
+                            "Returned": a.returned, "Running": running,
+                            "StartTime": halite_proto::jid::jid_start_time(jid),
+                        }),
+                    );
+                }
+                LocalReply::Value(Value::Object(out))
+            }
+            LocalBody::Events { .. } => {
+                LocalReply::Error("events are streamed by the connection task".into())
+            }
+        }
+    }
+
+    fn publish(
+        &mut self,
+        tgt: String,
+        tgt_type: String,
+        fun: String,
+        arg: Vec<Value>,
+        kwarg: Map<String, Value>,
+        user: String,
+    ) -> LocalReply {
+        self.refresh_keys(false);
+        let mut ids: Vec<&String> = self.accepted.keys().collect();
+        ids.sort();
+        let facts: Vec<MinionFacts> = ids
+            .iter()
+            .map(|id| MinionFacts {
+                id,
+                grains: self.grains.get(*id),
+            })
+            .collect();
+        let minions = match check_minions(&tgt, &tgt_type, &facts, &self.cfg.nodegroups) {
+            Ok(m) => m,
+            Err(e) => return LocalReply::Error(e.to_string()),
+        };
+        let jid = self.jids.next_jid();
+        let job = Job {
+            jid: jid.clone(),
+            fun,
+            arg,
+            kwarg,
+            tgt,
+            tgt_type,
+            user,
+            minions: minions.clone(),
+        };
+        if let Err(e) = self.jobs.store_job(&job) {
+            return LocalReply::Error(e.to_string());
+        }
+        self.bus.fire(
+            &tags::job_new(&jid),
+            json!({"arg": job.arg, "fun": job.fun, "jid": jid, "minions": minions, "missing": [], "tgt": job.tgt, "tgt_type": job.tgt_type, "user": job.user}),
+        );
+        if !minions.is_empty() {
+            let sealed = encode(&job)
+                .map_err(|e| e.to_string())
+                .and_then(|payload| {
+                    self.publisher
+                        .seal(&self.identity, &payload)
+                        .map_err(|e| e.to_string())
+                })
+                .and_then(|publication| encode(&publication).map_err(|e| e.to_string()));
+            match sealed {
+                Ok(bytes) => {
+                    if let Err(e) = send_now(&mut self.publications, bytes) {
+                        return LocalReply::Error(format!("publish failed: {e}"));
+                    }
+                }
+                Err(e) => return LocalReply::Error(e),
+            }
+            self.active.insert(
+                jid.clone(),
+                ActiveJob {
+                    job,
+                    returned: BTreeSet::new(),
+                    started: Instant::now(),
+                },
+            );
+        }
+        LocalReply::Started { jid, minions }
+    }
+}
+
+/// Sends on the PUB socket from synchronous code: a PUB send only queues
+/// (slow subscribers drop), so its future is ready on the first poll.
+fn send_now(socket: &mut PubSocket, bytes: Vec<u8>) -> Result<(), zeromq::ZmqError> {
+    let fut = socket.send(ZmqMessage::from(bytes));
+    let waker = std::task::Waker::noop();
+    let mut cx = std::task::Context::from_waker(waker);
+    let mut fut = std::pin::pin!(fut);
+    match fut.as_mut().poll(&mut cx) {
+        std::task::Poll::Ready(r) => r,
+        std::task::Poll::Pending => Err(zeromq::ZmqError::Other("publish queue is busy")),
+    }
+}
+
+use std::future::Future;
+
+async fn accept_local(
+    listener: UnixListener,
+    root_key: Arc<String>,
+    commands: mpsc::Sender<LocalCommand>,
+    bus: EventBus,
+) {
+    loop {
+        let Ok((stream, _)) = listener.accept().await else {
+            continue;
+        };
+        tokio::spawn(serve_local(
+            stream,
+            root_key.clone(),
+            commands.clone(),
+            bus.clone(),
+        ));
+    }
+}
+
+async fn read_local(stream: &mut UnixStream) -> Option<LocalRequest> {
+    let mut len = [0u8; 4];
+    stream.read_exact(&mut len).await.ok()?;
+    let len = u32::from_be_bytes(len) as usize;
+    if len > halite_proto::MAX_FRAME_BYTES {
+        return None;
+    }
+    let mut buf = vec![0u8; len];
+    stream.read_exact(&mut buf).await.ok()?;
+    decode(&buf).ok()
+}
+
+async fn write_local(stream: &mut UnixStream, reply: &LocalReply) -> bool {
+    let Ok(bytes) = encode(reply) else {
+        return false;
+    };
+    let mut framed = (bytes.len() as u32).to_be_bytes().to_vec();
+    framed.extend_from_slice(&bytes);
+    stream.write_all(&framed).await.is_ok()
+}
+
+fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+    a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
+}
+
+async fn serve_local(
+    mut stream: UnixStream,
+    root_key: Arc<String>,
+    commands: mpsc::Sender<LocalCommand>,
+    bus: EventBus,
+) {
+    while let Some(request) = read_local(&mut stream).await {
+        if !constant_time_eq(request.key.as_bytes(), root_key.as_bytes()) {
+            write_local(&mut stream, &LocalReply::Error("bad root key".into())).await;
+            return;
+        }
+        match request.body {
+            LocalBody::Events { tagmatch } => {
+                let mut rx = bus.subscribe();
+                stream_events(
+                    &mut stream,
+                    &mut rx,
+                    |tag| tags::tag_matches(&tagmatch, tag),
+                    false,
+                )
+                .await;
+                return;
+            }
+            LocalBody::Publish { watch: true, .. } => {
+                // Subscribe before publishing so no return can be missed.
+                let mut rx = bus.subscribe();
+                let (tx, reply) = oneshot::channel();
+                if commands
+                    .send(LocalCommand {
+                        body: request.body,
+                        reply: tx,
+                    })
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                let Ok(reply) = reply.await else { return };
+                let jid = match &reply {
+                    LocalReply::Started { jid, .. } => jid.clone(),
+                    _ => String::new(),
+                };
+                if !write_local(&mut stream, &reply).await || jid.is_empty() {
+                    return;
+                }
+                let prefix = format!("salt/job/{jid}/ret/");
+                stream_events(&mut stream, &mut rx, |tag| tag.starts_with(&prefix), true).await;
+                return;
+            }
+            body => {
+                let (tx, reply) = oneshot::channel();
+                if commands
+                    .send(LocalCommand { body, reply: tx })
+                    .await
+                    .is_err()
+                {
+                    return;
+                }
+                let Ok(reply) = reply.await else { return };
+                if !write_local(&mut stream, &reply).await {
+                    return;
+                }
+            }
+        }
+    }
+}
+
+async fn stream_events(
+    stream: &mut UnixStream,
+    rx: &mut tokio::sync::broadcast::Receiver<Arc<crate::events::BusEvent>>,
+    wanted: impl Fn(&str) -> bool,
+    as_returns: bool,
+) {
+    let mut probe = [0u8; 1];
+    loop {
+        tokio::select! {
+            event = rx.recv() => match event {
+                Ok(event) if wanted(&event.tag) => {
+                    let reply = if as_returns {
+                        let id = event.data.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+                        LocalReply::Return { id, data: event.data.clone() }
+                    } else {
+                        LocalReply::Event { tag: event.tag.clone(), data: event.data.clone() }
+                    };
+                    if !write_local(stream, &reply).await {
+                        return;
+                    }
+                }
+                Ok(_) => {}
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => tracing::warn!(missed = n, "a local subscriber fell behind"),
+                Err(_) => return,
+            },
+            // The client closing its end ends the stream.
+            read = stream.read(&mut probe) => if matches!(read, Ok(0) | Err(_)) { return },
+        }
+    }
+}

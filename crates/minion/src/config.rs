@@ -1,0 +1,181 @@
+//! The minion's configuration: Salt's key names and defaults, layered
+//! built-in defaults < `<config_dir>/minion` (YAML) < `minion.d/*.conf` <
+//! `HALITE_*` environment < command-line flags. Keys halite does not
+//! interpret stay in `extra` and reach the modules as `opts`.
+
+use std::path::{Path, PathBuf};
+
+use figment::providers::{Env, Format, Serialized, Yaml};
+use figment::Figment;
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::{Map, Value};
+
+/// Every minion option halite reads (names as in Salt's minion config).
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct MinionConfig {
+    /// The master(s): one host, or a list tried in order (failover).
+    #[serde(deserialize_with = "one_or_many")]
+    pub master: Vec<String>,
+    /// The master's ROUTER port.
+    pub master_port: u16,
+    /// The master's PUB port.
+    pub publish_port: u16,
+    /// This minion's id; empty means the host's FQDN.
+    pub id: String,
+    pub pki_dir: PathBuf,
+    pub cachedir: PathBuf,
+    pub sock_dir: PathBuf,
+    pub log_level: String,
+    pub log_file: String,
+    /// The master key fingerprint to insist on (`halite-key -F master`).
+    pub master_finger: String,
+    /// Seconds between authentication attempts while the key is pending.
+    pub acceptance_wait_time: u64,
+    /// Seconds to wait for the master to answer a handshake.
+    pub auth_timeout: u64,
+    /// Milliseconds before the first reconnection attempt.
+    pub recon_default: u64,
+    /// Largest reconnection delay in milliseconds.
+    pub recon_max: u64,
+    /// Randomise the reconnection delay (jitter).
+    pub recon_randomize: bool,
+    /// Seconds between liveness pings to the master; three missed answers
+    /// mean the master is gone and the minion reconnects (or fails over).
+    pub master_alive_interval: u64,
+    /// Jobs run at once; 0 or less: no limit.
+    pub process_count_max: i64,
+    /// Static grains merged over the detected ones.
+    pub grains: Map<String, Value>,
+    /// Everything else, passed to the modules as opts.
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+fn one_or_many<'de, D: Deserializer<'de>>(d: D) -> Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum OneOrMany {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match OneOrMany::deserialize(d)? {
+        OneOrMany::One(s) => vec![s],
+        OneOrMany::Many(v) => v,
+    })
+}
+
+impl Default for MinionConfig {
+    fn default() -> Self {
+        Self {
+            master: vec!["salt".into()],
+            master_port: 4506,
+            publish_port: 4505,
+            id: String::new(),
+            pki_dir: "/etc/halite/pki/minion".into(),
+            cachedir: "/var/cache/halite/minion".into(),
+            sock_dir: "/var/run/halite/minion".into(),
+            log_level: "warning".into(),
+            log_file: "/var/log/halite/minion".into(),
+            master_finger: String::new(),
+            acceptance_wait_time: 10,
+            auth_timeout: 5,
+            recon_default: 1000,
+            recon_max: 10000,
+            recon_randomize: true,
+            master_alive_interval: 30,
+            process_count_max: -1,
+            grains: Map::new(),
+            extra: Map::new(),
+        }
+    }
+}
+
+/// Why the configuration could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("invalid minion configuration: {0}; fix the key named above in the config file, minion.d/*.conf or HALITE_* variables")]
+    Invalid(String),
+    #[error("cannot list {path}: {source}")]
+    Io {
+        path: PathBuf,
+        source: std::io::Error,
+    },
+}
+
+/// The default config directory.
+pub const DEFAULT_CONFIG_DIR: &str = "/etc/halite";
+
+impl MinionConfig {
+    /// Loads the configuration from `config_dir`, then applies `overrides`.
+    pub fn load(config_dir: &Path, overrides: &Map<String, Value>) -> Result<Self, ConfigError> {
+        let mut fig = Figment::from(Serialized::defaults(MinionConfig::default()));
+        let main = config_dir.join("minion");
+        if main.is_file() {
+            fig = fig.merge(Yaml::file(&main));
+        }
+        let dropins = config_dir.join("minion.d");
+        if dropins.is_dir() {
+            let mut files: Vec<PathBuf> = std::fs::read_dir(&dropins)
+                .map_err(|source| ConfigError::Io {
+                    path: dropins.clone(),
+                    source,
+                })?
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|x| x == "conf"))
+                .collect();
+            files.sort();
+            for f in files {
+                fig = fig.merge(Yaml::file(f));
+            }
+        }
+        let mut cfg: MinionConfig = fig
+            .merge(Env::prefixed("HALITE_").lowercase(true))
+            .merge(Serialized::defaults(overrides))
+            .extract()
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        if cfg.id.is_empty() {
+            cfg.id = default_id();
+        }
+        Ok(cfg)
+    }
+
+    /// The opts the modules see: every key, Salt-style.
+    pub fn opts(&self) -> Value {
+        serde_json::to_value(self).unwrap_or(Value::Null)
+    }
+}
+
+/// The host's name, as Salt's default minion id (its FQDN when known).
+pub fn default_id() -> String {
+    std::fs::read_to_string("/etc/hostname")
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "localhost".to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn master_may_be_one_or_many_and_extra_keys_survive() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("minion"),
+            "master: [m1, m2]\nid: web1\nfile_roots: {base: [/srv/salt]}\n",
+        )
+        .unwrap();
+        let cfg = MinionConfig::load(dir.path(), &Map::new()).unwrap();
+        assert_eq!(cfg.master, ["m1", "m2"]);
+        assert_eq!(cfg.id, "web1");
+        assert!(cfg.extra.contains_key("file_roots"));
+        assert_eq!(cfg.opts()["id"], "web1");
+        std::fs::write(dir.path().join("minion"), "master: m3\n").unwrap();
+        assert_eq!(
+            MinionConfig::load(dir.path(), &Map::new()).unwrap().master,
+            ["m3"]
+        );
+    }
+}

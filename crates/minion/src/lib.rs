@@ -1,0 +1,14 @@
+//! halite-minion: authenticates to its master (or the next one of a
+//! failover list), runs the jobs published to it through halite-modules,
+//! and returns results that survive a master restart. Also the swarm: many
+//! minion identities in one process, for tests and benchmarks.
+
+pub mod config;
+pub mod daemon;
+pub mod link;
+pub mod logging;
+pub mod runner;
+pub mod store;
+pub mod swarm;
+
+pub use config::MinionConfig;

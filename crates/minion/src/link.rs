@@ -1,0 +1,685 @@
+//! One connection to one master (a DEALER for requests, a SUB for
+//! publications) carrying one or more minion identities: one for a real
+//! minion, many for the swarm. Each identity authenticates on its own and
+//! has its own session; publications are verified (master signature) and
+//! decrypted once per link.
+
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use halite_modules::host::EventSink;
+use halite_proto::crypto::{MinionHandshake, PublicationOpener, SessionCipher};
+use halite_proto::msg::{
+    Job, JobReturn, KeyStatus, MasterMessage, MinionRequest, Publication, ToMaster, ToMinion,
+};
+use halite_proto::{decode, encode, Identity, PublicKey};
+use serde_json::Value;
+use tokio::sync::{mpsc, watch, Semaphore};
+use zeromq::{DealerSocket, Socket, SocketRecv, SocketSend, SubSocket, ZmqMessage};
+
+use crate::runner::JobRunner;
+use crate::store::ReturnStore;
+
+/// One minion identity: who it is, its grains, its unacknowledged returns.
+pub struct Agent {
+    pub id: String,
+    pub identity: Identity,
+    pub grains: Value,
+    pub store: ReturnStore,
+    phase: Phase,
+    seen_jids: VecDeque<String>,
+}
+
+enum Phase {
+    Idle {
+        next_try: Instant,
+    },
+    Handshaking {
+        state: Option<MinionHandshake>,
+        since: Instant,
+    },
+    Confirming {
+        cipher: SessionCipher,
+        since: Instant,
+    },
+    Ready {
+        cipher: SessionCipher,
+        last_heard: Instant,
+        last_ping: Instant,
+        last_resend: Instant,
+    },
+}
+
+impl Agent {
+    /// An identity that will authenticate on the next link.
+    pub fn new(id: String, identity: Identity, grains: Value, store: ReturnStore) -> Self {
+        Self {
+            id,
+            identity,
+            grains,
+            store,
+            phase: Phase::Idle {
+                next_try: Instant::now(),
+            },
+            seen_jids: VecDeque::new(),
+        }
+    }
+
+    /// Whether this identity has an open session.
+    pub fn is_ready(&self) -> bool {
+        matches!(self.phase, Phase::Ready { .. })
+    }
+
+    fn seal(&mut self, request: &MinionRequest) -> Option<Vec<u8>> {
+        let cipher = match &mut self.phase {
+            Phase::Ready { cipher, .. } => cipher,
+            _ => return None,
+        };
+        let plain = encode(request).ok()?;
+        let sealed = cipher.seal(&plain).ok()?;
+        encode(&ToMaster::Sealed(sealed)).ok()
+    }
+
+    fn session(&self) -> Option<u64> {
+        match &self.phase {
+            Phase::Confirming { cipher, .. } | Phase::Ready { cipher, .. } => Some(cipher.session),
+            _ => None,
+        }
+    }
+}
+
+/// How a link reaches its master and how patient it is.
+#[derive(Clone)]
+pub struct LinkSettings {
+    pub master: String,
+    pub master_port: u16,
+    pub publish_port: u16,
+    /// `master_finger`: when set, only a master with this fingerprint is trusted.
+    pub master_finger: String,
+    /// Where the master key is pinned on first contact (`minion_master.pub`).
+    pub pinned_master_path: Option<PathBuf>,
+    pub auth_timeout: Duration,
+    pub acceptance_wait_time: Duration,
+    pub alive_interval: Duration,
+    /// Jobs run at once (0: no limit).
+    pub max_concurrent_jobs: usize,
+}
+
+/// Why a link ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum LinkEnd {
+    Shutdown,
+    MasterLost(String),
+}
+
+/// A job's result or an event, coming back from a blocking job thread.
+enum FromJob {
+    Done(usize, JobReturn),
+    Event(usize, String, Value),
+}
+
+struct ForwardEvents {
+    agent: usize,
+    tx: mpsc::UnboundedSender<FromJob>,
+}
+
+impl EventSink for ForwardEvents {
+    fn fire(&self, tag: &str, data: &Value) {
+        let _ = self
+            .tx
+            .send(FromJob::Event(self.agent, tag.to_string(), data.clone()));
+    }
+}
+
+/// Publications held until the key of their epoch arrives (the new key
+/// travels on the DEALER, the publication on the SUB: either may win).
+const HELD_PUBLICATIONS: usize = 64;
+
+struct Link<'a> {
+    settings: &'a LinkSettings,
+    agents: &'a mut [Agent],
+    by_id: HashMap<String, usize>,
+    dealer: DealerSocket,
+    trusted_master: Option<PublicKey>,
+    openers: Vec<PublicationOpener>,
+    held: VecDeque<(Instant, Publication)>,
+    runner: Arc<dyn JobRunner>,
+    jobs_tx: mpsc::UnboundedSender<FromJob>,
+    slots: Option<Arc<Semaphore>>,
+    last_heard_any: Instant,
+}
+
+fn pinned_key(settings: &LinkSettings) -> Option<PublicKey> {
+    let path = settings.pinned_master_path.as_ref()?;
+    halite_proto::keyfile::read_public(path).ok()
+}
+
+/// Connects to the master and serves every agent until the master is lost
+/// or `shutdown` flips.
+pub async fn run_link(
+    settings: &LinkSettings,
+    agents: &mut [Agent],
+    runner: Arc<dyn JobRunner>,
+    shutdown: &mut watch::Receiver<bool>,
+) -> LinkEnd {
+    let ret_endpoint = format!("tcp://{}:{}", settings.master, settings.master_port);
+    let pub_endpoint = format!("tcp://{}:{}", settings.master, settings.publish_port);
+    let mut dealer = DealerSocket::new();
+    let connect = tokio::time::timeout(settings.auth_timeout, dealer.connect(&ret_endpoint)).await;
+    if !matches!(connect, Ok(Ok(()))) {
+        return LinkEnd::MasterLost(format!("cannot connect to {ret_endpoint}"));
+    }
+    let mut sub = SubSocket::new();
+    let connect = tokio::time::timeout(settings.auth_timeout, sub.connect(&pub_endpoint)).await;
+    if !matches!(connect, Ok(Ok(()))) {
+        return LinkEnd::MasterLost(format!("cannot connect to {pub_endpoint}"));
+    }
+    if sub.subscribe("").await.is_err() {
+        return LinkEnd::MasterLost("cannot subscribe".into());
+    }
+    // Publications arrive on their own task so a busy DEALER never delays them.
+    let (pub_tx, mut pub_rx) = mpsc::channel::<Vec<u8>>(1024);
+    let sub_task = tokio::spawn(async move {
+        while let Ok(msg) = sub.recv().await {
+            let Some(frame) = msg.into_vec().into_iter().next() else {
+                continue;
+            };
+            if pub_tx.send(frame.to_vec()).await.is_err() {
+                break;
+            }
+        }
+    });
+    let (jobs_tx, mut jobs_rx) = mpsc::unbounded_channel();
+    let by_id = agents
+        .iter()
+        .enumerate()
+        .map(|(i, a)| (a.id.clone(), i))
+        .collect();
+    for agent in agents.iter_mut() {
+        agent.phase = Phase::Idle {
+            next_try: Instant::now(),
+        };
+    }
+    let mut link = Link {
+        settings,
+        by_id,
+        agents,
+        dealer,
+        trusted_master: pinned_key(settings),
+        openers: Vec::new(),
+        held: VecDeque::new(),
+        runner,
+        jobs_tx,
+        slots: (settings.max_concurrent_jobs > 0)
+            .then(|| Arc::new(Semaphore::new(settings.max_concurrent_jobs))),
+        last_heard_any: Instant::now(),
+    };
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    let end = loop {
+        tokio::select! {
+            _ = shutdown.changed() => break LinkEnd::Shutdown,
+            msg = link.dealer.recv() => match msg {
+                Ok(msg) => {
+                    for frame in msg.into_vec() {
+                        if let Err(end) = link.on_master_frame(&frame).await {
+                            sub_task.abort();
+                            return end;
+                        }
+                    }
+                }
+                Err(e) => break LinkEnd::MasterLost(format!("receive failed: {e}")),
+            },
+            Some(frame) = pub_rx.recv() => link.on_publication_frame(&frame),
+            Some(done) = jobs_rx.recv() => link.on_job_output(done).await,
+            _ = tick.tick() => {
+                if let Err(end) = link.on_tick().await {
+                    break end;
+                }
+            }
+        }
+    };
+    sub_task.abort();
+    end
+}
+
+impl Link<'_> {
+    async fn send(&mut self, bytes: Vec<u8>) {
+        match tokio::time::timeout(
+            Duration::from_secs(2),
+            self.dealer.send(ZmqMessage::from(bytes)),
+        )
+        .await
+        {
+            Ok(Ok(())) => {}
+            Ok(Err(e)) => tracing::debug!(error = %e, "send to master failed"),
+            Err(_) => tracing::debug!("send to master timed out"),
+        }
+    }
+
+    async fn send_request(&mut self, idx: usize, request: &MinionRequest) {
+        if let Some(bytes) = self.agents[idx].seal(request) {
+            self.send(bytes).await;
+        }
+    }
+
+    async fn start_handshake(&mut self, idx: usize) {
+        let agent = &mut self.agents[idx];
+        let Ok((state, hello)) = MinionHandshake::start(&agent.identity, &agent.id) else {
+            return;
+        };
+        agent.phase = Phase::Handshaking {
+            state: Some(state),
+            since: Instant::now(),
+        };
+        if let Ok(bytes) = encode(&ToMaster::Hello(hello)) {
+            self.send(bytes).await;
+        }
+    }
+
+    fn agent_by_session(&self, session: u64) -> Option<usize> {
+        self.agents
+            .iter()
+            .position(|a| a.session() == Some(session))
+    }
+
+    /// Checks the master key against `master_finger` and the pinned key;
+    /// pins it on first contact.
+    fn trust_master(&mut self, key: &PublicKey) -> bool {
+        if !self.settings.master_finger.is_empty()
+            && key.fingerprint() != self.settings.master_finger.to_lowercase()
+        {
+            tracing::error!(got = %key.fingerprint(), "master key does not match master_finger; refusing it");
+            return false;
+        }
+        match self.trusted_master {
+            Some(trusted) if trusted != *key => {
+                tracing::error!("the master's key changed since it was first trusted; remove minion_master.pub to trust the new one");
+                false
+            }
+            Some(_) => true,
+            None => {
+                if let Some(path) = &self.settings.pinned_master_path {
+                    if let Err(e) = halite_proto::keyfile::write_private(
+                        path,
+                        format!("{}\n", key.to_hex()).as_bytes(),
+                    ) {
+                        tracing::warn!(error = %e, "cannot pin the master key");
+                    }
+                }
+                self.trusted_master = Some(*key);
+                true
+            }
+        }
+    }
+
+    async fn on_master_frame(&mut self, frame: &[u8]) -> Result<(), LinkEnd> {
+        let msg: ToMinion = match decode(frame) {
+            Ok(m) => m,
+            Err(e) => {
+                tracing::debug!(error = %e, "undecodable frame from the master dropped");
+                return Ok(());
+            }
+        };
+        match msg {
+            ToMinion::Welcome(welcome) => {
+                let Some(&idx) = self.by_id.get(&welcome.id) else {
+                    return Ok(());
+                };
+                let Ok(master_key) = MinionHandshake::master_key(&welcome) else {
+                    return Ok(());
+                };
+                if !self.trust_master(&master_key) {
+                    return Err(LinkEnd::MasterLost("untrusted master key".into()));
+                }
+                let agent = &mut self.agents[idx];
+                let Phase::Handshaking { state, .. } = &mut agent.phase else {
+                    return Ok(());
+                };
+                let Some(state) = state.take() else {
+                    return Ok(());
+                };
+                match state.finish(&agent.identity, &welcome) {
+                    Ok((cipher, confirm)) => {
+                        agent.phase = Phase::Confirming {
+                            cipher,
+                            since: Instant::now(),
+                        };
+                        self.last_heard_any = Instant::now();
+                        if let Ok(bytes) = encode(&ToMaster::Confirm(confirm)) {
+                            self.send(bytes).await;
+                        }
+                    }
+                    Err(e) => {
+                        tracing::warn!(error = %e, "master handshake failed verification");
+                        agent.phase = Phase::Idle {
+                            next_try: Instant::now() + self.settings.acceptance_wait_time,
+                        };
+                    }
+                }
+            }
+            ToMinion::Refused { id, status, reason } => {
+                let Some(&idx) = self.by_id.get(&id) else {
+                    return Ok(());
+                };
+                // Only a minion waiting for an answer takes a refusal.
+                if !matches!(self.agents[idx].phase, Phase::Handshaking { .. }) {
+                    return Ok(());
+                }
+                self.last_heard_any = Instant::now();
+                match status {
+                    Some(KeyStatus::Pending) => {
+                        tracing::info!(%id, "key pending acceptance on the master (halite-key -a {id})")
+                    }
+                    _ => tracing::error!(%id, ?status, %reason, "master refused authentication"),
+                }
+                self.agents[idx].phase = Phase::Idle {
+                    next_try: Instant::now() + self.settings.acceptance_wait_time,
+                };
+            }
+            ToMinion::UnknownSession { session } => {
+                if self.agent_by_session(session).is_some() {
+                    return Err(LinkEnd::MasterLost(
+                        "master forgot the session (restarted?)".into(),
+                    ));
+                }
+            }
+            ToMinion::Sealed(sealed) => {
+                let Some(idx) = self.agent_by_session(sealed.session) else {
+                    return Ok(());
+                };
+                let agent = &mut self.agents[idx];
+                let plain = match &mut agent.phase {
+                    Phase::Confirming { cipher, .. } | Phase::Ready { cipher, .. } => {
+                        cipher.open(&sealed)
+                    }
+                    _ => return Ok(()),
+                };
+                let Ok(plain) = plain else {
+                    tracing::debug!("sealed message from the master refused");
+                    return Ok(());
+                };
+                let Ok(message) = decode::<MasterMessage>(&plain) else {
+                    return Ok(());
+                };
+                self.last_heard_any = Instant::now();
+                self.on_master_message(idx, message).await;
+            }
+        }
+        Ok(())
+    }
+
+    fn install_publish_key(&mut self, key: &halite_proto::msg::PublishKey) {
+        let Some(master) = self.trusted_master else {
+            return;
+        };
+        if self.openers.iter().any(|o| o.epoch() == key.epoch) {
+            return;
+        }
+        if let Ok(opener) = PublicationOpener::new(master, key) {
+            // Only the newest key opens publications: a rotated-out key opens nothing.
+            self.openers = vec![opener];
+            let held: Vec<Publication> = self.held.drain(..).map(|(_, p)| p).collect();
+            for publication in held {
+                self.open_publication(publication);
+            }
+        }
+    }
+
+    async fn on_master_message(&mut self, idx: usize, message: MasterMessage) {
+        let now = Instant::now();
+        match message {
+            MasterMessage::Ready { publish_key } => {
+                let agent = &mut self.agents[idx];
+                let Phase::Confirming { .. } = agent.phase else {
+                    return;
+                };
+                let Phase::Confirming { cipher, .. } =
+                    std::mem::replace(&mut agent.phase, Phase::Idle { next_try: now })
+                else {
+                    return;
+                };
+                agent.phase = Phase::Ready {
+                    cipher,
+                    last_heard: now,
+                    last_ping: now,
+                    last_resend: now,
+                };
+                tracing::info!(id = %agent.id, "authenticated with the master");
+                self.install_publish_key(&publish_key);
+                let grains = self.agents[idx].grains.clone();
+                self.send_request(idx, &MinionRequest::Start { grains })
+                    .await;
+                self.resend_returns(idx).await;
+            }
+            MasterMessage::PublishKey(key) => {
+                self.touch(idx, now);
+                self.install_publish_key(&key);
+            }
+            MasterMessage::Ack { jid } => {
+                self.touch(idx, now);
+                self.agents[idx].store.remove(&jid);
+            }
+            MasterMessage::Pong => self.touch(idx, now),
+        }
+    }
+
+    fn touch(&mut self, idx: usize, now: Instant) {
+        if let Phase::Ready { last_heard, .. } = &mut self.agents[idx].phase {
+            *last_heard = now;
+        }
+    }
+
+    async fn resend_returns(&mut self, idx: usize) {
+        for ret in self.agents[idx].store.pending() {
+            self.send_request(idx, &MinionRequest::Return(ret)).await;
+        }
+    }
+
+    fn on_publication_frame(&mut self, frame: &[u8]) {
+        match decode::<Publication>(frame) {
+            Ok(publication) => self.open_publication(publication),
+            Err(e) => tracing::debug!(error = %e, "undecodable publication dropped"),
+        }
+    }
+
+    fn open_publication(&mut self, publication: Publication) {
+        let Some(master) = self.trusted_master else {
+            return;
+        };
+        // The signature is checked before anything else, held or not.
+        let Some(opener) = self.openers.first_mut() else {
+            self.hold(master, publication);
+            return;
+        };
+        let plain = match opener.open(&publication) {
+            Ok(p) => p,
+            Err(halite_proto::CryptoError::UnknownEpoch(_)) => {
+                self.hold(master, publication);
+                return;
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "publication refused");
+                return;
+            }
+        };
+        let job: Job = match decode(&plain) {
+            Ok(j) => j,
+            Err(e) => {
+                tracing::debug!(error = %e, "undecodable job dropped");
+                return;
+            }
+        };
+        if !halite_proto::jid::is_jid(&job.jid) {
+            return;
+        }
+        let targeted: HashSet<&str> = job.minions.iter().map(String::as_str).collect();
+        let idxs: Vec<usize> = (0..self.agents.len())
+            .filter(|&i| targeted.contains(self.agents[i].id.as_str()) && self.agents[i].is_ready())
+            .collect();
+        let job = Arc::new(job);
+        for idx in idxs {
+            self.start_job(idx, job.clone());
+        }
+    }
+
+    fn hold(&mut self, master: PublicKey, publication: Publication) {
+        if halite_proto::crypto::verify_publication(&master, &publication).is_err() {
+            return;
+        }
+        self.held
+            .retain(|(at, _)| at.elapsed() < Duration::from_secs(30));
+        if self.held.len() >= HELD_PUBLICATIONS {
+            self.held.pop_front();
+        }
+        self.held.push_back((Instant::now(), publication));
+    }
+
+    fn start_job(&mut self, idx: usize, job: Arc<Job>) {
+        let agent = &mut self.agents[idx];
+        if agent.seen_jids.contains(&job.jid) {
+            return;
+        }
+        agent.seen_jids.push_back(job.jid.clone());
+        if agent.seen_jids.len() > 256 {
+            agent.seen_jids.pop_front();
+        }
+        let id = agent.id.clone();
+        let grains = agent.grains.clone();
+        let runner = self.runner.clone();
+        let tx = self.jobs_tx.clone();
+        let slots = self.slots.clone();
+        tracing::info!(%id, jid = %job.jid, fun = %job.fun, "running job");
+        tokio::spawn(async move {
+            let _permit = match &slots {
+                Some(s) => s.clone().acquire_owned().await.ok(),
+                None => None,
+            };
+            if job.fun == "saltutil.refresh_grains" {
+                let fresh = {
+                    let runner = runner.clone();
+                    let id = id.clone();
+                    tokio::task::spawn_blocking(move || runner.grains(&id))
+                        .await
+                        .unwrap_or(Value::Null)
+                };
+                let _ = tx.send(FromJob::Event(idx, "__grains__".into(), fresh));
+                let ret = JobReturn {
+                    jid: job.jid.clone(),
+                    id,
+                    fun: job.fun.clone(),
+                    fun_args: job.arg.clone(),
+                    ret: Value::Bool(true),
+                    retcode: 0,
+                    success: true,
+                };
+                let _ = tx.send(FromJob::Done(idx, ret));
+                return;
+            }
+            let events: Arc<dyn EventSink> = Arc::new(ForwardEvents {
+                agent: idx,
+                tx: tx.clone(),
+            });
+            let job_for_thread = job.clone();
+            let id_for_thread = id.clone();
+            let result = tokio::task::spawn_blocking(move || {
+                runner.run(&id_for_thread, &grains, &job_for_thread, events)
+            })
+            .await;
+            let ret = result.unwrap_or_else(|e| JobReturn {
+                jid: job.jid.clone(),
+                id,
+                fun: job.fun.clone(),
+                fun_args: job.arg.clone(),
+                ret: Value::String(format!("The minion function caused an exception: {e}")),
+                retcode: 1,
+                success: false,
+            });
+            let _ = tx.send(FromJob::Done(idx, ret));
+        });
+    }
+
+    async fn on_job_output(&mut self, output: FromJob) {
+        match output {
+            FromJob::Done(idx, ret) => {
+                // On disk before it is sent: an unacknowledged return survives anything.
+                if let Err(e) = self.agents[idx].store.put(&ret) {
+                    tracing::error!(error = %e, "cannot keep the return on disk; sending it anyway");
+                }
+                self.send_request(idx, &MinionRequest::Return(ret)).await;
+            }
+            FromJob::Event(idx, tag, data) if tag == "__grains__" => {
+                if data.is_object() {
+                    self.agents[idx].grains = data.clone();
+                    self.send_request(idx, &MinionRequest::Start { grains: data })
+                        .await;
+                }
+            }
+            FromJob::Event(idx, tag, data) => {
+                self.send_request(idx, &MinionRequest::Event { tag, data })
+                    .await
+            }
+        }
+    }
+
+    async fn on_tick(&mut self) -> Result<(), LinkEnd> {
+        let now = Instant::now();
+        let alive = self.settings.alive_interval;
+        let mut waiting_on_master = false;
+        for idx in 0..self.agents.len() {
+            enum Step {
+                Nothing,
+                Hello,
+                Ping,
+                Resend,
+            }
+            let step = match &mut self.agents[idx].phase {
+                Phase::Idle { next_try } if *next_try <= now => Step::Hello,
+                Phase::Idle { .. } => Step::Nothing,
+                Phase::Handshaking { since, .. } | Phase::Confirming { since, .. } => {
+                    waiting_on_master = true;
+                    if now.duration_since(*since) > self.settings.auth_timeout {
+                        Step::Hello
+                    } else {
+                        Step::Nothing
+                    }
+                }
+                Phase::Ready {
+                    last_heard,
+                    last_ping,
+                    last_resend,
+                    ..
+                } => {
+                    if now.duration_since(*last_heard) > alive * 3 {
+                        return Err(LinkEnd::MasterLost("the master stopped answering".into()));
+                    }
+                    if now.duration_since(*last_resend) > alive {
+                        *last_resend = now;
+                        Step::Resend
+                    } else if now.duration_since(*last_ping) > alive {
+                        *last_ping = now;
+                        Step::Ping
+                    } else {
+                        Step::Nothing
+                    }
+                }
+            };
+            match step {
+                Step::Nothing => {}
+                Step::Hello => self.start_handshake(idx).await,
+                Step::Ping => self.send_request(idx, &MinionRequest::Ping).await,
+                Step::Resend => {
+                    self.send_request(idx, &MinionRequest::Ping).await;
+                    self.resend_returns(idx).await;
+                }
+            }
+        }
+        if waiting_on_master
+            && now.duration_since(self.last_heard_any) > self.settings.auth_timeout * 3
+        {
+            return Err(LinkEnd::MasterLost("no answer to authentication".into()));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,116 @@
+//! Returns not yet acknowledged by the master. On disk for a real minion
+//! (`cachedir/returns/<jid>`, written before the return is sent), so a
+//! master restart, or a minion restart, loses none; in memory for swarm
+//! identities.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use halite_proto::msg::JobReturn;
+
+/// Where unacknowledged returns wait.
+pub enum ReturnStore {
+    Disk(PathBuf),
+    Memory(Mutex<BTreeMap<String, JobReturn>>),
+}
+
+impl ReturnStore {
+    /// A store in `dir` (created 0700).
+    pub fn disk(dir: PathBuf) -> std::io::Result<Self> {
+        std::fs::create_dir_all(&dir)?;
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&dir, std::fs::Permissions::from_mode(0o700))?;
+        Ok(ReturnStore::Disk(dir))
+    }
+
+    /// An in-memory store.
+    pub fn memory() -> Self {
+        ReturnStore::Memory(Mutex::new(BTreeMap::new()))
+    }
+
+    /// Keeps `ret` until [`ReturnStore::remove`].
+    pub fn put(&self, ret: &JobReturn) -> std::io::Result<()> {
+        match self {
+            ReturnStore::Disk(dir) => {
+                let bytes = halite_proto::encode(ret).map_err(std::io::Error::other)?;
+                halite_proto::keyfile::write_private(&dir.join(&ret.jid), &bytes)
+                    .map_err(std::io::Error::other)
+            }
+            ReturnStore::Memory(m) => {
+                m.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .insert(ret.jid.clone(), ret.clone());
+                Ok(())
+            }
+        }
+    }
+
+    /// Forgets the return of `jid` (the master committed it).
+    pub fn remove(&self, jid: &str) {
+        if !halite_proto::jid::is_jid(jid) {
+            return;
+        }
+        match self {
+            ReturnStore::Disk(dir) => {
+                let _ = std::fs::remove_file(dir.join(jid));
+            }
+            ReturnStore::Memory(m) => {
+                m.lock().unwrap_or_else(|p| p.into_inner()).remove(jid);
+            }
+        }
+    }
+
+    /// Every return still waiting, oldest jid first.
+    pub fn pending(&self) -> Vec<JobReturn> {
+        match self {
+            ReturnStore::Disk(dir) => {
+                let mut names: Vec<String> = std::fs::read_dir(dir)
+                    .map(|it| {
+                        it.filter_map(|e| e.ok()?.file_name().into_string().ok())
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                names.retain(|n| halite_proto::jid::is_jid(n));
+                names.sort();
+                names
+                    .iter()
+                    .filter_map(|n| std::fs::read(dir.join(n)).ok())
+                    .filter_map(|b| halite_proto::decode::<JobReturn>(&b).ok())
+                    .collect()
+            }
+            ReturnStore::Memory(m) => m
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .values()
+                .cloned()
+                .collect(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn disk_returns_survive_until_removed() {
+        let dir = tempfile::tempdir().unwrap();
+        let ret = JobReturn {
+            jid: "20261121211521000042".into(),
+            id: "web1".into(),
+            fun: "test.ping".into(),
+            fun_args: vec![],
+            ret: serde_json::Value::Bool(true),
+            retcode: 0,
+            success: true,
+        };
+        let store = ReturnStore::disk(dir.path().join("returns")).unwrap();
+        store.put(&ret).unwrap();
+        let reopened = ReturnStore::disk(dir.path().join("returns")).unwrap();
+        assert_eq!(reopened.pending(), vec![ret.clone()]);
+        reopened.remove("../../etc/passwd");
+        reopened.remove(&ret.jid);
+        assert!(store.pending().is_empty());
+    }
+}

@@ -1,0 +1,93 @@
+//! Swarm mode (Salt's minionswarm): many minion identities in one
+//! process, each with its own Ed25519 key (kept under
+//! `<root>/<id>/minion.pem`), its own session and its own grains, sharing
+//! one link to the master. For tests and benchmarks only.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use serde_json::{json, Map, Value};
+use tokio::sync::watch;
+
+use crate::config::MinionConfig;
+use crate::daemon::{link_settings, reconnect_delay};
+use crate::link::{run_link, Agent, LinkEnd};
+use crate::runner::{HostRunner, JobRunner};
+use crate::store::ReturnStore;
+
+/// The grains swarm identity `n` of `prefix` reports: varied, so
+/// targeting by grain has something to select.
+pub fn swarm_grains(prefix: &str, n: usize) -> Map<String, Value> {
+    let os = ["Ubuntu", "Debian", "CentOS", "Fedora"][n % 4];
+    let role = ["web", "db", "cache"][n % 3];
+    let mut g = Map::new();
+    g.insert("id".into(), json!(format!("{prefix}{n}")));
+    g.insert("os".into(), json!(os));
+    g.insert("roles".into(), json!([role]));
+    g.insert("swarm_index".into(), json!(n));
+    g
+}
+
+/// Builds `count` identities `<prefix>0..` under `root`.
+pub fn build_agents(
+    root: &Path,
+    prefix: &str,
+    count: usize,
+) -> anyhow::Result<(Vec<Agent>, Vec<(String, Map<String, Value>)>)> {
+    let mut agents = Vec::with_capacity(count);
+    let mut grains = Vec::with_capacity(count);
+    for n in 0..count {
+        let id = format!("{prefix}{n}");
+        halite_proto::validate_minion_id(&id)?;
+        let identity = halite_proto::keyfile::load_or_create_identity(&root.join(&id), "minion")?;
+        let g = swarm_grains(prefix, n);
+        agents.push(Agent::new(
+            id.clone(),
+            identity,
+            Value::Object(g.clone()),
+            ReturnStore::memory(),
+        ));
+        grains.push((id, g));
+    }
+    Ok((agents, grains))
+}
+
+/// Runs `count` identities against the master of `cfg` until shutdown.
+pub async fn run(
+    cfg: MinionConfig,
+    prefix: String,
+    count: usize,
+    mut shutdown: watch::Receiver<bool>,
+) -> anyhow::Result<()> {
+    let root = cfg.pki_dir.join("swarm");
+    let (mut agents, grains) = build_agents(&root, &prefix, count)?;
+    // Host grains are not detected per identity: each reports its own small set.
+    let mut runner = HostRunner::new(cfg.opts());
+    for (id, g) in grains {
+        runner = runner.with_grains(&id, g);
+    }
+    let runner: Arc<dyn JobRunner> = Arc::new(runner);
+    let mut settings = link_settings(
+        &cfg,
+        cfg.master.first().map(String::as_str).unwrap_or("salt"),
+    );
+    settings.pinned_master_path = Some(root.join("minion_master.pub"));
+    if settings.max_concurrent_jobs == 0 {
+        settings.max_concurrent_jobs = 64;
+    }
+    let mut attempt = 0;
+    loop {
+        match run_link(&settings, &mut agents, runner.clone(), &mut shutdown).await {
+            LinkEnd::Shutdown => return Ok(()),
+            LinkEnd::MasterLost(reason) => {
+                tracing::warn!(%reason, "swarm lost its master");
+                let delay = reconnect_delay(&cfg, attempt);
+                attempt = attempt.saturating_add(1).min(8);
+                tokio::select! {
+                    _ = tokio::time::sleep(delay) => {}
+                    _ = shutdown.changed() => return Ok(()),
+                }
+            }
+        }
+    }
+}
