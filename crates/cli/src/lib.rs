@@ -1,1 +1,6 @@
-//! Shared pieces of halite's command-line tools.
+//! Shared pieces of halite's command-line tools: configuration, argument
+//! parsing and Salt's outputters.
+
+pub mod args;
+pub mod config;
+pub mod output;

@@ -11,6 +11,8 @@ pub mod exec;
 pub mod fileclient;
 pub mod grains;
 pub mod host;
+pub mod local;
+pub mod pillar_render;
 pub mod pkg;
 pub mod sls;
 pub mod states;

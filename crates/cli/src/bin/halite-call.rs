@@ -1,1 +1,211 @@
-fn main() {}
+//! `halite-call`: run a function on this host, like `salt-call`.
+//!
+//! `halite-call --local --file-root DIR state.apply SLS` runs a state tree
+//! masterless and prints what `salt-call` prints.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use halite_cli::args::parse_args;
+use halite_cli::config::load_minion_opts;
+use halite_cli::output::{self, Colors, OutputOptions, Outputter};
+use halite_modules::host::EventSink;
+use halite_modules::ExecError;
+use serde_json::{json, Map, Value};
+
+/// Run a function on this host (salt-call).
+#[derive(Parser, Debug)]
+#[command(name = "halite-call", version, about = "Run a halite (Salt-compatible) function on this host")]
+struct Cli {
+    /// Run masterless: states and files come from the local file roots.
+    #[arg(long)]
+    local: bool,
+    /// Directory holding the `minion` config file.
+    #[arg(short = 'c', long = "config-dir", default_value = "/etc/halite")]
+    config_dir: PathBuf,
+    /// Use this directory as the `base` file root.
+    #[arg(long = "file-root")]
+    file_root: Option<PathBuf>,
+    /// Use this directory as the `base` pillar root.
+    #[arg(long = "pillar-root")]
+    pillar_root: Option<PathBuf>,
+    /// Minion id to use instead of the configured or detected one.
+    #[arg(long)]
+    id: Option<String>,
+    /// Outputter: json, yaml, highstate, nested, txt, raw.
+    #[arg(long = "out", alias = "output")]
+    out: Option<String>,
+    /// Indentation of JSON output.
+    #[arg(long = "out-indent", alias = "output-indent")]
+    out_indent: Option<usize>,
+    /// Exit with the function's return code (2 for a failed state).
+    #[arg(long = "retcode-passthrough")]
+    retcode_passthrough: bool,
+    /// Highstate output: full, terse, mixed, changes (and *_id forms).
+    #[arg(long = "state-output")]
+    state_output: Option<String>,
+    /// Show states that succeeded without changes (True/False).
+    #[arg(long = "state-verbose")]
+    state_verbose: Option<String>,
+    /// Never use colour.
+    #[arg(long = "no-color", alias = "no-colour")]
+    no_color: bool,
+    /// Always use colour.
+    #[arg(long = "force-color", alias = "force-colour")]
+    force_color: bool,
+    /// Append fired events (fire_event, progress) to this file as JSON lines.
+    #[arg(long)]
+    events: Option<PathBuf>,
+    /// Log level on stderr: quiet, error, warning, info, debug, trace.
+    #[arg(short = 'l', long = "log-level")]
+    log_level: Option<String>,
+    /// The function, e.g. state.apply.
+    fun: String,
+    /// Its arguments: positional words and key=value pairs.
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    args: Vec<String>,
+}
+
+/// Events of a masterless run: logged, and appended to `--events FILE`.
+struct LocalEvents {
+    file: Option<Mutex<std::fs::File>>,
+}
+
+impl EventSink for LocalEvents {
+    fn fire(&self, tag: &str, data: &Value) {
+        tracing::info!(tag, "event fired");
+        if let Some(f) = &self.file {
+            let line = json!({"tag": tag, "data": data}).to_string();
+            if let Ok(mut f) = f.lock() {
+                let _ = writeln!(f, "{line}");
+            }
+        }
+    }
+}
+
+fn init_logging(level: &str) {
+    let level = match level {
+        "quiet" => "off",
+        "warning" | "warn" => "warn",
+        "garbage" | "all" | "trace" => "trace",
+        "critical" => "error",
+        other => other,
+    };
+    let filter = tracing_subscriber::EnvFilter::try_new(level).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+}
+
+fn main() {
+    match run() {
+        Ok(code) => std::process::exit(code),
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            std::process::exit(1);
+        }
+    }
+}
+
+fn run() -> Result<i32> {
+    let cli = Cli::parse();
+    let mut flags = Map::new();
+    if let Some(root) = &cli.file_root {
+        flags.insert("file_roots".into(), json!({"base": [root]}));
+    }
+    if let Some(root) = &cli.pillar_root {
+        flags.insert("pillar_roots".into(), json!({"base": [root]}));
+    }
+    if cli.local {
+        flags.insert("file_client".into(), json!("local"));
+        flags.insert("local".into(), json!(true));
+    }
+    if let Some(id) = &cli.id {
+        flags.insert("id".into(), json!(id));
+    }
+    if let Some(l) = &cli.log_level {
+        flags.insert("log_level".into(), json!(l));
+    }
+    if let Some(s) = &cli.state_output {
+        flags.insert("state_output".into(), json!(s));
+    }
+    if let Some(v) = &cli.state_verbose {
+        flags.insert("state_verbose".into(), json!(halite_state::truthy(&json!(v))));
+    }
+    let opts = load_minion_opts(&cli.config_dir, flags)?;
+    init_logging(opts.get("log_level").and_then(Value::as_str).unwrap_or("warning"));
+    if opts.get("file_client").and_then(Value::as_str) != Some("local") {
+        anyhow::bail!(
+            "halite-call talks to a master only through a running halite-minion; run masterless with --local \
+             (or set `file_client: local` in {}/minion)",
+            cli.config_dir.display()
+        );
+    }
+    let events_file = match &cli.events {
+        Some(p) => Some(Mutex::new(
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(p)
+                .with_context(|| format!("cannot open events file {}", p.display()))?,
+        )),
+        None => None,
+    };
+    let (mut host, pillar_errors) = halite_modules::local::local_host(opts.clone(), Arc::new(LocalEvents { file: events_file }));
+    let id = host.grains.get("id").and_then(Value::as_str).unwrap_or("local").to_string();
+    if let Value::Object(o) = &mut host.opts {
+        o.entry("id").or_insert_with(|| json!(id));
+    }
+    let args = parse_args(&cli.args);
+    let (ret, retcode) = if !pillar_errors.is_empty() && cli.fun.starts_with("state.") {
+        let mut errs = vec![Value::from("Pillar failed to render with the following messages:")];
+        errs.extend(pillar_errors.into_iter().map(Value::from));
+        (Value::Array(errs), 5)
+    } else {
+        match host.call(&cli.fun, &args) {
+            Ok(v) => {
+                let rc = halite_modules::exec::retcode(&cli.fun, &v);
+                (v, rc)
+            }
+            Err(ExecError::NotAvailable(f)) => {
+                eprintln!("'{f}' is not available.");
+                return Ok(1);
+            }
+            Err(e) => {
+                eprintln!("Error running '{}': {e}", cli.fun);
+                return Ok(1);
+            }
+        }
+    };
+
+    let stdout_tty = std::io::stdout().is_terminal();
+    let colors = if cli.force_color || (stdout_tty && !cli.no_color && opts.get("color").map(halite_state::truthy).unwrap_or(true)) {
+        Colors::ansi()
+    } else {
+        Colors::none()
+    };
+    let out_opts = OutputOptions {
+        colors,
+        state_output: opts.get("state_output").and_then(Value::as_str).unwrap_or("full").to_string(),
+        state_verbose: opts.get("state_verbose").map(halite_state::truthy).unwrap_or(true),
+        state_output_profile: opts.get("state_output_profile").map(halite_state::truthy).unwrap_or(true),
+        state_output_pct: opts.get("state_output_pct").map(halite_state::truthy).unwrap_or(false),
+        json_indent: cli.out_indent.unwrap_or(4),
+    };
+    let outputter = match cli.out.as_deref() {
+        Some(o) => Outputter::parse(o).with_context(|| format!("unknown outputter '{o}' (json, yaml, highstate, nested, txt, raw)"))?,
+        None => Outputter::default_for(&cli.fun, &ret),
+    };
+    let mut data = Map::new();
+    data.insert("local".into(), ret);
+    let text = output::render(outputter, &data, &out_opts, retcode);
+    let mut stdout = std::io::stdout().lock();
+    let _ = writeln!(stdout, "{text}");
+    if cli.retcode_passthrough {
+        Ok(retcode)
+    } else {
+        // salt-call reports compile errors (1) even without passthrough.
+        Ok(if retcode == 1 { 1 } else { 0 })
+    }
+}

@@ -20,6 +20,16 @@ pub mod state;
 pub mod sys;
 pub mod test;
 
+/// The process return code Salt sets for `fun` returning `ret`
+/// (`state.*`: 1 for compile errors, 2 for failed states).
+pub fn retcode(fun: &str, ret: &Value) -> i32 {
+    if fun.starts_with("state.") {
+        state::retcode(fun, ret)
+    } else {
+        0
+    }
+}
+
 /// Python's `str()` of a value (strings bare), for messages and echoes.
 pub fn py_str(v: &Value) -> String {
     halite_state::requisite::py_str(v)

@@ -1,0 +1,228 @@
+//! Salt's `highstate` outputter: a block per state (`ID`, `Function`,
+//! `Result`, `Comment`, `Started`, `Duration`, `Changes`), the terse forms
+//! of `--state-output`, and the summary with Succeeded / Failed / changed
+//! counts and the total run time.
+
+use serde_json::{Map, Value};
+
+use super::{nested, OutputOptions};
+use halite_state::requisite::py_str;
+
+fn py_result(v: Option<&Value>) -> String {
+    match v {
+        Some(Value::Bool(true)) => "True".into(),
+        Some(Value::Bool(false)) => "False".into(),
+        _ => "None".into(),
+    }
+}
+
+/// Changes formatted the way Salt prints them: nested, indented by 14.
+fn format_changes(changes: Option<&Value>, opts: &OutputOptions) -> (bool, String) {
+    match changes {
+        None => (false, String::new()),
+        Some(c) if !halite_state::truthy(c) => (false, String::new()),
+        Some(Value::Object(m)) => (true, format!("\n{}", nested::render(&Value::Object(m.clone()), 14, &opts.colors, 0))),
+        Some(other) => (true, format!("Invalid Changes data: {}", py_str(other))),
+    }
+}
+
+fn terse(tcolor: &str, comps: &[&str], ret: &Map<String, Value>, opts: &OutputOptions) -> String {
+    let mut result = if ret.get("changes").is_some_and(halite_state::truthy) { "Changed" } else { "Clean" };
+    match ret.get("result") {
+        Some(Value::Bool(false)) => result = "Failed",
+        Some(Value::Null) | None => result = "Differs",
+        _ => {}
+    }
+    let mut s = String::new();
+    if let Some(Value::Array(w)) = ret.get("warnings") {
+        let w: Vec<String> = w.iter().map(py_str).collect();
+        s.push_str(&format!("{}Warnings:\n{}{}", opts.colors.light_red, w.join("\n"), opts.colors.endc));
+    }
+    s.push_str(&format!(
+        " {tcolor} Name: {} - Function: {}.{} - Result: {result}",
+        comps[2],
+        comps[0],
+        comps[comps.len() - 1]
+    ));
+    if opts.state_output_profile && ret.contains_key("start_time") {
+        s.push_str(&format!(
+            " - Started: {} - Duration: {} ms",
+            ret.get("start_time").map(py_str).unwrap_or_default(),
+            ret.get("duration").map(py_str).unwrap_or_default()
+        ));
+    }
+    s.push_str(opts.colors.endc);
+    s
+}
+
+/// Salt's `_format_host`: one minion's return.
+pub fn format_host(host: &str, data: &Value, opts: &OutputOptions) -> String {
+    let c = &opts.colors;
+    let mut hcolor = c.green;
+    let mut hstrs: Vec<String> = Vec::new();
+    match data {
+        Value::Number(n) => {
+            hstrs.push(format!("{hcolor}    {n}{}", c.endc));
+            hcolor = c.cyan;
+        }
+        Value::String(s) => {
+            for l in s.lines() {
+                hstrs.push(format!("{hcolor}    {l}{}", c.endc));
+            }
+            hcolor = c.cyan;
+        }
+        Value::Array(errors) => {
+            hcolor = c.light_red;
+            hstrs.push(format!("    {hcolor}Data failed to compile:{}", c.endc));
+            for e in errors {
+                hstrs.push(format!("{hcolor}----------\n    {}{}", py_str(e), c.endc));
+            }
+        }
+        Value::Object(states) => {
+            let mut entries: Vec<(&String, &Map<String, Value>)> = states
+                .iter()
+                .filter_map(|(k, v)| v.as_object().filter(|m| m.contains_key("result")).map(|m| (k, m)))
+                .collect();
+            entries.sort_by_key(|(_, m)| m.get("__run_num__").and_then(Value::as_u64).unwrap_or(0));
+            let mut succeeded = 0usize;
+            let mut failed = 0usize;
+            let mut not_run = 0usize;
+            let mut warnings = 0usize;
+            let mut nchanges = 0usize;
+            let mut total_ms = 0.0f64;
+            for (tname, ret) in entries {
+                match ret.get("result") {
+                    Some(Value::Bool(true)) => succeeded += 1,
+                    Some(Value::Bool(false)) => failed += 1,
+                    _ => not_run += 1,
+                }
+                total_ms += ret.get("duration").and_then(Value::as_f64).unwrap_or(0.0);
+                let (schanged, ctext) = format_changes(ret.get("changes"), opts);
+                if schanged {
+                    nchanges += 1;
+                }
+                let ok = ret.get("result") == Some(&Value::Bool(true));
+                if !opts.state_verbose && ok && !schanged {
+                    continue;
+                }
+                let mut tcolor = c.green;
+                if schanged {
+                    tcolor = c.cyan;
+                }
+                match ret.get("result") {
+                    Some(Value::Bool(false)) => {
+                        hcolor = c.red;
+                        tcolor = c.red;
+                    }
+                    Some(Value::Bool(true)) => {}
+                    _ => {
+                        hcolor = c.light_yellow;
+                        tcolor = c.light_yellow;
+                    }
+                }
+                let mut comps: Vec<&str> = tname.split("_|-").collect();
+                while comps.len() < 4 {
+                    comps.push("");
+                }
+                let state_output = opts.state_output.to_lowercase();
+                let owned_id;
+                if state_output.ends_with("_id") {
+                    owned_id = comps[1].to_string();
+                    comps[2] = &owned_id;
+                }
+                let result_false = ret.get("result") == Some(&Value::Bool(false));
+                if state_output.starts_with("terse")
+                    || (state_output.starts_with("mixed") && !result_false)
+                    || (state_output.starts_with("changes") && ok && !schanged)
+                {
+                    hstrs.push(terse(tcolor, &comps, ret, opts));
+                    continue;
+                }
+                let comment = ret.get("comment").map(py_str).unwrap_or_default();
+                let comment = comment.trim().replace('\n', &format!("\n{}", " ".repeat(14)));
+                let e = c.endc;
+                hstrs.push(format!("{tcolor}----------{e}"));
+                hstrs.push(format!("    {tcolor}      ID: {}{e}", comps[1]));
+                hstrs.push(format!("    {tcolor}Function: {}.{}{e}", comps[0], comps[3]));
+                if comps[1] != comps[2] {
+                    hstrs.push(format!("    {tcolor}    Name: {}{e}", comps[2]));
+                }
+                hstrs.push(format!("    {tcolor}  Result: {}{e}", py_result(ret.get("result"))));
+                hstrs.push(format!("    {tcolor} Comment: {comment}{e}"));
+                if opts.state_output_profile && ret.contains_key("start_time") {
+                    hstrs.push(format!(
+                        "    {tcolor} Started: {}{e}",
+                        ret.get("start_time").map(py_str).unwrap_or_default()
+                    ));
+                    let d = ret.get("duration").map(|d| format!("{} ms", py_str(d))).unwrap_or_default();
+                    hstrs.push(format!("    {tcolor}Duration: {d}{e}"));
+                }
+                hstrs.push(format!("{tcolor}     Changes:   {ctext}{e}"));
+                if let Some(Value::Array(w)) = ret.get("warnings") {
+                    warnings += 1;
+                    let w: Vec<String> = w.iter().map(py_str).collect();
+                    hstrs.push(format!("   {} Warnings: {}{e}", c.light_red, w.join("\n").replace('\n', "\n              ")));
+                }
+            }
+            // Salt sizes the column from the counts it saw (results present only).
+            let present = [succeeded, failed, not_run, warnings];
+            let count_max = present.iter().filter(|n| **n > 0).map(|n| n.to_string().len()).max().unwrap_or(0);
+            let label_max = "Succeeded".len();
+            let line_max = label_max + count_max + 2;
+            let fmt_count = |label: &str, n: String| format!("{label}: {n:>w$}", w = line_max - (label.len() + 2));
+            hstrs.push(format!("{}\nSummary for {host}\n{}{}", c.cyan, "-".repeat(line_max), c.endc));
+            let mut stats = Vec::new();
+            if not_run > 0 {
+                stats.push(format!("{}unchanged={not_run}{}", c.light_yellow, c.endc));
+            }
+            if nchanges > 0 {
+                stats.push(format!("{}changed={nchanges}{}", c.green, c.endc));
+            }
+            let stats = if stats.is_empty() { String::new() } else { format!(" ({})", stats.join(", ")) };
+            hstrs.push(format!("{}{}{}{stats}", c.green, fmt_count("Succeeded", (succeeded + not_run).to_string()), c.endc));
+            hstrs.push(format!(
+                "{}{}{}",
+                if failed > 0 { c.red } else { c.cyan },
+                fmt_count("Failed", failed.to_string()),
+                c.endc
+            ));
+            let total = succeeded + failed + not_run;
+            if opts.state_output_pct && total > 0 {
+                let pct = |n: usize| {
+                    let v = (n as f64 / total as f64 * 10000.0).round() / 100.0;
+                    format!("{v:?}")
+                };
+                hstrs.push(format!("{}{}{}", c.green, fmt_count("Success %", pct(succeeded + not_run)), c.endc));
+                hstrs.push(format!(
+                    "{}{}{}",
+                    if failed > 0 { c.red } else { c.cyan },
+                    fmt_count("Failure %", pct(failed)),
+                    c.endc
+                ));
+            }
+            if warnings > 0 {
+                hstrs.push(format!("{}{}{}", c.light_red, fmt_count("Warnings", warnings.to_string()), c.endc));
+            }
+            hstrs.push(format!(
+                "{}{}\nTotal states run: {total:>w$}{}",
+                c.cyan,
+                "-".repeat(line_max),
+                c.endc,
+                w = line_max - 7
+            ));
+            if opts.state_output_profile {
+                let (v, unit) = if total_ms > 999.0 { (total_ms / 1000.0, "s") } else { (total_ms, "ms") };
+                hstrs.push(format!(
+                    "{}Total run time: {:>w$} {unit}{}",
+                    c.cyan,
+                    format!("{v:.3}"),
+                    c.endc,
+                    w = line_max - 5
+                ));
+            }
+        }
+        other => hstrs.push(format!("    {}", py_str(other))),
+    }
+    hstrs.insert(0, format!("{hcolor}{host}:{}", c.endc));
+    hstrs.join("\n")
+}

@@ -1,0 +1,121 @@
+//! Salt's outputters: how a minion's return is printed (`--out`).
+//!
+//! Every outputter takes the whole `{minion_id: return}` map so that the
+//! same code prints `halite-call`'s single `local` return and the many
+//! returns of `halite '*' ...`.
+
+pub mod colors;
+pub mod highstate;
+pub mod nested;
+
+use serde_json::Value;
+
+pub use colors::Colors;
+
+/// Which outputter to use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outputter {
+    Json,
+    Yaml,
+    Nested,
+    Highstate,
+    Txt,
+    Raw,
+}
+
+impl Outputter {
+    /// Parses an `--out` value.
+    pub fn parse(s: &str) -> Option<Outputter> {
+        Some(match s {
+            "json" => Outputter::Json,
+            "yaml" => Outputter::Yaml,
+            "nested" => Outputter::Nested,
+            "highstate" => Outputter::Highstate,
+            "txt" => Outputter::Txt,
+            "raw" => Outputter::Raw,
+            _ => return None,
+        })
+    }
+
+    /// The outputter Salt picks by default for a function.
+    pub fn default_for(fun: &str, ret: &Value) -> Outputter {
+        let stateish = matches!(
+            fun,
+            "state.apply" | "state.sls" | "state.highstate" | "state.single" | "state.top" | "state.test"
+        );
+        if stateish && (ret.is_object() || ret.is_array()) {
+            Outputter::Highstate
+        } else {
+            Outputter::Nested
+        }
+    }
+}
+
+/// Options the outputters read (Salt's `state_output`, `state_verbose`...).
+#[derive(Debug, Clone)]
+pub struct OutputOptions {
+    pub colors: Colors,
+    pub state_output: String,
+    pub state_verbose: bool,
+    pub state_output_profile: bool,
+    pub state_output_pct: bool,
+    /// `--out-indent` for JSON (Salt's default is 4).
+    pub json_indent: usize,
+}
+
+impl Default for OutputOptions {
+    fn default() -> Self {
+        OutputOptions {
+            colors: Colors::none(),
+            state_output: "full".into(),
+            state_verbose: true,
+            state_output_profile: true,
+            state_output_pct: false,
+            json_indent: 4,
+        }
+    }
+}
+
+/// Renders `{minion: return}` with `out`. `retcode` colours nested output red.
+pub fn render(out: Outputter, data: &serde_json::Map<String, Value>, opts: &OutputOptions, retcode: i32) -> String {
+    match out {
+        Outputter::Json => json(&Value::Object(data.clone()), opts.json_indent),
+        Outputter::Yaml => halite_render::yaml::dump_block_ordered(&Value::Object(data.clone())).trim_end().to_string(),
+        Outputter::Nested => nested::render(&Value::Object(data.clone()), 0, &opts.colors, retcode),
+        Outputter::Highstate => data
+            .iter()
+            .map(|(host, ret)| highstate::format_host(host, ret, opts))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Outputter::Txt => data
+            .iter()
+            .map(|(host, ret)| format!("{host}: {}", txt(ret)))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Outputter::Raw => format!("{}", python_repr(&Value::Object(data.clone()))),
+    }
+}
+
+/// JSON as Salt's json outputter prints it (`indent`, non-ASCII kept).
+pub fn json(v: &Value, indent: usize) -> String {
+    let ind = vec![b' '; indent];
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(&ind);
+    let mut buf = Vec::new();
+    let mut ser = serde_json::Serializer::with_formatter(&mut buf, fmt);
+    if serde::Serialize::serialize(v, &mut ser).is_err() {
+        return v.to_string();
+    }
+    String::from_utf8(buf).unwrap_or_else(|_| v.to_string())
+}
+
+fn txt(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => python_repr(other),
+    }
+}
+
+/// Python's `repr()` of data (Salt's txt/raw outputters print that).
+pub fn python_repr(v: &Value) -> String {
+    halite_state::requisite::py_repr(v)
+}

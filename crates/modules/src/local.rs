@@ -1,0 +1,55 @@
+//! Building the [`Host`] for a run on this machine from minion options:
+//! grains, the file roots, and the pillar compiled from `pillar_roots`.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use halite_state::Value;
+
+use crate::host::EventSink;
+use crate::{Host, LocalFileClient};
+
+/// `file_roots`/`pillar_roots` of `opts` as saltenv -> directories.
+pub fn roots_of(opts: &Value, key: &str) -> BTreeMap<String, Vec<PathBuf>> {
+    let mut out = BTreeMap::new();
+    if let Some(Value::Object(m)) = opts.get(key) {
+        for (env, dirs) in m {
+            let dirs: Vec<PathBuf> = match dirs {
+                Value::Array(a) => a.iter().filter_map(Value::as_str).map(PathBuf::from).collect(),
+                Value::String(s) => vec![PathBuf::from(s)],
+                _ => Vec::new(),
+            };
+            out.insert(env.clone(), dirs);
+        }
+    }
+    out
+}
+
+/// A host over the local file roots with real grains and the pillar
+/// rendered from `pillar_roots`. Pillar render errors are returned too
+/// (Salt refuses to run states when the pillar failed).
+pub fn local_host(opts: Value, events: Arc<dyn EventSink>) -> (Host, Vec<String>) {
+    let grains = Value::Object(crate::grains::grains_for(&opts));
+    let files = Arc::new(LocalFileClient::new(roots_of(&opts, "file_roots")));
+    let mut host = Host {
+        opts: opts.clone(),
+        grains,
+        pillar: Value::Object(Default::default()),
+        files,
+        exec: crate::table::exec_modules(),
+        states: crate::table::state_modules(),
+        events,
+    };
+    let pillar_roots = roots_of(&opts, "pillar_roots");
+    let has_pillar = pillar_roots.values().flatten().any(|d| d.is_dir());
+    let mut errors = Vec::new();
+    if has_pillar {
+        let mut pillar_host = host.clone();
+        pillar_host.files = Arc::new(LocalFileClient::new(pillar_roots));
+        let (pillar, errs) = crate::pillar_render::compile_pillar(&pillar_host);
+        host.pillar = pillar;
+        errors = errs;
+    }
+    (host, errors)
+}
