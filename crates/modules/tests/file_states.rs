@@ -40,7 +40,13 @@ fn run(host: &Host, fun: &str, name: &str, args: Value, test: bool) -> StateResu
     }
     m.insert("fun".into(), json!(fun));
     let chunk = LowChunk(m);
-    let call = StateCall { chunk: &chunk, test, env: host, sfun: None, reqs: None };
+    let call = StateCall {
+        chunk: &chunk,
+        test,
+        env: host,
+        sfun: None,
+        reqs: None,
+    };
     match FileState.call(fun, &call) {
         Ok(r) => r,
         Err(e) => panic!("file.{fun} returned an error: {e}"),
@@ -48,7 +54,9 @@ fn run(host: &Host, fun: &str, name: &str, args: Value, test: bool) -> StateResu
 }
 
 fn mode_of(p: &Path) -> u32 {
-    fs::metadata(p).map(|m| m.permissions().mode() & 0o7777).unwrap_or(0)
+    fs::metadata(p)
+        .map(|m| m.permissions().mode() & 0o7777)
+        .unwrap_or(0)
 }
 
 struct Fixture {
@@ -68,7 +76,12 @@ fn fixture() -> Fixture {
     fs::write(root.join("tree/a.txt"), "alpha\n").expect("write");
     fs::write(root.join("tree/sub/b.txt"), "beta {{ x }}\n").expect("write");
     let host = host(&root);
-    Fixture { root, work, host, _dir: dir }
+    Fixture {
+        root,
+        work,
+        host,
+        _dir: dir,
+    }
 }
 
 const TEN: &str = "one\ntwo\nthree\nfour\nfive\nsix\nseven\neight\nnine\nten\n";
@@ -82,7 +95,13 @@ fn managed_update_reports_salts_two_hunk_diff_and_mode() {
     let contents = "one\ntwo\nTHREE\nfour\nfive\nsix\nseven\neight\nnine\nten\neleven\n";
     let name = p.display().to_string();
     // Test mode first: predicted, disk untouched.
-    let r = run(&f.host, "managed", &name, json!({"contents": contents, "mode": 600}), true);
+    let r = run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"contents": contents, "mode": 600}),
+        true,
+    );
     assert_eq!(r.result, None);
     assert_eq!(
         r.comment,
@@ -90,7 +109,13 @@ fn managed_update_reports_salts_two_hunk_diff_and_mode() {
     );
     assert_eq!(fs::read_to_string(&p).expect("read"), TEN);
     // Real run: Salt's exact diff and the mode change (YAML 600 is an int).
-    let r = run(&f.host, "managed", &name, json!({"contents": contents, "mode": 600}), false);
+    let r = run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"contents": contents, "mode": 600}),
+        false,
+    );
     assert_eq!(r.result, Some(true));
     assert_eq!(r.comment, format!("File {name} updated"));
     assert_eq!(
@@ -101,11 +126,32 @@ fn managed_update_reports_salts_two_hunk_diff_and_mode() {
     assert_eq!(mode_of(&p), 0o600);
     assert_eq!(fs::read_to_string(&p).expect("read"), contents);
     // Already correct.
-    let r = run(&f.host, "managed", &name, json!({"contents": contents, "mode": "0600"}), false);
-    assert_eq!((r.result, r.comment.clone()), (Some(true), format!("File {name} is in the correct state")));
+    let r = run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"contents": contents, "mode": "0600"}),
+        false,
+    );
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (Some(true), format!("File {name} is in the correct state"))
+    );
     assert!(r.changes.is_empty());
-    let r = run(&f.host, "managed", &name, json!({"contents": contents, "mode": "0600"}), true);
-    assert_eq!((r.result, r.comment), (Some(true), format!("The file {name} is in the correct state")));
+    let r = run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"contents": contents, "mode": "0600"}),
+        true,
+    );
+    assert_eq!(
+        (r.result, r.comment),
+        (
+            Some(true),
+            format!("The file {name} is in the correct state")
+        )
+    );
 }
 
 #[test]
@@ -113,33 +159,90 @@ fn managed_new_files_from_source_contents_and_nothing() {
     let f = fixture();
     let src = f.work.join("new/src.txt");
     let name = src.display().to_string();
-    let r = run(&f.host, "managed", &name, json!({"source": "salt://src.txt", "makedirs": true}), true);
+    let r = run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"source": "salt://src.txt", "makedirs": true}),
+        true,
+    );
     assert_eq!(r.result, None);
-    assert_eq!(r.changes, json!({"newfile": name}).as_object().cloned().unwrap_or_default());
+    assert_eq!(
+        r.changes,
+        json!({"newfile": name})
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+    );
     assert!(!src.exists());
-    let r = run(&f.host, "managed", &name, json!({"source": "salt://src.txt", "makedirs": true}), false);
+    let r = run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"source": "salt://src.txt", "makedirs": true}),
+        false,
+    );
     assert_eq!(r.result, Some(true));
-    assert_eq!(Value::Object(r.changes), json!({"diff": "New file", "mode": "0644"}));
+    assert_eq!(
+        Value::Object(r.changes),
+        json!({"diff": "New file", "mode": "0644"})
+    );
     assert_eq!(fs::read_to_string(&src).expect("read"), "hello\nworld\n");
 
     let c = f.work.join("c.txt");
-    let r = run(&f.host, "managed", &c.display().to_string(), json!({"contents": "hi", "mode": "0640"}), false);
-    assert_eq!(Value::Object(r.changes), json!({"diff": "New file", "mode": "0640"}));
+    let r = run(
+        &f.host,
+        "managed",
+        &c.display().to_string(),
+        json!({"contents": "hi", "mode": "0640"}),
+        false,
+    );
+    assert_eq!(
+        Value::Object(r.changes),
+        json!({"diff": "New file", "mode": "0640"})
+    );
     assert_eq!(fs::read_to_string(&c).expect("read"), "hi\n");
     assert_eq!(mode_of(&c), 0o640);
 
     let e = f.work.join("empty.txt");
-    let r = run(&f.host, "managed", &e.display().to_string(), json!({}), false);
+    let r = run(
+        &f.host,
+        "managed",
+        &e.display().to_string(),
+        json!({}),
+        false,
+    );
     assert_eq!(r.comment, "Empty file");
-    assert_eq!(Value::Object(r.changes), json!({"new": format!("file {} created", e.display())}));
+    assert_eq!(
+        Value::Object(r.changes),
+        json!({"new": format!("file {} created", e.display())})
+    );
 
     let missing_parent = f.work.join("no/such/x");
-    let r = run(&f.host, "managed", &missing_parent.display().to_string(), json!({"contents": "x"}), false);
-    assert_eq!((r.result, r.comment.as_str()), (Some(false), "Parent directory not present"));
+    let r = run(
+        &f.host,
+        "managed",
+        &missing_parent.display().to_string(),
+        json!({"contents": "x"}),
+        false,
+    );
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (Some(false), "Parent directory not present")
+    );
 
-    let r = run(&f.host, "managed", &f.work.join("y").display().to_string(), json!({"source": "salt://nope.txt"}), false);
+    let r = run(
+        &f.host,
+        "managed",
+        &f.work.join("y").display().to_string(),
+        json!({"source": "salt://nope.txt"}),
+        false,
+    );
     assert_eq!(r.result, Some(false));
-    assert_eq!(r.comment, "Unable to manage file: Source file salt://nope.txt not found in saltenv 'base'");
+    assert_eq!(
+        r.comment,
+        "Unable to manage file: Source file salt://nope.txt not found in saltenv 'base'"
+    );
 }
 
 #[test]
@@ -147,24 +250,81 @@ fn managed_pillar_grains_list_sources_and_replace_false() {
     let f = fixture();
     let p = f.work.join("p.txt");
     let name = p.display().to_string();
-    run(&f.host, "managed", &name, json!({"contents_pillar": "app:conf"}), false);
+    run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"contents_pillar": "app:conf"}),
+        false,
+    );
     assert_eq!(fs::read_to_string(&p).expect("read"), "from pillar\n");
-    run(&f.host, "managed", &name, json!({"contents_grains": "nested:motd"}), false);
+    run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"contents_grains": "nested:motd"}),
+        false,
+    );
     assert_eq!(fs::read_to_string(&p).expect("read"), "from grains\n");
-    let r = run(&f.host, "managed", &name, json!({"contents_pillar": "no:such"}), false);
-    assert_eq!((r.result, r.comment.as_str()), (Some(false), "Pillar no:such does not exist"));
-    run(&f.host, "managed", &name, json!({"source": ["salt://absent.txt", "salt://src.txt"]}), false);
+    let r = run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"contents_pillar": "no:such"}),
+        false,
+    );
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (Some(false), "Pillar no:such does not exist")
+    );
+    run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"source": ["salt://absent.txt", "salt://src.txt"]}),
+        false,
+    );
     assert_eq!(fs::read_to_string(&p).expect("read"), "hello\nworld\n");
-    let r = run(&f.host, "managed", &name, json!({"contents": "other", "replace": false}), false);
-    assert_eq!(r.comment, format!("File {name} exists with proper permissions. No changes made."));
+    let r = run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"contents": "other", "replace": false}),
+        false,
+    );
+    assert_eq!(
+        r.comment,
+        format!("File {name} exists with proper permissions. No changes made.")
+    );
     assert_eq!(fs::read_to_string(&p).expect("read"), "hello\nworld\n");
-    let r = run(&f.host, "managed", &name, json!({"contents": ["a", "b"], "show_changes": false}), false);
+    let r = run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"contents": ["a", "b"], "show_changes": false}),
+        false,
+    );
     assert_eq!(r.changes["diff"], json!("<show_changes=False>"));
     assert_eq!(fs::read_to_string(&p).expect("read"), "a\nb\n");
-    let r = run(&f.host, "managed", &name, json!({"source": "salt://src.txt", "contents": "x"}), false);
+    let r = run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"source": "salt://src.txt", "contents": "x"}),
+        false,
+    );
     assert_eq!(r.result, Some(false));
-    let r = run(&f.host, "managed", "relative/path", json!({"contents": "x"}), false);
-    assert_eq!(r.comment, "Specified file relative/path is not an absolute path");
+    let r = run(
+        &f.host,
+        "managed",
+        "relative/path",
+        json!({"contents": "x"}),
+        false,
+    );
+    assert_eq!(
+        r.comment,
+        "Specified file relative/path is not an absolute path"
+    );
 }
 
 #[test]
@@ -172,14 +332,31 @@ fn managed_verifies_source_hash_of_local_sources() {
     let f = fixture();
     let src = f.root.join("src.txt");
     let dest = f.work.join("h.txt").display().to_string();
-    let good = "sha256=".to_string() + &halite_modules::exec::file::meta::HashType::Sha256.digest(b"hello\nworld\n");
-    let r = run(&f.host, "managed", &dest, json!({"source": src.display().to_string(), "source_hash": good}), false);
+    let good = "sha256=".to_string()
+        + &halite_modules::exec::file::meta::HashType::Sha256.digest(b"hello\nworld\n");
+    let r = run(
+        &f.host,
+        "managed",
+        &dest,
+        json!({"source": src.display().to_string(), "source_hash": good}),
+        false,
+    );
     assert_eq!(r.result, Some(true), "{}", r.comment);
     let bad = "0".repeat(64);
     let other = f.work.join("h2.txt").display().to_string();
-    let r = run(&f.host, "managed", &other, json!({"source": src.display().to_string(), "source_hash": bad}), false);
+    let r = run(
+        &f.host,
+        "managed",
+        &other,
+        json!({"source": src.display().to_string(), "source_hash": bad}),
+        false,
+    );
     assert_eq!(r.result, Some(false));
-    assert!(r.comment.starts_with("Specified sha256 checksum for"), "{}", r.comment);
+    assert!(
+        r.comment.starts_with("Specified sha256 checksum for"),
+        "{}",
+        r.comment
+    );
 }
 
 #[test]
@@ -190,19 +367,58 @@ fn replace_matches_salt_diff_backup_and_append() {
     let name = p.display().to_string();
     let args = json!({"pattern": r"^c=(\d)$", "repl": r"c=\1\1", "append_if_not_found": true});
     let r = run(&f.host, "replace", &name, args.clone(), true);
-    assert_eq!((r.result, r.comment.as_str()), (None, "Changes would have been made"));
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (None, "Changes would have been made")
+    );
     assert_eq!(fs::read_to_string(&p).expect("read"), "a=1\n#b=2\nc=3\n");
     let r = run(&f.host, "replace", &name, args.clone(), false);
-    assert_eq!((r.result, r.comment.as_str()), (Some(true), "Changes were made"));
-    assert_eq!(r.changes["diff"], json!("--- \n+++ \n@@ -1,3 +1,3 @@\n a=1\n #b=2\n-c=3\n+c=33\n"));
-    assert_eq!(fs::read_to_string(f.work.join("e.txt.bak")).expect("backup"), "a=1\n#b=2\nc=3\n");
-    let r = run(&f.host, "replace", &name, json!({"pattern": "^z=.*$", "repl": "z=9", "append_if_not_found": true}), false);
-    assert_eq!(r.changes["diff"], json!("--- \n+++ \n@@ -1,3 +1,4 @@\n a=1\n #b=2\n c=33\n+z=9\n"));
-    let r = run(&f.host, "replace", &name, json!({"pattern": "^z=.*$", "repl": "z=9", "append_if_not_found": true}), false);
-    assert_eq!((r.result, r.comment.as_str()), (Some(true), "No changes needed to be made"));
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (Some(true), "Changes were made")
+    );
+    assert_eq!(
+        r.changes["diff"],
+        json!("--- \n+++ \n@@ -1,3 +1,3 @@\n a=1\n #b=2\n-c=3\n+c=33\n")
+    );
+    assert_eq!(
+        fs::read_to_string(f.work.join("e.txt.bak")).expect("backup"),
+        "a=1\n#b=2\nc=3\n"
+    );
+    let r = run(
+        &f.host,
+        "replace",
+        &name,
+        json!({"pattern": "^z=.*$", "repl": "z=9", "append_if_not_found": true}),
+        false,
+    );
+    assert_eq!(
+        r.changes["diff"],
+        json!("--- \n+++ \n@@ -1,3 +1,4 @@\n a=1\n #b=2\n c=33\n+z=9\n")
+    );
+    let r = run(
+        &f.host,
+        "replace",
+        &name,
+        json!({"pattern": "^z=.*$", "repl": "z=9", "append_if_not_found": true}),
+        false,
+    );
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (Some(true), "No changes needed to be made")
+    );
     let missing = f.work.join("nope.ini").display().to_string();
-    let r = run(&f.host, "replace", &missing, json!({"pattern": "a", "repl": "b"}), false);
-    assert_eq!((r.result, r.comment), (Some(false), format!("{missing}: file not found")));
+    let r = run(
+        &f.host,
+        "replace",
+        &missing,
+        json!({"pattern": "a", "repl": "b"}),
+        false,
+    );
+    assert_eq!(
+        (r.result, r.comment),
+        (Some(false), format!("{missing}: file not found"))
+    );
 }
 
 #[test]
@@ -212,37 +428,106 @@ fn comment_uncomment_blockreplace_line_match_salt() {
     fs::write(&e, "a=1\n#b=2\nc=33\nz=9\n").expect("write");
     let name = e.display().to_string();
     let r = run(&f.host, "uncomment", &name, json!({"regex": "b=2"}), true);
-    assert_eq!((r.result, r.comment.clone()), (None, format!("File {name} is set to be updated")));
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (None, format!("File {name} is set to be updated"))
+    );
     let r = run(&f.host, "uncomment", &name, json!({"regex": "b=2"}), false);
     assert_eq!(r.comment, "Uncommented lines successfully");
-    assert_eq!(r.changes["diff"], json!("--- \n+++ \n@@ -1,4 +1,4 @@\n a=1\n-#b=2\n+b=2\n c=33\n z=9\n"));
+    assert_eq!(
+        r.changes["diff"],
+        json!("--- \n+++ \n@@ -1,4 +1,4 @@\n a=1\n-#b=2\n+b=2\n c=33\n z=9\n")
+    );
     let r = run(&f.host, "uncomment", &name, json!({"regex": "b=2"}), false);
-    assert_eq!((r.result, r.comment.as_str()), (Some(true), "Pattern already uncommented"));
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (Some(true), "Pattern already uncommented")
+    );
     let r = run(&f.host, "comment", &name, json!({"regex": "^a=1"}), false);
     assert_eq!(r.comment, "Commented lines successfully");
-    assert_eq!(r.changes["diff"], json!("--- \n+++ \n@@ -1,4 +1,4 @@\n-a=1\n+#a=1\n b=2\n c=33\n z=9\n"));
+    assert_eq!(
+        r.changes["diff"],
+        json!("--- \n+++ \n@@ -1,4 +1,4 @@\n-a=1\n+#a=1\n b=2\n c=33\n z=9\n")
+    );
     let r = run(&f.host, "comment", &name, json!({"regex": "^a=1"}), false);
-    assert_eq!((r.result, r.comment.as_str()), (Some(true), "Pattern already commented"));
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (Some(true), "Pattern already commented")
+    );
 
     let b = f.work.join("blk.txt");
     fs::write(&b, "head\n# BEGIN\nold\n# END\ntail\n").expect("write");
     let args = json!({"marker_start": "# BEGIN", "marker_end": "# END", "content": "new1\nnew2\n"});
-    let r = run(&f.host, "blockreplace", &b.display().to_string(), args.clone(), true);
-    assert_eq!((r.result, r.comment.as_str()), (None, "Changes would be made"));
-    let r = run(&f.host, "blockreplace", &b.display().to_string(), args.clone(), false);
-    assert_eq!(r.changes["diff"], json!("--- \n+++ \n@@ -1,5 +1,6 @@\n head\n # BEGIN\n-old\n+new1\n+new2\n # END\n tail\n"));
-    assert_eq!(fs::read_to_string(&b).expect("read"), "head\n# BEGIN\nnew1\nnew2\n# END\ntail\n");
-    let r = run(&f.host, "blockreplace", &b.display().to_string(), args, false);
-    assert_eq!((r.result, r.comment.as_str()), (Some(true), "No changes needed to be made"));
+    let r = run(
+        &f.host,
+        "blockreplace",
+        &b.display().to_string(),
+        args.clone(),
+        true,
+    );
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (None, "Changes would be made")
+    );
+    let r = run(
+        &f.host,
+        "blockreplace",
+        &b.display().to_string(),
+        args.clone(),
+        false,
+    );
+    assert_eq!(
+        r.changes["diff"],
+        json!("--- \n+++ \n@@ -1,5 +1,6 @@\n head\n # BEGIN\n-old\n+new1\n+new2\n # END\n tail\n")
+    );
+    assert_eq!(
+        fs::read_to_string(&b).expect("read"),
+        "head\n# BEGIN\nnew1\nnew2\n# END\ntail\n"
+    );
+    let r = run(
+        &f.host,
+        "blockreplace",
+        &b.display().to_string(),
+        args,
+        false,
+    );
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (Some(true), "No changes needed to be made")
+    );
 
     let l = f.work.join("ln.txt");
     fs::write(&l, "k1\nk2\n").expect("write");
     let ln = l.display().to_string();
-    let r = run(&f.host, "line", &ln, json!({"content": "inserted", "mode": "ensure", "after": "k1"}), false);
-    assert_eq!(r.changes["diff"], json!("--- \n+++ \n@@ -1,2 +1,3 @@\n k1\n+inserted\n k2\n"));
-    let r = run(&f.host, "line", &ln, json!({"content": "k2", "mode": "delete"}), false);
-    assert_eq!(r.changes["diff"], json!("--- \n+++ \n@@ -1,3 +1,2 @@\n k1\n inserted\n-k2\n"));
-    let r = run(&f.host, "line", &ln, json!({"content": "k2", "mode": "delete"}), false);
+    let r = run(
+        &f.host,
+        "line",
+        &ln,
+        json!({"content": "inserted", "mode": "ensure", "after": "k1"}),
+        false,
+    );
+    assert_eq!(
+        r.changes["diff"],
+        json!("--- \n+++ \n@@ -1,2 +1,3 @@\n k1\n+inserted\n k2\n")
+    );
+    let r = run(
+        &f.host,
+        "line",
+        &ln,
+        json!({"content": "k2", "mode": "delete"}),
+        false,
+    );
+    assert_eq!(
+        r.changes["diff"],
+        json!("--- \n+++ \n@@ -1,3 +1,2 @@\n k1\n inserted\n-k2\n")
+    );
+    let r = run(
+        &f.host,
+        "line",
+        &ln,
+        json!({"content": "k2", "mode": "delete"}),
+        false,
+    );
     assert_eq!(r.comment, "No changes needed to be made");
     assert_eq!(fs::read_to_string(&l).expect("read"), "k1\ninserted\n");
 }
@@ -258,12 +543,18 @@ fn append_and_prepend_match_salt() {
     assert_eq!(fs::read_to_string(&p).expect("read"), "x\ny\n");
     let r = run(&f.host, "append", &name, json!({"text": ["y", "z"]}), false);
     assert_eq!(r.comment, "Appended 1 lines");
-    assert_eq!(r.changes["diff"], json!("--- \n\n+++ \n\n@@ -1,2 +1,3 @@\n\n x\n y\n+z"));
+    assert_eq!(
+        r.changes["diff"],
+        json!("--- \n\n+++ \n\n@@ -1,2 +1,3 @@\n\n x\n y\n+z")
+    );
     let r = run(&f.host, "append", &name, json!({"text": ["y", "z"]}), false);
     assert_eq!(r.comment, format!("File {name} is in correct state"));
     let r = run(&f.host, "prepend", &name, json!({"text": "first"}), false);
     assert_eq!(r.comment, "Prepended 1 lines");
-    assert_eq!(r.changes["diff"], json!("--- \n+++ \n@@ -1,3 +1,4 @@\n+first\n x\n y\n z\n"));
+    assert_eq!(
+        r.changes["diff"],
+        json!("--- \n+++ \n@@ -1,3 +1,4 @@\n+first\n x\n y\n z\n")
+    );
     assert_eq!(fs::read_to_string(&p).expect("read"), "first\nx\ny\nz\n");
 }
 
@@ -272,17 +563,47 @@ fn directory_absent_exists_missing_touch() {
     let f = fixture();
     let d = f.work.join("d1/d2");
     let name = d.display().to_string();
-    let r = run(&f.host, "directory", &name, json!({"makedirs": true, "dir_mode": 750}), true);
+    let r = run(
+        &f.host,
+        "directory",
+        &name,
+        json!({"makedirs": true, "dir_mode": 750}),
+        true,
+    );
     assert_eq!(r.result, None);
     assert!(!d.exists());
-    let r = run(&f.host, "directory", &name, json!({"makedirs": true, "dir_mode": 750}), false);
+    let r = run(
+        &f.host,
+        "directory",
+        &name,
+        json!({"makedirs": true, "dir_mode": 750}),
+        false,
+    );
     assert_eq!((r.result, r.comment.as_str()), (Some(true), ""));
-    assert_eq!(Value::Object(r.changes), json!({name.clone(): {"directory": "new"}}));
+    assert_eq!(
+        Value::Object(r.changes),
+        json!({name.clone(): {"directory": "new"}})
+    );
     assert_eq!(mode_of(&d), 0o750);
     assert_eq!(mode_of(&f.work.join("d1")), 0o750);
-    let r = run(&f.host, "directory", &name, json!({"dir_mode": "0750"}), false);
-    assert_eq!(r.comment, format!("The directory {name} is in the correct state"));
-    let r = run(&f.host, "directory", &f.work.join("x/y/z").display().to_string(), json!({}), false);
+    let r = run(
+        &f.host,
+        "directory",
+        &name,
+        json!({"dir_mode": "0750"}),
+        false,
+    );
+    assert_eq!(
+        r.comment,
+        format!("The directory {name} is in the correct state")
+    );
+    let r = run(
+        &f.host,
+        "directory",
+        &f.work.join("x/y/z").display().to_string(),
+        json!({}),
+        false,
+    );
     assert_eq!(r.result, Some(false));
     assert!(r.comment.starts_with("No directory to create"));
     // clean removes what is not kept.
@@ -292,13 +613,22 @@ fn directory_absent_exists_missing_touch() {
     assert!(!d.join("junk").exists());
     // recurse mode on files.
     fs::write(d.join("f"), "x").expect("write");
-    let r = run(&f.host, "directory", &name, json!({"recurse": ["mode"], "dir_mode": "0755", "file_mode": "0600"}), false);
+    let r = run(
+        &f.host,
+        "directory",
+        &name,
+        json!({"recurse": ["mode"], "dir_mode": "0755", "file_mode": "0600"}),
+        false,
+    );
     assert_eq!(r.result, Some(true), "{}", r.comment);
     assert_eq!(mode_of(&d.join("f")), 0o600);
     assert_eq!(mode_of(&d), 0o755);
 
     let r = run(&f.host, "absent", &name, json!({}), true);
-    assert_eq!((r.result, r.comment.clone()), (None, format!("Directory {name} is set for removal")));
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (None, format!("Directory {name} is set for removal"))
+    );
     let r = run(&f.host, "absent", &name, json!({}), false);
     assert_eq!(r.comment, format!("Removed directory {name}"));
     assert!(!d.exists());
@@ -309,11 +639,17 @@ fn directory_absent_exists_missing_touch() {
 
     let t = f.work.join("t.txt").display().to_string();
     let r = run(&f.host, "exists", &t, json!({}), false);
-    assert_eq!((r.result, r.comment.clone()), (Some(false), format!("Specified path {t} does not exist")));
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (Some(false), format!("Specified path {t} does not exist"))
+    );
     let r = run(&f.host, "missing", &t, json!({}), false);
     assert_eq!(r.comment, format!("Path {t} is missing"));
     let r = run(&f.host, "touch", &t, json!({}), true);
-    assert_eq!((r.result, r.comment.clone()), (None, format!("File {t} is set to be created")));
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (None, format!("File {t} is set to be created"))
+    );
     let r = run(&f.host, "touch", &t, json!({}), false);
     assert_eq!(r.comment, format!("Created empty file {t}"));
     let r = run(&f.host, "touch", &t, json!({}), false);
@@ -330,44 +666,100 @@ fn symlink_copy_recurse_serialize() {
     let link = f.work.join("lnk").display().to_string();
     let t = target.display().to_string();
     let r = run(&f.host, "symlink", &link, json!({"target": t}), true);
-    assert_eq!((r.result, r.comment.clone()), (None, format!("Symlink {link} to {t} is set for creation")));
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (None, format!("Symlink {link} to {t} is set for creation"))
+    );
     let r = run(&f.host, "symlink", &link, json!({"target": t}), false);
     assert_eq!(r.comment, format!("Created new symlink {link} -> {t}"));
     assert_eq!(fs::read_link(&link).expect("link").display().to_string(), t);
     let r = run(&f.host, "symlink", &link, json!({"target": t}), false);
-    assert!(r.comment.starts_with(&format!("Symlink {link} is present and owned by")), "{}", r.comment);
+    assert!(
+        r.comment
+            .starts_with(&format!("Symlink {link} is present and owned by")),
+        "{}",
+        r.comment
+    );
     let plain = f.work.join("plain");
     fs::write(&plain, "p").expect("write");
-    let r = run(&f.host, "symlink", &plain.display().to_string(), json!({"target": t}), false);
-    assert_eq!(r.comment, format!("File exists where the symlink {} should be", plain.display()));
+    let r = run(
+        &f.host,
+        "symlink",
+        &plain.display().to_string(),
+        json!({"target": t}),
+        false,
+    );
+    assert_eq!(
+        r.comment,
+        format!(
+            "File exists where the symlink {} should be",
+            plain.display()
+        )
+    );
 
     let cp = f.work.join("copy.txt").display().to_string();
     let r = run(&f.host, "copy", &cp, json!({"source": t}), false);
     assert_eq!(r.comment, format!("Copied \"{t}\" to \"{cp}\""));
     assert_eq!(r.changes[&cp], json!(t));
     let r = run(&f.host, "copy", &cp, json!({"source": t}), false);
-    assert_eq!(r.comment, format!("The target file \"{cp}\" exists and will not be overwritten"));
+    assert_eq!(
+        r.comment,
+        format!("The target file \"{cp}\" exists and will not be overwritten")
+    );
 
     let rec = f.work.join("rec");
     let rn = rec.display().to_string();
     let args = json!({"source": "salt://tree", "template": "jinja", "context": {"x": 42}});
     let r = run(&f.host, "recurse", &rn, args.clone(), false);
     assert_eq!(r.comment, format!("Recursively updated {rn}"), "{:?}", r);
-    assert_eq!(r.changes[&format!("{rn}/a.txt")], json!({"diff": "New file", "mode": "0644"}));
-    assert_eq!(r.changes[&format!("{rn}/sub")], json!({format!("{rn}/sub"): {"directory": "new"}}));
+    assert_eq!(
+        r.changes[&format!("{rn}/a.txt")],
+        json!({"diff": "New file", "mode": "0644"})
+    );
+    assert_eq!(
+        r.changes[&format!("{rn}/sub")],
+        json!({format!("{rn}/sub"): {"directory": "new"}})
+    );
     assert!(rec.join("sub/b.txt").is_file());
     let r = run(&f.host, "recurse", &rn, args, false);
-    assert_eq!(r.comment, format!("The directory {rn} is in the correct state"));
+    assert_eq!(
+        r.comment,
+        format!("The directory {rn} is in the correct state")
+    );
     assert!(r.changes.is_empty());
 
     let s = f.work.join("s.json");
-    let r = run(&f.host, "serialize", &s.display().to_string(), json!({"formatter": "json", "dataset": {"b": [1, "two"], "a": {"c": null}}}), false);
+    let r = run(
+        &f.host,
+        "serialize",
+        &s.display().to_string(),
+        json!({"formatter": "json", "dataset": {"b": [1, "two"], "a": {"c": null}}}),
+        false,
+    );
     assert_eq!(Value::Object(r.changes), json!({"diff": "New file"}));
-    assert_eq!(fs::read_to_string(&s).expect("read"), "{\n  \"a\": {\n    \"c\": null\n  },\n  \"b\": [\n    1,\n    \"two\"\n  ]\n}\n");
+    assert_eq!(
+        fs::read_to_string(&s).expect("read"),
+        "{\n  \"a\": {\n    \"c\": null\n  },\n  \"b\": [\n    1,\n    \"two\"\n  ]\n}\n"
+    );
     let y = f.work.join("s.yaml");
-    run(&f.host, "serialize", &y.display().to_string(), json!({"dataset": {"b": [1, "two"], "a": {"c": null, "m": "0644"}}}), false);
-    assert_eq!(fs::read_to_string(&y).expect("read"), "a:\n  c: null\n  m: '0644'\nb:\n- 1\n- two\n");
-    let r = run(&f.host, "serialize", &s.display().to_string(), json!({"formatter": "json", "dataset": {"b": [1, "two"], "a": {"c": null}}}), true);
+    run(
+        &f.host,
+        "serialize",
+        &y.display().to_string(),
+        json!({"dataset": {"b": [1, "two"], "a": {"c": null, "m": "0644"}}}),
+        false,
+    );
+    assert_eq!(
+        fs::read_to_string(&y).expect("read"),
+        "a:\n  c: null\n  m: '0644'\nb:\n- 1\n- two\n"
+    );
+    let r = run(
+        &f.host,
+        "serialize",
+        &s.display().to_string(),
+        json!({"formatter": "json", "dataset": {"b": [1, "two"], "a": {"c": null}}}),
+        true,
+    );
     assert_eq!(r.result, Some(true));
 }
 
@@ -381,15 +773,39 @@ fn ownership_changes_as_root() {
     let f = fixture();
     let p = f.work.join("own.txt");
     let name = p.display().to_string();
-    let r = run(&f.host, "managed", &name, json!({"contents": "x", "user": "nobody", "group": "daemon"}), false);
+    let r = run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"contents": "x", "user": "nobody", "group": "daemon"}),
+        false,
+    );
     assert_eq!(r.result, Some(true), "{}", r.comment);
     assert_eq!(r.changes["user"], json!("nobody"));
     assert_eq!(r.changes["group"], json!("daemon"));
     use std::os::unix::fs::MetadataExt;
     let md = fs::metadata(&p).expect("stat");
-    assert_eq!(halite_modules::exec::file::meta::uid_to_user(md.uid()), "nobody");
-    let r = run(&f.host, "managed", &name, json!({"contents": "x", "user": "nobody", "group": "daemon"}), false);
+    assert_eq!(
+        halite_modules::exec::file::meta::uid_to_user(md.uid()),
+        "nobody"
+    );
+    let r = run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"contents": "x", "user": "nobody", "group": "daemon"}),
+        false,
+    );
     assert!(r.changes.is_empty());
-    let r = run(&f.host, "managed", &name, json!({"contents": "x", "user": "no-such-user-xyz"}), false);
-    assert_eq!((r.result, r.comment.as_str()), (Some(false), "User no-such-user-xyz is not available "));
+    let r = run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"contents": "x", "user": "no-such-user-xyz"}),
+        false,
+    );
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (Some(false), "User no-such-user-xyz is not available ")
+    );
 }

@@ -45,8 +45,11 @@ impl<'a> Matcher<'a> {
         // not used as match anchors.
         if b.len() >= 200 {
             let threshold = b.len() / 100 + 1;
-            let popular: HashSet<&str> =
-                b2j.iter().filter(|(_, idx)| idx.len() > threshold).map(|(k, _)| *k).collect();
+            let popular: HashSet<&str> = b2j
+                .iter()
+                .filter(|(_, idx)| idx.len() > threshold)
+                .map(|(k, _)| *k)
+                .collect();
             for line in popular {
                 b2j.remove(line);
             }
@@ -54,7 +57,13 @@ impl<'a> Matcher<'a> {
         Matcher { a, b, b2j }
     }
 
-    fn longest_match(&self, alo: usize, ahi: usize, blo: usize, bhi: usize) -> (usize, usize, usize) {
+    fn longest_match(
+        &self,
+        alo: usize,
+        ahi: usize,
+        blo: usize,
+        bhi: usize,
+    ) -> (usize, usize, usize) {
         let (mut best_i, mut best_j, mut best_size) = (alo, blo, 0usize);
         let mut j2len: HashMap<usize, usize> = HashMap::new();
         for i in alo..ahi {
@@ -67,7 +76,12 @@ impl<'a> Matcher<'a> {
                     if j >= bhi {
                         break;
                     }
-                    let k = j.checked_sub(1).and_then(|p| j2len.get(&p)).copied().unwrap_or(0) + 1;
+                    let k = j
+                        .checked_sub(1)
+                        .and_then(|p| j2len.get(&p))
+                        .copied()
+                        .unwrap_or(0)
+                        + 1;
                     new_j2len.insert(j, k);
                     if k > best_size {
                         best_i = i + 1 - k;
@@ -143,12 +157,24 @@ impl<'a> Matcher<'a> {
                 None
             };
             if let Some(tag) = tag {
-                out.push(Opcode { tag, a1: i, a2: ai, b1: j, b2: bj });
+                out.push(Opcode {
+                    tag,
+                    a1: i,
+                    a2: ai,
+                    b1: j,
+                    b2: bj,
+                });
             }
             i = ai + size;
             j = bj + size;
             if size > 0 {
-                out.push(Opcode { tag: Tag::Equal, a1: ai, a2: i, b1: bj, b2: j });
+                out.push(Opcode {
+                    tag: Tag::Equal,
+                    a1: ai,
+                    a2: i,
+                    b1: bj,
+                    b2: j,
+                });
             }
         }
         out
@@ -157,7 +183,13 @@ impl<'a> Matcher<'a> {
     fn grouped_opcodes(&self, n: usize) -> Vec<Vec<Opcode>> {
         let mut codes = self.opcodes();
         if codes.is_empty() {
-            codes.push(Opcode { tag: Tag::Equal, a1: 0, a2: 1, b1: 0, b2: 1 });
+            codes.push(Opcode {
+                tag: Tag::Equal,
+                a1: 0,
+                a2: 1,
+                b1: 0,
+                b2: 1,
+            });
         }
         if let Some(first) = codes.first_mut() {
             if first.tag == Tag::Equal {
@@ -188,7 +220,8 @@ impl<'a> Matcher<'a> {
             }
             group.push(code);
         }
-        if !group.is_empty() && !(group.len() == 1 && group[0].tag == Tag::Equal) {
+        let only_equal = group.len() == 1 && group[0].tag == Tag::Equal;
+        if !group.is_empty() && !only_equal {
             groups.push(group);
         }
         groups
@@ -221,7 +254,9 @@ pub fn unified_diff_pieces(a: &[&str], b: &[&str]) -> Vec<String> {
             out.push("--- \n".to_string());
             out.push("+++ \n".to_string());
         }
-        let (Some(first), Some(last)) = (group.first(), group.last()) else { continue };
+        let (Some(first), Some(last)) = (group.first(), group.last()) else {
+            continue;
+        };
         out.push(format!(
             "@@ -{} +{} @@\n",
             unified_range(first.a1, last.a2),
@@ -291,7 +326,10 @@ mod tests {
     #[test]
     fn replace_one_line_with_context() {
         let d = unified_diff("enabled=0\ncolor=blue\n", "enabled=1\ncolor=blue\n");
-        assert_eq!(d, "--- \n+++ \n@@ -1,2 +1,2 @@\n-enabled=0\n+enabled=1\n color=blue\n");
+        assert_eq!(
+            d,
+            "--- \n+++ \n@@ -1,2 +1,2 @@\n-enabled=0\n+enabled=1\n color=blue\n"
+        );
     }
 
     #[test]

@@ -32,7 +32,11 @@ pub enum EditError {
 }
 
 fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error) -> EditError + 'a {
-    move |source| EditError::Io { what, path: path.display().to_string(), source }
+    move |source| EditError::Io {
+        what,
+        path: path.display().to_string(),
+        source,
+    }
 }
 
 /// Python `re` flags (Salt's `flags` argument: an int, a name or a list of names).
@@ -47,7 +51,9 @@ pub struct ReFlags {
 impl ReFlags {
     /// Parses Salt's `flags` (default 8 = MULTILINE).
     pub fn parse(v: Option<&Value>) -> Result<Self, EditError> {
-        let Some(v) = v else { return Ok(ReFlags::from_bits(8)) };
+        let Some(v) = v else {
+            return Ok(ReFlags::from_bits(8));
+        };
         match v {
             Value::Null => Ok(ReFlags::from_bits(8)),
             Value::Number(n) => Ok(ReFlags::from_bits(n.as_u64().unwrap_or(0))),
@@ -69,7 +75,12 @@ impl ReFlags {
         }
     }
     fn from_bits(bits: u64) -> Self {
-        ReFlags { ignore_case: bits & 2 != 0, multi_line: bits & 8 != 0, dot_all: bits & 16 != 0, verbose: bits & 64 != 0 }
+        ReFlags {
+            ignore_case: bits & 2 != 0,
+            multi_line: bits & 8 != 0,
+            dot_all: bits & 16 != 0,
+            verbose: bits & 64 != 0,
+        }
     }
     fn from_names(names: &[&str]) -> Result<Self, EditError> {
         let mut f = ReFlags::default();
@@ -211,23 +222,40 @@ pub fn replace(path: &Path, args: &ReplaceArgs) -> Result<EditOutcome, EditError
     let real = fs::canonicalize(path)
         .map_err(|_| EditError::Invalid(format!("File not found: {}", path.display())))?;
     if args.search_only && (args.append_if_not_found || args.prepend_if_not_found) {
-        return Err(EditError::Invalid("search_only cannot be used with append/prepend_if_not_found".into()));
+        return Err(EditError::Invalid(
+            "search_only cannot be used with append/prepend_if_not_found".into(),
+        ));
     }
     if args.append_if_not_found && args.prepend_if_not_found {
-        return Err(EditError::Invalid("Only one of append and prepend_if_not_found is permitted".into()));
+        return Err(EditError::Invalid(
+            "Only one of append and prepend_if_not_found is permitted".into(),
+        ));
     }
     let orig = read_text(&real)?;
     let re = compile(&args.pattern, args.flags)?;
     if args.search_only {
-        return Ok(EditOutcome { changed: re.is_match(&orig), diff: String::new() });
+        return Ok(EditOutcome {
+            changed: re.is_match(&orig),
+            diff: String::new(),
+        });
     }
-    let repl = if args.backslash_literal { args.repl.replace('$', "$$") } else { python_repl(&args.repl) };
+    let repl = if args.backslash_literal {
+        args.repl.replace('$', "$$")
+    } else {
+        python_repl(&args.repl)
+    };
     let found_any = re.is_match(&orig);
     let result = re.replacen(&orig, args.count, repl.as_str()).into_owned();
     let mut found = found_any;
-    let mut new_lines: Vec<String> = split_lines_keep_ends(&result).into_iter().map(str::to_string).collect();
+    let mut new_lines: Vec<String> = split_lines_keep_ends(&result)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     if args.append_if_not_found || args.prepend_if_not_found {
-        let content = args.not_found_content.clone().unwrap_or_else(|| args.repl.clone());
+        let content = args
+            .not_found_content
+            .clone()
+            .unwrap_or_else(|| args.repl.clone());
         let line_re = format!("^{}(?:$|\r\n)", regex::escape(&content));
         if compile(&line_re, args.flags)?.is_match(&orig) {
             found = true;
@@ -296,13 +324,21 @@ fn with_indent_of(src: &str, line: &str, indent: bool) -> String {
     if !indent {
         return line.to_string();
     }
-    let lead: String = src.chars().take_while(|c| *c == ' ' || *c == '\t').collect();
+    let lead: String = src
+        .chars()
+        .take_while(|c| *c == ' ' || *c == '\t')
+        .collect();
     format!("{lead}{}", line.trim_start())
 }
 
 /// Lines matching `pattern` as a regex (dot matches newline) or containing it literally.
-fn matching_lines(lines: &[String], pattern: Option<&str>) -> Result<Option<Vec<String>>, EditError> {
-    let Some(pattern) = pattern.filter(|p| !p.is_empty()) else { return Ok(None) };
+fn matching_lines(
+    lines: &[String],
+    pattern: Option<&str>,
+) -> Result<Option<Vec<String>>, EditError> {
+    let Some(pattern) = pattern.filter(|p| !p.is_empty()) else {
+        return Ok(None);
+    };
     if lines.is_empty() {
         return Ok(None);
     }
@@ -310,7 +346,13 @@ fn matching_lines(lines: &[String], pattern: Option<&str>) -> Result<Option<Vec<
         .dot_matches_new_line(true)
         .build()
         .map_err(|e| EditError::Invalid(format!("{e}: '{pattern}'")))?;
-    Ok(Some(lines.iter().filter(|l| re.is_match(l) || l.contains(pattern)).cloned().collect()))
+    Ok(Some(
+        lines
+            .iter()
+            .filter(|l| re.is_match(l) || l.contains(pattern))
+            .cloned()
+            .collect(),
+    ))
 }
 
 fn expect_one(found: &[String], what: &str) -> Result<(), EditError> {
@@ -319,7 +361,9 @@ fn expect_one(found: &[String], what: &str) -> Result<(), EditError> {
         1 => return Ok(()),
         _ => "more than",
     };
-    Err(EditError::Invalid(format!("Found {msg} expected occurrences in \"{what}\" expression")))
+    Err(EditError::Invalid(format!(
+        "Found {msg} expected occurrences in \"{what}\" expression"
+    )))
 }
 
 fn index_of(lines: &[String], wanted: &str) -> usize {
@@ -328,11 +372,13 @@ fn index_of(lines: &[String], wanted: &str) -> usize {
 
 fn set_line(mut lines: Vec<String>, a: &LineArgs) -> Result<Vec<String>, EditError> {
     let content = a.content.clone().unwrap_or_default();
-    let match_pat = if a.match_.as_deref().is_none_or(str::is_empty) && a.before.is_none() && a.after.is_none() {
-        a.content.clone()
-    } else {
-        a.match_.clone()
-    };
+    let match_pat =
+        if a.match_.as_deref().is_none_or(str::is_empty) && a.before.is_none() && a.after.is_none()
+        {
+            a.content.clone()
+        } else {
+            a.match_.clone()
+        };
     let after = matching_lines(&lines, a.after.as_deref())?;
     let before = matching_lines(&lines, a.before.as_deref())?;
     let matched = matching_lines(&lines, match_pat.as_deref())?.filter(|m| !m.is_empty());
@@ -356,7 +402,8 @@ fn set_line(mut lines: Vec<String>, a: &LineArgs) -> Result<Vec<String>, EditErr
         "insert" => {
             if a.before.is_none() && a.after.is_none() && a.location.is_none() {
                 return Err(EditError::Invalid(
-                    "On insert either \"location\" or \"before/after\" conditions are required.".into(),
+                    "On insert either \"location\" or \"before/after\" conditions are required."
+                        .into(),
                 ));
             }
             if let Some(location) = a.location.as_deref().filter(|l| !l.is_empty()) {
@@ -391,9 +438,10 @@ fn set_line(mut lines: Vec<String>, a: &LineArgs) -> Result<Vec<String>, EditErr
                     (None, Some(af)) => {
                         expect_one(&af, "after")?;
                         let idx = index_of(&lines, &af[0]);
-                        let next_same = lines
-                            .get(idx + 1)
-                            .is_some_and(|n| n.trim_end_matches(['\r', '\n']) == content.trim_end_matches(['\r', '\n']));
+                        let next_same = lines.get(idx + 1).is_some_and(|n| {
+                            n.trim_end_matches(['\r', '\n'])
+                                == content.trim_end_matches(['\r', '\n'])
+                        });
                         if !next_same {
                             let l = with_indent_of(&lines[idx], &content, a.indent);
                             lines.insert(idx + 1, l);
@@ -403,12 +451,18 @@ fn set_line(mut lines: Vec<String>, a: &LineArgs) -> Result<Vec<String>, EditErr
                         expect_one(&b, "before")?;
                         let idx = index_of(&lines, &b[0]);
                         let prev = if idx == 0 { lines.len() - 1 } else { idx - 1 };
-                        if lines[prev].trim_end_matches(['\r', '\n']) != content.trim_end_matches(['\r', '\n']) {
+                        if lines[prev].trim_end_matches(['\r', '\n'])
+                            != content.trim_end_matches(['\r', '\n'])
+                        {
                             let l = with_indent_of(&lines[idx], &content, a.indent);
                             lines.insert(idx, l);
                         }
                     }
-                    (None, None) => return Err(EditError::Invalid("Neither before or after was found in file".into())),
+                    (None, None) => {
+                        return Err(EditError::Invalid(
+                            "Neither before or after was found in file".into(),
+                        ))
+                    }
                 }
             }
         }
@@ -460,7 +514,11 @@ fn set_line(mut lines: Vec<String>, a: &LineArgs) -> Result<Vec<String>, EditErr
                 }
             }
         }
-        "" => return Err(EditError::Invalid("Mode was not defined. How to process the file?".into())),
+        "" => {
+            return Err(EditError::Invalid(
+                "Mode was not defined. How to process the file?".into(),
+            ))
+        }
         other => return Err(EditError::Invalid(format!("Unknown mode: \"{other}\""))),
     }
     Ok(lines)
@@ -470,20 +528,30 @@ fn set_line(mut lines: Vec<String>, a: &LineArgs) -> Result<Vec<String>, EditErr
 pub fn line(path: &Path, args: &LineArgs) -> Result<EditOutcome, EditError> {
     let real = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     if !real.is_file() {
-        return Err(EditError::Invalid(format!("File \"{}\" does not exists or is not a file.", real.display())));
+        return Err(EditError::Invalid(format!(
+            "File \"{}\" does not exists or is not a file.",
+            real.display()
+        )));
     }
     let mode = args.mode.to_ascii_lowercase();
     if !matches!(mode.as_str(), "insert" | "ensure" | "delete" | "replace") {
         if mode.is_empty() {
-            return Err(EditError::Invalid("Mode was not defined. How to process the file?".into()));
+            return Err(EditError::Invalid(
+                "Mode was not defined. How to process the file?".into(),
+            ));
         }
         return Err(EditError::Invalid(format!("Unknown mode: \"{mode}\"")));
     }
     if mode != "delete" && args.content.is_none() {
-        return Err(EditError::Invalid("Content can only be empty if mode is \"delete\"".into()));
+        return Err(EditError::Invalid(
+            "Content can only be empty if mode is \"delete\"".into(),
+        ));
     }
     let orig = read_text(&real)?;
-    let mut body: Vec<String> = split_lines_keep_ends(&orig).into_iter().map(str::to_string).collect();
+    let mut body: Vec<String> = split_lines_keep_ends(&orig)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     if body.last().is_some_and(|l| !eol(l).is_empty()) {
         body.push(String::new());
     }
@@ -506,7 +574,11 @@ pub fn line(path: &Path, args: &LineArgs) -> Result<EditOutcome, EditError> {
     }
     let new_text = body.concat();
     let changed = new_text != orig;
-    let diff = if changed { unified_diff(&orig, &new_text) } else { String::new() };
+    let diff = if changed {
+        unified_diff(&orig, &new_text)
+    } else {
+        String::new()
+    };
     if changed && !args.dry_run {
         if args.backup {
             let stamp = chrono::Local::now().format("%Y-%m-%d-%H-%M-%S");
@@ -536,11 +608,18 @@ pub struct BlockArgs {
 /// Salt's `file.blockreplace`: replaces the text between two marker lines.
 pub fn blockreplace(path: &Path, a: &BlockArgs) -> Result<EditOutcome, EditError> {
     if !path.exists() {
-        return Err(EditError::Invalid(format!("File not found: {}", path.display())));
+        return Err(EditError::Invalid(format!(
+            "File not found: {}",
+            path.display()
+        )));
     }
     let orig = read_text(path)?;
     let append_newline = a.append_newline.unwrap_or(!a.content.ends_with('\n'));
-    let split_content: Vec<&str> = a.content.split("\r\n").flat_map(|l| l.split('\n')).collect();
+    let split_content: Vec<&str> = a
+        .content
+        .split("\r\n")
+        .flat_map(|l| l.split('\n'))
+        .collect();
     let linesep = split_lines_keep_ends(&orig)
         .first()
         .map(|l| if l.ends_with("\r\n") { "\r\n" } else { "\n" })
@@ -566,7 +645,10 @@ pub fn blockreplace(path: &Path, a: &BlockArgs) -> Result<EditOutcome, EditError
             lines.push(end_line);
         }
     };
-    let orig_lines: Vec<String> = split_lines_keep_ends(&orig).into_iter().map(str::to_string).collect();
+    let orig_lines: Vec<String> = split_lines_keep_ends(&orig)
+        .into_iter()
+        .map(str::to_string)
+        .collect();
     let mut new_lines: Vec<String> = Vec::new();
     let mut in_block = false;
     let mut block_found = false;
@@ -587,7 +669,9 @@ pub fn blockreplace(path: &Path, a: &BlockArgs) -> Result<EditOutcome, EditError
         }
     }
     if in_block {
-        return Err(EditError::Invalid("Unterminated marked block. End of file reached before marker_end.".into()));
+        return Err(EditError::Invalid(
+            "Unterminated marked block. End of file reached before marker_end.".into(),
+        ));
     }
     if !block_found {
         if a.prepend_if_not_found {
@@ -604,7 +688,11 @@ pub fn blockreplace(path: &Path, a: &BlockArgs) -> Result<EditOutcome, EditError
             }
             add_content(&mut new_lines, true, &a.marker_end);
             block_found = true;
-        } else if let Some(pat) = a.insert_before_match.as_deref().or(a.insert_after_match.as_deref()) {
+        } else if let Some(pat) = a
+            .insert_before_match
+            .as_deref()
+            .or(a.insert_after_match.as_deref())
+        {
             let re = compile(pat, ReFlags::default())?;
             if let Some(mut idx) = orig_lines.iter().position(|l| re.is_match(l)) {
                 let mut block = Vec::new();
@@ -624,7 +712,9 @@ pub fn blockreplace(path: &Path, a: &BlockArgs) -> Result<EditOutcome, EditError
         }
     }
     if !block_found {
-        return Err(EditError::Invalid("Cannot edit marked block. Markers were not found in file.".into()));
+        return Err(EditError::Invalid(
+            "Cannot edit marked block. Markers were not found in file.".into(),
+        ));
     }
     let orig_refs: Vec<&str> = orig_lines.iter().map(String::as_str).collect();
     let new_refs: Vec<&str> = new_lines.iter().map(String::as_str).collect();
@@ -639,28 +729,51 @@ pub fn blockreplace(path: &Path, a: &BlockArgs) -> Result<EditOutcome, EditError
 /// Salt's `file.comment_line`: comments (`comment = true`) or uncomments
 /// the lines matching `regex`. The diff holds only the changed lines, as
 /// Salt's does.
-pub fn comment_line(path: &Path, regex: &str, ch: &str, comment: bool, backup: Option<&str>, dry_run: bool) -> Result<EditOutcome, EditError> {
+pub fn comment_line(
+    path: &Path,
+    regex: &str,
+    ch: &str,
+    comment: bool,
+    backup: Option<&str>,
+    dry_run: bool,
+) -> Result<EditOutcome, EditError> {
     let inner = regex.trim_start_matches('^').trim_end_matches('$');
     let tail = if regex.ends_with('$') { "$" } else { "" };
     let pattern = if comment {
-        format!("{}({inner}){tail}", if regex.starts_with('^') { "^" } else { "" })
+        format!(
+            "{}({inner}){tail}",
+            if regex.starts_with('^') { "^" } else { "" }
+        )
     } else {
         format!(r"^{}\s*({inner}){tail}", regex::escape(ch))
     };
     let real = fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
     if !real.is_file() {
-        return Err(EditError::Invalid(format!("File not found: {}", real.display())));
+        return Err(EditError::Invalid(format!(
+            "File not found: {}",
+            real.display()
+        )));
     }
     let orig = read_text(&real)?;
     // Python's re.match anchors at the start of the line; `$` may match
     // before the line's newline.
-    let re = compile(&format!(r"\A(?:{pattern})"), ReFlags { multi_line: true, ..ReFlags::default() })?;
+    let re = compile(
+        &format!(r"\A(?:{pattern})"),
+        ReFlags {
+            multi_line: true,
+            ..ReFlags::default()
+        },
+    )?;
     let mut old_changed = Vec::new();
     let mut new_changed = Vec::new();
     let mut out = String::with_capacity(orig.len() + 16);
     for line in split_lines_keep_ends(&orig) {
         if re.is_match(line) {
-            let new = if comment { format!("{ch}{line}") } else { line.trim_start_matches(|c| ch.contains(c)).to_string() };
+            let new = if comment {
+                format!("{ch}{line}")
+            } else {
+                line.trim_start_matches(|c| ch.contains(c)).to_string()
+            };
             old_changed.push(line);
             out.push_str(&new);
             new_changed.push(new);
@@ -669,14 +782,20 @@ pub fn comment_line(path: &Path, regex: &str, ch: &str, comment: bool, backup: O
         }
     }
     if old_changed.is_empty() {
-        return Ok(EditOutcome { changed: false, diff: String::new() });
+        return Ok(EditOutcome {
+            changed: false,
+            diff: String::new(),
+        });
     }
     let new_refs: Vec<&str> = new_changed.iter().map(String::as_str).collect();
     let diff = unified_diff_lines(&old_changed, &new_refs);
     if !dry_run {
         commit(&real, &orig, &out, backup)?;
     }
-    Ok(EditOutcome { changed: true, diff })
+    Ok(EditOutcome {
+        changed: true,
+        diff,
+    })
 }
 
 #[cfg(test)]
@@ -692,9 +811,22 @@ mod tests {
 
     #[test]
     fn flags_parse_ints_and_names() {
-        assert_eq!(ReFlags::parse(None).ok(), Some(ReFlags { multi_line: true, ..Default::default() }));
+        assert_eq!(
+            ReFlags::parse(None).ok(),
+            Some(ReFlags {
+                multi_line: true,
+                ..Default::default()
+            })
+        );
         let f = ReFlags::parse(Some(&serde_json::json!(["IGNORECASE", "MULTILINE"]))).ok();
-        assert_eq!(f, Some(ReFlags { ignore_case: true, multi_line: true, ..Default::default() }));
+        assert_eq!(
+            f,
+            Some(ReFlags {
+                ignore_case: true,
+                multi_line: true,
+                ..Default::default()
+            })
+        );
         assert!(ReFlags::parse(Some(&serde_json::json!("BOGUS"))).is_err());
     }
 }

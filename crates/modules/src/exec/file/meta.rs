@@ -49,7 +49,11 @@ impl MetaError {
         if source.kind() == std::io::ErrorKind::NotFound {
             return MetaError::NotFound(path.display().to_string());
         }
-        MetaError::Io { what, path: path.display().to_string(), source }
+        MetaError::Io {
+            what,
+            path: path.display().to_string(),
+            source,
+        }
     }
 }
 
@@ -70,7 +74,10 @@ pub fn normalize_mode(mode: &Value) -> Option<String> {
 /// [`normalize_mode`] for a string.
 pub fn normalize_mode_str(raw: &str) -> String {
     let s = raw.replace("0o", "0");
-    let s = s.trim_matches('"').trim_matches('\'').trim_start_matches('0');
+    let s = s
+        .trim_matches('"')
+        .trim_matches('\'')
+        .trim_start_matches('0');
     format!("{s:0>4}")
 }
 
@@ -127,7 +134,11 @@ pub fn group_to_gid(group: &str) -> Result<u32, MetaError> {
 
 /// Metadata of a path, optionally without following a final symlink.
 pub fn metadata(path: &Path, follow_symlinks: bool) -> Result<fs::Metadata, MetaError> {
-    let md = if follow_symlinks { fs::metadata(path) } else { fs::symlink_metadata(path) };
+    let md = if follow_symlinks {
+        fs::metadata(path)
+    } else {
+        fs::symlink_metadata(path)
+    };
     md.map_err(|e| MetaError::io("Unable to stat", path, e))
 }
 
@@ -162,7 +173,12 @@ pub fn same_owner(wanted: &str, name: &str, id: u32) -> bool {
 
 /// Changes owner and group (either may be `None` to keep it); does not
 /// follow a final symlink when `follow_symlinks` is false.
-pub fn chown(path: &Path, user: Option<&str>, group: Option<&str>, follow_symlinks: bool) -> Result<(), MetaError> {
+pub fn chown(
+    path: &Path,
+    user: Option<&str>,
+    group: Option<&str>,
+    follow_symlinks: bool,
+) -> Result<(), MetaError> {
     let uid = user.map(user_to_uid).transpose()?;
     let gid = group.map(group_to_gid).transpose()?;
     let result = if follow_symlinks {
@@ -254,7 +270,11 @@ fn unix_time(secs: i64, nanos: i64) -> Value {
 
 /// Salt's `file.stats`: inode, uid, gid, user, group, times, size, mode,
 /// type and the resolved target; `sum` when a hash type is given.
-pub fn stats(path: &Path, hash_type: Option<HashType>, follow_symlinks: bool) -> Result<Map, MetaError> {
+pub fn stats(
+    path: &Path,
+    hash_type: Option<HashType>,
+    follow_symlinks: bool,
+) -> Result<Map, MetaError> {
     let md = metadata(path, follow_symlinks)?;
     let ft = md.file_type();
     use std::os::unix::fs::FileTypeExt;

@@ -59,7 +59,9 @@ fn path_arg(args: &Args, i: usize, key: &str, fun: &str) -> Result<PathBuf, Exec
 
 /// `~` and `~user` at the start of a path, as Python's `os.path.expanduser`.
 pub fn expand_user(path: &str) -> String {
-    let Some(rest) = path.strip_prefix('~') else { return path.to_string() };
+    let Some(rest) = path.strip_prefix('~') else {
+        return path.to_string();
+    };
     let (user, tail) = match rest.find('/') {
         Some(i) => (&rest[..i], &rest[i..]),
         None => (rest, ""),
@@ -67,7 +69,10 @@ pub fn expand_user(path: &str) -> String {
     let home = if user.is_empty() {
         std::env::var("HOME").ok()
     } else {
-        nix::unistd::User::from_name(user).ok().flatten().map(|u| u.dir.display().to_string())
+        nix::unistd::User::from_name(user)
+            .ok()
+            .flatten()
+            .map(|u| u.dir.display().to_string())
     };
     match home {
         Some(h) => format!("{}{tail}", h.trim_end_matches('/')),
@@ -85,9 +90,14 @@ pub fn touch(path: &Path, atime: Option<i64>, mtime: Option<i64>) -> Result<(), 
             .map_err(|e| exec_err(format!("Unable to create {}: {e}", path.display())))?;
     }
     let now = filetime::FileTime::now();
-    let a = atime.map(|s| filetime::FileTime::from_unix_time(s, 0)).unwrap_or(now);
-    let m = mtime.map(|s| filetime::FileTime::from_unix_time(s, 0)).unwrap_or(now);
-    filetime::set_file_times(path, a, m).map_err(|e| exec_err(format!("Unable to set times of {}: {e}", path.display())))
+    let a = atime
+        .map(|s| filetime::FileTime::from_unix_time(s, 0))
+        .unwrap_or(now);
+    let m = mtime
+        .map(|s| filetime::FileTime::from_unix_time(s, 0))
+        .unwrap_or(now);
+    filetime::set_file_times(path, a, m)
+        .map_err(|e| exec_err(format!("Unable to set times of {}: {e}", path.display())))
 }
 
 /// Removes a file, a symlink or a whole directory tree.
@@ -114,7 +124,10 @@ pub fn fnmatch(pattern: &str, name: &str) -> bool {
                     let end = i + 1 + end.max(1);
                     let body: String = chars[i + 1..end].iter().collect();
                     let body = body.replace('\\', "\\\\");
-                    let body = body.strip_prefix('!').map(|b| format!("^{b}")).unwrap_or(body);
+                    let body = body
+                        .strip_prefix('!')
+                        .map(|b| format!("^{b}"))
+                        .unwrap_or(body);
                     re.push_str(&format!("[{body}]"));
                     i = end;
                 }
@@ -125,17 +138,34 @@ pub fn fnmatch(pattern: &str, name: &str) -> bool {
         i += 1;
     }
     re.push('$');
-    regex::RegexBuilder::new(&re).dot_matches_new_line(true).build().is_ok_and(|r| r.is_match(name))
+    regex::RegexBuilder::new(&re)
+        .dot_matches_new_line(true)
+        .build()
+        .is_ok_and(|r| r.is_match(name))
 }
 
 fn find(args: &Args) -> Result<Value, ExecError> {
     let root = path_arg(args, 0, "path", "find")?;
     let name = args.kwargs.get("name").and_then(Value::as_str);
-    let iname = args.kwargs.get("iname").and_then(Value::as_str).map(str::to_lowercase);
+    let iname = args
+        .kwargs
+        .get("iname")
+        .and_then(Value::as_str)
+        .map(str::to_lowercase);
     let kind = args.kwargs.get("type").and_then(Value::as_str);
-    let maxdepth = args.kwargs.get("maxdepth").and_then(Value::as_u64).map(|d| d as usize);
-    let mindepth = args.kwargs.get("mindepth").and_then(Value::as_u64).unwrap_or(0) as usize;
-    let mut walker = walkdir::WalkDir::new(&root).min_depth(mindepth).sort_by_file_name();
+    let maxdepth = args
+        .kwargs
+        .get("maxdepth")
+        .and_then(Value::as_u64)
+        .map(|d| d as usize);
+    let mindepth = args
+        .kwargs
+        .get("mindepth")
+        .and_then(Value::as_u64)
+        .unwrap_or(0) as usize;
+    let mut walker = walkdir::WalkDir::new(&root)
+        .min_depth(mindepth)
+        .sort_by_file_name();
     if let Some(d) = maxdepth {
         walker = walker.max_depth(d);
     }
@@ -145,7 +175,10 @@ fn find(args: &Args) -> Result<Value, ExecError> {
         if name.is_some_and(|n| !fnmatch(n, &fname)) {
             continue;
         }
-        if iname.as_deref().is_some_and(|n| !fnmatch(n, &fname.to_lowercase())) {
+        if iname
+            .as_deref()
+            .is_some_and(|n| !fnmatch(n, &fname.to_lowercase()))
+        {
             continue;
         }
         if let Some(k) = kind {
@@ -209,7 +242,10 @@ impl ExecModule for FileExec {
             "join" => {
                 let mut out = String::new();
                 for part in &args.positional {
-                    let s = part.as_str().map(str::to_string).unwrap_or_else(|| part.to_string());
+                    let s = part
+                        .as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| part.to_string());
                     if s.starts_with('/') || out.is_empty() {
                         out = s;
                     } else if out.ends_with('/') {
@@ -226,7 +262,11 @@ impl ExecModule for FileExec {
                     Some(i) => {
                         let h = &p[..=i];
                         let trimmed = h.trim_end_matches('/');
-                        if trimmed.is_empty() { h.to_string() } else { trimmed.to_string() }
+                        if trimmed.is_empty() {
+                            h.to_string()
+                        } else {
+                            trimmed.to_string()
+                        }
                     }
                     None => String::new(),
                 };
@@ -238,7 +278,8 @@ impl ExecModule for FileExec {
             }
             "read" => {
                 let p = path_arg(args, 0, "path", fun)?;
-                let bytes = fs::read(&p).map_err(|e| exec_err(format!("Unable to read {}: {e}", p.display())))?;
+                let bytes = fs::read(&p)
+                    .map_err(|e| exec_err(format!("Unable to read {}: {e}", p.display())))?;
                 Ok(json!(String::from_utf8_lossy(&bytes)))
             }
             "write" => {
@@ -247,12 +288,21 @@ impl ExecModule for FileExec {
                     .positional
                     .iter()
                     .skip(1)
-                    .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+                    .map(|v| {
+                        v.as_str()
+                            .map(str::to_string)
+                            .unwrap_or_else(|| v.to_string())
+                    })
                     .collect();
                 let mut text = lines.join("\n");
                 text.push('\n');
-                fs::write(&p, text).map_err(|e| exec_err(format!("Unable to write {}: {e}", p.display())))?;
-                Ok(json!(format!("Wrote {} lines to \"{}\"", lines.len(), p.display())))
+                fs::write(&p, text)
+                    .map_err(|e| exec_err(format!("Unable to write {}: {e}", p.display())))?;
+                Ok(json!(format!(
+                    "Wrote {} lines to \"{}\"",
+                    lines.len(),
+                    p.display()
+                )))
             }
             "touch" => {
                 let p = path_arg(args, 0, "name", fun)?;
@@ -264,18 +314,23 @@ impl ExecModule for FileExec {
             "remove" => {
                 let p = path_arg(args, 0, "path", fun)?;
                 if !p.is_absolute() {
-                    return Err(ExecError::Invocation(format!("File path must be absolute: {}", p.display())));
+                    return Err(ExecError::Invocation(format!(
+                        "File path must be absolute: {}",
+                        p.display()
+                    )));
                 }
                 if fs::symlink_metadata(&p).is_err() {
                     return Ok(json!(false));
                 }
-                remove(&p).map_err(|e| exec_err(format!("Could not remove '{}': {e}", p.display())))?;
+                remove(&p)
+                    .map_err(|e| exec_err(format!("Could not remove '{}': {e}", p.display())))?;
                 Ok(json!(true))
             }
             "mkdir" => {
                 let p = path_arg(args, 0, "dir_path", fun)?;
                 if !p.is_dir() {
-                    fs::create_dir_all(&p).map_err(|e| exec_err(format!("Unable to create {}: {e}", p.display())))?;
+                    fs::create_dir_all(&p)
+                        .map_err(|e| exec_err(format!("Unable to create {}: {e}", p.display())))?;
                 }
                 let user = args.get_str(1, "user");
                 let group = args.get_str(2, "group");
@@ -308,14 +363,22 @@ impl ExecModule for FileExec {
             }
             "stats" => {
                 let p = path_arg(args, 0, "path", fun)?;
-                let hash = args.get_str(1, "hash_type").map(|h| meta::HashType::parse(&h)).transpose().map_err(exec_err)?;
+                let hash = args
+                    .get_str(1, "hash_type")
+                    .map(|h| meta::HashType::parse(&h))
+                    .transpose()
+                    .map_err(exec_err)?;
                 let follow = args.get_bool(2, "follow_symlinks", true);
-                Ok(Value::Object(meta::stats(&p, hash, follow).map_err(exec_err)?))
+                Ok(Value::Object(
+                    meta::stats(&p, hash, follow).map_err(exec_err)?,
+                ))
             }
             "contains" => {
                 let p = path_arg(args, 0, "path", fun)?;
                 let text = args.require_str(1, "text", fun)?;
-                Ok(json!(fs::read(&p).map(|b| String::from_utf8_lossy(&b).contains(&text)).unwrap_or(false)))
+                Ok(json!(fs::read(&p)
+                    .map(|b| String::from_utf8_lossy(&b).contains(&text))
+                    .unwrap_or(false)))
             }
             "search" => {
                 let p = path_arg(args, 0, "path", fun)?;
@@ -329,7 +392,12 @@ impl ExecModule for FileExec {
                     flags.dot_all = true;
                 }
                 let re = edit::compile(&pattern, flags).map_err(exec_err)?;
-                let text = fs::read(&p).map_err(|e| exec_err(format!("Unable to open file '{}'. Exception: {e}", p.display())))?;
+                let text = fs::read(&p).map_err(|e| {
+                    exec_err(format!(
+                        "Unable to open file '{}'. Exception: {e}",
+                        p.display()
+                    ))
+                })?;
                 Ok(json!(re.is_match(&String::from_utf8_lossy(&text))))
             }
             "replace" => {
@@ -338,9 +406,13 @@ impl ExecModule for FileExec {
                     if args.get_bool(usize::MAX, "ignore_if_missing", false) {
                         return Ok(json!(false));
                     }
-                    return Err(ExecError::Invocation(format!("File not found: {}", p.display())));
+                    return Err(ExecError::Invocation(format!(
+                        "File not found: {}",
+                        p.display()
+                    )));
                 }
-                let ra = replace_args(args, dry_run || args.get_bool(usize::MAX, "dry_run", false))?;
+                let ra =
+                    replace_args(args, dry_run || args.get_bool(usize::MAX, "dry_run", false))?;
                 let out = edit::replace(&p, &ra).map_err(exec_err)?;
                 if ra.search_only {
                     return Ok(json!(out.changed));
@@ -356,8 +428,20 @@ impl ExecModule for FileExec {
                 let regex = args.require_str(1, "regex", fun)?;
                 let ch = args.get_str(2, "char").unwrap_or_else(|| "#".into());
                 let backup = backup_suffix(args.get(3, "backup"), ".bak");
-                let out = edit::comment_line(&p, &regex, &ch, fun == "comment", backup.as_deref(), dry_run).map_err(exec_err)?;
-                Ok(if out.changed { json!(out.diff) } else { json!(false) })
+                let out = edit::comment_line(
+                    &p,
+                    &regex,
+                    &ch,
+                    fun == "comment",
+                    backup.as_deref(),
+                    dry_run,
+                )
+                .map_err(exec_err)?;
+                Ok(if out.changed {
+                    json!(out.diff)
+                } else {
+                    json!(false)
+                })
             }
             "line" => {
                 let p = path_arg(args, 0, "path", fun)?;
@@ -382,14 +466,22 @@ impl ExecModule for FileExec {
             "blockreplace" => {
                 let p = path_arg(args, 0, "path", fun)?;
                 let ba = edit::BlockArgs {
-                    marker_start: args.get_str(1, "marker_start").unwrap_or_else(|| "#-- start managed zone --".into()),
-                    marker_end: args.get_str(2, "marker_end").unwrap_or_else(|| "#-- end managed zone --".into()),
+                    marker_start: args
+                        .get_str(1, "marker_start")
+                        .unwrap_or_else(|| "#-- start managed zone --".into()),
+                    marker_end: args
+                        .get_str(2, "marker_end")
+                        .unwrap_or_else(|| "#-- end managed zone --".into()),
                     content: args.get_str(3, "content").unwrap_or_default(),
                     append_if_not_found: args.get_bool(usize::MAX, "append_if_not_found", false),
                     prepend_if_not_found: args.get_bool(usize::MAX, "prepend_if_not_found", false),
                     insert_before_match: args.get_str(usize::MAX, "insert_before_match"),
                     insert_after_match: args.get_str(usize::MAX, "insert_after_match"),
-                    append_newline: args.kwargs.get("append_newline").filter(|v| !v.is_null()).map(halite_state::truthy),
+                    append_newline: args
+                        .kwargs
+                        .get("append_newline")
+                        .filter(|v| !v.is_null())
+                        .map(halite_state::truthy),
                     backup: backup_suffix(args.kwargs.get("backup"), ".bak"),
                     dry_run: dry_run || args.get_bool(usize::MAX, "dry_run", false),
                 };
@@ -404,7 +496,10 @@ impl ExecModule for FileExec {
                 let src = args.require_str(0, "src", fun)?;
                 let p = path_arg(args, 1, "path", fun)?;
                 if !p.is_absolute() {
-                    return Err(ExecError::Invocation(format!("Link path must be absolute: {}", p.display())));
+                    return Err(ExecError::Invocation(format!(
+                        "Link path must be absolute: {}",
+                        p.display()
+                    )));
                 }
                 let force = args.get_bool(usize::MAX, "force", false);
                 if fs::symlink_metadata(&p).is_ok() {
@@ -414,7 +509,9 @@ impl ExecModule for FileExec {
                     if !force {
                         return Err(exec_err(format!("Found existing symlink: {}", p.display())));
                     }
-                    remove(&p).map_err(|e| exec_err(format!("Could not remove '{}': {e}", p.display())))?;
+                    remove(&p).map_err(|e| {
+                        exec_err(format!("Could not remove '{}': {e}", p.display()))
+                    })?;
                 }
                 std::os::unix::fs::symlink(&src, &p)
                     .map_err(|e| exec_err(format!("Could not create '{}': {e}", p.display())))?;
@@ -423,15 +520,25 @@ impl ExecModule for FileExec {
             "readlink" => {
                 let p = path_arg(args, 0, "path", fun)?;
                 if !p.is_absolute() {
-                    return Err(ExecError::Invocation("Path to link must be absolute.".into()));
+                    return Err(ExecError::Invocation(
+                        "Path to link must be absolute.".into(),
+                    ));
                 }
                 if !fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
-                    return Err(ExecError::Invocation("A valid link was not specified.".into()));
+                    return Err(ExecError::Invocation(
+                        "A valid link was not specified.".into(),
+                    ));
                 }
                 if args.get_bool(1, "canonicalize", false) {
-                    Ok(json!(fs::canonicalize(&p).map_err(exec_err)?.display().to_string()))
+                    Ok(json!(fs::canonicalize(&p)
+                        .map_err(exec_err)?
+                        .display()
+                        .to_string()))
                 } else {
-                    Ok(json!(fs::read_link(&p).map_err(exec_err)?.display().to_string()))
+                    Ok(json!(fs::read_link(&p)
+                        .map_err(exec_err)?
+                        .display()
+                        .to_string()))
                 }
             }
             "find" => find(args),

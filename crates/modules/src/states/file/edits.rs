@@ -25,7 +25,13 @@ fn check_file(name: &str) -> Result<(), String> {
     Ok(())
 }
 
-fn diff_result(mut ret: StateResult, test: bool, changed: bool, diff: String, would: &str) -> StateResult {
+fn diff_result(
+    mut ret: StateResult,
+    test: bool,
+    changed: bool,
+    diff: String,
+    would: &str,
+) -> StateResult {
     if changed {
         ret.changes.insert("diff".into(), json!(diff));
         if test {
@@ -70,8 +76,18 @@ pub fn replace(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     };
     match edit::replace(Path::new(&name), &args) {
         Ok(out) => {
-            let diff = if call.arg_bool("show_changes", true) { out.diff } else { "True".into() };
-            Ok(diff_result(ret, call.test, out.changed, diff, "Changes would have been made"))
+            let diff = if call.arg_bool("show_changes", true) {
+                out.diff
+            } else {
+                "True".into()
+            };
+            Ok(diff_result(
+                ret,
+                call.test,
+                out.changed,
+                diff,
+                "Changes would have been made",
+            ))
         }
         Err(e) => error(ret, e.to_string()),
     }
@@ -113,8 +129,18 @@ pub fn line(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     };
     match edit::line(path, &args) {
         Ok(out) => {
-            let diff = if call.arg_bool("show_changes", true) { out.diff } else { "True".into() };
-            Ok(diff_result(ret, call.test, out.changed, diff, "Changes would be made"))
+            let diff = if call.arg_bool("show_changes", true) {
+                out.diff
+            } else {
+                "True".into()
+            };
+            Ok(diff_result(
+                ret,
+                call.test,
+                out.changed,
+                diff,
+                "Changes would be made",
+            ))
         }
         Err(e) => error(ret, e.to_string()),
     }
@@ -132,14 +158,22 @@ pub fn blockreplace(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     let mut content = call.arg_str("content")?.unwrap_or_default();
     if let Some(source) = call.arg("source") {
-        let saltenv = if call.chunk.env().is_empty() { "base" } else { call.chunk.env() };
+        let saltenv = if call.chunk.env().is_empty() {
+            "base"
+        } else {
+            call.chunk.env()
+        };
         match super::managed::resolve_source(call, source, saltenv) {
             Ok((_, local)) => {
-                let text = fs::read_to_string(&local).map_err(|e| StateError::Other(format!("Unable to read {}: {e}", local.display())))?;
+                let text = fs::read_to_string(&local).map_err(|e| {
+                    StateError::Other(format!("Unable to read {}: {e}", local.display()))
+                })?;
                 let text = match opt_str(call, "template")? {
                     Some(t) => {
-                        let ctx = super::managed::template_context(call).map_err(StateError::BadArg)?;
-                        super::managed::render(call, &text, &t, &ctx, saltenv).map_err(StateError::Other)?
+                        let ctx =
+                            super::managed::template_context(call).map_err(StateError::BadArg)?;
+                        super::managed::render(call, &text, &t, &ctx, saltenv)
+                            .map_err(StateError::Other)?
                     }
                     None => text,
                 };
@@ -149,8 +183,12 @@ pub fn blockreplace(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         }
     }
     let args = edit::BlockArgs {
-        marker_start: call.arg_str("marker_start")?.unwrap_or_else(|| "#-- start managed zone --".into()),
-        marker_end: call.arg_str("marker_end")?.unwrap_or_else(|| "#-- end managed zone --".into()),
+        marker_start: call
+            .arg_str("marker_start")?
+            .unwrap_or_else(|| "#-- start managed zone --".into()),
+        marker_end: call
+            .arg_str("marker_end")?
+            .unwrap_or_else(|| "#-- end managed zone --".into()),
         content,
         append_if_not_found: call.arg_bool("append_if_not_found", false),
         prepend_if_not_found: call.arg_bool("prepend_if_not_found", false),
@@ -162,17 +200,36 @@ pub fn blockreplace(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     };
     match edit::blockreplace(Path::new(&name), &args) {
         Ok(out) => {
-            let diff = if call.arg_bool("show_changes", true) { out.diff } else { "True".into() };
-            Ok(diff_result(ret, call.test, out.changed, diff, "Changes would be made"))
+            let diff = if call.arg_bool("show_changes", true) {
+                out.diff
+            } else {
+                "True".into()
+            };
+            Ok(diff_result(
+                ret,
+                call.test,
+                out.changed,
+                diff,
+                "Changes would be made",
+            ))
         }
-        Err(e) => error(ret, format!("Encountered error managing block: {e}. See the log for details.")),
+        Err(e) => error(
+            ret,
+            format!("Encountered error managing block: {e}. See the log for details."),
+        ),
     }
 }
 
 /// Lines of `text` (without endings) where `re` matches at the start.
 fn search(name: &str, pattern: &str) -> bool {
-    let Ok(text) = fs::read(name) else { return false };
-    let flags = ReFlags { multi_line: true, dot_all: true, ..ReFlags::default() };
+    let Ok(text) = fs::read(name) else {
+        return false;
+    };
+    let flags = ReFlags {
+        multi_line: true,
+        dot_all: true,
+        ..ReFlags::default()
+    };
     match edit::compile(pattern, flags) {
         Ok(re) => re.is_match(&String::from_utf8_lossy(&text)),
         Err(_) => String::from_utf8_lossy(&text).contains(pattern),
@@ -181,7 +238,9 @@ fn search(name: &str, pattern: &str) -> bool {
 
 /// Python's `splitlines(True)` on a file's text.
 fn read_lines(name: &str) -> Vec<String> {
-    let text = fs::read(name).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    let text = fs::read(name)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
     text.split_inclusive('\n').map(str::to_string).collect()
 }
 
@@ -216,8 +275,14 @@ pub fn comment(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let backup = backup_suffix(call.arg("backup"), ".bak");
     let unanchored = unanchor(&regex);
     // Salt's `^(?!\s*#)\s*<regex>`: an uncommented line matching the regex.
-    let uncommented_re = edit::compile(&format!(r"^\s*(?:{unanchored})"), ReFlags { dot_all: true, ..ReFlags::default() })
-        .map_err(|e| StateError::BadArg(e.to_string()))?;
+    let uncommented_re = edit::compile(
+        &format!(r"^\s*(?:{unanchored})"),
+        ReFlags {
+            dot_all: true,
+            ..ReFlags::default()
+        },
+    )
+    .map_err(|e| StateError::BadArg(e.to_string()))?;
     let has_uncommented = read_lines(&name)
         .iter()
         .any(|l| !l.trim_start().starts_with(ch.as_str()) && uncommented_re.is_match(l));
@@ -242,15 +307,31 @@ pub fn comment(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         return Ok(ret);
     }
     let before = read_lines(&name);
-    edit::comment_line(Path::new(&name), &regex, &ch, true, backup.as_deref(), false)
-        .map_err(|e| StateError::Other(e.to_string()))?;
+    edit::comment_line(
+        Path::new(&name),
+        &regex,
+        &ch,
+        true,
+        backup.as_deref(),
+        false,
+    )
+    .map_err(|e| StateError::Other(e.to_string()))?;
     let after = read_lines(&name);
     ret.result = Some(search(&name, &comment_regex));
     if before != after {
-        let diff = if is_binary(&fs::read(&name).unwrap_or_default()) { "Replace binary file".into() } else { joined_diff(&before, &after, "") };
+        let diff = if is_binary(&fs::read(&name).unwrap_or_default()) {
+            "Replace binary file".into()
+        } else {
+            joined_diff(&before, &after, "")
+        };
         ret.changes.insert("diff".into(), json!(diff));
     }
-    ret.comment = if ret.result == Some(true) { "Commented lines successfully" } else { "Expected commented lines not found" }.into();
+    ret.comment = if ret.result == Some(true) {
+        "Commented lines successfully"
+    } else {
+        "Expected commented lines not found"
+    }
+    .into();
     Ok(ret)
 }
 
@@ -285,14 +366,27 @@ pub fn uncomment(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         return Ok(ret);
     }
     let before = read_lines(&name);
-    edit::comment_line(Path::new(&name), &regex, &ch, false, backup.as_deref(), false)
-        .map_err(|e| StateError::Other(e.to_string()))?;
+    edit::comment_line(
+        Path::new(&name),
+        &regex,
+        &ch,
+        false,
+        backup.as_deref(),
+        false,
+    )
+    .map_err(|e| StateError::Other(e.to_string()))?;
     let after = read_lines(&name);
     ret.result = Some(search(&name, &uncommented));
     if before != after {
-        ret.changes.insert("diff".into(), json!(joined_diff(&before, &after, "")));
+        ret.changes
+            .insert("diff".into(), json!(joined_diff(&before, &after, "")));
     }
-    ret.comment = if ret.result == Some(true) { "Uncommented lines successfully" } else { "Expected uncommented lines not found" }.into();
+    ret.comment = if ret.result == Some(true) {
+        "Uncommented lines successfully"
+    } else {
+        "Expected uncommented lines not found"
+    }
+    .into();
     Ok(ret)
 }
 
@@ -307,9 +401,15 @@ fn text_chunks(call: &StateCall<'_>) -> Result<Vec<String>, StateError> {
         }
     }
     if let Some(source) = call.arg("source").or_else(|| call.arg("sources")) {
-        let saltenv = if call.chunk.env().is_empty() { "base" } else { call.chunk.env() };
-        let (_, local) = super::managed::resolve_source(call, source, saltenv).map_err(StateError::Other)?;
-        let text = fs::read_to_string(&local).map_err(|e| StateError::Other(format!("Unable to read {}: {e}", local.display())))?;
+        let saltenv = if call.chunk.env().is_empty() {
+            "base"
+        } else {
+            call.chunk.env()
+        };
+        let (_, local) =
+            super::managed::resolve_source(call, source, saltenv).map_err(StateError::Other)?;
+        let text = fs::read_to_string(&local)
+            .map_err(|e| StateError::Other(format!("Unable to read {}: {e}", local.display())))?;
         let text = match opt_str(call, "template")? {
             Some(t) => {
                 let ctx = super::managed::template_context(call).map_err(StateError::BadArg)?;
@@ -328,7 +428,10 @@ fn whitespace_split_regex(chunk: &str) -> String {
     let mut re = String::new();
     for line in chunk.lines() {
         let parts: Vec<String> = line.split_whitespace().map(regex::escape).collect();
-        re.push_str(&format!(r"(?:[\s]+)?{}(?:[\s]+)?", parts.join(r"(?:[\s]+)?")));
+        re.push_str(&format!(
+            r"(?:[\s]+)?{}(?:[\s]+)?",
+            parts.join(r"(?:[\s]+)?")
+        ));
     }
     format!("(?m)^{re}$")
 }
@@ -380,11 +483,17 @@ pub fn append(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let chunks = text_chunks(call)?;
     let ignore_ws = call.arg_bool("ignore_whitespace", true);
     let show_changes = call.arg_bool("show_changes", true);
-    let text = fs::read(&name).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    let text = fs::read(&name)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
     let slines: Vec<String> = text.lines().map(str::to_string).collect();
     let mut append_lines = Vec::new();
     for chunk in &chunks {
-        let present = if ignore_ws { search(&name, &whitespace_split_regex(chunk)) } else { search(&name, chunk) };
+        let present = if ignore_ws {
+            search(&name, &whitespace_split_regex(chunk))
+        } else {
+            search(&name, chunk)
+        };
         if present {
             continue;
         }
@@ -406,7 +515,8 @@ pub fn append(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         if nlines != slines {
             ret.comment = format!("File {name} is set to be updated");
             ret.result = None;
-            ret.changes.insert("diff".into(), json!(diff_of(&slines, &nlines)));
+            ret.changes
+                .insert("diff".into(), json!(diff_of(&slines, &nlines)));
         } else {
             ret.comment = format!("File {name} is in correct state");
             ret.result = Some(true);
@@ -428,10 +538,13 @@ pub fn append(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     } else {
         ret.comment = format!("File {name} is in correct state");
     }
-    let after = fs::read(&name).map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    let after = fs::read(&name)
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
     let nlines: Vec<String> = after.lines().map(str::to_string).collect();
     if nlines != slines {
-        ret.changes.insert("diff".into(), json!(diff_of(&slines, &nlines)));
+        ret.changes
+            .insert("diff".into(), json!(diff_of(&slines, &nlines)));
     }
     ret.result = Some(true);
     Ok(ret)
@@ -470,7 +583,11 @@ pub fn prepend(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         }
     };
     if header {
-        let head: Vec<String> = slines.iter().take(preface.len()).map(|l| l.trim_end_matches(['\r', '\n']).to_string()).collect();
+        let head: Vec<String> = slines
+            .iter()
+            .take(preface.len())
+            .map(|l| l.trim_end_matches(['\r', '\n']).to_string())
+            .collect();
         if head == preface {
             count = 0;
             preface.clear();
@@ -482,7 +599,8 @@ pub fn prepend(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         if nlines != slines {
             ret.comment = format!("File {name} is set to be updated");
             ret.result = None;
-            ret.changes.insert("diff".into(), json!(diff_of(&slines, &nlines)));
+            ret.changes
+                .insert("diff".into(), json!(diff_of(&slines, &nlines)));
         } else {
             ret.comment = format!("File {name} is in correct state");
             ret.result = Some(true);
@@ -492,9 +610,14 @@ pub fn prepend(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     if nlines != slines {
         super::managed::write_atomic(Path::new(&name), nlines.concat().as_bytes(), 0o644)
             .map_err(|e| StateError::Other(format!("Unable to write {name}: {e}")))?;
-        ret.changes.insert("diff".into(), json!(diff_of(&slines, &nlines)));
+        ret.changes
+            .insert("diff".into(), json!(diff_of(&slines, &nlines)));
     }
-    ret.comment = if count > 0 { format!("Prepended {count} lines") } else { format!("File {name} is in correct state") };
+    ret.comment = if count > 0 {
+        format!("Prepended {count} lines")
+    } else {
+        format!("File {name} is in correct state")
+    };
     ret.result = Some(true);
     Ok(ret)
 }

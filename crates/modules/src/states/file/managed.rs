@@ -48,7 +48,10 @@ fn value_text(v: &Value) -> Option<String> {
 /// with a newline; the last one is dropped when `contents_newline` is False.
 fn normalize_contents(v: &Value, contents_newline: bool) -> Option<String> {
     let parts: Vec<String> = match v {
-        Value::Array(items) => items.iter().map(|i| value_text(i).unwrap_or_else(|| i.to_string())).collect(),
+        Value::Array(items) => items
+            .iter()
+            .map(|i| value_text(i).unwrap_or_else(|| i.to_string()))
+            .collect(),
         other => vec![value_text(other)?],
     };
     let mut out = String::new();
@@ -69,7 +72,11 @@ fn normalize_contents(v: &Value, contents_newline: bool) -> Option<String> {
 /// The first source of `source` (a URL or a list) that exists, with its
 /// local path: `salt://` through the file client, absolute paths and
 /// `file://` directly.
-pub(crate) fn resolve_source(call: &StateCall<'_>, source: &Value, saltenv: &str) -> Result<(String, PathBuf), String> {
+pub(crate) fn resolve_source(
+    call: &StateCall<'_>,
+    source: &Value,
+    saltenv: &str,
+) -> Result<(String, PathBuf), String> {
     let candidates: Vec<String> = match source {
         Value::Array(items) => items
             .iter()
@@ -88,33 +95,50 @@ pub(crate) fn resolve_source(call: &StateCall<'_>, source: &Value, saltenv: &str
         }
     }
     match candidates.as_slice() {
-        [one] => Err(format!("Source file {one} not found in saltenv '{saltenv}'")),
-        _ => Err(format!("none of the specified sources were found: {}", candidates.join(", "))),
+        [one] => Err(format!(
+            "Source file {one} not found in saltenv '{saltenv}'"
+        )),
+        _ => Err(format!(
+            "none of the specified sources were found: {}",
+            candidates.join(", ")
+        )),
     }
 }
 
 fn local_source(call: &StateCall<'_>, url: &str, saltenv: &str) -> Result<Option<PathBuf>, String> {
     if let Some((path, env)) = strip_salt_url(url) {
-        return call.env.file_client().cache_file(path, env.unwrap_or(saltenv)).map_err(|e| e.to_string());
+        return call
+            .env
+            .file_client()
+            .cache_file(path, env.unwrap_or(saltenv))
+            .map_err(|e| e.to_string());
     }
     let local = url.strip_prefix("file://").unwrap_or(url);
     if local.starts_with('/') {
         return Ok(Path::new(local).is_file().then(|| PathBuf::from(local)));
     }
     if url.contains("://") {
-        return Err(format!("Unable to fetch {url}: only salt://, file:// and local sources are supported"));
+        return Err(format!(
+            "Unable to fetch {url}: only salt://, file:// and local sources are supported"
+        ));
     }
-    Err(format!("Invalid source '{url}': give a salt:// URL or an absolute path"))
+    Err(format!(
+        "Invalid source '{url}': give a salt:// URL or an absolute path"
+    ))
 }
 
 /// Checks `source_hash` (`<hash>`, `<type>=<hash>`) against the data.
 fn verify_hash(source: &str, spec: &str, data: &[u8]) -> Result<(), String> {
     let (kind, want) = match spec.split_once('=') {
-        Some((k, h)) => (HashType::parse(k).map_err(|e| e.to_string())?, h.trim().to_ascii_lowercase()),
+        Some((k, h)) => (
+            HashType::parse(k).map_err(|e| e.to_string())?,
+            h.trim().to_ascii_lowercase(),
+        ),
         None => {
             let h = spec.trim().to_ascii_lowercase();
-            let k = HashType::from_hex_len(h.len())
-                .ok_or_else(|| format!("Invalid source_hash '{spec}': give a hex digest or <type>=<digest>"))?;
+            let k = HashType::from_hex_len(h.len()).ok_or_else(|| {
+                format!("Invalid source_hash '{spec}': give a hex digest or <type>=<digest>")
+            })?;
             (k, h)
         }
     };
@@ -129,7 +153,13 @@ fn verify_hash(source: &str, spec: &str, data: &[u8]) -> Result<(), String> {
 }
 
 /// Renders `text` with the template engine named by `template`.
-pub(crate) fn render(call: &StateCall<'_>, text: &str, template: &str, context: &Map, saltenv: &str) -> Result<String, String> {
+pub(crate) fn render(
+    call: &StateCall<'_>,
+    text: &str,
+    template: &str,
+    context: &Map,
+    saltenv: &str,
+) -> Result<String, String> {
     call.env.render_template(text, template, context, saltenv)
 }
 
@@ -154,7 +184,9 @@ pub(crate) fn template_context(call: &StateCall<'_>) -> Result<Map, String> {
 pub(crate) fn write_atomic(path: &Path, data: &[u8], new_mode: u32) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let dir = path.parent().unwrap_or(Path::new("/"));
-    let mut tmp = tempfile::Builder::new().prefix(".halite-").tempfile_in(dir)?;
+    let mut tmp = tempfile::Builder::new()
+        .prefix(".halite-")
+        .tempfile_in(dir)?;
     tmp.write_all(data)?;
     tmp.as_file().sync_all()?;
     match fs::metadata(path) {
@@ -172,7 +204,12 @@ pub(crate) fn write_atomic(path: &Path, data: &[u8], new_mode: u32) -> std::io::
 /// Salt's `backup: minion`: keeps the old file under
 /// `<cachedir>/file_backup/<path>_<timestamp>` before it is replaced.
 pub(crate) fn backup_minion(call: &StateCall<'_>, path: &Path) -> std::io::Result<()> {
-    let cachedir = call.env.opts().get("cachedir").and_then(Value::as_str).unwrap_or("/var/cache/halite/minion");
+    let cachedir = call
+        .env
+        .opts()
+        .get("cachedir")
+        .and_then(Value::as_str)
+        .unwrap_or("/var/cache/halite/minion");
     let rel = path.strip_prefix("/").unwrap_or(path);
     let stamp = chrono::Local::now().format("%a_%b_%d_%H:%M:%S_%6f_%Y");
     let name = format!("{}_{stamp}", rel.display());
@@ -224,18 +261,33 @@ impl ManagedArgs {
 }
 
 /// Resolves the content `file.managed` should write.
-fn new_content(call: &StateCall<'_>, name: &str, saltenv: &str) -> Result<Result<NewContent, String>, StateError> {
-    let source = call.arg("source").filter(|v| !matches!(v, Value::String(s) if s.is_empty()));
+fn new_content(
+    call: &StateCall<'_>,
+    name: &str,
+    saltenv: &str,
+) -> Result<Result<NewContent, String>, StateError> {
+    let source = call
+        .arg("source")
+        .filter(|v| !matches!(v, Value::String(s) if s.is_empty()));
     let contents = call.arg("contents");
     let contents_pillar = opt_str(call, "contents_pillar")?;
     let contents_grains = opt_str(call, "contents_grains")?;
     let template = opt_str(call, "template")?;
-    let count = [contents.is_some(), contents_pillar.is_some(), contents_grains.is_some()].iter().filter(|b| **b).count();
+    let count = [
+        contents.is_some(),
+        contents_pillar.is_some(),
+        contents_grains.is_some(),
+    ]
+    .iter()
+    .filter(|b| **b)
+    .count();
     if source.is_some() && count > 0 {
         return Ok(Err("'source' cannot be used in combination with 'contents', 'contents_pillar', or 'contents_grains'".into()));
     }
     if count > 1 {
-        return Ok(Err("Only one of 'contents', 'contents_pillar', and 'contents_grains' is permitted".into()));
+        return Ok(Err(
+            "Only one of 'contents', 'contents_pillar', and 'contents_grains' is permitted".into(),
+        ));
     }
     let delimiter = opt_str(call, "contents_delimiter")?.unwrap_or_else(|| ":".into());
     let raw_contents: Option<Value> = if let Some(key) = contents_pillar {
@@ -256,7 +308,8 @@ fn new_content(call: &StateCall<'_>, name: &str, saltenv: &str) -> Result<Result
         Err(e) => return Ok(Err(e)),
     };
     if let Some(raw) = raw_contents {
-        let Some(mut text) = normalize_contents(&raw, call.arg_bool("contents_newline", true)) else {
+        let Some(mut text) = normalize_contents(&raw, call.arg_bool("contents_newline", true))
+        else {
             return Ok(Err("Contents specified by contents/contents_pillar/contents_grains is not a string or list of strings, and is not binary data. SLS is likely malformed.".into()));
         };
         if let Some(t) = template.as_deref() {
@@ -265,16 +318,26 @@ fn new_content(call: &StateCall<'_>, name: &str, saltenv: &str) -> Result<Result
                 Err(e) => return Ok(Err(e)),
             };
         }
-        return Ok(Ok(NewContent::Bytes { data: text.into_bytes(), from_source: false }));
+        return Ok(Ok(NewContent::Bytes {
+            data: text.into_bytes(),
+            from_source: false,
+        }));
     }
-    let Some(source) = source else { return Ok(Ok(NewContent::Nothing)) };
+    let Some(source) = source else {
+        return Ok(Ok(NewContent::Nothing));
+    };
     let (url, local) = match resolve_source(call, source, saltenv) {
         Ok(found) => found,
         Err(e) => return Ok(Err(format!("Unable to manage file: {e}"))),
     };
     let data = match fs::read(&local) {
         Ok(d) => d,
-        Err(e) => return Ok(Err(format!("Unable to manage file: failed to read {}: {e}", local.display()))),
+        Err(e) => {
+            return Ok(Err(format!(
+                "Unable to manage file: failed to read {}: {e}",
+                local.display()
+            )))
+        }
     };
     if !url.starts_with("salt://") && !call.arg_bool("skip_verify", false) {
         if let Some(spec) = opt_str(call, "source_hash")? {
@@ -294,7 +357,10 @@ fn new_content(call: &StateCall<'_>, name: &str, saltenv: &str) -> Result<Result
         None => data,
     };
     let _ = name;
-    Ok(Ok(NewContent::Bytes { data, from_source: true }))
+    Ok(Ok(NewContent::Bytes {
+        data,
+        from_source: true,
+    }))
 }
 
 /// `file.managed`.
@@ -306,8 +372,14 @@ pub fn managed(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     let args = ManagedArgs::from_call(call)?;
     let saltenv = call.chunk.env().to_string();
-    let saltenv = if saltenv.is_empty() { "base".to_string() } else { saltenv };
-    manage(call, &name, &args, ret, |call| new_content(call, &name, &saltenv))
+    let saltenv = if saltenv.is_empty() {
+        "base".to_string()
+    } else {
+        saltenv
+    };
+    manage(call, &name, &args, ret, |call| {
+        new_content(call, &name, &saltenv)
+    })
 }
 
 /// The body of `file.managed`, reusable by states that compute their own
@@ -322,7 +394,9 @@ pub(crate) fn manage(
     let test = call.test;
     let path = Path::new(name);
     let mut mode = args.mode.clone();
-    let keep_mode = call.arg_str("mode")?.is_some_and(|m| m.eq_ignore_ascii_case("keep"));
+    let keep_mode = call
+        .arg_str("mode")?
+        .is_some_and(|m| m.eq_ignore_ascii_case("keep"));
     if keep_mode {
         mode = None;
     }
@@ -340,12 +414,18 @@ pub(crate) fn manage(
         return error(ret, u_check);
     }
     if !path.is_absolute() {
-        return error(ret, format!("Specified file {name} is not an absolute path"));
+        return error(
+            ret,
+            format!("Specified file {name} is not an absolute path"),
+        );
     }
     if path.is_dir() {
         return error(ret, format!("Specified target {name} is a directory"));
     }
-    let wanted = Wanted { mode: mode.as_deref(), ..args.wanted() };
+    let wanted = Wanted {
+        mode: mode.as_deref(),
+        ..args.wanted()
+    };
     let exists = fs::symlink_metadata(path).is_ok();
     if !replace && exists {
         let before_mode = perms::check_perms(path, &mut ret, wanted, test);
@@ -372,13 +452,21 @@ pub(crate) fn manage(
         if let Some(data) = data {
             let old = fs::read(path).unwrap_or_default();
             if old != data {
-                let diff = if args.show_changes { file_diff(&old, data) } else { "<show_changes=False>".to_string() };
+                let diff = if args.show_changes {
+                    file_diff(&old, data)
+                } else {
+                    "<show_changes=False>".to_string()
+                };
                 if args.backup.as_deref() == Some("minion") {
                     if let Err(e) = backup_minion(call, path) {
                         return error(ret, format!("Failed to commit change: {e}"));
                     }
                 }
-                let target = if args.follow_symlinks { fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf()) } else { path.to_path_buf() };
+                let target = if args.follow_symlinks {
+                    fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+                } else {
+                    path.to_path_buf()
+                };
                 if let Err(e) = write_atomic(&target, data, 0o644) {
                     return error(ret, format!("Failed to commit change: {e}"));
                 }
@@ -397,8 +485,16 @@ pub(crate) fn manage(
     let parent = Path::new(&super::dirname(name)).to_path_buf();
     if !parent.is_dir() {
         if args.makedirs {
-            let dir_mode = args.dir_mode.clone().or_else(|| mode.as_deref().map(perms::dir_mode_from_file_mode));
-            if let Err(e) = perms::make_parent_dirs(path, args.user.as_deref(), args.group.as_deref(), dir_mode.as_deref()) {
+            let dir_mode = args
+                .dir_mode
+                .clone()
+                .or_else(|| mode.as_deref().map(perms::dir_mode_from_file_mode));
+            if let Err(e) = perms::make_parent_dirs(
+                path,
+                args.user.as_deref(),
+                args.group.as_deref(),
+                dir_mode.as_deref(),
+            ) {
                 return error(ret, e);
             }
         } else {
@@ -409,7 +505,9 @@ pub(crate) fn manage(
     // Salt writes a source through a private temp file (0600) and inline
     // contents into a file created under the umask (0077 when a mode is given).
     let create_mode = match &new {
-        NewContent::Bytes { from_source: true, .. } => 0o600,
+        NewContent::Bytes {
+            from_source: true, ..
+        } => 0o600,
         _ if mode.is_some() => 0o600,
         _ => 0o666 & !umask,
     };
@@ -424,13 +522,22 @@ pub(crate) fn manage(
             if let Err(e) = write_atomic(path, b"", create_mode) {
                 return error(ret, format!("Empty file {name} not created: {e}"));
             }
-            ret.changes.insert("new".into(), json!(format!("file {name} created")));
+            ret.changes
+                .insert("new".into(), json!(format!("file {name} created")));
             ret.comment = "Empty file".into();
         }
     }
     let default_mode = meta::mode_string(0o666 & !umask);
     let final_mode = mode.clone().unwrap_or(default_mode);
-    perms::check_perms(path, &mut ret, Wanted { mode: Some(&final_mode), ..wanted }, false);
+    perms::check_perms(
+        path,
+        &mut ret,
+        Wanted {
+            mode: Some(&final_mode),
+            ..wanted
+        },
+        false,
+    );
     if ret.comment.is_empty() {
         ret.comment = format!("File {name} updated");
     } else if ret.changes.is_empty() && ret.result == Some(true) {
@@ -440,7 +547,14 @@ pub(crate) fn manage(
 }
 
 /// Test mode: what `file.managed` would change (Salt's `check_file_meta`).
-fn predict(path: &Path, name: &str, data: Option<&[u8]>, wanted: Wanted<'_>, show_changes: bool, mut ret: StateResult) -> StateResult {
+fn predict(
+    path: &Path,
+    name: &str,
+    data: Option<&[u8]>,
+    wanted: Wanted<'_>,
+    show_changes: bool,
+    mut ret: StateResult,
+) -> StateResult {
     let mut changes = Map::new();
     match fs::read(path) {
         Err(_) => {
@@ -454,10 +568,16 @@ fn predict(path: &Path, name: &str, data: Option<&[u8]>, wanted: Wanted<'_>, sho
                 }
             }
             if let Ok(cur) = meta::ownership(path, wanted.follow_symlinks) {
-                if let Some(u) = wanted.user.filter(|u| !meta::same_owner(u, &cur.user, cur.uid)) {
+                if let Some(u) = wanted
+                    .user
+                    .filter(|u| !meta::same_owner(u, &cur.user, cur.uid))
+                {
                     changes.insert("user".into(), json!(u));
                 }
-                if let Some(g) = wanted.group.filter(|g| !meta::same_owner(g, &cur.group, cur.gid)) {
+                if let Some(g) = wanted
+                    .group
+                    .filter(|g| !meta::same_owner(g, &cur.group, cur.gid))
+                {
                     changes.insert("group".into(), json!(g));
                 }
                 if let Some(m) = wanted.mode.filter(|m| *m != cur.mode) {

@@ -76,12 +76,17 @@ impl StateModule for FileState {
 /// etc. simply runs again; anything else reports that it has no watch.
 fn mod_watch(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     match call.sfun {
-        Some(sfun) if FUNCTIONS.contains(&sfun) && sfun != "mod_watch" => FileState.call(sfun, call),
+        Some(sfun) if FUNCTIONS.contains(&sfun) && sfun != "mod_watch" => {
+            FileState.call(sfun, call)
+        }
         Some(sfun) => Ok(StateResult::fail(
             call.name(),
             format!("watch requisite is not implemented for {sfun}"),
         )),
-        None => Ok(StateResult::fail(call.name(), "watch requisite is not implemented for file")),
+        None => Ok(StateResult::fail(
+            call.name(),
+            "watch requisite is not implemented for file",
+        )),
     }
 }
 
@@ -104,7 +109,10 @@ pub(crate) fn owner_arg(call: &StateCall<'_>, key: &str) -> Result<Option<String
 }
 
 /// A result whose `result` is False with `comment` (Salt's `_error`).
-pub(crate) fn error(mut ret: StateResult, comment: impl Into<String>) -> Result<StateResult, StateError> {
+pub(crate) fn error(
+    mut ret: StateResult,
+    comment: impl Into<String>,
+) -> Result<StateResult, StateError> {
     ret.result = Some(false);
     ret.comment = comment.into();
     Ok(ret)
@@ -116,7 +124,11 @@ pub(crate) fn dirname(path: &str) -> String {
         Some(0) => "/".to_string(),
         Some(i) => {
             let head = path[..i].trim_end_matches('/');
-            if head.is_empty() { "/".to_string() } else { head.to_string() }
+            if head.is_empty() {
+                "/".to_string()
+            } else {
+                head.to_string()
+            }
         }
         None => String::new(),
     }

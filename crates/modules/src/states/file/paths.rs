@@ -20,7 +20,10 @@ pub fn absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     let path = Path::new(&name);
     if !path.is_absolute() {
-        return error(ret, format!("Specified file {name} is not an absolute path"));
+        return error(
+            ret,
+            format!("Specified file {name} is not an absolute path"),
+        );
     }
     if name == "/" {
         return error(ret, "Refusing to make \"/\" absent");
@@ -92,7 +95,10 @@ pub fn touch(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     let path = Path::new(&name);
     if !path.is_absolute() {
-        return error(ret, format!("Specified file {name} is not an absolute path"));
+        return error(
+            ret,
+            format!("Specified file {name} is not an absolute path"),
+        );
     }
     let (atime, mtime) = (time_arg(call, "atime"), time_arg(call, "mtime"));
     if call.test {
@@ -217,7 +223,10 @@ pub fn symlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         } else if call.test {
             tcomment.push_str(&format!("\nDirectory {parent} for symlink is not present"));
         } else {
-            return error(ret, format!("Directory {parent} for symlink is not present"));
+            return error(
+                ret,
+                format!("Directory {parent} for symlink is not present"),
+            );
         }
     }
     if call.test {
@@ -228,16 +237,19 @@ pub fn symlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     if is_link {
         if current_target.as_deref().map(normpath) != Some(normpath(&target)) {
-            fexec::remove(path).map_err(|e| StateError::Other(format!("Could not remove '{name}': {e}")))?;
+            fexec::remove(path)
+                .map_err(|e| StateError::Other(format!("Could not remove '{name}': {e}")))?;
         } else {
             if link_owner(path).is_some_and(|(u, g)| u == user && g == group) {
                 ret.comment = format!("Symlink {name} is present and owned by {user}:{group}");
             } else if meta::chown(path, Some(&user), Some(&group), false).is_ok() {
                 ret.comment = format!("Set ownership of symlink {name} to {user}:{group}");
-                ret.changes.insert("ownership".into(), json!(format!("{user}:{group}")));
+                ret.changes
+                    .insert("ownership".into(), json!(format!("{user}:{group}")));
             } else {
                 ret.result = Some(false);
-                ret.comment = format!("Failed to set ownership of symlink {name} to {user}:{group}");
+                ret.comment =
+                    format!("Failed to set ownership of symlink {name} to {user}:{group}");
             }
             return Ok(ret);
         }
@@ -250,10 +262,16 @@ pub fn symlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             } else {
                 "File system entry"
             };
-            return error(ret, format!("{kind} exists where the symlink {name} should be"));
+            return error(
+                ret,
+                format!("{kind} exists where the symlink {name} should be"),
+            );
         }
         if let Err(e) = fexec::remove(path) {
-            return error(ret, format!("Unable to create new symlink {name} -> {target}: {e}"));
+            return error(
+                ret,
+                format!("Unable to create new symlink {name} -> {target}: {e}"),
+            );
         }
     }
     if let Err(e) = std::os::unix::fs::symlink(&target, path) {
@@ -263,9 +281,13 @@ pub fn symlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     ret.comment = format!("Created new symlink {name} -> {target}");
     ret.changes.insert("new".into(), json!(name));
-    if link_owner(path).is_some_and(|(u, g)| u != user || g != group) && meta::chown(path, Some(&user), Some(&group), false).is_err() {
+    if link_owner(path).is_some_and(|(u, g)| u != user || g != group)
+        && meta::chown(path, Some(&user), Some(&group), false).is_err()
+    {
         ret.result = Some(false);
-        ret.comment.push_str(&format!(", but was unable to set ownership to {user}:{group}"));
+        ret.comment.push_str(&format!(
+            ", but was unable to set ownership to {user}:{group}"
+        ));
     }
     Ok(ret)
 }
@@ -283,7 +305,15 @@ fn normpath(p: &str) -> String {
         }
     }
     let joined = parts.join("/");
-    if joined.is_empty() { if p.starts_with('/') { "/".into() } else { ".".into() } } else { joined }
+    if joined.is_empty() {
+        if p.starts_with('/') {
+            "/".into()
+        } else {
+            ".".into()
+        }
+    } else {
+        joined
+    }
 }
 
 fn copy_tree(src: &Path, dst: &Path) -> std::io::Result<()> {
@@ -316,7 +346,10 @@ pub fn copy(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let preserve = call.arg_bool("preserve", false);
     let mut dest = name.clone();
     if !Path::new(&name).is_absolute() {
-        return error(ret, format!("Specified file {name} is not an absolute path"));
+        return error(
+            ret,
+            format!("Specified file {name} is not an absolute path"),
+        );
     }
     let src_path = Path::new(&source);
     if !src_path.exists() {
@@ -340,7 +373,10 @@ pub fn copy(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         (user, group, mode)
     };
     if Path::new(&dest).is_dir() && call.arg_bool("subdir", false) {
-        let base = src_path.file_name().map(|b| b.to_string_lossy().into_owned()).unwrap_or_default();
+        let base = src_path
+            .file_name()
+            .map(|b| b.to_string_lossy().into_owned())
+            .unwrap_or_default();
         dest = format!("{}/{base}", dest.trim_end_matches('/'));
         ret.name = name.clone();
     }
@@ -351,14 +387,18 @@ pub fn copy(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             let same = meta::file_hash(&dest_path, meta::HashType::Sha256).ok()
                 == meta::file_hash(src_path, meta::HashType::Sha256).ok();
             if same {
-                ret.comment.push_str(" - files are identical but force flag is set");
+                ret.comment
+                    .push_str(" - files are identical but force flag is set");
             }
         }
         if !force {
             changed = false;
         } else if !call.test {
             if let Err(e) = fexec::remove(&dest_path) {
-                return error(ret, format!("Failed to delete \"{dest}\" in preparation for forced move: {e}"));
+                return error(
+                    ret,
+                    format!("Failed to delete \"{dest}\" in preparation for forced move: {e}"),
+                );
             }
         }
     }
@@ -382,7 +422,9 @@ pub fn copy(call: &StateCall<'_>) -> Result<StateResult, StateError> {
                 .arg("dir_mode")
                 .and_then(meta::normalize_mode)
                 .or_else(|| mode.as_deref().map(perms::dir_mode_from_file_mode));
-            if let Err(e) = perms::make_parent_dirs(&dest_path, Some(&user), Some(&group), dir_mode.as_deref()) {
+            if let Err(e) =
+                perms::make_parent_dirs(&dest_path, Some(&user), Some(&group), dir_mode.as_deref())
+            {
                 return error(ret, e);
             }
         } else {
@@ -390,11 +432,14 @@ pub fn copy(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         }
     }
     let copied = if src_path.is_dir() {
-        copy_tree(src_path, &dest_path).and_then(|_| {
-            for entry in walkdir::WalkDir::new(&dest_path).min_depth(1).into_iter().filter_map(Result::ok) {
+        copy_tree(src_path, &dest_path).map(|_| {
+            for entry in walkdir::WalkDir::new(&dest_path)
+                .min_depth(1)
+                .into_iter()
+                .filter_map(Result::ok)
+            {
                 let _ = meta::chown(entry.path(), Some(&user), Some(&group), false);
             }
-            Ok(())
         })
     } else {
         fs::copy(src_path, &dest_path).map(|_| ())
@@ -413,7 +458,12 @@ pub fn copy(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         perms::check_perms(
             &dest_path,
             &mut check,
-            Wanted { user: Some(&user), group: Some(&group), mode: mode.as_deref(), follow_symlinks: true },
+            Wanted {
+                user: Some(&user),
+                group: Some(&group),
+                mode: mode.as_deref(),
+                follow_symlinks: true,
+            },
             false,
         );
         if check.result != Some(true) {

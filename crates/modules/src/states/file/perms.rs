@@ -43,14 +43,23 @@ pub struct Wanted<'a> {
 /// Salt's `file.check_perms`: enforces `wanted` on `path` (or, in test
 /// mode, only records what would change) and adds `user`/`group`/`mode` to
 /// `ret.changes`. Returns the mode the path had before.
-pub fn check_perms(path: &Path, ret: &mut StateResult, wanted: Wanted<'_>, test: bool) -> Option<String> {
+pub fn check_perms(
+    path: &Path,
+    ret: &mut StateResult,
+    wanted: Wanted<'_>,
+    test: bool,
+) -> Option<String> {
     let orig_comment = std::mem::take(&mut ret.comment);
     let mut comments: Vec<String> = Vec::new();
     let cur = match meta::ownership(path, wanted.follow_symlinks) {
         Ok(c) => c,
         Err(e) => {
             ret.result = Some(false);
-            ret.comment = if orig_comment.is_empty() { e.to_string() } else { format!("{orig_comment}; {e}") };
+            ret.comment = if orig_comment.is_empty() {
+                e.to_string()
+            } else {
+                format!("{orig_comment}; {e}")
+            };
             return None;
         }
     };
@@ -58,7 +67,12 @@ pub fn check_perms(path: &Path, ret: &mut StateResult, wanted: Wanted<'_>, test:
     let change_user = wanted.user.filter(|u| !same_owner(u, &cur.user, cur.uid));
     let change_group = wanted.group.filter(|g| !same_owner(g, &cur.group, cur.gid));
     if !test && (change_user.is_some() || change_group.is_some()) {
-        if let Err(e) = meta::chown(path, wanted.user, wanted.group, wanted.follow_symlinks || !cur.is_link) {
+        if let Err(e) = meta::chown(
+            path,
+            wanted.user,
+            wanted.group,
+            wanted.follow_symlinks || !cur.is_link,
+        ) {
             ret.result = Some(false);
             comments.push(e.to_string());
         }
@@ -132,7 +146,10 @@ pub fn dir_meta_changes(path: &Path, wanted: Wanted<'_>) -> Map {
     if let Some(g) = wanted.group.filter(|g| !same_owner(g, &cur.group, cur.gid)) {
         changes.insert("group".into(), json!(g));
     }
-    if let Some(m) = wanted.mode.filter(|m| *m != cur.mode && (wanted.follow_symlinks || !cur.is_link)) {
+    if let Some(m) = wanted
+        .mode
+        .filter(|m| *m != cur.mode && (wanted.follow_symlinks || !cur.is_link))
+    {
         changes.insert("mode".into(), json!(m));
     }
     changes
@@ -140,8 +157,15 @@ pub fn dir_meta_changes(path: &Path, wanted: Wanted<'_>) -> Map {
 
 /// Salt's `makedirs_`: creates the missing parents of `path` (not `path`
 /// itself), each with the given owner and mode.
-pub fn make_parent_dirs(path: &Path, user: Option<&str>, group: Option<&str>, mode: Option<&str>) -> Result<(), String> {
-    let Some(parent) = path.parent() else { return Ok(()) };
+pub fn make_parent_dirs(
+    path: &Path,
+    user: Option<&str>,
+    group: Option<&str>,
+    mode: Option<&str>,
+) -> Result<(), String> {
+    let Some(parent) = path.parent() else {
+        return Ok(());
+    };
     let mut missing = Vec::new();
     let mut cur = Some(parent);
     while let Some(dir) = cur {
@@ -152,7 +176,8 @@ pub fn make_parent_dirs(path: &Path, user: Option<&str>, group: Option<&str>, mo
         cur = dir.parent();
     }
     for dir in missing.iter().rev() {
-        std::fs::create_dir(dir).map_err(|e| format!("Unable to create directory {}: {e}", dir.display()))?;
+        std::fs::create_dir(dir)
+            .map_err(|e| format!("Unable to create directory {}: {e}", dir.display()))?;
         if user.is_some() || group.is_some() {
             meta::chown(dir, user, group, true).map_err(|e| e.to_string())?;
         }

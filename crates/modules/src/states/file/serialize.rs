@@ -82,7 +82,18 @@ fn yaml_needs_quotes(s: &str) -> bool {
     let lower = s.to_ascii_lowercase();
     if matches!(
         lower.as_str(),
-        "y" | "n" | "yes" | "no" | "on" | "off" | "true" | "false" | "null" | "~" | ".inf" | "-.inf" | ".nan"
+        "y" | "n"
+            | "yes"
+            | "no"
+            | "on"
+            | "off"
+            | "true"
+            | "false"
+            | "null"
+            | "~"
+            | ".inf"
+            | "-.inf"
+            | ".nan"
     ) {
         return true;
     }
@@ -192,17 +203,25 @@ pub fn serialize(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     let args = ManagedArgs::from_call(call)?;
     if !args.create && !std::path::Path::new(&name).is_file() {
-        return Ok(ret.with_comment(format!("File {name} is not present and is not set for creation")));
+        return Ok(ret.with_comment(format!(
+            "File {name} is not present and is not set for creation"
+        )));
     }
     let serializer = opt_str(call, "serializer")?;
     let formatter = opt_str(call, "formatter")?;
     if serializer.is_some() && formatter.is_some() {
         return error(ret, "Only one of serializer and formatter are allowed");
     }
-    let serializer = serializer.or(formatter).unwrap_or_else(|| "yaml".into()).to_lowercase();
+    let serializer = serializer
+        .or(formatter)
+        .unwrap_or_else(|| "yaml".into())
+        .to_lowercase();
     let dataset_pillar = opt_str(call, "dataset_pillar")?;
     if call.arg("dataset").is_some() && dataset_pillar.is_some() {
-        return error(ret, "Only one of 'dataset' and 'dataset_pillar' is permitted");
+        return error(
+            ret,
+            "Only one of 'dataset' and 'dataset_pillar' is permitted",
+        );
     }
     let mut dataset = match &dataset_pillar {
         Some(key) => managed::traverse(call.env.pillar(), key, ":").cloned(),
@@ -218,7 +237,8 @@ pub fn serialize(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         );
     }
     if call.arg_bool("merge_if_exists", false) && std::path::Path::new(&name).is_file() {
-        let text = std::fs::read_to_string(&name).map_err(|e| StateError::Other(format!("Unable to read {name}: {e}")))?;
+        let text = std::fs::read_to_string(&name)
+            .map_err(|e| StateError::Other(format!("Unable to read {name}: {e}")))?;
         let existing = if serializer == "json" {
             serde_json::from_str::<Value>(&text).map_err(|e| e.to_string())
         } else {
@@ -236,15 +256,20 @@ pub fn serialize(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             }
         }
     }
-    let mut contents = if serializer == "json" { to_json(&data) } else { to_yaml(&data) };
+    let mut contents = if serializer == "json" {
+        to_json(&data)
+    } else {
+        to_yaml(&data)
+    };
     contents.push('\n');
     let mut out = managed::manage(call, &name, &args, ret, move |_| {
-        Ok(Ok(NewContent::Bytes { data: contents.into_bytes(), from_source: false }))
+        Ok(Ok(NewContent::Bytes {
+            data: contents.into_bytes(),
+            from_source: false,
+        }))
     })?;
-    if call.test {
-        if out.result.is_none() {
-            out.comment = format!("Dataset will be serialized and stored into {name}");
-        }
+    if call.test && out.result.is_none() {
+        out.comment = format!("Dataset will be serialized and stored into {name}");
     }
     Ok(out)
 }

@@ -13,16 +13,31 @@ use super::perms::{self, Wanted};
 use super::{dirname, error, owner_arg, target_name};
 use crate::exec::file::{self as fexec, fnmatch, meta};
 
-const RECURSE_TYPES: &[&str] = &["user", "group", "mode", "ignore_files", "ignore_dirs", "silent"];
+const RECURSE_TYPES: &[&str] = &[
+    "user",
+    "group",
+    "mode",
+    "ignore_files",
+    "ignore_dirs",
+    "silent",
+];
 
 fn recurse_set(call: &StateCall<'_>) -> Result<BTreeSet<String>, String> {
     match call.arg("recurse") {
         None => Ok(BTreeSet::new()),
         Some(Value::Array(items)) => {
-            let set: BTreeSet<String> = items.iter().filter_map(|i| i.as_str().map(str::to_string)).collect();
-            if set.len() != items.len() || !set.iter().all(|s| RECURSE_TYPES.contains(&s.as_str())) {
-                let allowed: Vec<String> = RECURSE_TYPES.iter().map(|t| format!("\"{t}\"")).collect();
-                return Err(format!("Types for \"recurse\" limited to {}.", allowed.join(", ")));
+            let set: BTreeSet<String> = items
+                .iter()
+                .filter_map(|i| i.as_str().map(str::to_string))
+                .collect();
+            if set.len() != items.len() || !set.iter().all(|s| RECURSE_TYPES.contains(&s.as_str()))
+            {
+                let allowed: Vec<String> =
+                    RECURSE_TYPES.iter().map(|t| format!("\"{t}\"")).collect();
+                return Err(format!(
+                    "Types for \"recurse\" limited to {}.",
+                    allowed.join(", ")
+                ));
             }
             if set.contains("ignore_files") && set.contains("ignore_dirs") {
                 return Err("Must not specify \"recurse\" options \"ignore_files\" and \"ignore_dirs\" at the same time.".into());
@@ -72,14 +87,23 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         name.pop();
     }
     let clean = call.arg_bool("clean", false);
-    let max_depth = call.arg("max_depth").and_then(Value::as_u64).map(|d| d as usize);
+    let max_depth = call
+        .arg("max_depth")
+        .and_then(Value::as_u64)
+        .map(|d| d as usize);
     if max_depth.is_some() && clean {
         return error(ret, "Cannot specify both max_depth and clean");
     }
     let user = owner_arg(call, "user")?;
     let group = owner_arg(call, "group")?;
-    let dir_mode = call.arg("dir_mode").or_else(|| call.arg("mode")).and_then(meta::normalize_mode);
-    let file_mode = call.arg("file_mode").and_then(meta::normalize_mode).or_else(|| dir_mode.clone());
+    let dir_mode = call
+        .arg("dir_mode")
+        .or_else(|| call.arg("mode"))
+        .and_then(meta::normalize_mode);
+    let file_mode = call
+        .arg("file_mode")
+        .and_then(meta::normalize_mode)
+        .or_else(|| dir_mode.clone());
     let follow = call.arg_bool("follow_symlinks", false);
     let makedirs = call.arg_bool("makedirs", false);
     let force = call.arg_bool("force", false);
@@ -92,7 +116,10 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     let path = PathBuf::from(&name);
     if !path.is_absolute() {
-        return error(ret, format!("Specified file {name} is not an absolute path"));
+        return error(
+            ret,
+            format!("Specified file {name} is not an absolute path"),
+        );
     }
     let is_link = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
     if path.is_file() || (!allow_symlink && is_link) || (force && is_link) {
@@ -105,15 +132,24 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
                 ("Directory", "forcibly replaced")
             };
             if call.test {
-                ret.changes.insert("forced".into(), json!(format!("{what} would be {verb}")));
+                ret.changes
+                    .insert("forced".into(), json!(format!("{what} would be {verb}")));
             } else {
-                fexec::remove(&path).map_err(|e| StateError::Other(format!("Could not remove '{name}': {e}")))?;
-                ret.changes.insert("forced".into(), json!(format!("{what} was {verb}")));
+                fexec::remove(&path)
+                    .map_err(|e| StateError::Other(format!("Could not remove '{name}': {e}")))?;
+                ret.changes
+                    .insert("forced".into(), json!(format!("{what} was {verb}")));
             }
         } else if path.is_file() {
-            return error(ret, format!("Specified location {name} exists and is a file"));
+            return error(
+                ret,
+                format!("Specified location {name} exists and is a file"),
+            );
         } else if is_link {
-            return error(ret, format!("Specified location {name} exists and is a symlink"));
+            return error(
+                ret,
+                format!("Specified location {name} exists and is a symlink"),
+            );
         }
     }
     let rset = match recurse_set(call) {
@@ -125,20 +161,50 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             BTreeSet::new()
         }
     };
-    let wanted_top = Wanted { user: user.as_deref(), group: group.as_deref(), mode: dir_mode.as_deref(), follow_symlinks: follow };
+    let wanted_top = Wanted {
+        user: user.as_deref(),
+        group: group.as_deref(),
+        mode: dir_mode.as_deref(),
+        follow_symlinks: follow,
+    };
     // Prediction (Salt's _check_directory).
     let mut tchanges = Map::new();
-    let entries = if !rset.is_empty() || clean { walk(&path, max_depth) } else { Vec::new() };
+    let entries = if !rset.is_empty() || clean {
+        walk(&path, max_depth)
+    } else {
+        Vec::new()
+    };
     if !rset.is_empty() {
-        let r_user = if rset.contains("user") { user.as_deref() } else { None };
-        let r_group = if rset.contains("group") { group.as_deref() } else { None };
-        let (r_dmode, r_fmode) = if rset.contains("mode") { (dir_mode.as_deref(), file_mode.as_deref()) } else { (None, None) };
+        let r_user = if rset.contains("user") {
+            user.as_deref()
+        } else {
+            None
+        };
+        let r_group = if rset.contains("group") {
+            group.as_deref()
+        } else {
+            None
+        };
+        let (r_dmode, r_fmode) = if rset.contains("mode") {
+            (dir_mode.as_deref(), file_mode.as_deref())
+        } else {
+            (None, None)
+        };
         for (p, is_dir) in &entries {
-            let check = if *is_dir { !rset.contains("ignore_dirs") } else { !rset.contains("ignore_files") };
+            let check = if *is_dir {
+                !rset.contains("ignore_dirs")
+            } else {
+                !rset.contains("ignore_files")
+            };
             if !check {
                 continue;
             }
-            let w = Wanted { user: r_user, group: r_group, mode: if *is_dir { r_dmode } else { r_fmode }, follow_symlinks: follow };
+            let w = Wanted {
+                user: r_user,
+                group: r_group,
+                mode: if *is_dir { r_dmode } else { r_fmode },
+                follow_symlinks: follow,
+            };
             let c = perms::dir_meta_changes(p, w);
             if !c.is_empty() {
                 tchanges.insert(p.display().to_string(), Value::Object(c));
@@ -154,25 +220,40 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let mut to_clean = Vec::new();
     if clean {
         for (p, _) in &entries {
-            let rel = p.strip_prefix(&path).map(|r| r.display().to_string()).unwrap_or_default();
-            if exclude_pat.as_deref().is_some_and(|pat| pattern_matches(pat, &rel)) {
+            let rel = p
+                .strip_prefix(&path)
+                .map(|r| r.display().to_string())
+                .unwrap_or_default();
+            if exclude_pat
+                .as_deref()
+                .is_some_and(|pat| pattern_matches(pat, &rel))
+            {
                 continue;
             }
             to_clean.push(p.clone());
-            tchanges.insert(p.display().to_string(), json!({"removed": "Removed due to clean"}));
+            tchanges.insert(
+                p.display().to_string(),
+                json!({"removed": "Removed due to clean"}),
+            );
         }
     }
     if !path.is_dir() {
         tchanges.insert(name.clone(), json!({"directory": "new"}));
     }
     let (tresult, tcomment) = if tchanges.is_empty() {
-        (Some(true), format!("The directory {name} is in the correct state"))
+        (
+            Some(true),
+            format!("The directory {name} is in the correct state"),
+        )
     } else {
         let mut c = String::from("The following files will be changed:\n");
         for (f, v) in &tchanges {
             if let Value::Object(m) = v {
                 for (k, val) in m {
-                    let val = val.as_str().map(str::to_string).unwrap_or_else(|| val.to_string());
+                    let val = val
+                        .as_str()
+                        .map(str::to_string)
+                        .unwrap_or_else(|| val.to_string());
                     c.push_str(&format!("{f}: {k} - {val}\n"));
                 }
             }
@@ -188,7 +269,12 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     if !path.is_dir() {
         if !Path::new(&dirname(&name)).is_dir() {
             if makedirs {
-                if let Err(e) = perms::make_parent_dirs(&path, user.as_deref(), group.as_deref(), dir_mode.as_deref()) {
+                if let Err(e) = perms::make_parent_dirs(
+                    &path,
+                    user.as_deref(),
+                    group.as_deref(),
+                    dir_mode.as_deref(),
+                ) {
                     return error(ret, e);
                 }
             } else {
@@ -204,11 +290,16 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         if let Some(m) = &dir_mode {
             let _ = meta::chmod(&path, m);
         }
-        ret.changes.insert(name.clone(), json!({"directory": "new"}));
+        ret.changes
+            .insert(name.clone(), json!({"directory": "new"}));
         return Ok(ret);
     }
     // The changes predicted above are replaced by what is really done.
-    ret.changes = ret.changes.into_iter().filter(|(k, _)| k == "forced").collect();
+    ret.changes = ret
+        .changes
+        .into_iter()
+        .filter(|(k, _)| k == "forced")
+        .collect();
     if !children_only {
         perms::check_perms(&path, &mut ret, wanted_top, false);
     }
@@ -216,25 +307,49 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     if !rset.is_empty() {
         if rset.contains("user") && user.is_none() {
             ret.result = Some(false);
-            ret.comment = "user not specified, but configured as a target for recursive ownership management".into();
+            ret.comment =
+                "user not specified, but configured as a target for recursive ownership management"
+                    .into();
         }
         if rset.contains("group") && group.is_none() {
             ret.result = Some(false);
             ret.comment = "group not specified, but configured as a target for recursive ownership management".into();
         }
-        let r_user = if rset.contains("user") { user.as_deref() } else { None };
-        let r_group = if rset.contains("group") { group.as_deref() } else { None };
-        let (r_dmode, r_fmode) = if rset.contains("mode") { (dir_mode.as_deref(), file_mode.as_deref()) } else { (None, None) };
+        let r_user = if rset.contains("user") {
+            user.as_deref()
+        } else {
+            None
+        };
+        let r_group = if rset.contains("group") {
+            group.as_deref()
+        } else {
+            None
+        };
+        let (r_dmode, r_fmode) = if rset.contains("mode") {
+            (dir_mode.as_deref(), file_mode.as_deref())
+        } else {
+            (None, None)
+        };
         if rset.contains("silent") {
             ret.changes = Map::new();
-            ret.changes.insert("recursion".into(), json!("Changes silenced"));
+            ret.changes
+                .insert("recursion".into(), json!("Changes silenced"));
         }
         for (p, is_dir) in &entries {
-            let check = if *is_dir { !rset.contains("ignore_dirs") } else { !rset.contains("ignore_files") };
+            let check = if *is_dir {
+                !rset.contains("ignore_dirs")
+            } else {
+                !rset.contains("ignore_files")
+            };
             if !check {
                 continue;
             }
-            let w = Wanted { user: r_user, group: r_group, mode: if *is_dir { r_dmode } else { r_fmode }, follow_symlinks: follow };
+            let w = Wanted {
+                user: r_user,
+                group: r_group,
+                mode: if *is_dir { r_dmode } else { r_fmode },
+                follow_symlinks: follow,
+            };
             let mut sub = StateResult::new(p.display().to_string(), Some(true));
             perms::check_perms(p, &mut sub, w, false);
             if sub.result == Some(false) && !sub.comment.is_empty() {
@@ -275,7 +390,8 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     if !errors.is_empty() {
         ret.result = Some(false);
-        ret.comment.push_str("\n\nThe following errors were encountered:\n");
+        ret.comment
+            .push_str("\n\nThe following errors were encountered:\n");
         for e in errors {
             ret.comment.push_str(&format!("\n- {e}"));
         }
@@ -305,7 +421,13 @@ fn sub_call(
     }
     m.insert("fun".into(), json!(fun));
     let chunk = LowChunk(m);
-    let sub = StateCall { chunk: &chunk, test: call.test, env: call.env, sfun: None, reqs: None };
+    let sub = StateCall {
+        chunk: &chunk,
+        test: call.test,
+        env: call.env,
+        sfun: None,
+        reqs: None,
+    };
     f(&sub)
 }
 
@@ -314,7 +436,10 @@ pub fn recurse(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let name = target_name(call);
     let mut ret = StateResult::new(name.clone(), Some(true));
     if call.arg("mode").is_some() {
-        return error(ret, "'mode' is not allowed in 'file.recurse'. Please use 'file_mode' and 'dir_mode'.");
+        return error(
+            ret,
+            "'mode' is not allowed in 'file.recurse'. Please use 'file_mode' and 'dir_mode'.",
+        );
     }
     let user = owner_arg(call, "user")?;
     let group = owner_arg(call, "group")?;
@@ -326,18 +451,32 @@ pub fn recurse(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     let path = PathBuf::from(&name);
     if !path.is_absolute() {
-        return error(ret, format!("Specified file {name} is not an absolute path"));
+        return error(
+            ret,
+            format!("Specified file {name} is not an absolute path"),
+        );
     }
     let source = call.require_str("source")?;
-    let env = if call.chunk.env().is_empty() { "base".to_string() } else { call.chunk.env().to_string() };
+    let env = if call.chunk.env().is_empty() {
+        "base".to_string()
+    } else {
+        call.chunk.env().to_string()
+    };
     let Some((prefix, env_override)) = strip_salt_url(&source) else {
-        return error(ret, format!("Recurse failed: Invalid source '{source}' (must be a salt:// URI)"));
+        return error(
+            ret,
+            format!("Recurse failed: Invalid source '{source}' (must be a salt:// URI)"),
+        );
     };
     let saltenv = env_override.unwrap_or(&env).to_string();
     let prefix = prefix.trim_end_matches('/').to_string();
     let client = call.env.file_client();
-    let files = client.list_files(&saltenv, &prefix).map_err(|e| StateError::Other(e.to_string()))?;
-    let dirs = client.list_dirs(&saltenv, &prefix).map_err(|e| StateError::Other(e.to_string()))?;
+    let files = client
+        .list_files(&saltenv, &prefix)
+        .map_err(|e| StateError::Other(e.to_string()))?;
+    let dirs = client
+        .list_dirs(&saltenv, &prefix)
+        .map_err(|e| StateError::Other(e.to_string()))?;
     let strip = |rel: &str| -> Option<String> {
         if prefix.is_empty() {
             return Some(rel.to_string());
@@ -345,25 +484,42 @@ pub fn recurse(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         rel.strip_prefix(&format!("{prefix}/")).map(str::to_string)
     };
     if files.is_empty() && dirs.is_empty() {
-        return error(ret, format!("Recurse failed: none of the specified sources were found: {source}"));
+        return error(
+            ret,
+            format!("Recurse failed: none of the specified sources were found: {source}"),
+        );
     }
     if path.exists() && !path.is_dir() {
-        return error(ret, format!("The path {name} exists and is not a directory"));
+        return error(
+            ret,
+            format!("The path {name} exists and is not a directory"),
+        );
     }
     if !call.test && !path.is_dir() {
-        if let Err(e) = perms::make_parent_dirs(&path.join("x"), user.as_deref(), group.as_deref(), dir_mode.as_deref()) {
+        if let Err(e) = perms::make_parent_dirs(
+            &path.join("x"),
+            user.as_deref(),
+            group.as_deref(),
+            dir_mode.as_deref(),
+        ) {
             return error(ret, e);
         }
     }
     let include = call.arg_str("include_pat")?;
     let exclude = call.arg_str("exclude_pat")?;
-    let maxdepth = call.arg("maxdepth").and_then(Value::as_u64).map(|d| d as usize);
+    let maxdepth = call
+        .arg("maxdepth")
+        .and_then(Value::as_u64)
+        .map(|d| d as usize);
     let include_empty = call.arg_bool("include_empty", false);
     let clean = call.arg_bool("clean", false);
     let mut comments: Vec<(String, Vec<String>)> = Vec::new();
     let mut keep: BTreeSet<PathBuf> = BTreeSet::new();
     keep.insert(path.clone());
-    let merge = |ret: &mut StateResult, p: &str, sub: StateResult, comments: &mut Vec<(String, Vec<String>)>| {
+    let merge = |ret: &mut StateResult,
+                 p: &str,
+                 sub: StateResult,
+                 comments: &mut Vec<(String, Vec<String>)>| {
         if sub.result == Some(false) || ret.result == Some(true) {
             ret.result = sub.result;
         }
@@ -374,7 +530,8 @@ pub fn recurse(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             }
         }
         if !sub.changes.is_empty() {
-            ret.changes.insert(p.to_string(), Value::Object(sub.changes));
+            ret.changes
+                .insert(p.to_string(), Value::Object(sub.changes));
         }
     };
     let depth_ok = |rel: &str| maxdepth.is_none_or(|d| rel.matches('/').count() < d + 1);
@@ -382,7 +539,10 @@ pub fn recurse(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let mut managed_dirs: BTreeSet<String> = BTreeSet::new();
     for f in &files {
         let Some(rel) = strip(f) else { continue };
-        if rel.is_empty() || !included(&rel, include.as_deref(), exclude.as_deref()) || !depth_ok(&rel) {
+        if rel.is_empty()
+            || !included(&rel, include.as_deref(), exclude.as_deref())
+            || !depth_ok(&rel)
+        {
             continue;
         }
         let mut parent = dirname(&rel);
@@ -410,24 +570,46 @@ pub fn recurse(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             "directory",
             &d,
             &[
-                ("user", user.clone().map(Value::String).unwrap_or(Value::Null)),
-                ("group", group.clone().map(Value::String).unwrap_or(Value::Null)),
-                ("dir_mode", dir_mode.clone().map(Value::String).unwrap_or(Value::Null)),
+                (
+                    "user",
+                    user.clone().map(Value::String).unwrap_or(Value::Null),
+                ),
+                (
+                    "group",
+                    group.clone().map(Value::String).unwrap_or(Value::Null),
+                ),
+                (
+                    "dir_mode",
+                    dir_mode.clone().map(Value::String).unwrap_or(Value::Null),
+                ),
                 ("makedirs", json!(true)),
             ],
             directory,
         )?;
         merge(&mut ret, &d, sub, &mut comments);
     }
-    let passthrough = ["template", "context", "defaults", "backup", "show_changes", "replace"];
+    let passthrough = [
+        "template",
+        "context",
+        "defaults",
+        "backup",
+        "show_changes",
+        "replace",
+    ];
     for (rel, src) in &managed_files {
         let dest = path.join(rel);
         keep.insert(dest.clone());
         let d = dest.display().to_string();
         let mut args: Vec<(&str, Value)> = vec![
             ("source", json!(format!("salt://{src}?saltenv={saltenv}"))),
-            ("user", user.clone().map(Value::String).unwrap_or(Value::Null)),
-            ("group", group.clone().map(Value::String).unwrap_or(Value::Null)),
+            (
+                "user",
+                user.clone().map(Value::String).unwrap_or(Value::Null),
+            ),
+            (
+                "group",
+                group.clone().map(Value::String).unwrap_or(Value::Null),
+            ),
             ("mode", file_mode_raw.clone().unwrap_or(Value::Null)),
             ("makedirs", json!(true)),
         ];
@@ -445,8 +627,14 @@ pub fn recurse(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             if keep.contains(&p) || keep.iter().any(|k| k.starts_with(&p)) {
                 continue;
             }
-            let rel = p.strip_prefix(&path).map(|r| r.display().to_string()).unwrap_or_default();
-            if exclude.as_deref().is_some_and(|pat| pattern_matches(pat, &rel)) {
+            let rel = p
+                .strip_prefix(&path)
+                .map(|r| r.display().to_string())
+                .unwrap_or_default();
+            if exclude
+                .as_deref()
+                .is_some_and(|pat| pattern_matches(pat, &rel))
+            {
                 continue;
             }
             if removed.iter().any(|r: &PathBuf| p.starts_with(r)) {
@@ -455,12 +643,18 @@ pub fn recurse(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             removed.push(p);
         }
         if !removed.is_empty() {
-            let list: Vec<Value> = removed.iter().map(|p| json!(p.display().to_string())).collect();
+            let list: Vec<Value> = removed
+                .iter()
+                .map(|p| json!(p.display().to_string()))
+                .collect();
             if call.test {
                 if ret.result == Some(true) {
                     ret.result = None;
                 }
-                let names = list.iter().filter_map(|v| v.as_str().map(str::to_string)).collect();
+                let names = list
+                    .iter()
+                    .filter_map(|v| v.as_str().map(str::to_string))
+                    .collect();
                 comments.push(("removed".into(), names));
             } else {
                 for p in &removed {
