@@ -8,8 +8,9 @@
 
 use std::sync::Arc;
 
+pub mod jinja;
 pub mod pyfmt;
-
+mod shebang;
 pub mod yaml;
 
 /// Salt data: JSON-like values whose maps keep insertion order.
@@ -67,19 +68,56 @@ pub enum RenderError {
 }
 
 /// Renders an SLS file: honours the shebang (`#!jinja|yaml` default,
-/// `#!yaml`, `#!jinja|json`, `#!json`), returns the loaded data.
+/// `#!yaml`, `#!jinja|json`, `#!json`, `#!yaml|jinja`-style pipelines of
+/// those), returns the loaded data. An SLS that renders to nothing (only
+/// comments or whitespace) gives an empty map, as Salt's YAML renderer does.
 pub fn render_sls(text: &str, ctx: &RenderContext) -> Result<Value, RenderError> {
-    let _ = ctx;
-    yaml::load(text).map_err(RenderError::from)
+    let (pipeline, body) = shebang::split(text)?;
+    let mut current = Stage::Text(body.to_string());
+    for renderer in pipeline {
+        current = match (renderer, current) {
+            (shebang::Renderer::Jinja, Stage::Text(source)) => Stage::Text(jinja::render(&source, ctx)?),
+            (shebang::Renderer::Yaml, Stage::Text(source)) => Stage::Data(yaml::load(&source)?),
+            (shebang::Renderer::Json, Stage::Text(source)) => Stage::Data(load_json(&source)?),
+            (renderer, Stage::Data(_)) => {
+                return Err(RenderError::Other(format!(
+                    "The '{}' renderer needs text, but the renderer before it produced data; put it first in the shebang",
+                    renderer.name()
+                )))
+            }
+        };
+    }
+    Ok(match current {
+        Stage::Data(Value::Null) => Value::Object(Map::new()),
+        Stage::Data(data) => data,
+        // A pipeline of text renderers only (`#!jinja`): Salt would hand the
+        // text to the state compiler, which needs data, so load it as YAML.
+        Stage::Text(source) => match yaml::load(&source)? {
+            Value::Null => Value::Object(Map::new()),
+            data => data,
+        },
+    })
+}
+
+/// What a renderer stage produced.
+enum Stage {
+    Text(String),
+    Data(Value),
+}
+
+fn load_json(source: &str) -> Result<Value, RenderError> {
+    if source.trim().is_empty() {
+        return Ok(Value::Object(Map::new()));
+    }
+    serde_json::from_str(source).map_err(|e| RenderError::Other(format!("{e}; line {}", e.line())))
 }
 
 /// Renders a text template (`engine` is `jinja`) with the context.
 pub fn render_text(text: &str, engine: &str, ctx: &RenderContext) -> Result<String, RenderError> {
-    let _ = ctx;
-    if engine != "jinja" {
-        return Err(RenderError::Other(format!(
-            "unsupported template engine '{engine}'"
-        )));
+    match engine {
+        "jinja" => jinja::render(text, ctx),
+        other => Err(RenderError::Other(format!(
+            "The template engine '{other}' is not supported; halite renders 'jinja' templates only"
+        ))),
     }
-    Ok(text.to_string())
 }

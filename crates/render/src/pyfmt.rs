@@ -89,6 +89,107 @@ pub fn python_repr(value: &Value) -> String {
     }
 }
 
+/// Python's `json.dumps(value, sort_keys=..., indent=..., ensure_ascii=...)`
+/// with its default separators (`", "` and `": "`).
+pub fn json_dumps(
+    value: &Value,
+    sort_keys: bool,
+    indent: Option<usize>,
+    ensure_ascii: bool,
+) -> String {
+    let mut out = String::new();
+    write_json(&mut out, value, sort_keys, indent, ensure_ascii, 0);
+    out
+}
+
+fn write_json_string(out: &mut String, text: &str, ensure_ascii: bool) {
+    out.push('"');
+    for ch in text.chars() {
+        match ch {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{08}' => out.push_str("\\b"),
+            '\u{0c}' => out.push_str("\\f"),
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
+            c if ensure_ascii && (c as u32) > 0x7f => {
+                let mut units = [0u16; 2];
+                for unit in c.encode_utf16(&mut units) {
+                    out.push_str(&format!("\\u{unit:04x}"));
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+fn write_json(
+    out: &mut String,
+    value: &Value,
+    sort_keys: bool,
+    indent: Option<usize>,
+    ensure_ascii: bool,
+    depth: usize,
+) {
+    let (item_sep, newline) = match indent {
+        Some(width) => (",".to_string(), Some(width)),
+        None => (", ".to_string(), None),
+    };
+    let open_line = |out: &mut String, level: usize| {
+        if let Some(width) = newline {
+            out.push('\n');
+            out.push_str(&" ".repeat(width * level));
+        }
+    };
+    match value {
+        Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) => out.push_str(&crate::yaml::python_number(n)),
+        Value::String(s) => write_json_string(out, s, ensure_ascii),
+        Value::Array(items) => {
+            if items.is_empty() {
+                out.push_str("[]");
+                return;
+            }
+            out.push('[');
+            for (index, item) in items.iter().enumerate() {
+                if index > 0 {
+                    out.push_str(&item_sep);
+                }
+                open_line(out, depth + 1);
+                write_json(out, item, sort_keys, indent, ensure_ascii, depth + 1);
+            }
+            open_line(out, depth);
+            out.push(']');
+        }
+        Value::Object(map) => {
+            if map.is_empty() {
+                out.push_str("{}");
+                return;
+            }
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            if sort_keys {
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+            }
+            out.push('{');
+            for (index, (key, item)) in entries.iter().enumerate() {
+                if index > 0 {
+                    out.push_str(&item_sep);
+                }
+                open_line(out, depth + 1);
+                write_json_string(out, key, ensure_ascii);
+                out.push_str(": ");
+                write_json(out, item, sort_keys, indent, ensure_ascii, depth + 1);
+            }
+            open_line(out, depth);
+            out.push('}');
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

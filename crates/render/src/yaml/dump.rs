@@ -506,7 +506,7 @@ fn analyze(text: &str) -> Analysis {
         if is_break(ch) {
             line_breaks = true;
         }
-        if !(ch == '\n' || ('\u{20}'..='\u{7e}').contains(&ch)) && !is_printable(ch) {
+        if !(ch == '\n' || ('\u{20}'..='\u{7e}').contains(&ch) || is_printable(ch)) {
             special_characters = true;
         }
         if ch == ' ' {

@@ -1,7 +1,6 @@
 //! The YAML loader: saphyr-parser's events folded into Salt data, with Salt's
 //! rules (see [`super::scalar`]), merge keys, and PyYAML-shaped errors.
 
-use std::borrow::Cow;
 use std::collections::HashMap;
 
 use saphyr_parser::{Event, Marker, Parser, ScalarStyle, ScanError, Span, Tag};
@@ -433,9 +432,4 @@ pub(crate) fn python_number(number: &serde_json::Number) -> String {
     } else {
         number.to_string()
     }
-}
-
-#[allow(dead_code)]
-fn cow_str<'a>(value: &'a Cow<'_, str>) -> &'a str {
-    value.as_ref()
 }

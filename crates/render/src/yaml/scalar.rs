@@ -221,6 +221,26 @@ pub(crate) fn resolve_plain(text: &str) -> Value {
     }
 }
 
+/// PyYAML's YAML 1.1 timestamp pattern (`2001-12-14`, `2001-12-14 21:59:43.10 -5`).
+pub(crate) fn is_timestamp(text: &str) -> bool {
+    static PATTERN: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
+    PATTERN
+        .get_or_init(|| {
+            regex::Regex::new(
+                r"^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$",
+            )
+            .ok()
+        })
+        .as_ref()
+        .is_some_and(|re| re.is_match(text))
+}
+
+/// Whether a string could be written plain and read back as the same string
+/// (PyYAML's "implicit" check when it dumps).
+pub(crate) fn plain_reads_back_as_string(text: &str) -> bool {
+    classify_plain(text) == ScalarKind::Str && text != "=" && !is_timestamp(text)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,24 +307,4 @@ mod tests {
         assert_eq!(resolve_plain("2024-01-02"), json!("2024-01-02"));
         assert_eq!(resolve_plain("nULL"), json!("nULL"));
     }
-}
-
-/// PyYAML's YAML 1.1 timestamp pattern (`2001-12-14`, `2001-12-14 21:59:43.10 -5`).
-pub(crate) fn is_timestamp(text: &str) -> bool {
-    static PATTERN: std::sync::OnceLock<Option<regex::Regex>> = std::sync::OnceLock::new();
-    PATTERN
-        .get_or_init(|| {
-            regex::Regex::new(
-                r"^(?:[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]|[0-9][0-9][0-9][0-9]-[0-9][0-9]?-[0-9][0-9]?(?:[Tt]|[ \t]+)[0-9][0-9]?:[0-9][0-9]:[0-9][0-9](?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9][0-9]?(?::[0-9][0-9])?))?)$",
-            )
-            .ok()
-        })
-        .as_ref()
-        .is_some_and(|re| re.is_match(text))
-}
-
-/// Whether a string could be written plain and read back as the same string
-/// (PyYAML's "implicit" check when it dumps).
-pub(crate) fn plain_reads_back_as_string(text: &str) -> bool {
-    classify_plain(text) == ScalarKind::Str && text != "=" && !is_timestamp(text)
 }

@@ -1,0 +1,168 @@
+//! Render errors shaped as Salt prints them (salt/utils/templates.py and
+//! `SaltRenderError`): a headline (`Jinja syntax error: ...`, `Jinja variable
+//! '...' is undefined`, `Problem running salt function in Jinja template:
+//! ...`, `Jinja error: ...`), then `; line N` and the surrounding lines with
+//! the failing one marked.
+
+use std::collections::HashMap;
+
+use minijinja::{Error, ErrorKind};
+
+/// The marker Salt appends to the failing line.
+const MARKER: &str = "    <======================";
+
+/// Builds Salt's message for a minijinja error.
+pub fn salt_message(
+    error: &Error,
+    top_name: &str,
+    sources: &HashMap<String, String>,
+    salt_failure: Option<&str>,
+) -> String {
+    let detail = innermost_detail(error);
+    let headline = match error.kind() {
+        ErrorKind::SyntaxError => format!("Jinja syntax error: {}", detail),
+        ErrorKind::UndefinedError => format!("Jinja variable {}", undefined_message(&detail)),
+        ErrorKind::UnknownFunction => {
+            format!("Jinja variable {}", unknown_function_message(&detail))
+        }
+        _ if salt_failure.is_some_and(|f| detail.contains(f)) => {
+            format!(
+                "Problem running salt function in Jinja template: {}",
+                salt_failure.unwrap_or_default()
+            )
+        }
+        _ => format!("Jinja error: {detail}"),
+    };
+    let name = innermost_name(error).unwrap_or(top_name);
+    let line = innermost_line(error);
+    match (line, sources.get(name).or_else(|| sources.get(top_name))) {
+        (Some(line), Some(source)) if line > 0 => {
+            format!(
+                "{headline}; line {line}\n\n{}",
+                get_context(source, line, 5, MARKER)
+            )
+        }
+        _ => headline,
+    }
+}
+
+/// The error that started it all (minijinja chains errors through includes).
+fn innermost(error: &Error) -> &Error {
+    let mut current = error;
+    while let Some(source) =
+        std::error::Error::source(current).and_then(|s| s.downcast_ref::<Error>())
+    {
+        current = source;
+    }
+    current
+}
+
+fn innermost_detail(error: &Error) -> String {
+    let inner = innermost(error);
+    inner
+        .detail()
+        .map(str::to_string)
+        .unwrap_or_else(|| inner.kind().to_string())
+}
+
+fn innermost_name(error: &Error) -> Option<&str> {
+    innermost(error).name().or_else(|| error.name())
+}
+
+fn innermost_line(error: &Error) -> Option<usize> {
+    innermost(error).line().or_else(|| error.line())
+}
+
+/// minijinja's "`a.b` is undefined" in Jinja2's words: `'a' is undefined`
+/// or `'dict object' has no attribute 'b'`.
+fn undefined_message(detail: &str) -> String {
+    let expression = detail.split('`').nth(1).unwrap_or("");
+    if expression.is_empty() {
+        return "value is undefined".to_string();
+    }
+    let last_attr = expression.rfind(['.', '[']);
+    match last_attr {
+        None => format!("'{expression}' is undefined"),
+        Some(at) => {
+            let attribute = expression[at..]
+                .trim_start_matches(['.', '['])
+                .trim_end_matches(']');
+            let attribute = attribute.trim_matches(['\'', '"']);
+            format!("'dict object' has no attribute '{attribute}'")
+        }
+    }
+}
+
+fn unknown_function_message(detail: &str) -> String {
+    let name = detail
+        .trim_start_matches("unknown function")
+        .trim_start_matches(':')
+        .split_whitespace()
+        .next()
+        .unwrap_or("")
+        .to_string();
+    format!("'{name}' is undefined")
+}
+
+/// Salt's `get_context`: `num_lines` lines either side of `line`, `[...]`
+/// where cut, the failing line marked, wrapped in `---` lines.
+pub fn get_context(template: &str, line: usize, num_lines: usize, marker: &str) -> String {
+    let lines: Vec<&str> = template.lines().collect();
+    if line > lines.len() {
+        return template.to_string();
+    }
+    let start = line.saturating_sub(num_lines + 1);
+    let end = (line + num_lines).min(lines.len());
+    let mut error_index = line - start - 1;
+    let mut buffer: Vec<String> = Vec::new();
+    if start > 0 {
+        buffer.push("[...]".to_string());
+        error_index += 1;
+    }
+    buffer.extend(lines[start..end].iter().map(|l| l.to_string()));
+    if end < lines.len() {
+        buffer.push("[...]".to_string());
+    }
+    if let Some(target) = buffer.get_mut(error_index) {
+        target.push_str(marker);
+    }
+    format!("---\n{}\n---", buffer.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn context_marks_the_line_and_elides_far_lines() {
+        let text = (1..=20)
+            .map(|n| format!("l{n}"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let context = get_context(&text, 10, 5, MARKER);
+        assert_eq!(
+            context,
+            "---\n[...]\nl5\nl6\nl7\nl8\nl9\nl10    <======================\nl11\nl12\nl13\nl14\nl15\n[...]\n---"
+        );
+        assert_eq!(
+            get_context("a\nb", 1, 5, MARKER),
+            "---\na    <======================\nb\n---"
+        );
+    }
+
+    #[test]
+    fn undefined_messages_read_like_jinja2() {
+        assert_eq!(
+            undefined_message("`nope` is undefined"),
+            "'nope' is undefined"
+        );
+        assert_eq!(
+            undefined_message("`pillar.foo` is undefined"),
+            "'dict object' has no attribute 'foo'"
+        );
+        assert_eq!(
+            undefined_message("`d['k']` is undefined"),
+            "'dict object' has no attribute 'k'"
+        );
+    }
+}

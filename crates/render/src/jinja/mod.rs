@@ -1,0 +1,223 @@
+//! Jinja as Salt configures it, on minijinja: strict undefined, `do`, loop
+//! controls, the trailing newline kept, Salt's filters, tests, tags and
+//! context variables, Python-like mutable data, and Salt-shaped errors.
+
+mod args;
+mod context;
+mod data;
+mod errors;
+mod filters;
+mod methods;
+pub mod objects;
+pub mod prepass;
+mod salt;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use minijinja::value::{Rest, ValueKind};
+use minijinja::{
+    AutoEscape, Environment, Error, ErrorKind, State, UndefinedBehavior, Value as MjValue,
+};
+
+use crate::{RenderContext, RenderError};
+use objects::{make_mutable, python_str, to_template, PyDict};
+use salt::{SaltData, SaltObject};
+
+/// The name under which a template without a path is compiled.
+const ANONYMOUS_TEMPLATE: &str = "<template>";
+
+/// Renders `text` as a Jinja template with Salt's environment and `ctx`.
+pub fn render(text: &str, ctx: &RenderContext) -> Result<String, RenderError> {
+    let originals: Arc<Mutex<HashMap<String, String>>> = Arc::new(Mutex::new(HashMap::new()));
+    let salt_data = Arc::new(SaltData {
+        grains: to_template(&ctx.grains),
+        pillar: to_template(&ctx.pillar),
+        opts: to_template(&ctx.opts),
+        functions: ctx.salt.clone(),
+        last_failure: Mutex::new(None),
+    });
+    let env = build_environment(ctx, salt_data.clone(), originals.clone());
+    let name = if ctx.source_path.is_empty() {
+        ANONYMOUS_TEMPLATE.to_string()
+    } else {
+        ctx.source_path.clone()
+    };
+    if let Ok(mut map) = originals.lock() {
+        map.insert(name.clone(), text.to_string());
+    }
+    let prepared = prepass::prepare(text);
+    let result = env
+        .template_from_named_str(&name, &prepared)
+        .and_then(|template| template.render(MjValue::from(())));
+    result.map_err(|error| {
+        let failure = salt_data
+            .last_failure
+            .lock()
+            .ok()
+            .and_then(|mut slot| slot.take());
+        let sources = originals.lock().map(|m| m.clone()).unwrap_or_default();
+        RenderError::Jinja(errors::salt_message(
+            &error,
+            &name,
+            &sources,
+            failure.as_deref(),
+        ))
+    })
+}
+
+fn build_environment(
+    ctx: &RenderContext,
+    salt_data: Arc<SaltData>,
+    originals: Arc<Mutex<HashMap<String, String>>>,
+) -> Environment<'static> {
+    let mut env = Environment::new();
+    env.set_debug(true);
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    env.set_auto_escape_callback(|_| AutoEscape::None);
+    let syntax = minijinja::syntax::SyntaxConfig::builder()
+        .keep_trailing_newline(true)
+        .build();
+    if let Ok(syntax) = syntax {
+        env.set_syntax(syntax);
+    }
+    let files = ctx.files.clone();
+    let saltenv = ctx.saltenv.clone();
+    env.set_loader(move |name| {
+        let clean = name.trim_start_matches('/');
+        match files.get(clean, &saltenv) {
+            Ok(Some(text)) => {
+                if let Ok(mut map) = originals.lock() {
+                    map.insert(name.to_string(), text.clone());
+                }
+                Ok(Some(prepass::prepare(&text)))
+            }
+            Ok(None) => Ok(None),
+            Err(message) => Err(Error::new(ErrorKind::InvalidOperation, message)),
+        }
+    });
+    env.set_path_join_callback(|name, parent| join_template_path(name, parent).into());
+    env.set_formatter(format_value);
+    env.set_unknown_method_callback(methods::unknown_method);
+    filters::register(&mut env);
+
+    // Globals: Salt makes the whole render context global, so templates
+    // imported without context and YAML read by import_yaml see it too.
+    env.add_global("grains", salt_data.grains.clone());
+    env.add_global("pillar", salt_data.pillar.clone());
+    env.add_global("opts", salt_data.opts.clone());
+    env.add_global("__opts__", salt_data.opts.clone());
+    env.add_global("salt", MjValue::from_object(SaltObject { data: salt_data }));
+    env.add_global("saltenv", ctx.saltenv.as_str());
+    env.add_global("env", ctx.saltenv.as_str());
+    env.add_global("sls", ctx.sls.as_str());
+    for (key, value) in context::sls_context(&ctx.source_path, &ctx.sls) {
+        env.add_global(key, to_template(&value));
+    }
+    for (key, value) in &ctx.extra {
+        env.add_global(key.clone(), to_template(value));
+    }
+    env.add_function(prepass::DICT_FUNCTION, |v: MjValue| make_mutable(v));
+    env.add_function(prepass::LIST_FUNCTION, |v: MjValue| make_mutable(v));
+    env.add_function("dict", dict_function);
+    env.add_function("odict", dict_function);
+    env.add_function(prepass::IMPORT_FUNCTION, import_function);
+    env.add_function(prepass::PARSE_FUNCTION, parse_function);
+    env.add_function("raise", |message: String| -> Result<MjValue, Error> {
+        Err(Error::new(ErrorKind::InvalidOperation, message))
+    });
+    env
+}
+
+/// Relative template names (`./x`, `../x`) resolve against the including
+/// template; anything else is relative to the file root.
+fn join_template_path(name: &str, parent: &str) -> String {
+    if !(name.starts_with("./") || name.starts_with("../")) {
+        return name.to_string();
+    }
+    let mut parts: Vec<&str> = parent.split('/').collect();
+    parts.pop();
+    for segment in name.split('/') {
+        match segment {
+            "." | "" => {}
+            ".." => {
+                parts.pop();
+            }
+            other => parts.push(other),
+        }
+    }
+    parts.join("/")
+}
+
+/// Prints values as Python's `str()` does (`True`, `None`, `{'a': 1}`).
+fn format_value(
+    out: &mut minijinja::Output<'_>,
+    state: &mut State<'_, '_>,
+    value: &MjValue,
+) -> Result<(), Error> {
+    match value.kind() {
+        ValueKind::Undefined | ValueKind::String => minijinja::escape_formatter(out, state, value),
+        ValueKind::Bool | ValueKind::None | ValueKind::Number | ValueKind::Seq | ValueKind::Map => {
+            out.write_str(&python_str(value)).map_err(Error::from)
+        }
+        _ => minijinja::escape_formatter(out, state, value),
+    }
+}
+
+/// `dict(...)`: a mutable dict from a mapping, pairs and/or keywords.
+fn dict_function(args: Rest<MjValue>) -> Result<MjValue, Error> {
+    let result = PyDict::default();
+    for arg in args.iter() {
+        if arg.is_kwargs() {
+            let call = args::CallArgs::new("dict", std::slice::from_ref(arg))?;
+            for (key, value) in call.keywords() {
+                result.insert(MjValue::from(key.as_str()), value.clone());
+            }
+        } else {
+            for (key, value) in objects::pairs_of(arg)? {
+                result.insert(key, value);
+            }
+        }
+    }
+    Ok(MjValue::from_object(result))
+}
+
+/// `import_yaml`/`import_json`/`import_text`: render the named template
+/// (without context, as Salt's import does), then parse it.
+fn import_function(state: &State<'_, '_>, name: String, kind: String) -> Result<MjValue, Error> {
+    let template = state.get_template(&name)?;
+    let text = template.render(MjValue::from(()))?;
+    parse_text(&text, &kind, &name)
+}
+
+/// `load_yaml`/`load_json` blocks: parse the captured text.
+fn parse_function(text: MjValue, kind: String) -> Result<MjValue, Error> {
+    parse_text(&python_str(&text), &kind, "load block")
+}
+
+fn parse_text(text: &str, kind: &str, origin: &str) -> Result<MjValue, Error> {
+    match kind {
+        "yaml" => crate::yaml::load(text)
+            .map(|data| to_template(&data))
+            .map_err(|e| {
+                Error::new(
+                    ErrorKind::InvalidOperation,
+                    format!("Unable to load yaml from {origin}: {}", e.message),
+                )
+            }),
+        "json" => {
+            if text.trim().is_empty() {
+                return Ok(MjValue::from(()));
+            }
+            serde_json::from_str::<crate::Value>(text)
+                .map(|data| to_template(&data))
+                .map_err(|e| {
+                    Error::new(
+                        ErrorKind::InvalidOperation,
+                        format!("Unable to load json from {origin}: {e}"),
+                    )
+                })
+        }
+        _ => Ok(MjValue::from(text)),
+    }
+}
