@@ -83,6 +83,13 @@ impl TestState {
                 ))
             }
         }
+        // Salt returns the comment argument as given: `comment: 0644` stays
+        // the integer 644 in the return.
+        if let Some(raw) = call.chunk.get("comment").filter(|v| !v.is_string() && !v.is_null()) {
+            if !call.test || halite_state::truthy(raw) {
+                ret.extra.insert("comment".into(), raw.clone());
+            }
+        }
         if call.test {
             let allow_fail = call.arg_bool("allow_test_mode_failure", false);
             ret.result = if allow_fail && result_arg == Some(&Value::Bool(false)) {

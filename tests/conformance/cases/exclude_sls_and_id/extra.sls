@@ -1,0 +1,2 @@
+extra_one:
+  test.succeed_with_changes

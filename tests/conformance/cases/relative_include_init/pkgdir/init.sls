@@ -1,0 +1,7 @@
+include:
+  - .sibling
+
+pkg_init_state:
+  test.succeed_without_changes:
+    - require:
+      - test: sibling_state

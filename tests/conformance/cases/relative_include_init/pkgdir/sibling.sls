@@ -1,0 +1,2 @@
+sibling_state:
+  test.succeed_with_changes
