@@ -14,7 +14,10 @@ use serde_json::{json, Value};
 const SALT_CALL: &str = "/root/.venvs/salt/bin/salt-call";
 
 fn run(cmd: &str, args: &[&str]) -> String {
-    let out = Command::new(cmd).args(args).output().unwrap_or_else(|e| panic!("cannot run {cmd}: {e}"));
+    let out = Command::new(cmd)
+        .args(args)
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd}: {e}"));
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
@@ -40,7 +43,10 @@ fn grains_match_what_system_tools_report() {
     assert_eq!(g["cpuarch"], run("uname", &["-m"]));
     assert_eq!(g["nodename"], run("uname", &["-n"]));
     assert_eq!(g["localhost"], run("hostname", &[]));
-    assert_eq!(g["num_cpus"].as_u64().map(|n| n.to_string()), Some(run("nproc", &["--all"])));
+    assert_eq!(
+        g["num_cpus"].as_u64().map(|n| n.to_string()),
+        Some(run("nproc", &["--all"]))
+    );
     assert_eq!(g["uid"].to_string(), run("id", &["-u"]));
     assert_eq!(g["gid"].to_string(), run("id", &["-g"]));
     assert_eq!(g["username"], run("id", &["-un"]));
@@ -48,7 +54,13 @@ fn grains_match_what_system_tools_report() {
     assert_eq!(g["pid"], std::process::id());
     assert_eq!(g["saltversion"], "3008.5");
     assert_eq!(g["saltversioninfo"], json!([3008, 5]));
-    assert!(g["ipv4"].as_array().is_some_and(|a| a.contains(&json!("127.0.0.1"))), "{:?}", g["ipv4"]);
+    assert!(
+        g["ipv4"]
+            .as_array()
+            .is_some_and(|a| a.contains(&json!("127.0.0.1"))),
+        "{:?}",
+        g["ipv4"]
+    );
     assert_eq!(g["hwaddr_interfaces"]["lo"], "00:00:00:00:00:00");
     assert!(g["mem_total"].as_i64().is_some_and(|m| m > 0));
     if Path::new("/usr/bin/dpkg").exists() {
@@ -68,11 +80,16 @@ fn server_id_is_salts_sha256_derivation() {
     // Reference values computed with Python:
     // abs(int(hashlib.sha256(id.encode()).hexdigest(), 16) % 2**31)
     let expected = Command::new("python3")
-        .args(["-c", "import hashlib;print(abs(int(hashlib.sha256(b'vm').hexdigest(),16)%2**31))"])
+        .args([
+            "-c",
+            "import hashlib;print(abs(int(hashlib.sha256(b'vm').hexdigest(),16)%2**31))",
+        ])
         .output()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string());
     match expected {
-        Ok(text) if !text.is_empty() => assert_eq!(halite_modules::grains::server_id("vm").to_string(), text),
+        Ok(text) if !text.is_empty() => {
+            assert_eq!(halite_modules::grains::server_id("vm").to_string(), text)
+        }
         _ => println!("skipped the python cross-check: python3 is not runnable"),
     }
     // The value Salt 3008.5 printed for id "vm" on this project's CI host.
@@ -91,13 +108,20 @@ fn blacklist_drops_detected_grains_and_config_grains_override() {
     assert!(!g.contains_key("cpu_flags"));
     assert!(!g.contains_key("mem_total"), "regex fallback of expr_match");
     assert!(g.contains_key("ipv4"));
-    assert_eq!(g["ip4_interfaces"], "kept: configured grains are not filtered");
+    assert_eq!(
+        g["ip4_interfaces"],
+        "kept: configured grains are not filtered"
+    );
     assert_eq!(g["roles"], json!(["web"]));
     assert_eq!(g["os"], "Custom");
 
-    let deep = grains_for(&json!({"grains_deep_merge": true, "grains": {"locale_info": {"extra": 1}}}));
+    let deep =
+        grains_for(&json!({"grains_deep_merge": true, "grains": {"locale_info": {"extra": 1}}}));
     assert_eq!(deep["locale_info"]["extra"], 1);
-    assert!(deep["locale_info"].get("timezone").is_some(), "deep merge keeps detected keys");
+    assert!(
+        deep["locale_info"].get("timezone").is_some(),
+        "deep merge keeps detected keys"
+    );
 }
 
 #[test]
@@ -109,44 +133,146 @@ fn grains_execution_module_reads_the_hosts_grains() {
         "empty": "",
     }));
     let call = |fun: &str, positional: Vec<Value>, kwargs: Value| {
-        let args = Args { positional, kwargs: kwargs.as_object().cloned().unwrap_or_default() };
+        let args = Args {
+            positional,
+            kwargs: kwargs.as_object().cloned().unwrap_or_default(),
+        };
         host.call(fun, &args)
     };
-    assert_eq!(call("grains.get", vec![json!("a:b:c")], json!({})).ok(), Some(json!(3)));
-    assert_eq!(call("grains.get", vec![json!("a/b")], json!({"delimiter": "/"})).ok(), Some(json!({"c": 3})));
-    assert_eq!(call("grains.get", vec![json!("nope")], json!({"default": "dflt"})).ok(), Some(json!("dflt")));
-    assert_eq!(call("grains.get", vec![json!("nope")], json!({})).ok(), Some(json!("")));
-    assert_eq!(call("grains.get", vec![json!("roles:1")], json!({})).ok(), Some(json!("web")));
     assert_eq!(
-        call("grains.item", vec![json!("os_family"), json!("a:b")], json!({})).ok(),
+        call("grains.get", vec![json!("a:b:c")], json!({})).ok(),
+        Some(json!(3))
+    );
+    assert_eq!(
+        call("grains.get", vec![json!("a/b")], json!({"delimiter": "/"})).ok(),
+        Some(json!({"c": 3}))
+    );
+    assert_eq!(
+        call(
+            "grains.get",
+            vec![json!("nope")],
+            json!({"default": "dflt"})
+        )
+        .ok(),
+        Some(json!("dflt"))
+    );
+    assert_eq!(
+        call("grains.get", vec![json!("nope")], json!({})).ok(),
+        Some(json!(""))
+    );
+    assert_eq!(
+        call("grains.get", vec![json!("roles:1")], json!({})).ok(),
+        Some(json!("web"))
+    );
+    assert_eq!(
+        call(
+            "grains.item",
+            vec![json!("os_family"), json!("a:b")],
+            json!({})
+        )
+        .ok(),
         Some(json!({"os_family": "Debian", "a:b": {"c": 3}}))
     );
-    assert_eq!(call("grains.ls", vec![], json!({})).ok(), Some(json!(["a", "empty", "os_family", "roles"])));
-    assert_eq!(call("grains.has_value", vec![json!("empty")], json!({})).ok(), Some(json!(true)));
-    assert_eq!(call("grains.has_value", vec![json!("a:x")], json!({})).ok(), Some(json!(false)));
     assert_eq!(
-        call("grains.filter_by", vec![json!({"Debian": "apt", "RedHat": "yum"})], json!({})).ok(),
+        call("grains.ls", vec![], json!({})).ok(),
+        Some(json!(["a", "empty", "os_family", "roles"]))
+    );
+    assert_eq!(
+        call("grains.has_value", vec![json!("empty")], json!({})).ok(),
+        Some(json!(true))
+    );
+    assert_eq!(
+        call("grains.has_value", vec![json!("a:x")], json!({})).ok(),
+        Some(json!(false))
+    );
+    assert_eq!(
+        call(
+            "grains.filter_by",
+            vec![json!({"Debian": "apt", "RedHat": "yum"})],
+            json!({})
+        )
+        .ok(),
         Some(json!("apt"))
     );
     assert_eq!(
-        call("grains.filter_by", vec![json!({"w*": "w", "default": "d"}), json!("roles")], json!({})).ok(),
+        call(
+            "grains.filter_by",
+            vec![json!({"w*": "w", "default": "d"}), json!("roles")],
+            json!({})
+        )
+        .ok(),
         Some(json!("w"))
     );
-    assert_eq!(call("grains.items", vec![], json!({})).ok(), Some(host.grains.clone()));
-    assert!(call("grains.get", vec![], json!({})).is_err(), "a missing key is an invocation error");
+    assert_eq!(
+        call("grains.items", vec![], json!({})).ok(),
+        Some(host.grains.clone())
+    );
+    assert!(
+        call("grains.get", vec![], json!({})).is_err(),
+        "a missing key is an invocation error"
+    );
     assert!(call("grains.setval", vec![json!("k"), json!(1)], json!({})).is_err());
 }
 
 /// Grains whose values must equal Salt's own on this host.
 const SAME_AS_SALT: &[&str] = &[
-    "os", "os_family", "osrelease", "osrelease_info", "osmajorrelease", "oscodename", "osfullname",
-    "osfinger", "osarch", "kernel", "kernelrelease", "kernelversion", "host", "fqdn", "domain",
-    "nodename", "localhost", "ipv4", "ipv6", "fqdn_ip4", "fqdn_ip6", "ip4_interfaces",
-    "ip6_interfaces", "ip_interfaces", "hwaddr_interfaces", "num_cpus", "cpu_model", "cpuarch",
-    "cpu_flags", "mem_total", "swap_total", "init", "saltversion", "saltversioninfo", "uid", "gid",
-    "username", "groupname", "machine_id", "server_id", "virtual", "virtual_subtype", "kernelparams",
-    "dns", "efi", "id", "lsb_distrib_id", "lsb_distrib_release", "lsb_distrib_codename", "master",
-    "biosversion", "productname", "manufacturer", "uuid", "serialnumber", "biosvendor", "boardname",
+    "os",
+    "os_family",
+    "osrelease",
+    "osrelease_info",
+    "osmajorrelease",
+    "oscodename",
+    "osfullname",
+    "osfinger",
+    "osarch",
+    "kernel",
+    "kernelrelease",
+    "kernelversion",
+    "host",
+    "fqdn",
+    "domain",
+    "nodename",
+    "localhost",
+    "ipv4",
+    "ipv6",
+    "fqdn_ip4",
+    "fqdn_ip6",
+    "ip4_interfaces",
+    "ip6_interfaces",
+    "ip_interfaces",
+    "hwaddr_interfaces",
+    "num_cpus",
+    "cpu_model",
+    "cpuarch",
+    "cpu_flags",
+    "mem_total",
+    "swap_total",
+    "init",
+    "saltversion",
+    "saltversioninfo",
+    "uid",
+    "gid",
+    "username",
+    "groupname",
+    "machine_id",
+    "server_id",
+    "virtual",
+    "virtual_subtype",
+    "kernelparams",
+    "dns",
+    "efi",
+    "id",
+    "lsb_distrib_id",
+    "lsb_distrib_release",
+    "lsb_distrib_codename",
+    "master",
+    "biosversion",
+    "productname",
+    "manufacturer",
+    "uuid",
+    "serialnumber",
+    "biosvendor",
+    "boardname",
 ];
 
 #[test]
@@ -188,6 +314,13 @@ fn grains_equal_salt_calls_on_this_host() {
             differences.push(format!("{key}: salt={theirs:?} halite={mine:?}"));
         }
     }
-    assert!(differences.is_empty(), "grains differ from Salt's:\n{}", differences.join("\n"));
-    assert_eq!(salt["locale_info"]["timezone"], ours["locale_info"]["timezone"]);
+    assert!(
+        differences.is_empty(),
+        "grains differ from Salt's:\n{}",
+        differences.join("\n")
+    );
+    assert_eq!(
+        salt["locale_info"]["timezone"],
+        ours["locale_info"]["timezone"]
+    );
 }

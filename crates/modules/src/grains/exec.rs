@@ -27,26 +27,44 @@ impl ExecModule for GrainsExec {
         match fun {
             "items" => Ok(grains.clone()),
             "ls" => {
-                let mut keys: Vec<&String> = grains.as_object().map(|m| m.keys().collect()).unwrap_or_default();
+                let mut keys: Vec<&String> = grains
+                    .as_object()
+                    .map(|m| m.keys().collect())
+                    .unwrap_or_default();
                 keys.sort();
                 Ok(Value::from(keys.into_iter().cloned().collect::<Vec<_>>()))
             }
             "get" => {
                 let key = args.require_str(0, "key", "get")?;
-                let default = args.get(1, "default").cloned().unwrap_or_else(|| Value::from(""));
+                let default = args
+                    .get(1, "default")
+                    .cloned()
+                    .unwrap_or_else(|| Value::from(""));
                 let delimiter = args.get_str(2, "delimiter").unwrap_or_else(|| ":".into());
-                Ok(traverse(grains, &key, &delimiter).cloned().unwrap_or(default))
+                Ok(traverse(grains, &key, &delimiter)
+                    .cloned()
+                    .unwrap_or(default))
             }
             "item" => {
-                let default = args.kwargs.get("default").cloned().unwrap_or_else(|| Value::from(""));
-                let delimiter = args.kwargs.get("delimiter").and_then(Value::as_str).unwrap_or(":");
+                let default = args
+                    .kwargs
+                    .get("default")
+                    .cloned()
+                    .unwrap_or_else(|| Value::from(""));
+                let delimiter = args
+                    .kwargs
+                    .get("delimiter")
+                    .and_then(Value::as_str)
+                    .unwrap_or(":");
                 let mut out = Map::new();
                 for arg in &args.positional {
                     let key = match arg {
                         Value::String(s) => s.clone(),
                         other => other.to_string(),
                     };
-                    let value = traverse(grains, &key, delimiter).cloned().unwrap_or_else(|| default.clone());
+                    let value = traverse(grains, &key, delimiter)
+                        .cloned()
+                        .unwrap_or_else(|| default.clone());
                     out.insert(key, value);
                 }
                 Ok(Value::Object(out))
@@ -64,11 +82,20 @@ impl ExecModule for GrainsExec {
                             halite_state::type_name(other)
                         )))
                     }
-                    None => return Err(ExecError::Invocation("filter_by() missing 1 required positional argument: 'lookup_dict'".into())),
+                    None => {
+                        return Err(ExecError::Invocation(
+                            "filter_by() missing 1 required positional argument: 'lookup_dict'"
+                                .into(),
+                        ))
+                    }
                 };
-                let grain = args.get_str(1, "grain").unwrap_or_else(|| "os_family".into());
+                let grain = args
+                    .get_str(1, "grain")
+                    .unwrap_or_else(|| "os_family".into());
                 let merge = args.get(2, "merge").filter(|v| !v.is_null());
-                let default = args.get_str(3, "default").unwrap_or_else(|| "default".into());
+                let default = args
+                    .get_str(3, "default")
+                    .unwrap_or_else(|| "default".into());
                 let base = args.get_str(4, "base");
                 filter_by(&lookup, grains, &grain, merge, &default, base.as_deref())
                     .map_err(ExecError::Execution)
@@ -87,7 +114,10 @@ pub fn traverse<'a>(data: &'a Value, key: &str, delimiter: &str) -> Option<&'a V
         ptr = match ptr {
             Value::Object(map) => map.get(part)?,
             Value::Array(list) => {
-                let embedded = list.iter().filter_map(Value::as_object).find_map(|m| m.get(part));
+                let embedded = list
+                    .iter()
+                    .filter_map(Value::as_object)
+                    .find_map(|m| m.get(part));
                 match (embedded, part.parse::<usize>()) {
                     (Some(v), _) => v,
                     (None, Ok(idx)) => list.get(idx)?,
@@ -117,9 +147,12 @@ pub fn filter_by(
         Some(Value::Null) | None => Vec::new(),
         Some(v) => vec![python_str(v)],
     };
-    let mut ret = values
-        .iter()
-        .find_map(|value| lookup.iter().find(|(pattern, _)| fnmatch(value, pattern)).map(|(_, v)| v.clone()));
+    let mut ret = values.iter().find_map(|value| {
+        lookup
+            .iter()
+            .find(|(pattern, _)| fnmatch(value, pattern))
+            .map(|(_, v)| v.clone())
+    });
     if ret.is_none() {
         ret = lookup.get(default).cloned();
     }
@@ -128,7 +161,9 @@ pub fn filter_by(
             None => Some(base_values.clone()),
             Some(found) if base_values.is_object() => {
                 if !found.is_object() {
-                    return Err("filter_by default and look-up values must both be dictionaries.".into());
+                    return Err(
+                        "filter_by default and look-up values must both be dictionaries.".into(),
+                    );
                 }
                 let mut merged = base_values.clone();
                 deep_update(&mut merged, &found);
@@ -182,15 +217,34 @@ mod tests {
         let g = json!({"os_family": "Debian", "roles": ["db", "web"]});
         let lookup = json!({"Deb*": {"pkg": "apache2"}, "RedHat": {"pkg": "httpd"}, "default": {"pkg": "x", "port": 80}});
         let lookup = lookup.as_object().cloned().unwrap_or_default();
-        assert_eq!(filter_by(&lookup, &g, "os_family", None, "default", None), Ok(json!({"pkg": "apache2"})));
         assert_eq!(
-            filter_by(&lookup, &g, "os_family", Some(&json!({"port": 8080})), "default", Some("default")),
+            filter_by(&lookup, &g, "os_family", None, "default", None),
+            Ok(json!({"pkg": "apache2"}))
+        );
+        assert_eq!(
+            filter_by(
+                &lookup,
+                &g,
+                "os_family",
+                Some(&json!({"port": 8080})),
+                "default",
+                Some("default")
+            ),
             Ok(json!({"pkg": "apache2", "port": 8080}))
         );
-        assert_eq!(filter_by(&lookup, &g, "missing", None, "default", None), Ok(json!({"pkg": "x", "port": 80})));
-        let roles = json!({"web": 1, "db": 2}).as_object().cloned().unwrap_or_default();
+        assert_eq!(
+            filter_by(&lookup, &g, "missing", None, "default", None),
+            Ok(json!({"pkg": "x", "port": 80}))
+        );
+        let roles = json!({"web": 1, "db": 2})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
         // The first list item with a match wins, in the grain's order.
-        assert_eq!(filter_by(&roles, &g, "roles", None, "default", None), Ok(json!(2)));
+        assert_eq!(
+            filter_by(&roles, &g, "roles", None, "default", None),
+            Ok(json!(2))
+        );
         assert!(filter_by(&lookup, &g, "os_family", Some(&json!([1])), "default", None).is_err());
     }
 }

@@ -13,7 +13,9 @@ pub fn insert_cpu_grains(grains: &mut Map, cpuinfo: &str) {
     let mut flags: Option<Vec<Value>> = None;
     for line in cpuinfo.lines() {
         let mut parts = line.splitn(3, ':');
-        let (Some(key), Some(val)) = (parts.next(), parts.next()) else { continue };
+        let (Some(key), Some(val)) = (parts.next(), parts.next()) else {
+            continue;
+        };
         let (key, val) = (key.trim(), val.trim());
         match key {
             "processor" => num_cpus += 1,
@@ -28,7 +30,10 @@ pub fn insert_cpu_grains(grains: &mut Map, cpuinfo: &str) {
         }
     }
     grains.insert("num_cpus".into(), Value::from(num_cpus));
-    grains.insert("cpu_model".into(), Value::from(model.unwrap_or_else(|| "Unknown".into())));
+    grains.insert(
+        "cpu_model".into(),
+        Value::from(model.unwrap_or_else(|| "Unknown".into())),
+    );
     grains.insert("cpu_flags".into(), Value::Array(flags.unwrap_or_default()));
 }
 
@@ -37,8 +42,14 @@ pub fn insert_mem_grains(grains: &mut Map, meminfo: &str) {
     let mut mem = 0i64;
     let mut swap = 0i64;
     for line in meminfo.lines() {
-        let Some((key, rest)) = line.split_once(':') else { continue };
-        let kib: i64 = rest.split_whitespace().next().and_then(|v| v.parse().ok()).unwrap_or(0);
+        let Some((key, rest)) = line.split_once(':') else {
+            continue;
+        };
+        let kib: i64 = rest
+            .split_whitespace()
+            .next()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0);
         match key.trim() {
             "MemTotal" => mem = kib / 1024,
             "SwapTotal" => swap = kib / 1024,
@@ -68,7 +79,11 @@ pub fn insert_dmi_grains(grains: &mut Map, dmi_dir: &Path) {
     for (grain, file) in FILES {
         if let Ok(bytes) = std::fs::read(dmi_dir.join(file)) {
             let text = String::from_utf8_lossy(&bytes).trim().to_string();
-            let text = if *grain == "uuid" { text.to_lowercase() } else { text };
+            let text = if *grain == "uuid" {
+                text.to_lowercase()
+            } else {
+                text
+            };
             grains.insert((*grain).into(), Value::from(text));
         }
     }
@@ -82,12 +97,22 @@ pub fn init_system() -> String {
     if Path::new("/run/systemd/system").exists() {
         return "systemd".into();
     }
-    let Ok(raw) = std::fs::read("/proc/1/cmdline") else { return "unknown".into() };
-    let cmdline: Vec<String> = String::from_utf8_lossy(&raw).replace('\0', " ").split_whitespace().map(str::to_string).collect();
-    let Some(first) = cmdline.first() else { return "unknown".into() };
+    let Ok(raw) = std::fs::read("/proc/1/cmdline") else {
+        return "unknown".into();
+    };
+    let cmdline: Vec<String> = String::from_utf8_lossy(&raw)
+        .replace('\0', " ")
+        .split_whitespace()
+        .map(str::to_string)
+        .collect();
+    let Some(first) = cmdline.first() else {
+        return "unknown".into();
+    };
     let init_bin = which(first);
     if let Some(bin) = init_bin.as_deref().filter(|b| b.ends_with("bin/init")) {
-        let Ok(content) = std::fs::read(bin) else { return "unknown".into() };
+        let Ok(content) = std::fs::read(bin) else {
+            return "unknown".into();
+        };
         let lower = content.to_ascii_lowercase();
         for name in ["upstart", "sysvinit", "systemd"] {
             if lower.windows(name.len()).any(|w| w == name.as_bytes()) {
@@ -114,7 +139,8 @@ pub fn which(prog: &str) -> Option<String> {
     if prog.contains('/') {
         return Path::new(prog).is_file().then(|| prog.to_string());
     }
-    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into());
+    let path = std::env::var("PATH")
+        .unwrap_or_else(|_| "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into());
     path.split(':')
         .map(|dir| Path::new(dir).join(prog))
         .find(|p| p.is_file())
@@ -141,13 +167,20 @@ pub fn insert_virtual_grains(grains: &mut Map, cpuinfo: &str) {
         virtual_ = "VirtualPC".into();
     } else if dmi.contains("HVM domU") || Path::new("/proc/xen").exists() {
         virtual_ = "xen".into();
-    } else if cpuinfo.lines().any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor")) {
+    } else if cpuinfo
+        .lines()
+        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"))
+    {
         virtual_ = "kvm".into();
     }
     let cgroup = std::fs::read_to_string("/proc/1/cgroup").unwrap_or_default();
-    let environ = std::fs::read("/proc/1/environ").map(|b| String::from_utf8_lossy(&b).into_owned()).unwrap_or_default();
+    let environ = std::fs::read("/proc/1/environ")
+        .map(|b| String::from_utf8_lossy(&b).into_owned())
+        .unwrap_or_default();
     if Path::new("/.dockerenv").exists()
-        || [":/system.slice/docker", ":/docker/", ":/docker-ce/"].iter().any(|m| cgroup.contains(m))
+        || [":/system.slice/docker", ":/docker/", ":/docker-ce/"]
+            .iter()
+            .any(|m| cgroup.contains(m))
         || environ.contains("container=docker")
     {
         virtual_ = "container".into();
@@ -197,7 +230,10 @@ mod tests {
     #[test]
     fn meminfo_is_floored_to_mib() {
         let mut g = Map::new();
-        insert_mem_grains(&mut g, "MemTotal:       24684172 kB\nSwapTotal:          2047 kB\n");
+        insert_mem_grains(
+            &mut g,
+            "MemTotal:       24684172 kB\nSwapTotal:          2047 kB\n",
+        );
         assert_eq!(g["mem_total"], 24105);
         assert_eq!(g["swap_total"], 1);
     }

@@ -37,7 +37,11 @@ pub fn fnmatch_regex(pattern: &str) -> String {
                     } else if class.starts_with('^') {
                         class = format!("\\{class}");
                     }
-                    let class = class.replace('\\', "\\\\").replace('[', "\\[").replace("&&", "\\&\\&").replace("~~", "\\~\\~");
+                    let class = class
+                        .replace('\\', "\\\\")
+                        .replace('[', "\\[")
+                        .replace("&&", "\\&\\&")
+                        .replace("~~", "\\~\\~");
                     out.push('[');
                     out.push_str(&class);
                     out.push(']');

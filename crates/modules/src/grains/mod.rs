@@ -33,21 +33,46 @@ pub const SALT_VERSION_INFO: [i64; 2] = [3008, 5];
 pub fn core_grains(opts: &Value) -> Map {
     let mut g = Map::new();
     let uts = nix::sys::utsname::uname().ok();
-    let text = |s: Option<&std::ffi::OsStr>| s.map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let text = |s: Option<&std::ffi::OsStr>| {
+        s.map(|s| s.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    };
     let machine = text(uts.as_ref().map(|u| u.machine()));
     let nodename = text(uts.as_ref().map(|u| u.nodename()));
 
-    g.insert("cwd".into(), Value::from(std::env::current_dir().map(|p| p.display().to_string()).unwrap_or_default()));
+    g.insert(
+        "cwd".into(),
+        Value::from(
+            std::env::current_dir()
+                .map(|p| p.display().to_string())
+                .unwrap_or_default(),
+        ),
+    );
     net::insert_dns(&mut g);
     g.insert("fibre_channel_host".into(), Value::Bool(false));
-    if let Ok(id) = std::fs::read_to_string("/etc/machine-id").or_else(|_| std::fs::read_to_string("/var/lib/dbus/machine-id")) {
+    if let Ok(id) = std::fs::read_to_string("/etc/machine-id")
+        .or_else(|_| std::fs::read_to_string("/var/lib/dbus/machine-id"))
+    {
         g.insert("machine_id".into(), Value::from(id.trim()));
     }
-    g.insert("master".into(), opts.get("master").cloned().unwrap_or_else(|| Value::from("salt")));
+    g.insert(
+        "master".into(),
+        opts.get("master")
+            .cloned()
+            .unwrap_or_else(|| Value::from("salt")),
+    );
     net::insert_name_grains(&mut g, &nodename);
-    let id = match opts.get("id").and_then(Value::as_str).filter(|s| !s.is_empty()) {
+    let id = match opts
+        .get("id")
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+    {
         Some(id) => id.to_string(),
-        None => g.get("fqdn").and_then(Value::as_str).unwrap_or("localhost").to_string(),
+        None => g
+            .get("fqdn")
+            .and_then(Value::as_str)
+            .unwrap_or("localhost")
+            .to_string(),
     };
     g.insert("server_id".into(), Value::from(server_id(&id)));
     g.insert("id".into(), Value::from(id));
@@ -55,10 +80,19 @@ pub fn core_grains(opts: &Value) -> Map {
     net::insert_fqdn_ips(&mut g);
     insert_from_file(&mut g, "/proc/cmdline", hw::insert_kernel_params);
     g.insert("locale_info".into(), Value::Object(locale_info()));
-    g.insert("kernel".into(), Value::from(text(uts.as_ref().map(|u| u.sysname()))));
+    g.insert(
+        "kernel".into(),
+        Value::from(text(uts.as_ref().map(|u| u.sysname()))),
+    );
     g.insert("nodename".into(), Value::from(nodename));
-    g.insert("kernelrelease".into(), Value::from(text(uts.as_ref().map(|u| u.release()))));
-    g.insert("kernelversion".into(), Value::from(text(uts.as_ref().map(|u| u.version()))));
+    g.insert(
+        "kernelrelease".into(),
+        Value::from(text(uts.as_ref().map(|u| u.release()))),
+    );
+    g.insert(
+        "kernelversion".into(),
+        Value::from(text(uts.as_ref().map(|u| u.version()))),
+    );
     g.insert("cpuarch".into(), Value::from(machine.clone()));
     g.insert("init".into(), Value::from(hw::init_system()));
     os::insert_os_grains(&mut g, &os::OsRelease::read(), &machine);
@@ -68,13 +102,30 @@ pub fn core_grains(opts: &Value) -> Map {
     hw::insert_virtual_grains(&mut g, &cpuinfo);
     g.insert("ps".into(), Value::from("ps -efHww"));
     let path = std::env::var("PATH").unwrap_or_default();
-    g.insert("systempath".into(), Value::from(path.split(':').filter(|p| !p.is_empty()).map(Value::from).collect::<Vec<_>>()));
+    g.insert(
+        "systempath".into(),
+        Value::from(
+            path.split(':')
+                .filter(|p| !p.is_empty())
+                .map(Value::from)
+                .collect::<Vec<_>>(),
+        ),
+    );
     g.insert("path".into(), Value::from(path));
     g.insert("saltversion".into(), Value::from(SALT_VERSION));
-    g.insert("saltversioninfo".into(), Value::from(SALT_VERSION_INFO.to_vec()));
+    g.insert(
+        "saltversioninfo".into(),
+        Value::from(SALT_VERSION_INFO.to_vec()),
+    );
     hw::insert_dmi_grains(&mut g, Path::new("/sys/class/dmi/id"));
-    g.insert("shell".into(), Value::from(std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into())));
-    g.insert("efi".into(), Value::Bool(Path::new("/sys/firmware/efi").is_dir()));
+    g.insert(
+        "shell".into(),
+        Value::from(std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into())),
+    );
+    g.insert(
+        "efi".into(),
+        Value::Bool(Path::new("/sys/firmware/efi").is_dir()),
+    );
     process::insert_process_grains(&mut g);
     g
 }
@@ -95,7 +146,9 @@ pub fn grains_for(opts: &Value) -> Map {
         grains.retain(|key, _| !patterns.iter().any(|p| match_expr::expr_match(key, p)));
     }
     if let Some(Value::Object(configured)) = opts.get("grains") {
-        let deep = opts.get("grains_deep_merge").is_some_and(halite_state::truthy);
+        let deep = opts
+            .get("grains_deep_merge")
+            .is_some_and(halite_state::truthy);
         for (key, value) in configured {
             match (deep, grains.get_mut(key)) {
                 (true, Some(existing)) => deep_update(existing, value),
@@ -115,7 +168,9 @@ pub fn deep_update(target: &mut Value, update: &Value) {
         (Value::Object(dst), Value::Object(src)) => {
             for (k, v) in src {
                 match dst.get_mut(k) {
-                    Some(existing) if existing.is_object() && v.is_object() => deep_update(existing, v),
+                    Some(existing) if existing.is_object() && v.is_object() => {
+                        deep_update(existing, v)
+                    }
                     _ => {
                         dst.insert(k.clone(), v.clone());
                     }
@@ -176,7 +231,9 @@ fn timezone_abbreviation() -> String {
         if libc::localtime_r(&now, &mut tm).is_null() || tm.tm_zone.is_null() {
             return "unknown".into();
         }
-        std::ffi::CStr::from_ptr(tm.tm_zone).to_string_lossy().into_owned()
+        std::ffi::CStr::from_ptr(tm.tm_zone)
+            .to_string_lossy()
+            .into_owned()
     }
 }
 

@@ -76,9 +76,22 @@ pub fn insert_name_grains(grains: &mut Map, nodename: &str) {
 /// grain (loopback included, as Salt); empty when the host has no address
 /// of that family.
 pub fn insert_fqdn_ips(grains: &mut Map) {
-    let fqdn = grains.get("fqdn").and_then(Value::as_str).unwrap_or("").to_string();
-    let (mut v4, mut v6) = if fqdn.is_empty() { (Vec::new(), Vec::new()) } else { resolve(&fqdn) };
-    let has = |key: &str| grains.get(key).and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+    let fqdn = grains
+        .get("fqdn")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
+    let (mut v4, mut v6) = if fqdn.is_empty() {
+        (Vec::new(), Vec::new())
+    } else {
+        resolve(&fqdn)
+    };
+    let has = |key: &str| {
+        grains
+            .get(key)
+            .and_then(Value::as_array)
+            .is_some_and(|a| !a.is_empty())
+    };
     if !has("ipv4") {
         v4.clear();
     }
@@ -113,7 +126,11 @@ pub fn insert_interface_grains(grains: &mut Map) {
                 v6.entry(name).or_default().push(sin6.ip().to_string());
             } else if let Some(link) = addr.as_link_addr() {
                 if let Some(mac) = link.addr() {
-                    let text = mac.iter().map(|b| format!("{b:02x}")).collect::<Vec<_>>().join(":");
+                    let text = mac
+                        .iter()
+                        .map(|b| format!("{b:02x}"))
+                        .collect::<Vec<_>>()
+                        .join(":");
                     hw.insert(name, text);
                 }
             }
@@ -144,7 +161,9 @@ pub fn insert_interface_grains(grains: &mut Map) {
 
 /// Inserts `dns` from `/etc/resolv.conf` (Salt's `dns` grain shape).
 pub fn insert_dns(grains: &mut Map) {
-    let Ok(text) = std::fs::read_to_string("/etc/resolv.conf") else { return };
+    let Ok(text) = std::fs::read_to_string("/etc/resolv.conf") else {
+        return;
+    };
     let mut v4 = Vec::new();
     let mut v6 = Vec::new();
     let mut search = Vec::new();

@@ -103,7 +103,8 @@ pub fn derive_os(fullname: &str, id: &str) -> String {
     let bytes = fullname.as_bytes();
     while i < fullname.len() {
         let rest = &lower[i..];
-        let sep_is_nonword = bytes[i] != b'_' && !(bytes[i] as char).is_alphanumeric() && bytes[i].is_ascii();
+        let sep_is_nonword =
+            bytes[i] != b'_' && !(bytes[i] as char).is_alphanumeric() && bytes[i].is_ascii();
         if sep_is_nonword {
             let after = &rest[1..];
             let skip = if after.starts_with("gnu/linux") {
@@ -123,7 +124,12 @@ pub fn derive_os(fullname: &str, id: &str) -> String {
         i += ch.len_utf8();
     }
     let distro = distro.trim().to_string();
-    let short: String = distro.replace(' ', "").to_lowercase().chars().take(10).collect();
+    let short: String = distro
+        .replace(' ', "")
+        .to_lowercase()
+        .chars()
+        .take(10)
+        .collect();
     OS_NAME_MAP
         .iter()
         .find(|(k, _)| *k == short)
@@ -211,7 +217,11 @@ pub fn insert_os_grains(grains: &mut Map, rel: &OsRelease, machine: &str) {
     let family = os_family(id, rel.get("ID_LIKE"));
     grains.insert("os".into(), Value::from(os.clone()));
     grains.insert("os_family".into(), Value::from(family.clone()));
-    if let Some(codename) = rel.get("VERSION_CODENAME").map(str::to_string).or_else(|| codename_quirk(rel, id)) {
+    if let Some(codename) = rel
+        .get("VERSION_CODENAME")
+        .map(str::to_string)
+        .or_else(|| codename_quirk(rel, id))
+    {
         grains.insert("oscodename".into(), Value::from(codename));
     }
     grains.insert("osfullname".into(), Value::from(fullname.clone()));
@@ -233,18 +243,30 @@ pub fn insert_os_grains(grains: &mut Map, rel: &OsRelease, machine: &str) {
     let major = info.first().and_then(Value::as_i64);
     // Salt's osfinger: "<os or osfullname>-<major>" (Ubuntu keeps the full release).
     let finger_name = match os.as_str() {
-        "Debian" | "FreeBSD" | "OpenBSD" | "NetBSD" | "Mac" | "Raspbian" | "AlmaLinux" => os.clone(),
+        "Debian" | "FreeBSD" | "OpenBSD" | "NetBSD" | "Mac" | "Raspbian" | "AlmaLinux" => {
+            os.clone()
+        }
         _ => fullname,
     };
     let finger_release = match os.as_str() {
         "Ubuntu" | "Pop" | "NixOS" => release.clone(),
-        _ => info.first().map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).unwrap_or_default(),
+        _ => info
+            .first()
+            .map(|v| {
+                v.as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| v.to_string())
+            })
+            .unwrap_or_default(),
     };
     grains.insert("osrelease_info".into(), Value::Array(info));
     if let Some(major) = major {
         grains.insert("osmajorrelease".into(), Value::from(major));
     }
-    grains.insert("osfinger".into(), Value::from(format!("{finger_name}-{finger_release}")));
+    grains.insert(
+        "osfinger".into(),
+        Value::from(format!("{finger_name}-{finger_release}")),
+    );
 }
 
 #[cfg(test)]
@@ -253,7 +275,8 @@ mod tests {
 
     #[test]
     fn parses_quoted_and_bare_values() {
-        let rel = OsRelease::parse("NAME=\"Rocky Linux\"\nID=rocky\n# c\nVERSION_ID='9.3'\nEMPTY=\n");
+        let rel =
+            OsRelease::parse("NAME=\"Rocky Linux\"\nID=rocky\n# c\nVERSION_ID='9.3'\nEMPTY=\n");
         assert_eq!(rel.get("NAME"), Some("Rocky Linux"));
         assert_eq!(rel.get("ID"), Some("rocky"));
         assert_eq!(rel.get("VERSION_ID"), Some("9.3"));

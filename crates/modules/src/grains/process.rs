@@ -9,8 +9,16 @@ use nix::unistd::{getegid, geteuid, Gid, Group, Uid, User};
 pub fn insert_process_grains(grains: &mut Map) {
     let uid: Uid = geteuid();
     let gid: Gid = getegid();
-    let username = User::from_uid(uid).ok().flatten().map(|u| u.name).unwrap_or_default();
-    let groupname = Group::from_gid(gid).ok().flatten().map(|g| g.name).unwrap_or_default();
+    let username = User::from_uid(uid)
+        .ok()
+        .flatten()
+        .map(|u| u.name)
+        .unwrap_or_default();
+    let groupname = Group::from_gid(gid)
+        .ok()
+        .flatten()
+        .map(|g| g.name)
+        .unwrap_or_default();
     grains.insert("username".into(), Value::from(username));
     grains.insert("groupname".into(), Value::from(groupname));
     grains.insert("pid".into(), Value::from(std::process::id()));

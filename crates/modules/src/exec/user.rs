@@ -1,0 +1,474 @@
+//! The `user` execution module (Salt's `useradd`): local accounts read
+//! through NSS and changed with `useradd`, `usermod` and `userdel`.
+
+use std::process::Command;
+
+use halite_state::{Map, Value};
+use nix::unistd::{Gid, Group, User};
+
+use crate::exec::{Args, ExecError, ExecModule};
+use crate::Host;
+
+/// `user.*` functions.
+pub struct UserExec;
+
+impl ExecModule for UserExec {
+    fn name(&self) -> &'static str {
+        "user"
+    }
+    fn functions(&self) -> &'static [&'static str] {
+        &[
+            "info",
+            "add",
+            "delete",
+            "chuid",
+            "chgid",
+            "chshell",
+            "chhome",
+            "chgroups",
+            "chfullname",
+            "chroomnumber",
+            "chworkphone",
+            "chhomephone",
+            "chother",
+            "list_users",
+            "list_groups",
+            "getent",
+            "primary_group",
+        ]
+    }
+    fn call(&self, fun: &str, args: &Args, _host: &Host) -> Result<Value, ExecError> {
+        match fun {
+            "info" => Ok(info(&args.require_str(0, "name", "info")?)
+                .map(Value::Object)
+                .unwrap_or_else(|| Value::Object(Map::new()))),
+            "add" => add(&AddUser::from_args(args)?).map(Value::Bool),
+            "delete" => {
+                let name = args.require_str(0, "name", "delete")?;
+                delete(
+                    &name,
+                    args.get_bool(1, "remove", false),
+                    args.get_bool(2, "force", false),
+                )
+                .map(Value::Bool)
+            }
+            "chuid" | "chgid" => {
+                let name = args.require_str(0, "name", fun)?;
+                let id = int_arg(args, 1, if fun == "chuid" { "uid" } else { "gid" }, fun)?
+                    .ok_or_else(|| {
+                        ExecError::Invocation(format!(
+                            "{fun}() missing 1 required positional argument"
+                        ))
+                    })?;
+                if fun == "chuid" {
+                    chuid(&name, id)
+                } else {
+                    chgid(&name, id)
+                }
+                .map(Value::Bool)
+            }
+            "chshell" => {
+                let name = args.require_str(0, "name", fun)?;
+                chshell(&name, &args.require_str(1, "shell", fun)?).map(Value::Bool)
+            }
+            "chhome" => {
+                let name = args.require_str(0, "name", fun)?;
+                chhome(
+                    &name,
+                    &args.require_str(1, "home", fun)?,
+                    args.get_bool(2, "persist", false),
+                )
+                .map(Value::Bool)
+            }
+            "chgroups" => {
+                let name = args.require_str(0, "name", fun)?;
+                let groups = string_list(args.get(1, "groups"));
+                chgroups(&name, &groups, args.get_bool(2, "append", false)).map(Value::Bool)
+            }
+            "chfullname" | "chroomnumber" | "chworkphone" | "chhomephone" | "chother" => {
+                let name = args.require_str(0, "name", fun)?;
+                let field = &fun[2..];
+                let value = args.get_str(1, field).unwrap_or_default();
+                set_gecos_field(&name, field, &value).map(Value::Bool)
+            }
+            "list_users" => Ok(Value::from(list_users()?)),
+            "list_groups" => Ok(Value::from(group_list(&args.require_str(0, "name", fun)?))),
+            "getent" => {
+                let mut all = Vec::new();
+                for name in list_users()? {
+                    if let Some(i) = info(&name) {
+                        all.push(Value::Object(i));
+                    }
+                }
+                Ok(Value::Array(all))
+            }
+            "primary_group" => {
+                let name = args.require_str(0, "name", fun)?;
+                Ok(User::from_name(&name)
+                    .ok()
+                    .flatten()
+                    .and_then(|u| Group::from_gid(u.gid).ok().flatten())
+                    .map(|g| Value::from(g.name))
+                    .unwrap_or_else(|| Value::from("")))
+            }
+            other => Err(ExecError::NotAvailable(format!("user.{other}"))),
+        }
+    }
+}
+
+/// The five comma-separated GECOS fields, in order.
+pub const GECOS_FIELDS: [&str; 5] = ["fullname", "roomnumber", "workphone", "homephone", "other"];
+
+/// Salt's `user.info`: `gid, groups, home, name, passwd, shell, uid` and
+/// the GECOS fields; `None` when the account does not exist.
+pub fn info(name: &str) -> Option<Map> {
+    let user = User::from_name(name).ok().flatten()?;
+    let gecos = user.gecos.to_string_lossy().into_owned();
+    let mut fields: Vec<String> = gecos.splitn(5, ',').map(str::to_string).collect();
+    fields.resize(5, String::new());
+    let mut m = Map::new();
+    m.insert("gid".into(), Value::from(user.gid.as_raw()));
+    m.insert("groups".into(), Value::from(group_list(name)));
+    m.insert("home".into(), Value::from(user.dir.display().to_string()));
+    m.insert("name".into(), Value::from(user.name.clone()));
+    m.insert(
+        "passwd".into(),
+        Value::from(user.passwd.to_string_lossy().into_owned()),
+    );
+    m.insert(
+        "shell".into(),
+        Value::from(user.shell.display().to_string()),
+    );
+    m.insert("uid".into(), Value::from(user.uid.as_raw()));
+    for (key, value) in GECOS_FIELDS.iter().zip(fields) {
+        m.insert((*key).into(), Value::from(value));
+    }
+    Some(m)
+}
+
+/// Every group `name` belongs to (primary included), sorted, as Salt's
+/// `get_group_list`.
+pub fn group_list(name: &str) -> Vec<String> {
+    let Some(user) = User::from_name(name).ok().flatten() else {
+        return Vec::new();
+    };
+    let Ok(cname) = std::ffi::CString::new(name) else {
+        return Vec::new();
+    };
+    let gids: Vec<Gid> =
+        nix::unistd::getgrouplist(&cname, user.gid).unwrap_or_else(|_| vec![user.gid]);
+    let mut names: Vec<String> = gids
+        .into_iter()
+        .filter_map(|g| Group::from_gid(g).ok().flatten())
+        .map(|g| g.name)
+        .collect();
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Every account name in the passwd database (`getent passwd`), sorted.
+pub fn list_users() -> Result<Vec<String>, ExecError> {
+    let out = run(&["getent", "passwd"])?;
+    let mut names: Vec<String> = out
+        .stdout
+        .lines()
+        .filter_map(|l| l.split(':').next())
+        .filter(|n| !n.is_empty())
+        .map(str::to_string)
+        .collect();
+    names.sort();
+    names.dedup();
+    Ok(names)
+}
+
+/// What `user.add` creates.
+#[derive(Debug, Default, Clone)]
+pub struct AddUser {
+    pub name: String,
+    pub uid: Option<i64>,
+    pub gid: Option<String>,
+    pub groups: Vec<String>,
+    pub home: Option<String>,
+    pub createhome: bool,
+    pub shell: Option<String>,
+    pub unique: bool,
+    pub system: bool,
+    pub usergroup: Option<bool>,
+    /// GECOS fields by name (`fullname`...), empty ones skipped.
+    pub gecos: Vec<(String, String)>,
+}
+
+impl AddUser {
+    fn from_args(args: &Args) -> Result<Self, ExecError> {
+        Ok(AddUser {
+            name: args.require_str(0, "name", "add")?,
+            uid: int_arg(args, 1, "uid", "add")?,
+            gid: args.get_str(2, "gid"),
+            groups: string_list(args.get(3, "groups")),
+            home: args.get_str(4, "home"),
+            createhome: args.get_bool(usize::MAX, "createhome", true),
+            shell: args.get_str(5, "shell"),
+            unique: args.get_bool(6, "unique", true),
+            system: args.get_bool(7, "system", false),
+            usergroup: args
+                .kwargs
+                .get("usergroup")
+                .filter(|v| !v.is_null())
+                .map(halite_state::truthy),
+            gecos: GECOS_FIELDS
+                .iter()
+                .filter_map(|f| {
+                    args.kwargs
+                        .get(*f)
+                        .and_then(scalar_text)
+                        .map(|v| (f.to_string(), v))
+                })
+                .collect(),
+        })
+    }
+}
+
+/// Creates the account with `useradd`; GECOS fields are set afterwards as
+/// Salt does. `Ok(false)` when `useradd` refuses.
+pub fn add(user: &AddUser) -> Result<bool, ExecError> {
+    let mut argv: Vec<String> = vec!["useradd".into()];
+    if let Some(shell) = &user.shell {
+        argv.extend(["-s".into(), shell.clone()]);
+    }
+    if let Some(uid) = user.uid {
+        argv.extend(["-u".into(), uid.to_string()]);
+    }
+    if let Some(gid) = user.gid.as_ref().filter(|g| !g.is_empty()) {
+        argv.extend(["-g".into(), gid.clone()]);
+    } else if user.usergroup == Some(true) {
+        argv.push("-U".into());
+    } else if user.usergroup == Some(false) {
+        argv.push("-N".into());
+    }
+    if !user.groups.is_empty() {
+        argv.extend(["-G".into(), user.groups.join(",")]);
+    }
+    if let Some(home) = &user.home {
+        argv.extend(["-d".into(), home.clone()]);
+    }
+    argv.push(if user.createhome { "-m" } else { "-M" }.into());
+    if !user.unique {
+        argv.push("-o".into());
+    }
+    if user.system {
+        argv.push("-r".into());
+    }
+    argv.push(user.name.clone());
+    let out = run(&argv.iter().map(String::as_str).collect::<Vec<_>>())?;
+    if out.retcode != 0 {
+        tracing::warn!(user = %user.name, stderr = %out.stderr, "useradd failed");
+        return Ok(false);
+    }
+    for (field, value) in &user.gecos {
+        set_gecos_field(&user.name, field, value)?;
+    }
+    Ok(true)
+}
+
+/// Removes the account (`userdel`, `-r` with `remove`, `-f` with `force`).
+pub fn delete(name: &str, remove: bool, force: bool) -> Result<bool, ExecError> {
+    let mut argv = vec!["userdel"];
+    if remove {
+        argv.push("-r");
+    }
+    if force {
+        argv.push("-f");
+    }
+    argv.push(name);
+    Ok(run(&argv)?.retcode == 0)
+}
+
+fn current(name: &str) -> Result<Map, ExecError> {
+    info(name).ok_or_else(|| ExecError::Execution(format!("User '{name}' does not exist")))
+}
+
+/// `usermod -u`; true when the account then has `uid`.
+pub fn chuid(name: &str, uid: i64) -> Result<bool, ExecError> {
+    if current(name)?.get("uid").and_then(Value::as_i64) == Some(uid) {
+        return Ok(true);
+    }
+    run(&["usermod", "-u", &uid.to_string(), name])?;
+    Ok(info(name).and_then(|i| i.get("uid").and_then(Value::as_i64)) == Some(uid))
+}
+
+/// `usermod -g`; true when the account then has `gid`.
+pub fn chgid(name: &str, gid: i64) -> Result<bool, ExecError> {
+    if current(name)?.get("gid").and_then(Value::as_i64) == Some(gid) {
+        return Ok(true);
+    }
+    run(&["usermod", "-g", &gid.to_string(), name])?;
+    Ok(info(name).and_then(|i| i.get("gid").and_then(Value::as_i64)) == Some(gid))
+}
+
+/// `usermod -s`; true when the account then has `shell`.
+pub fn chshell(name: &str, shell: &str) -> Result<bool, ExecError> {
+    if current(name)?.get("shell").and_then(Value::as_str) == Some(shell) {
+        return Ok(true);
+    }
+    run(&["usermod", "-s", shell, name])?;
+    Ok(info(name)
+        .and_then(|i| i.get("shell").and_then(Value::as_str).map(|s| s == shell))
+        .unwrap_or(false))
+}
+
+/// `usermod -d` (`-m` with `persist`: move the old home's content).
+pub fn chhome(name: &str, home: &str, persist: bool) -> Result<bool, ExecError> {
+    if current(name)?.get("home").and_then(Value::as_str) == Some(home) {
+        return Ok(true);
+    }
+    let mut argv = vec!["usermod", "-d", home];
+    if persist {
+        argv.push("-m");
+    }
+    argv.push(name);
+    run(&argv)?;
+    Ok(info(name)
+        .and_then(|i| i.get("home").and_then(Value::as_str).map(|h| h == home))
+        .unwrap_or(false))
+}
+
+/// `usermod -G` (with `-a` when `append`): the supplementary groups;
+/// nothing is run when the account's groups already equal `groups`.
+pub fn chgroups(name: &str, groups: &[String], append: bool) -> Result<bool, ExecError> {
+    let have: std::collections::BTreeSet<String> = group_list(name).into_iter().collect();
+    let wanted: std::collections::BTreeSet<String> = groups.iter().cloned().collect();
+    if have == wanted {
+        return Ok(true);
+    }
+    let list = groups.join(",");
+    let mut argv = vec!["usermod"];
+    if append {
+        argv.push("-a");
+    }
+    argv.extend(["-G", list.as_str(), name]);
+    let out = run(&argv)?;
+    if out.retcode != 0 {
+        tracing::warn!(user = name, stderr = %out.stderr, "usermod -G failed");
+    }
+    Ok(out.retcode == 0)
+}
+
+/// Sets one GECOS field (`fullname`, `roomnumber`, `workphone`,
+/// `homephone`, `other`) with `usermod -c`, keeping the others.
+pub fn set_gecos_field(name: &str, field: &str, value: &str) -> Result<bool, ExecError> {
+    let info = current(name)?;
+    if info.get(field).and_then(Value::as_str) == Some(value) {
+        return Ok(true);
+    }
+    let fields: Vec<String> = GECOS_FIELDS
+        .iter()
+        .map(|f| {
+            if *f == field {
+                value.to_string()
+            } else {
+                info.get(*f)
+                    .and_then(Value::as_str)
+                    .unwrap_or("")
+                    .to_string()
+            }
+        })
+        .collect();
+    let gecos = fields.join(",").trim_end_matches(',').to_string();
+    run(&["usermod", "-c", &gecos, name])?;
+    Ok(self::info(name)
+        .and_then(|i| i.get(field).and_then(Value::as_str).map(|v| v == value))
+        .unwrap_or(false))
+}
+
+/// The password hash of `name` from `/etc/shadow` (root only), `None` when
+/// the account or the file cannot be read.
+pub fn shadow_hash(name: &str) -> Option<String> {
+    let text = std::fs::read_to_string("/etc/shadow").ok()?;
+    text.lines().find_map(|line| {
+        let mut parts = line.split(':');
+        (parts.next() == Some(name)).then(|| parts.next().unwrap_or("").to_string())
+    })
+}
+
+/// Sets the password hash (`usermod -p`); true when the shadow entry then holds it.
+pub fn set_password_hash(name: &str, hash: &str) -> Result<bool, ExecError> {
+    run(&["usermod", "-p", hash, name])?;
+    Ok(shadow_hash(name).as_deref() == Some(hash))
+}
+
+/// Empties the password (`passwd -d`).
+pub fn delete_password(name: &str) -> Result<bool, ExecError> {
+    Ok(run(&["passwd", "-d", name])?.retcode == 0)
+}
+
+/// What a command printed and returned.
+#[derive(Debug, Clone)]
+pub struct Ran {
+    pub retcode: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs `argv` without a shell; an error only when it cannot be started.
+pub fn run(argv: &[&str]) -> Result<Ran, ExecError> {
+    let (prog, rest) = argv
+        .split_first()
+        .ok_or_else(|| ExecError::Invocation("empty command".into()))?;
+    tracing::debug!(?argv, "running");
+    let out = Command::new(prog).args(rest).output().map_err(|e| {
+        ExecError::Execution(format!(
+            "cannot run {prog}: {e}; is it installed and on PATH?"
+        ))
+    })?;
+    Ok(Ran {
+        retcode: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).trim_end().to_string(),
+        stderr: String::from_utf8_lossy(&out.stderr).trim_end().to_string(),
+    })
+}
+
+/// A string rendering of a scalar argument (numbers and booleans too).
+pub fn scalar_text(v: &Value) -> Option<String> {
+    match v {
+        Value::Null => None,
+        Value::String(s) => Some(s.clone()),
+        Value::Bool(true) => Some("True".into()),
+        Value::Bool(false) => Some("False".into()),
+        other => Some(other.to_string()),
+    }
+}
+
+/// A list argument: a YAML list, or a comma-separated string as Salt accepts.
+pub fn string_list(v: Option<&Value>) -> Vec<String> {
+    match v {
+        None | Some(Value::Null) => Vec::new(),
+        Some(Value::Array(items)) => items.iter().filter_map(scalar_text).collect(),
+        Some(Value::String(s)) => s
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+            .collect(),
+        Some(other) => scalar_text(other).into_iter().collect(),
+    }
+}
+
+/// An integer argument given as a number or a numeric string.
+pub fn int_arg(args: &Args, i: usize, key: &str, fun: &str) -> Result<Option<i64>, ExecError> {
+    match args.get(i, key) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .map(Some)
+            .ok_or_else(|| ExecError::Invocation(format!("{fun}: {key} must be an integer"))),
+        Some(Value::String(s)) if s.is_empty() => Ok(None),
+        Some(Value::String(s)) => s.trim().parse().map(Some).map_err(|_| {
+            ExecError::Invocation(format!("{fun}: {key} must be an integer, not '{s}'"))
+        }),
+        Some(other) => Err(ExecError::Invocation(format!(
+            "{fun}: {key} must be an integer, not {}",
+            halite_state::type_name(other)
+        ))),
+    }
+}

@@ -1,0 +1,502 @@
+//! `user` and `group` states and execution functions against the real
+//! account database, as root, with throwaway `halite-t-*` names that a
+//! guard removes even when an assertion fails.
+
+use std::path::Path;
+use std::process::Command;
+use std::sync::Arc;
+
+use halite_modules::host::LogEvents;
+use halite_modules::{table, Args, Host, LocalFileClient};
+use halite_state::{LowChunk, StateCall, StateResult};
+use serde_json::{json, Value};
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+macro_rules! require_root {
+    () => {
+        if !is_root() {
+            println!("skipped: needs root to create users and groups");
+            return;
+        }
+    };
+}
+
+/// Removes the users and groups a test created, whatever happens.
+struct Cleanup {
+    users: Vec<String>,
+    groups: Vec<String>,
+    dirs: Vec<String>,
+}
+
+impl Drop for Cleanup {
+    fn drop(&mut self) {
+        for u in &self.users {
+            let _ = Command::new("userdel").args(["-r", "-f", u]).output();
+        }
+        for g in &self.groups {
+            let _ = Command::new("groupdel").arg(g).output();
+        }
+        for d in &self.dirs {
+            let _ = std::fs::remove_dir_all(d);
+        }
+    }
+}
+
+fn unique(tag: &str) -> String {
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map(|d| d.subsec_nanos())
+        .unwrap_or(0);
+    format!("halite-t-{tag}{:x}", (nanos ^ std::process::id()) & 0xfffff)
+}
+
+/// An id free as both uid and gid, starting at `from`.
+fn free_id(from: u32) -> u32 {
+    (from..from + 5000)
+        .find(|id| {
+            let s = id.to_string();
+            let taken = |db: &str| {
+                Command::new("getent")
+                    .args([db, &s])
+                    .output()
+                    .map(|o| o.status.success())
+                    .unwrap_or(true)
+            };
+            !taken("passwd") && !taken("group")
+        })
+        .unwrap_or(from)
+}
+
+fn host() -> Host {
+    Host {
+        opts: json!({}),
+        grains: json!({}),
+        pillar: json!({}),
+        files: Arc::new(LocalFileClient::default()),
+        exec: table::exec_modules(),
+        states: table::state_modules(),
+        events: Arc::new(LogEvents),
+    }
+}
+
+fn state(host: &Host, module: &str, fun: &str, name: &str, args: Value, test: bool) -> StateResult {
+    let mut chunk = serde_json::Map::new();
+    chunk.insert("state".into(), json!(module));
+    chunk.insert("name".into(), json!(name));
+    chunk.insert("__id__".into(), json!(name));
+    if let Value::Object(extra) = args {
+        chunk.extend(extra);
+    }
+    chunk.insert("fun".into(), json!(fun));
+    let chunk = LowChunk(chunk);
+    let call = StateCall {
+        chunk: &chunk,
+        test,
+        env: host,
+        sfun: None,
+        reqs: None,
+    };
+    let module = host
+        .states
+        .get(module)
+        .unwrap_or_else(|| panic!("state module {module} is registered"));
+    module
+        .call(fun, &call)
+        .unwrap_or_else(|e| panic!("{fun} returned an error: {e}"))
+}
+
+fn exec(host: &Host, fun: &str, positional: Vec<Value>) -> Value {
+    host.call(
+        fun,
+        &Args {
+            positional,
+            kwargs: Default::default(),
+        },
+    )
+    .unwrap_or_else(|e| panic!("{fun}: {e}"))
+}
+
+#[test]
+fn group_present_creates_updates_and_absent_removes() {
+    require_root!();
+    let host = host();
+    let group = unique("g");
+    let member = unique("m");
+    let mut guard = Cleanup {
+        users: vec![member.clone()],
+        groups: vec![group.clone(), member.clone()],
+        dirs: vec![],
+    };
+    let gid = free_id(47100);
+    assert!(Command::new("useradd")
+        .args(["-M", &member])
+        .status()
+        .is_ok_and(|s| s.success()));
+
+    let r = state(&host, "group", "present", &group, json!({"gid": gid}), true);
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (None, format!("Group {group} set to be added").as_str())
+    );
+    assert!(exec(&host, "group.info", vec![json!(group)])
+        .as_object()
+        .is_some_and(|m| m.is_empty()));
+
+    let r = state(
+        &host,
+        "group",
+        "present",
+        &group,
+        json!({"gid": gid}),
+        false,
+    );
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(r.comment, format!("New group {group} created"));
+    assert_eq!(
+        serde_json::Value::Object(r.changes),
+        json!({"name": group, "passwd": "x", "gid": gid, "members": []})
+    );
+
+    let r = state(
+        &host,
+        "group",
+        "present",
+        &group,
+        json!({"gid": gid}),
+        false,
+    );
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (
+            Some(true),
+            format!("Group {group} is present and up to date")
+        )
+    );
+    assert!(r.changes.is_empty());
+
+    let args = json!({"gid": gid, "members": [member]});
+    let r = state(&host, "group", "present", &group, args.clone(), true);
+    assert_eq!(r.result, None);
+    assert_eq!(
+        r.comment,
+        format!("The following group attributes are set to be changed:\nmembers: ['{member}']\n")
+    );
+    let r = state(&host, "group", "present", &group, args.clone(), false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(
+        serde_json::Value::Object(r.changes),
+        json!({"Final": "All changes applied successfully"})
+    );
+    assert_eq!(
+        exec(&host, "group.members", vec![json!(group), json!("")]),
+        json!(true)
+    );
+    assert_eq!(
+        exec(&host, "group.adduser", vec![json!(group), json!(member)]),
+        json!(true)
+    );
+    assert_eq!(
+        exec(&host, "group.info", vec![json!(group)])["members"],
+        json!([member])
+    );
+    assert_eq!(
+        exec(&host, "group.deluser", vec![json!(group), json!(member)]),
+        json!(true)
+    );
+    assert_eq!(
+        exec(&host, "group.info", vec![json!(group)])["members"],
+        json!([])
+    );
+    assert!(exec(&host, "group.getent", vec![])
+        .as_array()
+        .is_some_and(|all| all.iter().any(|g| g["name"] == json!(group))));
+
+    let r = state(
+        &host,
+        "group",
+        "present",
+        &format!("{group}x"),
+        json!({"gid": gid}),
+        false,
+    );
+    assert_eq!(r.result, Some(false));
+    assert_eq!(
+        r.comment,
+        format!("Group {group}x is not present but gid {gid} is already taken by group {group}")
+    );
+
+    let r = state(&host, "group", "absent", &group, json!({}), true);
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (None, format!("Group {group} is set for removal"))
+    );
+    let r = state(&host, "group", "absent", &group, json!({}), false);
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (Some(true), format!("Removed group {group}"))
+    );
+    assert_eq!(
+        serde_json::Value::Object(r.changes),
+        json!({group.clone(): ""})
+    );
+    let r = state(&host, "group", "absent", &group, json!({}), false);
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (Some(true), "Group not present".to_string())
+    );
+    guard.groups.retain(|g| *g != group);
+}
+
+#[test]
+fn user_present_creates_with_every_field_then_updates_and_absent_purges() {
+    require_root!();
+    let host = host();
+    let user = unique("u");
+    let group = unique("ug");
+    let home = format!("/tmp/{user}-home");
+    let _guard = Cleanup {
+        users: vec![user.clone()],
+        groups: vec![group.clone(), user.clone()],
+        dirs: vec![home.clone()],
+    };
+    let id = free_id(47200);
+    let r = state(&host, "group", "present", &group, json!({"gid": id}), false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+
+    let args = json!({
+        "uid": id, "gid": id, "fullname": "Test User", "roomnumber": "12", "shell": "/bin/sh",
+        "home": home, "groups": [group], "password": "$6$abc$xyz",
+    });
+    let r = state(&host, "user", "present", &user, args.clone(), true);
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (None, format!("User {user} set to be added"))
+    );
+    assert!(!Path::new(&home).exists());
+
+    let r = state(&host, "user", "present", &user, args.clone(), false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(r.comment, format!("New user {user} created"));
+    // Same keys, order and values as Salt 3008.5 reports for this SLS.
+    assert_eq!(
+        serde_json::to_string(&r.changes).unwrap_or_default(),
+        serde_json::to_string(&json!({
+            "gid": id, "groups": [group], "home": home, "name": user, "passwd": "x", "shell": "/bin/sh",
+            "uid": id, "fullname": "Test User", "roomnumber": "12", "workphone": "", "homephone": "",
+            "other": "", "password": "XXX-REDACTED-XXX",
+        }))
+        .unwrap_or_default()
+    );
+    assert!(
+        Path::new(&home).is_dir(),
+        "createhome made the home directory"
+    );
+    let shadow = std::fs::read_to_string("/etc/shadow").unwrap_or_default();
+    assert!(
+        shadow
+            .lines()
+            .any(|l| l.starts_with(&format!("{user}:$6$abc$xyz:"))),
+        "password hash stored"
+    );
+
+    let r = state(&host, "user", "present", &user, args, false);
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (Some(true), format!("User {user} is present and up to date")),
+        "{:?}",
+        r.changes
+    );
+
+    let update = json!({
+        "uid": id, "gid": id, "fullname": "Test User2", "workphone": "555", "shell": "/bin/bash",
+        "home": home, "groups": [],
+    });
+    let r = state(&host, "user", "present", &user, update.clone(), true);
+    assert_eq!(r.result, None);
+    assert_eq!(r.comment, "The following user attributes are set to be changed:\nshell: /bin/bash\nfullname: Test User2\nworkphone: 555\n");
+    let r = state(&host, "user", "present", &user, update.clone(), false);
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (Some(true), format!("Updated user {user}"))
+    );
+    assert_eq!(
+        serde_json::Value::Object(r.changes),
+        json!({"shell": "/bin/bash", "fullname": "Test User2", "workphone": "555"})
+    );
+    let info = exec(&host, "user.info", vec![json!(user)]);
+    assert_eq!(info["shell"], "/bin/bash");
+    assert_eq!(info["workphone"], "555");
+    assert_eq!(
+        info["groups"],
+        json!([group]),
+        "the primary group is listed, as Salt lists it"
+    );
+
+    // Dropping the supplementary group: remove_groups defaults to True.
+    let other = unique("o");
+    let mut g2 = Cleanup {
+        users: vec![],
+        groups: vec![other.clone()],
+        dirs: vec![],
+    };
+    assert_eq!(exec(&host, "group.add", vec![json!(other)]), json!(true));
+    let r = state(
+        &host,
+        "user",
+        "present",
+        &user,
+        json!({"groups": [other]}),
+        false,
+    );
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(
+        serde_json::Value::Object(r.changes),
+        json!({"groups": [other, group]})
+    );
+    let r = state(
+        &host,
+        "user",
+        "present",
+        &user,
+        json!({"groups": []}),
+        false,
+    );
+    assert_eq!(
+        serde_json::Value::Object(r.changes),
+        json!({"groups": [group]})
+    );
+
+    let r = state(&host, "user", "present", &user, json!({"gid": 0}), false);
+    assert_eq!(r.result, Some(false));
+    assert_eq!(
+        r.comment,
+        format!("Encountered error checking for needed changes. Additional info follows:\n\n- Changing gid ({id} -> 0) not permitted, set allow_gid_change to True to force this change. Note that this will not change file ownership.")
+    );
+    let r = state(
+        &host,
+        "user",
+        "present",
+        &user,
+        json!({"groups": ["halite-t-nosuchgroup"]}),
+        false,
+    );
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (
+            Some(false),
+            "The following group(s) are not present: halite-t-nosuchgroup".to_string()
+        )
+    );
+    let r = state(
+        &host,
+        "user",
+        "present",
+        &user,
+        json!({"fullname": "a,b"}),
+        false,
+    );
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (Some(false), "Unsupported char ',' in a,b".to_string())
+    );
+
+    assert!(exec(&host, "user.list_users", vec![])
+        .as_array()
+        .is_some_and(|a| a.contains(&json!(user))));
+    assert_eq!(
+        exec(&host, "user.primary_group", vec![json!(user)]),
+        json!(group)
+    );
+    assert_eq!(
+        exec(&host, "user.chshell", vec![json!(user), json!("/bin/sh")]),
+        json!(true)
+    );
+    assert_eq!(
+        exec(
+            &host,
+            "user.chfullname",
+            vec![json!(user), json!("Renamed")]
+        ),
+        json!(true)
+    );
+    let info = exec(&host, "user.info", vec![json!(user)]);
+    assert_eq!(
+        (
+            info["shell"].clone(),
+            info["fullname"].clone(),
+            info["workphone"].clone()
+        ),
+        (json!("/bin/sh"), json!("Renamed"), json!("555"))
+    );
+
+    let r = state(&host, "user", "absent", &user, json!({"purge": true}), true);
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (None, format!("User {user} set for removal"))
+    );
+    let r = state(
+        &host,
+        "user",
+        "absent",
+        &user,
+        json!({"purge": true}),
+        false,
+    );
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (Some(true), format!("Removed user {user}"))
+    );
+    assert_eq!(
+        serde_json::Value::Object(r.changes),
+        json!({user.clone(): "removed"})
+    );
+    assert!(
+        !Path::new(&home).exists(),
+        "purge removed the home directory"
+    );
+    let r = state(&host, "user", "absent", &user, json!({}), false);
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (Some(true), format!("User {user} is not present"))
+    );
+    g2.groups.push(group);
+}
+
+#[test]
+fn user_absent_reports_the_private_group_userdel_removes() {
+    require_root!();
+    let host = host();
+    let user = unique("p");
+    let _guard = Cleanup {
+        users: vec![user.clone()],
+        groups: vec![user.clone()],
+        dirs: vec![],
+    };
+    let r = state(
+        &host,
+        "user",
+        "present",
+        &user,
+        json!({"usergroup": true, "createhome": false}),
+        false,
+    );
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(
+        r.changes["home"], "",
+        "createhome: False reports an empty home as Salt does"
+    );
+    assert_eq!(
+        exec(&host, "user.primary_group", vec![json!(user)]),
+        json!(user)
+    );
+    let r = state(&host, "user", "absent", &user, json!({}), false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(
+        serde_json::Value::Object(r.changes),
+        json!({format!("{user} group"): "removed", user.clone(): "removed"})
+    );
+}
