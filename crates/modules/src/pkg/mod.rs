@@ -1,0 +1,338 @@
+//! Package management: the provider contract Salt documents for `pkg` and
+//! `lowpkg`, and the providers that implement it.
+//!
+//! A package manager is one file here implementing [`PkgProvider`] (apt,
+//! dnf/yum) and one implementing [`LowPkg`] (dpkg, rpm), plus one line in
+//! [`select::PROVIDERS`]. `pkg` may call `lowpkg`, never the reverse. The
+//! `pkg` and `lowpkg` execution modules and the `pkg` / `pkgrepo` states only
+//! ever talk to these traits.
+
+pub mod apt;
+pub mod aptsources;
+pub mod dpkg;
+pub mod rpm;
+pub mod run;
+pub mod select;
+pub mod targets;
+pub mod version;
+pub mod yum;
+
+use halite_state::{Map, Value};
+
+pub use select::{lowpkg_for, provider_for, ProviderKind};
+pub use targets::{parse_targets, TargetKind, Targets};
+
+/// Why a package operation failed. Messages carry the package manager's own
+/// words so the user sees what apt or dnf said.
+#[derive(Debug, thiserror::Error)]
+pub enum PkgError {
+    /// The arguments do not describe a valid request (Salt's SaltInvocationError).
+    #[error("{0}")]
+    Invocation(String),
+    /// The package tool could not be started at all.
+    #[error("could not run {program}: {source}; is it installed and on PATH?")]
+    Spawn {
+        program: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// The package tool ran and failed; `changes` is what changed anyway
+    /// (Salt's CommandExecutionError with `info={"errors", "changes"}`).
+    #[error("{message}{}", errors_suffix(.errors))]
+    Failed {
+        message: String,
+        errors: Vec<String>,
+        changes: Map,
+    },
+    /// Reading or writing a package database or repo file failed.
+    #[error("{path}: {source}")]
+    Io {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    /// This provider cannot do what was asked.
+    #[error("{0}")]
+    Unsupported(String),
+}
+
+fn errors_suffix(errors: &[String]) -> String {
+    if errors.is_empty() {
+        return String::new();
+    }
+    let mut s = String::from("\nAdditional info follows:\n\nerrors:");
+    for e in errors {
+        s.push_str("\n    - ");
+        s.push_str(e);
+    }
+    s
+}
+
+impl PkgError {
+    /// A failure with the tool's error text and no changes.
+    pub fn failed(message: impl Into<String>, error: impl Into<String>) -> Self {
+        let error = error.into();
+        PkgError::Failed {
+            message: message.into(),
+            errors: if error.is_empty() {
+                Vec::new()
+            } else {
+                vec![error]
+            },
+            changes: Map::new(),
+        }
+    }
+    /// An I/O error on `path`.
+    pub fn io(path: impl AsRef<std::path::Path>, source: std::io::Error) -> Self {
+        PkgError::Io {
+            path: path.as_ref().display().to_string(),
+            source,
+        }
+    }
+    /// The changes that happened before the failure (empty for most errors).
+    pub fn changes(&self) -> Map {
+        match self {
+            PkgError::Failed { changes, .. } => changes.clone(),
+            _ => Map::new(),
+        }
+    }
+}
+
+impl From<PkgError> for crate::ExecError {
+    fn from(e: PkgError) -> Self {
+        match e {
+            PkgError::Invocation(m) => crate::ExecError::Invocation(m),
+            other => crate::ExecError::Execution(other.to_string()),
+        }
+    }
+}
+
+/// Shorthand for results of package operations.
+pub type PkgResult<T> = Result<T, PkgError>;
+
+/// Installed packages: name -> versions (more than one only for
+/// multi-version package managers such as rpm's kernels).
+pub type PkgVersions = indexmap::IndexMap<String, Vec<String>>;
+
+/// Options of `pkg.install` / `pkg.upgrade` shared by every provider.
+///
+/// Fields mirror Salt's keyword arguments; a provider ignores what it has
+/// no equivalent for.
+#[derive(Debug, Clone, Default)]
+pub struct InstallOptions {
+    /// Repository to install from (`fromrepo`, or the older `repo`).
+    pub fromrepo: Option<String>,
+    /// Refresh the package database first.
+    pub refresh: bool,
+    /// Reinstall packages that are already at the wanted version.
+    pub reinstall: bool,
+    /// Install unsigned packages (`--allow-unauthenticated`, `--nogpgcheck`).
+    pub skip_verify: bool,
+    /// `Some(false)` adds `--no-install-recommends`, `Some(true)` the reverse.
+    pub install_recommends: Option<bool>,
+    /// Only upgrade packages that are installed.
+    pub only_upgrade: bool,
+    /// Take the package's new config files (`--force-confnew`).
+    pub force_conf_new: bool,
+    /// For upgrade: `dist-upgrade` instead of `upgrade`.
+    pub dist_upgrade: bool,
+}
+
+/// Options of the repo functions.
+#[derive(Debug, Clone, Default)]
+pub struct RepoOptions {
+    /// The directory holding the repo configuration (`/etc/apt` for apt,
+    /// `/etc/yum.repos.d` for yum); `None` for the provider's default.
+    pub basedir: Option<String>,
+}
+
+/// The package-manager side of Salt's provider contract (`pkg.*`).
+///
+/// Versions are the package manager's own strings. Functions that take
+/// several names return a map; the execution module turns one-name calls
+/// into a plain string as Salt does.
+pub trait PkgProvider: Send + Sync {
+    /// The provider's name (`apt`, `dnf`, `yum`).
+    fn name(&self) -> &'static str;
+    /// The low-level package database beneath this provider.
+    fn lowpkg(&self) -> &dyn LowPkg;
+    /// Compares two versions with the package manager's rules.
+    fn version_cmp(&self, a: &str, b: &str) -> std::cmp::Ordering;
+    /// Installed packages; `removed` lists those removed but not purged
+    /// (config files left) instead.
+    fn list_pkgs(&self, removed: bool) -> PkgResult<PkgVersions>;
+    /// The candidate version of each name, `""` when not found or already
+    /// up to date.
+    fn latest_version(
+        &self,
+        names: &[String],
+        fromrepo: Option<&str>,
+        refresh: bool,
+    ) -> PkgResult<Map>;
+    /// Every version of each name the repositories offer, newest first.
+    fn available_versions(&self, name: &str, fromrepo: Option<&str>) -> PkgResult<Vec<String>>;
+    /// Installs targets; returns `{name: {old, new}}` from `list_pkgs`
+    /// before and after.
+    fn install(&self, targets: &Targets, opts: &InstallOptions) -> PkgResult<Map>;
+    /// Removes (or purges) packages; returns `{name: {old, new}}`.
+    fn remove(&self, names: &[String], purge: bool) -> PkgResult<Map>;
+    /// Upgrades all packages (or only `names`); returns the changes.
+    fn upgrade(&self, names: &[String], opts: &InstallOptions) -> PkgResult<Map>;
+    /// Packages with an upgrade available: name -> new version.
+    fn list_upgrades(&self, refresh: bool, opts: &InstallOptions) -> PkgResult<Map>;
+    /// Refreshes the package database; returns per-source status.
+    fn refresh_db(&self) -> PkgResult<Map>;
+    /// Holds (`hold=true`) or releases packages; Salt's per-package
+    /// `{name, changes, result, comment}` map.
+    fn set_hold(&self, names: &[String], hold: bool) -> PkgResult<Map>;
+    /// Every configured repository.
+    fn list_repos(&self, opts: &RepoOptions) -> PkgResult<Map>;
+    /// One repository, `{}` when absent.
+    fn get_repo(&self, repo: &str, opts: &RepoOptions) -> PkgResult<Map>;
+    /// Deletes a repository; returns a message naming the files touched.
+    fn del_repo(&self, repo: &str, opts: &RepoOptions) -> PkgResult<String>;
+    /// Creates or modifies a repository (`settings` are the state's fields:
+    /// `file`, `disabled`, `signedby`...); returns `{repo: get_repo(repo)}`.
+    fn mod_repo(&self, repo: &str, settings: &Map, opts: &RepoOptions) -> PkgResult<Map>;
+}
+
+/// The package-database side (`lowpkg.*`): what is installed and which
+/// files it owns, without touching repositories.
+pub trait LowPkg: Send + Sync {
+    /// The database's name (`dpkg`, `rpm`).
+    fn name(&self) -> &'static str;
+    /// Installed packages (all, or only `names`): name -> version.
+    fn list_pkgs(&self, names: &[String]) -> PkgResult<PkgVersions>;
+    /// Files that differ from the package database: path ->
+    /// `{mismatch: [...], type}` (or `{missing: true}`).
+    fn verify(&self, names: &[String]) -> PkgResult<Map>;
+    /// `{errors: [...], files: [...]}` for the packages (all when empty).
+    fn file_list(&self, names: &[String]) -> PkgResult<Map>;
+    /// `{errors: [...], packages: {name: [files]}}`.
+    fn file_dict(&self, names: &[String]) -> PkgResult<Map>;
+    /// Name and version of a package file on disk (`.deb`, `.rpm`).
+    fn bin_pkg_info(&self, path: &str) -> PkgResult<Map>;
+}
+
+/// Salt's `salt.utils.data.compare_dicts` over package lists: the names
+/// whose version changed, each `{old, new}` (`""` for absent), versions of
+/// multi-version packages joined with `,`.
+pub fn compare_pkg_lists(old: &PkgVersions, new: &PkgVersions) -> Map {
+    let mut changes = Map::new();
+    let joined = |v: Option<&Vec<String>>| v.map(|v| v.join(",")).unwrap_or_default();
+    for (name, old_versions) in old {
+        if new.get(name) != Some(old_versions) {
+            let entry =
+                serde_json::json!({"new": joined(new.get(name)), "old": old_versions.join(",")});
+            changes.insert(name.clone(), entry);
+        }
+    }
+    for (name, new_versions) in new {
+        if !old.contains_key(name) {
+            changes.insert(
+                name.clone(),
+                serde_json::json!({"new": new_versions.join(","), "old": ""}),
+            );
+        }
+    }
+    changes
+}
+
+/// A package list as Salt returns it: a string per name, or a list of
+/// versions with `versions_as_list`.
+pub fn pkg_versions_to_value(list: &PkgVersions, versions_as_list: bool) -> Value {
+    let mut out = Map::new();
+    for (name, versions) in list {
+        let v = if versions_as_list {
+            Value::from(versions.clone())
+        } else {
+            Value::from(versions.join(","))
+        };
+        out.insert(name.clone(), v);
+    }
+    Value::Object(out)
+}
+
+impl InstallOptions {
+    /// Reads Salt's keyword arguments (`fromrepo` wins over `repo`;
+    /// `refresh` defaults to `refresh_default`).
+    pub fn from_kwargs(kwargs: &Map, refresh_default: bool) -> Self {
+        let flag = |k: &str| {
+            kwargs
+                .get(k)
+                .filter(|v| !v.is_null())
+                .map(halite_state::truthy)
+        };
+        let string = |k: &str| match kwargs.get(k) {
+            Some(Value::String(s)) if !s.is_empty() => Some(s.clone()),
+            Some(Value::Number(n)) => Some(n.to_string()),
+            _ => None,
+        };
+        InstallOptions {
+            fromrepo: string("fromrepo").or_else(|| string("repo")),
+            refresh: flag("refresh").unwrap_or(refresh_default),
+            reinstall: flag("reinstall").unwrap_or(false),
+            skip_verify: flag("skip_verify").unwrap_or(false),
+            install_recommends: flag("install_recommends"),
+            only_upgrade: flag("only_upgrade").unwrap_or(false),
+            force_conf_new: flag("force_conf_new").unwrap_or(false),
+            dist_upgrade: flag("dist_upgrade").unwrap_or(false),
+        }
+    }
+}
+
+impl RepoOptions {
+    /// Reads `basedir` from keyword arguments (a list takes its first entry).
+    pub fn from_kwargs(kwargs: &Map) -> Self {
+        let basedir = match kwargs.get("basedir") {
+            Some(Value::String(s)) if !s.is_empty() => {
+                Some(s.split(',').next().unwrap_or(s).to_string())
+            }
+            Some(Value::Array(a)) => a.first().and_then(Value::as_str).map(str::to_string),
+            _ => None,
+        };
+        RepoOptions { basedir }
+    }
+}
+
+/// Turns `sources` into local paths: `salt://` files are fetched through the
+/// file client, `file://` URLs lose their scheme, plain paths stay.
+pub fn localize_sources(
+    targets: &Targets,
+    files: &dyn halite_state::FileClient,
+    saltenv: &str,
+) -> PkgResult<Targets> {
+    if targets.kind != TargetKind::File {
+        return Ok(targets.clone());
+    }
+    let mut out = targets.clone();
+    for (name, source) in out.items.iter_mut() {
+        let Some(src) = source.clone() else { continue };
+        let local = if let Some((path, env)) = halite_state::strip_salt_url(&src) {
+            let fetched = files
+                .cache_file(path, env.unwrap_or(saltenv))
+                .map_err(|e| PkgError::Invocation(format!("Unable to cache {src}: {e}")))?;
+            fetched
+                .ok_or_else(|| {
+                    PkgError::Invocation(format!("Unable to cache {src}: file not found"))
+                })?
+                .display()
+                .to_string()
+        } else if let Some(path) = src.strip_prefix("file://") {
+            path.to_string()
+        } else if src.contains("://") {
+            return Err(PkgError::Unsupported(format!(
+                "source of {name} ({src}) must be a salt://, file:// URL or a local path; fetch other URLs with file.managed first"
+            )));
+        } else {
+            src
+        };
+        if !std::path::Path::new(&local).is_file() {
+            return Err(PkgError::Invocation(format!(
+                "{local} does not exist on minion"
+            )));
+        }
+        *source = Some(local);
+    }
+    Ok(out)
+}

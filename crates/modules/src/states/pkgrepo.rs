@@ -1,0 +1,259 @@
+//! Salt's `pkgrepo` state module: `managed` and `absent` over the
+//! provider's repo functions (apt source lines, yum `.repo` sections).
+
+use halite_state::{Map, StateCall, StateError, StateModule, StateResult, Value};
+use serde_json::json;
+
+use crate::pkg::aptsources::{apply_settings, SourceEntry};
+use crate::pkg::{provider_for, PkgError, PkgProvider, RepoOptions};
+
+/// `pkgrepo.*` states.
+pub struct PkgrepoState;
+
+impl StateModule for PkgrepoState {
+    fn name(&self) -> &'static str {
+        "pkgrepo"
+    }
+    fn functions(&self) -> &'static [&'static str] {
+        &["managed", "absent"]
+    }
+    fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
+        let provider = match provider_for(call.env.grains()) {
+            Ok(p) => p,
+            Err(e) => return Ok(StateResult::fail(call.name(), e.to_string())),
+        };
+        let result = match fun {
+            "managed" => managed(call, provider.as_ref()),
+            "absent" => absent(call, provider.as_ref()),
+            other => {
+                return Err(StateError::Other(format!(
+                    "pkgrepo.{other} is not available"
+                )))
+            }
+        };
+        Ok(result.unwrap_or_else(|e| StateResult::fail(call.name(), e.to_string())))
+    }
+}
+
+/// Keyword arguments that are not repo settings.
+const NOT_SETTINGS: &[&str] = &[
+    "state", "name", "__sls__", "__env__", "__id__", "order", "fun", "refresh", "basedir", "test",
+];
+
+fn settings_of(call: &StateCall<'_>) -> Map {
+    call.chunk
+        .0
+        .iter()
+        .filter(|(k, v)| {
+            !NOT_SETTINGS.contains(&k.as_str()) && !k.starts_with("__") && !v.is_null()
+        })
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// The apt source line the state describes: `name` when it is a source
+/// line, else built from `type`/`uri`/`dist`/`comps`, with the settings
+/// (`architectures`, `signedby`, `disabled`...) applied.
+fn apt_entry(call: &StateCall<'_>, settings: &Map) -> Result<SourceEntry, PkgError> {
+    let mut entry = match SourceEntry::parse(call.name()) {
+        Some(e) if !e.disabled => e,
+        _ => {
+            let uri = call.arg_str("uri").ok().flatten().ok_or_else(|| {
+                PkgError::Invocation(format!(
+                    "'{}' is not an apt source line; give 'deb URI DIST [COMPS]' as name, or uri and dist",
+                    call.name()
+                ))
+            })?;
+            let dist = call
+                .arg_str("dist")
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| "./".to_string());
+            let kind = call
+                .arg_str("type")
+                .ok()
+                .flatten()
+                .unwrap_or_else(|| "deb".to_string());
+            SourceEntry {
+                disabled: false,
+                kind,
+                options: Vec::new(),
+                uri,
+                dist,
+                comps: Vec::new(),
+                comment: String::new(),
+            }
+        }
+    };
+    apply_settings(&mut entry, settings);
+    Ok(entry)
+}
+
+/// Options and components in a canonical order, for "already configured".
+fn normalized(line: &str) -> Option<SourceEntry> {
+    let mut e = SourceEntry::parse(line)?;
+    e.options.sort();
+    e.comps.sort();
+    Some(e)
+}
+
+const MAY_DIFFER: &str = "This may cause pkg states to behave differently than stated if this action is repeated \
+                          without test=True, due to the differences in the configured repositories.";
+
+fn managed(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<StateResult, PkgError> {
+    let name = call.name().to_string();
+    let opts = RepoOptions::from_kwargs(&call.chunk.0);
+    let settings = settings_of(call);
+    let apt = provider.name() == "apt";
+    let (repo, desired_line) = if apt {
+        let entry = apt_entry(call, &settings)?;
+        let mut lookup = entry.clone();
+        lookup.disabled = false;
+        (lookup.to_line(), Some(entry.to_line()))
+    } else {
+        (name.clone(), None)
+    };
+    let pre = provider.get_repo(&repo, &opts)?;
+    let configured = match &desired_line {
+        Some(line) => {
+            pre.get("line").and_then(Value::as_str).and_then(normalized) == normalized(line)
+        }
+        None => {
+            !pre.is_empty()
+                && settings
+                    .iter()
+                    .filter(|(k, _)| k.as_str() != "file")
+                    .all(|(k, v)| match (pre.get(k), v) {
+                        (Some(Value::String(a)), Value::Bool(b)) => {
+                            halite_state::truthy(&json!(a)) == *b
+                        }
+                        (Some(Value::String(a)), Value::String(b)) => a == b,
+                        (Some(Value::String(a)), Value::Number(n)) => {
+                            a.parse::<f64>().ok() == n.as_f64()
+                        }
+                        _ => false,
+                    })
+        }
+    };
+    if !pre.is_empty() && configured {
+        return Ok(StateResult::ok(
+            name.clone(),
+            format!("Package repo '{name}' already configured"),
+        ));
+    }
+    let diff = |post: &Map| -> Map {
+        let mut changes = Map::new();
+        for (k, new) in post {
+            if pre.get(k) != Some(new) && k != "file" {
+                changes.insert(k.clone(), json!({"new": new, "old": pre.get(k)}));
+            }
+        }
+        changes
+    };
+    if call.test {
+        let changes = if pre.is_empty() {
+            let mut c = Map::new();
+            c.insert("repo".into(), json!(name));
+            c
+        } else if let Some(line) = &desired_line {
+            let mut c = Map::new();
+            c.insert("line".into(), json!({"new": line, "old": pre.get("line")}));
+            c
+        } else {
+            diff(&settings)
+        };
+        return Ok(StateResult::would_change(
+            name.clone(),
+            format!("Package repo '{name}' would be configured. {MAY_DIFFER}"),
+            changes,
+        ));
+    }
+    let mut mod_settings = settings.clone();
+    if let Some(line) = &desired_line {
+        // The line already carries every setting; only the file matters.
+        mod_settings.retain(|k, _| k == "file");
+        if let Some(entry) = SourceEntry::parse(line) {
+            mod_settings.insert("disabled".into(), json!(entry.disabled));
+        }
+    }
+    if let Err(e) = provider.mod_repo(&repo, &mod_settings, &opts) {
+        return Ok(StateResult::fail(
+            name.clone(),
+            format!("Failed to configure repo '{name}': {e}"),
+        ));
+    }
+    if call.arg_bool("refresh", true) {
+        if let Err(e) = provider.refresh_db() {
+            return Ok(StateResult::fail(
+                name.clone(),
+                format!("Failed to configure repo '{name}': {e}"),
+            ));
+        }
+    }
+    let post = provider.get_repo(&repo, &opts)?;
+    let changes = if pre.is_empty() {
+        let mut c = Map::new();
+        c.insert("repo".into(), json!(repo));
+        c
+    } else {
+        diff(&post)
+    };
+    let mut r = StateResult::ok(name.clone(), format!("Configured package repo '{name}'"));
+    r.changes = changes;
+    Ok(r)
+}
+
+fn absent(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<StateResult, PkgError> {
+    let name = call.name().to_string();
+    let opts = RepoOptions::from_kwargs(&call.chunk.0);
+    let apt = provider.name() == "apt";
+    let repo = if apt {
+        apt_entry(call, &Map::new())?.to_line()
+    } else {
+        name.clone()
+    };
+    let mut pre = provider.get_repo(&repo, &opts)?;
+    if apt && !pre.is_empty() {
+        let wanted = SourceEntry::parse(&repo)
+            .map(|e| e.architectures())
+            .unwrap_or_default();
+        let have: Vec<String> = pre
+            .get("architectures")
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_string)
+                    .collect()
+            })
+            .unwrap_or_default();
+        if wanted != have {
+            pre = Map::new();
+        }
+    }
+    if pre.is_empty() {
+        return Ok(StateResult::ok(
+            name.clone(),
+            format!("Package repo {name} is absent"),
+        ));
+    }
+    if call.test {
+        return Ok(StateResult::would_change(
+            name.clone(),
+            format!("Package repo '{name}' will be removed. {MAY_DIFFER}"),
+            Map::new(),
+        ));
+    }
+    if let Err(e) = provider.del_repo(&repo, &opts) {
+        return Ok(StateResult::fail(name, e.to_string()));
+    }
+    if !provider.get_repo(&repo, &opts)?.is_empty() {
+        return Ok(StateResult::fail(
+            name.clone(),
+            format!("Failed to remove repo {name}"),
+        ));
+    }
+    let mut r = StateResult::ok(name.clone(), format!("Removed repo {name}"));
+    r.changes.insert("repo".into(), json!(name));
+    Ok(r)
+}
