@@ -1,0 +1,5 @@
+# The sample tree: every minion gets the message of the day and the web app.
+base:
+  '*':
+    - motd
+    - webapp

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs what building and testing halite needs on Debian: a Rust
+# toolchain (only if cargo is missing), python3 for the conformance runner,
+# and the package tools the pkg tests drive for real (dpkg-dev, apt, rpm).
+# Idempotent: installs only what is missing.
+set -euo pipefail
+
+need=()
+for pkg in python3 dpkg-dev rpm build-essential pkg-config passwd procps; do
+  dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+done
+if ! command -v cargo >/dev/null 2>&1; then
+  need+=(rustup)
+fi
+if [ "${#need[@]}" -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ]; then
+    echo "install-deps: missing ${need[*]}; run as root (or: sudo $0)" >&2
+    exit 1
+  fi
+  echo "install-deps: installing ${need[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+if ! command -v cargo >/dev/null 2>&1; then
+  rustup default stable
+fi
+cargo --version
