@@ -3,12 +3,12 @@
 
 mod dump;
 mod load;
+mod reindent;
 pub(crate) mod scalar;
 
 use crate::Value;
 
 pub use dump::{dump_with, DumpOptions, DumpStyle};
-pub use load::load;
 pub(crate) use load::python_number;
 
 /// A YAML document that Salt would refuse. The message is shaped like
@@ -19,6 +19,21 @@ pub struct YamlError {
     pub message: String,
     /// 1-based line of the problem, when known.
     pub line: Option<usize>,
+}
+
+/// Loads one YAML document with Salt's rules. An empty document is `Null`.
+///
+/// Text that only libyaml's leniency accepts (flow collections or quoted
+/// scalars continued on less-indented lines, as PyYAML itself writes them) is
+/// re-indented and loaded again, so it loads as it does in Salt.
+pub fn load(text: &str) -> Result<Value, YamlError> {
+    match load::load(text) {
+        Err(error) if error.message.contains("invalid indentation") => match reindent::reindent_continuations(text) {
+            Some(fixed) => load::load(&fixed).map_err(|_| error),
+            None => Err(error),
+        },
+        other => other,
+    }
 }
 
 /// Dumps data as Salt's `yaml` Jinja filter does (`safe_dump` with keys

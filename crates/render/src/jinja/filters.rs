@@ -291,12 +291,9 @@ fn regex_groups(
 }
 
 fn groups_of(caps: &regex::Captures<'_>) -> MjValue {
-    MjValue::from(
-        caps.iter()
-            .skip(1)
-            .map(|g| g.map_or(MjValue::from(()), |m| MjValue::from(m.as_str())))
-            .collect::<Vec<_>>(),
-    )
+    MjValue::from_object(minijinja::value::Tuple::new(
+        caps.iter().skip(1).map(|g| g.map_or(MjValue::from(()), |m| MjValue::from(m.as_str()))).collect(),
+    ))
 }
 
 /// A YAML double-quoted scalar (Salt's `yaml_dquote`).

@@ -241,7 +241,7 @@ impl Object for PyDict {
             }
             "popitem" => lock(&self.entries)
                 .pop()
-                .map(|(k, v)| MjValue::from(vec![k, v]))
+                .map(|(k, v)| pair_tuple(k, v))
                 .ok_or_else(|| {
                     Error::new(
                         ErrorKind::InvalidOperation,
@@ -408,6 +408,11 @@ impl Object for PyList {
     fn render(self: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&python_repr(&MjValue::from_dyn_object(self.clone())))
     }
+}
+
+/// A `(key, value)` tuple as `dict.items()` yields.
+fn pair_tuple(key: MjValue, value: MjValue) -> MjValue {
+    MjValue::from_object(minijinja::value::Tuple::new(vec![key, value]))
 }
 
 fn key_repr(value: &MjValue) -> String {
