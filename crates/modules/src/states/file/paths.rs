@@ -113,8 +113,11 @@ pub fn touch(call: &StateCall<'_>) -> Result<StateResult, StateError> {
                 ret.comment = format!("Times set to be updated on file {name}");
                 ret.changes.insert("touched".into(), json!(name));
             } else {
+                // Salt keeps its initial `{"new": name}` here even though
+                // nothing will change.
                 ret.result = Some(true);
                 ret.comment = format!("File {name} exists and has the correct times");
+                ret.changes.insert("new".into(), json!(name));
             }
         }
         return Ok(ret);

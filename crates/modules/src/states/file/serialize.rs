@@ -194,6 +194,38 @@ fn merge(base: &Value, update: &Value) -> Value {
     }
 }
 
+/// The marker Salt's `recursive_diff` uses for a missing side.
+const NONE_VALUE: &str = "<_null_>";
+
+/// Salt's `RecursiveDictDiffer(old, new).diffs`: per changed key
+/// `{"old": .., "new": ..}`, nested for dicts.
+fn dict_diff(old: &Map, new: &Map) -> Map {
+    let mut out = Map::new();
+    for (k, nv) in new {
+        match (old.get(k), nv) {
+            (None, _) => {
+                out.insert(k.clone(), serde_json::json!({"new": nv, "old": NONE_VALUE}));
+            }
+            (Some(Value::Object(o)), Value::Object(n)) => {
+                let d = dict_diff(o, n);
+                if !d.is_empty() {
+                    out.insert(k.clone(), Value::Object(d));
+                }
+            }
+            (Some(ov), _) if ov != nv => {
+                out.insert(k.clone(), serde_json::json!({"new": nv, "old": ov}));
+            }
+            _ => {}
+        }
+    }
+    for (k, ov) in old {
+        if !new.contains_key(k) {
+            out.insert(k.clone(), serde_json::json!({"new": NONE_VALUE, "old": ov}));
+        }
+    }
+    out
+}
+
 /// `file.serialize`.
 pub fn serialize(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let name = target_name(call);
@@ -236,6 +268,7 @@ pub fn serialize(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             format!("The {serializer} serializer could not be found. It either does not exist or its prerequisites are not installed."),
         );
     }
+    let mut existing_data: Option<Value> = None;
     if call.arg_bool("merge_if_exists", false) && std::path::Path::new(&name).is_file() {
         let text = std::fs::read_to_string(&name)
             .map_err(|e| StateError::Other(format!("Unable to read {name}: {e}")))?;
@@ -253,9 +286,11 @@ pub fn serialize(call: &StateCall<'_>) -> Result<StateResult, StateError> {
                     return Ok(ret.with_comment(format!("The file {name} is in the correct state")));
                 }
                 data = merged;
+                existing_data = Some(existing);
             }
         }
     }
+    let merged_data = data.clone();
     let mut contents = if serializer == "json" {
         to_json(&data)
     } else {
@@ -268,6 +303,11 @@ pub fn serialize(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             from_source: false,
         }))
     })?;
+    // Salt reports a merge as the structural difference of the data.
+    if let (Some(Value::Object(old)), Value::Object(new)) = (&existing_data, &merged_data) {
+        out.changes
+            .insert("diff".into(), Value::Object(dict_diff(old, new)));
+    }
     if call.test && out.result.is_none() {
         out.comment = format!("Dataset will be serialized and stored into {name}");
     }

@@ -294,12 +294,8 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             .insert(name.clone(), json!({"directory": "new"}));
         return Ok(ret);
     }
-    // The changes predicted above are replaced by what is really done.
-    ret.changes = ret
-        .changes
-        .into_iter()
-        .filter(|(k, _)| k == "forced")
-        .collect();
+    // Salt keeps the predicted per-path changes and adds what check_perms
+    // reports at the top level.
     if !children_only {
         perms::check_perms(&path, &mut ret, wanted_top, false);
     }
@@ -561,8 +557,15 @@ pub fn recurse(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             }
         }
     }
-    for rel in &managed_dirs {
-        let dest = path.join(rel);
+    // The target itself comes first, as in Salt (it only shows up as a
+    // change in test mode: a real run has created it above).
+    let all_dirs = std::iter::once(String::new()).chain(managed_dirs.iter().cloned());
+    for rel in all_dirs {
+        let dest = if rel.is_empty() {
+            path.clone()
+        } else {
+            path.join(&rel)
+        };
         keep.insert(dest.clone());
         let d = dest.display().to_string();
         let sub = sub_call(
