@@ -823,3 +823,104 @@ fn pkgrepo_managed_refreshes_and_makes_packages_available() {
         "the emptied sources.list.d file is deleted"
     );
 }
+
+/// Runs `state.sls pkgtest` with `sls` as the SLS text.
+fn apply_sls(f: &Fixture, sls: &str, test: bool) -> Map {
+    write(&f.root.join("srv/pkgtest.sls"), sls);
+    let ret = f.call("state.sls", json!(["pkgtest"]), json!({"test": test}));
+    match ret {
+        Value::Object(m) => m,
+        other => panic!("state.sls returned {other}"),
+    }
+}
+
+fn by_id<'a>(ret: &'a Map, id: &str) -> &'a Value {
+    ret.iter()
+        .find(|(tag, _)| tag.split("_|-").nth(1) == Some(id))
+        .map(|(_, v)| v)
+        .unwrap_or_else(|| panic!("no state {id} in {ret:?}"))
+}
+
+#[test]
+fn prereq_and_watch_through_the_state_engine() {
+    let Some(f) = fixture() else { return };
+    let prereq_marker = f.root.join("prereq-ran");
+    let watch_marker = f.root.join("watch-ran");
+    let sls = format!(
+        "before-install:\n  cmd.run:\n    - name: touch {p}\n    - prereq:\n      - pkg: {BASE}\n\
+         {BASE}:\n  pkg.installed:\n    - refresh: False\n\
+         after-install:\n  cmd.wait:\n    - name: touch {w}\n    - watch:\n      - pkg: {BASE}\n",
+        p = prereq_marker.display(),
+        w = watch_marker.display()
+    );
+
+    // test=True: the package would change, so the prereq would run; nothing happens.
+    let ret = apply_sls(&f, &sls, true);
+    assert_eq!(by_id(&ret, BASE)["result"], Value::Null, "{ret:?}");
+    assert_eq!(
+        by_id(&ret, "before-install")["result"],
+        Value::Null,
+        "{ret:?}"
+    );
+    assert!(!prereq_marker.exists() && !watch_marker.exists());
+    assert_eq!(f.installed(BASE), None);
+
+    let ret = apply_sls(&f, &sls, false);
+    assert_eq!(by_id(&ret, BASE)["result"], json!(true), "{ret:?}");
+    assert_eq!(
+        by_id(&ret, BASE)["changes"][BASE],
+        json!({"new": "2.0", "old": ""})
+    );
+    assert!(
+        prereq_marker.exists(),
+        "prereq ran because pkg.installed predicted changes"
+    );
+    assert!(
+        watch_marker.exists(),
+        "watch fired because pkg.installed changed"
+    );
+    let before = by_id(&ret, "before-install")["__run_num__"].as_u64();
+    let pkg = by_id(&ret, BASE)["__run_num__"].as_u64();
+    assert!(before < pkg, "the prereq runs before the package state");
+
+    std::fs::remove_file(&prereq_marker).unwrap_or_else(|e| panic!("rm: {e}"));
+    std::fs::remove_file(&watch_marker).unwrap_or_else(|e| panic!("rm: {e}"));
+    let ret = apply_sls(&f, &sls, false);
+    assert_eq!(
+        by_id(&ret, BASE)["comment"],
+        json!(format!("Package {BASE} is already installed"))
+    );
+    assert!(!prereq_marker.exists(), "no predicted change, no prereq");
+    assert!(!watch_marker.exists(), "no change, no watch");
+}
+
+#[test]
+fn pkgs_states_match_requisites_by_id_or_name_only() {
+    let Some(f) = fixture() else { return };
+    let bundle = format!(
+        "bundle:\n  pkg.installed:\n    - refresh: False\n    - pkgs:\n      - {BASE}\n      - {DEP}\n"
+    );
+    // A package inside `pkgs` is not a requisite target: Salt refuses the run.
+    let by_member = format!(
+        "{bundle}by-member:\n  cmd.run:\n    - name: 'true'\n    - require:\n      - pkg: {DEP}\n"
+    );
+    write(&f.root.join("srv/pkgtest.sls"), &by_member);
+    let ret = f.call("state.sls", json!(["pkgtest"]), json!({}));
+    let errors = ret
+        .as_array()
+        .unwrap_or_else(|| panic!("expected an error list, got {ret}"));
+    assert!(
+        errors.iter().any(|e| e
+            .as_str()
+            .is_some_and(|e| e.contains(&format!("(pkg: {DEP})")))),
+        "{ret}"
+    );
+    assert_eq!(f.installed(DEP), None, "nothing ran");
+
+    let by_id_sls = format!(
+        "{bundle}by-id:\n  cmd.run:\n    - name: 'true'\n    - require:\n      - pkg: bundle\n"
+    );
+    let ret = apply_sls(&f, &by_id_sls, false);
+    assert_eq!(by_id(&ret, "bundle")["result"], json!(true), "{ret:?}");
+    assert_eq!(by_id(&ret, "by-id")["result"], json!(true), "{ret:?}");
+}

@@ -97,9 +97,6 @@ impl Rpm {
                 None => {}
             }
         }
-        for line in out.stderr.lines().filter(|l| !l.trim().is_empty()) {
-            errors.push(line.trim().to_string());
-        }
         Ok((files, errors))
     }
 }

@@ -208,7 +208,7 @@ fn absent(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<StateResul
     let opts = RepoOptions::from_kwargs(&call.chunk.0);
     let apt = provider.name() == "apt";
     let repo = if apt {
-        apt_entry(call, &Map::new())?.to_line()
+        apt_entry(call, &settings_of(call))?.to_line()
     } else {
         name.clone()
     };

@@ -1,0 +1,226 @@
+//! apt repo functions and `pkgrepo` states on a temp basedir: real files,
+//! no root, no apt run (`refresh: False`).
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use halite_modules::exec::Args;
+use halite_modules::host::LogEvents;
+use halite_modules::{table, Host, LocalFileClient};
+use halite_state::{LowChunk, Map, StateCall, StateResult, Value};
+use serde_json::json;
+
+fn host() -> Host {
+    Host {
+        opts: json!({}),
+        grains: json!({"os_family": "Debian"}),
+        pillar: json!({}),
+        files: Arc::new(LocalFileClient::new(BTreeMap::new())),
+        exec: table::exec_modules(),
+        states: table::state_modules(),
+        events: Arc::new(LogEvents),
+    }
+}
+
+fn call(host: &Host, fun: &str, args: Value, kwargs: Value) -> Result<Value, String> {
+    let args = Args {
+        positional: args.as_array().cloned().unwrap_or_default(),
+        kwargs: kwargs.as_object().cloned().unwrap_or_default(),
+    };
+    host.call(fun, &args).map_err(|e| e.to_string())
+}
+
+fn state(host: &Host, fun: &str, name: &str, args: Value, test: bool) -> StateResult {
+    let mut chunk = Map::new();
+    chunk.insert("state".into(), json!("pkgrepo"));
+    chunk.insert("name".into(), json!(name));
+    chunk.insert("__sls__".into(), json!("repos"));
+    chunk.insert("__env__".into(), json!("base"));
+    chunk.insert("__id__".into(), json!(name));
+    chunk.extend(args.as_object().cloned().unwrap_or_default());
+    chunk.insert("fun".into(), json!(fun));
+    let chunk = LowChunk(chunk);
+    let call = StateCall {
+        chunk: &chunk,
+        test,
+        env: host,
+        sfun: None,
+        reqs: None,
+    };
+    let module = host
+        .states
+        .get("pkgrepo")
+        .unwrap_or_else(|| panic!("pkgrepo not registered"));
+    module
+        .call(fun, &call)
+        .unwrap_or_else(|e| panic!("{fun}: {e}"))
+}
+
+fn read(p: &Path) -> String {
+    std::fs::read_to_string(p).unwrap_or_else(|e| panic!("read {}: {e}", p.display()))
+}
+
+#[test]
+fn list_get_mod_del_repo_on_a_temp_basedir() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let base = tmp.path().display().to_string();
+    let h = host();
+    std::fs::write(
+        tmp.path().join("sources.list"),
+        "# comment\ndeb http://deb.example/debian bookworm main\n",
+    )
+    .unwrap_or_else(|e| panic!("write: {e}"));
+    let kw = json!({"basedir": base});
+
+    let repos = call(&h, "pkg.list_repos", json!([]), kw.clone()).unwrap_or_else(|e| panic!("{e}"));
+    let entry = &repos["http://deb.example/debian"][0];
+    assert_eq!(entry["dist"], json!("bookworm"));
+    assert_eq!(entry["comps"], json!(["main"]));
+    assert_eq!(entry["disabled"], json!(false));
+    assert_eq!(
+        entry["line"],
+        json!("deb http://deb.example/debian bookworm main")
+    );
+
+    let line = "deb [signed-by=/usr/share/keyrings/x.gpg] http://other.example/apt stable main";
+    let file = tmp.path().join("sources.list.d/other.list");
+    let mut kw_file = kw.clone();
+    kw_file["file"] = json!(file.display().to_string());
+    let ret = call(&h, "pkg.mod_repo", json!([line]), kw_file).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(ret[line]["signedby"], json!("/usr/share/keyrings/x.gpg"));
+    assert_eq!(read(&file), format!("{line}\n"));
+
+    let got = call(
+        &h,
+        "pkg.get_repo",
+        json!(["deb http://other.example/apt stable"]),
+        kw.clone(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(got["file"], json!(file.display().to_string()));
+    let none = call(
+        &h,
+        "pkg.get_repo",
+        json!(["deb http://nowhere.example/ x"]),
+        kw.clone(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(none, json!({}));
+
+    // Modify in place: disable it.
+    let mut disable = kw.clone();
+    disable["disabled"] = json!(true);
+    call(&h, "pkg.mod_repo", json!([line]), disable).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(read(&file), format!("# {line}\n"));
+
+    let msg = call(&h, "pkg.del_repo", json!([line]), kw.clone()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        msg,
+        json!(format!(
+            "File {} containing repo '{line}' has been removed.\n",
+            file.display()
+        ))
+    );
+    assert!(!file.exists());
+    let msg = call(
+        &h,
+        "pkg.del_repo",
+        json!(["deb http://deb.example/debian bookworm main"]),
+        kw.clone(),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(msg.as_str().is_some_and(|m| m
+        .starts_with("Repo 'deb http://deb.example/debian bookworm main' has been removed from")));
+    assert_eq!(
+        read(&tmp.path().join("sources.list")),
+        "# comment\n",
+        "sources.list itself is kept"
+    );
+    let err = call(
+        &h,
+        "pkg.del_repo",
+        json!(["deb http://deb.example/debian bookworm main"]),
+        kw.clone(),
+    );
+    assert!(err.is_err_and(|e| e.contains("doesn't exist")));
+    let bad = call(&h, "pkg.get_repo", json!(["not a repo"]), kw);
+    assert!(bad.is_err_and(|e| e.contains("not a well formatted definition")));
+}
+
+#[test]
+fn pkgrepo_states_with_fields_signed_by_and_test_mode() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let h = host();
+    let file = tmp.path().join("sources.list.d/halite.list");
+    let args = json!({
+        "uri": "https://pkgs.example/apt", "dist": "bookworm", "comps": "main,extra",
+        "architectures": "amd64", "signedby": "/etc/apt/keyrings/halite.gpg",
+        "file": file.display().to_string(), "basedir": tmp.path().display().to_string(), "refresh": false,
+    });
+    let line = "deb [arch=amd64 signed-by=/etc/apt/keyrings/halite.gpg] https://pkgs.example/apt bookworm main extra";
+
+    let r = state(&h, "managed", "halite-repo", args.clone(), true);
+    assert_eq!(r.result, None);
+    assert!(
+        r.comment
+            .starts_with("Package repo 'halite-repo' would be configured."),
+        "{}",
+        r.comment
+    );
+    assert!(!file.exists());
+
+    let r = state(&h, "managed", "halite-repo", args.clone(), false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(r.comment, "Configured package repo 'halite-repo'");
+    assert_eq!(
+        r.changes,
+        json!({"repo": line})
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+    );
+    assert_eq!(read(&file), format!("{line}\n"));
+
+    let r = state(&h, "managed", "halite-repo", args.clone(), false);
+    assert_eq!(r.comment, "Package repo 'halite-repo' already configured");
+    assert!(r.changes.is_empty());
+
+    // A changed setting is a change of the line.
+    let mut other = args.clone();
+    other["architectures"] = json!("arm64");
+    let r = state(&h, "managed", "halite-repo", other, true);
+    assert_eq!(r.result, None);
+    assert!(
+        r.changes["line"]["new"]
+            .as_str()
+            .is_some_and(|l| l.contains("arch=arm64")),
+        "{:?}",
+        r.changes
+    );
+
+    let absent_args = json!({"uri": "https://pkgs.example/apt", "dist": "bookworm", "architectures": "amd64",
+                             "basedir": tmp.path().display().to_string()});
+    let r = state(&h, "absent", "halite-repo", absent_args.clone(), true);
+    assert_eq!(r.result, None);
+    assert!(file.exists());
+    let absent_line = format!("deb [arch=amd64] https://pkgs.example/apt bookworm");
+    let r = state(
+        &h,
+        "absent",
+        &absent_line,
+        json!({"basedir": tmp.path().display().to_string()}),
+        false,
+    );
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(r.comment, format!("Removed repo {absent_line}"));
+    assert!(!file.exists());
+    let r = state(
+        &h,
+        "absent",
+        &absent_line,
+        json!({"basedir": tmp.path().display().to_string()}),
+        false,
+    );
+    assert_eq!(r.comment, format!("Package repo {absent_line} is absent"));
+}
