@@ -245,7 +245,7 @@ fn clean_member_path(full: &str) -> Result<Vec<String>, String> {
 
 /// A link's target must be relative and, resolved from the link's own
 /// directory, stay inside the package's top directory.
-fn check_link_target(link_parts: &[String], target: &str) -> Result<(), String> {
+pub(crate) fn check_link_target(link_parts: &[String], target: &str) -> Result<(), String> {
     let link = link_parts.join("/");
     if target.starts_with('/') {
         return Err(format!(

@@ -190,6 +190,13 @@ fn append_source<W: Write>(tar: &mut tar::Builder<W>, source: &Source) -> Result
         append_dir_header(tar, &source.member, disk)
     } else if file_type.is_symlink() {
         let target = fs::read_link(disk).map_err(|e| SpmError::io("cannot read", disk, e))?;
+        let parts: Vec<String> = source.member.split('/').map(str::to_string).collect();
+        crate::archive::check_link_target(&parts, &target.to_string_lossy()).map_err(|reason| {
+            SpmError::FormulaInvalid {
+                origin: disk.display().to_string(),
+                message: format!("{reason}; installs refuse such links, so the build does too"),
+            }
+        })?;
         let mut header = base_header(&meta, tar::EntryType::Symlink, 0o777);
         header.set_size(0);
         tar.append_link(&mut header, &source.member, &target)

@@ -245,3 +245,33 @@ fn a_missing_formula_file_and_a_missing_listed_file_are_clear_errors() {
         .expect_err("missing listed file");
     assert!(err.to_string().contains("php/missing.sls"), "{err}");
 }
+
+#[test]
+fn links_inside_the_formula_are_kept_and_escaping_ones_refused() {
+    let sandbox = Sandbox::new();
+    let dir = formula_dir(
+        &sandbox.root().join("src"),
+        &simple_formula("links", ""),
+        &[("links/init.sls", "a: b\n")],
+    );
+    std::os::unix::fs::symlink("init.sls", dir.join("links/main.sls")).expect("link");
+    let built = halite_spm::build(&dir, &sandbox.config.spm_build_dir, &[]).expect("build");
+    let package = halite_spm::read_package(&built.path).expect("read");
+    let link = package
+        .members
+        .iter()
+        .find(|m| m.path == "links/main.sls")
+        .expect("link member");
+    assert_eq!(
+        link.kind,
+        halite_spm::archive::MemberKind::Symlink("init.sls".into())
+    );
+
+    std::os::unix::fs::symlink("/etc/passwd", dir.join("links/passwd")).expect("link");
+    let err =
+        halite_spm::build(&dir, &sandbox.config.spm_build_dir, &[]).expect_err("escaping link");
+    assert!(
+        err.to_string().contains("absolute path /etc/passwd"),
+        "{err}"
+    );
+}
