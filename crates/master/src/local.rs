@@ -40,6 +40,8 @@ pub enum LocalBody {
     KeysChanged { events: Vec<(String, Value)> },
     /// `jobs.active`.
     Active,
+    /// The ids a target selects, without publishing (batch mode).
+    Resolve { tgt: String, tgt_type: String },
 }
 
 /// What the master answers (one reply, or a stream of them).

@@ -669,10 +669,29 @@ impl Master {
                 }
                 LocalReply::Value(Value::Object(out))
             }
+            LocalBody::Resolve { tgt, tgt_type } => match self.resolve(&tgt, &tgt_type) {
+                Ok(ids) => LocalReply::Value(json!(ids)),
+                Err(e) => LocalReply::Error(e),
+            },
             LocalBody::Events { .. } => {
                 LocalReply::Error("events are streamed by the connection task".into())
             }
         }
+    }
+
+    /// The accepted minions `tgt` selects.
+    fn resolve(&mut self, tgt: &str, tgt_type: &str) -> Result<Vec<String>, String> {
+        self.refresh_keys(false);
+        let mut ids: Vec<&String> = self.accepted.keys().collect();
+        ids.sort();
+        let facts: Vec<MinionFacts> = ids
+            .iter()
+            .map(|id| MinionFacts {
+                id,
+                grains: self.grains.get(*id),
+            })
+            .collect();
+        check_minions(tgt, tgt_type, &facts, &self.cfg.nodegroups).map_err(|e| e.to_string())
     }
 
     fn publish(
@@ -684,20 +703,17 @@ impl Master {
         kwarg: Map<String, Value>,
         user: String,
     ) -> LocalReply {
-        self.refresh_keys(false);
-        let mut ids: Vec<&String> = self.accepted.keys().collect();
-        ids.sort();
-        let facts: Vec<MinionFacts> = ids
-            .iter()
-            .map(|id| MinionFacts {
-                id,
-                grains: self.grains.get(*id),
-            })
-            .collect();
-        let minions = match check_minions(&tgt, &tgt_type, &facts, &self.cfg.nodegroups) {
+        let minions = match self.resolve(&tgt, &tgt_type) {
             Ok(m) => m,
-            Err(e) => return LocalReply::Error(e.to_string()),
+            Err(e) => return LocalReply::Error(e),
         };
+        if minions.is_empty() {
+            // Salt: "No command was sent, no jid was assigned."
+            return LocalReply::Started {
+                jid: String::new(),
+                minions,
+            };
+        }
         let jid = self.jids.next_jid();
         let job = Job {
             jid: jid.clone(),

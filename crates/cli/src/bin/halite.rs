@@ -1,0 +1,100 @@
+//! `halite '<target>' <fun> [args]`: Salt's `salt` command for halite.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Parser;
+use halite_cli::remote::{self, cmd};
+
+/// Run a function on the minions a target selects.
+#[derive(Parser, Debug)]
+#[command(name = "halite", version, allow_negative_numbers = true)]
+struct Cli {
+    /// Configuration directory of the master.
+    #[arg(short = 'c', long = "config-dir", default_value = "/etc/halite")]
+    config_dir: PathBuf,
+    /// Target is a regular expression (Python re.match) on minion ids.
+    #[arg(short = 'E', long = "pcre")]
+    pcre: bool,
+    /// Target is a comma-separated list of ids.
+    #[arg(short = 'L', long = "list")]
+    list: bool,
+    /// Target is a grain: `key:glob`.
+    #[arg(short = 'G', long = "grain")]
+    grain: bool,
+    /// Target is a grain with a regular expression value.
+    #[arg(short = 'P', long = "grain-pcre")]
+    grain_pcre: bool,
+    /// Target is a compound expression.
+    #[arg(short = 'C', long = "compound")]
+    compound: bool,
+    /// Target is a nodegroup name.
+    #[arg(short = 'N', long = "nodegroup")]
+    nodegroup: bool,
+    /// Outputter: nested, json, yaml, txt, highstate, raw.
+    #[arg(long = "out", visible_alias = "output")]
+    out: Option<String>,
+    /// Seconds to wait for the returns (default: the master's `timeout`).
+    #[arg(short = 't', long = "timeout")]
+    timeout: Option<u64>,
+    /// Publish and print the jid without waiting.
+    #[arg(long = "async")]
+    asynchronous: bool,
+    /// Print the jid before the returns.
+    #[arg(short = 'v', long = "verbose")]
+    verbose: bool,
+    /// Run in batches of N minions or N% of them.
+    #[arg(short = 'b', long = "batch", visible_alias = "batch-size")]
+    batch: Option<String>,
+    /// The target.
+    target: String,
+    /// The function (`test.ping`).
+    fun: String,
+    /// Arguments: positional, then `key=value`.
+    args: Vec<String>,
+}
+
+fn main() -> std::process::ExitCode {
+    let cli = Cli::parse();
+    let tgt_type = if cli.pcre {
+        "pcre"
+    } else if cli.list {
+        "list"
+    } else if cli.grain {
+        "grain"
+    } else if cli.grain_pcre {
+        "grain_pcre"
+    } else if cli.compound {
+        "compound"
+    } else if cli.nodegroup {
+        "nodegroup"
+    } else {
+        "glob"
+    };
+    let result = remote::master_config(&cli.config_dir).and_then(|cfg| {
+        let command = cmd::Command {
+            tgt: cli.target.clone(),
+            tgt_type: tgt_type.to_string(),
+            fun: cli.fun.clone(),
+            args: cli.args.clone(),
+            out: cli.out.clone(),
+            timeout: Duration::from_secs(cli.timeout.unwrap_or(cfg.timeout)),
+            asynchronous: cli.asynchronous,
+            verbose: cli.verbose,
+            batch: cli.batch.clone(),
+        };
+        cmd::run(
+            &cfg,
+            &command,
+            &mut std::io::stdout().lock(),
+            &mut std::io::stderr().lock(),
+        )
+    });
+    match result {
+        Ok(code) => std::process::ExitCode::from(code.clamp(0, 255) as u8),
+        Err(e) => {
+            eprintln!("ERROR: {e:#}");
+            std::process::ExitCode::from(2)
+        }
+    }
+}

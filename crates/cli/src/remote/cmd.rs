@@ -1,0 +1,207 @@
+//! `halite '<target>' <fun> [args]`: publish through the master, print
+//! each return as it arrives, name the minions that did not return.
+
+use std::collections::BTreeSet;
+use std::io::Write;
+use std::time::{Duration, Instant};
+
+use halite_master::local::{LocalBody, LocalReply};
+use halite_master::MasterConfig;
+use serde_json::{json, Map, Value};
+
+use crate::output::{self, OutputOptions, Outputter};
+
+/// One `halite` invocation.
+#[derive(Debug, Clone)]
+pub struct Command {
+    pub tgt: String,
+    pub tgt_type: String,
+    pub fun: String,
+    pub args: Vec<String>,
+    pub out: Option<String>,
+    pub timeout: Duration,
+    pub asynchronous: bool,
+    pub verbose: bool,
+    pub batch: Option<String>,
+}
+
+/// Salt's text for a minion that did not answer in time.
+pub fn no_response(jid: &str) -> String {
+    format!(
+        "Minion did not return. [No response]\nThe minions may not have all finished running and any remaining \
+         minions will return upon completion. To look up the return data for this job later, run the following \
+         command:\n\nsalt-run jobs.lookup_jid {jid}"
+    )
+}
+
+/// The batch size for `-b N` or `-b N%` over `total` minions (at least 1).
+pub fn batch_size(spec: &str, total: usize) -> anyhow::Result<usize> {
+    let invalid = || {
+        anyhow::anyhow!(
+            "Invalid batch data sent: {spec}\nData must be in the form of %10, 10% or 3"
+        )
+    };
+    let n = if let Some(pct) = spec.strip_suffix('%').or_else(|| spec.strip_prefix('%')) {
+        let pct: f64 = pct.trim().parse().map_err(|_| invalid())?;
+        (pct / 100.0 * total as f64).floor() as usize
+    } else {
+        spec.trim().parse().map_err(|_| invalid())?
+    };
+    Ok(n.max(1))
+}
+
+fn print_return(
+    out: &mut dyn Write,
+    cmd: &Command,
+    id: &str,
+    ret: &Value,
+    retcode: i32,
+) -> std::io::Result<()> {
+    let outputter = cmd
+        .out
+        .as_deref()
+        .and_then(Outputter::parse)
+        .unwrap_or_else(|| Outputter::default_for(&cmd.fun, ret));
+    let mut data = Map::new();
+    data.insert(id.to_string(), ret.clone());
+    writeln!(
+        out,
+        "{}",
+        output::render(outputter, &data, &OutputOptions::default(), retcode)
+    )
+}
+
+/// Publishes one job to `tgt`/`tgt_type` and prints its returns; the
+/// set of minions that failed or did not return.
+fn run_one(
+    cfg: &MasterConfig,
+    cmd: &Command,
+    tgt: &str,
+    tgt_type: &str,
+    out: &mut dyn Write,
+) -> anyhow::Result<(Option<String>, BTreeSet<String>, usize)> {
+    let parsed = crate::args::parse_args(&cmd.args);
+    let mut client = super::connect(cfg)?;
+    client.send(LocalBody::Publish {
+        tgt: tgt.to_string(),
+        tgt_type: tgt_type.to_string(),
+        fun: cmd.fun.clone(),
+        arg: parsed.positional,
+        kwarg: parsed.kwargs,
+        user: std::env::var("SUDO_USER")
+            .or_else(|_| std::env::var("USER"))
+            .unwrap_or_else(|_| "root".into()),
+        watch: !cmd.asynchronous,
+    })?;
+    let (jid, minions) = match client.next(None)? {
+        Some(LocalReply::Started { jid, minions }) => (jid, minions),
+        Some(LocalReply::Error(e)) => anyhow::bail!("{e}"),
+        _ => anyhow::bail!("the master closed the connection without publishing"),
+    };
+    if minions.is_empty() {
+        writeln!(
+            out,
+            "No minions matched the target. No command was sent, no jid was assigned."
+        )?;
+        return Ok((None, BTreeSet::new(), 0));
+    }
+    if cmd.asynchronous {
+        writeln!(out, "Executed command with job ID: {jid}")?;
+        return Ok((Some(jid), BTreeSet::new(), minions.len()));
+    }
+    if cmd.verbose {
+        let msg = format!("Executing job with jid {jid}");
+        writeln!(out, "{msg}\n{}\n", "-".repeat(msg.len()))?;
+    }
+    let mut waiting: BTreeSet<String> = minions.iter().cloned().collect();
+    let mut failed = BTreeSet::new();
+    let deadline = Instant::now() + cmd.timeout;
+    while !waiting.is_empty() {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match client.next(Some(left))? {
+            Some(LocalReply::Return { id, data }) => {
+                if !waiting.remove(&id) {
+                    continue;
+                }
+                let retcode = data.get("retcode").and_then(Value::as_i64).unwrap_or(0);
+                let ret = data.get("return").cloned().unwrap_or(Value::Null);
+                if retcode != 0 || data.get("success") == Some(&Value::Bool(false)) {
+                    failed.insert(id.clone());
+                }
+                print_return(out, cmd, &id, &ret, retcode as i32)?;
+                out.flush()?;
+            }
+            Some(_) => {}
+            None => break,
+        }
+    }
+    for id in &waiting {
+        print_return(out, cmd, id, &json!(no_response(&jid)), 1)?;
+        failed.insert(id.clone());
+    }
+    Ok((Some(jid), failed, minions.len()))
+}
+
+/// Runs the command; the exit code Salt's `salt` would give.
+pub fn run(
+    cfg: &MasterConfig,
+    cmd: &Command,
+    out: &mut dyn Write,
+    err: &mut dyn Write,
+) -> anyhow::Result<i32> {
+    let mut failed = BTreeSet::new();
+    let mut any = false;
+    if let Some(spec) = &cmd.batch {
+        let mut client = super::connect(cfg)?;
+        let targets: Vec<String> = match client.call(LocalBody::Resolve {
+            tgt: cmd.tgt.clone(),
+            tgt_type: cmd.tgt_type.clone(),
+        })? {
+            LocalReply::Value(v) => serde_json::from_value(v)?,
+            _ => Vec::new(),
+        };
+        if targets.is_empty() {
+            writeln!(err, "ERROR: No return received")?;
+            return Ok(2);
+        }
+        let size = batch_size(spec, targets.len())?;
+        for chunk in targets.chunks(size) {
+            let shown: Vec<String> = chunk.iter().map(|id| format!("'{id}'")).collect();
+            writeln!(out, "\nExecuting run on [{}]\n", shown.join(", "))?;
+            let (_, f, _) = run_one(cfg, cmd, &chunk.join(","), "list", out)?;
+            any = true;
+            failed.extend(f);
+        }
+    } else {
+        let (_, f, n) = run_one(cfg, cmd, &cmd.tgt, &cmd.tgt_type, out)?;
+        any = n > 0;
+        failed = f;
+    }
+    if !any {
+        writeln!(err, "ERROR: No return received")?;
+        return Ok(2);
+    }
+    if !failed.is_empty() {
+        writeln!(err, "ERROR: Minions returned with non-zero exit code")?;
+        return Ok(1);
+    }
+    Ok(0)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_sizes_follow_salt() {
+        assert_eq!(batch_size("3", 10).unwrap(), 3);
+        assert_eq!(batch_size("10%", 10).unwrap(), 1);
+        assert_eq!(batch_size("50%", 10).unwrap(), 5);
+        assert_eq!(batch_size("%25", 8).unwrap(), 2);
+        assert_eq!(batch_size("1%", 10).unwrap(), 1);
+        assert!(batch_size("lots", 10).is_err());
+    }
+}

@@ -1,0 +1,250 @@
+//! A real master and real minions on loopback, each in its own temp
+//! config dir, driven through the real CLI binaries.
+#![allow(dead_code)]
+
+use std::io::Read;
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Whether these tests can run (they bind sockets and write key files as root).
+pub fn can_run() -> bool {
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipping: the daemons' key and cache directories need root");
+        return false;
+    }
+    true
+}
+
+/// The path of a workspace binary (built by `cargo build --workspace --bins`).
+pub fn bin(name: &str) -> PathBuf {
+    let master = PathBuf::from(env!("CARGO_BIN_EXE_halite-master"));
+    let path = master.with_file_name(name);
+    assert!(
+        path.exists(),
+        "{} is missing: run `cargo build --workspace --bins` before these tests",
+        path.display()
+    );
+    path
+}
+
+/// A free TCP port on loopback.
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Waits until `check` holds, up to `limit`; whether it did.
+pub fn wait_for(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if check() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A daemon process, killed when dropped.
+pub struct Daemon {
+    pub child: Child,
+    pub log: PathBuf,
+}
+
+impl Daemon {
+    /// SIGKILL now, and reap.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+    /// Whether the process still runs.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+    /// The daemon's log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// One test fleet: a temp root, the master's config dir and its ports.
+pub struct Fleet {
+    pub root: tempfile::TempDir,
+    pub publish_port: u16,
+    pub ret_port: u16,
+}
+
+impl Fleet {
+    pub fn new() -> Self {
+        Self {
+            root: tempfile::tempdir().expect("tempdir"),
+            publish_port: free_port(),
+            ret_port: free_port(),
+        }
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.path().join(rel)
+    }
+
+    pub fn master_dir(&self) -> PathBuf {
+        self.path("master-conf")
+    }
+
+    /// Writes the master config (plus `extra` YAML) and starts the master.
+    pub fn start_master(&self, extra: &str) -> Daemon {
+        let dir = self.master_dir();
+        std::fs::create_dir_all(&dir).expect("master conf dir");
+        let root = self.root.path().display();
+        let log = self.path("master.log");
+        std::fs::write(
+            dir.join("master"),
+            format!(
+                "interface: 127.0.0.1\npublish_port: {}\nret_port: {}\npki_dir: {root}/master-pki\ncachedir: {root}/master-cache\nsock_dir: {root}/master-sock\nlog_file: {}\nlog_level: debug\ntimeout: 10\n{extra}\n",
+                self.publish_port,
+                self.ret_port,
+                log.display()
+            ),
+        )
+        .expect("master config");
+        let child = Command::new(bin("halite-master"))
+            .arg("-c")
+            .arg(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start halite-master");
+        let daemon = Daemon { child, log };
+        let sock = self.path("master-sock/master.sock");
+        assert!(
+            wait_for(Duration::from_secs(20), || sock.exists()),
+            "the master did not start"
+        );
+        daemon
+    }
+
+    /// Writes a minion config for `id` (plus `extra` YAML) and starts it.
+    pub fn start_minion(&self, id: &str, extra: &str) -> Daemon {
+        let dir = self.path(&format!("minion-{id}"));
+        std::fs::create_dir_all(&dir).expect("minion dir");
+        let log = dir.join("minion.log");
+        std::fs::write(
+            dir.join("minion"),
+            format!(
+                "master: 127.0.0.1\nmaster_port: {}\npublish_port: {}\nid: {id}\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {}\nlog_level: debug\nacceptance_wait_time: 1\nauth_timeout: 2\nmaster_alive_interval: 1\nrecon_default: 200\nrecon_max: 1000\n{extra}\n",
+                self.ret_port,
+                self.publish_port,
+                log.display(),
+                d = dir.display()
+            ),
+        )
+        .expect("minion config");
+        let child = Command::new(bin("halite-minion"))
+            .arg("-c")
+            .arg(&dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start halite-minion");
+        Daemon { child, log }
+    }
+
+    /// Runs a CLI binary against this fleet's master.
+    pub fn cli(&self, name: &str, args: &[&str]) -> Output {
+        Command::new(bin(name))
+            .arg("-c")
+            .arg(self.master_dir())
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run the CLI")
+    }
+
+    /// `halite ARGS` as (stdout, exit code).
+    pub fn halite(&self, args: &[&str]) -> (String, i32) {
+        let out = self.cli("halite", args);
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            out.status.code().unwrap_or(-1),
+        )
+    }
+
+    /// The returns of a `--out json` run: `{id: return}` merged.
+    pub fn halite_json(&self, args: &[&str]) -> (serde_json::Map<String, serde_json::Value>, i32) {
+        let mut full = args.to_vec();
+        full.extend(["--out", "json"]);
+        let (text, code) = self.halite(&full);
+        let mut merged = serde_json::Map::new();
+        for value in serde_json::Deserializer::from_str(&text).into_iter::<serde_json::Value>() {
+            if let Ok(serde_json::Value::Object(map)) = value {
+                merged.extend(map);
+            }
+        }
+        (merged, code)
+    }
+
+    /// Whether `id` is listed under `status` (minions, minions_pre...).
+    pub fn key_listed(&self, status: &str, id: &str) -> bool {
+        let out = self.cli("halite-key", &["-L", "--out", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        v[status]
+            .as_array()
+            .is_some_and(|ids| ids.iter().any(|x| x == id))
+    }
+
+    /// Waits for `id`'s key to be pending, accepts it, waits until it answers.
+    pub fn accept(&self, id: &str) {
+        assert!(
+            wait_for(Duration::from_secs(20), || self
+                .key_listed("minions_pre", id)),
+            "{id} never became pending"
+        );
+        let out = self.cli("halite-key", &["-a", id, "-y"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        self.wait_responding(id);
+    }
+
+    /// Waits until `id` answers test.ping.
+    pub fn wait_responding(&self, id: &str) {
+        let ok = wait_for(Duration::from_secs(30), || {
+            let (rets, _) = self.halite_json(&["-L", id, "test.ping", "-t", "2"]);
+            rets.get(id) == Some(&serde_json::Value::Bool(true))
+        });
+        assert!(ok, "{id} never answered test.ping");
+    }
+}
+
+/// Reads what a child wrote to its piped stdout so far (after it exited).
+pub fn read_all(child: &mut Child) -> String {
+    let mut s = String::new();
+    if let Some(out) = child.stdout.as_mut() {
+        let _ = out.read_to_string(&mut s);
+    }
+    s
+}
+
+/// The mode bits of `path`.
+pub fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::metadata(path)
+        .map(|m| m.permissions().mode() & 0o777)
+        .unwrap_or(0)
+}
