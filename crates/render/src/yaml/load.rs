@@ -288,20 +288,41 @@ impl Loader<'_> {
         let info = error.info();
         let mark = error.marker();
         if let Some((context, problem)) = info.split_once(", ") {
-            if context.starts_with("while ") {
+            if context.starts_with("while parsing") {
                 let context_mark = self.context_mark(context).unwrap_or(*mark);
                 let problem =
                     problem.replace("expected ',' or ']'", "did not find expected ',' or ']'");
                 return contextual_error(context, &context_mark, &problem, mark);
             }
         }
-        if info.contains("'\\t'") || info.contains("tabs") || info.contains("tab") {
-            return YamlError {
-                message: format!("Illegal tab character; line {}", mark.line()),
-                line: Some(mark.line()),
-            };
+        if info == "invalid indentation" {
+            // libyaml does not check indentation inside flow collections; what
+            // it reports instead is the unclosed collection.
+            if let Some((flow_mark, is_sequence)) = self.innermost_flow() {
+                let (context, problem) = if is_sequence {
+                    ("while parsing a flow sequence", "did not find expected ',' or ']'")
+                } else {
+                    ("while parsing a flow mapping", "did not find expected ',' or '}'")
+                };
+                return contextual_error(context, &flow_mark, problem, mark);
+            }
         }
-        problem_error(info, mark)
+        // Scanner errors: Salt prints only libyaml's problem text.
+        let problem = match info.split_once(", ") {
+            Some((context, problem)) if context.starts_with("while scanning") => problem,
+            _ => info,
+        };
+        let problem = if problem.contains("tab") { "found character that cannot start any token" } else { problem };
+        YamlError { message: problem.to_string(), line: Some(mark.line()) }
+    }
+
+    /// The innermost open flow collection: its start and whether it is a sequence.
+    fn innermost_flow(&self) -> Option<(Marker, bool)> {
+        self.stack.iter().rev().find_map(|frame| match frame {
+            Frame::Sequence { start, flow: true, .. } => Some((*start, true)),
+            Frame::Mapping(m) if m.flow => Some((m.start, false)),
+            _ => None,
+        })
     }
 
     fn context_mark(&self, context: &str) -> Option<Marker> {
