@@ -809,3 +809,80 @@ fn ownership_changes_as_root() {
         (Some(false), "User no-such-user-xyz is not available ")
     );
 }
+
+#[test]
+fn salt_shapes_for_merge_recursion_and_test_mode() {
+    let f = fixture();
+    // serialize with merge_if_exists reports the structural difference.
+    let m = f.work.join("m.json");
+    fs::write(&m, "{\"x\": {\"y\": 1}, \"z\": 2}\n").expect("write");
+    let args = json!({"formatter": "json", "merge_if_exists": true, "dataset": {"x": {"w": 3}}});
+    let r = run(
+        &f.host,
+        "serialize",
+        &m.display().to_string(),
+        args.clone(),
+        false,
+    );
+    assert_eq!(
+        r.changes["diff"],
+        json!({"x": {"w": {"new": 3, "old": "<_null_>"}}})
+    );
+    assert_eq!(
+        fs::read_to_string(&m).expect("read"),
+        "{\n  \"x\": {\n    \"w\": 3,\n    \"y\": 1\n  },\n  \"z\": 2\n}\n"
+    );
+    let r = run(&f.host, "serialize", &m.display().to_string(), args, false);
+    assert_eq!(
+        r.comment,
+        format!("The file {} is in the correct state", m.display())
+    );
+
+    // directory recurse: per-path predictions stay, check_perms adds a top-level key.
+    let d = f.work.join("dd");
+    fs::create_dir_all(d.join("sub")).expect("mkdir");
+    fs::write(d.join("f1"), "x").expect("write");
+    fs::set_permissions(d.join("f1"), fs::Permissions::from_mode(0o600)).expect("chmod");
+    fs::set_permissions(d.join("sub"), fs::Permissions::from_mode(0o700)).expect("chmod");
+    fs::set_permissions(&d, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let dn = d.display().to_string();
+    let args = json!({"dir_mode": 755, "file_mode": 644, "recurse": ["mode"]});
+    let r = run(&f.host, "directory", &dn, args.clone(), true);
+    assert_eq!(r.result, None);
+    assert_eq!(
+        r.comment,
+        format!(
+            "The following files will be changed:\n{dn}/f1: mode - 0644\n{dn}/sub: mode - 0755\n"
+        )
+    );
+    let r = run(&f.host, "directory", &dn, args, false);
+    assert_eq!(r.changes[&format!("{dn}/f1")], json!({"mode": "0644"}));
+    assert_eq!(r.changes[&format!("{dn}/sub")], json!({"mode": "0755"}));
+    assert_eq!(r.comment, format!("Directory {dn} updated"));
+    assert_eq!(mode_of(&d.join("f1")), 0o644);
+
+    // recurse in test mode names the target directory itself first.
+    let rec = f.work.join("rec").display().to_string();
+    let r = run(
+        &f.host,
+        "recurse",
+        &rec,
+        json!({"source": "salt://tree"}),
+        true,
+    );
+    assert_eq!(r.result, None);
+    assert_eq!(
+        r.changes.keys().next().map(String::as_str),
+        Some(rec.as_str())
+    );
+    assert_eq!(
+        r.changes[&format!("{rec}/a.txt")],
+        json!({"newfile": format!("{rec}/a.txt")})
+    );
+    assert!(!Path::new(&rec).exists());
+
+    // touch in test mode on an existing file keeps Salt's `new` change.
+    let t = f.work.join("m.json").display().to_string();
+    let r = run(&f.host, "touch", &t, json!({}), true);
+    assert_eq!((r.result, r.changes["new"].clone()), (Some(true), json!(t)));
+}
