@@ -1,0 +1,99 @@
+//! Faults: the master restarted during a job loses no return; a minion
+//! killed mid-job is named as not returned and the master stays healthy.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::json;
+
+fn jid_of_async(text: &str) -> String {
+    text.trim()
+        .rsplit(' ')
+        .next()
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[test]
+fn a_master_restart_during_a_job_loses_no_return() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let mut master = fleet.start_master("auto_accept: True");
+    let minion = fleet.start_minion("steady", "");
+    fleet.wait_responding("steady");
+
+    let (text, code) = fleet.halite(&["steady", "test.sleep", "3", "--async"]);
+    assert_eq!(code, 0, "{text}");
+    let jid = jid_of_async(&text);
+    assert!(
+        wait_for(Duration::from_secs(10), || minion.log_text().contains(&jid)),
+        "the job never started"
+    );
+    master.kill();
+    std::thread::sleep(Duration::from_secs(1));
+    let _master = fleet.start_master("auto_accept: True");
+
+    // The minion finishes, finds the new master, re-authenticates and resends.
+    let landed = wait_for(Duration::from_secs(40), || {
+        let out = fleet.cli("halite-run", &["jobs.lookup_jid", &jid, "--out", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        v["steady"] == json!(true)
+    });
+    assert!(
+        landed,
+        "the return of {jid} never reached the job cache:\n{}",
+        minion.log_text()
+    );
+    // Acknowledged, so the minion forgot it.
+    assert!(wait_for(Duration::from_secs(10), || {
+        std::fs::read_dir(fleet.path("minion-steady/cache/returns"))
+            .map(|d| d.count() == 0)
+            .unwrap_or(false)
+    }));
+    let listed = fleet.cli("halite-run", &["jobs.list_jobs", "--out", "json"]);
+    let jobs: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap_or_default();
+    assert_eq!(jobs[&jid]["Function"], "test.sleep");
+}
+
+#[test]
+fn a_minion_killed_mid_job_is_named_and_the_master_stays_up() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let mut master = fleet.start_master("auto_accept: True");
+    let _alive = fleet.start_minion("alive", "");
+    let mut doomed = fleet.start_minion("doomed", "");
+    fleet.wait_responding("alive");
+    fleet.wait_responding("doomed");
+
+    let cli = std::thread::scope(|scope| {
+        let run = scope.spawn(|| fleet.cli("halite", &["*", "test.sleep", "2", "-t", "6"]));
+        assert!(wait_for(Duration::from_secs(10), || doomed
+            .log_text()
+            .contains("fun=test.sleep")));
+        doomed.kill();
+        run.join().expect("the CLI thread")
+    });
+    let stdout = String::from_utf8_lossy(&cli.stdout);
+    assert_eq!(cli.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("alive:\n    True"), "{stdout}");
+    assert!(
+        stdout.contains("doomed:\n    Minion did not return. [No response]"),
+        "{stdout}"
+    );
+    assert!(String::from_utf8_lossy(&cli.stderr)
+        .contains("ERROR: Minions returned with non-zero exit code"));
+
+    assert!(master.alive());
+    let (rets, code) = fleet.halite_json(&["alive", "test.ping"]);
+    assert_eq!((rets.get("alive"), code), (Some(&json!(true)), 0));
+    // jobs.active is empty once everything returned or gave up.
+    let out = fleet.cli("halite-run", &["manage.down", "-t", "2", "--out", "json"]);
+    let down: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(down, json!(["doomed"]));
+}
