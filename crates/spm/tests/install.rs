@@ -293,3 +293,105 @@ fn a_newer_minimum_version_than_halite_supports_is_refused() {
     assert!(err.to_string().contains("9999.1"), "{err}");
     assert!(db.package("future").expect("query").is_none());
 }
+
+#[test]
+fn a_database_failure_after_the_renames_puts_everything_back() {
+    let sandbox = Sandbox::new();
+    let mut db = sandbox.db();
+    // An earlier package whose file the new one replaces with -f.
+    let first = build_simple(&sandbox, "shared", "");
+    install_package(
+        &sandbox.config,
+        &mut db,
+        &read_package(&first).expect("read"),
+        false,
+        &no_states(),
+    )
+    .expect("first");
+    let dir = formula_dir(
+        &sandbox.root().join("src2"),
+        &simple_formula("late", "top_level_dir: shared\n"),
+        &[
+            ("shared/init.sls", "late: {}\n"),
+            ("shared/extra/new.sls", "new: {}\n"),
+        ],
+    );
+    let spm = halite_spm::build(&dir, &sandbox.config.spm_build_dir, &[])
+        .expect("build")
+        .path;
+    // A real SQLite trigger makes the final commit fail for this package.
+    let conn = rusqlite::Connection::open(&sandbox.config.spm_db).expect("open db");
+    conn.execute_batch(
+        "CREATE TRIGGER refuse_late BEFORE INSERT ON packages WHEN NEW.package = 'late'
+         BEGIN SELECT RAISE(ABORT, 'disk full (simulated)'); END;",
+    )
+    .expect("trigger");
+    let before = sandbox.snapshot();
+    let err = install_package(
+        &sandbox.config,
+        &mut db,
+        &read_package(&spm).expect("read"),
+        true,
+        &no_states(),
+    )
+    .expect_err("db commit fails");
+    assert!(err.to_string().contains("disk full (simulated)"), "{err}");
+    assert_eq!(
+        sandbox.snapshot(),
+        before,
+        "replaced file restored, new files and dirs gone"
+    );
+    assert_eq!(
+        fs::read_to_string(sandbox.config.formula_path.join("shared/init.sls")).expect("read"),
+        "pkg: {}\n"
+    );
+    let stray: Vec<_> = fs::read_dir(sandbox.config.formula_path.join("shared"))
+        .expect("ls")
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".halite-spm"))
+        .collect();
+    assert!(stray.is_empty(), "{stray:?}");
+}
+
+#[test]
+fn links_are_installed_as_links_and_removed() {
+    let sandbox = Sandbox::new();
+    let dir = formula_dir(
+        &sandbox.root().join("src"),
+        &simple_formula("linked", ""),
+        &[("linked/init.sls", "a: b\n")],
+    );
+    std::os::unix::fs::symlink("init.sls", dir.join("linked/main.sls")).expect("link");
+    let spm = halite_spm::build(&dir, &sandbox.config.spm_build_dir, &[])
+        .expect("build")
+        .path;
+    let mut db = sandbox.db();
+    install_package(
+        &sandbox.config,
+        &mut db,
+        &read_package(&spm).expect("read"),
+        false,
+        &no_states(),
+    )
+    .expect("install");
+    let link = sandbox.config.formula_path.join("linked/main.sls");
+    assert_eq!(
+        fs::read_link(&link).expect("is a link"),
+        std::path::PathBuf::from("init.sls")
+    );
+    assert_eq!(fs::read_to_string(&link).expect("resolves"), "a: b\n");
+    let row = db
+        .files("linked")
+        .expect("q")
+        .expect("installed")
+        .into_iter()
+        .find(|f| f.path == link)
+        .expect("row");
+    assert_eq!(
+        (row.kind, row.link_target.as_str()),
+        (FileKind::Symlink, "init.sls")
+    );
+    remove_package(&mut db, "linked", false).expect("remove");
+    assert!(fs::symlink_metadata(&link).is_err());
+    assert!(!sandbox.config.formula_path.join("linked").exists());
+}
