@@ -1,7 +1,10 @@
 //! The `service` execution module over the host's init system: systemd
 //! (`systemctl`) when systemd is PID 1, as Salt's `systemd_service`, else
 //! SysV init scripts (`service`, `update-rc.d`, `/etc/rc?.d` links), as
-//! Salt's `debian_service`. The minion config's `providers: {service: ...}`
+//! Salt's `debian_service`. When systemd is installed but not running
+//! (containers, image builds) systemd is driven "offline" as Salt 3008
+//! does: unit files can be enabled, disabled and masked, but nothing can be
+//! started or stopped. The minion config's `providers: {service: ...}`
 //! picks one explicitly, as in Salt.
 
 use std::path::Path;
@@ -18,6 +21,9 @@ use crate::Host;
 pub enum Provider {
     /// `systemctl`, for hosts booted with systemd.
     Systemd,
+    /// `systemctl` without a running systemd: unit files only (Salt's
+    /// offline mode).
+    SystemdOffline,
     /// SysV init scripts in `/etc/init.d`, run through `service`, enabled
     /// with `update-rc.d` (Debian's layout).
     SysV,
@@ -26,23 +32,39 @@ pub enum Provider {
 impl Provider {
     /// The provider for a host: `providers: {service: systemd|debian|sysvinit}`
     /// in `opts` when set, else systemd when it is running (Salt's
-    /// `booted()`: `/run/systemd/system` exists), else SysV.
+    /// `booted()`: `/run/systemd/system` exists), else offline systemd when
+    /// `systemctl` is installed (Salt's `offline()`), else SysV.
     pub fn for_opts(opts: &Value) -> Provider {
+        let booted = Path::new("/run/systemd/system").is_dir();
+        let systemd = if booted {
+            Provider::Systemd
+        } else {
+            Provider::SystemdOffline
+        };
         match opts
             .get("providers")
             .and_then(|p| p.get("service"))
             .and_then(Value::as_str)
         {
-            Some("systemd") | Some("systemd_service") => Provider::Systemd,
+            Some(name) if name.starts_with("systemd") => systemd,
             Some(_) => Provider::SysV,
-            None if Path::new("/run/systemd/system").is_dir() => Provider::Systemd,
+            None if booted || crate::grains::hw::which("systemctl").is_some() => systemd,
             None => Provider::SysV,
         }
     }
 
+    /// Whether services cannot be started or stopped (offline systemd).
+    pub fn offline(self) -> bool {
+        self == Provider::SystemdOffline
+    }
+
+    fn is_systemd(self) -> bool {
+        matches!(self, Provider::Systemd | Provider::SystemdOffline)
+    }
+
     /// Whether masking exists (systemd only; Salt's `service.masked`).
     pub fn can_mask(self) -> bool {
-        self == Provider::Systemd
+        self.is_systemd()
     }
 
     /// Whether this provider has a `full_restart` (Salt: not on systemd,
@@ -81,6 +103,7 @@ impl ExecModule for ServiceExec {
             "masked",
             "mask",
             "unmask",
+            "offline",
         ]
     }
     fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
@@ -113,6 +136,7 @@ impl ExecModule for ServiceExec {
             "masked" => masked(p, &name()?, runtime).map(Value::Bool),
             "mask" => mask(p, &name()?, runtime, true).map(Value::Bool),
             "unmask" => mask(p, &name()?, runtime, false).map(Value::Bool),
+            "offline" => Ok(Value::Bool(p.offline())),
             other => Err(ExecError::NotAvailable(format!("service.{other}"))),
         }
     }
@@ -177,6 +201,9 @@ fn failure(out: &Ran) -> ExecError {
 pub fn action(p: Provider, verb: &str, name: &str) -> Result<bool, ExecError> {
     check_name(name)?;
     match p {
+        Provider::SystemdOffline => Err(ExecError::Execution(format!(
+            "Cannot {verb} {name}: systemd is not running on this host (offline mode), only unit files can be changed"
+        ))),
         Provider::Systemd => {
             if verb == "full_restart" {
                 return Ok(action(p, "stop", name)? && action(p, "start", name)?);
@@ -216,6 +243,7 @@ pub fn status(p: Provider, name: &str, sig: Option<&str>) -> Result<bool, ExecEr
     check_name(name)?;
     Ok(match p {
         Provider::Systemd => systemctl(&["is-active", &unit_name(name)])?.retcode == 0,
+        Provider::SystemdOffline => false,
         Provider::SysV => run(&["service", name, "status"])?.retcode == 0,
     })
 }
@@ -260,7 +288,9 @@ fn sysv_enabled_services() -> Vec<String> {
 pub fn enabled(p: Provider, name: &str) -> Result<bool, ExecError> {
     check_name(name)?;
     Ok(match p {
-        Provider::Systemd => systemctl(&["is-enabled", &unit_name(name)])?.retcode == 0,
+        Provider::Systemd | Provider::SystemdOffline => {
+            systemctl(&["is-enabled", &unit_name(name)])?.retcode == 0
+        }
         Provider::SysV => sysv_enabled_services().iter().any(|s| s == name),
     })
 }
@@ -269,7 +299,7 @@ pub fn enabled(p: Provider, name: &str) -> Result<bool, ExecError> {
 pub fn enable(p: Provider, name: &str) -> Result<bool, ExecError> {
     check_name(name)?;
     match p {
-        Provider::Systemd => {
+        Provider::Systemd | Provider::SystemdOffline => {
             let out = systemctl(&["enable", &unit_name(name)])?;
             if out.retcode != 0 {
                 return Err(failure(&out));
@@ -293,7 +323,7 @@ pub fn enable(p: Provider, name: &str) -> Result<bool, ExecError> {
 pub fn disable(p: Provider, name: &str) -> Result<bool, ExecError> {
     check_name(name)?;
     match p {
-        Provider::Systemd => {
+        Provider::Systemd | Provider::SystemdOffline => {
             let out = systemctl(&["disable", &unit_name(name)])?;
             if out.retcode != 0 {
                 return Err(failure(&out));
@@ -316,7 +346,7 @@ const UNIT_DIRS: &[&str] = &[
 pub fn available(p: Provider, name: &str) -> Result<bool, ExecError> {
     check_name(name)?;
     match p {
-        Provider::Systemd => {
+        Provider::Systemd | Provider::SystemdOffline => {
             let unit = unit_name(name);
             if UNIT_DIRS.iter().any(|d| Path::new(d).join(&unit).exists()) {
                 return Ok(true);
@@ -373,7 +403,9 @@ fn display_name(unit: &str) -> String {
 pub fn get_all(p: Provider) -> Result<Vec<String>, ExecError> {
     let mut all: std::collections::BTreeSet<String> = sysv_scripts().into_iter().collect();
     match p {
-        Provider::Systemd => all.extend(unit_files()?.into_iter().map(|(u, _)| display_name(&u))),
+        Provider::Systemd | Provider::SystemdOffline => {
+            all.extend(unit_files()?.into_iter().map(|(u, _)| display_name(&u)))
+        }
         Provider::SysV => all.extend(sysv_enabled_services()),
     }
     Ok(all.into_iter().collect())
@@ -382,7 +414,7 @@ pub fn get_all(p: Provider) -> Result<Vec<String>, ExecError> {
 /// Every service that starts at boot, sorted.
 pub fn get_enabled(p: Provider) -> Result<Vec<String>, ExecError> {
     match p {
-        Provider::Systemd => {
+        Provider::Systemd | Provider::SystemdOffline => {
             let mut out: Vec<String> = unit_files()?
                 .into_iter()
                 .filter(|(_, state)| state == "enabled")
@@ -398,7 +430,7 @@ pub fn get_enabled(p: Provider) -> Result<Vec<String>, ExecError> {
 /// `systemctl show`: every property of the unit.
 pub fn show(p: Provider, name: &str) -> Result<Map, ExecError> {
     check_name(name)?;
-    if p != Provider::Systemd {
+    if !p.is_systemd() {
         return Err(ExecError::Execution(
             "service.show needs systemd: this host runs SysV init scripts".into(),
         ));

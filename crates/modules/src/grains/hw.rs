@@ -123,7 +123,7 @@ pub fn init_system() -> String {
     }
     for wrapper in ["supervisord", "dumb-init", "tini"] {
         if let Some(path) = which(wrapper) {
-            if cmdline.iter().any(|w| *w == path) {
+            if cmdline.contains(&path) {
                 return wrapper.into();
             }
         }

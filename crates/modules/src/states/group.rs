@@ -59,17 +59,13 @@ fn changes(
         }
     }
     match members {
-        Some(wanted) if wanted.is_empty() => {
-            if !same_set(wanted) {
-                change.push(("delusers", Value::from(current.clone())));
-            }
+        Some(wanted) if wanted.is_empty() && !same_set(wanted) => {
+            change.push(("delusers", Value::from(current.clone())));
         }
-        Some(wanted) => {
-            if !same_set(wanted) {
-                change.push(("members", Value::from(wanted.clone())));
-            }
+        Some(wanted) if !wanted.is_empty() && !same_set(wanted) => {
+            change.push(("members", Value::from(wanted.clone())));
         }
-        None => {}
+        _ => {}
     }
     if let Some(add) = addusers {
         let missing: Vec<String> = add

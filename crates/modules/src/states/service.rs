@@ -272,6 +272,10 @@ fn running(ctx: &Ctx, call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let delay = init_delay(call)?;
     let sig = call.arg_str("sig")?;
     let mut ret = StateResult::ok(&name, "");
+    if ctx.p.offline() {
+        ret.comment = "Running in OFFLINE mode. Nothing to do".into();
+        return Ok(ret);
+    }
     match check_available(ctx) {
         Err(e) => return Ok(StateResult::fail(&name, e)),
         Ok(false) => {
@@ -369,6 +373,10 @@ fn dead(ctx: &Ctx, call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let delay = init_delay(call)?;
     let sig = call.arg_str("sig")?;
     let mut ret = StateResult::ok(&name, "");
+    if ctx.p.offline() {
+        ret.comment = "Running in OFFLINE mode. Nothing to do".into();
+        return Ok(ret);
+    }
     match check_available(ctx) {
         Err(e) => return Ok(StateResult::fail(&name, e)),
         Ok(false) => {
@@ -502,6 +510,12 @@ fn mod_watch(ctx: &Ctx, call: &StateCall<'_>) -> Result<StateResult, StateError>
     let sig = call.arg_str("sig")?;
     let delay = init_delay(call)?;
     let sfun = call.sfun.unwrap_or("");
+    if ctx.p.offline() {
+        return Ok(StateResult::ok(
+            &name,
+            "Running in OFFLINE mode. Nothing to do",
+        ));
+    }
     let is_running =
         || svc::status(ctx.p, &name, sig.as_deref()).map_err(|e| StateError::Other(e.to_string()));
     let (verb, participle, fun) = match sfun {
