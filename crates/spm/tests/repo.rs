@@ -76,12 +76,20 @@ fn install_by_name_installs_the_dependency_first() {
     halite_spm::repo::create_repo(&repo).expect("create_repo");
     configure_repo(&sandbox, "local", &format!("file://{}", repo.display()));
 
-    let output = run_cli(&sandbox, &["update_repo"]);
-    assert!(
-        output.status.success(),
-        "{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    for spelling in ["update_repo", "update_repos", "refresh"] {
+        let output = run_cli(&sandbox, &[spelling]);
+        assert!(
+            output.status.success(),
+            "{spelling}: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(String::from_utf8_lossy(&output.stdout), "Updated local\n");
+    }
+    assert!(sandbox
+        .config
+        .spm_cache_dir
+        .join("local.metadata.json")
+        .is_file());
     let output = run_cli(&sandbox, &["-y", "install", "web"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
