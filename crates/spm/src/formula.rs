@@ -196,8 +196,8 @@ impl Formula {
         Ok(Formula {
             summary: text("summary")?.unwrap_or_default(),
             description: text("description")?.unwrap_or_default(),
-            os: text("os")?,
-            os_family: text("os_family")?,
+            os: listable_text(map.get("os")),
+            os_family: listable_text(map.get("os_family")),
             dependencies: name_list(map.get("dependencies")),
             optional: name_list(map.get("optional")),
             recommended: name_list(map.get("recommended")),
@@ -240,6 +240,20 @@ fn scalar_text(value: &Value) -> Option<String> {
         Value::Number(n) => Some(n.to_string()),
         Value::Bool(b) => Some(if *b { "True" } else { "False" }.to_string()),
         _ => None,
+    }
+}
+
+/// `os: RedHat, Debian` as written, or a YAML list joined the same way.
+fn listable_text(value: Option<&Value>) -> Option<String> {
+    match value? {
+        Value::Array(items) => Some(
+            items
+                .iter()
+                .filter_map(scalar_text)
+                .collect::<Vec<_>>()
+                .join(", "),
+        ),
+        other => scalar_text(other),
     }
 }
 

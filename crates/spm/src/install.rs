@@ -121,12 +121,29 @@ pub fn install_package(
             return Err(e);
         }
     };
+    let previous = db.files(name)?;
     if let Err(e) = db.register(formula, &records) {
         txn.roll_back();
         return Err(e);
     }
     txn.finish();
     report.installed = records.iter().map(|r| r.path.clone()).collect();
+    // A forced reinstall (an upgrade): files of the old version that the
+    // new one does not ship go, unless edited.
+    let stale: Vec<InstalledFile> = previous
+        .into_iter()
+        .flatten()
+        .filter(|old| !records.iter().any(|new| new.path == old.path))
+        .collect();
+    if !stale.is_empty() {
+        let mut cleanup = crate::remove::RemoveReport::default();
+        crate::remove::delete_files(db, name, &stale, &mut cleanup)?;
+        for path in cleanup.kept_modified {
+            report
+                .notes
+                .push(format!("kept {} (modified since install)", path.display()));
+        }
+    }
 
     if let Some(section) = &formula.post_local_state {
         let outcome =

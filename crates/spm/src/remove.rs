@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use sha2::{Digest, Sha256};
 
-use crate::db::{FileKind, PackageDb};
+use crate::db::{FileKind, InstalledFile, PackageDb};
 use crate::error::{Result, SpmError};
 
 /// What a removal did.
@@ -37,8 +37,22 @@ pub fn remove_package(db: &mut PackageDb, name: &str, force: bool) -> Result<Rem
         package: name.to_string(),
         ..Default::default()
     };
+    delete_files(db, name, &files, &mut report)?;
+    db.unregister(name)?;
+    Ok(report)
+}
+
+/// Deletes `files` of package `name` that are unchanged since install,
+/// then the directories among them left empty (unless another package
+/// records them); fills `report`. The database is not touched.
+pub(crate) fn delete_files(
+    db: &PackageDb,
+    name: &str,
+    files: &[InstalledFile],
+    report: &mut RemoveReport,
+) -> Result<()> {
     let mut dirs = Vec::new();
-    for file in &files {
+    for file in files {
         match file.kind {
             FileKind::Dir => dirs.push(file.path.clone()),
             FileKind::File => {
@@ -79,6 +93,5 @@ pub fn remove_package(db: &mut PackageDb, name: &str, force: bool) -> Result<Rem
             Err(_) => report.kept_dirs.push(dir),
         }
     }
-    db.unregister(name)?;
-    Ok(report)
+    Ok(())
 }

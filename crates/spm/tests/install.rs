@@ -395,3 +395,68 @@ fn links_are_installed_as_links_and_removed() {
     assert!(fs::symlink_metadata(&link).is_err());
     assert!(!sandbox.config.formula_path.join("linked").exists());
 }
+
+#[test]
+fn a_forced_reinstall_of_a_new_version_drops_the_files_it_no_longer_ships() {
+    let sandbox = Sandbox::new();
+    let mut db = sandbox.db();
+    let v1 = formula_dir(
+        &sandbox.root().join("v1"),
+        &simple_formula("app", ""),
+        &[
+            ("app/init.sls", "v: 1\n"),
+            ("app/old/gone.sls", "old\n"),
+            ("app/kept.sls", "k\n"),
+        ],
+    );
+    let v1 = halite_spm::build(&v1, &sandbox.root().join("b1"), &[])
+        .expect("build v1")
+        .path;
+    install_package(
+        &sandbox.config,
+        &mut db,
+        &read_package(&v1).expect("read"),
+        false,
+        &no_states(),
+    )
+    .expect("v1");
+    let c = &sandbox.config;
+    fs::write(c.formula_path.join("app/kept.sls"), "edited\n").expect("edit");
+    let v2 = formula_dir(
+        &sandbox.root().join("v2"),
+        &simple_formula("app", "").replace("release: 2", "release: 3"),
+        &[("app/init.sls", "v: 2\n")],
+    );
+    let v2 = halite_spm::build(&v2, &sandbox.root().join("b2"), &[])
+        .expect("build v2")
+        .path;
+    let report = install_package(
+        &sandbox.config,
+        &mut db,
+        &read_package(&v2).expect("read"),
+        true,
+        &no_states(),
+    )
+    .expect("v2");
+    assert_eq!(
+        fs::read_to_string(c.formula_path.join("app/init.sls")).expect("read"),
+        "v: 2\n"
+    );
+    assert!(
+        !c.formula_path.join("app/old").exists(),
+        "dropped file and its empty dir are gone"
+    );
+    assert!(
+        c.formula_path.join("app/kept.sls").exists(),
+        "an edited dropped file stays"
+    );
+    assert!(
+        report.notes.iter().any(|n| n.contains("kept.sls")),
+        "{:?}",
+        report.notes
+    );
+    assert_eq!(
+        db.package("app").expect("q").expect("installed").release,
+        "3"
+    );
+}

@@ -232,7 +232,11 @@ fn install(cli: &Cli, config: &SpmConfig, requests: &[String]) -> anyhow::Result
     let reports = halite_spm::execute_plan(config, &mut db, &plan, cli.force, &runner)?;
     for report in reports {
         for note in &report.notes {
-            tracing::info!("{}: {note}", report.package);
+            if cli.verbose || note.starts_with("kept ") {
+                println!("{}: {note}", report.package);
+            } else {
+                tracing::info!("{}: {note}", report.package);
+            }
         }
         if cli.verbose {
             for path in &report.installed {
