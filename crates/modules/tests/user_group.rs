@@ -191,6 +191,47 @@ fn group_present_creates_updates_and_absent_removes() {
         serde_json::Value::Object(r.changes),
         json!({"Final": "All changes applied successfully"})
     );
+    let r = state(
+        &host,
+        "group",
+        "present",
+        &group,
+        json!({"delusers": [member]}),
+        false,
+    );
+    assert_eq!(
+        r.comment,
+        format!("The following group attributes are set to be changed:\ndelusers: ['{member}']\n")
+    );
+    assert_eq!(
+        exec(&host, "group.info", vec![json!(group)])["members"],
+        json!([])
+    );
+    let r = state(
+        &host,
+        "group",
+        "present",
+        &group,
+        json!({"addusers": [member]}),
+        false,
+    );
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(
+        exec(&host, "group.info", vec![json!(group)])["members"],
+        json!([member])
+    );
+    let r = state(
+        &host,
+        "group",
+        "present",
+        &group,
+        json!({"addusers": [member], "members": [member]}),
+        false,
+    );
+    assert_eq!(
+        r.result, None,
+        "members with addusers is refused as in Salt"
+    );
     assert_eq!(
         exec(&host, "group.members", vec![json!(group), json!("")]),
         json!(true)
