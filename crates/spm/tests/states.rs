@@ -252,3 +252,38 @@ fn halite_call_applies_pre_and_post_states_for_real() {
     assert!(matches!(err, SpmError::StateFailed { .. }), "{err}");
     assert_eq!(sandbox.snapshot(), before);
 }
+
+#[test]
+fn the_binary_finds_halite_call_beside_it_and_runs_the_hooks() {
+    if working_halite_call().is_none() {
+        return;
+    }
+    let sandbox = Sandbox::new();
+    let marker = sandbox.root().join("cli-marker");
+    let hooks = format!(
+        "pre_local_state: |\n  marker:\n    file.managed:\n      - name: {}\n      - contents: {{{{ summary }}}}\n",
+        marker.display()
+    );
+    let spm = build_with(&sandbox, "hooked", &hooks);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_halite-spm"))
+        .arg("-c")
+        .arg(sandbox.config_dir())
+        .args(["-y", "local", "install"])
+        .arg(&spm)
+        .output()
+        .expect("run halite-spm");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        fs::read_to_string(&marker).expect("hook ran").trim_end(),
+        "The hooked formula"
+    );
+    assert!(sandbox
+        .config
+        .formula_path
+        .join("hooked/init.sls")
+        .is_file());
+}
