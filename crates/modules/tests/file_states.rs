@@ -886,3 +886,34 @@ fn salt_shapes_for_merge_recursion_and_test_mode() {
     let r = run(&f.host, "touch", &t, json!({}), true);
     assert_eq!((r.result, r.changes["new"].clone()), (Some(true), json!(t)));
 }
+
+#[test]
+fn clean_keeps_what_required_file_states_manage() {
+    let f = fixture();
+    let d = f.work.join("d");
+    for dir in ["keepdir/inner", "junkdir/x"] {
+        fs::create_dir_all(d.join(dir)).expect("mkdir");
+    }
+    for file in ["a.conf", "junk", "keepdir/inner/f", "junkdir/x/y"] {
+        fs::write(d.join(file), "x").expect("write");
+    }
+    let dn = d.display().to_string();
+    let args = json!({"clean": true, "require": [{"file": format!("{dn}/a.conf")}, {"file": format!("{dn}/keepdir")}]});
+    let r = run(&f.host, "directory", &dn, args.clone(), true);
+    assert_eq!(r.result, None);
+    assert_eq!(r.changes.len(), 4, "{:?}", r.changes);
+    assert!(d.join("junk").exists());
+    let r = run(&f.host, "directory", &dn, args, false);
+    let mut removed: Vec<String> = r.changes["removed"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|v| v.as_str().map(str::to_string))
+                .collect()
+        })
+        .unwrap_or_default();
+    removed.sort();
+    assert_eq!(removed, vec![format!("{dn}/junk"), format!("{dn}/junkdir")]);
+    assert!(d.join("a.conf").exists() && d.join("keepdir/inner/f").exists());
+    assert!(!d.join("junk").exists() && !d.join("junkdir").exists());
+}

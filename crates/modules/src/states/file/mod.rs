@@ -4,6 +4,9 @@
 //!
 //! Every function honours test mode: it predicts (`result: None` with the
 //! changes it would make) and leaves the disk alone.
+//!
+//! Like Salt's, this module has no `mod_watch`: a `watch` on a `file` state
+//! behaves as `require`.
 
 mod edits;
 mod managed;
@@ -37,7 +40,6 @@ const FUNCTIONS: &[&str] = &[
     "copy",
     "touch",
     "serialize",
-    "mod_watch",
 ];
 
 impl StateModule for FileState {
@@ -66,27 +68,8 @@ impl StateModule for FileState {
             "comment" => edits::comment(call),
             "uncomment" => edits::uncomment(call),
             "serialize" => serialize::serialize(call),
-            "mod_watch" => mod_watch(call),
             other => Err(StateError::Other(format!("file.{other} is not available"))),
         }
-    }
-}
-
-/// Salt's `file.mod_watch`: a watching `file.managed`/`file.serialize`
-/// etc. simply runs again; anything else reports that it has no watch.
-fn mod_watch(call: &StateCall<'_>) -> Result<StateResult, StateError> {
-    match call.sfun {
-        Some(sfun) if FUNCTIONS.contains(&sfun) && sfun != "mod_watch" => {
-            FileState.call(sfun, call)
-        }
-        Some(sfun) => Ok(StateResult::fail(
-            call.name(),
-            format!("watch requisite is not implemented for {sfun}"),
-        )),
-        None => Ok(StateResult::fail(
-            call.name(),
-            "watch requisite is not implemented for file",
-        )),
     }
 }
 

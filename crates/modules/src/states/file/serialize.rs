@@ -73,107 +73,21 @@ fn json_value(v: &Value, depth: usize, out: &mut String) {
     }
 }
 
-/// Whether a plain YAML scalar would be read back as something other than
-/// this string (bool, null, number) or cannot be written plain.
-fn yaml_needs_quotes(s: &str) -> bool {
-    if s.is_empty() || s.trim() != s {
-        return true;
-    }
-    let lower = s.to_ascii_lowercase();
-    if matches!(
-        lower.as_str(),
-        "y" | "n"
-            | "yes"
-            | "no"
-            | "on"
-            | "off"
-            | "true"
-            | "false"
-            | "null"
-            | "~"
-            | ".inf"
-            | "-.inf"
-            | ".nan"
-    ) {
-        return true;
-    }
-    let numeric = regex::Regex::new(r"^[-+]?(\d[\d_]*(\.\d*)?([eE][-+]?\d+)?|\.\d+|0x[0-9a-fA-F_]+|0o?[0-7_]+|\d+(:[0-5]?\d)+)$")
-        .is_ok_and(|r| r.is_match(s));
-    if numeric {
-        return true;
-    }
-    let first = s.chars().next().unwrap_or(' ');
-    if "-?:,[]{}#&*!|>'\"%@`".contains(first) {
-        return true;
-    }
-    s.contains(": ") || s.contains(" #") || s.ends_with(':') || s.contains('\n') || s.contains('\t')
-}
-
-fn yaml_scalar(v: &Value) -> String {
-    match v {
-        Value::Null => "null".into(),
-        Value::Bool(b) => if *b { "true" } else { "false" }.into(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) if s.contains('\n') || s.chars().any(|c| c.is_control()) => {
-            let mut out = String::new();
-            json_string(s, &mut out);
-            out
-        }
-        Value::String(s) if yaml_needs_quotes(s) => format!("'{}'", s.replace('\'', "''")),
-        Value::String(s) => s.clone(),
-        Value::Array(_) => "[]".into(),
-        Value::Object(_) => "{}".into(),
-    }
-}
-
-fn is_block(v: &Value) -> bool {
-    matches!(v, Value::Array(a) if !a.is_empty()) || matches!(v, Value::Object(m) if !m.is_empty())
-}
-
-fn yaml_value(v: &Value, indent: usize, out: &mut String) {
-    let pad = " ".repeat(indent);
-    match v {
-        Value::Object(m) if !m.is_empty() => {
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            for k in keys {
-                let val = &m[k.as_str()];
-                let key = yaml_scalar(&Value::String(k.clone()));
-                if is_block(val) {
-                    out.push_str(&format!("{pad}{key}:\n"));
-                    // PyYAML puts a list's dashes at the key's indentation.
-                    let child = if val.is_array() { indent } else { indent + 2 };
-                    yaml_value(val, child, out);
-                } else {
-                    out.push_str(&format!("{pad}{key}: {}\n", yaml_scalar(val)));
-                }
-            }
-        }
-        Value::Array(items) if !items.is_empty() => {
-            for item in items {
-                if is_block(item) {
-                    let mut inner = String::new();
-                    yaml_value(item, indent + 2, &mut inner);
-                    let trimmed = inner.get(indent + 2..).unwrap_or("");
-                    out.push_str(&format!("{pad}- {trimmed}"));
-                } else {
-                    out.push_str(&format!("{pad}- {}\n", yaml_scalar(item)));
-                }
-            }
-        }
-        scalar => out.push_str(&format!("{pad}{}\n", yaml_scalar(scalar))),
-    }
-}
-
-/// PyYAML's `safe_dump(data, default_flow_style=False)` without the final
-/// newline (Salt's YAML serializer strips it).
+/// Salt's YAML serializer: PyYAML's `safe_dump(data, default_flow_style=False)`
+/// (keys sorted) without the final newline or document end marker.
 pub fn to_yaml(v: &Value) -> String {
-    let mut out = String::new();
-    yaml_value(v, 0, &mut out);
-    while out.ends_with('\n') {
-        out.pop();
+    use halite_render::yaml::{dump_with, DumpOptions, DumpStyle};
+    let out = dump_with(
+        v,
+        DumpOptions {
+            style: DumpStyle::Block,
+            sort_keys: true,
+        },
+    );
+    if let Some(stripped) = out.strip_suffix("\n...\n") {
+        return stripped.to_string();
     }
-    out
+    out.strip_suffix('\n').map(str::to_string).unwrap_or(out)
 }
 
 /// Salt's `merge_recurse`: maps merge key by key, anything else is replaced.

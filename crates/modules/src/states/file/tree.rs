@@ -76,6 +76,31 @@ fn walk(root: &Path, max_depth: Option<usize>) -> Vec<(PathBuf, bool)> {
         .collect()
 }
 
+/// Paths that `clean` must keep because this state requires the `file`
+/// states that manage them (Salt's `_gen_keep_files`). A requisite is
+/// matched by path: `- file: /etc/app.d/a.conf` (the state's name or an ID
+/// that is the path).
+fn required_keep(call: &StateCall<'_>) -> BTreeSet<PathBuf> {
+    let mut keep = BTreeSet::new();
+    for req in call.arg_list("require") {
+        if let Some(target) = req.get("file").and_then(Value::as_str) {
+            if target.starts_with('/') {
+                let kept = PathBuf::from(target.trim_end_matches('/'));
+                if kept.is_dir() {
+                    keep.extend(walk(&kept, None).into_iter().map(|(p, _)| p));
+                }
+                keep.insert(kept);
+            }
+        }
+    }
+    keep
+}
+
+/// Whether `p` is kept: listed, or a parent of a kept path.
+fn is_kept(p: &Path, keep: &BTreeSet<PathBuf>) -> bool {
+    keep.iter().any(|k| k.starts_with(p))
+}
+
 /// `file.directory`.
 pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let mut name = target_name(call);
@@ -219,7 +244,11 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     let mut to_clean = Vec::new();
     if clean {
+        let keep = required_keep(call);
         for (p, _) in &entries {
+            if is_kept(p, &keep) {
+                continue;
+            }
             let rel = p
                 .strip_prefix(&path)
                 .map(|r| r.display().to_string())
@@ -358,14 +387,18 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     if clean {
         let mut removed = Vec::new();
-        // Deepest first so directories are empty or gone when reached.
-        for p in to_clean.iter().rev() {
+        // A removed directory takes its content with it; Salt lists only it.
+        let mut gone: Vec<&PathBuf> = Vec::new();
+        for p in &to_clean {
+            if gone.iter().any(|g| p.starts_with(g)) {
+                continue;
+            }
             if fs::symlink_metadata(p).is_ok() && fexec::remove(p).is_ok() {
                 removed.push(json!(p.display().to_string()));
+                gone.push(p);
             }
         }
         if !removed.is_empty() {
-            removed.reverse();
             ret.changes.insert("removed".into(), Value::Array(removed));
             ret.comment = format!("Files cleaned from directory {name}");
         }
@@ -625,9 +658,10 @@ pub fn recurse(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         merge(&mut ret, &d, sub, &mut comments);
     }
     if clean && path.is_dir() {
+        keep.extend(required_keep(call));
         let mut removed = Vec::new();
         for (p, _) in walk(&path, None) {
-            if keep.contains(&p) || keep.iter().any(|k| k.starts_with(&p)) {
+            if is_kept(&p, &keep) {
                 continue;
             }
             let rel = p
