@@ -286,7 +286,7 @@ impl JobCache {
         if keep_jobs_hours == 0 {
             return Ok(0);
         }
-        let hours = i64::try_from(keep_jobs_hours).unwrap_or(i64::MAX / 3600_000_000);
+        let hours = i64::try_from(keep_jobs_hours).unwrap_or(i64::MAX / 3_600_000_000);
         let cutoff = chrono::Utc::now() - chrono::Duration::hours(hours);
         let cutoff_jid = cutoff.naive_utc().format("%Y%m%d%H%M%S%6f").to_string();
         self.conn

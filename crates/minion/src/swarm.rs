@@ -28,12 +28,15 @@ pub fn swarm_grains(prefix: &str, n: usize) -> Map<String, Value> {
     g
 }
 
+/// Each swarm identity's id and the grains it reports.
+pub type SwarmGrains = Vec<(String, Map<String, Value>)>;
+
 /// Builds `count` identities `<prefix>0..` under `root`.
 pub fn build_agents(
     root: &Path,
     prefix: &str,
     count: usize,
-) -> anyhow::Result<(Vec<Agent>, Vec<(String, Map<String, Value>)>)> {
+) -> anyhow::Result<(Vec<Agent>, SwarmGrains)> {
     let mut agents = Vec::with_capacity(count);
     let mut grains = Vec::with_capacity(count);
     for n in 0..count {
