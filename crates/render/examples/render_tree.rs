@@ -46,10 +46,12 @@ fn main() {
             eprintln!("no such sls: {sls}");
             std::process::exit(2)
         });
-    let parse = |s: &str| serde_json::from_str::<Value>(s).unwrap_or_else(|e| {
-        eprintln!("bad JSON argument: {e}");
-        std::process::exit(2)
-    });
+    let parse = |s: &str| {
+        serde_json::from_str::<Value>(s).unwrap_or_else(|e| {
+            eprintln!("bad JSON argument: {e}");
+            std::process::exit(2)
+        })
+    };
     let ctx = RenderContext {
         grains: parse(&args[3]),
         pillar: parse(&args[4]),
@@ -69,7 +71,10 @@ fn main() {
         return;
     }
     match halite_render::render_sls(&text, &ctx) {
-        Ok(data) => println!("{}", serde_json::to_string_pretty(&data).unwrap_or_default()),
+        Ok(data) => println!(
+            "{}",
+            serde_json::to_string_pretty(&data).unwrap_or_default()
+        ),
         Err(e) => {
             eprintln!("{e}");
             std::process::exit(1)

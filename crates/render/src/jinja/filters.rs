@@ -161,7 +161,7 @@ fn yaml_filter(value: MjValue, flow_style: Option<MjValue>) -> MjValue {
 fn json_filter(value: MjValue, sort_keys: Option<bool>, indent: Option<usize>) -> MjValue {
     let data = from_template(&value);
     MjValue::from_safe_string(
-        pyfmt::json_dumps(&data, sort_keys.unwrap_or(true), indent, true)
+        pyfmt::json_dumps(&data, sort_keys.unwrap_or(true), indent, false)
             .trim()
             .to_string(),
     )
@@ -292,7 +292,10 @@ fn regex_groups(
 
 fn groups_of(caps: &regex::Captures<'_>) -> MjValue {
     MjValue::from_object(minijinja::value::Tuple::new(
-        caps.iter().skip(1).map(|g| g.map_or(MjValue::from(()), |m| MjValue::from(m.as_str()))).collect(),
+        caps.iter()
+            .skip(1)
+            .map(|g| g.map_or(MjValue::from(()), |m| MjValue::from(m.as_str())))
+            .collect(),
     ))
 }
 

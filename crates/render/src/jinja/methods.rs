@@ -68,7 +68,9 @@ fn extra_string_method(
                 None if method == "partition" => [text, "", ""],
                 None => ["", "", text],
             };
-            MjValue::from_object(minijinja::value::Tuple::new(parts.iter().map(|p| MjValue::from(*p)).collect()))
+            MjValue::from_object(minijinja::value::Tuple::new(
+                parts.iter().map(|p| MjValue::from(*p)).collect(),
+            ))
         }
         "rsplit" => {
             let separator = text_arg(args, 0);

@@ -119,6 +119,7 @@ fn build_environment(
     }
     env.add_function(prepass::DICT_FUNCTION, |v: MjValue| make_mutable(v));
     env.add_function(prepass::LIST_FUNCTION, |v: MjValue| make_mutable(v));
+    env.add_filter(prepass::PERCENT_FILTER, percent_format);
     env.add_function("dict", dict_function);
     env.add_function("odict", dict_function);
     env.add_function(prepass::IMPORT_FUNCTION, import_function);
@@ -162,6 +163,17 @@ fn format_value(
         }
         _ => minijinja::escape_formatter(out, state, value),
     }
+}
+
+/// Python's `'fmt' % args`: a tuple spreads into the arguments, a dict
+/// feeds `%(name)s`, anything else is the single argument.
+fn percent_format(format: String, args: MjValue) -> Result<String, Error> {
+    let spread: Vec<MjValue> = if args.is_tuple() {
+        args.try_iter()?.collect()
+    } else {
+        vec![args]
+    };
+    minijinja::formatting::format(minijinja::formatting::FormatStyle::Printf, &format, &spread)
 }
 
 /// `dict(...)`: a mutable dict from a mapping, pairs and/or keywords.

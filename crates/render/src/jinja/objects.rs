@@ -202,7 +202,7 @@ impl Object for PyDict {
             "items" => Ok(PyList::new_value(
                 lock(&self.entries)
                     .iter()
-                    .map(|(k, v)| MjValue::from(vec![k.clone(), v.clone()]))
+                    .map(|(k, v)| pair_tuple(k.clone(), v.clone()))
                     .collect(),
             )),
             "update" => {

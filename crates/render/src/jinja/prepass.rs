@@ -23,6 +23,8 @@ pub const PARSE_FUNCTION: &str = "__salt_parse";
 pub const DICT_FUNCTION: &str = "__pydict";
 /// The wrapper that makes a list literal mutable.
 pub const LIST_FUNCTION: &str = "__pylist";
+/// The filter that implements Python's `'fmt' % args`.
+pub const PERCENT_FILTER: &str = "__pyformat";
 
 /// Applies both rewrites.
 pub fn prepare(source: &str) -> String {
@@ -170,6 +172,7 @@ fn rewrite_code(source: &str, start: usize, closer: Closer) -> (String, usize) {
     let mut after_operand = false;
     let mut last_word = String::new();
     let mut previous_was_ident = false;
+    let mut after_string = false;
     while index < bytes.len() {
         let byte = bytes[index];
         if stack.is_empty() {
@@ -183,14 +186,34 @@ fn rewrite_code(source: &str, start: usize, closer: Closer) -> (String, usize) {
                 return (out, index + marker.len());
             }
         }
+        if !(byte as char).is_whitespace() && byte != b'%' && byte != b'\'' && byte != b'"' {
+            after_string = false;
+        }
         match byte {
             b'\'' | b'"' => {
                 let end = string_end(bytes, index);
                 out.push_str(&source[index..end]);
                 index = end;
                 after_operand = true;
+                after_string = true;
                 last_word.clear();
                 previous_was_ident = false;
+                continue;
+            }
+            b'%' if after_string && !source[index..].starts_with("%}") => {
+                // `'fmt' % operand` -> `'fmt'|__pyformat(operand)`
+                let operand_start = index + 1;
+                let operand_end = operand_end(source, operand_start);
+                out.push('|');
+                out.push_str(PERCENT_FILTER);
+                out.push('(');
+                out.push_str(&wrap_literals_in_expression(
+                    &source[operand_start..operand_end],
+                ));
+                out.push(')');
+                index = operand_end;
+                after_operand = true;
+                after_string = false;
                 continue;
             }
             b'{' => {
@@ -250,6 +273,54 @@ fn rewrite_code(source: &str, start: usize, closer: Closer) -> (String, usize) {
         index += 1;
     }
     (out, bytes.len())
+}
+
+/// Where the right operand of `%` ends: a parenthesised group, or a name
+/// with its attribute, subscript and call suffixes, or a literal.
+fn operand_end(source: &str, start: usize) -> usize {
+    let bytes = source.as_bytes();
+    let mut index = start;
+    while index < bytes.len() && bytes[index] == b' ' {
+        index += 1;
+    }
+    let mut depth = 0usize;
+    while index < bytes.len() {
+        let byte = bytes[index];
+        match byte {
+            b'\'' | b'"' => {
+                index = string_end(bytes, index);
+                if depth == 0 {
+                    return index;
+                }
+                continue;
+            }
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                if depth == 0 {
+                    return index;
+                }
+                depth -= 1;
+                if depth == 0 && byte == b')' && !source[index + 1..].starts_with(['.', '[', '(']) {
+                    return index + 1;
+                }
+            }
+            b if depth == 0 && !(b.is_ascii_alphanumeric() || b == b'_' || b == b'.') => {
+                return index
+            }
+            _ => {}
+        }
+        index += 1;
+    }
+    index
+}
+
+/// Wraps literals inside a bare expression (the operand of `%`).
+fn wrap_literals_in_expression(expression: &str) -> String {
+    let wrapped = wrap_literals(&format!("{{{{{expression}}}}}"));
+    wrapped
+        .trim_start_matches("{{")
+        .trim_end_matches("}}")
+        .to_string()
 }
 
 fn string_end(bytes: &[u8], start: usize) -> usize {

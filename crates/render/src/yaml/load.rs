@@ -300,9 +300,15 @@ impl Loader<'_> {
             // it reports instead is the unclosed collection.
             if let Some((flow_mark, is_sequence)) = self.innermost_flow() {
                 let (context, problem) = if is_sequence {
-                    ("while parsing a flow sequence", "did not find expected ',' or ']'")
+                    (
+                        "while parsing a flow sequence",
+                        "did not find expected ',' or ']'",
+                    )
                 } else {
-                    ("while parsing a flow mapping", "did not find expected ',' or '}'")
+                    (
+                        "while parsing a flow mapping",
+                        "did not find expected ',' or '}'",
+                    )
                 };
                 return contextual_error(context, &flow_mark, problem, mark);
             }
@@ -312,14 +318,23 @@ impl Loader<'_> {
             Some((context, problem)) if context.starts_with("while scanning") => problem,
             _ => info,
         };
-        let problem = if problem.contains("tab") { "found character that cannot start any token" } else { problem };
-        YamlError { message: problem.to_string(), line: Some(mark.line()) }
+        let problem = if problem.contains("tab") {
+            "found character that cannot start any token"
+        } else {
+            problem
+        };
+        YamlError {
+            message: problem.to_string(),
+            line: Some(mark.line()),
+        }
     }
 
     /// The innermost open flow collection: its start and whether it is a sequence.
     fn innermost_flow(&self) -> Option<(Marker, bool)> {
         self.stack.iter().rev().find_map(|frame| match frame {
-            Frame::Sequence { start, flow: true, .. } => Some((*start, true)),
+            Frame::Sequence {
+                start, flow: true, ..
+            } => Some((*start, true)),
             Frame::Mapping(m) if m.flow => Some((m.start, false)),
             _ => None,
         })

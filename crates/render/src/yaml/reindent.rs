@@ -44,7 +44,13 @@ pub fn reindent_continuations(text: &str) -> Option<String> {
 
 /// Updates the flow/quote state with one line. `offset` is how far the line
 /// was shifted (for the column of anything that opens on it).
-fn scan_line(line: &str, offset: usize, flow_depth: &mut usize, inside: &mut Inside, open_column: &mut usize) {
+fn scan_line(
+    line: &str,
+    offset: usize,
+    flow_depth: &mut usize,
+    inside: &mut Inside,
+    open_column: &mut usize,
+) {
     let chars: Vec<char> = line.chars().collect();
     let mut index = 0;
     // The last non-space character before the current one on this line
@@ -85,7 +91,11 @@ fn scan_line(line: &str, offset: usize, flow_depth: &mut usize, inside: &mut Ins
                 if *flow_depth == 0 {
                     *open_column = index + offset;
                 }
-                *inside = if ch == '\'' { Inside::Single } else { Inside::Double };
+                *inside = if ch == '\'' {
+                    Inside::Single
+                } else {
+                    Inside::Double
+                };
             }
             '[' | '{' if previous.is_none_or(|p| "[{,:-?".contains(p)) || *flow_depth > 0 => {
                 if *flow_depth == 0 {
@@ -118,9 +128,20 @@ mod tests {
 
     #[test]
     fn quoted_scalars_and_plain_text_are_handled() {
-        assert_eq!(reindent_continuations("a:\n  - b: 'one\n two'\n"), Some("a:\n  - b: 'one\n        two'\n".into()));
-        assert_eq!(reindent_continuations("a: it's\nb: 1\n"), None, "an apostrophe inside a plain scalar is not a quote");
+        assert_eq!(
+            reindent_continuations("a:\n  - b: 'one\n two'\n"),
+            Some("a:\n  - b: 'one\n        two'\n".into())
+        );
+        assert_eq!(
+            reindent_continuations("a: it's\nb: 1\n"),
+            None,
+            "an apostrophe inside a plain scalar is not a quote"
+        );
         assert_eq!(reindent_continuations("a: 'x''y'\nb: [1]\n"), None);
-        assert_eq!(reindent_continuations("a: 1 # {\nb: 2\n"), None, "comments are ignored");
+        assert_eq!(
+            reindent_continuations("a: 1 # {\nb: 2\n"),
+            None,
+            "comments are ignored"
+        );
     }
 }
