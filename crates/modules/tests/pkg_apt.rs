@@ -393,11 +393,11 @@ fn version_pinning_up_and_down() {
 
     let r = f.state("pkg", "installed", BASE, json!({"version": ">=3.0"}), false);
     assert_eq!(r.result, Some(false));
-    assert!(
-        r.comment
-            .contains("No version matching 'halite-test-base>=3.0' could be found"),
-        "{}",
-        r.comment
+    assert_eq!(
+        r.comment,
+        "Problem encountered installing package(s). Additional info follows:\n\nerrors:\n    \
+         - No version matching 'halite-test-base>=3.0' could be found (available: 2.0, 1.0)",
+        "Salt's wording"
     );
 }
 
@@ -711,6 +711,11 @@ fn hold_and_reinstall() {
         "{}",
         r.comment
     );
+    // Salt's shape: the hold is appended to the install's change.
+    assert_eq!(
+        r.changes[BASE],
+        json!({"old": "install", "new": "1.0\nhold"})
+    );
     let held = sh(Command::new("apt-mark").arg("showhold"));
     assert!(held.lines().any(|l| l == BASE), "{held}");
     let r = f.call("pkg.unhold", json!([BASE]), json!({}));
@@ -729,6 +734,7 @@ fn hold_and_reinstall() {
     );
     assert_eq!(r.result, Some(true), "{}", r.comment);
     assert_eq!(r.comment, format!("Package {BASE}=1.0 was reinstalled."));
+    assert_eq!(r.changes[BASE], json!({"old": "1.0", "new": "1.0"}));
     let data = std::fs::read_to_string(DATA_FILE).unwrap_or_default();
     assert_eq!(data, "data of 1.0\n", "reinstall restored the file");
 }

@@ -38,42 +38,42 @@ impl StatusEntry {
     }
 }
 
-/// Parses dpkg's status file (RFC 822 stanzas); continuation lines and
-/// fields other than the four needed are skipped.
+/// Parses dpkg's status file (RFC 822 stanzas) in one pass over its
+/// lines; continuation lines and fields other than the four needed are
+/// skipped without being split.
 pub fn parse_status(text: &str) -> Vec<StatusEntry> {
-    let mut out = Vec::new();
-    for stanza in text.split("\n\n") {
-        let (mut package, mut version, mut arch, mut status) = ("", "", "", "");
-        for line in stanza.lines() {
-            if line.starts_with([' ', '\t']) {
-                continue;
-            }
-            let Some((key, value)) = line.split_once(':') else {
-                continue;
-            };
-            let value = value.trim();
-            match key {
-                "Package" => package = value,
-                "Version" => version = value,
-                "Architecture" => arch = value,
-                "Status" => status = value,
-                _ => {}
-            }
+    let mut out = Vec::with_capacity(text.len() / 1024);
+    let (mut package, mut version, mut arch, mut status) = ("", "", "", "");
+    let mut flush = |package: &mut &str, version: &mut &str, arch: &mut &str, status: &mut &str| {
+        if !package.is_empty() {
+            let mut words = status.split_ascii_whitespace();
+            let want = words.next().unwrap_or("").to_string();
+            let state = words.nth(1).unwrap_or("").to_string();
+            out.push(StatusEntry {
+                package: package.to_string(),
+                version: version.to_string(),
+                architecture: arch.to_string(),
+                want,
+                state,
+            });
         }
-        if package.is_empty() {
-            continue;
+        *package = "";
+        *version = "";
+        *arch = "";
+        *status = "";
+    };
+    for line in text.split('\n') {
+        let bytes = line.as_bytes();
+        match bytes.first() {
+            None => flush(&mut package, &mut version, &mut arch, &mut status),
+            Some(b'P') if line.starts_with("Package:") => package = line[8..].trim(),
+            Some(b'V') if line.starts_with("Version:") => version = line[8..].trim(),
+            Some(b'A') if line.starts_with("Architecture:") => arch = line[13..].trim(),
+            Some(b'S') if line.starts_with("Status:") => status = line[7..].trim(),
+            _ => {}
         }
-        let mut words = status.split_whitespace();
-        let want = words.next().unwrap_or("").to_string();
-        let state = words.nth(1).unwrap_or("").to_string();
-        out.push(StatusEntry {
-            package: package.to_string(),
-            version: version.to_string(),
-            architecture: arch.to_string(),
-            want,
-            state,
-        });
     }
+    flush(&mut package, &mut version, &mut arch, &mut status);
     out
 }
 

@@ -60,7 +60,7 @@ fn errors_suffix(errors: &[String]) -> String {
     if errors.is_empty() {
         return String::new();
     }
-    let mut s = String::from("\nAdditional info follows:\n\nerrors:");
+    let mut s = String::from(". Additional info follows:\n\nerrors:");
     for e in errors {
         s.push_str("\n    - ");
         s.push_str(e);
@@ -215,27 +215,33 @@ pub trait LowPkg: Send + Sync {
 }
 
 /// Salt's `salt.utils.data.compare_dicts` over package lists: the names
-/// whose version changed, each `{old, new}` (`""` for absent), versions of
+/// whose version changed, each `{old, new}` (`""` for absent; a removed
+/// package reads `{new, old}`, in Salt's key order), versions of
 /// multi-version packages joined with `,`.
 pub fn compare_pkg_lists(old: &PkgVersions, new: &PkgVersions) -> Map {
+    let mut names: Vec<&String> = old
+        .keys()
+        .chain(new.keys().filter(|k| !old.contains_key(*k)))
+        .collect();
+    names.sort();
     let mut changes = Map::new();
-    let joined = |v: Option<&Vec<String>>| v.map(|v| v.join(",")).unwrap_or_default();
-    for (name, old_versions) in old {
-        if new.get(name) != Some(old_versions) {
-            let entry =
-                serde_json::json!({"new": joined(new.get(name)), "old": old_versions.join(",")});
-            changes.insert(name.clone(), entry);
-        }
-    }
-    for (name, new_versions) in new {
-        if !old.contains_key(name) {
-            changes.insert(
-                name.clone(),
-                serde_json::json!({"new": new_versions.join(","), "old": ""}),
-            );
-        }
+    for name in names {
+        let entry = match (old.get(name), new.get(name)) {
+            (None, Some(n)) => json_pair(("old", String::new()), ("new", n.join(","))),
+            (Some(o), None) => json_pair(("new", String::new()), ("old", o.join(","))),
+            (Some(o), Some(n)) if o != n => json_pair(("old", o.join(",")), ("new", n.join(","))),
+            _ => continue,
+        };
+        changes.insert(name.clone(), entry);
     }
     changes
+}
+
+fn json_pair(first: (&str, String), second: (&str, String)) -> Value {
+    let mut m = Map::new();
+    m.insert(first.0.into(), Value::String(first.1));
+    m.insert(second.0.into(), Value::String(second.1));
+    Value::Object(m)
 }
 
 /// A package list as Salt returns it: a string per name, or a list of

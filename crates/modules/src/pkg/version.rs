@@ -344,7 +344,7 @@ mod tests {
     #[test]
     fn rpm_order_matches_rpmvercmp() {
         let ordered = [
-            "1.0~rc1", "1.0", "1.0^git1", "1.0.1", "1.0a", "1.1", "1.10", "1:0.1",
+            "1.0~rc1", "1.0", "1.0^git1", "1.0a", "1.0.1", "1.1", "1.10", "1:0.1",
         ];
         for w in ordered.windows(2) {
             assert_eq!(rpm_cmp(w[0], w[1]), Ordering::Less, "{} < {}", w[0], w[1]);
