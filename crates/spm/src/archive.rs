@@ -172,7 +172,9 @@ fn read_members(bytes: &[u8]) -> Result<Vec<RawMember>, String> {
                     "it unpacks to more than {MAX_UNPACKED_BYTES} bytes"
                 ));
             }
-            let mut data = Vec::with_capacity(usize::try_from(entry.size()).unwrap_or(0));
+            // The header's size is not trusted for the allocation.
+            let mut data =
+                Vec::with_capacity(usize::try_from(entry.size().min(1 << 20)).unwrap_or(0));
             entry
                 .read_to_end(&mut data)
                 .map_err(|e| format!("corrupt or truncated archive at {full} ({e})"))?;

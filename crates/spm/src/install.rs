@@ -217,6 +217,7 @@ fn stage_all(
         let path = plan.dest.path();
         let parent = path.parent().unwrap_or(Path::new("/"));
         for created in txn.create_dirs(&plan.dest.root, parent)? {
+            owner.apply(&created)?;
             records.push(owner.record(created, FileKind::Dir, 0o755));
         }
         let file_type = plan
@@ -241,8 +242,14 @@ fn stage_all(
             }
             MemberKind::File(data) => {
                 let temp = txn.temp_name(&path);
+                // create_new: never follow or reuse something already at the temporary name.
+                fs::OpenOptions::new()
+                    .write(true)
+                    .create_new(true)
+                    .open(&temp)
+                    .and_then(|mut file| std::io::Write::write_all(&mut file, data))
+                    .map_err(|e| SpmError::io("cannot write", &temp, e))?;
                 txn.temps.push(temp.clone());
-                fs::write(&temp, data).map_err(|e| SpmError::io("cannot write", &temp, e))?;
                 fs::set_permissions(&temp, fs::Permissions::from_mode(plan.mode))
                     .map_err(|e| SpmError::io("cannot chmod", &temp, e))?;
                 owner.apply(&temp)?;
@@ -258,9 +265,9 @@ fn stage_all(
             }
             MemberKind::Symlink(target) => {
                 let temp = txn.temp_name(&path);
-                txn.temps.push(temp.clone());
                 std::os::unix::fs::symlink(target, &temp)
                     .map_err(|e| SpmError::io("cannot create link", &temp, e))?;
+                txn.temps.push(temp.clone());
                 owner.apply(&temp)?;
                 txn.staged.push((temp, path.clone()));
                 let sum = hex::encode(Sha256::digest(target.as_bytes()));
