@@ -124,7 +124,7 @@ fn existence_paths_and_io() {
     assert_eq!(stats["size"], json!(6));
     assert_eq!(
         call(&h, "file.get_mode", vec![json!("/no/such/file")], json!({})),
-        Ok(json!(""))
+        Err("Path not found: /no/such/file".to_string())
     );
 }
 

@@ -351,15 +351,12 @@ impl ExecModule for FileExec {
             "get_mode" | "get_user" | "get_group" => {
                 let p = path_arg(args, 0, "path", fun)?;
                 let follow = args.get_bool(1, "follow_symlinks", true);
-                match meta::ownership(&p, follow) {
-                    Ok(o) => Ok(json!(match fun {
-                        "get_mode" => o.mode,
-                        "get_user" => o.user,
-                        _ => o.group,
-                    })),
-                    Err(_) if fun == "get_mode" => Ok(json!("")),
-                    Err(_) => Ok(json!(false)),
-                }
+                let o = meta::ownership(&p, follow).map_err(exec_err)?;
+                Ok(json!(match fun {
+                    "get_mode" => o.mode,
+                    "get_user" => o.user,
+                    _ => o.group,
+                }))
             }
             "stats" => {
                 let p = path_arg(args, 0, "path", fun)?;
@@ -525,9 +522,10 @@ impl ExecModule for FileExec {
                     ));
                 }
                 if !fs::symlink_metadata(&p).is_ok_and(|m| m.file_type().is_symlink()) {
-                    return Err(ExecError::Invocation(
-                        "A valid link was not specified.".into(),
-                    ));
+                    return Err(ExecError::Invocation(format!(
+                        "A valid link was not specified: {}",
+                        p.display()
+                    )));
                 }
                 if args.get_bool(1, "canonicalize", false) {
                     Ok(json!(fs::canonicalize(&p)
