@@ -76,7 +76,10 @@ fn grains_match_what_system_tools_report() {
     for _ in 0..runs {
         let _ = core_grains(&json!({"id": "minion-1"}));
     }
-    println!("core_grains: {:?} per call (mean of {runs})", started.elapsed() / runs);
+    println!(
+        "core_grains: {:?} per call (mean of {runs})",
+        started.elapsed() / runs
+    );
     // Without an id in the config, the id is the fqdn (Salt's generated id).
     let unnamed = core_grains(&json!({}));
     assert_eq!(unnamed["id"], unnamed["fqdn"]);
@@ -273,6 +276,12 @@ const SAME_AS_SALT: &[&str] = &[
     "lsb_distrib_release",
     "lsb_distrib_codename",
     "master",
+    "ip_gw",
+    "ip4_gw",
+    "ip6_gw",
+    "disks",
+    "ssds",
+    "transactional",
     "biosversion",
     "productname",
     "manufacturer",

@@ -213,6 +213,37 @@ pub fn insert_kernel_params(grains: &mut Map, cmdline: &str) {
     grains.insert("kernelparams".into(), Value::Array(params));
 }
 
+/// Inserts `disks` and `ssds` (Salt's `_linux_disks`): block devices not
+/// under `devices/virtual`, split by `queue/rotational`.
+pub fn insert_disk_grains(grains: &mut Map, sys_block: &Path) {
+    let mut disks = Vec::new();
+    let mut ssds = Vec::new();
+    let mut entries: Vec<_> = std::fs::read_dir(sys_block)
+        .map(|rd| rd.flatten().collect())
+        .unwrap_or_default();
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let virtual_dev = std::fs::read_link(entry.path())
+            .map(|target| target.starts_with("../devices/virtual/"))
+            .unwrap_or(false);
+        if virtual_dev {
+            continue;
+        }
+        let name = entry.file_name().to_string_lossy().into_owned();
+        match std::fs::read_to_string(entry.path().join("queue/rotational"))
+            .ok()
+            .as_deref()
+            .map(str::trim)
+        {
+            Some("0") => ssds.push(Value::from(name)),
+            Some("1") => disks.push(Value::from(name)),
+            _ => {}
+        }
+    }
+    grains.insert("disks".into(), Value::Array(disks));
+    grains.insert("ssds".into(), Value::Array(ssds));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

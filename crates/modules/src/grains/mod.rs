@@ -78,6 +78,7 @@ pub fn core_grains(opts: &Value) -> Map {
     g.insert("id".into(), Value::from(id));
     net::insert_interface_grains(&mut g);
     net::insert_fqdn_ips(&mut g);
+    net::insert_gateway_grains(&mut g);
     insert_from_file(&mut g, "/proc/cmdline", hw::insert_kernel_params);
     g.insert("locale_info".into(), Value::Object(locale_info()));
     g.insert(
@@ -118,6 +119,7 @@ pub fn core_grains(opts: &Value) -> Map {
         Value::from(SALT_VERSION_INFO.to_vec()),
     );
     hw::insert_dmi_grains(&mut g, Path::new("/sys/class/dmi/id"));
+    hw::insert_disk_grains(&mut g, Path::new("/sys/block"));
     g.insert(
         "shell".into(),
         Value::from(std::env::var("SHELL").unwrap_or_else(|_| "/bin/sh".into())),
@@ -125,6 +127,11 @@ pub fn core_grains(opts: &Value) -> Map {
     g.insert(
         "efi".into(),
         Value::Bool(Path::new("/sys/firmware/efi").is_dir()),
+    );
+    // Salt: a transactional (read-only root) system has transactional-update.
+    g.insert(
+        "transactional".into(),
+        Value::Bool(hw::which("transactional-update").is_some()),
     );
     process::insert_process_grains(&mut g);
     g

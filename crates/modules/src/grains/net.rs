@@ -198,3 +198,84 @@ pub fn insert_dns(grains: &mut Map) {
     dns.insert("options".into(), Value::Array(options));
     grains.insert("dns".into(), Value::Object(dns));
 }
+
+const RTF_GATEWAY: u32 = 0x0002;
+const RTF_REJECT: u32 = 0x0200;
+
+/// The first IPv4 default route of `/proc/net/route` text: `Some(Some(ip))`
+/// with a gateway, `Some(None)` for a device route, `None` without one.
+fn ipv4_default_route(table: &str) -> Option<Option<String>> {
+    table.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (dest, gw, flags, mask) = (f.get(1)?, f.get(2)?, f.get(3)?, f.get(7)?);
+        let flags = u32::from_str_radix(flags, 16).ok()?;
+        if *dest != "00000000" || *mask != "00000000" || flags & RTF_REJECT != 0 {
+            return None;
+        }
+        let gw = u32::from_str_radix(gw, 16).ok()?;
+        let via = (flags & RTF_GATEWAY != 0 && gw != 0)
+            .then(|| std::net::Ipv4Addr::from(gw.to_le_bytes()).to_string());
+        Some(via)
+    })
+}
+
+/// The first IPv6 default route of `/proc/net/ipv6_route` text, as
+/// [`ipv4_default_route`].
+fn ipv6_default_route(table: &str) -> Option<Option<String>> {
+    table.lines().find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let (dest, plen, hop, flags) = (f.first()?, f.get(1)?, f.get(4)?, f.get(8)?);
+        let flags = u32::from_str_radix(flags, 16).ok()?;
+        if dest.chars().any(|c| c != '0') || *plen != "00" || flags & RTF_REJECT != 0 {
+            return None;
+        }
+        let hop = u128::from_str_radix(hop, 16).ok()?;
+        Some((hop != 0).then(|| std::net::Ipv6Addr::from(hop).to_string()))
+    })
+}
+
+/// Inserts `ip_gw`, `ip4_gw`, `ip6_gw` (Salt's `default_gateway`: the
+/// gateway address, `true` for a default route without one, else `false`)
+/// from the kernel's routing tables. Like Salt, nothing when `ip` is not
+/// installed.
+pub fn insert_gateway_grains(grains: &mut Map) {
+    if crate::grains::hw::which("ip").is_none() {
+        return;
+    }
+    let gw = |route: Option<Option<String>>| match route {
+        Some(Some(ip)) => Value::from(ip),
+        Some(None) => Value::Bool(true),
+        None => Value::Bool(false),
+    };
+    let v4 = gw(std::fs::read_to_string("/proc/net/route")
+        .ok()
+        .and_then(|t| ipv4_default_route(&t)));
+    let v6 = gw(std::fs::read_to_string("/proc/net/ipv6_route")
+        .ok()
+        .and_then(|t| ipv6_default_route(&t)));
+    let any = v4 != Value::Bool(false) || v6 != Value::Bool(false);
+    grains.insert("ip_gw".into(), Value::Bool(any));
+    grains.insert("ip4_gw".into(), v4);
+    grains.insert("ip6_gw".into(), v6);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn default_routes_are_read_from_the_kernel_tables() {
+        let v4 = "Iface\tDestination\tGateway\tFlags\tRefCnt\tUse\tMetric\tMask\n\
+                  eth0\t000200C0\t00000000\t0001\t0\t0\t0\t00FFFFFF\n\
+                  eth0\t00000000\t010200C0\t0003\t0\t0\t0\t00000000\n";
+        assert_eq!(ipv4_default_route(v4), Some(Some("192.0.2.1".to_string())));
+        assert_eq!(
+            ipv4_default_route("h\nppp0\t00000000\t00000000\t0001\t0\t0\t0\t00000000\n"),
+            Some(None)
+        );
+        let v6 = "00000000000000000000000000000000 00 00000000000000000000000000000000 00 00000000000000000000000000000000 ffffffff 00000001 00000000 00200200 lo\n\
+                  00000000000000000000000000000000 00 00000000000000000000000000000000 00 fd000000000000000000000000000001 00000400 00000002 00000000 00000003 eth0\n";
+        assert_eq!(ipv6_default_route(v6), Some(Some("fd00::1".to_string())));
+        assert_eq!(ipv6_default_route(""), None);
+    }
+}
