@@ -1,0 +1,96 @@
+//! The CLI's shapes against real daemons: outputters, `-v`, `--async`,
+//! batches, jobs.* and failover to the second master of a list.
+
+mod common;
+
+use std::time::Duration;
+
+use common::*;
+use serde_json::json;
+
+#[test]
+fn outputs_batches_and_job_runners() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let _master = fleet.start_master("auto_accept: True");
+    let _a = fleet.start_minion("alpha", "");
+    let _b = fleet.start_minion("beta", "");
+    fleet.wait_responding("alpha");
+    fleet.wait_responding("beta");
+
+    let (text, code) = fleet.halite(&["alpha", "test.echo", "hi", "--out", "txt"]);
+    assert_eq!((text.as_str(), code), ("alpha: hi\n", 0));
+    let (text, _) = fleet.halite(&["alpha", "test.ping", "--out", "yaml"]);
+    assert_eq!(text, "alpha: true\n");
+    let (text, _) = fleet.halite(&["-v", "alpha", "test.ping"]);
+    let first = text.lines().next().unwrap_or_default().to_string();
+    assert!(first.starts_with("Executing job with jid "), "{text}");
+    assert_eq!(
+        text.lines().nth(1).map(str::len),
+        Some(first.len()),
+        "{text}"
+    );
+    assert!(text.ends_with("alpha:\n    True\n"), "{text}");
+
+    let (text, code) = fleet.halite(&["-b", "1", "*", "test.ping"]);
+    assert_eq!(code, 0);
+    assert!(
+        text.contains("\nExecuting run on ['alpha']\n")
+            && text.contains("\nExecuting run on ['beta']\n"),
+        "{text}"
+    );
+
+    let (text, code) = fleet.halite(&["*", "test.sleep", "3", "--async"]);
+    assert_eq!(code, 0);
+    let jid = text
+        .trim()
+        .rsplit(' ')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(halite_proto::jid::is_jid(&jid), "{text}");
+    let out = fleet.cli("halite-run", &["jobs.active", "--out", "json"]);
+    let active: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(active[&jid]["Function"], "test.sleep", "{active}");
+    assert!(wait_for(Duration::from_secs(15), || {
+        let out = fleet.cli("halite-run", &["jobs.lookup_jid", &jid, "--out", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        v == json!({"alpha": true, "beta": true})
+    }));
+    let out = fleet.cli("halite-run", &["jobs.list_jobs", "--out", "json"]);
+    let jobs: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(jobs[&jid]["Arguments"], json!([3]));
+    assert_eq!(jobs[&jid]["Target"], "*");
+
+    // An unknown function fails the run the way Salt does.
+    let (rets, code) = fleet.halite_json(&["alpha", "nosuch.fun"]);
+    assert_eq!(
+        (rets.get("alpha"), code),
+        (Some(&json!("'nosuch.fun' is not available.")), 1)
+    );
+    let out = fleet.cli("halite-run", &["manage.up", "--out", "json"]);
+    let up: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    assert_eq!(up, json!(["alpha", "beta"]));
+}
+
+#[test]
+fn a_minion_fails_over_to_the_next_master() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let _master = fleet.start_master("auto_accept: True");
+    // 127.0.0.2 has nothing listening on the fleet's ports: the minion must move on.
+    let minion = fleet.start_minion(
+        "roamer",
+        "master: [127.0.0.2, 127.0.0.1]\nauth_timeout: 1\n",
+    );
+    fleet.wait_responding("roamer");
+    assert!(
+        minion.log_text().contains("master=127.0.0.2"),
+        "{}",
+        minion.log_text()
+    );
+}
