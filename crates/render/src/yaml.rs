@@ -28,13 +28,11 @@ pub struct YamlError {
 /// re-indented and loaded again, so it loads as it does in Salt.
 pub fn load(text: &str) -> Result<Value, YamlError> {
     match load::load(text) {
-        Err(error) if error.message.contains("invalid indentation") => {
-            match reindent::reindent_continuations(text) {
-                Some(fixed) => load::load(&fixed).map_err(|_| error),
-                None => Err(error),
-            }
-        }
-        other => other,
+        Err(error) => match reindent::reindent_continuations(text) {
+            Some(fixed) => load::load(&fixed).map_err(|_| error),
+            None => Err(error),
+        },
+        ok => ok,
     }
 }
 
