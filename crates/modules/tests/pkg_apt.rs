@@ -930,3 +930,54 @@ fn pkgs_states_match_requisites_by_id_or_name_only() {
     assert_eq!(by_id(&ret, "bundle")["result"], json!(true), "{ret:?}");
     assert_eq!(by_id(&ret, "by-id")["result"], json!(true), "{ret:?}");
 }
+
+/// Kills (and reaps) a helper process this test started, even on panic.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn a_held_dpkg_lock_fails_the_state_instead_of_hanging() {
+    let Some(mut f) = fixture() else { return };
+    if !have("python3") {
+        eprintln!("skipped: python3 holds the dpkg lock in this test");
+        return;
+    }
+    use std::io::BufRead;
+    let script = "import fcntl, time\nf = open('/var/lib/dpkg/lock-frontend', 'w')\n\
+                  fcntl.lockf(f, fcntl.LOCK_EX | fcntl.LOCK_NB)\nprint('locked', flush=True)\ntime.sleep(300)\n";
+    let mut child = Command::new("python3")
+        .args(["-c", script])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("python3: {e}"));
+    let stdout = child.stdout.take();
+    let mut holder = KillOnDrop(child);
+    let mut line = String::new();
+    if let Some(out) = stdout {
+        std::io::BufReader::new(out)
+            .read_line(&mut line)
+            .unwrap_or_else(|e| panic!("read: {e}"));
+    }
+    assert_eq!(
+        line.trim(),
+        "locked",
+        "the helper holds dpkg's frontend lock"
+    );
+
+    f.host.opts = json!({"pkg_lock_timeout": 1});
+    let r = f.state("pkg", "installed", BASE, json!({}), false);
+    let _ = holder.0.kill();
+    assert_eq!(r.result, Some(false));
+    assert!(
+        r.comment.contains("/var/lib/dpkg/lock-frontend"),
+        "apt's words: {}",
+        r.comment
+    );
+    assert_eq!(f.installed(BASE), None);
+}

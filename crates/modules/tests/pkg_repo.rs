@@ -204,7 +204,7 @@ fn pkgrepo_states_with_fields_signed_by_and_test_mode() {
     let r = state(&h, "absent", "halite-repo", absent_args.clone(), true);
     assert_eq!(r.result, None);
     assert!(file.exists());
-    let absent_line = format!("deb [arch=amd64] https://pkgs.example/apt bookworm");
+    let absent_line = "deb [arch=amd64] https://pkgs.example/apt bookworm".to_string();
     let r = state(
         &h,
         "absent",

@@ -112,7 +112,7 @@ impl ExecModule for PkgExec {
     }
 
     fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
-        let provider = provider_for(&host.grains)?;
+        let provider = provider_for(&host.grains, &host.opts)?;
         let provider = provider.as_ref();
         let kw = &args.kwargs;
         let names = names_of(args);

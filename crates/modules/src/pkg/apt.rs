@@ -22,19 +22,37 @@ use super::{
     RepoOptions, Targets,
 };
 
-/// How long apt waits for another apt/dpkg to release the lock, in seconds.
-pub const LOCK_TIMEOUT_SECS: u32 = 60;
+/// How long apt waits for another apt/dpkg to release the lock, in
+/// seconds, unless the `pkg_lock_timeout` option says otherwise.
+pub const LOCK_TIMEOUT_SECS: u64 = 60;
 
 /// apt over dpkg.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct Apt {
     dpkg: Dpkg,
+    lock_timeout: u64,
+}
+
+impl Default for Apt {
+    fn default() -> Self {
+        Apt { dpkg: Dpkg::default(), lock_timeout: LOCK_TIMEOUT_SECS }
+    }
 }
 
 impl Apt {
     /// apt over the host's dpkg database.
     pub fn new() -> Self {
         Apt::default()
+    }
+
+    /// Waits at most `secs` for the dpkg lock, then fails with apt's
+    /// "Could not get lock" message.
+    pub fn with_lock_timeout(secs: u64) -> Self {
+        Apt { lock_timeout: secs, ..Apt::default() }
+    }
+
+    fn lock_option(&self) -> String {
+        format!("DPkg::Lock::Timeout={}", self.lock_timeout)
     }
 
     /// `apt-get -q -y` plus the lock timeout.
@@ -44,7 +62,7 @@ impl Apt {
             "-q",
             "-y",
             "-o",
-            &format!("DPkg::Lock::Timeout={LOCK_TIMEOUT_SECS}"),
+            &self.lock_option(),
         ])
     }
 
@@ -476,7 +494,7 @@ impl PkgProvider for Apt {
             "apt-get",
             "-q",
             "-o",
-            &format!("DPkg::Lock::Timeout={LOCK_TIMEOUT_SECS}"),
+            &self.lock_option(),
         ]);
         cmd.push("update".into());
         let out = self.call(&cmd)?;
@@ -531,7 +549,7 @@ impl PkgProvider for Apt {
                     let mut cmd = argv([
                         "apt-mark",
                         "-o",
-                        &format!("DPkg::Lock::Timeout={LOCK_TIMEOUT_SECS}"),
+                        &self.lock_option(),
                     ]);
                     cmd.push(if hold { "hold" } else { "unhold" }.into());
                     cmd.push(name.clone());

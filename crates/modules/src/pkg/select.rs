@@ -27,10 +27,14 @@ pub const PROVIDERS: &[(&[&str], ProviderKind)] = &[
 ];
 
 impl ProviderKind {
-    /// A fresh provider of this kind.
-    pub fn build(self) -> Box<dyn PkgProvider> {
+    /// A fresh provider of this kind, configured from the minion's
+    /// options (`pkg_lock_timeout`: seconds apt waits for the dpkg lock).
+    pub fn build(self, opts: &Value) -> Box<dyn PkgProvider> {
         match self {
-            ProviderKind::Apt => Box::new(Apt::new()),
+            ProviderKind::Apt => match opts.get("pkg_lock_timeout").and_then(Value::as_u64) {
+                Some(secs) => Box::new(Apt::with_lock_timeout(secs)),
+                None => Box::new(Apt::new()),
+            },
             ProviderKind::Yum => Box::new(Yum::detect()),
         }
     }
@@ -99,9 +103,9 @@ pub fn kind_for(grains: &Value) -> PkgResult<ProviderKind> {
         })
 }
 
-/// The package provider for these grains.
-pub fn provider_for(grains: &Value) -> PkgResult<Box<dyn PkgProvider>> {
-    Ok(kind_for(grains)?.build())
+/// The package provider for these grains and options.
+pub fn provider_for(grains: &Value, opts: &Value) -> PkgResult<Box<dyn PkgProvider>> {
+    Ok(kind_for(grains)?.build(opts))
 }
 
 /// The low-level package database for these grains.

@@ -33,7 +33,7 @@ impl StateModule for PkgState {
         ]
     }
     fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
-        let provider = match provider_for(call.env.grains()) {
+        let provider = match provider_for(call.env.grains(), call.env.opts()) {
             Ok(p) => p,
             Err(e) => return Ok(StateResult::fail(call.name(), e.to_string())),
         };

@@ -18,7 +18,7 @@ impl StateModule for PkgrepoState {
         &["managed", "absent"]
     }
     fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
-        let provider = match provider_for(call.env.grains()) {
+        let provider = match provider_for(call.env.grains(), call.env.opts()) {
             Ok(p) => p,
             Err(e) => return Ok(StateResult::fail(call.name(), e.to_string())),
         };
