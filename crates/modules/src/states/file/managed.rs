@@ -188,7 +188,6 @@ pub(crate) fn write_atomic(path: &Path, data: &[u8], new_mode: u32) -> std::io::
         .prefix(".halite-")
         .tempfile_in(dir)?;
     tmp.write_all(data)?;
-    tmp.as_file().sync_all()?;
     match fs::metadata(path) {
         Ok(md) => {
             fs::set_permissions(tmp.path(), md.permissions())?;
