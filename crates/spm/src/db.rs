@@ -22,7 +22,8 @@ CREATE TABLE IF NOT EXISTS packages (
     os_family_dependencies TEXT,
     summary TEXT,
     description TEXT,
-    formula TEXT NOT NULL
+    formula TEXT NOT NULL,
+    txn TEXT NOT NULL
 );
 CREATE TABLE IF NOT EXISTS files (
     package TEXT NOT NULL,
@@ -147,6 +148,18 @@ impl PackageDb {
             .map_err(|e| self.err(e))
     }
 
+    /// The id of the install transaction that recorded `name`.
+    pub fn package_txn(&self, name: &str) -> Result<Option<String>> {
+        self.conn
+            .query_row(
+                "SELECT txn FROM packages WHERE package = ?1",
+                [name],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(|e| self.err(e))
+    }
+
     /// Every installed package, by name.
     pub fn packages(&self) -> Result<Vec<InstalledPackage>> {
         let mut stmt = self
@@ -234,7 +247,12 @@ impl PackageDb {
     /// Records `formula` and its files in one transaction, replacing any
     /// earlier record of the same package and taking over files another
     /// package owned (the caller has already decided that is allowed).
-    pub fn register(&mut self, formula: &Formula, files: &[InstalledFile]) -> Result<()> {
+    pub fn register(
+        &mut self,
+        formula: &Formula,
+        files: &[InstalledFile],
+        txn: &str,
+    ) -> Result<()> {
         let installed = chrono::Utc::now()
             .format("%a, %d %b %Y %H:%M:%S GMT")
             .to_string();
@@ -250,7 +268,7 @@ impl PackageDb {
         tx.execute("DELETE FROM packages WHERE package = ?1", [&formula.name])
             .map_err(db_err)?;
         tx.execute(
-            "INSERT INTO packages VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            "INSERT INTO packages VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             params![
                 formula.name,
                 formula.version,
@@ -264,6 +282,7 @@ impl PackageDb {
                 formula.summary,
                 formula.description,
                 formula_json,
+                txn,
             ],
         )
         .map_err(db_err)?;

@@ -18,6 +18,7 @@ use crate::error::{Result, SpmError};
 use crate::layout::{destination, link_stays_inside, Destination};
 use crate::owner::Ownership;
 use crate::states::{refuse_targeted, run_local, LocalStateRunner, Stage};
+use crate::transaction::{failpoint, FileTransaction};
 
 /// The Salt release whose formulas halite runs; `minimum_version` is compared to it.
 pub const SALT_COMPAT_VERSION: &str = "3008.5";
@@ -112,7 +113,7 @@ pub fn install_package(
     }
 
     let owner = Ownership::for_install(config);
-    let mut txn = FileTransaction::default();
+    let mut txn = FileTransaction::new(crate::transaction::journal_path(config), name);
     let staged = stage_all(&planned, &owner, &mut txn);
     let records = match staged.and_then(|records| txn.commit_renames().map(|()| records)) {
         Ok(records) => records,
@@ -121,11 +122,13 @@ pub fn install_package(
             return Err(e);
         }
     };
+    failpoint("after-renames");
     let previous = db.files(name)?;
-    if let Err(e) = db.register(formula, &records) {
+    if let Err(e) = db.register(formula, &records, txn.id()) {
         txn.roll_back();
         return Err(e);
     }
+    failpoint("after-commit");
     txn.finish();
     report.installed = records.iter().map(|r| r.path.clone()).collect();
     // A forced reinstall (an upgrade): files of the old version that the
@@ -249,11 +252,11 @@ fn stage_all(
                     .open(&temp)
                     .and_then(|mut file| std::io::Write::write_all(&mut file, data))
                     .map_err(|e| SpmError::io("cannot write", &temp, e))?;
-                txn.temps.push(temp.clone());
+                txn.add_temp(temp.clone());
                 fs::set_permissions(&temp, fs::Permissions::from_mode(plan.mode))
                     .map_err(|e| SpmError::io("cannot chmod", &temp, e))?;
                 owner.apply(&temp)?;
-                txn.staged.push((temp, path.clone()));
+                txn.stage(temp, path.clone());
                 let sum = hex::encode(Sha256::digest(data));
                 records.push(InstalledFile {
                     size: data.len() as u64,
@@ -267,9 +270,9 @@ fn stage_all(
                 let temp = txn.temp_name(&path);
                 std::os::unix::fs::symlink(target, &temp)
                     .map_err(|e| SpmError::io("cannot create link", &temp, e))?;
-                txn.temps.push(temp.clone());
+                txn.add_temp(temp.clone());
                 owner.apply(&temp)?;
-                txn.staged.push((temp, path.clone()));
+                txn.stage(temp, path.clone());
                 let sum = hex::encode(Sha256::digest(target.as_bytes()));
                 records.push(InstalledFile {
                     sha256: sum,
@@ -282,108 +285,6 @@ fn stage_all(
         }
     }
     Ok(records)
-}
-
-/// Everything an install has done to the disk so far, so it can be undone.
-#[derive(Default)]
-struct FileTransaction {
-    created_dirs: Vec<PathBuf>,
-    temps: Vec<PathBuf>,
-    /// (temporary name, destination) pairs waiting for their rename.
-    staged: Vec<(PathBuf, PathBuf)>,
-    /// (destination, backup of what it replaced) for renames already done.
-    renamed: Vec<(PathBuf, Option<PathBuf>)>,
-    counter: usize,
-}
-
-impl FileTransaction {
-    /// `.<file>.halite-spm-<pid>-<n>` beside `path`.
-    fn temp_name(&mut self, path: &Path) -> PathBuf {
-        self.counter += 1;
-        let file = path
-            .file_name()
-            .map(|f| f.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        path.with_file_name(format!(
-            ".{file}.halite-spm-{}-{}",
-            std::process::id(),
-            self.counter
-        ))
-    }
-
-    /// Creates `dir` and its missing parents up to `root`; returns the
-    /// ones created, outermost first.
-    fn create_dirs(&mut self, root: &Path, dir: &Path) -> Result<Vec<PathBuf>> {
-        let mut missing = Vec::new();
-        let mut cursor = Some(dir);
-        while let Some(path) = cursor {
-            if fs::symlink_metadata(path).is_ok() {
-                break;
-            }
-            missing.push(path.to_path_buf());
-            cursor = path.parent();
-        }
-        missing.reverse();
-        let mut created = Vec::new();
-        for path in missing {
-            fs::create_dir(&path).map_err(|e| SpmError::io("cannot create directory", &path, e))?;
-            self.created_dirs.push(path.clone());
-            if path.starts_with(root) && path != root {
-                created.push(path);
-            }
-        }
-        Ok(created)
-    }
-
-    /// Moves every staged file into place, keeping what it replaces.
-    fn commit_renames(&mut self) -> Result<()> {
-        for (temp, dest) in std::mem::take(&mut self.staged) {
-            let backup = if fs::symlink_metadata(&dest).is_ok() {
-                let backup = self.temp_name(&dest);
-                fs::rename(&dest, &backup)
-                    .map_err(|e| SpmError::io("cannot move aside", &dest, e))?;
-                Some(backup)
-            } else {
-                None
-            };
-            if let Err(e) = fs::rename(&temp, &dest) {
-                if let Some(backup) = &backup {
-                    let _ = fs::rename(backup, &dest);
-                }
-                return Err(SpmError::io("cannot rename into place", &dest, e));
-            }
-            self.temps.retain(|t| t != &temp);
-            self.renamed.push((dest, backup));
-        }
-        Ok(())
-    }
-
-    /// Undoes everything: renamed files go back (or away), temporaries and
-    /// created directories are removed.
-    fn roll_back(&mut self) {
-        for (dest, backup) in self.renamed.drain(..).rev() {
-            let _ = fs::remove_file(&dest);
-            if let Some(backup) = backup {
-                let _ = fs::rename(&backup, &dest);
-            }
-        }
-        for temp in self.temps.drain(..) {
-            let _ = fs::remove_file(&temp);
-        }
-        for dir in self.created_dirs.drain(..).rev() {
-            let _ = fs::remove_dir(&dir);
-        }
-    }
-
-    /// The database has the package: drop the backups of replaced files.
-    fn finish(&mut self) {
-        for (_, backup) in self.renamed.drain(..) {
-            if let Some(backup) = backup {
-                let _ = fs::remove_file(&backup);
-            }
-        }
-        self.created_dirs.clear();
-    }
 }
 
 /// Compares dotted versions numerically where both parts are numbers

@@ -17,6 +17,7 @@ pub mod owner;
 pub mod remove;
 pub mod repo;
 pub mod states;
+pub mod transaction;
 pub mod yaml;
 
 use std::collections::HashMap;

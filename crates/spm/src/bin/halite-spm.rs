@@ -140,7 +140,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Command::Install { packages } => install(&cli, &config, packages)?,
         Command::Remove { packages } => remove(&cli, &config, packages)?,
         Command::Info { package } => {
-            let db = PackageDb::open(&config.spm_db)?;
+            let db = open_db(&config)?;
             let info = db
                 .package(package)?
                 .ok_or_else(|| SpmError::NotInstalled(package.clone()))?;
@@ -154,7 +154,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
             .as_slice()
         {
             [] | ["packages"] => {
-                let db = PackageDb::open(&config.spm_db)?;
+                let db = open_db(&config)?;
                 for package in db.packages()? {
                     if cli.verbose {
                         println!("{},{},{}", package.name, package.version, package.release);
@@ -204,7 +204,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
 }
 
 fn install(cli: &Cli, config: &SpmConfig, requests: &[String]) -> anyhow::Result<()> {
-    let mut db = PackageDb::open(&config.spm_db)?;
+    let mut db = open_db(config)?;
     let plan = halite_spm::plan_install(config, &db, requests, cli.force)?;
     if !plan.optional.is_empty() {
         println!(
@@ -259,7 +259,7 @@ fn remove(cli: &Cli, config: &SpmConfig, packages: &[String]) -> anyhow::Result<
         cli,
         &format!("Removing packages:\n\t{}", packages.join("\n\t")),
     )?;
-    let mut db = PackageDb::open(&config.spm_db)?;
+    let mut db = open_db(config)?;
     for package in packages {
         println!("... removing {package}");
         let report = halite_spm::remove_package(&mut db, package, cli.force)?;
@@ -279,7 +279,7 @@ fn remove(cli: &Cli, config: &SpmConfig, packages: &[String]) -> anyhow::Result<
 }
 
 fn list_files(cli: &Cli, config: &SpmConfig, package: &str) -> anyhow::Result<()> {
-    let db = PackageDb::open(&config.spm_db)?;
+    let db = open_db(config)?;
     let files = db
         .files(package)?
         .ok_or_else(|| SpmError::NotInstalled(package.to_string()))?;
@@ -363,4 +363,14 @@ impl LocalStateRunner for HookRunner {
             ),
         }
     }
+}
+
+/// Opens the package database, first finishing or undoing an install that
+/// was killed midway (see `halite_spm::transaction`).
+fn open_db(config: &SpmConfig) -> anyhow::Result<PackageDb> {
+    let db = PackageDb::open(&config.spm_db)?;
+    if let Some(done) = halite_spm::transaction::recover(config, &db)? {
+        eprintln!("halite-spm: {done}");
+    }
+    Ok(db)
 }
