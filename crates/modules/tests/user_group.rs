@@ -541,3 +541,153 @@ fn user_absent_reports_the_private_group_userdel_removes() {
         json!({format!("{user} group"): "removed", user.clone(): "removed"})
     );
 }
+
+const SALT_CALL: &str = "/root/.venvs/salt/bin/salt-call";
+
+/// One SLS step: `(id/name, "module.fun", args)`, run in order.
+type Step = Vec<(String, &'static str, Value)>;
+
+/// The SLS text for a step (JSON is YAML; mapping order is kept by Salt).
+fn sls(step: &Step) -> String {
+    let mut top = serde_json::Map::new();
+    for (name, fun, args) in step {
+        let list: Vec<Value> = args
+            .as_object()
+            .map(|m| {
+                m.iter()
+                    .map(|(k, v)| json!({k.clone(): v.clone()}))
+                    .collect()
+            })
+            .unwrap_or_default();
+        top.insert(name.clone(), json!({*fun: list}));
+    }
+    Value::Object(top).to_string()
+}
+
+/// Runs a step through salt-call; the (result, comment, changes) of each
+/// state in run order.
+fn salt_step(base: &Path, step: &Step, test: bool) -> Vec<String> {
+    std::fs::write(base.join("files/step.sls"), sls(step)).expect("write sls");
+    let mut cmd = Command::new(SALT_CALL);
+    cmd.args(["--local", "--config-dir"])
+        .arg(base.join("conf"))
+        .arg("--file-root")
+        .arg(base.join("files"));
+    cmd.args(["--out", "json", "state.apply", "step"]);
+    if test {
+        cmd.arg("test=True");
+    }
+    let out = cmd.output().expect("salt-call runs");
+    let ret: Value = serde_json::from_slice(&out.stdout).expect("salt-call prints JSON");
+    let mut states: Vec<&Value> = ret["local"]
+        .as_object()
+        .map(|m| m.values().collect())
+        .unwrap_or_default();
+    states.sort_by_key(|s| s["__run_num__"].as_i64());
+    states
+        .into_iter()
+        .map(|s| format!("{} | {} | {}", s["result"], s["comment"], s["changes"]))
+        .collect()
+}
+
+fn halite_step(host: &Host, step: &Step, test: bool) -> Vec<String> {
+    step.iter()
+        .map(|(name, fun, args)| {
+            let (module, f) = fun.split_once('.').unwrap_or((fun, ""));
+            let r = state(host, module, f, name, args.clone(), test);
+            format!(
+                "{} | {} | {}",
+                json!(r.result),
+                json!(r.comment),
+                Value::Object(r.changes)
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn user_and_group_states_return_what_salt_call_returns() {
+    require_root!();
+    if !Path::new(SALT_CALL).exists() {
+        println!("skipped: {SALT_CALL} is not installed, nothing to compare with");
+        return;
+    }
+    let user = unique("cu");
+    let group = unique("cg");
+    let home = format!("/tmp/{user}-home");
+    let _guard = Cleanup {
+        users: vec![user.clone()],
+        groups: vec![group.clone(), user.clone()],
+        dirs: vec![home.clone()],
+    };
+    let id = free_id(47300);
+    let create: Step = vec![
+        (group.clone(), "group.present", json!({"gid": id})),
+        (
+            user.clone(),
+            "user.present",
+            json!({"uid": id, "gid": id, "fullname": "Conformance", "roomnumber": "7", "shell": "/bin/sh",
+                   "home": home, "groups": [group], "password": "$6$salt$hash"}),
+        ),
+    ];
+    let update: Step = vec![
+        (
+            group.clone(),
+            "group.present",
+            json!({"gid": id, "members": [user]}),
+        ),
+        (
+            user.clone(),
+            "user.present",
+            json!({"fullname": "Changed", "workphone": "42", "shell": "/bin/bash", "groups": []}),
+        ),
+    ];
+    let forbidden: Step = vec![(user.clone(), "user.present", json!({"uid": id + 1}))];
+    let remove: Step = vec![
+        (user.clone(), "user.absent", json!({"purge": true})),
+        (group.clone(), "group.absent", json!({})),
+    ];
+    let script: Vec<(&Step, bool)> = vec![
+        (&create, true),
+        (&create, false),
+        (&create, false),
+        (&update, true),
+        (&update, false),
+        (&forbidden, false),
+        (&remove, true),
+        (&remove, false),
+        (&remove, false),
+    ];
+    let dir = tempfile::tempdir().expect("temp dir");
+    let base = dir.path();
+    std::fs::create_dir_all(base.join("conf")).expect("conf");
+    std::fs::create_dir_all(base.join("files")).expect("files");
+    let b = base.display();
+    std::fs::write(
+        base.join("conf/minion"),
+        format!("cachedir: {b}/cache\npki_dir: {b}/pki\nsock_dir: {b}/sock\nlog_file: {b}/log\n"),
+    )
+    .expect("minion");
+    // Salt first, on the same names and ids; its last step removes everything again.
+    let theirs: Vec<Vec<String>> = script
+        .iter()
+        .map(|(step, test)| salt_step(base, step, *test))
+        .collect();
+    assert!(usr_absent(&user), "salt's run cleaned up after itself");
+    let host = host();
+    let ours: Vec<Vec<String>> = script
+        .iter()
+        .map(|(step, test)| halite_step(&host, step, *test))
+        .collect();
+    for (i, (t, o)) in theirs.iter().zip(&ours).enumerate() {
+        assert_eq!(t, o, "step {i} differs from Salt");
+    }
+}
+
+fn usr_absent(name: &str) -> bool {
+    !Command::new("getent")
+        .args(["passwd", name])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(true)
+}

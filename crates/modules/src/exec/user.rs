@@ -243,11 +243,14 @@ pub fn add(user: &AddUser) -> Result<bool, ExecError> {
         argv.extend(["-g".into(), gid.clone()]);
     } else if user.usergroup == Some(true) {
         argv.push("-U".into());
-    } else if user.usergroup == Some(false) {
-        argv.push("-N".into());
+    } else if user.groups.contains(&user.name) && usergroups_enabled() {
+        // Salt: a user listed in a group of its own name gets it as primary.
+        if let Some(group) = Group::from_name(&user.name).ok().flatten() {
+            argv.extend(["-g".into(), group.gid.as_raw().to_string()]);
+        }
     }
-    if !user.groups.is_empty() {
-        argv.extend(["-G".into(), user.groups.join(",")]);
+    if user.usergroup == Some(false) {
+        argv.push("-N".into());
     }
     if let Some(home) = &user.home {
         argv.extend(["-d".into(), home.clone()]);
@@ -265,10 +268,26 @@ pub fn add(user: &AddUser) -> Result<bool, ExecError> {
         tracing::warn!(user = %user.name, stderr = %out.stderr, "useradd failed");
         return Ok(false);
     }
+    // Supplementary groups are set afterwards, as Salt does, so that the
+    // primary group is not also written into /etc/group as a member.
+    if !user.groups.is_empty() {
+        chgroups(&user.name, &user.groups, false)?;
+    }
     for (field, value) in &user.gecos {
         set_gecos_field(&user.name, field, value)?;
     }
     Ok(true)
+}
+
+/// Whether `/etc/login.defs` has `USERGROUPS_ENAB yes`.
+fn usergroups_enabled() -> bool {
+    std::fs::read_to_string("/etc/login.defs")
+        .map(|defs| {
+            defs.lines()
+                .find(|l| l.starts_with("USERGROUPS_ENAB"))
+                .is_some_and(|l| l.contains("yes"))
+        })
+        .unwrap_or(false)
 }
 
 /// Removes the account (`userdel`, `-r` with `remove`, `-f` with `force`).
