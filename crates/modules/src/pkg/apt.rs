@@ -35,7 +35,10 @@ pub struct Apt {
 
 impl Default for Apt {
     fn default() -> Self {
-        Apt { dpkg: Dpkg::default(), lock_timeout: LOCK_TIMEOUT_SECS }
+        Apt {
+            dpkg: Dpkg::default(),
+            lock_timeout: LOCK_TIMEOUT_SECS,
+        }
     }
 }
 
@@ -48,7 +51,19 @@ impl Apt {
     /// Waits at most `secs` for the dpkg lock, then fails with apt's
     /// "Could not get lock" message.
     pub fn with_lock_timeout(secs: u64) -> Self {
-        Apt { lock_timeout: secs, ..Apt::default() }
+        Apt {
+            lock_timeout: secs,
+            ..Apt::default()
+        }
+    }
+
+    /// The table's constructor: `pkg_lock_timeout` (seconds) from the
+    /// minion options, else [`LOCK_TIMEOUT_SECS`].
+    pub fn boxed(opts: &Value) -> Box<dyn PkgProvider> {
+        match opts.get("pkg_lock_timeout").and_then(Value::as_u64) {
+            Some(secs) => Box::new(Apt::with_lock_timeout(secs)),
+            None => Box::new(Apt::new()),
+        }
     }
 
     fn lock_option(&self) -> String {
@@ -57,13 +72,7 @@ impl Apt {
 
     /// `apt-get -q -y` plus the lock timeout.
     fn apt_get(&self) -> Vec<String> {
-        argv([
-            "apt-get",
-            "-q",
-            "-y",
-            "-o",
-            &self.lock_option(),
-        ])
+        argv(["apt-get", "-q", "-y", "-o", &self.lock_option()])
     }
 
     fn call(&self, cmd: &[String]) -> PkgResult<ToolOutput> {
@@ -490,12 +499,7 @@ impl PkgProvider for Apt {
     }
 
     fn refresh_db(&self) -> PkgResult<Map> {
-        let mut cmd = argv([
-            "apt-get",
-            "-q",
-            "-o",
-            &self.lock_option(),
-        ]);
+        let mut cmd = argv(["apt-get", "-q", "-o", &self.lock_option()]);
         cmd.push("update".into());
         let out = self.call(&cmd)?;
         if !out.success() {
@@ -546,11 +550,7 @@ impl PkgProvider for Apt {
                     });
                 }
                 Some(e) => {
-                    let mut cmd = argv([
-                        "apt-mark",
-                        "-o",
-                        &self.lock_option(),
-                    ]);
+                    let mut cmd = argv(["apt-mark", "-o", &self.lock_option()]);
                     cmd.push(if hold { "hold" } else { "unhold" }.into());
                     cmd.push(name.clone());
                     let out = self.call(&cmd)?;

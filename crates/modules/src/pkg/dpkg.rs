@@ -112,6 +112,11 @@ impl Dpkg {
         }
     }
 
+    /// The table's constructor: the host's database.
+    pub fn boxed() -> Box<dyn LowPkg> {
+        Box::new(Dpkg::default())
+    }
+
     /// Every record of the status file.
     pub fn status(&self) -> PkgResult<Vec<StatusEntry>> {
         let path = self.admindir.join("status");

@@ -19,7 +19,7 @@ pub mod yum;
 
 use halite_state::{Map, Value};
 
-pub use select::{lowpkg_for, provider_for, ProviderKind};
+pub use select::{lowpkg_for, provider_for, ProviderEntry, PROVIDERS};
 pub use targets::{parse_targets, TargetKind, Targets};
 
 /// Why a package operation failed. Messages carry the package manager's own

@@ -30,6 +30,11 @@ impl Rpm {
         }
     }
 
+    /// The table's constructor: the host's database.
+    pub fn boxed() -> Box<dyn LowPkg> {
+        Box::new(Rpm::default())
+    }
+
     /// `rpm` with the root option.
     pub fn rpm(&self) -> Vec<String> {
         let mut cmd = argv(["rpm"]);

@@ -12,40 +12,35 @@ use super::rpm::Rpm;
 use super::yum::Yum;
 use super::{LowPkg, PkgError, PkgProvider, PkgResult};
 
-/// The providers halite ships.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ProviderKind {
-    Apt,
-    Yum,
+/// One package manager: the `os_family` values it serves and how to build
+/// its `pkg` and `lowpkg` sides.
+pub struct ProviderEntry {
+    /// The provider's name (`apt`, `yum`).
+    pub name: &'static str,
+    /// The `os_family` grain values it serves.
+    pub families: &'static [&'static str],
+    /// Builds the provider from the minion's options.
+    pub provider: fn(&Value) -> Box<dyn PkgProvider>,
+    /// Builds the low-level package database.
+    pub lowpkg: fn() -> Box<dyn LowPkg>,
 }
 
-/// `os_family` values -> provider. Adding a package manager is one line
-/// here (plus its file).
-pub const PROVIDERS: &[(&[&str], ProviderKind)] = &[
-    (&["Debian"], ProviderKind::Apt),
-    (&["RedHat", "Fedora", "Suse-RPM"], ProviderKind::Yum),
+/// The providers halite ships. Adding a package manager is one line here
+/// (plus its file).
+pub const PROVIDERS: &[ProviderEntry] = &[
+    ProviderEntry {
+        name: "apt",
+        families: &["Debian"],
+        provider: Apt::boxed,
+        lowpkg: Dpkg::boxed,
+    },
+    ProviderEntry {
+        name: "yum",
+        families: &["RedHat", "Fedora"],
+        provider: Yum::boxed,
+        lowpkg: Rpm::boxed,
+    },
 ];
-
-impl ProviderKind {
-    /// A fresh provider of this kind, configured from the minion's
-    /// options (`pkg_lock_timeout`: seconds apt waits for the dpkg lock).
-    pub fn build(self, opts: &Value) -> Box<dyn PkgProvider> {
-        match self {
-            ProviderKind::Apt => match opts.get("pkg_lock_timeout").and_then(Value::as_u64) {
-                Some(secs) => Box::new(Apt::with_lock_timeout(secs)),
-                None => Box::new(Apt::new()),
-            },
-            ProviderKind::Yum => Box::new(Yum::detect()),
-        }
-    }
-    /// A fresh low-level database of this kind.
-    pub fn build_lowpkg(self) -> Box<dyn LowPkg> {
-        match self {
-            ProviderKind::Apt => Box::new(Dpkg::default()),
-            ProviderKind::Yum => Box::new(Rpm::default()),
-        }
-    }
-}
 
 /// Salt's `os_family` from os-release's `ID` and `ID_LIKE`.
 pub fn os_family_from_os_release(text: &str) -> Option<&'static str> {
@@ -81,21 +76,22 @@ pub fn os_family(grains: &Value) -> Option<String> {
     os_family_from_os_release(&text).map(str::to_string)
 }
 
-/// The provider kind for these grains.
-pub fn kind_for(grains: &Value) -> PkgResult<ProviderKind> {
+/// The table entry serving these grains.
+pub fn entry_for(grains: &Value) -> PkgResult<&'static ProviderEntry> {
     let family = os_family(grains).ok_or_else(|| {
-        PkgError::Unsupported("Cannot tell this host's os_family (no grain, no /etc/os-release); pkg is not available".into())
+        PkgError::Unsupported(
+            "Cannot tell this host's os_family (no grain, no /etc/os-release); pkg is not available".into(),
+        )
     })?;
     PROVIDERS
         .iter()
-        .find(|(families, _)| families.contains(&family.as_str()))
-        .map(|(_, k)| *k)
+        .find(|e| e.families.contains(&family.as_str()))
         .ok_or_else(|| {
             PkgError::Unsupported(format!(
                 "No package provider for os_family '{family}'; halite supports: {}",
                 PROVIDERS
                     .iter()
-                    .flat_map(|(f, _)| f.iter())
+                    .flat_map(|e| e.families.iter())
                     .copied()
                     .collect::<Vec<_>>()
                     .join(", ")
@@ -105,12 +101,12 @@ pub fn kind_for(grains: &Value) -> PkgResult<ProviderKind> {
 
 /// The package provider for these grains and options.
 pub fn provider_for(grains: &Value, opts: &Value) -> PkgResult<Box<dyn PkgProvider>> {
-    Ok(kind_for(grains)?.build(opts))
+    Ok((entry_for(grains)?.provider)(opts))
 }
 
 /// The low-level package database for these grains.
 pub fn lowpkg_for(grains: &Value) -> PkgResult<Box<dyn LowPkg>> {
-    Ok(kind_for(grains)?.build_lowpkg())
+    Ok((entry_for(grains)?.lowpkg)())
 }
 
 #[cfg(test)]
@@ -118,17 +114,15 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn name_for(grains: Value) -> Option<&'static str> {
+        entry_for(&grains).ok().map(|e| e.name)
+    }
+
     #[test]
     fn grain_then_os_release() {
-        assert_eq!(
-            kind_for(&json!({"os_family": "RedHat"})).ok(),
-            Some(ProviderKind::Yum)
-        );
-        assert_eq!(
-            kind_for(&json!({"os_family": "Debian"})).ok(),
-            Some(ProviderKind::Apt)
-        );
-        assert!(kind_for(&json!({"os_family": "Windows"})).is_err());
+        assert_eq!(name_for(json!({"os_family": "RedHat"})), Some("yum"));
+        assert_eq!(name_for(json!({"os_family": "Debian"})), Some("apt"));
+        assert!(entry_for(&json!({"os_family": "Windows"})).is_err());
         assert_eq!(
             os_family_from_os_release("ID=rocky\nID_LIKE=\"rhel centos fedora\"\n"),
             Some("RedHat")

@@ -42,6 +42,11 @@ impl Yum {
         }
     }
 
+    /// The table's constructor.
+    pub fn boxed(_opts: &Value) -> Box<dyn PkgProvider> {
+        Box::new(Yum::detect())
+    }
+
     fn call(&self, args: &[&str], opts: Option<&InstallOptions>) -> PkgResult<ToolOutput> {
         let mut cmd = argv([self.tool, "-y"]);
         if let Some(o) = opts {
