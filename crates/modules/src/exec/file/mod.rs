@@ -110,38 +110,9 @@ pub fn remove(path: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Python `fnmatch` for one name (`*`, `?`, `[seq]`, `[!seq]`).
+/// Python's `fnmatch.fnmatchcase(name, pattern)` (the engine's implementation).
 pub fn fnmatch(pattern: &str, name: &str) -> bool {
-    let mut re = String::from("^");
-    let chars: Vec<char> = pattern.chars().collect();
-    let mut i = 0;
-    while i < chars.len() {
-        match chars[i] {
-            '*' => re.push_str(".*"),
-            '?' => re.push('.'),
-            '[' => match chars[i + 1..].iter().position(|c| *c == ']') {
-                Some(end) if end > 0 || chars.get(i + 1) == Some(&']') => {
-                    let end = i + 1 + end.max(1);
-                    let body: String = chars[i + 1..end].iter().collect();
-                    let body = body.replace('\\', "\\\\");
-                    let body = body
-                        .strip_prefix('!')
-                        .map(|b| format!("^{b}"))
-                        .unwrap_or(body);
-                    re.push_str(&format!("[{body}]"));
-                    i = end;
-                }
-                _ => re.push_str("\\["),
-            },
-            c => re.push_str(&regex::escape(&c.to_string())),
-        }
-        i += 1;
-    }
-    re.push('$');
-    regex::RegexBuilder::new(&re)
-        .dot_matches_new_line(true)
-        .build()
-        .is_ok_and(|r| r.is_match(name))
+    halite_state::fnmatch::fnmatch(name, pattern)
 }
 
 fn find(args: &Args) -> Result<Value, ExecError> {
