@@ -275,3 +275,39 @@ pub fn recover(config: &SpmConfig, db: &PackageDb) -> Result<Option<String>> {
         format!("undid the interrupted install of {}", journal.package)
     }))
 }
+
+/// Held while a halite-spm process works on the database and the install
+/// roots, so two processes never interleave installs (or recover one
+/// another's journal). Released when dropped.
+pub struct SpmLock {
+    _file: fs::File,
+}
+
+/// Takes the exclusive lock `<spm_db>.lock`, waiting for another
+/// halite-spm process to finish.
+pub fn lock(config: &SpmConfig) -> Result<SpmLock> {
+    use std::os::fd::AsRawFd;
+    let mut path = config.spm_db.clone().into_os_string();
+    path.push(".lock");
+    let path = PathBuf::from(path);
+    if let Some(dir) = path.parent() {
+        fs::create_dir_all(dir).map_err(|e| SpmError::io("cannot create", dir, e))?;
+    }
+    let file = fs::OpenOptions::new()
+        .create(true)
+        .truncate(false)
+        .write(true)
+        .open(&path)
+        .map_err(|e| SpmError::io("cannot open", &path, e))?;
+    loop {
+        // SAFETY: flock on a descriptor this function owns; no memory is shared.
+        let rc = unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) };
+        if rc == 0 {
+            return Ok(SpmLock { _file: file });
+        }
+        let err = std::io::Error::last_os_error();
+        if err.kind() != std::io::ErrorKind::Interrupted {
+            return Err(SpmError::io("cannot lock", &path, err));
+        }
+    }
+}

@@ -108,6 +108,11 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> anyhow::Result<()> {
     let config = SpmConfig::load(&cli.config_dir)?;
+    // Builds touch neither the database nor the install roots.
+    let _lock = match cli.command {
+        Command::Build { .. } => None,
+        _ => Some(halite_spm::transaction::lock(&config)?),
+    };
     match &cli.command {
         Command::Build { dir } => {
             let built = halite_spm::build(dir, &config.spm_build_dir, &config.spm_build_exclude)?;
