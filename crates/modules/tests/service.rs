@@ -121,11 +121,21 @@ fn outcome(r: &StateResult) -> (Option<bool>, String, Value) {
 struct InitScript {
     name: String,
     pidfile: PathBuf,
+    /// The command line of its process, unique to this test run (for `sig`).
+    sig: String,
 }
 
 impl InitScript {
     fn install(name: &str) -> InitScript {
         let pidfile = PathBuf::from(format!("/tmp/{name}.pid"));
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or(0);
+        let sig = format!(
+            "sleep {}",
+            900_000_000 + (nanos ^ std::process::id()) % 1_000_000
+        );
         let script = format!(
             r#"#!/bin/sh
 ### BEGIN INIT INFO
@@ -139,7 +149,7 @@ impl InitScript {
 PIDFILE={pid}
 running() {{ [ -f $PIDFILE ] && kill -0 "$(cat $PIDFILE)" 2>/dev/null; }}
 case "$1" in
-  start) running && exit 0; sleep 100000 >/dev/null 2>&1 & echo $! > $PIDFILE ;;
+  start) running && exit 0; {sig} >/dev/null 2>&1 & echo $! > $PIDFILE ;;
   stop) running && kill "$(cat $PIDFILE)"; rm -f $PIDFILE ;;
   restart|force-reload) "$0" stop; "$0" start ;;
   reload) running ;;
@@ -147,7 +157,8 @@ case "$1" in
   *) echo "Usage: $0 start|stop|restart|reload|status"; exit 3 ;;
 esac
 "#,
-            pid = pidfile.display()
+            pid = pidfile.display(),
+            sig = sig,
         );
         let path = format!("/etc/init.d/{name}");
         std::fs::write(&path, script).expect("write the init script");
@@ -155,6 +166,7 @@ esac
         InitScript {
             name: name.to_string(),
             pidfile,
+            sig,
         }
     }
 
@@ -231,6 +243,23 @@ fn sysv_init_scripts_start_stop_restart_and_enable_for_real() {
         )
     );
 
+    let by_sig = |host: &Host| {
+        host.call(
+            "service.status",
+            &Args {
+                positional: vec![json!(name), json!(script.sig)],
+                kwargs: Default::default(),
+            },
+        )
+        .unwrap_or_else(|e| panic!("service.status with sig: {e}"))
+    };
+    assert_eq!(
+        by_sig(&host),
+        json!(true),
+        "the process is found by its command line"
+    );
+    let r = state(&host, "running", &name, json!({"sig": script.sig}), false);
+    assert_eq!(r.comment, format!("The service {name} is already running"));
     let first_pid = script.pid();
     let r = state_with(&host, "mod_watch", &name, json!({}), true, Some("running"));
     assert_eq!(
@@ -302,6 +331,7 @@ fn sysv_init_scripts_start_stop_restart_and_enable_for_real() {
         )
     );
     assert!(pid.is_some_and(|p| !alive(p)), "the process was stopped");
+    assert_eq!(by_sig(&host), json!(false));
     assert_eq!(exec(&host, "service.enabled", &name), json!(false));
     let r = state(&host, "dead", &name, json!({}), false);
     assert_eq!(
