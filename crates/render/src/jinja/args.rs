@@ -21,7 +21,7 @@ impl CallArgs {
             if let Some(last) = positional.pop() {
                 let kwargs = Kwargs::try_from(last)?;
                 for key in kwargs.args() {
-                    keywords.insert(key.to_string(), kwargs.peek::<MjValue>(key)?);
+                    keywords.insert(key.to_string(), kwargs.get::<MjValue>(key)?);
                 }
             }
         }

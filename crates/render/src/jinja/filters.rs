@@ -3,9 +3,10 @@
 
 use base64::Engine as _;
 use md5::Digest as _;
-use minijinja::value::{Rest, ValueKind};
+use minijinja::value::{Rest, ValueKind, ValueOrKwargs};
 use minijinja::{Environment, Error, ErrorKind, Value as MjValue};
 
+use super::args::CallArgs;
 use super::data::{is_list, is_mapping, traverse};
 use super::objects::{from_template, python_str, to_template, PyList};
 use crate::pyfmt;
@@ -24,14 +25,12 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_filter("traverse", traverse_filter);
     env.add_filter("to_bool", |v: MjValue| MjValue::from(to_bool(&v)));
     env.add_filter("regex_replace", regex_replace);
-    env.add_filter(
-        "regex_search",
-        |t: String, r: String, i: Option<bool>, m: Option<bool>| regex_groups(&t, &r, i, m, false),
-    );
-    env.add_filter(
-        "regex_match",
-        |t: String, r: String, i: Option<bool>, m: Option<bool>| regex_groups(&t, &r, i, m, true),
-    );
+    env.add_filter("regex_search", |t: String, args: Rest<ValueOrKwargs>| {
+        regex_filter("regex_search", &t, &args.into_values(), false)
+    });
+    env.add_filter("regex_match", |t: String, args: Rest<ValueOrKwargs>| {
+        regex_filter("regex_match", &t, &args.into_values(), true)
+    });
     env.add_filter("yaml_dquote", |v: MjValue| double_quoted(&python_str(&v)));
     env.add_filter("yaml_squote", |v: MjValue| {
         format!("'{}'", python_str(&v).replace('\'', "''"))
@@ -122,12 +121,9 @@ pub fn register(env: &mut Environment<'static>) {
         out
     });
 
-    env.add_test(
-        "match",
-        |v: String, r: String, i: Option<bool>, m: Option<bool>| {
-            regex_groups(&v, &r, i, m, true).map(|g| !g.is_none())
-        },
-    );
+    env.add_test("match", |v: String, args: Rest<ValueOrKwargs>| {
+        regex_filter("match", &v, &args.into_values(), true).map(|g| !g.is_none())
+    });
     env.add_test("list", |v: MjValue| is_list(&v));
     env.add_test("callable", |v: MjValue| v.kind() == ValueKind::Plain);
     env.add_test("string", |v: MjValue| v.kind() == ValueKind::String);
@@ -147,35 +143,43 @@ pub fn register(env: &mut Environment<'static>) {
 }
 
 /// `|yaml` / `|yaml(False)`: PyYAML's safe_dump, stripped, without `...`.
-fn yaml_filter(value: MjValue, flow_style: Option<MjValue>) -> MjValue {
-    let flow = flow_style.is_none_or(|v| v.is_true() || v.is_none());
+fn yaml_filter(value: MjValue, args: Rest<ValueOrKwargs>) -> Result<MjValue, Error> {
+    let call = CallArgs::new("yaml", &args.into_values())?;
+    let flow = call
+        .get(0, "flow_style")
+        .is_none_or(|v| v.is_true() || v.is_none());
     let text = crate::yaml::dump(&from_template(&value), flow);
     let mut text = text.trim().to_string();
     if text.ends_with("\n...") {
         text.truncate(text.len() - 4);
     }
-    MjValue::from_safe_string(text)
+    Ok(MjValue::from_safe_string(text))
 }
 
 /// `|json` (keys sorted by default, Python's separators).
-fn json_filter(value: MjValue, sort_keys: Option<bool>, indent: Option<usize>) -> MjValue {
+fn json_filter(value: MjValue, args: Rest<ValueOrKwargs>) -> Result<MjValue, Error> {
+    let call = CallArgs::new("json", &args.into_values())?;
+    let sort_keys = call.flag(0, "sort_keys", true);
+    let indent = call.get(1, "indent").and_then(|v| v.as_usize());
     let data = from_template(&value);
-    MjValue::from_safe_string(
-        pyfmt::json_dumps(&data, sort_keys.unwrap_or(true), indent, false)
+    Ok(MjValue::from_safe_string(
+        pyfmt::json_dumps(&data, sort_keys, indent, false)
             .trim()
             .to_string(),
-    )
+    ))
 }
 
 /// Salt's `tojson`: insertion order, ASCII only, HTML-sensitive characters escaped.
-fn tojson_filter(value: MjValue, indent: Option<usize>) -> MjValue {
+fn tojson_filter(value: MjValue, args: Rest<ValueOrKwargs>) -> Result<MjValue, Error> {
+    let call = CallArgs::new("tojson", &args.into_values())?;
+    let indent = call.get(0, "indent").and_then(|v| v.as_usize());
     let data = from_template(&value);
     let text = pyfmt::json_dumps(&data, false, indent, true)
         .replace('<', "\\u003c")
         .replace('>', "\\u003e")
         .replace('&', "\\u0026")
         .replace('\'', "\\u0027");
-    MjValue::from_safe_string(text)
+    Ok(MjValue::from_safe_string(text))
 }
 
 fn load_yaml_filter(value: MjValue) -> Result<MjValue, Error> {
@@ -196,18 +200,16 @@ fn load_json_filter(value: MjValue) -> Result<MjValue, Error> {
         .map_err(|e| invalid(format!("Unable to load json: {e}")))
 }
 
-fn traverse_filter(
-    data: MjValue,
-    key: String,
-    default: Option<MjValue>,
-    delimiter: Option<String>,
-) -> MjValue {
-    traverse(
+fn traverse_filter(data: MjValue, args: Rest<ValueOrKwargs>) -> Result<MjValue, Error> {
+    let call = CallArgs::new("traverse", &args.into_values())?;
+    let key = call.text(0, "key", "");
+    let default = call.get(1, "default").unwrap_or_else(|| MjValue::from(()));
+    Ok(traverse(
         &data,
         &key,
-        default.unwrap_or_else(|| MjValue::from(())),
-        delimiter.as_deref().unwrap_or(":"),
-    )
+        default,
+        &call.text(2, "delimiter", ":"),
+    ))
 }
 
 /// Salt's `to_bool`.
@@ -238,13 +240,14 @@ fn build_regex(
 
 /// `regex_replace(txt, rgx, val, ignorecase=False, multiline=False)` with
 /// Python's `\1` / `\g<name>` replacement syntax.
-fn regex_replace(
-    text: String,
-    pattern: String,
-    replacement: String,
-    ignorecase: Option<bool>,
-    multiline: Option<bool>,
-) -> Result<String, Error> {
+fn regex_replace(text: String, args: Rest<ValueOrKwargs>) -> Result<String, Error> {
+    let call = CallArgs::new("regex_replace", &args.into_values())?;
+    let pattern = call.text(0, "rgx", "");
+    let replacement = call.text(1, "val", "");
+    let (ignorecase, multiline) = (
+        Some(call.flag(2, "ignorecase", false)),
+        Some(call.flag(3, "multiline", false)),
+    );
     let re = build_regex(&pattern, ignorecase, multiline)?;
     let group_ref =
         regex::Regex::new(r"\\(\d+)|\\g<(\w+)>|\$").map_err(|e| invalid(e.to_string()))?;
@@ -262,6 +265,23 @@ fn regex_replace(
     Ok(re
         .replace_all(&text, rust_replacement.as_str())
         .into_owned())
+}
+
+/// `regex_search` / `regex_match` arguments: `(rgx, ignorecase=False, multiline=False)`.
+fn regex_filter(
+    name: &str,
+    text: &str,
+    args: &[MjValue],
+    anchored: bool,
+) -> Result<MjValue, Error> {
+    let call = CallArgs::new(name, args)?;
+    regex_groups(
+        text,
+        &call.text(0, "rgx", ""),
+        Some(call.flag(1, "ignorecase", false)),
+        Some(call.flag(2, "multiline", false)),
+        anchored,
+    )
 }
 
 /// `regex_search` / `regex_match`: the groups tuple, or None when no match.

@@ -15,7 +15,7 @@ mod salt;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use minijinja::value::{Rest, ValueKind};
+use minijinja::value::{Rest, ValueKind, ValueOrKwargs};
 use minijinja::{
     AutoEscape, Environment, Error, ErrorKind, State, UndefinedBehavior, Value as MjValue,
 };
@@ -177,9 +177,9 @@ fn percent_format(format: String, args: MjValue) -> Result<String, Error> {
 }
 
 /// `dict(...)`: a mutable dict from a mapping, pairs and/or keywords.
-fn dict_function(args: Rest<MjValue>) -> Result<MjValue, Error> {
+fn dict_function(args: Rest<ValueOrKwargs>) -> Result<MjValue, Error> {
     let result = PyDict::default();
-    for arg in args.iter() {
+    for arg in args.into_values().iter() {
         if arg.is_kwargs() {
             let call = args::CallArgs::new("dict", std::slice::from_ref(arg))?;
             for (key, value) in call.keywords() {
