@@ -318,25 +318,8 @@ fn fetch(repo: &RepoConfig, url: &str) -> Result<Vec<u8>> {
 
 /// `user:password` in base64 for HTTP basic auth.
 fn basic_auth(user: &str, password: &str) -> String {
-    const ALPHABET: &[u8; 64] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-    let input = format!("{user}:{password}");
-    let mut out = String::new();
-    for chunk in input.as_bytes().chunks(3) {
-        let b = [
-            chunk[0],
-            chunk.get(1).copied().unwrap_or(0),
-            chunk.get(2).copied().unwrap_or(0),
-        ];
-        let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-        for i in 0..4 {
-            if i <= chunk.len() {
-                out.push(ALPHABET[((n >> (18 - 6 * i)) & 63) as usize] as char);
-            } else {
-                out.push('=');
-            }
-        }
-    }
-    out
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(format!("{user}:{password}"))
 }
 
 /// Writes `path` through a temporary file in the same directory and a rename.

@@ -187,7 +187,10 @@ fn a_local_file_uses_the_repository_for_its_dependencies() {
 }
 
 /// Serves files of `dir` over HTTP/1.1 on 127.0.0.1 until `requests` were answered.
-fn serve(dir: PathBuf, requests: usize) -> (String, std::thread::JoinHandle<Vec<String>>) {
+fn serve(
+    dir: PathBuf,
+    requests: usize,
+) -> (String, std::thread::JoinHandle<Vec<(String, String)>>) {
     let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
     let url = format!("http://{}", listener.local_addr().expect("addr"));
     let handle = std::thread::spawn(move || {
@@ -197,10 +200,17 @@ fn serve(dir: PathBuf, requests: usize) -> (String, std::thread::JoinHandle<Vec<
             let mut reader = BufReader::new(stream.try_clone().expect("clone"));
             let mut request_line = String::new();
             reader.read_line(&mut request_line).expect("request line");
+            let mut auth = String::new();
             loop {
                 let mut header = String::new();
                 if reader.read_line(&mut header).expect("header") <= 2 {
                     break;
+                }
+                if let Some(value) = header
+                    .strip_prefix("authorization: ")
+                    .or_else(|| header.strip_prefix("Authorization: "))
+                {
+                    auth = value.trim().to_string();
                 }
             }
             let path = request_line
@@ -209,7 +219,7 @@ fn serve(dir: PathBuf, requests: usize) -> (String, std::thread::JoinHandle<Vec<
                 .unwrap_or("/")
                 .trim_start_matches('/')
                 .to_string();
-            seen.push(path.clone());
+            seen.push((path.clone(), auth));
             match fs::read(dir.join(&path)) {
                 Ok(body) => {
                     let head = format!(
@@ -245,7 +255,7 @@ fn an_http_repository_serves_metadata_and_packages() {
     fs::create_dir_all(&repos_d).expect("mkdir");
     fs::write(
         repos_d.join("web.repo"),
-        format!("webrepo:\n  url: {url}\n"),
+        format!("webrepo:\n  url: {url}\n  username: alice\n  password: secret\n"),
     )
     .expect("repo file");
     fs::write(
@@ -261,5 +271,12 @@ fn an_http_repository_serves_metadata_and_packages() {
     execute_plan(&sandbox.config, &mut db, &plan, false, &no_states()).expect("install");
     assert!(sandbox.config.formula_path.join("web/init.sls").is_file());
     let seen = server.join().expect("server");
-    assert_eq!(seen, ["SPM-METADATA", "base-1-2.spm", "web-1-2.spm"]);
+    let paths: Vec<&str> = seen.iter().map(|(p, _)| p.as_str()).collect();
+    assert_eq!(paths, ["SPM-METADATA", "base-1-2.spm", "web-1-2.spm"]);
+    // HTTP basic auth from the repo's username/password: base64("alice:secret").
+    assert!(
+        seen.iter()
+            .all(|(_, auth)| auth == "Basic YWxpY2U6c2VjcmV0"),
+        "{seen:?}"
+    );
 }
