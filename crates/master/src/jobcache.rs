@@ -148,6 +148,27 @@ impl JobCache {
         Ok(())
     }
 
+    /// Remembers the grains of many minions in one transaction.
+    pub fn store_grains_many(&mut self, grains: &[(String, Value)]) -> Result<(), JobCacheError> {
+        let path = self.path.clone();
+        let err = |source| JobCacheError::Sqlite {
+            path: path.clone(),
+            source,
+        };
+        let tx = self.conn.transaction().map_err(err)?;
+        {
+            let mut stmt = tx
+                .prepare_cached("INSERT OR REPLACE INTO minion_data (id, grains) VALUES (?1, ?2)")
+                .map_err(err)?;
+            for (id, g) in grains {
+                stmt.execute(params![id, serde_json::to_string(g)?])
+                    .map_err(err)?;
+            }
+        }
+        tx.commit().map_err(err)?;
+        Ok(())
+    }
+
     /// Every cached minion's grains.
     pub fn all_grains(&self) -> Result<Vec<(String, Value)>, JobCacheError> {
         let mut stmt = self

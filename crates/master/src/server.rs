@@ -71,6 +71,7 @@ struct Master {
     by_id: HashMap<String, u64>,
     pending: HashMap<u64, (PendingSession, Bytes, Instant)>,
     grains: HashMap<String, Value>,
+    grains_to_store: Vec<(String, Value)>,
     jobs: JobCache,
     active: HashMap<String, ActiveJob>,
     jids: JidGenerator,
@@ -194,6 +195,7 @@ pub async fn run(
         by_id: HashMap::new(),
         pending: HashMap::new(),
         grains,
+        grains_to_store: Vec::new(),
         jobs,
         active: HashMap::new(),
         jids: JidGenerator::new(),
@@ -399,6 +401,12 @@ impl Master {
                 }
             }
         }
+        if !self.grains_to_store.is_empty() {
+            let batch = std::mem::take(&mut self.grains_to_store);
+            if let Err(e) = self.jobs.store_grains_many(&batch) {
+                tracing::warn!(error = %e, "cannot cache grains");
+            }
+        }
         if !returns.is_empty() {
             self.commit_returns(returns);
         }
@@ -548,9 +556,8 @@ impl Master {
             MinionRequest::Ping => self.send_sealed(sid, &MasterMessage::Pong),
             MinionRequest::Start { grains } => {
                 if grains.is_object() {
-                    if let Err(e) = self.jobs.store_grains(&id, &grains) {
-                        tracing::warn!(error = %e, "cannot cache grains");
-                    }
+                    // Written to the cache with the rest of the batch.
+                    self.grains_to_store.push((id.clone(), grains.clone()));
                     self.grains.insert(id.clone(), grains);
                 }
                 let now = chrono::Local::now();

@@ -137,6 +137,9 @@ impl EventSink for ForwardEvents {
 /// travels on the DEALER, the publication on the SUB: either may win).
 const HELD_PUBLICATIONS: usize = 64;
 
+/// Handshakes one link runs at once.
+const MAX_HANDSHAKES_IN_FLIGHT: usize = 256;
+
 struct Link<'a> {
     settings: &'a LinkSettings,
     agents: &'a mut [Agent],
@@ -337,6 +340,10 @@ impl Link<'_> {
                 let Phase::Handshaking { state, .. } = &mut agent.phase else {
                     return Ok(());
                 };
+                // A welcome for an earlier hello (this one is a retry) is ignored.
+                if state.as_ref().is_none_or(|st| st.verify(&welcome).is_err()) {
+                    return Ok(());
+                }
                 let Some(state) = state.take() else {
                     return Ok(());
                 };
@@ -627,6 +634,18 @@ impl Link<'_> {
         let now = Instant::now();
         let alive = self.settings.alive_interval;
         let mut waiting_on_master = false;
+        // Handshakes in flight are capped so a swarm (or a fleet behind one
+        // link) does not flood the master and time out its own retries.
+        let mut in_flight = self
+            .agents
+            .iter()
+            .filter(|a| {
+                matches!(
+                    a.phase,
+                    Phase::Handshaking { .. } | Phase::Confirming { .. }
+                )
+            })
+            .count();
         for idx in 0..self.agents.len() {
             enum Step {
                 Nothing,
@@ -635,7 +654,12 @@ impl Link<'_> {
                 Resend,
             }
             let step = match &mut self.agents[idx].phase {
-                Phase::Idle { next_try } if *next_try <= now => Step::Hello,
+                Phase::Idle { next_try }
+                    if *next_try <= now && in_flight < MAX_HANDSHAKES_IN_FLIGHT =>
+                {
+                    in_flight += 1;
+                    Step::Hello
+                }
                 Phase::Idle { .. } => Step::Nothing,
                 Phase::Handshaking { since, .. } | Phase::Confirming { since, .. } => {
                     waiting_on_master = true;

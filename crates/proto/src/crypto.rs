@@ -243,6 +243,21 @@ impl MinionHandshake {
         PublicKey::from_slice(&welcome.master_key)
     }
 
+    /// Whether `welcome` answers this hello (its signature covers this
+    /// handshake's transcript). A stale welcome, for an earlier hello,
+    /// fails here and leaves the handshake usable.
+    pub fn verify(&self, welcome: &Welcome) -> Result<(), CryptoError> {
+        let master = PublicKey::from_slice(&welcome.master_key)?;
+        let t = transcript(
+            &self.hello,
+            welcome.session,
+            &welcome.master_key,
+            &welcome.ephemeral,
+            &welcome.nonce,
+        );
+        master.verify(&signed_payload(MASTER_SIGNS, &t), &welcome.signature)
+    }
+
     /// Verifies the master's signature and derives the session: returns the
     /// minion's cipher and the [`Confirm`] to send.
     pub fn finish(
@@ -587,6 +602,17 @@ mod tests {
         assert_eq!(master.open(&up).unwrap(), b"return");
         let down = master.seal(b"ack").unwrap();
         assert_eq!(minion.open(&down).unwrap(), b"ack");
+    }
+
+    #[test]
+    fn a_welcome_for_an_earlier_hello_does_not_verify() {
+        let master = Identity::generate().unwrap();
+        let minion = Identity::generate().unwrap();
+        let (first, hello1) = MinionHandshake::start(&minion, "web1").unwrap();
+        let (retry, _) = MinionHandshake::start(&minion, "web1").unwrap();
+        let (_, welcome1) = PendingSession::respond(&master, &hello1, 3).unwrap();
+        assert_eq!(retry.verify(&welcome1), Err(CryptoError::BadSignature));
+        assert_eq!(first.verify(&welcome1), Ok(()));
     }
 
     #[test]
