@@ -917,3 +917,35 @@ fn clean_keeps_what_required_file_states_manage() {
     assert!(d.join("a.conf").exists() && d.join("keepdir/inner/f").exists());
     assert!(!d.join("junk").exists() && !d.join("junkdir").exists());
 }
+
+#[test]
+fn check_cmd_vets_new_content_before_it_lands() {
+    let f = fixture();
+    let p = f.work.join("sudoers");
+    fs::write(&p, "good old\n").expect("write");
+    let name = p.display().to_string();
+    let r = run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"contents": "bad new", "check_cmd": "grep -q good"}),
+        false,
+    );
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (Some(false), "check_cmd execution failed")
+    );
+    assert_eq!(r.extra["skip_watch"], json!(true));
+    assert!(r.changes.is_empty());
+    assert_eq!(fs::read_to_string(&p).expect("read"), "good old\n");
+    let r = run(
+        &f.host,
+        "managed",
+        &name,
+        json!({"contents": "good new", "check_cmd": "grep -q good"}),
+        false,
+    );
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(fs::read_to_string(&p).expect("read"), "good new\n");
+    assert!(FileState.runs_own_check_cmd("managed") && !FileState.runs_own_check_cmd("directory"));
+}

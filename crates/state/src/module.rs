@@ -128,6 +128,15 @@ pub trait StateModule: Send + Sync {
     fn functions(&self) -> &'static [&'static str];
     /// Runs `fun`. Unknown functions are filtered out at compile time.
     fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError>;
+    /// Whether `fun` consumes the `check_cmd` argument itself (Salt: the
+    /// module has `mod_run_check_cmd` and the function a `check_cmd`
+    /// parameter, as `file.managed` does, which checks the new content in a
+    /// temp file before writing it). The executor then skips its generic
+    /// `check_cmd` run for this call.
+    fn runs_own_check_cmd(&self, fun: &str) -> bool {
+        let _ = fun;
+        false
+    }
 }
 
 /// The registry of state modules, filled by `halite-modules`' table.

@@ -447,6 +447,14 @@ pub(crate) fn manage(
     if test {
         return Ok(predict(path, name, data, wanted, args.show_changes, ret));
     }
+    if let (Some(cmd), Some(data)) = (opt_str(call, "check_cmd")?, data) {
+        let changed = fs::read(path).map(|old| old != data).unwrap_or(true);
+        if changed {
+            if let Some(failed) = run_check_cmd(call, name, &cmd, data)? {
+                return Ok(failed);
+            }
+        }
+    }
     if exists {
         if let Some(data) = data {
             let old = fs::read(path).unwrap_or_default();
@@ -543,6 +551,57 @@ pub(crate) fn manage(
         ret.comment = format!("File {name} is in the correct state");
     }
     Ok(ret)
+}
+
+/// Salt's `mod_run_check_cmd`: runs `<check_cmd> <tempfile>` on the new
+/// content before it replaces the file; a failure leaves the file alone and
+/// returns Salt's failed result (with `skip_watch`).
+fn run_check_cmd(
+    call: &StateCall<'_>,
+    name: &str,
+    cmd: &str,
+    data: &[u8],
+) -> Result<Option<StateResult>, StateError> {
+    let suffix = opt_str(call, "tmp_ext")?.unwrap_or_default();
+    let dir = opt_str(call, "tmp_dir")?
+        .map(PathBuf::from)
+        .unwrap_or_else(std::env::temp_dir);
+    let mut tmp = tempfile::Builder::new()
+        .prefix("__salt.tmp.")
+        .suffix(&suffix)
+        .tempfile_in(&dir)
+        .map_err(|e| {
+            StateError::Other(format!(
+                "Unable to create a temp file in {} for check_cmd: {e}",
+                dir.display()
+            ))
+        })?;
+    tmp.write_all(data).map_err(|e| {
+        StateError::Other(format!("Unable to write the temp file for check_cmd: {e}"))
+    })?;
+    let full = format!("{cmd} {}", tmp.path().display());
+    let opts = halite_state::CmdOptions {
+        python_shell: true,
+        ..Default::default()
+    };
+    let out = call
+        .env
+        .run_cmd(&full, &opts)
+        .map_err(|e| StateError::Other(format!("Unable to run check_cmd '{full}': {e}")))?;
+    if out.retcode == 0 {
+        return Ok(None);
+    }
+    let mut ret = StateResult::fail(name, "check_cmd execution failed");
+    if !out.stdout.is_empty() {
+        ret.comment.push('\n');
+        ret.comment.push_str(&out.stdout);
+    }
+    if !out.stderr.is_empty() {
+        ret.comment.push('\n');
+        ret.comment.push_str(&out.stderr);
+    }
+    ret.extra.insert("skip_watch".into(), json!(true));
+    Ok(Some(ret))
 }
 
 /// Test mode: what `file.managed` would change (Salt's `check_file_meta`).

@@ -49,6 +49,9 @@ impl StateModule for FileState {
     fn functions(&self) -> &'static [&'static str] {
         FUNCTIONS
     }
+    fn runs_own_check_cmd(&self, fun: &str) -> bool {
+        matches!(fun, "managed" | "serialize")
+    }
     fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
         match fun {
             "managed" => managed::managed(call),
