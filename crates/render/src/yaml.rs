@@ -54,14 +54,15 @@ pub fn dump(value: &Value, flow: bool) -> String {
     )
 }
 
-/// Dumps data as Salt's `yaml` outputter does (`--out yaml`): block style,
-/// keys in the data's order.
-pub fn dump_block_ordered(value: &Value) -> String {
+/// Dumps data as Salt's `yaml` outputter does (`--out yaml`):
+/// `safe_dump(data, default_flow_style=False)`, block style with keys sorted
+/// (PyYAML sorts plain dicts, and Salt's return data are plain dicts).
+pub fn dump_outputter(value: &Value) -> String {
     dump_with(
         value,
         DumpOptions {
             style: DumpStyle::Block,
-            sort_keys: false,
+            sort_keys: true,
         },
     )
 }

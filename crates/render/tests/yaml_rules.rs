@@ -193,10 +193,22 @@ fn dump_round_trips_salt_data() {
 }
 
 #[test]
-fn outputter_dump_keeps_data_order() {
+fn outputter_dump_matches_salt_call_out_yaml() {
+    // `salt-call --local --out yaml test.arg_repr zeta alpha z=1 a=2` printed exactly this.
+    let value = json!({"local": {"kwargs": "{'z': 1, 'a': 2, '__pub_fun': 'test.arg_repr', '__pub_pid': 29479, '__pub_jid': '20261121214906291461', '__pub_tgt': 'salt-call'}",
+                                 "args": "('zeta', 'alpha')"}});
+    assert_eq!(
+        yaml::dump_outputter(&value),
+        "local:\n  args: ('zeta', 'alpha')\n  kwargs: '{''z'': 1, ''a'': 2, ''__pub_fun'': ''test.arg_repr'', ''__pub_pid'': 29479,\n    ''__pub_jid'': ''20261121214906291461'', ''__pub_tgt'': ''salt-call''}'\n"
+    );
+    assert_eq!(yaml::dump_outputter(&json!({"local": {}})), "local: {}\n");
+}
+
+#[test]
+fn outputter_dump_sorts_keys() {
     let value = json!({"local": {"zeta": 1, "alpha": [1, {"k": "v"}]}});
     assert_eq!(
-        yaml::dump_block_ordered(&value),
-        "local:\n  zeta: 1\n  alpha:\n  - 1\n  - k: v\n"
+        yaml::dump_outputter(&value),
+        "local:\n  alpha:\n  - 1\n  - k: v\n  zeta: 1\n"
     );
 }
