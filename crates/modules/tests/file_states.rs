@@ -949,3 +949,68 @@ fn check_cmd_vets_new_content_before_it_lands() {
     assert_eq!(fs::read_to_string(&p).expect("read"), "good new\n");
     assert!(FileState.runs_own_check_cmd("managed") && !FileState.runs_own_check_cmd("directory"));
 }
+
+#[test]
+fn recursive_ownership_as_root() {
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipping: changing file ownership needs root");
+        return;
+    }
+    let f = fixture();
+    let d = f.work.join("own");
+    fs::create_dir_all(d.join("a/b")).expect("mkdir");
+    fs::write(d.join("a/f"), "x").expect("write");
+    let dn = d.display().to_string();
+    let args = json!({"user": "nobody", "group": "daemon", "recurse": ["user", "group"]});
+    let r = run(&f.host, "directory", &dn, args.clone(), true);
+    assert_eq!(r.result, None);
+    assert_eq!(
+        r.changes[&format!("{dn}/a/f")],
+        json!({"user": "nobody", "group": "daemon"})
+    );
+    let r = run(&f.host, "directory", &dn, args.clone(), false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(r.comment, format!("Directory {dn} updated"));
+    use std::os::unix::fs::MetadataExt;
+    for p in ["", "a", "a/b", "a/f"] {
+        let md = fs::metadata(d.join(p)).expect("stat");
+        assert_eq!(
+            halite_modules::exec::file::meta::uid_to_user(md.uid()),
+            "nobody",
+            "{p}"
+        );
+        assert_eq!(
+            halite_modules::exec::file::meta::gid_to_group(md.gid()),
+            "daemon",
+            "{p}"
+        );
+    }
+    let r = run(&f.host, "directory", &dn, args, false);
+    assert_eq!(
+        r.comment,
+        format!("The directory {dn} is in the correct state")
+    );
+
+    // A symlink's own ownership is set without touching its target.
+    let target = d.join("a/f");
+    let link = f.work.join("l2").display().to_string();
+    let largs =
+        json!({"target": target.display().to_string(), "user": "daemon", "group": "daemon"});
+    run(&f.host, "symlink", &link, largs.clone(), false);
+    let lmd = fs::symlink_metadata(&link).expect("lstat");
+    assert_eq!(
+        halite_modules::exec::file::meta::uid_to_user(lmd.uid()),
+        "daemon"
+    );
+    let tmd = fs::metadata(&target).expect("stat");
+    assert_eq!(
+        halite_modules::exec::file::meta::uid_to_user(tmd.uid()),
+        "nobody"
+    );
+    let r = run(&f.host, "symlink", &link, largs, false);
+    assert_eq!(
+        r.comment,
+        format!("Symlink {link} is present and owned by daemon:daemon")
+    );
+}
