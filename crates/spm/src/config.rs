@@ -201,3 +201,58 @@ fn read_config_file(path: &Path) -> Result<Option<SpmConfigFile>> {
         .map(Some)
         .map_err(|e| bad(e.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn salt_defaults_apply_when_the_file_is_absent() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let config = SpmConfig::load(dir.path()).expect("load");
+        assert_eq!(config.formula_path, PathBuf::from("/srv/spm/salt"));
+        assert_eq!(config.pillar_path, PathBuf::from("/srv/spm/pillar"));
+        assert_eq!(config.reactor_path, PathBuf::from("/srv/spm/reactor"));
+        assert_eq!(config.spm_repos_config, dir.path().join("spm.repos"));
+        assert_eq!(config.conf_path, dir.path());
+        assert_eq!(
+            config.spm_db,
+            PathBuf::from("/var/cache/halite/spm/packages.db")
+        );
+        assert_eq!(config.spm_build_exclude, ["CVS", ".hg", ".git", ".svn"]);
+    }
+
+    #[test]
+    fn spm_d_files_override_the_main_file_and_unknown_keys_are_ignored() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(
+            dir.path().join("spm"),
+            "formula_path: /a\nspm_cache_dir: /cache\nfile_roots: {base: [/srv/salt]}\nspm_uid: 1000\n",
+        )
+        .expect("write");
+        std::fs::create_dir(dir.path().join("spm.d")).expect("mkdir");
+        std::fs::write(dir.path().join("spm.d/10-paths.conf"), "formula_path: /b\n")
+            .expect("write");
+        std::fs::write(dir.path().join("spm.d/ignored.txt"), "formula_path: /c\n").expect("write");
+        let config = SpmConfig::load(dir.path()).expect("load");
+        assert_eq!(config.formula_path, PathBuf::from("/b"));
+        assert_eq!(
+            config.spm_db,
+            PathBuf::from("/cache/packages.db"),
+            "spm_db follows spm_cache_dir"
+        );
+        assert_eq!(config.spm_uid, Some(1000));
+    }
+
+    #[test]
+    fn a_config_that_is_not_a_mapping_names_the_file() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        std::fs::write(dir.path().join("spm"), "- just\n- a list\n").expect("write");
+        let err = SpmConfig::load(dir.path()).expect_err("refused");
+        assert!(
+            err.to_string()
+                .contains(&dir.path().join("spm").display().to_string()),
+            "{err}"
+        );
+    }
+}
