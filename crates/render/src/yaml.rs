@@ -66,3 +66,15 @@ pub fn dump_outputter(value: &Value) -> String {
         },
     )
 }
+
+/// Block style with keys in the data's order. Salt's `--out yaml` sorts keys;
+/// use [`dump_outputter`] to match it. Kept for callers that want data order.
+pub fn dump_block_ordered(value: &Value) -> String {
+    dump_with(
+        value,
+        DumpOptions {
+            style: DumpStyle::Block,
+            sort_keys: false,
+        },
+    )
+}
