@@ -321,7 +321,7 @@ fn install_by_name_is_idempotent_and_reports_changes() {
     assert_eq!(again.result, Some(true));
     assert_eq!(
         again.comment,
-        format!("Package {BASE} is already installed")
+        "All specified packages are already installed"
     );
     assert!(again.changes.is_empty());
 }
@@ -374,7 +374,7 @@ fn version_pinning_up_and_down() {
     let r = f.state("pkg", "installed", BASE, json!({"version": "1.0"}), false);
     assert_eq!(
         r.comment,
-        format!("Version 1.0 of package '{BASE}' is already installed")
+        "All specified packages are already installed and are at the desired version"
     );
 
     let r = f.state("pkg", "installed", BASE, json!({"version": ">=2.0"}), false);
@@ -718,6 +718,24 @@ fn hold_and_reinstall() {
     );
     let held = sh(Command::new("apt-mark").arg("showhold"));
     assert!(held.lines().any(|l| l == BASE), "{held}");
+    let r = f.state(
+        "pkg",
+        "installed",
+        BASE,
+        json!({"version": "1.0", "hold": false}),
+        false,
+    );
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(
+        r.comment,
+        format!("All specified packages are already installed and are at the desired version.\nPackage {BASE} is no longer being held.")
+    );
+    assert_eq!(r.changes[BASE], json!({"old": "hold", "new": "install"}));
+    let r = f.call("pkg.hold", json!([BASE]), json!({}));
+    assert_eq!(
+        r[BASE]["comment"],
+        json!(format!("Package {BASE} is now being held."))
+    );
     let r = f.call("pkg.unhold", json!([BASE]), json!({}));
     assert_eq!(
         r[BASE]["comment"],
@@ -894,7 +912,7 @@ fn prereq_and_watch_through_the_state_engine() {
     let ret = apply_sls(&f, &sls, false);
     assert_eq!(
         by_id(&ret, BASE)["comment"],
-        json!(format!("Package {BASE} is already installed"))
+        json!("All specified packages are already installed")
     );
     assert!(!prereq_marker.exists(), "no predicted change, no prereq");
     assert!(!watch_marker.exists(), "no change, no watch");

@@ -28,13 +28,15 @@ pub struct StatusEntry {
 }
 
 impl StatusEntry {
-    /// Installed (wanted installed or held, and unpacked + configured).
+    /// Installed: configured and wanted installed, held, or selected for
+    /// purge but not purged yet (Salt's `purge_desired`, which its
+    /// `list_pkgs` counts as installed).
     pub fn is_installed(&self) -> bool {
-        matches!(self.want.as_str(), "install" | "hold") && self.state == "installed"
+        matches!(self.want.as_str(), "install" | "hold" | "purge") && self.state == "installed"
     }
-    /// Removed but with config files left (what `pkg.purged` still purges).
+    /// Removed but with config files left (Salt: selection `deinstall`).
     pub fn is_removed(&self) -> bool {
-        matches!(self.want.as_str(), "deinstall" | "purge") && self.state != "not-installed"
+        self.want == "deinstall" && self.state != "not-installed"
     }
 }
 

@@ -107,12 +107,18 @@ impl StateRun<'_> {
         } else {
             None
         };
-        let targets = parse_targets(
-            Some(self.call.name()),
-            self.call.arg("pkgs"),
-            sources,
-            version.as_deref(),
-        )?;
+        // Salt's pkg states pack a lone name (and version) into `pkgs`, so a
+        // name is one package even with a comma in it.
+        let lone = (self.call.arg("pkgs").is_none() && sources.is_none()).then(|| {
+            let version = version
+                .clone()
+                .filter(|v| !v.is_empty())
+                .map(Value::from)
+                .unwrap_or(Value::Null);
+            json!([{ self.call.name(): version }])
+        });
+        let pkgs = lone.as_ref().or(self.call.arg("pkgs"));
+        let targets = parse_targets(None, pkgs, sources, None)?;
         let saltenv = if self.call.chunk.env().is_empty() {
             "base"
         } else {
@@ -137,32 +143,8 @@ impl StateRun<'_> {
         let mut opts = InstallOptions::from_kwargs(self.kwargs(), false);
         let reinstall = opts.reinstall;
         let sources = targets_in.kind == TargetKind::File;
-        let single = self.call.arg("pkgs").is_none() && !sources;
         let cur = self.provider.list_pkgs(false)?;
         let cmp = self.cmp();
-
-        if single {
-            let version = self
-                .call
-                .arg_str("version")
-                .ok()
-                .flatten()
-                .filter(|v| !v.is_empty());
-            let cver = cur.get(&name).cloned().unwrap_or_default();
-            if let Some(v) = &version {
-                if cver.contains(v) && !reinstall {
-                    return Ok(StateResult::ok(
-                        name.clone(),
-                        format!("Version {v} of package '{name}' is already installed"),
-                    ));
-                }
-            } else if !cver.is_empty() && !reinstall {
-                return Ok(StateResult::ok(
-                    name.clone(),
-                    format!("Package {name} is already installed"),
-                ));
-            }
-        }
 
         // Resolve "latest" to a version.
         let mut desired: IndexMap<String, Option<String>> = targets_in.items.clone();
@@ -240,10 +222,11 @@ impl StateRun<'_> {
             } else {
                 ""
             };
-            return Ok(StateResult::ok(
+            let r = StateResult::ok(
                 name,
                 format!("All specified packages are already installed{suffix}"),
-            ));
+            );
+            return self.with_hold(r, &targets_in.names());
         }
 
         if self.call.test {
@@ -483,6 +466,46 @@ impl StateRun<'_> {
         let mut r = StateResult::new(name, Some(result));
         r.changes = changes;
         r.comment = comment.join("\n");
+        Ok(r)
+    }
+
+    /// Salt's hold handling when nothing needed installing: each hold
+    /// result's comment is appended after ".\n", changed holds become the
+    /// changes. Not predicted under `test=True`.
+    fn with_hold(&self, mut r: StateResult, names: &[String]) -> Result<StateResult, PkgError> {
+        let Some(hold) = self.call.arg("hold") else {
+            return Ok(r);
+        };
+        if self.call.test {
+            return Ok(r);
+        }
+        let hold_ret = match self.provider.set_hold(names, halite_state::truthy(hold)) {
+            Ok(h) => h,
+            Err(e) => return Ok(StateResult::fail(r.name, e.to_string())),
+        };
+        let entries: Vec<(&String, &Value)> = hold_ret.iter().collect();
+        let ok = |v: &Value| v.get("result").map(halite_state::truthy).unwrap_or(false);
+        let changed = |v: &Value| {
+            v.get("changes")
+                .and_then(Value::as_object)
+                .is_some_and(|c| !c.is_empty())
+        };
+        let modified = entries.iter().filter(|(_, v)| changed(v));
+        let unchanged = entries.iter().filter(|(_, v)| !changed(v) && ok(v));
+        let failed = entries.iter().filter(|(_, v)| !ok(v));
+        for (pkg, v) in modified.chain(unchanged).chain(failed) {
+            r.comment.push_str(&format!(
+                ".\n{}",
+                v.get("comment").and_then(Value::as_str).unwrap_or("")
+            ));
+            r.result = Some(ok(v));
+            if changed(v) {
+                r.changes.insert(
+                    (*pkg).clone(),
+                    v.get("changes").cloned().unwrap_or(Value::Null),
+                );
+            }
+        }
         Ok(r)
     }
 
