@@ -515,7 +515,7 @@ pub fn recurse(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     if files.is_empty() && dirs.is_empty() {
         return error(
             ret,
-            format!("Recurse failed: none of the specified sources were found: {source}"),
+            "Recurse failed: none of the specified sources were found",
         );
     }
     if path.exists() && !path.is_dir() {
@@ -592,7 +592,12 @@ pub fn recurse(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     // The target itself comes first, as in Salt (it only shows up as a
     // change in test mode: a real run has created it above).
-    let all_dirs = std::iter::once(String::new()).chain(managed_dirs.iter().cloned());
+    // With include_empty Salt also lists the source root as `.` (first).
+    let dot = include_empty.then(|| ".".to_string());
+    let all_dirs = dot
+        .into_iter()
+        .chain(std::iter::once(String::new()))
+        .chain(managed_dirs.iter().cloned());
     for rel in all_dirs {
         let dest = if rel.is_empty() {
             path.clone()
