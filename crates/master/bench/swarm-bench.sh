@@ -34,10 +34,16 @@ log_level: warning
 master_alive_interval: 30
 auth_timeout: 30
 YAML
-"$BIN/halite-master" -c "$ROOT/m" & MPID=$!
+"$BIN/halite-master" -c "$ROOT/m" 2>"$ROOT/master.err" & MPID=$!
 sleep 0.5
-"$BIN/halite-minion" -c "$ROOT/s" --swarm "$N" & SPID=$!
-cleanup() { kill "$SPID" "$MPID" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$ROOT"; }
+start=$(date +%s.%N)
+"$BIN/halite-minion" -c "$ROOT/s" --swarm "$N" 2>"$ROOT/swarm.err" & SPID=$!
+cleanup() {
+  kill "$SPID" "$MPID" 2>/dev/null || true
+  wait 2>/dev/null || true
+  tail -n 3 "$ROOT/swarm.err" "$ROOT/master.err" >&2 || true
+  [ -n "${KEEP:-}" ] || rm -rf "$ROOT"
+}
 trap cleanup EXIT
 # Wait until every identity answers.
 for _ in $(seq 1 600); do
@@ -45,6 +51,8 @@ for _ in $(seq 1 600); do
   [ "$got" -ge "$N" ] && break
   sleep 1
 done
+ready=$(date +%s.%N)
+echo "all $N answering after $(echo "$ready - $start" | bc)s (first start: key generation, acceptance, handshakes)" >&2
 times=()
 for _ in $(seq 1 "$ROUNDS"); do
   s=$(date +%s.%N)

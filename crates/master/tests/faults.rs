@@ -97,3 +97,26 @@ fn a_minion_killed_mid_job_is_named_and_the_master_stays_up() {
     let down: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
     assert_eq!(down, json!(["doomed"]));
 }
+
+#[test]
+fn sigterm_stops_both_daemons_cleanly() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let mut master = fleet.start_master("auto_accept: True");
+    let mut minion = fleet.start_minion("quitter", "");
+    fleet.wait_responding("quitter");
+    for daemon in [&mut minion, &mut master] {
+        let pid = daemon.child.id() as libc::pid_t;
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGTERM) }, 0);
+        let exited = wait_for(Duration::from_secs(10), || !daemon.alive());
+        assert!(exited, "a daemon ignored SIGTERM");
+        let status = daemon.child.wait().expect("exit status");
+        assert!(status.success(), "{status:?}");
+    }
+    assert!(
+        !fleet.path("master-sock/master.sock").exists(),
+        "the master left its socket behind"
+    );
+}
