@@ -50,10 +50,10 @@ fn mapping_order_is_document_order() {
 }
 
 #[test]
-fn non_string_keys_are_stringified_as_json_output_writes_them() {
+fn non_string_keys_are_stringified_as_python_prints_them() {
     assert_eq!(
-        load("1: a\n1.5: b\nyes: c\n~: d\n"),
-        json!({"1": "a", "1.5": "b", "True": "c", "None": "d"})
+        load("2: a\n1.5: b\nyes: c\n~: d\n"),
+        json!({"2": "a", "1.5": "b", "True": "c", "None": "d"})
     );
 }
 
@@ -97,6 +97,16 @@ fn duplicate_top_level_id_is_a_conflicting_id_error() {
         "while constructing a mapping\n  in \"<unicode string>\", line 1, column 1\nfound conflicting ID 'a'\n  in \"<unicode string>\", line 3, column 1"
     );
     assert_eq!(error.line, Some(3));
+}
+
+#[test]
+fn keys_equal_in_python_conflict() {
+    // Salt: `{True: 1, 2: 2, 1: 3}` fails because True == 1 in Python.
+    let error = load_err("k: {True: 1, 2: 2, 1: 3}\n");
+    assert_eq!(
+        error.message,
+        "while constructing a mapping\n  in \"<unicode string>\", line 1, column 4\nfound conflicting ID '1'\n  in \"<unicode string>\", line 1, column 20"
+    );
 }
 
 #[test]

@@ -62,13 +62,14 @@ struct MappingFrame {
     start: Marker,
     flow: bool,
     anchor: usize,
-    entries: Vec<(String, Value, Marker)>,
+    /// (key as text, Python identity of the key, value, where the key was)
+    entries: Vec<(String, String, Value, Marker)>,
     merges: Vec<Map>,
     pending_key: Option<PendingKey>,
 }
 
 enum PendingKey {
-    Key(String, Marker),
+    Key(String, String, Marker),
     Merge(Marker),
 }
 
@@ -218,9 +219,11 @@ impl Loader<'_> {
                             &mark,
                         )
                     })?;
-                    frame.pending_key = Some(PendingKey::Key(key, mark));
+                    frame.pending_key = Some(PendingKey::Key(key, key_identity(&value), mark));
                 }
-                Some(PendingKey::Key(key, key_mark)) => frame.entries.push((key, value, key_mark)),
+                Some(PendingKey::Key(key, identity, key_mark)) => {
+                    frame.entries.push((key, identity, value, key_mark))
+                }
                 Some(PendingKey::Merge(merge_mark)) => {
                     let start = frame.start;
                     add_merge_source(frame, value, &start, &merge_mark)?;
@@ -423,19 +426,23 @@ fn add_merge_source(
 /// Builds the mapping: merged entries whose key is not set explicitly come
 /// first, then the explicit ones; any duplicate is Salt's "conflicting ID".
 fn finish_mapping(frame: MappingFrame) -> Result<Map, YamlError> {
-    let explicit: std::collections::HashSet<&str> =
-        frame.entries.iter().map(|(k, _, _)| k.as_str()).collect();
-    let mut merged: Vec<(String, Value, Marker)> = Vec::new();
+    let explicit: std::collections::HashSet<&str> = frame
+        .entries
+        .iter()
+        .map(|(k, _, _, _)| k.as_str())
+        .collect();
+    let mut merged: Vec<(String, String, Value, Marker)> = Vec::new();
     for source in &frame.merges {
         for (key, value) in source {
             if !explicit.contains(key.as_str()) {
-                merged.push((key.clone(), value.clone(), frame.start));
+                merged.push((key.clone(), format!("s:{key}"), value.clone(), frame.start));
             }
         }
     }
     let mut map = Map::new();
-    for (key, value, mark) in merged.into_iter().chain(frame.entries) {
-        if map.contains_key(&key) {
+    let mut seen = std::collections::HashSet::new();
+    for (key, identity, value, mark) in merged.into_iter().chain(frame.entries) {
+        if !seen.insert(identity) || map.contains_key(&key) {
             return Err(contextual_error(
                 "while constructing a mapping",
                 &frame.start,
@@ -446,6 +453,21 @@ fn finish_mapping(frame: MappingFrame) -> Result<Map, YamlError> {
         map.insert(key, value);
     }
     Ok(map)
+}
+
+/// What makes two keys the same key in Python: `True == 1 == 1.0`,
+/// `False == 0`, and strings only equal strings.
+fn key_identity(value: &Value) -> String {
+    match value {
+        Value::Bool(b) => format!("n:{}", u8::from(*b)),
+        Value::Number(n) => match n.as_f64() {
+            Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => format!("n:{}", f as i64),
+            _ => format!("n:{n}"),
+        },
+        Value::Null => "none".to_string(),
+        Value::String(s) => format!("s:{s}"),
+        other => format!("o:{other}"),
+    }
 }
 
 /// Mapping keys become strings as Python's `str()` prints them
