@@ -345,6 +345,26 @@ fn test_mode_predicts_without_touching_the_system() {
     let r = f.state("pkg", "latest", BASE, json!({"refresh": false}), true);
     assert_eq!(r.result, None);
     assert_eq!(r.changes[BASE], json!({"new": "2.0", "old": "1.0"}));
+    // Salt's predictions: a range reads "installed", a new package its candidate.
+    let pkgs = json!({"pkgs": [{BASE: ">=2.0"}, DEP]});
+    let r = f.state("pkg", "installed", "bundle", pkgs, true);
+    assert_eq!(
+        r.comment,
+        format!("The following packages would be installed/updated: {BASE}, {DEP}")
+    );
+    assert_eq!(r.changes[BASE], json!({"new": "installed", "old": ""}));
+    assert_eq!(r.changes[DEP], json!({"new": "1.0", "old": ""}));
+    let r = f.state(
+        "pkg",
+        "installed",
+        BASE,
+        json!({"version": "2.0", "reinstall": true}),
+        true,
+    );
+    assert_eq!(
+        r.comment,
+        format!("The following packages would be reinstalled: {BASE}=2.0")
+    );
     let r = f.state("pkg", "removed", BASE, json!({}), true);
     assert_eq!(r.result, None);
     assert_eq!(

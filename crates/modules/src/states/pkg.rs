@@ -530,6 +530,8 @@ impl StateRun<'_> {
                     .and_then(Value::as_str)
                     .unwrap_or("")
                     .to_string(),
+                // Salt predicts "installed" for a range it would resolve later.
+                Some(s) if crate::pkg::version::has_range(s) => String::new(),
                 Some(s) => {
                     let avail = self.provider.available_versions(pkg, None)?;
                     crate::pkg::version::best_match(&cmp, s, &avail).unwrap_or_default()
