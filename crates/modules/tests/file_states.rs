@@ -1014,3 +1014,64 @@ fn recursive_ownership_as_root() {
         format!("Symlink {link} is present and owned by daemon:daemon")
     );
 }
+
+#[test]
+fn backupname_moves_a_file_out_of_the_way() {
+    let f = fixture();
+    let file = f.work.join("was-file");
+    fs::write(&file, "f").expect("write");
+    let name = file.display().to_string();
+    let bak = format!("{name}.orig");
+    let r = run(
+        &f.host,
+        "directory",
+        &name,
+        json!({"backupname": bak}),
+        true,
+    );
+    assert_eq!(r.result, None);
+    assert_eq!(
+        r.comment,
+        format!("{name} would be backed up and replaced with a new directory")
+    );
+    assert!(file.is_file());
+    let r = run(
+        &f.host,
+        "directory",
+        &name,
+        json!({"backupname": bak}),
+        false,
+    );
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert!(file.is_dir());
+    assert_eq!(fs::read_to_string(&bak).expect("backup"), "f");
+
+    let l = f.work.join("l3");
+    fs::write(&l, "i").expect("write");
+    let ln = l.display().to_string();
+    let r = run(
+        &f.host,
+        "symlink",
+        &ln,
+        json!({"target": "/etc/hosts", "backupname": "l3.bak"}),
+        false,
+    );
+    assert_eq!(r.comment, format!("Created new symlink {ln} -> /etc/hosts"));
+    assert_eq!(
+        fs::read_to_string(f.work.join("l3.bak")).expect("backup"),
+        "i"
+    );
+    let r = run(
+        &f.host,
+        "symlink",
+        &ln,
+        json!({"target": "/etc/hostname", "backupname": "a/b"}),
+        false,
+    );
+    assert_eq!(
+        r.result,
+        Some(true),
+        "a link is replaced, not backed up: {}",
+        r.comment
+    );
+}

@@ -8,7 +8,7 @@ use halite_state::{StateCall, StateError, StateResult, Value};
 use serde_json::json;
 
 use super::perms::{self, Wanted};
-use super::{dirname, error, owner_arg, target_name};
+use super::{dirname, error, opt_str, owner_arg, target_name};
 use crate::exec::file::{self as fexec, meta};
 
 /// `file.absent`: removes a file, a link or a whole directory tree.
@@ -257,7 +257,38 @@ pub fn symlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             return Ok(ret);
         }
     } else if fs::symlink_metadata(path).is_ok() {
-        if !force {
+        if let Some(backupname) = opt_str(call, "backupname")? {
+            let backupname = if backupname.starts_with('/') {
+                backupname
+            } else if !backupname.contains('/') {
+                format!("{}/{backupname}", dirname(&normpath(&name)))
+            } else {
+                return error(
+                    ret,
+                    format!("Backupname must be an absolute path or a file name: {backupname}"),
+                );
+            };
+            let backup = Path::new(&backupname);
+            if fs::symlink_metadata(backup).is_ok() {
+                if !force {
+                    return error(
+                        ret,
+                        format!(
+                            "Symlink & backup dest exists and Force not set. {name} -> {target} - backup: {backupname}"
+                        ),
+                    );
+                }
+                if let Err(e) = fexec::remove(backup) {
+                    return error(ret, format!("Could not remove '{backupname}': {e}"));
+                }
+            }
+            if let Err(e) = fs::rename(path, backup) {
+                return error(
+                    ret,
+                    format!("Unable to rename {name} to backup {backupname} -> : {e}"),
+                );
+            }
+        } else if !force {
             let kind = if path.is_file() {
                 "File"
             } else if path.is_dir() {
@@ -270,11 +301,13 @@ pub fn symlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
                 format!("{kind} exists where the symlink {name} should be"),
             );
         }
-        if let Err(e) = fexec::remove(path) {
-            return error(
-                ret,
-                format!("Unable to create new symlink {name} -> {target}: {e}"),
-            );
+        if fs::symlink_metadata(path).is_ok() {
+            if let Err(e) = fexec::remove(path) {
+                return error(
+                    ret,
+                    format!("Unable to create new symlink {name} -> {target}: {e}"),
+                );
+            }
         }
     }
     if let Err(e) = std::os::unix::fs::symlink(&target, path) {

@@ -10,7 +10,7 @@ use halite_state::{strip_salt_url, LowChunk, Map, StateCall, StateError, StateRe
 use serde_json::json;
 
 use super::perms::{self, Wanted};
-use super::{dirname, error, owner_arg, target_name};
+use super::{dirname, error, opt_str, owner_arg, target_name};
 use crate::exec::file::{self as fexec, fnmatch, meta};
 
 const RECURSE_TYPES: &[&str] = &[
@@ -148,7 +148,42 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     let is_link = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
     if path.is_file() || (!allow_symlink && is_link) || (force && is_link) {
-        if force {
+        if let Some(backupname) = opt_str(call, "backupname")? {
+            let backup = Path::new(&backupname);
+            if fs::symlink_metadata(backup).is_ok() {
+                if !force {
+                    return error(
+                        ret,
+                        format!("File exists where the backup target {backupname} should go"),
+                    );
+                }
+                if call.test {
+                    ret.changes.insert(
+                        "forced".into(),
+                        json!(format!(
+                            "Existing file at backup path {backupname} would be removed"
+                        )),
+                    );
+                } else if let Err(e) = fexec::remove(backup) {
+                    return error(ret, format!("Could not remove '{backupname}': {e}"));
+                }
+            }
+            if call.test {
+                ret.changes.insert(
+                    "backup".into(),
+                    json!(format!("{name} would be renamed to {backupname}")),
+                );
+                ret.changes
+                    .insert(name.clone(), json!({"directory": "new"}));
+                ret.comment =
+                    format!("{name} would be backed up and replaced with a new directory");
+                ret.result = None;
+                return Ok(ret);
+            }
+            if let Err(e) = fs::rename(&path, backup) {
+                return error(ret, format!("Unable to rename {name} to {backupname}: {e}"));
+            }
+        } else if force {
             let (what, verb) = if path.is_file() {
                 ("File", "forcibly replaced")
             } else if is_link {
