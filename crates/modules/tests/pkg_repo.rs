@@ -224,3 +224,58 @@ fn pkgrepo_states_with_fields_signed_by_and_test_mode() {
     );
     assert_eq!(r.comment, format!("Package repo {absent_line} is absent"));
 }
+
+#[test]
+fn deb822_sources_are_listed_matched_and_never_rewritten() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let parts = tmp.path().join("sources.list.d");
+    std::fs::create_dir_all(&parts).unwrap_or_else(|e| panic!("mkdir: {e}"));
+    let sources = parts.join("debian.sources");
+    let text = "Types: deb deb-src\nURIs: http://deb.debian.org/debian\nSuites: bookworm bookworm-updates\n\
+                Components: main contrib\nSigned-By: /usr/share/keyrings/debian-archive-keyring.gpg\n\n\
+                Types: deb\nURIs: http://security.debian.org/debian-security\nSuites: bookworm-security\n\
+                Components: main\nEnabled: no\n";
+    std::fs::write(&sources, text).unwrap_or_else(|e| panic!("write: {e}"));
+    let h = host();
+    let kw = json!({"basedir": tmp.path().display().to_string()});
+
+    let repos = call(&h, "pkg.list_repos", json!([]), kw.clone()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        repos["http://deb.debian.org/debian"]
+            .as_array()
+            .map(Vec::len),
+        Some(4),
+        "types x suites"
+    );
+    assert_eq!(
+        repos["http://security.debian.org/debian-security"][0]["disabled"],
+        json!(true)
+    );
+
+    let line = "deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian bookworm-updates main contrib";
+    let got = call(&h, "pkg.get_repo", json!([line]), kw.clone()).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(got["file"], json!(sources.display().to_string()));
+    assert_eq!(
+        got["signedby"],
+        json!("/usr/share/keyrings/debian-archive-keyring.gpg")
+    );
+
+    let args = json!({"basedir": tmp.path().display().to_string(), "refresh": false});
+    let r = state(&h, "managed", line, args, false);
+    assert_eq!(
+        r.comment,
+        format!("Package repo '{line}' already configured"),
+        "{:?}",
+        r
+    );
+
+    let err = call(&h, "pkg.del_repo", json!([line]), kw.clone())
+        .err()
+        .unwrap_or_default();
+    assert!(err.contains("deb822"), "{err}");
+    assert_eq!(
+        std::fs::read_to_string(&sources).unwrap_or_default(),
+        text,
+        "the file is untouched"
+    );
+}

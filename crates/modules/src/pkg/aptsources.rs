@@ -2,7 +2,8 @@
 //! reading / rewriting `sources.list` and `sources.list.d/*.list` under a
 //! base directory (`/etc/apt` unless told otherwise).
 //!
-//! deb822 `.sources` files are not read; see docs/pkg.md.
+//! deb822 `.sources` files in `sources.list.d` are read (listed and
+//! matched) but not rewritten: changing one is refused with a clear error.
 
 use std::path::{Path, PathBuf};
 
@@ -230,17 +231,126 @@ pub fn read_sources(basedir: &Path) -> PkgResult<Vec<SourcesFile>> {
     Ok(files)
 }
 
+/// Parses a deb822 `.sources` file into one entry per type, URI and suite.
+pub fn parse_deb822(text: &str) -> Vec<SourceEntry> {
+    let mut out = Vec::new();
+    for stanza in text.split("\n\n") {
+        let mut fields: Vec<(String, String)> = Vec::new();
+        for line in stanza.lines() {
+            if line.starts_with('#') {
+                continue;
+            }
+            if line.starts_with([' ', '\t']) {
+                if let Some((_, v)) = fields.last_mut() {
+                    v.push(' ');
+                    v.push_str(line.trim());
+                }
+            } else if let Some((k, v)) = line.split_once(':') {
+                fields.push((k.trim().to_ascii_lowercase(), v.trim().to_string()));
+            }
+        }
+        let get = |k: &str| {
+            fields
+                .iter()
+                .find(|(f, _)| f == k)
+                .map(|(_, v)| v.as_str())
+                .unwrap_or("")
+        };
+        let words = |k: &str| {
+            get(k)
+                .split_whitespace()
+                .map(str::to_string)
+                .collect::<Vec<_>>()
+        };
+        let mut options = Vec::new();
+        if !get("architectures").is_empty() {
+            options.push(("arch".to_string(), words("architectures").join(",")));
+        }
+        let signed_by = get("signed-by");
+        if !signed_by.is_empty() && !signed_by.contains("BEGIN PGP") {
+            options.push(("signed-by".to_string(), signed_by.to_string()));
+        }
+        if halite_state::truthy(&Value::from(get("trusted"))) {
+            options.push(("trusted".to_string(), "yes".to_string()));
+        }
+        let disabled = get("enabled").eq_ignore_ascii_case("no");
+        for kind in words("types") {
+            for uri in words("uris") {
+                for dist in words("suites") {
+                    out.push(SourceEntry {
+                        disabled,
+                        kind: kind.clone(),
+                        options: options.clone(),
+                        uri: uri.clone(),
+                        dist,
+                        comps: words("components"),
+                        comment: String::new(),
+                    });
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The deb822 files of `<basedir>/sources.list.d` and their entries.
+pub fn read_deb822_sources(basedir: &Path) -> PkgResult<Vec<(PathBuf, Vec<SourceEntry>)>> {
+    let dir = basedir.join("sources.list.d");
+    let mut paths: Vec<PathBuf> = match std::fs::read_dir(&dir) {
+        Ok(rd) => rd
+            .filter_map(Result::ok)
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "sources"))
+            .collect(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(e) => return Err(PkgError::io(&dir, e)),
+    };
+    paths.sort();
+    let mut out = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(&path).map_err(|e| PkgError::io(&path, e))?;
+        out.push((path, parse_deb822(&text)));
+    }
+    Ok(out)
+}
+
+/// Every entry with the file it is in: one-line files first, then deb822.
+fn all_entries(basedir: &Path) -> PkgResult<Vec<(PathBuf, SourceEntry)>> {
+    let mut out = Vec::new();
+    for file in read_sources(basedir)? {
+        for (_, e) in file.entries() {
+            out.push((file.path.clone(), e));
+        }
+    }
+    for (path, entries) in read_deb822_sources(basedir)? {
+        out.extend(entries.into_iter().map(|e| (path.clone(), e)));
+    }
+    Ok(out)
+}
+
+/// Refuses to edit a repo that lives in a deb822 file.
+fn refuse_deb822(basedir: &Path, wanted: &SourceEntry, repo: &str) -> PkgResult<()> {
+    for (path, entries) in read_deb822_sources(basedir)? {
+        if entries.iter().any(|e| e.same_repo(wanted)) {
+            return Err(PkgError::Unsupported(format!(
+                "repo '{repo}' is defined in the deb822 file {}; halite does not rewrite deb822 sources yet, \
+                 manage that file with file.managed",
+                path.display()
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// `pkg.list_repos`: uri -> [repo dict...].
 pub fn list_repos(basedir: &Path) -> PkgResult<Map> {
     let mut repos = Map::new();
-    for file in read_sources(basedir)? {
-        for (_, e) in file.entries() {
-            let entry = repos
-                .entry(e.uri.clone())
-                .or_insert_with(|| Value::Array(Vec::new()));
-            if let Value::Array(list) = entry {
-                list.push(Value::Object(e.to_repo_dict(&file.path)));
-            }
+    for (path, e) in all_entries(basedir)? {
+        let entry = repos
+            .entry(e.uri.clone())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        if let Value::Array(list) = entry {
+            list.push(Value::Object(e.to_repo_dict(&path)));
         }
     }
     Ok(repos)
@@ -250,13 +360,11 @@ pub fn list_repos(basedir: &Path) -> PkgResult<Map> {
 /// when the definition names components, one of them); `{}` when none.
 pub fn get_repo(basedir: &Path, repo: &str) -> PkgResult<Map> {
     let wanted = parse_repo(repo)?;
-    for file in read_sources(basedir)? {
-        for (_, e) in file.entries() {
-            if e.same_repo(&wanted)
-                && (wanted.comps.is_empty() || wanted.comps.iter().any(|c| e.comps.contains(c)))
-            {
-                return Ok(e.to_repo_dict(&file.path));
-            }
+    for (path, e) in all_entries(basedir)? {
+        if e.same_repo(&wanted)
+            && (wanted.comps.is_empty() || wanted.comps.iter().any(|c| e.comps.contains(c)))
+        {
+            return Ok(e.to_repo_dict(&path));
         }
     }
     Ok(Map::new())
@@ -299,6 +407,7 @@ pub fn del_repo(basedir: &Path, repo: &str) -> PkgResult<String> {
         }
     }
     if msg.is_empty() {
+        refuse_deb822(basedir, &wanted, repo)?;
         return Err(PkgError::failed(
             format!("Repo {repo} doesn't exist in the sources.list(s)"),
             "",
@@ -332,6 +441,7 @@ pub fn mod_repo(basedir: &Path, repo: &str, settings: &Map) -> PkgResult<Map> {
         }
     }
     if !done {
+        refuse_deb822(basedir, &entry, repo)?;
         let path = target_file.unwrap_or_else(|| basedir.join("sources.list"));
         let mut file = match files.into_iter().find(|f| f.path == path) {
             Some(f) => f,
