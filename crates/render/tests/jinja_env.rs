@@ -191,7 +191,7 @@ fn merges_and_copies() {
 
 #[test]
 fn log_and_file_helpers() {
-    assert_eq!(ok("{% do salt['log.debug']('x') %}{{ salt['log.info']('y') }} {{ salt.log.warning('z') }}"), "None None");
+    assert_eq!(ok("{% do salt['log.debug']('x') %}{{ salt['log.info']('y') }} {{ salt.log.warning('z') }}"), "True True");
     assert_eq!(ok("{{ salt['file.join']('/a', 'b', 'c') }} {{ salt.file.dirname('/a/b/c.txt') }} {{ salt['file.basename']('/a/b/c.txt') }}"),
         "/a/b/c /a/b c.txt");
 }
@@ -228,7 +228,7 @@ fn serializer_filters() {
         "['x'] 2"
     );
     assert_eq!(ok("{{ \"it's\"|yaml_dquote }} {{ \"it's\"|yaml_squote }} {{ 'yes'|yaml_encode }} {{ 'x'|yaml_encode }}"),
-        "\"it's\" 'it''s' 'yes' x");
+        "\"it's\" 'it''s' \"yes\" \"x\"");
 }
 
 #[test]

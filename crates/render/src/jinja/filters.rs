@@ -337,18 +337,24 @@ fn double_quoted(text: &str) -> String {
     out
 }
 
-/// `yaml_encode`: one scalar as YAML (`'yes'`, `5`, `true`, `foo`).
+/// `yaml_encode`: one scalar as YAML: strings double-quoted (Salt uses
+/// `yaml_dquote` for them), other scalars as PyYAML writes them (`true`, `5`).
 fn yaml_encode(value: MjValue) -> Result<String, Error> {
     let data = from_template(&value);
-    if matches!(data, crate::Value::Array(_) | crate::Value::Object(_)) {
-        return Err(invalid("yaml_encode only encodes scalars"));
+    match data {
+        crate::Value::Array(_) | crate::Value::Object(_) => {
+            Err(invalid("yaml_encode only encodes scalars"))
+        }
+        crate::Value::String(text) => Ok(double_quoted(&text)),
+        scalar => {
+            let text = crate::yaml::dump(&scalar, true);
+            Ok(text
+                .trim_end()
+                .trim_end_matches("\n...")
+                .trim_end()
+                .to_string())
+        }
     }
-    let text = crate::yaml::dump(&data, true);
-    Ok(text
-        .trim_end()
-        .trim_end_matches("\n...")
-        .trim_end()
-        .to_string())
 }
 
 fn base64_decode(value: MjValue) -> Result<String, Error> {

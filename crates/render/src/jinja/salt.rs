@@ -48,11 +48,9 @@ const PURE_FUNCTIONS: &[&str] = &[
     "log.debug",
     "log.info",
     "log.warning",
-    "log.warn",
     "log.error",
     "log.critical",
     "log.exception",
-    "log.trace",
     "file.join",
     "file.dirname",
     "file.basename",
@@ -89,7 +87,6 @@ impl SaltData {
     }
 
     fn call_pure(&self, fun: &str, call: &CallArgs) -> Result<MjValue, Error> {
-        let none = MjValue::from(());
         match fun {
             "pillar.get" | "pillar.fetch" => Ok(pillar_get(&self.pillar, call)),
             "pillar.items" | "pillar.raw" => Ok(self.pillar.clone()),
@@ -197,16 +194,17 @@ impl SaltData {
                     .collect::<Vec<_>>()
                     .join(" ");
                 match fun {
-                    "log.debug" | "log.trace" => {
+                    "log.debug" => {
                         tracing::debug!(target: "halite_render::template", "{message}")
                     }
                     "log.info" => tracing::info!(target: "halite_render::template", "{message}"),
-                    "log.warning" | "log.warn" => {
+                    "log.warning" => {
                         tracing::warn!(target: "halite_render::template", "{message}")
                     }
                     _ => tracing::error!(target: "halite_render::template", "{message}"),
                 }
-                Ok(none)
+                // Salt's log module returns True.
+                Ok(MjValue::from(true))
             }
             _ => Err(Error::new(
                 ErrorKind::UnknownFunction,
