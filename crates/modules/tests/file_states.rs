@@ -1075,3 +1075,24 @@ fn backupname_moves_a_file_out_of_the_way() {
         r.comment
     );
 }
+
+#[test]
+fn mode_keep_copies_the_source_mode() {
+    let f = fixture();
+    let script = f.root.join("run.sh");
+    fs::write(&script, "#!/bin/sh\n").expect("write");
+    fs::set_permissions(&script, fs::Permissions::from_mode(0o755)).expect("chmod");
+    let dest = f.work.join("run.sh");
+    let r = run(
+        &f.host,
+        "managed",
+        &dest.display().to_string(),
+        json!({"source": "salt://run.sh", "mode": "keep"}),
+        false,
+    );
+    assert_eq!(
+        Value::Object(r.changes),
+        json!({"diff": "New file", "mode": "0755"})
+    );
+    assert_eq!(mode_of(&dest), 0o755);
+}

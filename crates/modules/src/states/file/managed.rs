@@ -17,7 +17,11 @@ use crate::exec::file::meta::{self, HashType};
 /// Where the new content of a managed file comes from once resolved.
 pub(crate) enum NewContent {
     /// Bytes to write (inline contents, a rendered template, or a source file).
-    Bytes { data: Vec<u8>, from_source: bool },
+    Bytes {
+        data: Vec<u8>,
+        /// The local copy of the `source` they came from, if any.
+        source: Option<PathBuf>,
+    },
     /// No source and no contents: only existence, owner and mode are managed.
     Nothing,
 }
@@ -319,7 +323,7 @@ fn new_content(
         }
         return Ok(Ok(NewContent::Bytes {
             data: text.into_bytes(),
-            from_source: false,
+            source: None,
         }));
     }
     let Some(source) = source else {
@@ -358,7 +362,7 @@ fn new_content(
     let _ = name;
     Ok(Ok(NewContent::Bytes {
         data,
-        from_source: true,
+        source: Some(local),
     }))
 }
 
@@ -403,6 +407,16 @@ pub(crate) fn manage(
         Ok(n) => n,
         Err(msg) => return error(ret, msg),
     };
+    // `mode: keep` takes the mode of the source file.
+    if let (
+        true,
+        NewContent::Bytes {
+            source: Some(src), ..
+        },
+    ) = (keep_mode, &new)
+    {
+        mode = meta::ownership(src, true).ok().map(|o| o.mode);
+    }
     let replace = args.replace && !matches!(new, NewContent::Nothing);
     if !args.create && !path.is_file() {
         ret.comment = format!("File {name} is not present and is not set for creation");
@@ -513,7 +527,7 @@ pub(crate) fn manage(
     // contents into a file created under the umask (0077 when a mode is given).
     let create_mode = match &new {
         NewContent::Bytes {
-            from_source: true, ..
+            source: Some(_), ..
         } => 0o600,
         _ if mode.is_some() => 0o600,
         _ => 0o666 & !umask,

@@ -214,7 +214,7 @@ pub fn serialize(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let mut out = managed::manage(call, &name, &args, ret, move |_| {
         Ok(Ok(NewContent::Bytes {
             data: contents.into_bytes(),
-            from_source: false,
+            source: None,
         }))
     })?;
     // Salt reports a merge as the structural difference of the data.
