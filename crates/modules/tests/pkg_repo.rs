@@ -12,11 +12,19 @@ use halite_state::{LowChunk, Map, StateCall, StateResult, Value};
 use serde_json::json;
 
 fn host() -> Host {
+    host_with_root(None)
+}
+
+fn host_with_root(root: Option<&Path>) -> Host {
+    let mut roots = BTreeMap::new();
+    if let Some(r) = root {
+        roots.insert("base".to_string(), vec![r.to_path_buf()]);
+    }
     Host {
         opts: json!({}),
         grains: json!({"os_family": "Debian"}),
         pillar: json!({}),
-        files: Arc::new(LocalFileClient::new(BTreeMap::new())),
+        files: Arc::new(LocalFileClient::new(roots)),
         exec: table::exec_modules(),
         states: table::state_modules(),
         events: Arc::new(LogEvents),
@@ -278,4 +286,82 @@ fn deb822_sources_are_listed_matched_and_never_rewritten() {
         text,
         "the file is untouched"
     );
+}
+
+#[test]
+fn signing_key_from_key_url_and_key_text() {
+    let have_gpg = std::process::Command::new("gpg")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !have_gpg {
+        eprintln!("skipped: gpg is not installed (gnupg de-armors keys for .gpg keyrings)");
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let srv = tmp.path().join("srv");
+    std::fs::create_dir_all(srv.join("keys")).unwrap_or_else(|e| panic!("mkdir: {e}"));
+    let raw: Vec<u8> = (0u8..=255).collect();
+    std::fs::write(tmp.path().join("raw.bin"), &raw).unwrap_or_else(|e| panic!("write: {e}"));
+    let armored = std::process::Command::new("gpg")
+        .args(["--batch", "--enarmor", "-o", "-"])
+        .arg(tmp.path().join("raw.bin"))
+        .output()
+        .unwrap_or_else(|e| panic!("gpg --enarmor: {e}"));
+    assert!(armored.status.success());
+    std::fs::write(srv.join("keys/repo.asc"), &armored.stdout)
+        .unwrap_or_else(|e| panic!("write: {e}"));
+
+    let h = host_with_root(Some(&srv));
+    let keyring = tmp.path().join("keyrings/repo.gpg");
+    let args = json!({
+        "uri": "https://pkgs.example/apt", "dist": "stable", "comps": "main",
+        "signedby": keyring.display().to_string(), "key_url": "salt://keys/repo.asc",
+        "file": tmp.path().join("sources.list.d/repo.list").display().to_string(),
+        "basedir": tmp.path().display().to_string(), "refresh": false,
+    });
+    let r = state(&h, "managed", "repo", args.clone(), true);
+    assert_eq!(r.result, None);
+    assert_eq!(r.changes["key"], json!(keyring.display().to_string()));
+    assert!(!keyring.exists(), "test=True writes no key");
+
+    let r = state(&h, "managed", "repo", args.clone(), false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(r.changes["key"], json!(keyring.display().to_string()));
+    assert_eq!(
+        std::fs::read(&keyring).unwrap_or_default(),
+        raw,
+        "de-armored for apt"
+    );
+    let r = state(&h, "managed", "repo", args.clone(), false);
+    assert_eq!(r.comment, "Package repo 'repo' already configured");
+
+    std::fs::write(&keyring, b"stale").unwrap_or_else(|e| panic!("write: {e}"));
+    let r = state(&h, "managed", "repo", args.clone(), false);
+    assert_eq!(
+        r.changes,
+        json!({"key": keyring.display().to_string()})
+            .as_object()
+            .cloned()
+            .unwrap_or_default()
+    );
+    assert_eq!(std::fs::read(&keyring).unwrap_or_default(), raw);
+
+    let asc = tmp.path().join("keyrings/text.asc");
+    let mut text_args = args.clone();
+    text_args["signedby"] = json!(asc.display().to_string());
+    text_args["key_text"] = json!(String::from_utf8_lossy(&armored.stdout));
+    let r = state(&h, "managed", "repo", text_args, false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(
+        std::fs::read(&asc).unwrap_or_default(),
+        armored.stdout,
+        ".asc keys are kept armored"
+    );
+
+    let mut no_path = args;
+    no_path.as_object_mut().map(|m| m.remove("signedby"));
+    let r = state(&h, "managed", "repo", no_path, false);
+    assert_eq!(r.result, Some(false));
+    assert!(r.comment.contains("need signedby"), "{}", r.comment);
 }

@@ -37,7 +37,20 @@ impl StateModule for PkgrepoState {
 
 /// Keyword arguments that are not repo settings.
 const NOT_SETTINGS: &[&str] = &[
-    "state", "name", "__sls__", "__env__", "__id__", "order", "fun", "refresh", "basedir", "test",
+    "key_url",
+    "key_text",
+    "aptkey",
+    "clean_file",
+    "state",
+    "name",
+    "__sls__",
+    "__env__",
+    "__id__",
+    "order",
+    "fun",
+    "refresh",
+    "basedir",
+    "test",
 ];
 
 fn settings_of(call: &StateCall<'_>) -> Map {
@@ -97,6 +110,100 @@ fn normalized(line: &str) -> Option<SourceEntry> {
     Some(e)
 }
 
+/// Puts the repository's signing key (`key_text`, or `key_url`: `salt://`,
+/// `file://` or a local path) at the `signedby` path, de-armoring it with
+/// `gpg --dearmor` unless the path ends in `.asc`. Returns the path when
+/// the key is (or, under test, would be) written; `None` when there is no
+/// key to manage or it is already in place.
+fn signing_key(call: &StateCall<'_>, test: bool) -> Result<Option<String>, String> {
+    let key_text = call.arg_str("key_text").map_err(|e| e.to_string())?;
+    let key_url = call.arg_str("key_url").map_err(|e| e.to_string())?;
+    if key_text.is_none() && key_url.is_none() {
+        return Ok(None);
+    }
+    let target = call
+        .arg_str("signedby")
+        .map_err(|e| e.to_string())?
+        .filter(|s| !s.is_empty())
+        .ok_or("key_url/key_text need signedby: the keyring path apt should trust for this repo")?;
+    let content: Vec<u8> = match (key_text, key_url) {
+        (Some(text), _) => text.into_bytes(),
+        (None, Some(url)) => {
+            let local = if let Some((path, env)) = halite_state::strip_salt_url(&url) {
+                let saltenv = env.unwrap_or(if call.chunk.env().is_empty() {
+                    "base"
+                } else {
+                    call.chunk.env()
+                });
+                call.env
+                    .file_client()
+                    .cache_file(path, saltenv)
+                    .map_err(|e| e.to_string())?
+                    .ok_or_else(|| format!("key_url {url} not found"))?
+            } else if let Some(p) = url.strip_prefix("file://") {
+                std::path::PathBuf::from(p)
+            } else if url.contains("://") {
+                return Err(format!(
+                    "key_url {url}: only salt://, file:// and local paths are fetched; download the key with file.managed"
+                ));
+            } else {
+                std::path::PathBuf::from(&url)
+            };
+            std::fs::read(&local)
+                .map_err(|e| format!("cannot read key {}: {e}", local.display()))?
+        }
+        (None, None) => return Ok(None),
+    };
+    let armored = content.starts_with(b"-----BEGIN PGP");
+    let wanted = if armored && !target.ends_with(".asc") {
+        gpg_dearmor(&content)?
+    } else {
+        content
+    };
+    if std::fs::read(&target).ok().as_deref() == Some(wanted.as_slice()) {
+        return Ok(None);
+    }
+    if !test {
+        if let Some(dir) = std::path::Path::new(&target).parent() {
+            std::fs::create_dir_all(dir)
+                .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        }
+        std::fs::write(&target, &wanted).map_err(|e| format!("cannot write {target}: {e}"))?;
+    }
+    Ok(Some(target))
+}
+
+/// `gpg --dearmor` of an ASCII-armored key: the binary keyring apt reads
+/// from a `.gpg` path.
+fn gpg_dearmor(armored: &[u8]) -> Result<Vec<u8>, String> {
+    use std::io::Write;
+    let mut child = std::process::Command::new("gpg")
+        .args(["--batch", "--dearmor"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("gpg --dearmor: {e}; install gnupg or give signedby a .asc path"))?;
+    // Feed stdin from a thread so a large keyring cannot fill both pipes.
+    let writer = child.stdin.take().map(|mut stdin| {
+        let data = armored.to_vec();
+        std::thread::spawn(move || stdin.write_all(&data))
+    });
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("gpg --dearmor: {e}"))?;
+    if let Some(Ok(Err(e))) = writer.map(|w| w.join()) {
+        return Err(format!("gpg --dearmor: {e}"));
+    }
+    if !out.status.success() {
+        return Err(format!(
+            "gpg --dearmor failed: {}",
+            String::from_utf8_lossy(&out.stderr).trim()
+        ));
+    }
+    Ok(out.stdout)
+}
+
 const MAY_DIFFER: &str = "This may cause pkg states to behave differently than stated if this action is repeated \
                           without test=True, due to the differences in the configured repositories.";
 
@@ -112,6 +219,19 @@ fn managed(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<StateResu
         (lookup.to_line(), Some(entry.to_line()))
     } else {
         (name.clone(), None)
+    };
+    let key_change = if apt {
+        match signing_key(call, call.test) {
+            Ok(k) => k,
+            Err(e) => {
+                return Ok(StateResult::fail(
+                    name.clone(),
+                    format!("Failed to configure repo '{name}': {e}"),
+                ))
+            }
+        }
+    } else {
+        None
     };
     let pre = provider.get_repo(&repo, &opts)?;
     let configured = match &desired_line {
@@ -136,10 +256,21 @@ fn managed(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<StateResu
         }
     };
     if !pre.is_empty() && configured {
-        return Ok(StateResult::ok(
-            name.clone(),
-            format!("Package repo '{name}' already configured"),
-        ));
+        let Some(key) = key_change else {
+            return Ok(StateResult::ok(
+                name.clone(),
+                format!("Package repo '{name}' already configured"),
+            ));
+        };
+        let comment = if call.test {
+            format!("Package repo '{name}' would be configured. {MAY_DIFFER}")
+        } else {
+            format!("Configured package repo '{name}'")
+        };
+        let mut r = StateResult::new(name, if call.test { None } else { Some(true) });
+        r.comment = comment;
+        r.changes.insert("key".into(), json!(key));
+        return Ok(r);
     }
     let diff = |post: &Map| -> Map {
         let mut changes = Map::new();
@@ -162,6 +293,10 @@ fn managed(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<StateResu
         } else {
             diff(&settings)
         };
+        let mut changes = changes;
+        if let Some(key) = key_change {
+            changes.insert("key".into(), json!(key));
+        }
         return Ok(StateResult::would_change(
             name.clone(),
             format!("Package repo '{name}' would be configured. {MAY_DIFFER}"),
@@ -200,6 +335,9 @@ fn managed(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<StateResu
     };
     let mut r = StateResult::ok(name.clone(), format!("Configured package repo '{name}'"));
     r.changes = changes;
+    if let Some(key) = key_change {
+        r.changes.insert("key".into(), json!(key));
+    }
     Ok(r)
 }
 
