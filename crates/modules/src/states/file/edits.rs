@@ -106,6 +106,23 @@ pub fn line(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             return error(ret, e.to_string());
         }
     }
+    // Salt first runs `file.managed(replace=False)` with these, so owner and
+    // mode are enforced (silently) on the file being edited.
+    let user = super::owner_arg(call, "user")?;
+    let group = super::owner_arg(call, "group")?;
+    let file_mode = call
+        .arg("file_mode")
+        .and_then(crate::exec::file::meta::normalize_mode);
+    if path.is_file() && (user.is_some() || group.is_some() || file_mode.is_some()) {
+        let wanted = super::perms::Wanted {
+            user: user.as_deref(),
+            group: group.as_deref(),
+            mode: file_mode.as_deref(),
+            follow_symlinks: true,
+        };
+        let mut scratch = StateResult::new(name.clone(), Some(true));
+        super::perms::check_perms(path, &mut scratch, wanted, call.test);
+    }
     if let Err(msg) = check_file(&name) {
         return error(ret, msg);
     }
