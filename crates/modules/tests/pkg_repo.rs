@@ -365,3 +365,92 @@ fn signing_key_from_key_url_and_key_text() {
     assert_eq!(r.result, Some(false));
     assert!(r.comment.contains("need signedby"), "{}", r.comment);
 }
+
+#[test]
+fn pkg_states_refuse_bad_arguments_without_touching_the_system() {
+    let h = host();
+    let run = |fun: &str, args: Value| {
+        let mut chunk = Map::new();
+        chunk.insert("state".into(), json!("pkg"));
+        chunk.insert("name".into(), json!("x"));
+        chunk.insert("__id__".into(), json!("x"));
+        chunk.extend(args.as_object().cloned().unwrap_or_default());
+        chunk.insert("fun".into(), json!(fun));
+        let chunk = LowChunk(chunk);
+        let call = StateCall {
+            chunk: &chunk,
+            test: false,
+            env: &h,
+            sfun: None,
+            reqs: None,
+        };
+        let module = h
+            .states
+            .get("pkg")
+            .unwrap_or_else(|| panic!("pkg not registered"));
+        module
+            .call(fun, &call)
+            .unwrap_or_else(|e| panic!("{fun}: {e}"))
+    };
+    let r = run("installed", json!({"pkgs": []}));
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (Some(true), "No packages to install provided")
+    );
+    let r = run(
+        "installed",
+        json!({"pkgs": ["a"], "sources": [{"a": "/a.deb"}]}),
+    );
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (
+            Some(false),
+            "Only one of \"pkgs\" and \"sources\" is permitted."
+        )
+    );
+    let r = run("installed", json!({"pkgs": {"a": 1}}));
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (
+            Some(false),
+            "Invalidly formatted 'pkgs' parameter. See minion log."
+        )
+    );
+    let r = run(
+        "installed",
+        json!({"sources": [{"a": "https://example.invalid/a.deb"}]}),
+    );
+    assert_eq!(r.result, Some(false));
+    assert!(r.comment.contains("file.managed"), "{}", r.comment);
+    let unsupported = Host {
+        grains: json!({"os_family": "Windows"}),
+        ..host()
+    };
+    let chunk = LowChunk(
+        json!({"state": "pkg", "name": "x", "__id__": "x", "fun": "installed"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    );
+    let call = StateCall {
+        chunk: &chunk,
+        test: false,
+        env: &unsupported,
+        sfun: None,
+        reqs: None,
+    };
+    let r = unsupported
+        .states
+        .get("pkg")
+        .map(|m| m.call("installed", &call));
+    let r = r
+        .unwrap_or_else(|| panic!("pkg not registered"))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(r.result, Some(false));
+    assert!(
+        r.comment
+            .contains("No package provider for os_family 'Windows'"),
+        "{}",
+        r.comment
+    );
+}

@@ -129,6 +129,14 @@ impl StateRun<'_> {
 
     fn installed(&self) -> Result<StateResult, PkgError> {
         let name = self.name();
+        if self
+            .call
+            .arg("pkgs")
+            .and_then(Value::as_array)
+            .is_some_and(Vec::is_empty)
+        {
+            return Ok(StateResult::ok(name, "No packages to install provided"));
+        }
         if self.call.arg("pkgs").is_some() && self.call.arg("sources").is_some() {
             return Ok(StateResult::fail(
                 name,
