@@ -28,7 +28,13 @@ fn host(root: &Path) -> Host {
     }
 }
 
-fn run(host: &Host, fun: &str, name: &str, args: Value, test: bool) -> StateResult {
+fn try_run(
+    host: &Host,
+    fun: &str,
+    name: &str,
+    args: Value,
+    test: bool,
+) -> Result<StateResult, String> {
     let mut m = Map::new();
     m.insert("state".into(), json!("file"));
     m.insert("name".into(), json!(name));
@@ -47,7 +53,11 @@ fn run(host: &Host, fun: &str, name: &str, args: Value, test: bool) -> StateResu
         sfun: None,
         reqs: None,
     };
-    match FileState.call(fun, &call) {
+    FileState.call(fun, &call).map_err(|e| e.to_string())
+}
+
+fn run(host: &Host, fun: &str, name: &str, args: Value, test: bool) -> StateResult {
+    match try_run(host, fun, name, args, test) {
         Ok(r) => r,
         Err(e) => panic!("file.{fun} returned an error: {e}"),
     }
@@ -1095,4 +1105,91 @@ fn mode_keep_copies_the_source_mode() {
         json!({"diff": "New file", "mode": "0755"})
     );
     assert_eq!(mode_of(&dest), 0o755);
+}
+
+#[test]
+fn bad_input_fails_cleanly() {
+    let f = fixture();
+    let p = f.work.join("odd").display().to_string();
+    let r = run(&f.host, "managed", &p, json!({"contents": {"a": 1}}), false);
+    assert_eq!(r.result, Some(false));
+    assert!(r.comment.starts_with(
+        "Contents specified by contents/contents_pillar/contents_grains is not a string"
+    ));
+    let err = try_run(
+        &f.host,
+        "managed",
+        &p,
+        json!({"contents": "x", "mode": "rwx"}),
+        false,
+    );
+    assert_eq!(
+        err.err().as_deref(),
+        Some("Invalid mode '0rwx': give an octal mode such as 0644")
+    );
+    assert!(
+        !Path::new(&p).exists(),
+        "nothing is written when the mode is invalid"
+    );
+    let r = run(
+        &f.host,
+        "managed",
+        &p,
+        json!({"contents": "x", "context": [1]}),
+        false,
+    );
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (Some(false), "Context must be formed as a dict")
+    );
+    let d = f.work.join("dir").display().to_string();
+    let r = run(&f.host, "directory", &d, json!({"recurse": "user"}), false);
+    assert_eq!(r.comment, "\"recurse\" must be formed as a list of strings");
+    let r = run(
+        &f.host,
+        "directory",
+        &d,
+        json!({"recurse": ["bogus"]}),
+        true,
+    );
+    assert!(
+        r.comment.starts_with("Types for \"recurse\" limited to"),
+        "{}",
+        r.comment
+    );
+    let r = run(
+        &f.host,
+        "replace",
+        &p,
+        json!({"pattern": "(", "repl": "x"}),
+        false,
+    );
+    assert_eq!(r.result, Some(false));
+    let r = run(
+        &f.host,
+        "replace",
+        "",
+        json!({"pattern": "a", "repl": "x"}),
+        false,
+    );
+    assert_eq!(r.comment, "Must provide name to file.replace");
+    fs::write(&p, "x\n").expect("write");
+    let r = run(&f.host, "line", &p, json!({"content": "x"}), false);
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (
+            Some(false),
+            "Mode was not defined. How to process the file?"
+        )
+    );
+    let r = run(
+        &f.host,
+        "serialize",
+        &p,
+        json!({"formatter": "toml", "dataset": {}}),
+        false,
+    );
+    assert!(r
+        .comment
+        .starts_with("The toml serializer could not be found"));
 }

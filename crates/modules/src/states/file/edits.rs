@@ -110,9 +110,7 @@ pub fn line(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     // mode are enforced (silently) on the file being edited.
     let user = super::owner_arg(call, "user")?;
     let group = super::owner_arg(call, "group")?;
-    let file_mode = call
-        .arg("file_mode")
-        .and_then(crate::exec::file::meta::normalize_mode);
+    let file_mode = super::mode_arg(call, "file_mode")?;
     if path.is_file() && (user.is_some() || group.is_some() || file_mode.is_some()) {
         let wanted = super::perms::Wanted {
             user: user.as_deref(),

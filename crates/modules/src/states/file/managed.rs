@@ -239,12 +239,12 @@ pub(crate) struct ManagedArgs {
 
 impl ManagedArgs {
     pub(crate) fn from_call(call: &StateCall<'_>) -> Result<Self, StateError> {
-        let mode = call.arg("mode").and_then(meta::normalize_mode);
+        let mode = super::mode_arg(call, "mode")?;
         Ok(ManagedArgs {
             user: owner_arg(call, "user")?,
             group: owner_arg(call, "group")?,
             mode,
-            dir_mode: call.arg("dir_mode").and_then(meta::normalize_mode),
+            dir_mode: super::mode_arg(call, "dir_mode")?,
             makedirs: call.arg_bool("makedirs", false),
             replace: call.arg_bool("replace", true),
             create: call.arg_bool("create", true),

@@ -94,6 +94,23 @@ pub(crate) fn owner_arg(call: &StateCall<'_>, key: &str) -> Result<Option<String
     }
 }
 
+/// A mode argument normalized as Salt does (`644`, `"0644"`, `"0o644"` ->
+/// `"0644"`), refused with a clear message when it is not octal. `keep`
+/// (file.managed's "mode of the source") reads as no mode here.
+pub(crate) fn mode_arg(call: &StateCall<'_>, key: &str) -> Result<Option<String>, StateError> {
+    let Some(raw) = call.arg(key) else {
+        return Ok(None);
+    };
+    if raw.as_str().is_some_and(|s| s.eq_ignore_ascii_case("keep")) {
+        return Ok(None);
+    }
+    let Some(mode) = crate::exec::file::meta::normalize_mode(raw) else {
+        return Ok(None);
+    };
+    crate::exec::file::meta::parse_mode(&mode).map_err(|e| StateError::BadArg(e.to_string()))?;
+    Ok(Some(mode))
+}
+
 /// A result whose `result` is False with `comment` (Salt's `_error`).
 pub(crate) fn error(
     mut ret: StateResult,

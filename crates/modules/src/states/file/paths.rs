@@ -402,9 +402,7 @@ pub fn copy(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         if !u_check.is_empty() {
             return error(ret, u_check);
         }
-        let mode = call
-            .arg("mode")
-            .and_then(meta::normalize_mode)
+        let mode = super::mode_arg(call, "mode")?
             .or_else(|| meta::ownership(src_path, true).ok().map(|o| o.mode));
         (user, group, mode)
     };
@@ -454,9 +452,7 @@ pub fn copy(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let parent = dirname(&dest);
     if !Path::new(&parent).is_dir() {
         if call.arg_bool("makedirs", false) {
-            let dir_mode = call
-                .arg("dir_mode")
-                .and_then(meta::normalize_mode)
+            let dir_mode = super::mode_arg(call, "dir_mode")?
                 .or_else(|| mode.as_deref().map(perms::dir_mode_from_file_mode));
             if let Err(e) =
                 perms::make_parent_dirs(&dest_path, Some(&user), Some(&group), dir_mode.as_deref())

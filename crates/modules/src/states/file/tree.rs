@@ -121,14 +121,11 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     let user = owner_arg(call, "user")?;
     let group = owner_arg(call, "group")?;
-    let dir_mode = call
-        .arg("dir_mode")
-        .or_else(|| call.arg("mode"))
-        .and_then(meta::normalize_mode);
-    let file_mode = call
-        .arg("file_mode")
-        .and_then(meta::normalize_mode)
-        .or_else(|| dir_mode.clone());
+    let dir_mode = match super::mode_arg(call, "dir_mode")? {
+        Some(m) => Some(m),
+        None => super::mode_arg(call, "mode")?,
+    };
+    let file_mode = super::mode_arg(call, "file_mode")?.or_else(|| dir_mode.clone());
     let follow = call.arg_bool("follow_symlinks", false);
     let makedirs = call.arg_bool("makedirs", false);
     let force = call.arg_bool("force", false);
@@ -507,7 +504,7 @@ pub fn recurse(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     let user = owner_arg(call, "user")?;
     let group = owner_arg(call, "group")?;
-    let dir_mode = call.arg("dir_mode").and_then(meta::normalize_mode);
+    let dir_mode = super::mode_arg(call, "dir_mode")?;
     let file_mode_raw = call.arg("file_mode").cloned();
     let u_check = perms::check_user(user.as_deref(), group.as_deref(), call.test);
     if !u_check.is_empty() {
