@@ -691,3 +691,66 @@ fn usr_absent(name: &str) -> bool {
         .map(|o| o.status.success())
         .unwrap_or(true)
 }
+
+fn shadow_hash(user: &str) -> String {
+    std::fs::read_to_string("/etc/shadow")
+        .unwrap_or_default()
+        .lines()
+        .find_map(|l| {
+            l.strip_prefix(&format!("{user}:"))
+                .map(|rest| rest.split(':').next().unwrap_or("").to_string())
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn hash_password_hashes_clear_text_and_stays_idempotent() {
+    require_root!();
+    let host = host();
+    let user = unique("h");
+    let _guard = Cleanup {
+        users: vec![user.clone()],
+        groups: vec![user.clone()],
+        dirs: vec![],
+    };
+    let args = json!({"password": "s3cret", "hash_password": true, "createhome": false});
+    let r = state(&host, "user", "present", &user, args.clone(), false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    let hash = shadow_hash(&user);
+    assert!(hash.starts_with("$6$"), "{hash}");
+    let salt = hash.split('$').nth(2).unwrap_or_default().to_string();
+    if halite_modules::grains::hw::which("openssl").is_some() {
+        let out = Command::new("openssl")
+            .args(["passwd", "-6", "-salt", &salt, "s3cret"])
+            .output()
+            .expect("openssl runs");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            hash,
+            "openssl computes the same crypt hash"
+        );
+    }
+    let r = state(&host, "user", "present", &user, args, false);
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (Some(true), format!("User {user} is present and up to date"))
+    );
+    let r = state(
+        &host,
+        "user",
+        "present",
+        &user,
+        json!({"password": "other", "hash_password": true}),
+        false,
+    );
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (Some(true), format!("Updated user {user}"))
+    );
+    assert_eq!(r.changes.get("passwd"), Some(&json!("XXX-REDACTED-XXX")));
+    assert_eq!(
+        shadow_hash(&user).split('$').nth(2),
+        Some(salt.as_str()),
+        "the salt is kept"
+    );
+}

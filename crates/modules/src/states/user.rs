@@ -120,7 +120,16 @@ impl Wanted {
             home: call.arg_str("home")?,
             createhome: call.arg_bool("createhome", true),
             persist_home: call.arg_bool("persist_home", false),
-            password: call.arg_str("password")?,
+            password: match call.arg_str("password")? {
+                Some(clear) if call.arg_bool("hash_password", false) => {
+                    let existing = usr::shadow_hash(call.name());
+                    Some(
+                        usr::hash_password(&clear, existing.as_deref())
+                            .map_err(|e| StateError::Other(e.to_string()))?,
+                    )
+                }
+                other => other,
+            },
             enforce_password: call.arg_bool("enforce_password", true),
             empty_password: call.arg_bool("empty_password", false),
             shell: call.arg_str("shell")?,
