@@ -454,3 +454,38 @@ fn pkg_states_refuse_bad_arguments_without_touching_the_system() {
         r.comment
     );
 }
+
+#[test]
+fn pkgrepo_clean_file_leaves_only_the_managed_repo() {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("tempdir: {e}"));
+    let file = tmp.path().join("sources.list.d/vendor.list");
+    std::fs::create_dir_all(file.parent().unwrap_or(tmp.path()))
+        .unwrap_or_else(|e| panic!("mkdir: {e}"));
+    std::fs::write(
+        &file,
+        "# vendor repo\ndeb http://old.example/apt stable main\n",
+    )
+    .unwrap_or_else(|e| panic!("write: {e}"));
+    let h = host();
+    let line = "deb http://new.example/apt stable main";
+    let args = json!({"file": file.display().to_string(), "clean_file": true,
+                      "basedir": tmp.path().display().to_string(), "refresh": false});
+    let r = state(&h, "managed", line, args.clone(), false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(read(&file), format!("{line}\n"));
+    let r = state(&h, "managed", line, args.clone(), false);
+    assert_eq!(
+        r.comment,
+        format!("Package repo '{line}' already configured")
+    );
+
+    // A stray line makes it out of sync again.
+    std::fs::write(
+        &file,
+        format!("{line}\ndeb http://stray.example/apt stable main\n"),
+    )
+    .unwrap_or_else(|e| panic!("write: {e}"));
+    let r = state(&h, "managed", line, args, false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(read(&file), format!("{line}\n"));
+}

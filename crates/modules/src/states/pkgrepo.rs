@@ -255,6 +255,22 @@ fn managed(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<StateResu
                     })
         }
     };
+    // clean_file: the file must hold only this repo (Salt #68208).
+    let clean_file = if apt && call.arg_bool("clean_file", false) {
+        call.arg_str("file").ok().flatten()
+    } else {
+        None
+    };
+    let stale_lines = clean_file.as_deref().is_some_and(|f| {
+        std::fs::read_to_string(f).is_ok_and(|text| {
+            text.lines().map(str::trim).any(|l| {
+                !l.is_empty()
+                    && !l.starts_with('#')
+                    && normalized(l) != desired_line.as_deref().and_then(normalized)
+            })
+        })
+    });
+    let configured = configured && !stale_lines;
     if !pre.is_empty() && configured {
         let Some(key) = key_change else {
             return Ok(StateResult::ok(
@@ -302,6 +318,14 @@ fn managed(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<StateResu
             format!("Package repo '{name}' would be configured. {MAY_DIFFER}"),
             changes,
         ));
+    }
+    if let Some(file) = &clean_file {
+        if let Err(e) = std::fs::write(file, "") {
+            return Ok(StateResult::fail(
+                name.clone(),
+                format!("Failed to configure repo '{name}': {file}: {e}"),
+            ));
+        }
     }
     let mut mod_settings = settings.clone();
     if let Some(line) = &desired_line {
