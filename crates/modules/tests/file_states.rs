@@ -1193,3 +1193,85 @@ fn bad_input_fails_cleanly() {
         .comment
         .starts_with("The toml serializer could not be found"));
 }
+
+/// The real host plus the run's low chunks, as the executor provides them.
+struct RunEnv {
+    host: Host,
+    low: Vec<LowChunk>,
+}
+
+impl halite_state::StateEnv for RunEnv {
+    fn opts(&self) -> &Value {
+        self.host.opts()
+    }
+    fn grains(&self) -> &Value {
+        self.host.grains()
+    }
+    fn pillar(&self) -> &Value {
+        self.host.pillar()
+    }
+    fn run_cmd(
+        &self,
+        cmd: &str,
+        opts: &halite_state::CmdOptions,
+    ) -> std::io::Result<halite_state::CmdOutput> {
+        self.host.run_cmd(cmd, opts)
+    }
+    fn call_function(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String> {
+        self.host.call_function(fun, args, kwargs)
+    }
+    fn file_client(&self) -> &dyn halite_state::FileClient {
+        self.host.file_client()
+    }
+    fn render_template(
+        &self,
+        text: &str,
+        engine: &str,
+        context: &Map,
+        saltenv: &str,
+    ) -> Result<String, String> {
+        self.host.render_template(text, engine, context, saltenv)
+    }
+    fn fire_event(&self, tag: &str, data: &Value) {
+        self.host.fire_event(tag, data)
+    }
+    fn lowstate(&self) -> &[LowChunk] {
+        &self.low
+    }
+}
+
+#[test]
+fn clean_resolves_required_ids_through_the_lowstate() {
+    let f = fixture();
+    let d = f.work.join("d");
+    fs::create_dir_all(&d).expect("mkdir");
+    fs::write(d.join("a.conf"), "a").expect("write");
+    fs::write(d.join("junk"), "j").expect("write");
+    let conf = d.join("a.conf").display().to_string();
+    let managed = json!({"state": "file", "name": conf, "__id__": "conf_a", "fun": "managed"});
+    let env = RunEnv {
+        host: f.host.clone(),
+        low: vec![LowChunk(managed.as_object().cloned().unwrap_or_default())],
+    };
+    let mut m = Map::new();
+    m.insert("state".into(), json!("file"));
+    m.insert("name".into(), json!(d.display().to_string()));
+    m.insert("__id__".into(), json!("cleaned"));
+    m.insert("clean".into(), json!(true));
+    m.insert("require".into(), json!([{"file": "conf_a"}]));
+    m.insert("fun".into(), json!("directory"));
+    let chunk = LowChunk(m);
+    let call = StateCall {
+        chunk: &chunk,
+        test: false,
+        env: &env,
+        sfun: None,
+        reqs: None,
+    };
+    let r = FileState.call("directory", &call).expect("directory");
+    assert_eq!(
+        r.changes["removed"],
+        json!([d.join("junk").display().to_string()])
+    );
+    assert!(d.join("a.conf").exists());
+}

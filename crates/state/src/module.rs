@@ -268,4 +268,11 @@ pub trait StateEnv: Send + Sync {
     fn render_template(&self, text: &str, engine: &str, context: &Map, saltenv: &str) -> Result<String, String>;
     /// Fires an event (`fire_event`, state progress).
     fn fire_event(&self, tag: &str, data: &Value);
+    /// Every low chunk of the current run (Salt's `__lowstate__`), so a state
+    /// can resolve a requisite given by ID to the state's `name` (the
+    /// `clean` of `file.directory`/`file.recurse` keeps what required `file`
+    /// states manage). Empty when the caller does not provide it.
+    fn lowstate(&self) -> &[LowChunk] {
+        &[]
+    }
 }

@@ -77,21 +77,36 @@ fn walk(root: &Path, max_depth: Option<usize>) -> Vec<(PathBuf, bool)> {
 }
 
 /// Paths that `clean` must keep because this state requires the `file`
-/// states that manage them (Salt's `_gen_keep_files`). A requisite is
-/// matched by path: `- file: /etc/app.d/a.conf` (the state's name or an ID
-/// that is the path).
+/// states that manage them (Salt's `_gen_keep_files`). A requisite given by
+/// ID is resolved through the run's low chunks ([`StateEnv::lowstate`]);
+/// without them only requisites naming a path can be honoured.
+///
+/// [`StateEnv::lowstate`]: halite_state::StateEnv::lowstate
 fn required_keep(call: &StateCall<'_>) -> BTreeSet<PathBuf> {
     let mut keep = BTreeSet::new();
+    let mut targets: Vec<String> = Vec::new();
     for req in call.arg_list("require") {
-        if let Some(target) = req.get("file").and_then(Value::as_str) {
-            if target.starts_with('/') {
-                let kept = PathBuf::from(target.trim_end_matches('/'));
-                if kept.is_dir() {
-                    keep.extend(walk(&kept, None).into_iter().map(|(p, _)| p));
-                }
-                keep.insert(kept);
+        let Some(target) = req.get("file").and_then(Value::as_str) else {
+            continue;
+        };
+        // Salt matches the requisite against every chunk's name or ID.
+        let mut resolved = false;
+        for low in call.env.lowstate() {
+            if low.state() == "file" && (low.name() == target || low.id() == target) {
+                targets.push(low.name().to_string());
+                resolved = true;
             }
         }
+        if !resolved {
+            targets.push(target.to_string());
+        }
+    }
+    for target in targets.iter().filter(|t| t.starts_with('/')) {
+        let kept = PathBuf::from(target.trim_end_matches('/'));
+        if kept.is_dir() {
+            keep.extend(walk(&kept, None).into_iter().map(|(p, _)| p));
+        }
+        keep.insert(kept);
     }
     keep
 }
