@@ -445,11 +445,13 @@ impl ExecModule for FileExec {
                     prepend_if_not_found: args.get_bool(usize::MAX, "prepend_if_not_found", false),
                     insert_before_match: args.get_str(usize::MAX, "insert_before_match"),
                     insert_after_match: args.get_str(usize::MAX, "insert_after_match"),
-                    append_newline: args
-                        .kwargs
-                        .get("append_newline")
-                        .filter(|v| !v.is_null())
-                        .map(halite_state::truthy),
+                    // The module's default is False; only an explicit None
+                    // lets the content's last newline decide (the state's default).
+                    append_newline: match args.kwargs.get("append_newline") {
+                        None => Some(false),
+                        Some(Value::Null) => None,
+                        Some(v) => Some(halite_state::truthy(v)),
+                    },
                     backup: backup_suffix(args.kwargs.get("backup"), ".bak"),
                     dry_run: dry_run || args.get_bool(usize::MAX, "dry_run", false),
                 };
