@@ -340,3 +340,93 @@ fn grains_equal_salt_calls_on_this_host() {
         ours["locale_info"]["timezone"]
     );
 }
+
+#[test]
+fn grains_functions_answer_like_salt_call() {
+    if !Path::new(SALT_CALL).exists() {
+        println!("skipped: {SALT_CALL} is not installed, nothing to compare with");
+        return;
+    }
+    let dir = tempfile::tempdir().expect("temp dir");
+    let conf = dir.path().join("conf");
+    std::fs::create_dir_all(&conf).expect("conf dir");
+    let base = dir.path().display();
+    std::fs::write(
+        conf.join("minion"),
+        format!("id: vm\ncachedir: {base}/cache\npki_dir: {base}/pki\nsock_dir: {base}/sock\nlog_file: {base}/log\n"),
+    )
+    .expect("minion config");
+    let host = host_with(Value::Object(core_grains(&json!({"id": "vm"}))));
+    // (function, CLI words for salt-call, the same arguments as data for halite)
+    let cases: Vec<(&str, Vec<&str>, Vec<Value>, Value)> = vec![
+        (
+            "grains.filter_by",
+            vec![
+                r#"{"Deb*": {"pkg": "apt"}, "RedHat": {"pkg": "yum"}, "default": {"pkg": "x", "port": 1}}"#,
+            ],
+            vec![
+                json!({"Deb*": {"pkg": "apt"}, "RedHat": {"pkg": "yum"}, "default": {"pkg": "x", "port": 1}}),
+            ],
+            json!({}),
+        ),
+        (
+            "grains.filter_by",
+            vec![
+                r#"{"a": {"k": 1}, "default": {"k": 2, "d": {"x": 1}}}"#,
+                "grain=nosuch",
+                r#"merge={"d": {"y": 2}}"#,
+                "base=default",
+            ],
+            vec![json!({"a": {"k": 1}, "default": {"k": 2, "d": {"x": 1}}})],
+            json!({"grain": "nosuch", "merge": {"d": {"y": 2}}, "base": "default"}),
+        ),
+        (
+            "grains.get",
+            vec!["ip4_interfaces:lo"],
+            vec![json!("ip4_interfaces:lo")],
+            json!({}),
+        ),
+        (
+            "grains.get",
+            vec!["nosuch", "default=42"],
+            vec![json!("nosuch")],
+            json!({"default": 42}),
+        ),
+        (
+            "grains.get",
+            vec!["ipv4;0", "delimiter=;"],
+            vec![json!("ipv4;0")],
+            json!({"delimiter": ";"}),
+        ),
+        (
+            "grains.has_value",
+            vec!["locale_info:timezone"],
+            vec![json!("locale_info:timezone")],
+            json!({}),
+        ),
+        (
+            "grains.item",
+            vec!["os", "kernel", "nosuch"],
+            vec![json!("os"), json!("kernel"), json!("nosuch")],
+            json!({}),
+        ),
+    ];
+    for (fun, words, positional, kwargs) in cases {
+        let out = Command::new(SALT_CALL)
+            .args(["--local", "--config-dir"])
+            .arg(&conf)
+            .args(["--out", "json", fun])
+            .args(&words)
+            .output()
+            .expect("salt-call runs");
+        let theirs: Value = serde_json::from_slice(&out.stdout).expect("salt-call prints JSON");
+        let args = Args {
+            positional,
+            kwargs: kwargs.as_object().cloned().unwrap_or_default(),
+        };
+        let ours = host
+            .call(fun, &args)
+            .unwrap_or_else(|e| panic!("{fun}: {e}"));
+        assert_eq!(theirs["local"], ours, "{fun} {words:?}");
+    }
+}

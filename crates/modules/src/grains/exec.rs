@@ -92,7 +92,8 @@ impl ExecModule for GrainsExec {
                 let grain = args
                     .get_str(1, "grain")
                     .unwrap_or_else(|| "os_family".into());
-                let merge = args.get(2, "merge").filter(|v| !v.is_null());
+                // Salt: `if merge:` — an empty mapping is no merge.
+                let merge = args.get(2, "merge").filter(|v| halite_state::truthy(v));
                 let default = args
                     .get_str(3, "default")
                     .unwrap_or_else(|| "default".into());
@@ -147,14 +148,17 @@ pub fn filter_by(
         Some(Value::Null) | None => Vec::new(),
         Some(v) => vec![python_str(v)],
     };
+    // For each value, the first matching key counts; a `None` value there
+    // moves on to the next grain value, then to `default`, as in Salt.
     let mut ret = values.iter().find_map(|value| {
         lookup
             .iter()
             .find(|(pattern, _)| fnmatch(value, pattern))
             .map(|(_, v)| v.clone())
+            .filter(|v| !v.is_null())
     });
     if ret.is_none() {
-        ret = lookup.get(default).cloned();
+        ret = lookup.get(default).cloned().filter(|v| !v.is_null());
     }
     if let Some(base_values) = base.and_then(|b| lookup.get(b)) {
         ret = match ret {
@@ -246,5 +250,13 @@ mod tests {
             Ok(json!(2))
         );
         assert!(filter_by(&lookup, &g, "os_family", Some(&json!([1])), "default", None).is_err());
+        let nulls = json!({"Deb*": null, "default": "d"})
+            .as_object()
+            .cloned()
+            .unwrap_or_default();
+        assert_eq!(
+            filter_by(&nulls, &g, "os_family", None, "default", None),
+            Ok(json!("d"))
+        );
     }
 }
