@@ -26,6 +26,8 @@ pub const DEFAULT_REPO_DIR: &str = "/etc/yum.repos.d";
 pub struct Yum {
     tool: &'static str,
     rpm: Rpm,
+    /// `--installroot` and `--releasever` for a system other than the host.
+    installroot: Option<(PathBuf, String)>,
 }
 
 impl Yum {
@@ -39,6 +41,19 @@ impl Yum {
         Yum {
             tool,
             rpm: Rpm::default(),
+            installroot: None,
+        }
+    }
+
+    /// dnf/yum managing the system installed under `root` (dnf's
+    /// `--installroot`; `releasever` is needed when that system has no
+    /// release package). Repos are read from `<root>/etc/yum.repos.d`.
+    pub fn with_installroot(root: impl Into<PathBuf>, releasever: &str) -> Self {
+        let root = root.into();
+        Yum {
+            rpm: Rpm::with_root(&root),
+            installroot: Some((root, releasever.to_string())),
+            ..Yum::detect()
         }
     }
 
@@ -49,6 +64,10 @@ impl Yum {
 
     fn call(&self, args: &[&str], opts: Option<&InstallOptions>) -> PkgResult<ToolOutput> {
         let mut cmd = argv([self.tool, "-y"]);
+        if let Some((root, releasever)) = &self.installroot {
+            cmd.push(format!("--installroot={}", root.display()));
+            cmd.push(format!("--releasever={releasever}"));
+        }
         if let Some(o) = opts {
             if let Some(repo) = &o.fromrepo {
                 cmd.push("--disablerepo=*".into());
@@ -62,8 +81,12 @@ impl Yum {
         run(&cmd, &[])
     }
 
-    fn basedir(opts: &RepoOptions) -> PathBuf {
-        PathBuf::from(opts.basedir.as_deref().unwrap_or(DEFAULT_REPO_DIR))
+    fn basedir(&self, opts: &RepoOptions) -> PathBuf {
+        match (&opts.basedir, &self.installroot) {
+            (Some(dir), _) => PathBuf::from(dir),
+            (None, Some((root, _))) => root.join(DEFAULT_REPO_DIR.trim_start_matches('/')),
+            (None, None) => PathBuf::from(DEFAULT_REPO_DIR),
+        }
     }
 }
 
@@ -333,7 +356,7 @@ impl PkgProvider for Yum {
 
     fn list_repos(&self, opts: &RepoOptions) -> PkgResult<Map> {
         let mut ret = Map::new();
-        for (file, sections) in read_repo_files(&Self::basedir(opts))? {
+        for (file, sections) in read_repo_files(&self.basedir(opts))? {
             for (id, mut keys) in sections {
                 keys.insert("file".into(), json!(file.display().to_string()));
                 ret.insert(id, Value::Object(keys));
@@ -352,7 +375,7 @@ impl PkgProvider for Yum {
     }
 
     fn del_repo(&self, repo: &str, opts: &RepoOptions) -> PkgResult<String> {
-        for (file, mut sections) in read_repo_files(&Self::basedir(opts))? {
+        for (file, mut sections) in read_repo_files(&self.basedir(opts))? {
             if sections.shift_remove(repo).is_some() {
                 if sections.is_empty() {
                     std::fs::remove_file(&file).map_err(|e| PkgError::io(&file, e))?;
@@ -375,7 +398,7 @@ impl PkgProvider for Yum {
     }
 
     fn mod_repo(&self, repo: &str, settings: &Map, opts: &RepoOptions) -> PkgResult<Map> {
-        let basedir = Self::basedir(opts);
+        let basedir = self.basedir(opts);
         let mut files = read_repo_files(&basedir)?;
         let found = files.iter().position(|(_, s)| s.contains_key(repo));
         let (path, mut sections) = match found {
