@@ -9,7 +9,7 @@ use std::process::Command;
 
 use halite_modules::pkg::targets::{TargetKind, Targets};
 use halite_modules::pkg::yum::Yum;
-use halite_modules::pkg::{InstallOptions, LowPkg, PkgError, PkgProvider, RepoOptions};
+use halite_modules::pkg::{InstallOptions, PkgError, PkgProvider, RepoOptions};
 use serde_json::json;
 
 const PKG: &str = "halite-test-rpm";
