@@ -1,7 +1,6 @@
 //! The dnf / yum provider (RedHat family), written from Salt's yumpkg
-//! contract. dnf and yum are not installable on the Debian machines this is
-//! developed on, so only its rpm side and repo files are tested; see
-//! docs/pkg.md.
+//! contract. Tested against Debian's dnf on a private `--installroot`; the
+//! old `yum` tool and `versionlock` holds are not (see docs/pkg.md).
 
 use std::cmp::Ordering;
 use std::path::{Path, PathBuf};
