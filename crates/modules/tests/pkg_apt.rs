@@ -594,6 +594,29 @@ fn latest_and_upgrade_between_two_versions() {
     let r = f.state("pkg", "uptodate", "sys", json!({"pkgs": [BASE]}), false);
     assert_eq!(r.comment, "System is already up-to-date");
 
+    // version: latest resolves to the candidate.
+    f.state("pkg", "installed", BASE, json!({"version": "1.0"}), false);
+    let r = f.state(
+        "pkg",
+        "installed",
+        BASE,
+        json!({"version": "latest", "refresh": false}),
+        false,
+    );
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(r.changes[BASE], json!({"old": "1.0", "new": "2.0"}));
+    let r = f.state(
+        "pkg",
+        "installed",
+        BASE,
+        json!({"version": "latest", "refresh": false}),
+        false,
+    );
+    assert_eq!(
+        r.comment,
+        "All specified packages are already installed and are at the desired version"
+    );
+
     let missing = f.state(
         "pkg",
         "latest",
