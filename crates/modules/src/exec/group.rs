@@ -5,7 +5,7 @@
 use halite_state::{Map, Value};
 use nix::unistd::Group;
 
-use crate::exec::user::{int_arg, run, string_list};
+use crate::exec::user::{check_account_name, int_arg, run, string_list};
 use crate::exec::{Args, ExecError, ExecModule};
 use crate::Host;
 
@@ -126,6 +126,7 @@ pub fn add(
     system: bool,
     non_unique: bool,
 ) -> Result<bool, ExecError> {
+    check_account_name(name)?;
     let gid_text = gid.map(|g| g.to_string());
     let mut argv = vec!["groupadd"];
     if let Some(g) = gid_text.as_deref() {
@@ -147,11 +148,13 @@ pub fn add(
 
 /// `groupdel name`.
 pub fn delete(name: &str) -> Result<bool, ExecError> {
+    check_account_name(name)?;
     Ok(run(&["groupdel", name])?.retcode == 0)
 }
 
 /// `groupmod -g gid [-o] name`; true when the group then has `gid`.
 pub fn chgid(name: &str, gid: i64, non_unique: bool) -> Result<bool, ExecError> {
+    check_account_name(name)?;
     let gid_text = gid.to_string();
     let mut argv = vec!["groupmod", "-g", gid_text.as_str()];
     if non_unique {
@@ -164,11 +167,15 @@ pub fn chgid(name: &str, gid: i64, non_unique: bool) -> Result<bool, ExecError> 
 
 /// `gpasswd -a user group`.
 pub fn adduser(name: &str, user: &str) -> Result<bool, ExecError> {
+    check_account_name(name)?;
+    check_account_name(user)?;
     Ok(run(&["gpasswd", "-a", user, name])?.retcode == 0)
 }
 
 /// `gpasswd -d user group`; true when `user` is then not a member.
 pub fn deluser(name: &str, user: &str) -> Result<bool, ExecError> {
+    check_account_name(name)?;
+    check_account_name(user)?;
     if !members(name).iter().any(|m| m == user) {
         return Ok(true);
     }
@@ -178,5 +185,9 @@ pub fn deluser(name: &str, user: &str) -> Result<bool, ExecError> {
 
 /// `gpasswd -M a,b group`: replaces the member list.
 pub fn set_members(name: &str, users: &[String]) -> Result<bool, ExecError> {
+    check_account_name(name)?;
+    for user in users {
+        check_account_name(user)?;
+    }
     Ok(run(&["gpasswd", "-M", &users.join(","), name])?.retcode == 0)
 }

@@ -232,6 +232,10 @@ impl AddUser {
 /// Creates the account with `useradd`; GECOS fields are set afterwards as
 /// Salt does. `Ok(false)` when `useradd` refuses.
 pub fn add(user: &AddUser) -> Result<bool, ExecError> {
+    check_account_name(&user.name)?;
+    for group in &user.groups {
+        check_account_name(group)?;
+    }
     let mut argv: Vec<String> = vec!["useradd".into()];
     if let Some(shell) = &user.shell {
         argv.extend(["-s".into(), shell.clone()]);
@@ -279,6 +283,23 @@ pub fn add(user: &AddUser) -> Result<bool, ExecError> {
     Ok(true)
 }
 
+/// Refuses account and group names that the shadow tools would read as
+/// options or that would corrupt `/etc/passwd` (`:`, `,`, newlines...).
+pub fn check_account_name(name: &str) -> Result<(), ExecError> {
+    let bad = name.is_empty()
+        || name.starts_with('-')
+        || name
+            .chars()
+            .any(|c| c == ':' || c == ',' || c == '/' || c.is_whitespace() || c.is_control());
+    if bad {
+        return Err(ExecError::Invocation(format!(
+            "Invalid user or group name '{}': use letters, digits, '.', '_' or '-' (not first)",
+            name.escape_default()
+        )));
+    }
+    Ok(())
+}
+
 /// Whether `/etc/login.defs` has `USERGROUPS_ENAB yes`.
 fn usergroups_enabled() -> bool {
     std::fs::read_to_string("/etc/login.defs")
@@ -292,6 +313,7 @@ fn usergroups_enabled() -> bool {
 
 /// Removes the account (`userdel`, `-r` with `remove`, `-f` with `force`).
 pub fn delete(name: &str, remove: bool, force: bool) -> Result<bool, ExecError> {
+    check_account_name(name)?;
     let mut argv = vec!["userdel"];
     if remove {
         argv.push("-r");
@@ -304,6 +326,7 @@ pub fn delete(name: &str, remove: bool, force: bool) -> Result<bool, ExecError> 
 }
 
 fn current(name: &str) -> Result<Map, ExecError> {
+    check_account_name(name)?;
     info(name).ok_or_else(|| ExecError::Execution(format!("User '{name}' does not exist")))
 }
 
@@ -355,6 +378,10 @@ pub fn chhome(name: &str, home: &str, persist: bool) -> Result<bool, ExecError> 
 /// `usermod -G` (with `-a` when `append`): the supplementary groups;
 /// nothing is run when the account's groups already equal `groups`.
 pub fn chgroups(name: &str, groups: &[String], append: bool) -> Result<bool, ExecError> {
+    check_account_name(name)?;
+    for group in groups {
+        check_account_name(group)?;
+    }
     let have: std::collections::BTreeSet<String> = group_list(name).into_iter().collect();
     let wanted: std::collections::BTreeSet<String> = groups.iter().cloned().collect();
     if have == wanted {
@@ -412,6 +439,7 @@ pub fn shadow_hash(name: &str) -> Option<String> {
 
 /// Sets the password hash (`usermod -p`); true when the shadow entry then holds it.
 pub fn set_password_hash(name: &str, hash: &str) -> Result<bool, ExecError> {
+    check_account_name(name)?;
     run(&["usermod", "-p", hash, name])?;
     Ok(shadow_hash(name).as_deref() == Some(hash))
 }
@@ -467,6 +495,7 @@ fn random_salt() -> Result<String, ExecError> {
 
 /// Empties the password (`passwd -d`).
 pub fn delete_password(name: &str) -> Result<bool, ExecError> {
+    check_account_name(name)?;
     Ok(run(&["passwd", "-d", name])?.retcode == 0)
 }
 
@@ -544,6 +573,17 @@ pub fn int_arg(args: &Args, i: usize, key: &str, fun: &str) -> Result<Option<i64
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn option_like_or_corrupting_names_are_refused_before_any_command() {
+        for bad in ["", "-r", "--help", "a:b", "a,b", "a b", "a\nb", "../x"] {
+            assert!(check_account_name(bad).is_err(), "{bad:?}");
+            assert!(delete(bad, true, true).is_err(), "{bad:?}");
+        }
+        for good in ["www-data", "halite_t.1", "user-"] {
+            assert!(check_account_name(good).is_ok(), "{good:?}");
+        }
+    }
 
     #[test]
     fn sha512_crypt_matches_the_reference_vector() {
