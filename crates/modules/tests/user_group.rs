@@ -643,6 +643,11 @@ fn user_and_group_states_return_what_salt_call_returns() {
         ),
     ];
     let forbidden: Step = vec![(user.clone(), "user.present", json!({"uid": id + 1}))];
+    let optional: Step = vec![(
+        user.clone(),
+        "user.present",
+        json!({"optional_groups": [group, "halite-t-nosuchgroup"], "remove_groups": false, "usergroup": false}),
+    )];
     let remove: Step = vec![
         (user.clone(), "user.absent", json!({"purge": true})),
         (group.clone(), "group.absent", json!({})),
@@ -654,6 +659,9 @@ fn user_and_group_states_return_what_salt_call_returns() {
         (&update, true),
         (&update, false),
         (&forbidden, false),
+        (&optional, true),
+        (&optional, false),
+        (&optional, false),
         (&remove, true),
         (&remove, false),
         (&remove, false),
