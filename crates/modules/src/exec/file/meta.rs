@@ -305,13 +305,13 @@ pub fn stats(
     out.insert("ctime".into(), unix_time(md.ctime(), md.ctime_nsec()));
     out.insert("size".into(), json!(md.size()));
     out.insert("mode".into(), json!(mode_string(md.mode())));
-    out.insert("type".into(), json!(kind));
-    out.insert("target".into(), json!(target.display().to_string()));
     if let Some(h) = hash_type {
         if ft.is_file() {
             out.insert("sum".into(), json!(file_hash(path, h)?));
         }
     }
+    out.insert("type".into(), json!(kind));
+    out.insert("target".into(), json!(target.display().to_string()));
     Ok(out)
 }
 

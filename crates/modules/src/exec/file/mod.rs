@@ -357,7 +357,6 @@ impl ExecModule for FileExec {
                 let mut flags = edit::ReFlags::parse(args.get(2, "flags")).map_err(exec_err)?;
                 if args.get_bool(usize::MAX, "multiline", false) {
                     flags.multi_line = true;
-                    flags.dot_all = true;
                 }
                 let re = edit::compile(&pattern, flags).map_err(exec_err)?;
                 let text = fs::read(&p).map_err(|e| {

@@ -235,14 +235,15 @@ pub fn blockreplace(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
 }
 
-/// Lines of `text` (without endings) where `re` matches at the start.
+/// Salt's `file.search(name, pattern, multiline=True)`: the pattern anywhere in
+/// the file, `^`/`$` at line boundaries (an invalid regex is matched literally).
 fn search(name: &str, pattern: &str) -> bool {
     let Ok(text) = fs::read(name) else {
         return false;
     };
+    // Salt's `file.search(..., multiline=True)` adds MULTILINE only.
     let flags = ReFlags {
         multi_line: true,
-        dot_all: true,
         ..ReFlags::default()
     };
     match edit::compile(pattern, flags) {
@@ -290,14 +291,8 @@ pub fn comment(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let backup = backup_suffix(call.arg("backup"), ".bak");
     let unanchored = unanchor(&regex);
     // Salt's `^(?!\s*#)\s*<regex>`: an uncommented line matching the regex.
-    let uncommented_re = edit::compile(
-        &format!(r"^\s*(?:{unanchored})"),
-        ReFlags {
-            dot_all: true,
-            ..ReFlags::default()
-        },
-    )
-    .map_err(|e| StateError::BadArg(e.to_string()))?;
+    let uncommented_re = edit::compile(&format!(r"^\s*(?:{unanchored})"), ReFlags::default())
+        .map_err(|e| StateError::BadArg(e.to_string()))?;
     let has_uncommented = read_lines(&name)
         .iter()
         .any(|l| !l.trim_start().starts_with(ch.as_str()) && uncommented_re.is_match(l));
