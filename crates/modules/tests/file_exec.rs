@@ -208,3 +208,72 @@ fn replace_symlink_find_remove() {
     assert!(!dir.path().join("sub").exists());
     assert!(call(&h, "file.remove", vec![json!("relative")], json!({})).is_err());
 }
+
+#[test]
+fn edits_match_salts_module_defaults() {
+    let h = host();
+    let dir = tempfile::tempdir().expect("tmp");
+    let f = dir.path().join("b.txt");
+    fs::write(&f, "h\n#S\nold\n#E\n").expect("write");
+    let p = f.display().to_string();
+    // The module's append_newline defaults to False: Salt glues the end marker on.
+    let diff = call(
+        &h,
+        "file.blockreplace",
+        vec![json!(p), json!("#S"), json!("#E")],
+        json!({"content": "new"}),
+    );
+    assert_eq!(
+        diff,
+        Ok(json!(
+            "--- \n+++ \n@@ -1,4 +1,3 @@\n h\n #S\n-old\n-#E\n+new#E\n"
+        ))
+    );
+    assert_eq!(fs::read_to_string(&f).expect("read"), "h\n#S\nnew#E\n");
+    assert_eq!(
+        fs::read_to_string(dir.path().join("b.txt.bak")).expect("backup"),
+        "h\n#S\nold\n#E\n"
+    );
+    // multiline adds MULTILINE, not DOTALL: `.` does not cross lines.
+    fs::write(&f, "a=1\n#b:2\n").expect("write");
+    let found = call(
+        &h,
+        "file.search",
+        vec![json!(p), json!("a.1.#b")],
+        json!({"multiline": true}),
+    );
+    assert_eq!(found, Ok(json!(false)));
+    let found = call(
+        &h,
+        "file.search",
+        vec![json!(p), json!("^#b:2$")],
+        json!({"multiline": true}),
+    );
+    assert_eq!(found, Ok(json!(true)));
+    // file.line returns the diff, or False when nothing changes.
+    let diff = call(
+        &h,
+        "file.line",
+        vec![json!(p), json!("new")],
+        json!({"after": "a=1", "mode": "ensure"}),
+    );
+    assert_eq!(
+        diff,
+        Ok(json!("--- \n+++ \n@@ -1,2 +1,3 @@\n a=1\n+new\n #b:2\n"))
+    );
+    let again = call(
+        &h,
+        "file.line",
+        vec![json!(p), json!("new")],
+        json!({"after": "a=1", "mode": "ensure"}),
+    );
+    assert_eq!(again, Ok(json!(false)));
+    // comment returns only the changed lines' diff, as Salt's comment_line.
+    let diff = call(
+        &h,
+        "file.comment",
+        vec![json!(p), json!("^a=1$")],
+        json!({}),
+    );
+    assert_eq!(diff, Ok(json!("--- \n+++ \n@@ -1 +1 @@\n-a=1\n+#a=1\n")));
+}
