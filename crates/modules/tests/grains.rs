@@ -282,6 +282,8 @@ const SAME_AS_SALT: &[&str] = &[
     "disks",
     "ssds",
     "transactional",
+    "systemd",
+    "selinux",
     "biosversion",
     "productname",
     "manufacturer",

@@ -244,6 +244,59 @@ pub fn insert_disk_grains(grains: &mut Map, sys_block: &Path) {
     grains.insert("ssds".into(), Value::Array(ssds));
 }
 
+/// Inserts `selinux` when the SELinux tools are installed (as Salt):
+/// `enabled` when selinuxfs is mounted, `enforced` as `getenforce` prints it,
+/// both read from `/sys/fs/selinux` instead of running the tools.
+pub fn insert_selinux_grains(grains: &mut Map) {
+    if which("selinuxenabled").is_none() {
+        return;
+    }
+    let enforce = std::fs::read_to_string("/sys/fs/selinux/enforce").ok();
+    let mut selinux = Map::new();
+    selinux.insert("enabled".into(), Value::Bool(enforce.is_some()));
+    if which("getenforce").is_some() {
+        let mode = match enforce.as_deref().map(str::trim) {
+            Some("1") => "Enforcing",
+            Some(_) => "Permissive",
+            None => "Disabled",
+        };
+        selinux.insert("enforced".into(), Value::from(mode));
+    }
+    grains.insert("selinux".into(), Value::Object(selinux));
+}
+
+/// Inserts `systemd` (`version`, `features`) when `systemctl` and
+/// `localectl` are installed, as Salt. Only `systemctl --version` knows
+/// them, so it runs once per process and the answer is kept.
+pub fn insert_systemd_grains(grains: &mut Map) {
+    static SYSTEMD: std::sync::OnceLock<Option<(String, String)>> = std::sync::OnceLock::new();
+    if which("systemctl").is_none() || which("localectl").is_none() {
+        return;
+    }
+    let found = SYSTEMD.get_or_init(|| {
+        let out = std::process::Command::new("systemctl")
+            .arg("--version")
+            .output()
+            .ok()?;
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let mut lines = text.lines();
+        let version = lines
+            .next()?
+            .strip_prefix("systemd ")?
+            .split_whitespace()
+            .next()?
+            .to_string();
+        Some((version, lines.next().unwrap_or("").to_string()))
+    });
+    let (version, features) = found
+        .clone()
+        .unwrap_or_else(|| ("UNDEFINED".into(), String::new()));
+    let mut systemd = Map::new();
+    systemd.insert("version".into(), Value::from(version));
+    systemd.insert("features".into(), Value::from(features));
+    grains.insert("systemd".into(), Value::Object(systemd));
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
