@@ -493,6 +493,17 @@ pub(crate) fn manage(
                 }
                 ret.changes.insert("diff".into(), json!(diff));
             }
+            // With follow_symlinks False a link is replaced by a regular file.
+            let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+            if is_link && !args.follow_symlinks {
+                if let Err(e) = write_atomic(path, data, 0o644) {
+                    return error(ret, format!("Failed to commit change: {e}"));
+                }
+                ret.changes.insert(
+                    "diff".into(),
+                    json!("Replace symbolic link with regular file"),
+                );
+            }
         }
         perms::check_perms(path, &mut ret, wanted, false);
         if !ret.changes.is_empty() {
