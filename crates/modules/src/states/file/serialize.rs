@@ -7,7 +7,8 @@ use halite_state::{Map, StateCall, StateError, StateResult, Value};
 use super::managed::{self, ManagedArgs, NewContent};
 use super::{error, opt_str, target_name};
 
-/// Python's `json.dumps(data, indent=2, separators=(",", ": "), sort_keys=True)`.
+/// Salt's JSON serializer: `json.dumps(data, indent=2, separators=(",", ": "),
+/// sort_keys=True, ensure_ascii=False)`.
 pub fn to_json(v: &Value) -> String {
     let mut out = String::new();
     json_value(v, 0, &mut out);
@@ -25,12 +26,9 @@ fn json_string(s: &str, out: &mut String) {
             '\t' => out.push_str("\\t"),
             '\u{08}' => out.push_str("\\b"),
             '\u{0c}' => out.push_str("\\f"),
-            c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
-                let mut buf = [0u16; 2];
-                for unit in c.encode_utf16(&mut buf) {
-                    out.push_str(&format!("\\u{unit:04x}"));
-                }
-            }
+            // Salt dumps with ensure_ascii=False: only control characters
+            // are escaped, other text is written as is.
+            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
             c => out.push(c),
         }
     }
@@ -237,6 +235,12 @@ mod tests {
     fn json_matches_python_dumps() {
         let v = json!({"b": [1, "x"], "a": {"c": null}, "e": {}});
         assert_eq!(to_json(&v), "{\n  \"a\": {\n    \"c\": null\n  },\n  \"b\": [\n    1,\n    \"x\"\n  ],\n  \"e\": {}\n}");
+    }
+
+    #[test]
+    fn json_keeps_unicode_and_escapes_controls() {
+        let v = json!({"uni": "h\u{e9}llo \u{2603}", "esc": "tab\there \"q\" \u{1}"});
+        assert_eq!(to_json(&v), "{\n  \"esc\": \"tab\\there \\\"q\\\" \\u0001\",\n  \"uni\": \"h\u{e9}llo \u{2603}\"\n}");
     }
 
     #[test]
