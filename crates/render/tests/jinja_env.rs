@@ -340,6 +340,16 @@ fn error_shapes_match_salt() {
 }
 
 #[test]
+fn calling_a_missing_salt_function_reads_like_salt() {
+    // Salt 3008.5: `a: {{ salt['x.y']() }}`
+    assert_eq!(
+        err("a: {{ salt['x.y']() }}"),
+        "Jinja variable 'salt.utils.templates.AliasedLoader object' has no attribute 'x.y'; line 1\n\n---\na: {{ salt['x.y']() }}    <======================\n---"
+    );
+    assert!(err("a: {{ nope.x }}").starts_with("Jinja variable 'nope' is undefined; line 1"));
+}
+
+#[test]
 fn extra_variables_are_visible() {
     let tree = Tree::new(&[]);
     let mut ctx = tree.context("", "");

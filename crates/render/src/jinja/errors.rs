@@ -22,6 +22,10 @@ pub fn salt_message(
     let headline = match error.kind() {
         ErrorKind::SyntaxError => format!("Jinja syntax error: {}", detail),
         ErrorKind::UndefinedError => format!("Jinja variable {}", undefined_message(&detail)),
+        // Calling or using an undefined value: minijinja names it in backticks.
+        _ if detail.contains("` is undefined") => {
+            format!("Jinja variable {}", undefined_message(&detail))
+        }
         ErrorKind::UnknownFunction => {
             format!("Jinja variable {}", unknown_function_message(&detail))
         }
@@ -80,6 +84,11 @@ fn undefined_message(detail: &str) -> String {
     if expression.is_empty() {
         return "value is undefined".to_string();
     }
+    if let Some(function) = salt_function_name(expression) {
+        return format!(
+            "'salt.utils.templates.AliasedLoader object' has no attribute '{function}'"
+        );
+    }
     let last_attr = expression.rfind(['.', '[']);
     match last_attr {
         None => format!("'{expression}' is undefined"),
@@ -91,6 +100,21 @@ fn undefined_message(detail: &str) -> String {
             format!("'dict object' has no attribute '{attribute}'")
         }
     }
+}
+
+/// `salt['mod.fun']` or `salt.mod.fun`: the function name.
+fn salt_function_name(expression: &str) -> Option<String> {
+    if let Some(rest) = expression.strip_prefix("salt[") {
+        return Some(
+            rest.trim_end_matches(']')
+                .trim_matches(['\'', '"'])
+                .to_string(),
+        );
+    }
+    expression
+        .strip_prefix("salt.")
+        .filter(|rest| rest.contains('.'))
+        .map(str::to_string)
 }
 
 fn unknown_function_message(detail: &str) -> String {

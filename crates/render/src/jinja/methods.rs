@@ -22,6 +22,34 @@ pub fn unknown_method(
     if matches!(method, "copy") && matches!(value.kind(), ValueKind::Map | ValueKind::Seq) {
         return Ok(make_mutable(value.clone()));
     }
+    const MUTATORS: &[&str] = &[
+        "append",
+        "extend",
+        "insert",
+        "remove",
+        "update",
+        "setdefault",
+        "pop",
+        "popitem",
+        "clear",
+        "sort",
+        "reverse",
+    ];
+    if MUTATORS.contains(&method)
+        && matches!(
+            value.kind(),
+            ValueKind::Map | ValueKind::Seq | ValueKind::Iterable
+        )
+    {
+        return Err(Error::new(
+            ErrorKind::InvalidOperation,
+            format!(
+                "cannot {method}() this {}: values made by filters or operators (`x + [y]`, `|list`, `|sort`) \
+                 cannot be changed in place in halite; call .copy() on it first",
+                python_type_name(value)
+            ),
+        ));
+    }
     match minijinja_contrib::pycompat::unknown_method_callback(state, value, method, args) {
         Err(error) if error.kind() == ErrorKind::UnknownMethod => Err(Error::new(
             ErrorKind::UnknownMethod,
