@@ -129,6 +129,19 @@ fn unclosed_flow_sequence_reads_like_libyaml() {
 }
 
 #[test]
+fn non_ascii_text_keeps_columns_and_flow_context() {
+    assert_eq!(load("é: {ü: [ß]}\n"), json!({"é": {"ü": ["ß"]}}));
+    let error = load_err("ä: ö\nx:\n  - name: [ünclosed\nb: 1\n");
+    assert!(
+        error.message.starts_with(
+            "while parsing a flow sequence\n  in \"<unicode string>\", line 3, column 11"
+        ),
+        "{}",
+        error.message
+    );
+}
+
+#[test]
 fn unclosed_flow_mapping_reads_like_libyaml() {
     let error = load_err("a:\n  test.nop:\n    - x: {a: 1\nb: 2\n");
     assert_eq!(

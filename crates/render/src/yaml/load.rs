@@ -76,6 +76,11 @@ enum PendingKey {
 /// Loads a single YAML document with Salt's rules. An empty stream is `Null`.
 pub fn load(text: &str) -> Result<Value, YamlError> {
     let mut loader = Loader {
+        chars: if text.is_ascii() {
+            None
+        } else {
+            Some(text.chars().collect())
+        },
         text,
         anchors: HashMap::new(),
         stack: Vec::new(),
@@ -100,6 +105,8 @@ pub fn load(text: &str) -> Result<Value, YamlError> {
 
 struct Loader<'a> {
     text: &'a str,
+    /// The text as characters when it is not ASCII (saphyr's marks count characters).
+    chars: Option<Vec<char>>,
     anchors: HashMap<usize, Value>,
     stack: Vec<Frame>,
     result: Option<Value>,
@@ -192,10 +199,12 @@ impl Loader<'_> {
     }
 
     fn is_flow_start(&self, span: &Span, opener: char) -> bool {
-        self.text
-            .get(span.start.index()..)
-            .and_then(|rest| rest.chars().next())
-            == Some(opener)
+        let at = span.start.index();
+        let found = match &self.chars {
+            Some(chars) => chars.get(at).copied(),
+            None => self.text.as_bytes().get(at).map(|b| char::from(*b)),
+        };
+        found == Some(opener)
     }
 
     /// Places a finished node into its parent (or as the document).
