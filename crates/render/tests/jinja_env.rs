@@ -323,7 +323,7 @@ fn raise_global_fails_the_render() {
 #[test]
 fn error_shapes_match_salt() {
     assert_eq!(err("a: {{ nope }}"), "Jinja variable 'nope' is undefined; line 1\n\n---\na: {{ nope }}    <======================\n---");
-    assert_eq!(err("x: 1\n{% if %}\ny: 2\nz: 3\n"), "Jinja syntax error: unexpected end of block; line 2\n\n---\nx: 1\n{% if %}    <======================\ny: 2\nz: 3\n---");
+    assert_eq!(err("x: 1\n{% if %}\ny: 2\nz: 3\n"), "Jinja syntax error: Expected an expression, got 'end of statement block'; line 2\n\n---\nx: 1\n{% if %}    <======================\ny: 2\nz: 3\n---");
     assert_eq!(err("{{ salt['test.fail']() }}"),
         "Problem running salt function in Jinja template: the function failed on purpose; line 1\n\n---\n{{ salt['test.fail']() }}    <======================\n---");
     let long = (1..=12)
@@ -337,6 +337,18 @@ fn error_shapes_match_salt() {
         .collect::<Vec<_>>()
         .join("\n");
     assert_eq!(err(&long), "Jinja variable 'nope' is undefined; line 8\n\n---\n[...]\nl3\nl4\nl5\nl6\nl7\n{{ nope }}    <======================\nl9\nl10\nl11\nl12\n---");
+}
+
+#[test]
+fn common_syntax_errors_use_jinja2_wording() {
+    assert!(
+        err("{% foo %}").starts_with("Jinja syntax error: Encountered unknown tag 'foo'.; line 1")
+    );
+    assert!(err("{{ x }").starts_with("Jinja syntax error: unexpected '}'; line 1"));
+    assert!(err("{{ x | }}").starts_with(
+        "Jinja syntax error: expected token 'name', got 'end of print statement'; line 1"
+    ));
+    assert!(err("a\n{% for x in y %}\nb\n").starts_with("Jinja syntax error: "));
 }
 
 #[test]

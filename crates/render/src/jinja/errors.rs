@@ -20,7 +20,7 @@ pub fn salt_message(
 ) -> String {
     let detail = innermost_detail(error);
     let headline = match error.kind() {
-        ErrorKind::SyntaxError => format!("Jinja syntax error: {}", detail),
+        ErrorKind::SyntaxError => format!("Jinja syntax error: {}", jinja2_syntax_wording(&detail)),
         ErrorKind::UndefinedError => format!("Jinja variable {}", undefined_message(&detail)),
         // Calling or using an undefined value: minijinja names it in backticks.
         _ if detail.contains("` is undefined") => {
@@ -47,6 +47,24 @@ pub fn salt_message(
             )
         }
         _ => headline,
+    }
+}
+
+/// Jinja2's words for the syntax errors people make most, where minijinja's
+/// differ; anything else keeps minijinja's wording.
+fn jinja2_syntax_wording(detail: &str) -> String {
+    if let Some(tag) = detail.strip_prefix("unknown statement ") {
+        return format!("Encountered unknown tag '{tag}'.");
+    }
+    match detail {
+        "unexpected end of block" => {
+            "Expected an expression, got 'end of statement block'".to_string()
+        }
+        "unexpected `}`, expected end of variable block" => "unexpected '}'".to_string(),
+        "unexpected end of variable block, expected identifier" => {
+            "expected token 'name', got 'end of print statement'".to_string()
+        }
+        other => other.to_string(),
     }
 }
 
