@@ -71,8 +71,8 @@ fn string_methods_and_formatting() {
         "['a', 'b-c'] x hi True");
     assert_eq!(ok("{{ 'a.b.c'.rpartition('.') }} {{ 'k=v'.partition('=')[2] }} {{ 'a b c'.rsplit(' ', 1) }}"),
         "('a.b', '.', 'c') v ['a b', 'c']");
-    assert_eq!(ok("{{ '%s=%s' % ('k', 'v') }} {{ 'n%d' % 5 }} {{ '{}-{}'.format('a', 1) }} {{ 'ab' * 2 }} {{ 'abcdef'[1:3] }}"),
-        "k=v n5 a-1 abab bc");
+    assert_eq!(ok("{{ 'x' * True }}{{ 'y' * False }} {{ '%s=%s' % ('k', 'v') }} {{ 'n%d' % 5 }} {{ '{}-{}'.format('a', 1) }} {{ 'ab' * 2 }} {{ 'abcdef'[1:3] }}"),
+        "x k=v n5 a-1 abab bc");
     assert_eq!(
         ok("{{ 'Hello'.upper() }} {{ 'x'.zfill(3) }} {{ 'a,b'.replace(',', ';') }}"),
         "HELLO 00x a;b"

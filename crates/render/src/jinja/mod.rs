@@ -120,6 +120,24 @@ fn build_environment(
     env.add_function(prepass::DICT_FUNCTION, |v: MjValue| make_mutable(v));
     env.add_function(prepass::LIST_FUNCTION, |v: MjValue| make_mutable(v));
     env.add_filter(prepass::PERCENT_FILTER, percent_format);
+    env.add_filter(
+        prepass::REPEAT_FILTER,
+        |text: String, times: MjValue| -> Result<String, Error> {
+            let count = match times.kind() {
+                ValueKind::Bool => usize::from(times.is_true()),
+                _ => times
+                    .as_i64()
+                    .map_or(Err(()), |n| Ok(n.max(0) as usize))
+                    .map_err(|_| {
+                        Error::new(
+                            ErrorKind::InvalidOperation,
+                            "can't multiply sequence by non-int",
+                        )
+                    })?,
+            };
+            Ok(text.repeat(count))
+        },
+    );
     env.add_function("dict", dict_function);
     env.add_function("odict", dict_function);
     env.add_function(prepass::IMPORT_FUNCTION, import_function);

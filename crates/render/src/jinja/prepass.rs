@@ -23,6 +23,8 @@ pub const PARSE_FUNCTION: &str = "__salt_parse";
 pub const DICT_FUNCTION: &str = "__pydict";
 /// The wrapper that makes a list literal mutable.
 pub const LIST_FUNCTION: &str = "__pylist";
+/// The filter that implements Python's `'s' * n` (a bool counts as 0 or 1).
+pub const REPEAT_FILTER: &str = "__pyrepeat";
 /// The filter that implements Python's `'fmt' % args`.
 pub const PERCENT_FILTER: &str = "__pyformat";
 
@@ -200,12 +202,21 @@ fn rewrite_code(source: &str, start: usize, closer: Closer) -> (String, usize) {
                 previous_was_ident = false;
                 continue;
             }
-            b'%' if after_string && !source[index..].starts_with("%}") => {
-                // `'fmt' % operand` -> `'fmt'|__pyformat(operand)`
+            b'%' | b'*'
+                if after_string
+                    && !source[index..].starts_with("%}")
+                    && !source[index..].starts_with("**") =>
+            {
+                // `'fmt' % operand` -> `'fmt'|__pyformat(operand)`;
+                // `'s' * operand` -> `'s'|__pyrepeat(operand)` (Python accepts a bool).
                 let operand_start = index + 1;
                 let operand_end = operand_end(source, operand_start);
                 out.push('|');
-                out.push_str(PERCENT_FILTER);
+                out.push_str(if byte == b'%' {
+                    PERCENT_FILTER
+                } else {
+                    REPEAT_FILTER
+                });
                 out.push('(');
                 out.push_str(&wrap_literals_in_expression(
                     &source[operand_start..operand_end],
