@@ -56,6 +56,16 @@ fn pillar_and_function_results_are_mutable() {
 }
 
 #[test]
+fn self_containing_data_does_not_recurse_forever() {
+    let out = ok("{% set l = [1] %}{% do l.append(l) %}{{ l.count(1) }} {{ l|length }} {{ (l|json)[:7] }} {{ (l ~ '')[:7] }}");
+    assert_eq!(out, "1 2 [1, [1, [1, [1,");
+    assert_eq!(
+        ok("{% set d = {} %}{% do d.update({'me': d}) %}{{ salt['defaults.deepcopy'](d)|length }}"),
+        "1"
+    );
+}
+
+#[test]
 fn dict_methods_and_attribute_fallback() {
     assert_eq!(ok("{% set d = {'a': 1, 'items': 'x'} %}{{ d.items() }} {{ d.keys() }} {{ d.values() }} {{ d.a }} {{ d['items'] }}"),
         "[('a', 1), ('items', 'x')] ['a', 'items'] [1, 'x'] 1 x");

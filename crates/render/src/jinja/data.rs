@@ -81,14 +81,26 @@ fn yamlify_key(segment: &str) -> Option<MjValue> {
 
 /// Python's `copy.deepcopy` of dicts and lists (scalars are shared).
 pub fn deepcopy(value: &MjValue) -> MjValue {
+    copy_at(value, 0)
+}
+
+fn copy_at(value: &MjValue, depth: usize) -> MjValue {
+    if depth > super::objects::MAX_DEPTH {
+        return MjValue::from(());
+    }
     if is_mapping(value) {
         let pairs = pairs_of(value).unwrap_or_default();
-        return PyDict::new_value(pairs.into_iter().map(|(k, v)| (k, deepcopy(&v))).collect());
+        return PyDict::new_value(
+            pairs
+                .into_iter()
+                .map(|(k, v)| (k, copy_at(&v, depth + 1)))
+                .collect(),
+        );
     }
     if is_list(value) {
         let items: Vec<MjValue> = value
             .try_iter()
-            .map(|i| i.map(|v| deepcopy(&v)).collect())
+            .map(|i| i.map(|v| copy_at(&v, depth + 1)).collect())
             .unwrap_or_default();
         return PyList::new_value(items);
     }

@@ -350,8 +350,9 @@ impl Object for PyList {
                 let target = positional
                     .first()
                     .ok_or_else(|| arg_count_error("remove", "exactly 1", 0))?;
+                let position = self.snapshot().iter().position(|item| item == target);
                 let mut items = lock(&self.items);
-                match items.iter().position(|item| item == target) {
+                match position.filter(|at| *at < items.len()) {
                     Some(at) => {
                         items.remove(at);
                         Ok(none)
@@ -366,7 +367,7 @@ impl Object for PyList {
                 let target = positional
                     .first()
                     .ok_or_else(|| arg_count_error("index", "at least 1", 0))?;
-                lock(&self.items)
+                self.snapshot()
                     .iter()
                     .position(|item| item == target)
                     .map(MjValue::from)
@@ -382,7 +383,7 @@ impl Object for PyList {
                     .first()
                     .ok_or_else(|| arg_count_error("count", "exactly 1", 0))?;
                 Ok(MjValue::from(
-                    lock(&self.items)
+                    self.snapshot()
                         .iter()
                         .filter(|item| *item == target)
                         .count(),
@@ -467,16 +468,28 @@ pub fn make_mutable(value: MjValue) -> MjValue {
 /// A template value -> Salt data. Keys become strings as JSON output
 /// writes them (`true`, `null`, `1`); undefined becomes null.
 pub fn from_template(value: &MjValue) -> Value {
+    data_at(value, 0)
+}
+
+fn data_at(value: &MjValue, depth: usize) -> Value {
+    if depth > MAX_DEPTH {
+        return Value::Null;
+    }
     if let Some(dict) = value.downcast_object_ref::<PyDict>() {
         return Value::Object(
             dict.snapshot()
                 .iter()
-                .map(|(k, v)| (json_key(k), from_template(v)))
+                .map(|(k, v)| (json_key(k), data_at(v, depth + 1)))
                 .collect::<Map>(),
         );
     }
     if let Some(list) = value.downcast_object_ref::<PyList>() {
-        return Value::Array(list.snapshot().iter().map(from_template).collect());
+        return Value::Array(
+            list.snapshot()
+                .iter()
+                .map(|v| data_at(v, depth + 1))
+                .collect(),
+        );
     }
     match value.kind() {
         ValueKind::Undefined | ValueKind::None => Value::Null,
@@ -506,7 +519,7 @@ pub fn from_template(value: &MjValue) -> Value {
             if let Ok(iter) = value.try_iter() {
                 for key in iter {
                     let item = value.get_item(&key).unwrap_or_default();
-                    map.insert(json_key(&key), from_template(&item));
+                    map.insert(json_key(&key), data_at(&item, depth + 1));
                 }
             }
             Value::Object(map)
@@ -514,7 +527,7 @@ pub fn from_template(value: &MjValue) -> Value {
         ValueKind::Seq | ValueKind::Iterable => Value::Array(
             value
                 .try_iter()
-                .map(|iter| iter.map(|v| from_template(&v)).collect())
+                .map(|iter| iter.map(|v| data_at(&v, depth + 1)).collect())
                 .unwrap_or_default(),
         ),
         _ => Value::String(value.to_string()),
@@ -541,6 +554,17 @@ pub fn python_str(value: &MjValue) -> String {
 
 /// Python's `repr()` of a template value (`{'a': [1, True, None]}`).
 pub fn python_repr(value: &MjValue) -> String {
+    repr_at(value, 0)
+}
+
+/// How deep data may nest before printing and conversion stop (a list that
+/// contains itself would otherwise recurse forever).
+pub const MAX_DEPTH: usize = 128;
+
+fn repr_at(value: &MjValue, depth: usize) -> String {
+    if depth > MAX_DEPTH {
+        return "...".to_string();
+    }
     match value.kind() {
         ValueKind::Undefined => String::new(),
         ValueKind::None => "None".to_string(),
@@ -555,14 +579,14 @@ pub fn python_repr(value: &MjValue) -> String {
             let parts: Vec<String> = pairs_of(value)
                 .unwrap_or_default()
                 .iter()
-                .map(|(k, v)| format!("{}: {}", python_repr(k), python_repr(v)))
+                .map(|(k, v)| format!("{}: {}", repr_at(k, depth + 1), repr_at(v, depth + 1)))
                 .collect();
             format!("{{{}}}", parts.join(", "))
         }
         ValueKind::Seq | ValueKind::Iterable => {
             let parts: Vec<String> = value
                 .try_iter()
-                .map(|iter| iter.map(|v| python_repr(&v)).collect())
+                .map(|iter| iter.map(|v| repr_at(&v, depth + 1)).collect())
                 .unwrap_or_default();
             if value.is_tuple() {
                 if parts.len() == 1 {
