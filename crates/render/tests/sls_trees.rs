@@ -163,6 +163,7 @@ fn import_yaml_and_import_json_are_rendered_with_jinja_first() {
             "{\"sls\": \"{{ sls }}\", \"n\": {{ 1 + 1 }}}",
         ),
         ("app/empty.yaml", "{# nothing #}\n"),
+        ("app/rel.sls", "{% import_yaml './defaults.yaml' as r %}x: {{ r.port }}\n"),
         (
             "app/init.sls",
             "{% import_yaml 'app/defaults.yaml' as d %}{% import_json 'app/data.json' as j %}\
@@ -172,6 +173,11 @@ fn import_yaml_and_import_json_are_rendered_with_jinja_first() {
     assert_eq!(
         tree.render_sls("app/init.sls").map_err(|e| e.to_string()),
         Ok(json!({"x": "42 Debian app 2 None"}))
+    );
+    assert_eq!(
+        tree.render_sls("app/rel.sls").map_err(|e| e.to_string()),
+        Ok(json!({"x": 42})),
+        "relative to the importing file"
     );
 }
 
