@@ -25,3 +25,15 @@ fn salt_filter_and_method_outputs_match_byte_for_byte() {
     }
     assert_eq!(rendered, expected);
 }
+
+#[test]
+fn yaml_and_json_filters_match_pyyaml_byte_for_byte() {
+    // Flow and block `|yaml` with quoting, wrapping at 80 columns and
+    // multi-line strings; `|json(indent=2)`; scalars. Rendered by Salt 3008.5.
+    let template = include_str!("fixtures/salt_dump.jinja");
+    let expected = include_str!("fixtures/salt_dump.expected");
+    let tree = Tree::new(&[]);
+    let rendered = halite_render::render_text(template, "jinja", &tree.context("", ""))
+        .map_err(|e| e.to_string());
+    assert_eq!(rendered.as_deref(), Ok(expected));
+}

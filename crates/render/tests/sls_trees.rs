@@ -163,7 +163,10 @@ fn import_yaml_and_import_json_are_rendered_with_jinja_first() {
             "{\"sls\": \"{{ sls }}\", \"n\": {{ 1 + 1 }}}",
         ),
         ("app/empty.yaml", "{# nothing #}\n"),
-        ("app/rel.sls", "{% import_yaml './defaults.yaml' as r %}x: {{ r.port }}\n"),
+        (
+            "app/rel.sls",
+            "{% import_yaml './defaults.yaml' as r %}x: {{ r.port }}\n",
+        ),
         (
             "app/init.sls",
             "{% import_yaml 'app/defaults.yaml' as d %}{% import_json 'app/data.json' as j %}\
