@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-pub mod jinja;
+mod jinja;
 pub mod pyfmt;
 mod shebang;
 pub mod yaml;
