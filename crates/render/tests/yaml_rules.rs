@@ -166,14 +166,36 @@ fn scanner_errors_are_bare_problems_like_salt_prints_them() {
 }
 
 #[test]
+fn undefined_alias_reads_like_pyyaml() {
+    assert_eq!(
+        load_err("a: *nope\n").message,
+        "found undefined alias\n  in \"<unicode string>\", line 1, column 4"
+    );
+}
+
+#[test]
+fn block_errors_match_salt() {
+    // Each message is what Salt 3008.5 printed for the same document.
+    assert_eq!(
+        load_err("a:\n  - 1\n - 2\n").message,
+        "while parsing a block mapping\n  in \"<unicode string>\", line 1, column 1\ndid not find expected key\n  in \"<unicode string>\", line 3, column 2"
+    );
+    assert_eq!(
+        load_err("a:\n  test.nop:\n    - x: 1\n   - y: 2\n").message,
+        "while parsing a block mapping\n  in \"<unicode string>\", line 2, column 3\ndid not find expected key\n  in \"<unicode string>\", line 4, column 4"
+    );
+    assert_eq!(
+        load_err("a: [1, 2\n").message,
+        "while parsing a flow sequence\n  in \"<unicode string>\", line 1, column 4\ndid not find expected ',' or ']'\n  in \"<unicode string>\", line 2, column 1"
+    );
+}
+
+#[test]
 fn block_mapping_without_key_names_its_start() {
     let error = load_err("a:\n  b: 1\n c: 2\n");
-    assert!(
-        error
-            .message
-            .starts_with("while parsing a block mapping\n  in \"<unicode string>\", line"),
-        "{}",
-        error.message
+    assert_eq!(
+        error.message,
+        "while parsing a block mapping\n  in \"<unicode string>\", line 1, column 1\ndid not find expected key\n  in \"<unicode string>\", line 3, column 2"
     );
 }
 

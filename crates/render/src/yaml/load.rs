@@ -299,6 +299,9 @@ impl Loader<'_> {
     fn scan_error(&self, error: &ScanError) -> YamlError {
         let info = error.info();
         let mark = error.marker();
+        if info.contains("unknown anchor") {
+            return problem_error("found undefined alias", mark);
+        }
         if let Some((context, problem)) = info.split_once(", ") {
             if context.starts_with("while parsing") {
                 let context_mark = self.context_mark(context).unwrap_or(*mark);
