@@ -37,3 +37,15 @@ fn yaml_and_json_filters_match_pyyaml_byte_for_byte() {
         .map_err(|e| e.to_string());
     assert_eq!(rendered.as_deref(), Ok(expected));
 }
+
+#[test]
+fn jinja_idioms_match_salt_byte_for_byte() {
+    // call/caller, tuple assignment, inline if, slices, arithmetic, loop
+    // helpers, raw blocks, tojson, builtin filters and tests. Rendered by Salt 3008.5.
+    let template = include_str!("fixtures/salt_idioms.jinja");
+    let expected = include_str!("fixtures/salt_idioms.expected");
+    let tree = Tree::new(&[]);
+    let rendered = halite_render::render_text(template, "jinja", &tree.context("", ""))
+        .map_err(|e| e.to_string());
+    assert_eq!(rendered.as_deref(), Ok(expected));
+}
