@@ -278,6 +278,25 @@ fn errors_carry_lines_of_the_sls() {
 }
 
 #[test]
+fn errors_in_imported_templates_name_the_file_as_salt_does() {
+    let tree = Tree::new(&[
+        (
+            "m/lib.jinja",
+            "{% macro bad() %}\n{{ nope }}\n{% endmacro %}\n",
+        ),
+        (
+            "m/init.sls",
+            "x: 1\n{% from \"m/lib.jinja\" import bad %}\ny: {{ bad() }}\n",
+        ),
+    ]);
+    // Salt 3008.5 prints the cache path of the file; halite its path in the file root.
+    assert_eq!(
+        tree.render_sls("m/init.sls").map(|_| ()).map_err(|e| e.to_string()),
+        Err("Jinja variable 'nope' is undefined\nm/lib.jinja(2):\n---\n{% macro bad() %}\n{{ nope }}    <======================\n{% endmacro %}\n---".into())
+    );
+}
+
+#[test]
 fn missing_import_is_a_clear_error() {
     let tree = Tree::new(&[("app.sls", "{% from 'nope/map.jinja' import x %}\n")]);
     let error = tree

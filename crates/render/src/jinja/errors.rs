@@ -18,8 +18,22 @@ pub fn salt_message(
     sources: &HashMap<String, String>,
     salt_failure: Option<&str>,
 ) -> String {
-    let detail = innermost_detail(error);
-    let headline = match error.kind() {
+    let inner = innermost(error);
+    let name = innermost_name(error).unwrap_or(top_name);
+    let line = innermost_line(error);
+    let source = sources.get(name).or_else(|| sources.get(top_name));
+    let mut detail = innermost_detail(error);
+    if inner.kind() == ErrorKind::UndefinedError && !detail.contains('`') {
+        // minijinja could not name the value (it came from another
+        // template); the expression printed on that line usually is it.
+        if let Some(expression) = source
+            .zip(line)
+            .and_then(|(text, n)| printed_expression(text, n))
+        {
+            detail = format!("`{expression}` is undefined");
+        }
+    }
+    let headline = match inner.kind() {
         ErrorKind::SyntaxError => format!("Jinja syntax error: {}", jinja2_syntax_wording(&detail)),
         ErrorKind::UndefinedError => format!("Jinja variable {}", undefined_message(&detail)),
         // Calling or using an undefined value: minijinja names it in backticks.
@@ -37,13 +51,18 @@ pub fn salt_message(
         }
         _ => format!("Jinja error: {detail}"),
     };
-    let name = innermost_name(error).unwrap_or(top_name);
-    let line = innermost_line(error);
-    match (line, sources.get(name).or_else(|| sources.get(top_name))) {
-        (Some(line), Some(source)) if line > 0 => {
+    match (line, source) {
+        (Some(line), Some(text)) if line > 0 && name != top_name && sources.contains_key(name) => {
+            // Salt names the other file and its line instead of `; line N`.
+            format!(
+                "{headline}\n{name}({line}):\n{}",
+                get_context(text, line, 5, MARKER)
+            )
+        }
+        (Some(line), Some(text)) if line > 0 => {
             format!(
                 "{headline}; line {line}\n\n{}",
-                get_context(source, line, 5, MARKER)
+                get_context(text, line, 5, MARKER)
             )
         }
         _ => headline,
@@ -66,6 +85,20 @@ fn jinja2_syntax_wording(detail: &str) -> String {
         }
         other => other.to_string(),
     }
+}
+
+/// The single `{{ expression }}` printed on `line`, if there is one.
+fn printed_expression(source: &str, line: usize) -> Option<String> {
+    let text = source.lines().nth(line.checked_sub(1)?)?;
+    let start = text.find("{{")? + 2;
+    let end = start + text[start..].find("}}")?;
+    let expression =
+        text[start..end].trim_matches(|c: char| c.is_whitespace() || c == '-' || c == '+');
+    let simple = !expression.is_empty()
+        && expression
+            .chars()
+            .all(|c| c.is_alphanumeric() || "_.[]'\"".contains(c));
+    simple.then(|| expression.to_string())
 }
 
 /// The error that started it all (minijinja chains errors through includes).
