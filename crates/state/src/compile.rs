@@ -100,34 +100,33 @@ pub fn reconcile_extend(high: &mut Map, strict: bool) -> Vec<String> {
                 let (Value::Array(existing), Value::Array(run)) = (existing, run) else { continue };
                 for arg in run {
                     let mut update = false;
-                    for hind in 0..existing.len() {
-                        let val = &existing[hind];
-                        if arg.is_string() && val.is_string() {
-                            existing[hind] = arg.clone();
+                    for slot in existing.iter_mut() {
+                        if arg.is_string() && slot.is_string() {
+                            *slot = arg.clone();
                             update = true;
                             continue;
                         }
-                        if let (Value::Object(a), Value::Object(_)) = (&arg, val) {
+                        if let (Value::Object(a), Value::Object(_)) = (&arg, &*slot) {
                             let argfirst = a.keys().next().cloned().unwrap_or_default();
-                            let valfirst = first_key(val).unwrap_or("").to_string();
+                            let valfirst = first_key(slot).unwrap_or("").to_string();
                             if argfirst == valfirst {
                                 if REQUISITE_KEYWORDS.contains(&argfirst.as_str()) {
                                     let add = a.get(&argfirst).cloned().unwrap_or(Value::Null);
-                                    if let Some(Value::Array(list)) = existing[hind].get_mut(&argfirst) {
+                                    if let Some(Value::Array(list)) = slot.get_mut(&argfirst) {
                                         match add {
                                             Value::Array(items) => list.extend(items),
                                             other => list.push(other),
                                         }
                                     } else {
-                                        existing[hind] = arg.clone();
+                                        *slot = arg.clone();
                                     }
                                 } else {
-                                    existing[hind] = arg.clone();
+                                    *slot = arg.clone();
                                 }
                                 update = true;
                             }
                             if argfirst == "name" && valfirst == "names" {
-                                existing[hind] = arg.clone();
+                                *slot = arg.clone();
                             }
                         }
                     }
@@ -537,11 +536,8 @@ pub fn compile_high_data(high: &Map) -> Graph {
             chunk.insert("__id__".into(), Value::from(id.clone()));
             for arg in run {
                 match arg {
-                    Value::String(f) => {
-                        if !funcs.contains(f) {
-                            funcs.push(f.clone());
-                        }
-                    }
+                    Value::String(f) if !funcs.contains(f) => funcs.push(f.clone()),
+                    Value::String(_) => {}
                     Value::Object(m) => {
                         for (key, val) in m {
                             if key == "names" {

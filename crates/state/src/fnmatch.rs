@@ -19,7 +19,10 @@ pub fn fnmatch(name: &str, pattern: &str) -> bool {
 /// Parses a `[...]` class starting at `pat[i] == '['`. Returns the class
 /// (negated, items) and the index after `]`, or `None` when unclosed (then
 /// Python treats `[` as a literal).
-fn parse_class(pat: &[char], i: usize) -> Option<(bool, Vec<(char, char)>, usize)> {
+/// A parsed `[...]` class: negated, ranges, index after `]`.
+type CharClass = (bool, Vec<(char, char)>, usize);
+
+fn parse_class(pat: &[char], i: usize) -> Option<CharClass> {
     let mut j = i + 1;
     let mut negate = false;
     if j < pat.len() && pat[j] == '!' {

@@ -8,9 +8,14 @@
 //! targets scan the index.
 
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashMap};
+use std::collections::BinaryHeap;
 
 use indexmap::IndexMap;
+use rustc_hash::{FxBuildHasher, FxHashMap};
+
+/// An insertion-ordered map with a fast non-cryptographic hasher: the
+/// graph's keys are the user's own state names, not attacker input.
+type FxIndexMap<K, V> = IndexMap<K, V, FxBuildHasher>;
 
 use crate::fnmatch::{fnmatch, is_pattern};
 use crate::requisite::{py_repr, py_str, RequisiteKind, RequisiteRef};
@@ -32,12 +37,15 @@ pub struct Graph {
     /// The chunks, in compile order. Ordering mutates `order` in place and
     /// prereq marks `__prereq__` / `__prerequiring__`, as Salt does.
     pub chunks: Vec<LowChunk>,
+    /// The run tag of each chunk, computed once.
+    tags: Vec<String>,
     nodes: Vec<Node>,
-    by_tag: HashMap<String, usize>,
-    lookup: IndexMap<(String, String), Vec<usize>>,
-    sls_to_nodes: IndexMap<String, Vec<usize>>,
-    out_edges: Vec<IndexMap<usize, Vec<RequisiteKind>>>,
-    in_edges: Vec<IndexMap<usize, Vec<RequisiteKind>>>,
+    by_tag: FxHashMap<String, usize>,
+    /// (module or `id`) + `\x1f` + (name or ID) -> nodes.
+    lookup: FxIndexMap<String, Vec<usize>>,
+    sls_to_nodes: FxIndexMap<String, Vec<usize>>,
+    out_edges: Vec<FxIndexMap<usize, Vec<RequisiteKind>>>,
+    in_edges: Vec<FxIndexMap<usize, Vec<RequisiteKind>>>,
 }
 
 /// The sort key of a node: (min of own and dependents' order, own order), label, tag.
@@ -101,8 +109,8 @@ impl Graph {
         }
         let i = self.nodes.len();
         self.nodes.push(Node { chunk: None, tag: tag.to_string(), child_min: None });
-        self.out_edges.push(IndexMap::new());
-        self.in_edges.push(IndexMap::new());
+        self.out_edges.push(FxIndexMap::default());
+        self.in_edges.push(FxIndexMap::default());
         self.by_tag.insert(tag.to_string(), i);
         i
     }
@@ -133,22 +141,28 @@ impl Graph {
             .unwrap_or_default();
         self.chunks.push(chunk);
         let ni = self.node_for(&tag);
+        self.tags.push(tag);
         self.nodes[ni].chunk = Some(ci);
-        for key in [(state.clone(), name.clone()), (state, id.clone()), ("id".to_string(), id), ("id".to_string(), name)] {
+        let mut keys = vec![lookup_key(&state, &name), lookup_key("id", &id)];
+        if name != id {
+            keys.push(lookup_key(&state, &id));
+            keys.push(lookup_key("id", &name));
+        }
+        for key in keys {
             let set = self.lookup.entry(key).or_default();
-            if !set.contains(&ni) {
+            if set.last() != Some(&ni) {
                 set.push(ni);
             }
         }
         if !sls.is_empty() {
             let set = self.sls_to_nodes.entry(sls).or_default();
-            if !set.contains(&ni) {
+            if set.last() != Some(&ni) {
                 set.push(ni);
             }
         }
         for sls in included {
             let set = self.sls_to_nodes.entry(sls).or_default();
-            if !set.contains(&ni) {
+            if set.last() != Some(&ni) {
                 set.push(ni);
             }
         }
@@ -211,7 +225,7 @@ impl Graph {
 
     fn add_dependency(&mut self, ci: usize, kind: RequisiteKind, key: &str, val: &str) -> bool {
         let has_prereq = self.chunks[ci].get("__prereq__").is_some_and(|v| v == &Value::Bool(true));
-        let node = self.by_tag[&chunk_tag(&self.chunks[ci])];
+        let node = self.by_tag[&self.tags[ci]];
         let mut found = false;
         if key == "sls" {
             if is_pattern(val) {
@@ -230,17 +244,18 @@ impl Graph {
                 self.add_reqs(node, has_prereq, kind, &reqs);
             }
         } else if is_pattern(val) {
+            let prefix = format!("{key}\x1f");
             let hits: Vec<Vec<usize>> = self
                 .lookup
                 .iter()
-                .filter(|((state, name), _)| state == key && fnmatch(name, val))
+                .filter(|(k, _)| k.strip_prefix(&prefix).is_some_and(|name| fnmatch(name, val)))
                 .map(|(_, v)| v.clone())
                 .collect();
             for reqs in hits {
                 found = true;
                 self.add_reqs(node, has_prereq, kind, &reqs);
             }
-        } else if let Some(reqs) = self.lookup.get(&(key.to_string(), val.to_string())).cloned() {
+        } else if let Some(reqs) = self.lookup.get(&lookup_key(key, val)).cloned() {
             if !reqs.is_empty() {
                 found = true;
                 self.add_reqs(node, has_prereq, kind, &reqs);
@@ -523,11 +538,15 @@ impl Graph {
     /// a chunk in its prereq test run, those of its prereq check node.
     pub fn dependencies(&self, ci: usize) -> Vec<(RequisiteKind, usize)> {
         let chunk = &self.chunks[ci];
-        let mut tag = chunk_tag(chunk);
-        if chunk.get("__prereq__") == Some(&Value::Bool(true)) {
-            tag = Self::prereq_tag(&tag);
+        let found = if chunk.get("__prereq__") == Some(&Value::Bool(true)) {
+            self.by_tag.get(&Self::prereq_tag(&self.tags[ci]))
+        } else {
+            self.by_tag.get(&self.tags[ci])
+        };
+        let Some(&node) = found else { return Vec::new() };
+        if self.in_edges[node].is_empty() {
+            return Vec::new();
         }
-        let Some(&node) = self.by_tag.get(&tag) else { return Vec::new() };
         let mut out = Vec::new();
         for (src, kinds) in &self.in_edges[node] {
             if let Some(c) = self.nodes[*src].chunk {
@@ -537,6 +556,11 @@ impl Graph {
             }
         }
         out
+    }
+
+    /// The run tag of chunk `ci` (`<state>_|-<id>_|-<name>_|-<fun>`).
+    pub fn tag(&self, ci: usize) -> &str {
+        &self.tags[ci]
     }
 
     /// The index of the chunk with this tag.
@@ -603,6 +627,14 @@ impl Graph {
 
 fn dot_escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+fn lookup_key(kind: &str, name: &str) -> String {
+    let mut k = String::with_capacity(kind.len() + name.len() + 1);
+    k.push_str(kind);
+    k.push('\x1f');
+    k.push_str(name);
+    k
 }
 
 /// The chunk's name as a string (Salt formats non-string names with `str()`).

@@ -154,7 +154,7 @@ impl<'a> HighBuilder<'a> {
 
         for inc in include {
             let (env_key, inc_sls) = match inc {
-                Value::Object(m) => match m.into_iter().last() {
+                Value::Object(m) => match m.into_iter().next_back() {
                     Some((k, Value::String(v))) => (k, v),
                     _ => continue,
                 },

@@ -86,6 +86,7 @@ pub fn call_high(
 ) -> Result<Running, Vec<String>> {
     prepare_high(&mut high, &opts.disabled_requisites)?;
     let compiled = compile_chunks(&high, modules, &opts.disabled_requisites)?;
+    drop(high);
     let Compiled { graph, order } = compiled;
     Ok(Executor::new(graph, modules, env, opts).run(&order))
 }

@@ -73,8 +73,21 @@ pub struct Executor<'a> {
     failhard_stop: bool,
 }
 
+/// The local UTC offset, looked up once per process (the timezone does
+/// not change during a run; chrono's lookup is the costly part).
+fn local_offset_secs() -> i64 {
+    static OFFSET: std::sync::OnceLock<i64> = std::sync::OnceLock::new();
+    *OFFSET.get_or_init(|| i64::from(chrono::Local::now().offset().local_minus_utc()))
+}
+
+/// Salt's `start_time`: local wall-clock time as `HH:MM:SS.ffffff`.
 fn now_time() -> String {
-    chrono::Local::now().format("%H:%M:%S%.6f").to_string()
+    use std::fmt::Write;
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let secs = (now.as_secs() as i64 + local_offset_secs()).rem_euclid(86_400);
+    let mut s = String::with_capacity(15);
+    let _ = write!(s, "{:02}:{:02}:{:02}.{:06}", secs / 3600, secs / 60 % 60, secs % 60, now.subsec_micros());
+    s
 }
 
 fn ms_since(start: Instant) -> f64 {
@@ -127,7 +140,7 @@ impl<'a> Executor<'a> {
             if self.failhard_stop {
                 return;
             }
-            let tag = chunk_tag(&self.graph.chunks[ci]);
+            let tag = self.graph.tag(ci).to_string();
             if !self.running.contains_key(&tag) {
                 self.call_chunk(ci, 0);
                 if self.check_failhard(ci) {
@@ -147,7 +160,7 @@ impl<'a> Executor<'a> {
         if !failhard {
             return false;
         }
-        match self.running.get(&chunk_tag(low)) {
+        match self.running.get(self.graph.tag(ci)) {
             Some(ret) => match ret.get("result") {
                 Some(Value::Null) | None => false,
                 Some(v) => !truthy(v),
@@ -175,7 +188,7 @@ impl<'a> Executor<'a> {
                 }
             };
             for &dep in deps {
-                let tag = chunk_tag(&self.graph.chunks[dep]);
+                let tag = self.graph.tag(dep).to_string();
                 let ret = if base == RequisiteKind::Prereq { self.pre.get(&tag) } else { self.running.get(&tag) };
                 let Some(ret) = ret else {
                     add(&mut req_stats, "unmet");
@@ -288,7 +301,7 @@ impl<'a> Executor<'a> {
     }
 
     fn call_chunk(&mut self, ci: usize, depth: u32) {
-        let tag = chunk_tag(&self.graph.chunks[ci]);
+        let tag = self.graph.tag(ci).to_string();
         let prereq = self.is_prereq(ci);
         let (status, reqs) = self.check_requisites(ci);
         match status {
@@ -329,7 +342,7 @@ impl<'a> Executor<'a> {
                     let mut failed: Vec<String> = Vec::new();
                     for deps in reqs.values() {
                         for &dep in deps {
-                            let dtag = chunk_tag(&self.graph.chunks[dep]);
+                            let dtag = self.graph.tag(dep).to_string();
                             let dret = self.pre.get(&dtag).or_else(|| self.running.get(&dtag));
                             if let Some(dret) = dret {
                                 if dret.get("result") == Some(&Value::Bool(false)) {
@@ -355,7 +368,7 @@ impl<'a> Executor<'a> {
                             .iter()
                             .map(|&d| {
                                 let mut m = self.graph.chunks[d].0.clone();
-                                let dtag = chunk_tag(&self.graph.chunks[d]);
+                                let dtag = self.graph.tag(d).to_string();
                                 let changes = self
                                     .running
                                     .get(&dtag)
@@ -398,7 +411,7 @@ impl<'a> Executor<'a> {
     /// true when failhard stopped the run.
     fn call_unmet_requisites(&mut self, ci: usize, tag: &str, depth: u32) -> bool {
         for (_, dep) in self.graph.dependencies(ci) {
-            let dtag = chunk_tag(&self.graph.chunks[dep]);
+            let dtag = self.graph.tag(dep).to_string();
             if !self.running.contains_key(&dtag) {
                 self.call_chunk(dep, 0);
                 if self.failhard_stop || self.check_failhard(dep) {
@@ -499,13 +512,83 @@ impl<'a> Executor<'a> {
     fn call_attempt(&mut self, ci: usize, watch_reqs: Option<Map>, attempt: u64) -> Map {
         let start = Instant::now();
         let start_time = now_time();
-        let mut low = self.graph.chunks[ci].clone();
-        let sfun = low.fun().to_string();
-        if watch_reqs.is_some() {
-            low.0.insert("fun".into(), Value::from("mod_watch"));
+        // The chunk is taken out of the graph for the call (no per-call
+        // clone) and put back before anything else reads it.
+        let low = std::mem::take(&mut self.graph.chunks[ci]);
+        let outcome = self.call_once(&low, watch_reqs.as_ref());
+        let prereq = low.get("__prereq__") == Some(&Value::Bool(true));
+        let retry = low.get("retry").map(RetrySpec::from_value);
+        let sls = low.get("__sls__").cloned().unwrap_or(Value::Null);
+        let id = Value::from(low.id());
+        self.graph.chunks[ci] = low;
+        let mut ret = match outcome {
+            Ok(ret) => ret,
+            Err(early) => return early,
+        };
+        if prereq {
+            self.graph.chunks[ci].0.insert("__prereq__".into(), Value::Bool(false));
+            return ret;
         }
-        let prereq = self.is_prereq(ci);
-        let errors = self.verify_data(&low);
+        ret.insert("__sls__".into(), sls);
+        ret.insert("__run_num__".into(), Value::from(self.run_num));
+        self.run_num += 1;
+        ret.insert("start_time".into(), Value::from(start_time));
+        ret.insert("duration".into(), Value::from(ms_since(start)));
+        ret.insert("__id__".into(), id);
+        let Some(retry) = retry else { return ret };
+        if self.opts.test {
+            let c = ret.get("comment").map(py_str).unwrap_or_default();
+            ret.insert(
+                "comment".into(),
+                Value::from(format!(
+                    "{c}  The state would be retried every {} seconds (with a splay of up to {} seconds) a maximum of {} times or until a result of {} is returned",
+                    retry.interval,
+                    retry.splay,
+                    retry.attempts,
+                    if retry.until { "True" } else { "False" }
+                )),
+            );
+            return ret;
+        }
+        let result = ret.get("result").and_then(Value::as_bool);
+        if result == Some(retry.until) || retry.attempts <= attempt {
+            return ret;
+        }
+        let mut interval = retry.interval;
+        if retry.splay > 0 {
+            interval += pseudo_random(retry.splay);
+        }
+        if interval > 0 {
+            std::thread::sleep(std::time::Duration::from_secs(interval));
+        }
+        let orig = ret;
+        let mut again = self.call_attempt(ci, None, attempt + 1);
+        let orig_comment = orig.get("comment").map(py_str).unwrap_or_default();
+        let new_comment = again.get("comment").map(py_str).unwrap_or_default();
+        again.insert(
+            "comment".into(),
+            Value::from(format!(
+                "Attempt {attempt}: Returned a result of \"{}\", with the following comment: \"{orig_comment}\"\n{new_comment}",
+                py_result(orig.get("result")),
+            )),
+        );
+        let d = again.get("duration").and_then(Value::as_f64).unwrap_or(0.0)
+            + orig.get("duration").and_then(Value::as_f64).unwrap_or(0.0)
+            + (interval * 1000) as f64;
+        again.insert("duration".into(), Value::from(d));
+        if attempt == 1 {
+            if let Some(st) = orig.get("start_time") {
+                again.insert("start_time".into(), st.clone());
+            }
+        }
+        again
+    }
+
+    /// Runs the checks and the state function once. `Err` is Salt's early
+    /// return for a chunk that fails verification (it takes a run number
+    /// but none of the bookkeeping keys).
+    fn call_once(&mut self, low: &LowChunk, watch_reqs: Option<&Map>) -> Result<Map, Map> {
+        let errors = self.verify_data(low);
         if !errors.is_empty() {
             let mut ret = Map::new();
             ret.insert("result".into(), Value::Bool(false));
@@ -514,85 +597,36 @@ impl<'a> Executor<'a> {
             ret.insert("comment".into(), Value::from(errors.iter().map(|e| format!("{e}\n")).collect::<String>()));
             ret.insert("__run_num__".into(), Value::from(self.run_num));
             self.run_num += 1;
-            return ret;
+            return Err(ret);
         }
+        let prereq = low.get("__prereq__") == Some(&Value::Bool(true));
         let test = self.opts.test || prereq || low.get("test").is_some_and(truthy);
         let mut ret = Map::new();
         ret.insert("result".into(), Value::Bool(false));
         ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
         ret.insert("changes".into(), Value::Object(Map::new()));
         if ["unless", "onlyif", "creates"].iter().any(|k| low.0.contains_key(*k)) {
-            for (k, v) in self.run_check(&low) {
+            for (k, v) in self.run_check(low) {
                 ret.insert(k, v);
             }
         }
         if ret.get("result") == Some(&Value::Bool(false)) {
-            ret = self.call_module(&low, test, watch_reqs.as_ref().map(|_| sfun.as_str()), watch_reqs.as_ref());
+            ret = match watch_reqs {
+                Some(reqs) => {
+                    let mut watch_low = low.clone();
+                    watch_low.0.insert("fun".into(), Value::from("mod_watch"));
+                    self.call_module(&watch_low, test, Some(low.fun()), Some(reqs))
+                }
+                None => self.call_module(low, test, None, None),
+            };
         }
-        if low.0.contains_key("check_cmd") {
-            for (k, v) in self.run_check_cmd(&low) {
+        let own_check = self.modules.get(low.state()).is_some_and(|m| m.runs_own_check_cmd(low.fun()));
+        if low.0.contains_key("check_cmd") && !own_check {
+            for (k, v) in self.run_check_cmd(low) {
                 ret.insert(k, v);
             }
         }
-        if prereq {
-            self.graph.chunks[ci].0.insert("__prereq__".into(), Value::Bool(false));
-            return ret;
-        }
-        ret.insert("__sls__".into(), low.get("__sls__").cloned().unwrap_or(Value::Null));
-        ret.insert("__run_num__".into(), Value::from(self.run_num));
-        self.run_num += 1;
-        ret.insert("start_time".into(), Value::from(start_time));
-        ret.insert("duration".into(), Value::from(ms_since(start)));
-        ret.insert("__id__".into(), Value::from(low.id()));
-        if let Some(retry) = low.get("retry") {
-            let retry = RetrySpec::from_value(retry);
-            if !self.opts.test {
-                let result = ret.get("result").and_then(Value::as_bool);
-                if result != Some(retry.until) && retry.attempts > attempt {
-                    let mut interval = retry.interval;
-                    if retry.splay > 0 {
-                        interval += pseudo_random(retry.splay);
-                    }
-                    if interval > 0 {
-                        std::thread::sleep(std::time::Duration::from_secs(interval));
-                    }
-                    let orig = ret;
-                    let mut again = self.call_attempt(ci, None, attempt + 1);
-                    let orig_comment = orig.get("comment").map(py_str).unwrap_or_default();
-                    let new_comment = again.get("comment").map(py_str).unwrap_or_default();
-                    again.insert(
-                        "comment".into(),
-                        Value::from(format!(
-                            "Attempt {attempt}: Returned a result of \"{}\", with the following comment: \"{orig_comment}\"\n{new_comment}",
-                            py_result(orig.get("result")),
-                        )),
-                    );
-                    let d = again.get("duration").and_then(Value::as_f64).unwrap_or(0.0)
-                        + orig.get("duration").and_then(Value::as_f64).unwrap_or(0.0)
-                        + (interval * 1000) as f64;
-                    again.insert("duration".into(), Value::from(d));
-                    if attempt == 1 {
-                        if let Some(st) = orig.get("start_time") {
-                            again.insert("start_time".into(), st.clone());
-                        }
-                    }
-                    ret = again;
-                }
-            } else {
-                let c = ret.get("comment").map(py_str).unwrap_or_default();
-                ret.insert(
-                    "comment".into(),
-                    Value::from(format!(
-                        "{c}  The state would be retried every {} seconds (with a splay of up to {} seconds) a maximum of {} times or until a result of {} is returned",
-                        retry.interval,
-                        retry.splay,
-                        retry.attempts,
-                        if retry.until { "True" } else { "False" }
-                    )),
-                );
-            }
-        }
-        ret
+        Ok(ret)
     }
 
     fn call_module(&self, low: &LowChunk, test: bool, sfun: Option<&str>, reqs: Option<&Map>) -> Map {
@@ -606,7 +640,8 @@ impl<'a> Executor<'a> {
             return ret;
         };
         let sfun = sfun.or_else(|| low.get("sfun").and_then(Value::as_str));
-        let call = StateCall { chunk: low, test, env: self.env, sfun, reqs };
+        let env = RunEnv { inner: self.env, lowstate: &self.graph.chunks };
+        let call = StateCall { chunk: low, test, env: &env, sfun, reqs };
         let mut ret = Map::new();
         match module.call(low.fun(), &call) {
             Ok(r) => {
@@ -877,6 +912,10 @@ impl<'a> Executor<'a> {
     fn fire_events(&self, ci: usize, ret: &Map) {
         let low = &self.graph.chunks[ci];
         let fire = low.get("fire_event");
+        let wants_result = matches!(fire, Some(Value::Bool(true))) || matches!(fire, Some(Value::String(s)) if !s.is_empty());
+        if !wants_result && !self.opts.state_events {
+            return;
+        }
         let mut data = Map::new();
         data.insert("ret".into(), Value::Object(ret.clone()));
         match fire {
@@ -974,7 +1013,7 @@ impl<'a> Executor<'a> {
                     let to_tags: Vec<String> = crefs
                         .iter()
                         .filter(|(c, _)| c.0 == lkey && in_cref(c, &lval))
-                        .map(|(_, &ci)| chunk_tag(&self.graph.chunks[ci]))
+                        .map(|(_, &ci)| self.graph.tag(ci).to_string())
                         .collect();
                     for to_tag in to_tags {
                         let Some(r) = self.running.get(&to_tag) else { continue };
@@ -1026,6 +1065,43 @@ impl<'a> Executor<'a> {
             self.run_num += 1;
             self.running.insert(tag, m);
         }
+    }
+}
+
+/// The host as a state function sees it during a run: the real host plus
+/// the run's low chunks (for modules that resolve requisites themselves).
+struct RunEnv<'a> {
+    inner: &'a dyn StateEnv,
+    lowstate: &'a [LowChunk],
+}
+
+impl StateEnv for RunEnv<'_> {
+    fn opts(&self) -> &Value {
+        self.inner.opts()
+    }
+    fn grains(&self) -> &Value {
+        self.inner.grains()
+    }
+    fn pillar(&self) -> &Value {
+        self.inner.pillar()
+    }
+    fn run_cmd(&self, cmd: &str, opts: &CmdOptions) -> std::io::Result<crate::CmdOutput> {
+        self.inner.run_cmd(cmd, opts)
+    }
+    fn call_function(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String> {
+        self.inner.call_function(fun, args, kwargs)
+    }
+    fn file_client(&self) -> &dyn crate::FileClient {
+        self.inner.file_client()
+    }
+    fn render_template(&self, text: &str, engine: &str, context: &Map, saltenv: &str) -> Result<String, String> {
+        self.inner.render_template(text, engine, context, saltenv)
+    }
+    fn fire_event(&self, tag: &str, data: &Value) {
+        self.inner.fire_event(tag, data)
+    }
+    fn lowstate(&self) -> &[LowChunk] {
+        self.lowstate
     }
 }
 

@@ -202,6 +202,11 @@ fn run() -> Result<i32> {
     let text = output::render(outputter, &data, &out_opts, retcode);
     let mut stdout = std::io::stdout().lock();
     let _ = writeln!(stdout, "{text}");
+    // The process ends here: freeing a large return value piece by piece
+    // would only cost time (the OS reclaims it at once).
+    std::mem::forget(data);
+    std::mem::forget(text);
+    std::mem::forget(host);
     if cli.retcode_passthrough {
         Ok(retcode)
     } else {
