@@ -32,6 +32,20 @@ fn scalars_resolve_as_salt_resolves_them() {
 }
 
 #[test]
+fn documents_markers_bom_crlf_and_binary() {
+    // Each as Salt's loader reads it.
+    assert_eq!(load("\u{feff}a: 1\n"), json!({"a": 1}));
+    assert_eq!(load("a: 1\r\nb:\r\n  - x\r\n"), json!({"a": 1, "b": ["x"]}));
+    assert_eq!(load("%YAML 1.1\n---\na: yes\n...\n"), json!({"a": true}));
+    assert_eq!(load("a: !!binary aGk=\n"), json!({"a": "hi"}));
+    assert_eq!(load("a: \"esc \\u00e9 \\x41\"\n"), json!({"a": "esc é A"}));
+    assert_eq!(
+        load_err("a: 1\n---\nb: 2\n").message,
+        "expected a single document in the stream\n  in \"<unicode string>\", line 1, column 1\nbut found another document\n  in \"<unicode string>\", line 2, column 1"
+    );
+}
+
+#[test]
 fn infinity_and_nan_become_python_spellings() {
     assert_eq!(
         load("a: .inf\nb: -.INF\nc: .nan\n"),

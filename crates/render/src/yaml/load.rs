@@ -275,7 +275,16 @@ impl Loader<'_> {
         }
         let invalid = |kind: &str| problem_error(&format!("invalid {kind} literal '{text}'"), mark);
         match tag.suffix.as_str() {
-            "str" | "timestamp" | "binary" => Ok(Value::String(text.to_string())),
+            "str" | "timestamp" => Ok(Value::String(text.to_string())),
+            // Python gets bytes; Salt data is text, so the decoded bytes as UTF-8.
+            "binary" => {
+                use base64::Engine as _;
+                let compact: String = text.split_whitespace().collect();
+                base64::engine::general_purpose::STANDARD
+                    .decode(compact)
+                    .map(|bytes| Value::String(String::from_utf8_lossy(&bytes).into_owned()))
+                    .map_err(|e| problem_error(&format!("failed to decode base64 data: {e}"), mark))
+            }
             "null" => Ok(Value::Null),
             "bool" => match scalar::classify_plain(text) {
                 ScalarKind::Bool => Ok(Value::Bool(scalar::bool_value(text))),
