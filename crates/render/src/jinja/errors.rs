@@ -183,7 +183,7 @@ fn unknown_function_message(detail: &str) -> String {
 /// where cut, the failing line marked, wrapped in `---` lines.
 pub fn get_context(template: &str, line: usize, num_lines: usize, marker: &str) -> String {
     let lines: Vec<&str> = template.lines().collect();
-    if line > lines.len() {
+    if line == 0 || line > lines.len() {
         return template.to_string();
     }
     let start = line.saturating_sub(num_lines + 1);

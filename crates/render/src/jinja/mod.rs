@@ -135,6 +135,14 @@ fn build_environment(
                         )
                     })?,
             };
+            // A render is text for a config file; refuse what would exhaust memory.
+            const LIMIT: usize = 64 * 1024 * 1024;
+            if text.len().saturating_mul(count) > LIMIT {
+                return Err(Error::new(
+                    ErrorKind::InvalidOperation,
+                    "string repetition result is too large (over 64 MiB)",
+                ));
+            }
             Ok(text.repeat(count))
         },
     );
