@@ -302,3 +302,40 @@ fn single_graph_and_unknown_functions() {
         json!("State 'test.no_such_function' was not found in SLS 'u'\nReason: 'test.no_such_function' is not available.\n")
     );
 }
+
+#[test]
+fn parallel_states_run_concurrently_and_dependents_wait() {
+    let t = Tree::new(&[]);
+    let d = t.path().join("rendezvous");
+    std::fs::create_dir_all(&d).unwrap();
+    // Each state marks itself started, then waits (up to 10 s) for the other
+    // two: run one after another, the first would time out and fail.
+    let wait = |me: &str, a: &str, b: &str| {
+        format!(
+            "touch {0}/{me}; for i in $(seq 100); do [ -e {0}/{a} ] && [ -e {0}/{b} ] && exit 0; sleep 0.1; done; exit 1",
+            d.display()
+        )
+    };
+    let sls = format!(
+        "p1:\n  cmd.run:\n    - name: '{}'\n    - parallel: True\n\
+         p2:\n  cmd.run:\n    - name: '{}'\n    - parallel: True\n\
+         p3:\n  cmd.run:\n    - name: '{}'\n    - parallel: True\n\
+         after:\n  cmd.run:\n    - name: 'ls {} | wc -l'\n    - require:\n      - cmd: p1\n      - cmd: p2\n      - cmd: p3\n",
+        wait("a", "b", "c"),
+        wait("b", "a", "c"),
+        wait("c", "a", "b"),
+        d.display()
+    );
+    std::fs::write(t.path().join("salt/par.sls"), sls).unwrap();
+    let ret = t.call("state.apply", &[json!("par")], json!({}));
+    let s = summary(&ret);
+    assert_eq!(s.iter().map(|x| x.0.as_str()).collect::<Vec<_>>(), ["p1", "p2", "p3", "after"]);
+    for x in &s {
+        assert_eq!(x.2, json!(true), "{} failed: {}", x.0, x.3);
+    }
+    let after = ret.as_object().unwrap().values().find(|r| r["__id__"] == "after").unwrap();
+    assert_eq!(after["changes"]["stdout"], json!("3"), "the dependent ran after all three finished");
+    let p1 = ret.as_object().unwrap().values().find(|r| r["__id__"] == "p1").unwrap();
+    assert_eq!(p1["__parallel__"], json!(true));
+    assert!(p1["comment"].as_str().unwrap().starts_with("Command"));
+}

@@ -71,6 +71,7 @@ pub struct Executor<'a> {
     run_num: u64,
     total: usize,
     failhard_stop: bool,
+    pool: Option<Pool>,
 }
 
 /// The local UTC offset, looked up once per process (the timezone does
@@ -121,6 +122,7 @@ impl<'a> Executor<'a> {
             run_num: 0,
             total: 0,
             failhard_stop: false,
+            pool: None,
         }
     }
 
@@ -128,11 +130,94 @@ impl<'a> Executor<'a> {
     /// listeners; returns every state's return.
     pub fn run(mut self, order: &[usize]) -> Running {
         self.total = order.len();
+        let parallel = order.iter().any(|&ci| self.graph.chunks[ci].get("parallel").is_some_and(truthy));
+        if !parallel {
+            self.run_all(order);
+            return self.running;
+        }
+        // `parallel: True` states run on a worker pool; the rest of the run
+        // goes on, and a state that depends on a running one waits for it.
+        let workers = self
+            .env
+            .opts()
+            .get("state_max_parallel")
+            .and_then(Value::as_u64)
+            .filter(|n| *n > 0)
+            .unwrap_or(8) as usize;
+        let modules = self.modules;
+        let env = self.env;
+        let (job_tx, job_rx) = std::sync::mpsc::channel::<ParallelJob>();
+        let job_rx = std::sync::Mutex::new(job_rx);
+        let (res_tx, res_rx) = std::sync::mpsc::channel::<(String, Map)>();
+        std::thread::scope(|scope| {
+            for _ in 0..workers {
+                let res_tx = res_tx.clone();
+                let job_rx = &job_rx;
+                scope.spawn(move || loop {
+                    let job = match job_rx.lock() {
+                        Ok(rx) => rx.recv(),
+                        Err(_) => return,
+                    };
+                    let Ok(job) = job else { return };
+                    let ret = run_parallel_job(modules, env, &job);
+                    if res_tx.send((job.tag, ret)).is_err() {
+                        return;
+                    }
+                });
+            }
+            drop(res_tx);
+            self.pool = Some(Pool { jobs: job_tx, results: res_rx, pending: Default::default() });
+            self.run_all(order);
+            self.wait_parallel(None);
+            // Dropping the pool closes the job channel: the workers exit.
+            self.pool = None;
+        });
+        self.running
+    }
+
+    fn run_all(&mut self, order: &[usize]) {
         self.call_chunks(order);
+        self.wait_parallel(None);
         if !self.failhard_stop {
             self.call_listen(order);
         }
-        self.running
+    }
+
+    /// Waits for the parallel states in `tags` (all when `None`) and
+    /// merges their results into the running dict, as Salt's
+    /// `reconcile_procs` does.
+    fn wait_parallel(&mut self, tags: Option<&[String]>) {
+        loop {
+            let Some(pool) = self.pool.as_mut() else { return };
+            let waiting = match tags {
+                None => !pool.pending.is_empty(),
+                Some(t) => t.iter().any(|t| pool.pending.contains(t)),
+            };
+            if !waiting {
+                return;
+            }
+            let Ok((tag, ret)) = pool.results.recv() else {
+                // Workers gone: fail what is still pending rather than hang.
+                let left: Vec<String> = pool.pending.drain().collect();
+                for tag in left {
+                    if let Some(r) = self.running.get_mut(&tag) {
+                        r.insert("result".into(), Value::Bool(false));
+                        r.insert("comment".into(), Value::from("Parallel process failed to return"));
+                    }
+                }
+                return;
+            };
+            pool.pending.remove(&tag);
+            if let Some(r) = self.running.get_mut(&tag) {
+                for (k, v) in ret {
+                    r.insert(k, v);
+                }
+            }
+            if let (Some(ci), Some(r)) = (self.graph.chunk_index(&tag), self.running.get(&tag)) {
+                let r = r.clone();
+                self.fire_events(ci, &r);
+            }
+        }
     }
 
     fn call_chunks(&mut self, order: &[usize]) {
@@ -301,6 +386,11 @@ impl<'a> Executor<'a> {
     }
 
     fn call_chunk(&mut self, ci: usize, depth: u32) {
+        if self.pool.as_ref().is_some_and(|p| !p.pending.is_empty()) {
+            let deps: Vec<String> =
+                self.graph.dependencies(ci).into_iter().map(|(_, d)| self.graph.tag(d).to_string()).collect();
+            self.wait_parallel(Some(&deps));
+        }
         let tag = self.graph.tag(ci).to_string();
         let prereq = self.is_prereq(ci);
         let (status, reqs) = self.check_requisites(ci);
@@ -394,7 +484,8 @@ impl<'a> Executor<'a> {
                 self.store(&tag, prereq, ret);
             }
         }
-        if let Some(ret) = self.running.get(&tag) {
+        let in_flight = self.pool.as_ref().is_some_and(|p| p.pending.contains(&tag));
+        if let (false, Some(ret)) = (in_flight, self.running.get(&tag)) {
             self.fire_events(ci, ret);
         }
     }
@@ -536,6 +627,10 @@ impl<'a> Executor<'a> {
         ret.insert("duration".into(), Value::from(ms_since(start)));
         ret.insert("__id__".into(), id);
         let Some(retry) = retry else { return ret };
+        if self.pool.as_ref().is_some_and(|p| p.pending.contains(self.graph.tag(ci))) {
+            // A parallel state retries inside its worker.
+            return ret;
+        }
         if self.opts.test {
             let c = ret.get("comment").map(py_str).unwrap_or_default();
             ret.insert(
@@ -610,6 +705,22 @@ impl<'a> Executor<'a> {
                 ret.insert(k, v);
             }
         }
+        let parallel = !prereq && watch_reqs.is_none() && low.get("parallel").is_some_and(truthy);
+        if parallel && ret.get("result") == Some(&Value::Bool(false)) {
+            if let Some(pool) = self.pool.as_mut() {
+                let tag = chunk_tag(low);
+                let job = ParallelJob { tag: tag.clone(), low: low.clone(), test };
+                if pool.jobs.send(job).is_ok() {
+                    pool.pending.insert(tag);
+                    let mut placeholder = Map::new();
+                    placeholder.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+                    placeholder.insert("result".into(), Value::Null);
+                    placeholder.insert("changes".into(), Value::Object(Map::new()));
+                    placeholder.insert("comment".into(), Value::from("Started in a separate process"));
+                    return Ok(placeholder);
+                }
+            }
+        }
         if ret.get("result") == Some(&Value::Bool(false)) {
             ret = match watch_reqs {
                 Some(reqs) => {
@@ -630,47 +741,8 @@ impl<'a> Executor<'a> {
     }
 
     fn call_module(&self, low: &LowChunk, test: bool, sfun: Option<&str>, reqs: Option<&Map>) -> Map {
-        let name = low.get("name").cloned().unwrap_or(Value::Null);
-        let Some(module) = self.modules.get(low.state()) else {
-            let mut ret = Map::new();
-            ret.insert("result".into(), Value::Bool(false));
-            ret.insert("name".into(), name);
-            ret.insert("changes".into(), Value::Object(Map::new()));
-            ret.insert("comment".into(), Value::from(format!("State '{}' is not available", low.state())));
-            return ret;
-        };
-        let sfun = sfun.or_else(|| low.get("sfun").and_then(Value::as_str));
         let env = RunEnv { inner: self.env, lowstate: &self.graph.chunks };
-        let call = StateCall { chunk: low, test, env: &env, sfun, reqs };
-        let mut ret = Map::new();
-        match module.call(low.fun(), &call) {
-            Ok(r) => {
-                ret.insert("name".into(), Value::from(r.name));
-                ret.insert("changes".into(), Value::Object(r.changes));
-                ret.insert(
-                    "result".into(),
-                    match r.result {
-                        Some(b) => Value::Bool(b),
-                        None => Value::Null,
-                    },
-                );
-                ret.insert("comment".into(), Value::from(r.comment));
-                for (k, v) in r.extra {
-                    ret.insert(k, v);
-                }
-            }
-            Err(e) => {
-                ret.insert("result".into(), Value::Bool(false));
-                ret.insert("name".into(), name);
-                ret.insert("changes".into(), Value::Object(Map::new()));
-                let comment = match e {
-                    StateError::MissingArg(..) => format!("{e}\n"),
-                    _ => format!("An exception occurred in this state: {e}"),
-                };
-                ret.insert("comment".into(), Value::from(comment));
-            }
-        }
-        ret
+        call_module(self.modules, &env, low, test, sfun, reqs)
     }
 
     fn cmd_options(&self, low: &LowChunk) -> CmdOptions {
@@ -1066,6 +1138,123 @@ impl<'a> Executor<'a> {
             self.running.insert(tag, m);
         }
     }
+}
+
+/// Calls the state function of `low` and shapes its return as Salt's dict.
+fn call_module(
+    modules: &StateModules,
+    env: &dyn StateEnv,
+    low: &LowChunk,
+    test: bool,
+    sfun: Option<&str>,
+    reqs: Option<&Map>,
+) -> Map {
+    let name = low.get("name").cloned().unwrap_or(Value::Null);
+    let Some(module) = modules.get(low.state()) else {
+        let mut ret = Map::new();
+        ret.insert("result".into(), Value::Bool(false));
+        ret.insert("name".into(), name);
+        ret.insert("changes".into(), Value::Object(Map::new()));
+        ret.insert("comment".into(), Value::from(format!("State '{}' is not available", low.state())));
+        return ret;
+    };
+    let sfun = sfun.or_else(|| low.get("sfun").and_then(Value::as_str));
+    let call = StateCall { chunk: low, test, env, sfun, reqs };
+    let mut ret = Map::new();
+    match module.call(low.fun(), &call) {
+        Ok(r) => {
+            ret.insert("name".into(), Value::from(r.name));
+            ret.insert("changes".into(), Value::Object(r.changes));
+            ret.insert(
+                "result".into(),
+                match r.result {
+                    Some(b) => Value::Bool(b),
+                    None => Value::Null,
+                },
+            );
+            ret.insert("comment".into(), Value::from(r.comment));
+            for (k, v) in r.extra {
+                ret.insert(k, v);
+            }
+        }
+        Err(e) => {
+            ret.insert("result".into(), Value::Bool(false));
+            ret.insert("name".into(), name);
+            ret.insert("changes".into(), Value::Object(Map::new()));
+            let comment = match e {
+                StateError::MissingArg(..) => format!("{e}\n"),
+                _ => format!("An exception occurred in this state: {e}"),
+            };
+            ret.insert("comment".into(), Value::from(comment));
+        }
+    }
+    ret
+}
+
+/// A `parallel: True` state handed to the worker pool.
+struct ParallelJob {
+    tag: String,
+    low: LowChunk,
+    test: bool,
+}
+
+/// Runs one parallel job: the state function, with `retry` applied in the
+/// worker as Salt's `_call_parallel_target` does.
+fn run_parallel_job(modules: &StateModules, env: &dyn StateEnv, job: &ParallelJob) -> Map {
+    let start = Instant::now();
+    let start_time = now_time();
+    let mut ret = call_module(modules, env, &job.low, job.test, None, None);
+    if let Some(retry) = job.low.get("retry").map(RetrySpec::from_value) {
+        let mut attempt = 1;
+        if job.test {
+            let c = ret.get("comment").map(py_str).unwrap_or_default();
+            ret.insert(
+                "comment".into(),
+                Value::from(format!(
+                    "{c}  The state would be retried every {} seconds (with a splay of up to {} seconds) a maximum of {} times or until a result of {} is returned",
+                    retry.interval,
+                    retry.splay,
+                    retry.attempts,
+                    if retry.until { "True" } else { "False" }
+                )),
+            );
+        } else {
+            while retry.attempts >= attempt && ret.get("result").and_then(Value::as_bool) != Some(retry.until) {
+                let mut interval = retry.interval;
+                if retry.splay > 0 {
+                    interval += pseudo_random(retry.splay);
+                }
+                std::thread::sleep(std::time::Duration::from_secs(interval));
+                let orig = ret;
+                ret = call_module(modules, env, &job.low, job.test, None, None);
+                let c = ret.get("comment").map(py_str).unwrap_or_default();
+                let note = if c.is_empty() {
+                    String::new()
+                } else {
+                    format!(
+                        "Attempt {attempt}: Returned a result of \"{}\", with the following comment: \"{c}\"",
+                        py_result(ret.get("result"))
+                    )
+                };
+                ret.insert(
+                    "comment".into(),
+                    Value::from(format!("{}\n{note}", orig.get("comment").map(py_str).unwrap_or_default())),
+                );
+                attempt += 1;
+            }
+        }
+    }
+    ret.insert("start_time".into(), Value::from(start_time));
+    ret.insert("duration".into(), Value::from(ms_since(start)));
+    ret.insert("__parallel__".into(), Value::Bool(true));
+    ret
+}
+
+/// The worker pool of a run with `parallel: True` states.
+struct Pool {
+    jobs: std::sync::mpsc::Sender<ParallelJob>,
+    results: std::sync::mpsc::Receiver<(String, Map)>,
+    pending: std::collections::HashSet<String>,
 }
 
 /// The host as a state function sees it during a run: the real host plus
