@@ -200,8 +200,18 @@ impl Emitter {
             if self.column > BEST_WIDTH {
                 self.write_indent();
             }
-            self.node(&Value::String((*key).clone()), true, false);
-            self.write_indicator(":", false, false, false);
+            let key_value = Value::String((*key).clone());
+            if is_simple_key(key) {
+                self.node(&key_value, true, false);
+                self.write_indicator(":", false, false, false);
+            } else {
+                self.write_indicator("?", true, false, false);
+                self.node(&key_value, false, false);
+                if self.column > BEST_WIDTH {
+                    self.write_indent();
+                }
+                self.write_indicator(":", true, false, false);
+            }
             self.node(value, false, false);
         }
         self.decrease_indent();
@@ -224,8 +234,16 @@ impl Emitter {
         self.increase_indent(false, false);
         for (key, value) in entries {
             self.write_indent();
-            self.node(&Value::String((*key).clone()), true, false);
-            self.write_indicator(":", false, false, false);
+            let key_value = Value::String((*key).clone());
+            if is_simple_key(key) {
+                self.node(&key_value, true, false);
+                self.write_indicator(":", false, false, false);
+            } else {
+                self.write_indicator("?", true, false, true);
+                self.node_in(&key_value, false, false, true);
+                self.write_indent();
+                self.write_indicator(":", true, false, true);
+            }
             self.node_in(value, false, false, true);
         }
         self.decrease_indent();
@@ -251,7 +269,7 @@ impl Emitter {
         } else if analysis.allow_single_quoted && !(simple_key && analysis.multiline) {
             self.write_single_quoted(&scalar.text, split);
         } else {
-            self.write_double_quoted(&scalar.text);
+            self.write_double_quoted(&scalar.text, split);
         }
         self.decrease_indent();
     }
@@ -353,35 +371,87 @@ impl Emitter {
         self.write_indicator("'", false, false, false);
     }
 
-    fn write_double_quoted(&mut self, text: &str) {
+    /// PyYAML's `write_double_quoted`: escapes, and long lines broken with
+    /// a trailing `\\` (a leading `\\ ` keeps a space that starts a line).
+    fn write_double_quoted(&mut self, text: &str, split: bool) {
         self.write_indicator("\"", true, false, false);
-        let mut body = String::new();
-        for ch in text.chars() {
-            match ch {
-                '"' => body.push_str("\\\""),
-                '\\' => body.push_str("\\\\"),
-                '\0' => body.push_str("\\0"),
-                '\x07' => body.push_str("\\a"),
-                '\x08' => body.push_str("\\b"),
-                '\t' => body.push_str("\\t"),
-                '\n' => body.push_str("\\n"),
-                '\x0b' => body.push_str("\\v"),
-                '\x0c' => body.push_str("\\f"),
-                '\r' => body.push_str("\\r"),
-                '\x1b' => body.push_str("\\e"),
-                '\u{85}' => body.push_str("\\N"),
-                '\u{a0}' => body.push_str("\\_"),
-                '\u{2028}' => body.push_str("\\L"),
-                '\u{2029}' => body.push_str("\\P"),
-                c if is_printable(c) => body.push(c),
-                c if (c as u32) <= 0xff => body.push_str(&format!("\\x{:02X}", c as u32)),
-                c if (c as u32) <= 0xffff => body.push_str(&format!("\\u{:04X}", c as u32)),
-                c => body.push_str(&format!("\\U{:08X}", c as u32)),
+        let chars: Vec<char> = text.chars().collect();
+        let mut start = 0;
+        let mut end = 0;
+        while end <= chars.len() {
+            let ch = chars.get(end).copied();
+            let needs_escape = ch.is_none_or(|c| {
+                matches!(
+                    c,
+                    '"' | '\\' | '\u{85}' | '\u{2028}' | '\u{2029}' | '\u{feff}'
+                ) || !(('\u{20}'..='\u{7e}').contains(&c)
+                    || ('\u{a0}'..='\u{d7ff}').contains(&c)
+                    || ('\u{e000}'..='\u{fffd}').contains(&c))
+            });
+            if needs_escape {
+                if start < end {
+                    let data: String = chars[start..end].iter().collect();
+                    self.write_raw(&data);
+                    start = end;
+                }
+                if let Some(c) = ch {
+                    let escaped = match c {
+                        '\0' => "\\0".to_string(),
+                        '\x07' => "\\a".to_string(),
+                        '\x08' => "\\b".to_string(),
+                        '\t' => "\\t".to_string(),
+                        '\n' => "\\n".to_string(),
+                        '\x0b' => "\\v".to_string(),
+                        '\x0c' => "\\f".to_string(),
+                        '\r' => "\\r".to_string(),
+                        '\x1b' => "\\e".to_string(),
+                        '"' => "\\\"".to_string(),
+                        '\\' => "\\\\".to_string(),
+                        '\u{85}' => "\\N".to_string(),
+                        '\u{a0}' => "\\_".to_string(),
+                        '\u{2028}' => "\\L".to_string(),
+                        '\u{2029}' => "\\P".to_string(),
+                        c if (c as u32) <= 0xff => format!("\\x{:02X}", c as u32),
+                        c if (c as u32) <= 0xffff => format!("\\u{:04X}", c as u32),
+                        c => format!("\\U{:08X}", c as u32),
+                    };
+                    self.write_raw(&escaped);
+                    start = end + 1;
+                }
             }
+            if end > 0
+                && end + 1 < chars.len()
+                && (ch == Some(' ') || start >= end)
+                && self.column + end.saturating_sub(start) > BEST_WIDTH
+                && split
+            {
+                let mut data: String = if start < end {
+                    chars[start..end].iter().collect()
+                } else {
+                    String::new()
+                };
+                data.push('\\');
+                if start < end {
+                    start = end;
+                }
+                self.write_raw(&data);
+                self.write_indent();
+                self.whitespace = false;
+                self.indention = false;
+                if chars.get(start) == Some(&' ') {
+                    self.write_raw("\\");
+                }
+            }
+            end += 1;
         }
-        self.write_raw(&body);
         self.write_indicator("\"", false, false, false);
     }
+}
+
+/// PyYAML's `check_simple_key` for a string key: not empty, one line, and
+/// shorter than 128 characters counting its `!!str` tag.
+fn is_simple_key(key: &str) -> bool {
+    !key.is_empty() && !key.chars().any(is_break) && key.chars().count() + 5 < 128
 }
 
 fn is_break(ch: char) -> bool {
