@@ -157,9 +157,9 @@ pub(crate) fn int_value(text: &str) -> Option<Value> {
         cleaned.split(':').try_fold(0i128, |acc, part| {
             Some(acc * 60 + part.parse::<i128>().ok()?)
         })?
-    } else if negative && cleaned.len() > 1 && cleaned.starts_with('0') {
+    } else if text.starts_with(['-', '+']) && cleaned.len() > 1 && cleaned.starts_with('0') {
         // Salt only strips the zeros of an unsigned literal; PyYAML then reads
-        // a signed `-0644` as octal.
+        // a signed `-0644` or `+0644` as octal.
         i128::from_str_radix(&cleaned[1..], 8).ok()?
     } else {
         let trimmed = cleaned.trim_start_matches('0');
@@ -271,6 +271,7 @@ mod tests {
         assert_eq!(resolve_plain("0x1F"), json!(31));
         assert_eq!(resolve_plain("0b101"), json!(5));
         assert_eq!(resolve_plain("+12"), json!(12));
+        assert_eq!(resolve_plain("+0644"), json!(420));
         assert_eq!(resolve_plain("-12"), json!(-12));
         assert_eq!(resolve_plain("1_000"), json!(1000));
         assert_eq!(resolve_plain("1:30"), json!(90));
