@@ -64,8 +64,9 @@ struct Cli {
     log_level: Option<String>,
     /// The function, e.g. state.apply.
     fun: String,
-    /// Its arguments: positional words and key=value pairs.
-    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    /// Its arguments: positional words and key=value pairs. Options may
+    /// come before or after them, as with salt-call.
+    #[arg(allow_negative_numbers = true)]
     args: Vec<String>,
 }
 
@@ -170,7 +171,7 @@ fn run() -> Result<i32> {
             }
             Err(ExecError::NotAvailable(f)) => {
                 eprintln!("'{f}' is not available.");
-                return Ok(1);
+                return Ok(255);
             }
             Err(e) => {
                 eprintln!("Error running '{}': {e}", cli.fun);
@@ -210,7 +211,7 @@ fn run() -> Result<i32> {
     if cli.retcode_passthrough {
         Ok(retcode)
     } else {
-        // salt-call reports compile errors (1) even without passthrough.
-        Ok(if retcode == 1 { 1 } else { 0 })
+        // Without passthrough salt-call folds every failure into 1.
+        Ok(i32::from(retcode != 0))
     }
 }

@@ -1,0 +1,109 @@
+//! `halite-call` as a user runs it: the highstate outputter's text in every
+//! `--state-output` mode compared with what salt-call 3008.5 printed for
+//! the same tree (timing lines removed), return codes, and errors.
+
+use std::path::Path;
+use std::process::Command;
+
+const CHAIN: &str = "broken:\n  test.fail_without_changes\n\nneeds_broken:\n  test.succeed_with_changes:\n    - require:\n      - test: broken\n\nneeds_needs_broken:\n  test.succeed_with_changes:\n    - require:\n      - test: needs_broken\n\nindependent:\n  test.succeed_with_changes\n";
+
+fn tree() -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(d.path().join("main.sls"), CHAIN).unwrap();
+    std::fs::write(d.path().join("minion"), "id: local\n").unwrap();
+    d
+}
+
+fn halite_call(dir: &Path, args: &[&str]) -> (String, String, i32) {
+    let out = Command::new(env!("CARGO_BIN_EXE_halite-call"))
+        .arg("--local")
+        .arg("--config-dir")
+        .arg(dir)
+        .arg("--file-root")
+        .arg(dir)
+        .args(args)
+        .output()
+        .expect("run halite-call");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.code().unwrap_or(-1),
+    )
+}
+
+/// Drops the lines whose values are timings (they differ run to run).
+fn untimed(text: &str) -> String {
+    text.lines()
+        .map(|l| l.split(" - Started:").next().unwrap_or(l))
+        .filter(|l| {
+            let t = l.trim_start();
+            !t.starts_with("Started:") && !t.starts_with("Duration:") && !t.starts_with("Total run time")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn fixture(name: &str) -> String {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
+    std::fs::read_to_string(p).unwrap()
+}
+
+#[test]
+fn highstate_output_matches_salt_in_every_mode() {
+    let d = tree();
+    for mode in ["full", "terse", "mixed", "changes"] {
+        let (out, err, _) = halite_call(d.path(), &["state.apply", "main", &format!("--state-output={mode}")]);
+        assert_eq!(untimed(&out).trim_end(), untimed(&fixture(&format!("require_fail_chain.{mode}.txt"))).trim_end(), "mode {mode}; stderr: {err}");
+    }
+}
+
+#[test]
+fn return_codes_follow_salt_call() {
+    let d = tree();
+    // A failed state: 2 with --retcode-passthrough, 1 without.
+    assert_eq!(halite_call(d.path(), &["--retcode-passthrough", "state.apply", "main"]).2, 2);
+    assert_eq!(halite_call(d.path(), &["state.apply", "main"]).2, 1);
+    // A compile error: 1, with Salt's "Data failed to compile" block.
+    let (out, _, rc) = halite_call(d.path(), &["state.apply", "nope"]);
+    assert_eq!(rc, 1);
+    assert_eq!(out.trim_end(), fixture("sls_not_found.txt").lines().take(4).collect::<Vec<_>>().join("\n").split("[ERROR").next().unwrap().trim_end());
+    // Success: 0.
+    std::fs::write(d.path().join("ok.sls"), "fine:\n  test.succeed_without_changes\n").unwrap();
+    assert_eq!(halite_call(d.path(), &["--retcode-passthrough", "state.apply", "ok"]).2, 0);
+    // An unknown function: Salt's message and 255.
+    let (_, err, rc) = halite_call(d.path(), &["foo.bar"]);
+    assert_eq!(rc, 255);
+    assert!(err.contains("'foo.bar' is not available."), "{err}");
+}
+
+#[test]
+fn json_output_and_arguments() {
+    let d = tree();
+    let (out, _, rc) = halite_call(d.path(), &["test.arg", "1", "two", "flag=True", "--out", "json"]);
+    assert_eq!(rc, 0);
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["local"]["args"], serde_json::json!([1, "two"]));
+    assert_eq!(v["local"]["kwargs"]["flag"], serde_json::json!(true));
+    let (out, _, _) = halite_call(d.path(), &["test.echo", "hello", "--out", "txt"]);
+    assert_eq!(out.trim(), "local: hello");
+    let (out, _, _) = halite_call(d.path(), &["test.ping"]);
+    assert_eq!(out, "local:\n    True\n");
+    let (out, _, _) = halite_call(d.path(), &["state.show_low_sls", "main", "--out", "yaml"]);
+    assert!(out.starts_with("local:\n- state: test\n"), "{out}");
+}
+
+#[test]
+fn missing_file_root_and_bad_outputter_are_clear_errors() {
+    let d = tree();
+    let (_, err, rc) = halite_call(d.path(), &["--out", "bogus", "test.ping"]);
+    assert_eq!(rc, 1);
+    assert!(err.contains("unknown outputter 'bogus'"), "{err}");
+    let out = Command::new(env!("CARGO_BIN_EXE_halite-call"))
+        .args(["--local", "--config-dir"])
+        .arg(d.path())
+        .args(["--file-root", "/nonexistent/halite-root", "state.apply", "main"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("No matching sls found for 'main' in env 'base'"));
+}
