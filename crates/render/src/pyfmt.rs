@@ -67,6 +67,27 @@ pub fn python_str(value: &Value) -> String {
     }
 }
 
+/// What Python's `pprint.pformat` prints for data that fits on a line:
+/// `repr()` with dict keys sorted.
+pub fn python_repr_sorted(value: &Value) -> String {
+    match value {
+        Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(python_repr_sorted).collect();
+            format!("[{}]", inner.join(", "))
+        }
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            let inner: Vec<String> = entries
+                .iter()
+                .map(|(k, v)| format!("{}: {}", string_repr(k), python_repr_sorted(v)))
+                .collect();
+            format!("{{{}}}", inner.join(", "))
+        }
+        other => python_repr(other),
+    }
+}
+
 /// Python's `repr()` of Salt data (`{'a': [1, True, None]}`).
 pub fn python_repr(value: &Value) -> String {
     match value {

@@ -32,17 +32,46 @@ pub fn register(env: &mut Environment<'static>) {
         regex_filter("regex_match", &t, &args.into_values(), true)
     });
     env.add_filter("yaml_dquote", |v: MjValue| double_quoted(&python_str(&v)));
-    env.add_filter("yaml_squote", |v: MjValue| {
-        format!("'{}'", python_str(&v).replace('\'', "''"))
-    });
+    env.add_filter("yaml_squote", |v: MjValue| single_quoted(&python_str(&v)));
     env.add_filter("yaml_encode", yaml_encode);
     env.add_filter("sequence", |v: MjValue| {
-        if is_list(&v) {
+        if is_list(&v) || is_mapping(&v) {
             v
         } else {
             PyList::new_value(vec![v])
         }
     });
+    env.add_filter("int", int_filter);
+    env.add_filter("float", float_filter);
+    env.add_filter("replace", replace_filter);
+    env.add_filter("center", |text: MjValue, width: Option<usize>| {
+        let text = python_str(&text);
+        let width = width.unwrap_or(80);
+        let pad = width.saturating_sub(text.chars().count());
+        // Python's str.center puts the odd space on the right unless the
+        // width is odd and the padding too.
+        let left = pad / 2 + (pad & width & 1);
+        format!("{}{text}{}", " ".repeat(left), " ".repeat(pad - left))
+    });
+    env.add_filter("wordcount", |text: MjValue| {
+        // Jinja2 counts `\w+` runs of the text.
+        let text = python_str(&text);
+        text.split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .filter(|w| !w.is_empty())
+            .count()
+    });
+    env.add_filter("pprint", |value: MjValue| {
+        pyfmt::python_repr_sorted(&from_template(&value))
+    });
+    let escape = |value: MjValue| -> MjValue {
+        if value.is_safe() {
+            return value;
+        }
+        MjValue::from_safe_string(markup_escape(&python_str(&value)))
+    };
+    env.add_filter("escape", escape);
+    env.add_filter("e", escape);
+    env.add_filter("truncate", truncate_filter);
     env.add_filter("md5", |v: MjValue| {
         hex::encode(md5::Md5::digest(python_str(&v).as_bytes()))
     });
@@ -59,8 +88,15 @@ pub fn register(env: &mut Environment<'static>) {
         base64::engine::general_purpose::STANDARD.encode(python_str(&v))
     });
     env.add_filter("base64_decode", base64_decode);
-    env.add_filter("quote", |v: MjValue| shell_quote(&python_str(&v)));
-    env.add_filter("is_list", |v: MjValue| is_list(&v));
+    env.add_filter("quote", |v: MjValue| {
+        // shlex.quote: an empty (or falsy) argument is ''.
+        if v.is_true() {
+            shell_quote(&python_str(&v))
+        } else {
+            "''".to_string()
+        }
+    });
+    env.add_filter("is_list", |v: MjValue| is_list(&v) && !v.is_tuple());
     env.add_filter("is_iter", |v: MjValue| {
         matches!(
             v.kind(),
@@ -124,7 +160,7 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_test("match", |v: String, args: Rest<ValueOrKwargs>| {
         regex_filter("match", &v, &args.into_values(), true).map(|g| !g.is_none())
     });
-    env.add_test("list", |v: MjValue| is_list(&v));
+    env.add_test("list", |v: MjValue| is_list(&v) && !v.is_tuple());
     env.add_test("callable", |v: MjValue| v.kind() == ValueKind::Plain);
     env.add_test("string", |v: MjValue| v.kind() == ValueKind::String);
     env.add_test("mapping", |v: MjValue| is_mapping(&v));
@@ -217,12 +253,17 @@ pub fn to_bool(value: &MjValue) -> bool {
     match value.kind() {
         ValueKind::None | ValueKind::Undefined => false,
         ValueKind::Bool => value.is_true(),
-        ValueKind::Number => f64::try_from(value.clone()).is_ok_and(|n| n > 0.0),
-        ValueKind::String => matches!(
-            value.as_str().unwrap_or_default().to_lowercase().as_str(),
-            "yes" | "1" | "true"
-        ),
-        _ => value.len().is_some_and(|n| n > 0),
+        ValueKind::String => {
+            matches!(
+                value.as_str().unwrap_or_default().to_lowercase().as_str(),
+                "yes" | "1" | "true"
+            )
+        }
+        ValueKind::Number if value.is_integer() => value.as_i64().is_some_and(|n| n > 0),
+        // Lists and dicts: not empty. Floats, tuples and other hashables: False.
+        ValueKind::Seq if !value.is_tuple() => value.len().is_some_and(|n| n > 0),
+        ValueKind::Map => value.len().is_some_and(|n| n > 0),
+        _ => false,
     }
 }
 
@@ -310,31 +351,169 @@ fn regex_groups(
     Ok(groups_of(&caps))
 }
 
+/// The match's groups as a tuple; without groups, the whole match (Salt).
 fn groups_of(caps: &regex::Captures<'_>) -> MjValue {
-    MjValue::from_object(minijinja::value::Tuple::new(
+    let groups: Vec<MjValue> = if caps.len() == 1 {
+        vec![MjValue::from(caps.get(0).map_or("", |m| m.as_str()))]
+    } else {
         caps.iter()
             .skip(1)
             .map(|g| g.map_or(MjValue::from(()), |m| MjValue::from(m.as_str())))
-            .collect(),
-    ))
+            .collect()
+    };
+    MjValue::from_object(minijinja::value::Tuple::new(groups))
 }
 
-/// A YAML double-quoted scalar (Salt's `yaml_dquote`).
+/// A YAML double-quoted scalar as Salt's `yaml_dquote` writes it: PyYAML's
+/// emitter without `allow_unicode`, so anything outside printable ASCII is
+/// escaped (`\\xDC`, `\\u2028`), and no line wrapping.
 fn double_quoted(text: &str) -> String {
     let mut out = String::from("\"");
     for ch in text.chars() {
         match ch {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
+            '\0' => out.push_str("\\0"),
+            '\x07' => out.push_str("\\a"),
+            '\x08' => out.push_str("\\b"),
             '\t' => out.push_str("\\t"),
+            '\n' => out.push_str("\\n"),
+            '\x0b' => out.push_str("\\v"),
+            '\x0c' => out.push_str("\\f"),
             '\r' => out.push_str("\\r"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\x{:02X}", c as u32)),
-            c => out.push(c),
+            '\x1b' => out.push_str("\\e"),
+            '\u{85}' => out.push_str("\\N"),
+            '\u{a0}' => out.push_str("\\_"),
+            '\u{2028}' => out.push_str("\\L"),
+            '\u{2029}' => out.push_str("\\P"),
+            c if (' '..='~').contains(&c) => out.push(c),
+            c if (c as u32) <= 0xff => out.push_str(&format!("\\x{:02X}", c as u32)),
+            c if (c as u32) <= 0xffff => out.push_str(&format!("\\u{:04X}", c as u32)),
+            c => out.push_str(&format!("\\U{:08X}", c as u32)),
         }
     }
     out.push('"');
     out
+}
+
+/// A YAML single-quoted scalar as Salt's `yaml_squote` writes it: quotes
+/// doubled, each run of line breaks written with one more break.
+fn single_quoted(text: &str) -> String {
+    let mut out = String::from("'");
+    let mut chars = text.chars().peekable();
+    while let Some(ch) = chars.next() {
+        match ch {
+            '\'' => out.push_str("''"),
+            '\n' => {
+                out.push_str("\n\n");
+                while chars.peek() == Some(&'\n') {
+                    chars.next();
+                    out.push('\n');
+                }
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// Jinja2's `int(value, default=0, base=10)`: numbers truncate, strings
+/// parse as int then as float, anything else is the default.
+fn int_filter(value: MjValue, default: Option<MjValue>, base: Option<u32>) -> MjValue {
+    let fallback = default.unwrap_or_else(|| MjValue::from(0));
+    match value.kind() {
+        ValueKind::Bool => MjValue::from(i64::from(value.is_true())),
+        ValueKind::Number if value.is_integer() => value,
+        ValueKind::Number => {
+            f64::try_from(value).map_or(fallback, |f| MjValue::from(f.trunc() as i64))
+        }
+        ValueKind::String => {
+            let text = value.as_str().unwrap_or_default().trim().replace('_', "");
+            let base = base.unwrap_or(10);
+            let (negative, digits) = match text.strip_prefix('-') {
+                Some(rest) => (true, rest.to_string()),
+                None => (false, text.trim_start_matches('+').to_string()),
+            };
+            let digits = match base {
+                16 => digits
+                    .trim_start_matches("0x")
+                    .trim_start_matches("0X")
+                    .to_string(),
+                8 => digits
+                    .trim_start_matches("0o")
+                    .trim_start_matches("0O")
+                    .to_string(),
+                2 => digits
+                    .trim_start_matches("0b")
+                    .trim_start_matches("0B")
+                    .to_string(),
+                _ => digits,
+            };
+            if let Ok(n) = i64::from_str_radix(&digits, base) {
+                return MjValue::from(if negative { -n } else { n });
+            }
+            text.parse::<f64>()
+                .map_or(fallback, |f| MjValue::from(f.trunc() as i64))
+        }
+        _ => fallback,
+    }
+}
+
+/// Jinja2's `float(value, default=0.0)`.
+fn float_filter(value: MjValue, default: Option<MjValue>) -> MjValue {
+    let fallback = default.unwrap_or_else(|| MjValue::from(0.0));
+    match value.kind() {
+        ValueKind::Bool => MjValue::from(if value.is_true() { 1.0 } else { 0.0 }),
+        ValueKind::Number => f64::try_from(value).map_or(fallback, MjValue::from),
+        ValueKind::String => value
+            .as_str()
+            .unwrap_or_default()
+            .trim()
+            .replace('_', "")
+            .parse::<f64>()
+            .map_or(fallback, MjValue::from),
+        _ => fallback,
+    }
+}
+
+/// Jinja2's `replace(old, new, count=None)`.
+fn replace_filter(value: MjValue, old: String, new: String, count: Option<usize>) -> String {
+    let text = python_str(&value);
+    match count {
+        Some(n) => text.replacen(&old, &new, n),
+        None => text.replace(&old, &new),
+    }
+}
+
+/// Jinja2's `truncate(length=255, killwords=False, end='...', leeway=5)`.
+fn truncate_filter(value: MjValue, args: Rest<ValueOrKwargs>) -> Result<String, Error> {
+    let call = CallArgs::new("truncate", &args.into_values())?;
+    let text = python_str(&value);
+    let length = call
+        .get(0, "length")
+        .and_then(|v| v.as_usize())
+        .unwrap_or(255);
+    let killwords = call.flag(1, "killwords", false);
+    let end = call.text(2, "end", "...");
+    let leeway = call
+        .get(3, "leeway")
+        .and_then(|v| v.as_usize())
+        .unwrap_or(5);
+    let chars: Vec<char> = text.chars().collect();
+    if chars.len() <= length + leeway {
+        return Ok(text);
+    }
+    let keep = length.saturating_sub(end.chars().count());
+    let head: String = chars[..keep.min(chars.len())].iter().collect();
+    if killwords {
+        return Ok(format!("{head}{end}"));
+    }
+    let cut = match head.rfind(' ') {
+        Some(at) => &head[..at],
+        None => head.as_str(),
+    };
+    Ok(format!("{cut}{end}"))
 }
 
 /// `yaml_encode`: one scalar as YAML: strings double-quoted (Salt uses
@@ -378,21 +557,38 @@ pub fn shell_quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\"'\"'"))
 }
 
-/// `os.path.join`.
-fn path_join(first: MjValue, rest: Rest<MjValue>) -> String {
-    let mut joined = python_str(&first);
-    for part in rest.iter() {
-        let part = python_str(part);
-        if part.starts_with('/') {
-            joined = part;
-        } else if joined.is_empty() || joined.ends_with('/') {
-            joined.push_str(&part);
-        } else {
-            joined.push('/');
-            joined.push_str(&part);
+/// markupsafe's escape: `& < > ' "` as entities, as Jinja2 writes them.
+fn markup_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for ch in text.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '\'' => out.push_str("&#39;"),
+            '"' => out.push_str("&#34;"),
+            c => out.push(c),
         }
     }
-    joined
+    out
+}
+
+/// `os.path.join`.
+fn path_join(first: MjValue, rest: Rest<MjValue>) -> String {
+    // Salt: normalise each part, strip leading slashes from all but the
+    // first, join, normalise again.
+    let mut joined = super::salt::normpath(&python_str(&first));
+    for part in rest.iter() {
+        let part = super::salt::normpath(&python_str(part));
+        let part = part.trim_start_matches('/');
+        if joined.is_empty() || joined.ends_with('/') {
+            joined.push_str(part);
+        } else {
+            joined.push('/');
+            joined.push_str(part);
+        }
+    }
+    super::salt::normpath(&joined)
 }
 
 enum SetOp {
@@ -456,13 +652,30 @@ fn unique(value: &MjValue) -> MjValue {
     PyList::new_value(out)
 }
 
-fn flatten_filter(value: MjValue, levels: Option<i64>, preserve_nulls: Option<bool>) -> MjValue {
+fn flatten_filter(value: MjValue, args: Rest<ValueOrKwargs>) -> Result<MjValue, Error> {
+    let call = CallArgs::new("flatten", &args.into_values())?;
+    let levels = call
+        .get(0, "levels")
+        .filter(|v| !v.is_none())
+        .and_then(|v| v.as_i64());
+    let preserve_nulls = Some(call.flag(1, "preserve_nulls", false));
+    Ok(flatten_values(value, levels, preserve_nulls))
+}
+
+fn flatten_values(value: MjValue, levels: Option<i64>, preserve_nulls: Option<bool>) -> MjValue {
+    fn is_null_like(item: &MjValue) -> bool {
+        item.is_none() || matches!(item.as_str(), Some("None" | "null"))
+    }
     fn walk(value: &MjValue, levels: Option<i64>, keep_nulls: bool, out: &mut Vec<MjValue>) {
         for item in items_of(value) {
-            if item.is_none() && !keep_nulls {
+            if !keep_nulls && is_null_like(&item) {
                 continue;
             }
-            if is_list(&item) && levels.is_none_or(|l| l > 0) {
+            let iterable = matches!(
+                item.kind(),
+                ValueKind::Seq | ValueKind::Map | ValueKind::Iterable
+            );
+            if iterable && levels.is_none_or(|l| l >= 1) {
                 walk(&item, levels.map(|l| l - 1), keep_nulls, out);
             } else {
                 out.push(item);
@@ -474,15 +687,24 @@ fn flatten_filter(value: MjValue, levels: Option<i64>, preserve_nulls: Option<bo
     PyList::new_value(out)
 }
 
+/// Salt's `to_num`: `int(x)`, else `float(x)`, else `x` unchanged.
 fn to_num(value: MjValue) -> MjValue {
-    let Some(text) = value.as_str() else {
-        return value;
-    };
-    if let Ok(i) = text.trim().parse::<i64>() {
-        return MjValue::from(i);
+    match value.kind() {
+        ValueKind::Bool => MjValue::from(i64::from(value.is_true())),
+        ValueKind::Number if value.is_integer() => value,
+        ValueKind::Number => {
+            f64::try_from(value.clone()).map_or(value, |f| MjValue::from(f.trunc() as i64))
+        }
+        ValueKind::String => {
+            let text = value.as_str().unwrap_or_default().trim().replace('_', "");
+            if let Ok(i) = text.parse::<i64>() {
+                return MjValue::from(i);
+            }
+            match text.parse::<f64>() {
+                Ok(f) => MjValue::from(f),
+                Err(_) => value,
+            }
+        }
+        _ => value,
     }
-    if let Ok(f) = text.trim().parse::<f64>() {
-        return MjValue::from(f);
-    }
-    value
 }

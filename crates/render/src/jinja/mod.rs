@@ -147,6 +147,13 @@ fn build_environment(
         },
     );
     env.add_function("dict", dict_function);
+    // Jinja2's cycler(*items) and joiner(sep=', ').
+    env.add_function("cycler", |items: Rest<MjValue>| {
+        minijinja_contrib::globals::cycler(items.to_vec())
+    });
+    env.add_function("joiner", |sep: Option<MjValue>| {
+        minijinja_contrib::globals::joiner(sep)
+    });
     env.add_function("odict", dict_function);
     env.add_function(prepass::IMPORT_FUNCTION, import_function);
     env.add_function(prepass::PARSE_FUNCTION, parse_function);

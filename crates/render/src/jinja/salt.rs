@@ -264,7 +264,7 @@ impl SaltData {
 }
 
 /// `os.path.normpath` for `/`-separated paths.
-fn normpath(path: &str) -> String {
+pub(crate) fn normpath(path: &str) -> String {
     if path.is_empty() {
         return ".".to_string();
     }
