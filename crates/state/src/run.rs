@@ -818,6 +818,26 @@ impl<'a> Executor<'a> {
         Ok(result)
     }
 
+    /// Evaluates one `onlyif`/`unless` entry: a shell command (exit 0
+    /// holds) or a `fun:` mapping (a truthy return holds).
+    fn eval_condition(&self, entry: &Value, cmd_opts: &CmdOptions) -> Condition {
+        match entry {
+            Value::Object(m) if !m.contains_key("fun") => Condition::NoFun(crate::requisite::py_dict(m)),
+            Value::Object(m) => match self.run_check_function(m) {
+                Ok(v) if truthy(&v) => Condition::Holds,
+                _ => Condition::Fails(false),
+            },
+            Value::Null | Value::Array(_) => Condition::BadType,
+            other => {
+                if self.retcode(&py_str(other), cmd_opts) == 0 {
+                    Condition::Holds
+                } else {
+                    Condition::Fails(true)
+                }
+            }
+        }
+    }
+
     /// Salt's `_run_check`: unless / onlyif / creates.
     fn run_check(&self, low: &LowChunk) -> Map {
         let mut comments: Vec<String> = Vec::new();
@@ -831,92 +851,60 @@ impl<'a> Executor<'a> {
         if let Some(onlyif) = low.get("onlyif") {
             let mut r = false;
             let mut comment = String::new();
-            let mut sw = None;
             for entry in list(onlyif) {
-                match &entry {
-                    Value::Object(m) => {
-                        if !m.contains_key("fun") {
-                            comment = format!("no `fun` argument in onlyif: {}", crate::requisite::py_dict(m));
-                            break;
-                        }
-                        match self.run_check_function(m) {
-                            Ok(v) if truthy(&v) => {
-                                comment = "onlyif condition is true".into();
-                                r = false;
-                            }
-                            _ => {
-                                comment = "onlyif condition is false".into();
-                                sw = Some(true);
-                                r = true;
-                                break;
-                            }
-                        }
+                match self.eval_condition(&entry, &cmd_opts) {
+                    Condition::NoFun(m) => {
+                        comment = format!("no `fun` argument in onlyif: {m}");
+                        break;
                     }
-                    Value::Null | Value::Array(_) => {
+                    Condition::BadType => {
                         comment = "onlyif execution failed, bad type passed".into();
                         r = false;
                         break;
                     }
-                    other => {
-                        let rc = self.retcode(&py_str(other), &cmd_opts);
-                        if rc != 0 && !r {
-                            comment = "onlyif condition is false".into();
-                            sw = Some(true);
-                            r = true;
-                            break;
-                        } else if rc == 0 {
-                            comment = "onlyif condition is true".into();
-                            r = false;
-                        }
+                    Condition::Holds => {
+                        comment = "onlyif condition is true".into();
+                        r = false;
+                    }
+                    Condition::Fails(_) => {
+                        comment = "onlyif condition is false".into();
+                        skip_watch = Some(true);
+                        r = true;
+                        break;
                     }
                 }
             }
             result = r;
             comments.push(comment);
-            if sw.is_some() {
-                skip_watch = sw;
-            }
         }
         if let Some(unless) = low.get("unless") {
             let mut r = false;
             let mut comment = String::new();
             let mut sw: Option<bool> = None;
             for entry in list(unless) {
-                match &entry {
-                    Value::Object(m) => {
-                        if !m.contains_key("fun") {
-                            comment = format!("no `fun` argument in unless: {}", crate::requisite::py_dict(m));
-                            break;
-                        }
-                        match self.run_check_function(m) {
-                            Ok(v) if truthy(&v) => {
-                                comment = "unless condition is true".into();
-                                sw = Some(true);
-                                r = true;
-                            }
-                            _ => {
-                                comment = "unless condition is false".into();
-                                r = false;
-                                break;
-                            }
-                        }
+                match self.eval_condition(&entry, &cmd_opts) {
+                    Condition::NoFun(m) => {
+                        comment = format!("no `fun` argument in unless: {m}");
+                        break;
                     }
-                    Value::Null | Value::Array(_) => {
+                    Condition::BadType => {
                         comment = "unless condition is false, bad type passed".into();
                         r = false;
                     }
-                    other => {
-                        let rc = self.retcode(&py_str(other), &cmd_opts);
-                        if rc == 0 {
-                            comment = "unless condition is true".into();
-                            sw = Some(true);
-                            r = true;
-                        } else {
+                    Condition::Holds => {
+                        comment = "unless condition is true".into();
+                        sw = Some(true);
+                        r = true;
+                    }
+                    Condition::Fails(from_command) => {
+                        // Salt drops skip_watch for a failing command, and
+                        // keeps it for a failing function.
+                        if from_command {
                             sw = None;
-                            comment = "unless condition is false".into();
-                            r = false;
-                            break;
                         }
+                        comment = "unless condition is false".into();
+                        r = false;
+                        break;
                     }
                 }
             }
@@ -1292,6 +1280,15 @@ impl StateEnv for RunEnv<'_> {
     fn lowstate(&self) -> &[LowChunk] {
         self.lowstate
     }
+}
+
+/// The outcome of one `onlyif`/`unless` entry; `Fails` tells whether it
+/// came from a shell command (rather than a `fun:` call).
+enum Condition {
+    Holds,
+    Fails(bool),
+    BadType,
+    NoFun(String),
 }
 
 /// A validated `retry` argument (Salt's `verify_retry_data`).
