@@ -339,3 +339,39 @@ fn parallel_states_run_concurrently_and_dependents_wait() {
     assert_eq!(p1["__parallel__"], json!(true));
     assert!(p1["comment"].as_str().unwrap().starts_with("Command"));
 }
+
+#[test]
+fn cmd_script_runs_a_salt_url_with_template_and_args() {
+    let t = Tree::new(&[
+        ("scripts/hello.sh", "#!/bin/sh\necho \"hello {{ grains['id'] }} $1\"\n"),
+        (
+            "s.sls",
+            "run_it:\n  cmd.script:\n    - name: salt://scripts/hello.sh world\n    - template: jinja\n\
+             plain:\n  cmd.script:\n    - source: salt://scripts/hello.sh\n    - args: there\n\
+             missing:\n  cmd.script:\n    - source: salt://scripts/nope.sh\n",
+        ),
+    ]);
+    let ret = t.call("state.apply", &[json!("s")], json!({}));
+    let get = |id: &str| ret.as_object().unwrap().values().find(|r| r["__id__"] == id).unwrap().clone();
+    assert_eq!(get("run_it")["changes"]["stdout"], json!("hello web01 world"));
+    assert_eq!(get("plain")["changes"]["stdout"], json!("hello {{ grains['id'] }} there"));
+    assert_eq!(get("missing")["result"], json!(false));
+    assert!(get("missing")["comment"].as_str().unwrap().contains("Unable to cache script salt://scripts/nope.sh"));
+}
+
+#[test]
+fn malformed_requisites_and_arguments_are_clear_errors() {
+    let t = Tree::new(&[(
+        "w.sls",
+        "a:\n  test.nop:\n    - require: b\nb:\n  test.nop:\n    - require:\n      - [not, a, mapping]\n",
+    )]);
+    let ret = t.call("state.apply", &[json!("w")], json!({}));
+    let errs: Vec<&str> = ret.as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(errs.contains(&"The require statement in state 'a' in SLS 'w' needs to be formed as a list"), "{errs:?}");
+    assert!(errs.iter().any(|e| e.starts_with("Requisite declaration ['not', 'a', 'mapping'] in state b")), "{errs:?}");
+    let t = Tree::new(&[("c.sls", "bad_env:\n  cmd.run:\n    - name: 'true'\n    - env: 5\n")]);
+    let ret = t.call("state.apply", &[json!("c")], json!({}));
+    let r = ret.as_object().unwrap().values().next().unwrap();
+    assert_eq!(r["result"], json!(false));
+    assert_eq!(r["comment"], json!("Invalidly-formatted 'env' parameter. See documentation."));
+}
