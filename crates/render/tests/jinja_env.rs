@@ -283,6 +283,12 @@ fn builtin_filters_formulas_use() {
 }
 
 #[test]
+fn default_filter_takes_keywords() {
+    // libmapstack.jinja (saltstack-formulas/template-formula) writes this.
+    assert_eq!(ok("{{ nope|default({'values': {}}, boolean=True) }} {{ ''|d('x', boolean=True) }} {{ 0|default(5) }}"), "{'values': {}} x 0");
+}
+
+#[test]
 fn salt_tests() {
     assert_eq!(ok("{{ 'abc' is match('a.c') }} {{ 'abc' is match('c') }} {{ [1] is list }} {{ {} is mapping }} {{ 'x' is string }}"),
         "True False True True True");

@@ -41,6 +41,8 @@ pub fn register(env: &mut Environment<'static>) {
             PyList::new_value(vec![v])
         }
     });
+    env.add_filter("default", default_filter);
+    env.add_filter("d", default_filter);
     env.add_filter("int", int_filter);
     env.add_filter("float", float_filter);
     env.add_filter("replace", replace_filter);
@@ -555,6 +557,20 @@ pub fn shell_quote(text: &str) -> String {
         return text.to_string();
     }
     format!("'{}'", text.replace('\'', "'\"'\"'"))
+}
+
+/// Jinja2's `default(default_value='', boolean=False)`, keywords included.
+fn default_filter(value: MjValue, args: Rest<ValueOrKwargs>) -> Result<MjValue, Error> {
+    let call = CallArgs::new("default", &args.into_values())?;
+    let fallback = call
+        .get(0, "default_value")
+        .unwrap_or_else(|| MjValue::from(""));
+    let boolean = call.flag(1, "boolean", false);
+    Ok(if value.is_undefined() || (boolean && !value.is_true()) {
+        fallback
+    } else {
+        value
+    })
 }
 
 /// markupsafe's escape: `& < > ' "` as entities, as Jinja2 writes them.
