@@ -35,5 +35,7 @@ pub fn exec_modules() -> ExecModules {
     t.register(Arc::new(crate::exec::user::UserExec));
     t.register(Arc::new(crate::exec::group::GroupExec));
     t.register(Arc::new(crate::exec::service::ServiceExec));
+    t.register(Arc::new(crate::exec::cp::CpExec));
+    t.register(Arc::new(crate::exec::status::StatusExec));
     t
 }

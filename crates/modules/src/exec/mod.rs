@@ -15,6 +15,8 @@ use halite_state::{Map, Value};
 use crate::Host;
 
 pub mod cmd;
+pub mod cp;
+pub mod status;
 pub mod pillar;
 pub mod state;
 pub mod sys;
