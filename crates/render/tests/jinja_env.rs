@@ -283,6 +283,12 @@ fn builtin_filters_formulas_use() {
 }
 
 #[test]
+fn do_accepts_any_expression() {
+    // nginx-formula: `{%- do _nginx.pop('snippets') if nginx.snippets is defined %}`
+    assert_eq!(ok("{% set d = {'a': 1, 'b': 2} %}{%- do d.pop('a') if d.a is defined %}{% do d.pop('zz') if d.zz is defined %}{{ d }}"), "{'b': 2}");
+}
+
+#[test]
 fn default_filter_takes_keywords() {
     // libmapstack.jinja (saltstack-formulas/template-formula) writes this.
     assert_eq!(ok("{{ nope|default({'values': {}}, boolean=True) }} {{ ''|d('x', boolean=True) }} {{ 0|default(5) }}"), "{'values': {}} x 0");

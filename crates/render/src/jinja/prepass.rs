@@ -28,9 +28,26 @@ pub const REPEAT_FILTER: &str = "__pyrepeat";
 /// The filter that implements Python's `'fmt' % args`.
 pub const PERCENT_FILTER: &str = "__pyformat";
 
-/// Applies both rewrites.
+/// Applies all rewrites.
 pub fn prepare(source: &str) -> String {
-    wrap_literals(&rewrite_serializer_tags(source))
+    wrap_literals(&rewrite_do_statements(&rewrite_serializer_tags(source)))
+}
+
+/// Jinja2's `do` takes any expression (`{% do d.pop('k') if x %}`);
+/// minijinja's only a call. `set` to a throwaway name evaluates anything.
+pub fn rewrite_do_statements(source: &str) -> String {
+    static RE: OnceLock<Option<Regex>> = OnceLock::new();
+    let Some(re) = RE
+        .get_or_init(|| Regex::new(r"\{%([-+]?)(\s*)do\s").ok())
+        .as_ref()
+    else {
+        return source.to_string();
+    };
+    if !source.contains("do") {
+        return source.to_string();
+    }
+    re.replace_all(source, "{%${1}${2}set __halite_do = ")
+        .into_owned()
 }
 
 fn import_tag() -> Option<&'static Regex> {
@@ -381,6 +398,14 @@ mod tests {
         assert_eq!(
             wrap_literals("{%- set l = [] -%}"),
             "{%- set l = __pylist([]) -%}"
+        );
+    }
+
+    #[test]
+    fn do_statements_take_any_expression() {
+        assert_eq!(
+            rewrite_do_statements("{%- do d.pop('k') if x %}{% do l.append(1) %}{% done %}"),
+            "{%- set __halite_do = d.pop('k') if x %}{% set __halite_do = l.append(1) %}{% done %}"
         );
     }
 
