@@ -89,7 +89,7 @@ fn json_output_and_arguments() {
     let (out, _, _) = halite_call(d.path(), &["test.ping"]);
     assert_eq!(out, "local:\n    True\n");
     let (out, _, _) = halite_call(d.path(), &["state.show_low_sls", "main", "--out", "yaml"]);
-    assert!(out.starts_with("local:\n- state: test\n"), "{out}");
+    assert!(out.starts_with("local:\n- __env__: base\n"), "{out}");
 }
 
 #[test]

@@ -80,7 +80,7 @@ impl Default for OutputOptions {
 pub fn render(out: Outputter, data: &serde_json::Map<String, Value>, opts: &OutputOptions, retcode: i32) -> String {
     match out {
         Outputter::Json => json(&Value::Object(data.clone()), opts.json_indent),
-        Outputter::Yaml => halite_render::yaml::dump_block_ordered(&Value::Object(data.clone())).trim_end().to_string(),
+        Outputter::Yaml => halite_render::yaml::dump_outputter(&Value::Object(data.clone())).trim_end().to_string(),
         Outputter::Nested => nested::render(&Value::Object(data.clone()), 0, &opts.colors, retcode),
         Outputter::Highstate => data
             .iter()
