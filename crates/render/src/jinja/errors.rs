@@ -34,6 +34,12 @@ pub fn salt_message(
         }
     }
     let headline = match inner.kind() {
+        ErrorKind::SyntaxError if detail.starts_with("unexpected end of input") => {
+            let wording = source
+                .and_then(|text| unclosed_block_wording(text))
+                .unwrap_or_else(|| jinja2_syntax_wording(&detail));
+            format!("Jinja syntax error: {wording}")
+        }
         ErrorKind::SyntaxError => format!("Jinja syntax error: {}", jinja2_syntax_wording(&detail)),
         ErrorKind::UndefinedError => format!("Jinja variable {}", undefined_message(&detail)),
         // Calling or using an undefined value: minijinja names it in backticks.
@@ -85,6 +91,38 @@ fn jinja2_syntax_wording(detail: &str) -> String {
         }
         other => other.to_string(),
     }
+}
+
+/// Jinja2's message for a template that ends inside a block: which tags it
+/// was looking for and which block is still open.
+fn unclosed_block_wording(source: &str) -> Option<String> {
+    let mut stack: Vec<String> = Vec::new();
+    let mut rest = source;
+    while let Some(start) = rest.find("{%") {
+        let after = &rest[start + 2..];
+        let Some(end) = after.find("%}") else { break };
+        let tag = after[..end].trim_start_matches(['-', '+']).trim_start();
+        let word: String = tag.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        match word.as_str() {
+            "if" | "for" | "macro" | "call" | "filter" | "with" | "block" | "autoescape" => stack.push(word),
+            // `{% set x = ... %}` is complete; only `{% set x %}` opens a block.
+            "set" if !tag.contains('=') => stack.push(word),
+            w if w.starts_with("end") => {
+                stack.pop();
+            }
+            _ => {}
+        }
+        rest = &after[end + 2..];
+    }
+    let open = stack.last()?;
+    let expected = match open.as_str() {
+        "if" => "'elif' or 'else' or 'endif'".to_string(),
+        "for" => "'endfor' or 'else'".to_string(),
+        other => format!("'end{other}'"),
+    };
+    Some(format!(
+        "Unexpected end of template. Jinja was looking for the following tags: {expected}. The innermost block that needs to be closed is '{open}'."
+    ))
 }
 
 /// The single `{{ expression }}` printed on `line`, if there is one.
@@ -239,5 +277,27 @@ mod tests {
             undefined_message("`d['k']` is undefined"),
             "'dict object' has no attribute 'k'"
         );
+    }
+}
+
+#[cfg(test)]
+mod unclosed_tests {
+    use super::unclosed_block_wording;
+
+    #[test]
+    fn names_the_innermost_open_block_as_jinja2_does() {
+        assert_eq!(
+            unclosed_block_wording("{% if a %}\n{% for x in y %}{% endfor %}\n").as_deref(),
+            Some("Unexpected end of template. Jinja was looking for the following tags: 'elif' or 'else' or 'endif'. The innermost block that needs to be closed is 'if'.")
+        );
+        assert_eq!(
+            unclosed_block_wording("{%- set a = 1 %}{% for x in y -%}").as_deref(),
+            Some("Unexpected end of template. Jinja was looking for the following tags: 'endfor' or 'else'. The innermost block that needs to be closed is 'for'.")
+        );
+        assert_eq!(
+            unclosed_block_wording("{% macro m() %}").as_deref(),
+            Some("Unexpected end of template. Jinja was looking for the following tags: 'endmacro'. The innermost block that needs to be closed is 'macro'.")
+        );
+        assert_eq!(unclosed_block_wording("{% if a %}{% endif %}"), None);
     }
 }
