@@ -3,7 +3,7 @@
 //! task that owns all state (sessions, keys, job cache) — no per-minion
 //! task, no lock.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
@@ -50,6 +50,8 @@ struct Session {
 struct ActiveJob {
     job: Job,
     returned: BTreeSet<String>,
+    /// Targeted minions that have not returned yet.
+    waiting: HashSet<String>,
     started: Instant,
 }
 
@@ -611,18 +613,15 @@ impl Master {
                     jid: ret.jid.clone(),
                 },
             );
-            let user = match self.active.get_mut(&ret.jid) {
+            let (user, finished) = match self.active.get_mut(&ret.jid) {
                 Some(active) => {
                     active.returned.insert(ret.id.clone());
-                    active.job.user.clone()
+                    active.waiting.remove(&ret.id);
+                    (active.job.user.clone(), active.waiting.is_empty())
                 }
-                None => "root".to_string(),
+                None => ("root".to_string(), false),
             };
-            if self
-                .active
-                .get(&ret.jid)
-                .is_some_and(|a| a.job.minions.iter().all(|m| a.returned.contains(m)))
-            {
+            if finished {
                 self.active.remove(&ret.jid);
             }
             let tag = tags::job_ret(&ret.jid, &ret.id);
@@ -759,6 +758,7 @@ impl Master {
             self.active.insert(
                 jid.clone(),
                 ActiveJob {
+                    waiting: job.minions.iter().cloned().collect(),
                     job,
                     returned: BTreeSet::new(),
                     started: Instant::now(),

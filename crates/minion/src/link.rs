@@ -144,6 +144,8 @@ struct Link<'a> {
     settings: &'a LinkSettings,
     agents: &'a mut [Agent],
     by_id: HashMap<String, usize>,
+    /// Session id -> agent (entries are checked against the agent on use).
+    sessions: HashMap<u64, usize>,
     dealer: DealerSocket,
     trusted_master: Option<PublicKey>,
     openers: Vec<PublicationOpener>,
@@ -208,6 +210,7 @@ pub async fn run_link(
     let mut link = Link {
         settings,
         by_id,
+        sessions: HashMap::new(),
         agents,
         dealer,
         trusted_master: pinned_key(settings),
@@ -281,10 +284,12 @@ impl Link<'_> {
         }
     }
 
+    /// The agent holding `session` (indexed: a swarm gets 10 000 acks at once).
     fn agent_by_session(&self, session: u64) -> Option<usize> {
-        self.agents
-            .iter()
-            .position(|a| a.session() == Some(session))
+        self.sessions
+            .get(&session)
+            .copied()
+            .filter(|&idx| self.agents[idx].session() == Some(session))
     }
 
     /// Checks the master key against `master_finger` and the pinned key;
@@ -349,6 +354,7 @@ impl Link<'_> {
                 };
                 match state.finish(&agent.identity, &welcome) {
                     Ok((cipher, confirm)) => {
+                        self.sessions.insert(cipher.session, idx);
                         agent.phase = Phase::Confirming {
                             cipher,
                             since: Instant::now(),
