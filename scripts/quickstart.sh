@@ -8,9 +8,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 repo=$PWD
-bash scripts/install-deps.sh
-echo "==> building halite (release)"
-cargo build --release --bins --quiet
+if [ -z "${HALITE_SKIP_BUILD:-}" ]; then
+  bash scripts/install-deps.sh
+  echo "==> building halite (release)"
+  cargo build --release --bins --quiet
+fi
 bin=$repo/target/release
 
 work=$(mktemp -d /tmp/halite-quickstart.XXXXXX)
@@ -79,6 +81,6 @@ done
 echo "==> halite '*' state.apply   (first run: changes)"
 "$bin/halite" -c "$work/master" '*' state.apply -t 60
 echo "==> halite '*' state.apply   (second run: nothing to change)"
-"$bin/halite" -c "$work/master" '*' state.apply -t 60 --state-output=terse
+"$bin/halite" -c "$work/master" '*' state.apply -t 60
 echo "==> the managed files"
 cat /tmp/halite-demo/motd
