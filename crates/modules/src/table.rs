@@ -37,5 +37,6 @@ pub fn exec_modules() -> ExecModules {
     t.register(Arc::new(crate::exec::service::ServiceExec));
     t.register(Arc::new(crate::exec::cp::CpExec));
     t.register(Arc::new(crate::exec::status::StatusExec));
+    t.register(Arc::new(crate::exec::alternatives::AlternativesExec));
     t
 }

@@ -72,3 +72,29 @@ fn status_time_formats_like_strftime() {
     bad.positional.push(json!("%Q%"));
     let _ = h.call("status.time", &bad);
 }
+
+#[test]
+fn list_states_names_every_sls_as_salt() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().to_path_buf();
+    std::fs::create_dir_all(root.join("php/ng/cli")).unwrap();
+    for f in ["top.sls", "php/init.sls", "php/ng/cli/init.sls", "php/ng/curl.sls", "php/map.jinja"] {
+        std::fs::write(root.join(f), "").unwrap();
+    }
+    let h = host(root);
+    let got = h.call("cp.list_states", &Args::default()).unwrap();
+    assert_eq!(got, json!(["php", "php.ng.cli", "php.ng.curl", "top"]));
+}
+
+#[test]
+fn alternatives_show_current_reads_the_link_or_gives_false() {
+    use halite_modules::exec::alternatives::show_current;
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/usr/bin/php8.2", dir.path().join("php")).unwrap();
+    std::fs::write(dir.path().join("plain"), "").unwrap();
+    assert_eq!(show_current(dir.path(), "php"), json!("/usr/bin/php8.2"));
+    assert_eq!(show_current(dir.path(), "plain"), json!(false));
+    assert_eq!(show_current(dir.path(), "missing"), json!(false));
+    assert_eq!(show_current(dir.path(), "../etc"), json!(false));
+    assert_eq!(show_current(dir.path(), ""), json!(false));
+}

@@ -6,7 +6,7 @@ use halite_state::Value;
 use crate::exec::{Args, ExecError, ExecModule};
 use crate::Host;
 
-/// `cp.list_master`, `cp.list_master_dirs`.
+/// `cp.list_master`, `cp.list_master_dirs`, `cp.list_states`.
 pub struct CpExec;
 
 impl ExecModule for CpExec {
@@ -15,7 +15,7 @@ impl ExecModule for CpExec {
     }
 
     fn functions(&self) -> &'static [&'static str] {
-        &["list_master", "list_master_dirs"]
+        &["list_master", "list_master_dirs", "list_states"]
     }
 
     fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
@@ -27,6 +27,26 @@ impl ExecModule for CpExec {
         // Salt's fileserver strips '/' from the prefix, then keeps every
         // path that starts with it as a string ('users/files/user/' keeps
         // 'users/files/user'); the result is sorted.
+        if fun == "list_states" {
+            // Salt's Client.list_states: every .sls, `a/init.sls` as `a`,
+            // slashes to dots, sorted and unique.
+            let files = host.files.list_files(&saltenv, "").map_err(|e| ExecError::Execution(e.to_string()))?;
+            let mut out: Vec<String> = files
+                .iter()
+                .filter(|p| p.ends_with(".sls"))
+                .map(|p| {
+                    let dotted = p.replace('/', ".");
+                    if p.ends_with("/init.sls") {
+                        dotted[..dotted.len() - 9].to_string()
+                    } else {
+                        dotted[..dotted.len() - 4].to_string()
+                    }
+                })
+                .collect();
+            out.sort();
+            out.dedup();
+            return Ok(Value::Array(out.into_iter().map(Value::from).collect()));
+        }
         let prefix = args.get_str(1, "prefix").unwrap_or_default();
         let prefix = prefix.trim_matches('/').to_string();
         let all = match fun {

@@ -14,6 +14,7 @@ use halite_state::{Map, Value};
 
 use crate::Host;
 
+pub mod alternatives;
 pub mod cmd;
 pub mod cp;
 pub mod status;
