@@ -510,14 +510,19 @@ pub fn apply_exclude(high: &mut Map) {
 
 /// Salt's `compile_high_data`: one chunk per state function, `names`
 /// expanded (`name_order` set for the ordering). Returns the graph with
-/// every chunk added, ready for [`Graph::order`].
-pub fn compile_high_data(high: &Map) -> Graph {
+/// every chunk added, ready for [`Graph::order`]. The high data is
+/// consumed: arguments move into the chunks instead of being copied.
+pub fn compile_high_data(high: Map) -> Graph {
     let mut graph = Graph::new();
     for (id, body) in high {
         if id.starts_with("__") {
             continue;
         }
         let Value::Object(b) = body else { continue };
+        let meta: Vec<(&str, Value)> = ["__sls__", "__env__", "__sls_included_from__"]
+            .into_iter()
+            .filter_map(|k| b.get(k).map(|v| (k, v.clone())))
+            .collect();
         for (state, run) in b {
             if state.starts_with("__") {
                 continue;
@@ -525,58 +530,56 @@ pub fn compile_high_data(high: &Map) -> Graph {
             let Value::Array(run) = run else { continue };
             let mut funcs: Vec<String> = Vec::new();
             let mut names: Vec<Value> = Vec::new();
-            let mut chunk = Map::new();
-            chunk.insert("state".into(), Value::from(state.clone()));
+            let mut chunk = Map::with_capacity(8 + run.len());
+            chunk.insert("state".into(), Value::String(state));
             chunk.insert("name".into(), Value::from(id.clone()));
-            for k in ["__sls__", "__env__", "__sls_included_from__"] {
-                if let Some(v) = b.get(k) {
-                    chunk.insert(k.into(), v.clone());
-                }
+            for (k, v) in &meta {
+                chunk.insert((*k).into(), v.clone());
             }
             chunk.insert("__id__".into(), Value::from(id.clone()));
             for arg in run {
                 match arg {
-                    Value::String(f) if !funcs.contains(f) => funcs.push(f.clone()),
+                    Value::String(f) if !funcs.contains(&f) => funcs.push(f),
                     Value::String(_) => {}
                     Value::Object(m) => {
                         for (key, val) in m {
                             if key == "names" {
                                 if let Value::Array(list) = val {
                                     for n in list {
-                                        if !names.contains(n) {
-                                            names.push(n.clone());
+                                        if !names.contains(&n) {
+                                            names.push(n);
                                         }
                                     }
                                 }
                             } else if key == "state" {
                                 continue;
                             } else if key == "name" && !val.is_string() {
-                                chunk.insert(key.clone(), Value::from(id.clone()));
+                                chunk.insert(key, Value::from(id.clone()));
                             } else {
-                                chunk.insert(key.clone(), val.clone());
+                                chunk.insert(key, val);
                             }
                         }
                     }
                     _ => {}
                 }
             }
-            let Some(fun) = funcs.first() else { continue };
+            let Some(fun) = funcs.into_iter().next() else { continue };
             if names.is_empty() {
                 let mut live = chunk;
-                live.insert("fun".into(), Value::from(fun.clone()));
+                live.insert("fun".into(), Value::String(fun));
                 graph.add_chunk(LowChunk(live));
             } else {
-                for (i, entry) in names.iter().enumerate() {
+                for (i, entry) in names.into_iter().enumerate() {
                     let mut live = chunk.clone();
                     match entry {
                         Value::Object(m) => {
-                            if let Some((low_name, args)) = m.iter().next() {
-                                live.insert("name".into(), Value::from(low_name.clone()));
+                            if let Some((low_name, args)) = m.into_iter().next() {
+                                live.insert("name".into(), Value::String(low_name));
                                 if let Value::Array(args) = args {
                                     for a in args {
                                         if let Value::Object(am) = a {
                                             for (k, v) in am {
-                                                live.insert(k.clone(), v.clone());
+                                                live.insert(k, v);
                                             }
                                         }
                                     }
@@ -584,7 +587,7 @@ pub fn compile_high_data(high: &Map) -> Graph {
                             }
                         }
                         other => {
-                            live.insert("name".into(), other.clone());
+                            live.insert("name".into(), other);
                         }
                     }
                     live.insert("name_order".into(), Value::from(i as i64 + 1));

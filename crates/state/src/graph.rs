@@ -130,42 +130,45 @@ impl Graph {
     pub fn add_chunk(&mut self, chunk: LowChunk) -> usize {
         let tag = chunk_tag(&chunk);
         let ci = self.chunks.len();
-        let state = chunk.state().to_string();
-        let name = name_str(&chunk);
-        let id = chunk.id().to_string();
-        let sls = chunk.sls().to_string();
-        let included: Vec<String> = chunk
-            .get("__sls_included_from__")
-            .and_then(Value::as_array)
-            .map(|a| a.iter().filter_map(|v| v.as_str().map(String::from)).collect())
-            .unwrap_or_default();
-        self.chunks.push(chunk);
         let ni = self.node_for(&tag);
         self.tags.push(tag);
         self.nodes[ni].chunk = Some(ci);
-        let mut keys = vec![lookup_key(&state, &name), lookup_key("id", &id)];
-        if name != id {
-            keys.push(lookup_key(&state, &id));
-            keys.push(lookup_key("id", &name));
-        }
-        for key in keys {
-            let set = self.lookup.entry(key).or_default();
-            if set.last() != Some(&ni) {
-                set.push(ni);
+        {
+            let state = chunk.state();
+            let id = chunk.id();
+            let name = match chunk.get("name") {
+                Some(Value::String(s)) => std::borrow::Cow::Borrowed(s.as_str()),
+                Some(v) => std::borrow::Cow::Owned(py_str(v)),
+                None => std::borrow::Cow::Borrowed(""),
+            };
+            let mut keys = vec![lookup_key(state, &name), lookup_key("id", id)];
+            if name != id {
+                keys.push(lookup_key(state, id));
+                keys.push(lookup_key("id", &name));
+            }
+            for key in keys {
+                let set = self.lookup.entry(key).or_default();
+                if set.last() != Some(&ni) {
+                    set.push(ni);
+                }
+            }
+            let sls = chunk.sls();
+            let included = chunk.get("__sls_included_from__").and_then(Value::as_array);
+            let included = included.into_iter().flatten().filter_map(Value::as_str);
+            for sls in std::iter::once(sls).filter(|s| !s.is_empty()).chain(included) {
+                match self.sls_to_nodes.get_mut(sls) {
+                    Some(set) => {
+                        if set.last() != Some(&ni) {
+                            set.push(ni);
+                        }
+                    }
+                    None => {
+                        self.sls_to_nodes.insert(sls.to_string(), vec![ni]);
+                    }
+                }
             }
         }
-        if !sls.is_empty() {
-            let set = self.sls_to_nodes.entry(sls).or_default();
-            if set.last() != Some(&ni) {
-                set.push(ni);
-            }
-        }
-        for sls in included {
-            let set = self.sls_to_nodes.entry(sls).or_default();
-            if set.last() != Some(&ni) {
-                set.push(ni);
-            }
-        }
+        self.chunks.push(chunk);
         ci
     }
 
@@ -268,7 +271,8 @@ impl Graph {
     /// Returns Salt's error message for a missing target or a bad value.
     pub fn add_requisites(&mut self, ci: usize, disabled: &[String]) -> Option<String> {
         let chunk = &self.chunks[ci];
-        if !RequisiteKind::ALL.iter().any(|k| chunk.0.contains_key(k.keyword())) {
+        // One pass over the chunk's few keys (cheaper than hashing every keyword).
+        if !chunk.0.keys().any(|key| RequisiteKind::ALL.iter().any(|k| k.keyword() == key)) {
             return None;
         }
         for kind in RequisiteKind::EDGE_KINDS {
@@ -390,7 +394,15 @@ impl Graph {
         let label = match self.nodes[node].chunk {
             Some(ci) => {
                 let c = &self.chunks[ci];
-                format!("{}{}{}", c.state(), name_str(c), c.fun())
+                let name = match c.get("name") {
+                    Some(Value::String(s)) => std::borrow::Cow::Borrowed(s.as_str()),
+                    _ => std::borrow::Cow::Owned(name_str(c)),
+                };
+                let mut label = String::with_capacity(c.state().len() + name.len() + c.fun().len());
+                label.push_str(c.state());
+                label.push_str(&name);
+                label.push_str(c.fun());
+                label
             }
             None => String::new(),
         };
@@ -648,7 +660,10 @@ pub fn name_str(c: &LowChunk) -> String {
 
 /// The run tag of a chunk.
 pub fn chunk_tag(c: &LowChunk) -> String {
-    crate::state_tag(c.state(), c.id(), &name_str(c), c.fun())
+    match c.get("name") {
+        Some(Value::String(name)) => crate::state_tag(c.state(), c.id(), name, c.fun()),
+        _ => crate::state_tag(c.state(), c.id(), &name_str(c), c.fun()),
+    }
 }
 
 /// Salt's `_chunk_str` for cycle messages.

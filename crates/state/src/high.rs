@@ -274,18 +274,10 @@ impl<'a> HighBuilder<'a> {
     }
 }
 
-/// Moves `key` to the end of `map` under `new_key` (Python's `d[k2] = d.pop(k)`).
-fn move_to_end(map: &mut Map, key: &str, new_key: String, value: Value) {
-    map.shift_remove(key);
-    map.insert(new_key, value);
-}
-
 /// Salt's `_handle_state_decls`: pads short declarations, splits
 /// `mod.fun` keys, stamps `__sls__` / `__env__`.
 fn handle_state_decls(state: &mut Map, sls: &str, saltenv: &str, errors: &mut Vec<String>) {
-    let names: Vec<String> = state.keys().cloned().collect();
-    for name in names {
-        let Some(body) = state.get_mut(&name) else { continue };
+    for (name, body) in state.iter_mut() {
         if !body.is_object() {
             if name == "__extend__" || name == "__exclude__" {
                 continue;
@@ -322,11 +314,12 @@ fn handle_state_decls(state: &mut Map, sls: &str, saltenv: &str, errors: &mut Ve
                     ));
                     continue;
                 }
-                let mut run = body.get(&key).cloned().unwrap_or(Value::Null);
+                // Moved to the end under the module's name (no copy).
+                let mut run = body.shift_remove(&key).unwrap_or(Value::Null);
                 if let Value::Array(a) = &mut run {
                     a.push(Value::String(fun));
                 }
-                move_to_end(body, &key, module.to_string(), run);
+                body.insert(module.to_string(), run);
                 skeys.insert(module.to_string());
                 continue;
             }
@@ -367,11 +360,12 @@ fn handle_extend(state: &mut Map, sls: &str, saltenv: &str, errors: &mut Vec<Str
             }
             if let Some((module, rest)) = key.split_once('.') {
                 let fun = rest.split('.').next().unwrap_or(rest).to_string();
-                let mut run = body.get(&key).cloned().unwrap_or(Value::Null);
+                // Moved to the end under the module's name (no copy).
+                let mut run = body.shift_remove(&key).unwrap_or(Value::Null);
                 if let Value::Array(a) = &mut run {
                     a.push(Value::String(fun));
                 }
-                move_to_end(body, &key, module.to_string(), run);
+                body.insert(module.to_string(), run);
             }
         }
     }

@@ -70,7 +70,8 @@ fn reconcile_watch_req(graph: &mut Graph, modules: &StateModules) {
 
 /// Compiles prepared high data into ordered chunks (Salt's
 /// `compile_high_data` + `order_chunks`).
-pub fn compile_chunks(high: &Map, modules: &StateModules, disabled: &[String]) -> Result<Compiled, Vec<String>> {
+/// The high data is consumed (its values move into the chunks).
+pub fn compile_chunks(high: Map, modules: &StateModules, disabled: &[String]) -> Result<Compiled, Vec<String>> {
     let mut graph = compile_high_data(high);
     reconcile_watch_req(&mut graph, modules);
     let order = graph.order(disabled)?;
@@ -85,8 +86,7 @@ pub fn call_high(
     opts: RunOptions,
 ) -> Result<Running, Vec<String>> {
     prepare_high(&mut high, &opts.disabled_requisites)?;
-    let compiled = compile_chunks(&high, modules, &opts.disabled_requisites)?;
-    drop(high);
+    let compiled = compile_chunks(high, modules, &opts.disabled_requisites)?;
     let Compiled { graph, order } = compiled;
     Ok(Executor::new(graph, modules, env, opts).run(&order))
 }

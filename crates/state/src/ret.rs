@@ -4,7 +4,14 @@ use crate::{Map, Value};
 
 /// Builds Salt's return key `<state>_|-<id>_|-<name>_|-<fun>`.
 pub fn state_tag(state: &str, id: &str, name: &str, fun: &str) -> String {
-    format!("{state}_|-{id}_|-{name}_|-{fun}")
+    let mut tag = String::with_capacity(state.len() + id.len() + name.len() + fun.len() + 9);
+    for (i, part) in [state, id, name, fun].into_iter().enumerate() {
+        if i > 0 {
+            tag.push_str("_|-");
+        }
+        tag.push_str(part);
+    }
+    tag
 }
 
 /// The result of one state function, shaped like Salt's state return dict.

@@ -225,8 +225,7 @@ impl<'a> Executor<'a> {
             if self.failhard_stop {
                 return;
             }
-            let tag = self.graph.tag(ci).to_string();
-            if !self.running.contains_key(&tag) {
+            if !self.running.contains_key(self.graph.tag(ci)) {
                 self.call_chunk(ci, 0);
                 if self.check_failhard(ci) {
                     self.failhard_stop = true;
@@ -581,8 +580,8 @@ impl<'a> Executor<'a> {
         if !errors.is_empty() {
             return errors;
         }
-        let full = format!("{}.{}", low.state(), low.fun());
         if !self.modules.has(low.state(), low.fun()) {
+            let full = format!("{}.{}", low.state(), low.fun());
             if low.0.contains_key("__sls__") {
                 errors.push(format!("State '{full}' was not found in SLS '{}'", low.sls()));
                 errors.push(format!("Reason: '{full}' is not available."));
@@ -696,17 +695,21 @@ impl<'a> Executor<'a> {
         }
         let prereq = low.get("__prereq__") == Some(&Value::Bool(true));
         let test = self.opts.test || prereq || low.get("test").is_some_and(truthy);
+        // Without unless/onlyif/creates the state function runs and its
+        // return replaces this map, so it is only built for the checks.
         let mut ret = Map::new();
-        ret.insert("result".into(), Value::Bool(false));
-        ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
-        ret.insert("changes".into(), Value::Object(Map::new()));
-        if ["unless", "onlyif", "creates"].iter().any(|k| low.0.contains_key(*k)) {
+        let checked = ["unless", "onlyif", "creates"].iter().any(|k| low.0.contains_key(*k));
+        if checked {
+            ret.insert("result".into(), Value::Bool(false));
+            ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+            ret.insert("changes".into(), Value::Object(Map::new()));
             for (k, v) in self.run_check(low) {
                 ret.insert(k, v);
             }
         }
+        let pending = !checked || ret.get("result") == Some(&Value::Bool(false));
         let parallel = !prereq && watch_reqs.is_none() && low.get("parallel").is_some_and(truthy);
-        if parallel && ret.get("result") == Some(&Value::Bool(false)) {
+        if parallel && pending {
             if let Some(pool) = self.pool.as_mut() {
                 let tag = chunk_tag(low);
                 let job = ParallelJob { tag: tag.clone(), low: low.clone(), test };
@@ -721,7 +724,7 @@ impl<'a> Executor<'a> {
                 }
             }
         }
-        if ret.get("result") == Some(&Value::Bool(false)) {
+        if pending {
             ret = match watch_reqs {
                 Some(reqs) => {
                     let mut watch_low = low.clone();
@@ -1005,6 +1008,15 @@ impl<'a> Executor<'a> {
     /// Salt's `call_listen`: `mod_watch` of every listener whose listened
     /// state changed, at the end of the run.
     fn call_listen(&mut self, order: &[usize]) {
+        let listens = |ci: &usize| {
+            let c = &self.graph.chunks[*ci];
+            c.0.contains_key("listen") || c.0.contains_key("listen_in")
+        };
+        if !order.iter().any(listens) {
+            // Nothing listens: no listener run (which would start empty).
+            self.total = 0;
+            return;
+        }
         let mut crefs: IndexMap<(String, String, String), usize> = IndexMap::new();
         let mut listeners: Vec<((String, String, String), Vec<Value>)> = Vec::new();
         for &ci in order {
@@ -1148,7 +1160,8 @@ fn call_module(
     };
     let sfun = sfun.or_else(|| low.get("sfun").and_then(Value::as_str));
     let call = StateCall { chunk: low, test, env, sfun, reqs };
-    let mut ret = Map::new();
+    // Room for the executor's bookkeeping keys too (no regrowth).
+    let mut ret = Map::with_capacity(10);
     match module.call(low.fun(), &call) {
         Ok(r) => {
             ret.insert("name".into(), Value::from(r.name));

@@ -200,9 +200,18 @@ fn run() -> Result<i32> {
     };
     let mut data = Map::new();
     data.insert("local".into(), ret);
-    let text = output::render(outputter, &data, &out_opts, retcode);
-    let mut stdout = std::io::stdout().lock();
-    let _ = writeln!(stdout, "{text}");
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let text = if outputter == Outputter::Json {
+        // Serialized straight to stdout: no copy of the return, no text in memory.
+        let _ = output::write_json(&mut stdout, &data, out_opts.json_indent);
+        let _ = writeln!(stdout);
+        String::new()
+    } else {
+        let text = output::render(outputter, &data, &out_opts, retcode);
+        let _ = writeln!(stdout, "{text}");
+        text
+    };
+    let _ = stdout.flush();
     // The process ends here: freeing a large return value piece by piece
     // would only cost time (the OS reclaims it at once).
     std::mem::forget(data);

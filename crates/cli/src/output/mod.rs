@@ -79,7 +79,13 @@ impl Default for OutputOptions {
 /// Renders `{minion: return}` with `out`. `retcode` colours nested output red.
 pub fn render(out: Outputter, data: &serde_json::Map<String, Value>, opts: &OutputOptions, retcode: i32) -> String {
     match out {
-        Outputter::Json => json(&Value::Object(data.clone()), opts.json_indent),
+        Outputter::Json => {
+            let mut buf = Vec::new();
+            match write_json(&mut buf, data, opts.json_indent) {
+                Ok(()) => String::from_utf8(buf).unwrap_or_else(|_| Value::Object(data.clone()).to_string()),
+                Err(_) => Value::Object(data.clone()).to_string(),
+            }
+        }
         Outputter::Yaml => halite_render::yaml::dump_outputter(&Value::Object(data.clone())).trim_end().to_string(),
         Outputter::Nested => nested::render(&Value::Object(data.clone()), 0, &opts.colors, retcode),
         Outputter::Highstate => data
@@ -92,8 +98,17 @@ pub fn render(out: Outputter, data: &serde_json::Map<String, Value>, opts: &Outp
             .map(|(host, ret)| format!("{host}: {}", txt(ret)))
             .collect::<Vec<_>>()
             .join("\n"),
-        Outputter::Raw => format!("{}", python_repr(&Value::Object(data.clone()))),
+        Outputter::Raw => python_repr(&Value::Object(data.clone())),
     }
+}
+
+/// Writes `v` as Salt's json outputter prints it (`indent`, non-ASCII
+/// kept) straight to `out`, without building the text first.
+pub fn write_json<W: std::io::Write, T: serde::Serialize + ?Sized>(out: W, v: &T, indent: usize) -> std::io::Result<()> {
+    let ind = vec![b' '; indent];
+    let fmt = serde_json::ser::PrettyFormatter::with_indent(&ind);
+    let mut ser = serde_json::Serializer::with_formatter(out, fmt);
+    v.serialize(&mut ser).map_err(std::io::Error::other)
 }
 
 /// JSON as Salt's json outputter prints it (`indent`, non-ASCII kept).

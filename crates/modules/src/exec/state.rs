@@ -304,7 +304,7 @@ impl ExecModule for StateExec {
                 if fun == "show_sls" {
                     return Ok(Value::Object(high));
                 }
-                match compile_chunks(&high, &host.states, &[]) {
+                match compile_chunks(high, &host.states, &[]) {
                     Ok(c) => Ok(Value::Array(c.low_chunks())),
                     Err(e) => Ok(errors_value(e)),
                 }
@@ -328,7 +328,7 @@ impl ExecModule for StateExec {
                     Ok(h) => h,
                     Err(e) => return Ok(errors_value(e)),
                 };
-                match compile_chunks(&high, &host.states, &[]) {
+                match compile_chunks(high, &host.states, &[]) {
                     Ok(c) if fun == "graph" => {
                         let format = args.kwargs.get("format").map(py_str).unwrap_or_else(|| "dot".into());
                         Ok(Value::from(if format == "mermaid" { c.graph.to_mermaid() } else { c.graph.to_dot() }))

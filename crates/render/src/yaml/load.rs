@@ -63,14 +63,23 @@ struct MappingFrame {
     flow: bool,
     anchor: usize,
     /// (key as text, Python identity of the key, value, where the key was)
-    entries: Vec<(String, String, Value, Marker)>,
+    entries: Vec<(String, KeyIdentity, Value, Marker)>,
     merges: Vec<Map>,
     pending_key: Option<PendingKey>,
 }
 
 enum PendingKey {
-    Key(String, String, Marker),
+    Key(String, KeyIdentity, Marker),
     Merge(Marker),
+}
+
+/// What makes two keys the same key in Python. A string key is only equal
+/// to the same string, which the mapping itself detects, so only the other
+/// keys carry an identity (`True == 1 == 1.0`, `False == 0`).
+#[derive(PartialEq, Eq)]
+enum KeyIdentity {
+    Str,
+    Other(String),
 }
 
 /// Loads a single YAML document with Salt's rules. An empty stream is `Null`.
@@ -128,10 +137,8 @@ impl Loader<'_> {
                 }
             }
             Event::Scalar(text, style, anchor, tag) => {
-                let value = self.scalar(&text, style, tag.as_deref(), &span.start)?;
-                let is_merge = style == ScalarStyle::Plain
-                    && tag.is_none()
-                    && scalar::classify_plain(&text) == ScalarKind::Merge;
+                let is_merge = style == ScalarStyle::Plain && tag.is_none() && &*text == "<<";
+                let value = self.scalar(text, style, tag.as_deref(), &span.start)?;
                 if anchor > 0 {
                     self.anchors.insert(anchor, value.clone());
                 }
@@ -220,7 +227,8 @@ impl Loader<'_> {
             Some(Frame::Mapping(frame)) => match frame.pending_key.take() {
                 None if is_merge_key => frame.pending_key = Some(PendingKey::Merge(mark)),
                 None => {
-                    let key = key_string(&value).ok_or_else(|| {
+                    let identity = key_identity(&value);
+                    let key = key_string(value).ok_or_else(|| {
                         contextual_error(
                             "while constructing a mapping",
                             &frame.start,
@@ -228,7 +236,7 @@ impl Loader<'_> {
                             &mark,
                         )
                     })?;
-                    frame.pending_key = Some(PendingKey::Key(key, key_identity(&value), mark));
+                    frame.pending_key = Some(PendingKey::Key(key, identity, mark));
                 }
                 Some(PendingKey::Key(key, identity, key_mark)) => {
                     frame.entries.push((key, identity, value, key_mark))
@@ -244,17 +252,18 @@ impl Loader<'_> {
 
     fn scalar(
         &self,
-        text: &str,
+        text: std::borrow::Cow<'_, str>,
         style: ScalarStyle,
         tag: Option<&Tag>,
         mark: &Marker,
     ) -> Result<Value, YamlError> {
         let Some(tag) = tag else {
             return Ok(match style {
-                ScalarStyle::Plain => scalar::resolve_plain(text),
-                _ => Value::String(text.to_string()),
+                ScalarStyle::Plain => scalar::resolve_plain_owned(text),
+                _ => Value::String(text.into_owned()),
             });
         };
+        let text = &*text;
         let core = tag.is_yaml_core_schema() || tag.handle == "!!";
         let bad_tag = || {
             contextual_error(
@@ -447,23 +456,34 @@ fn add_merge_source(
 /// Builds the mapping: merged entries whose key is not set explicitly come
 /// first, then the explicit ones; any duplicate is Salt's "conflicting ID".
 fn finish_mapping(frame: MappingFrame) -> Result<Map, YamlError> {
-    let explicit: std::collections::HashSet<&str> = frame
-        .entries
-        .iter()
-        .map(|(k, _, _, _)| k.as_str())
-        .collect();
-    let mut merged: Vec<(String, String, Value, Marker)> = Vec::new();
-    for source in &frame.merges {
-        for (key, value) in source {
-            if !explicit.contains(key.as_str()) {
-                merged.push((key.clone(), format!("s:{key}"), value.clone(), frame.start));
+    let mut merged: Vec<(String, KeyIdentity, Value, Marker)> = Vec::new();
+    if !frame.merges.is_empty() {
+        let explicit: std::collections::HashSet<&str> = frame
+            .entries
+            .iter()
+            .map(|(k, _, _, _)| k.as_str())
+            .collect();
+        for source in &frame.merges {
+            for (key, value) in source {
+                if !explicit.contains(key.as_str()) {
+                    merged.push((key.clone(), KeyIdentity::Str, value.clone(), frame.start));
+                }
             }
         }
     }
-    let mut map = Map::new();
-    let mut seen = std::collections::HashSet::new();
+    let mut map = Map::with_capacity(merged.len() + frame.entries.len());
+    // Identities of the non-string keys seen so far (rare: a short list).
+    let mut seen: Vec<String> = Vec::new();
     for (key, identity, value, mark) in merged.into_iter().chain(frame.entries) {
-        if !seen.insert(identity) || map.contains_key(&key) {
+        let repeated = match identity {
+            KeyIdentity::Str => false,
+            KeyIdentity::Other(id) => {
+                let repeated = seen.contains(&id);
+                seen.push(id);
+                repeated
+            }
+        };
+        if repeated || map.contains_key(&key) {
             return Err(contextual_error(
                 "while constructing a mapping",
                 &frame.start,
@@ -478,28 +498,28 @@ fn finish_mapping(frame: MappingFrame) -> Result<Map, YamlError> {
 
 /// What makes two keys the same key in Python: `True == 1 == 1.0`,
 /// `False == 0`, and strings only equal strings.
-fn key_identity(value: &Value) -> String {
-    match value {
+fn key_identity(value: &Value) -> KeyIdentity {
+    KeyIdentity::Other(match value {
         Value::Bool(b) => format!("n:{}", u8::from(*b)),
         Value::Number(n) => match n.as_f64() {
             Some(f) if f.fract() == 0.0 && f.abs() < 9.0e15 => format!("n:{}", f as i64),
             _ => format!("n:{n}"),
         },
         Value::Null => "none".to_string(),
-        Value::String(s) => format!("s:{s}"),
+        Value::String(_) => return KeyIdentity::Str,
         other => format!("o:{other}"),
-    }
+    })
 }
 
 /// Mapping keys become strings as Python's `str()` prints them
 /// (`True`, `1`, `None`); collections cannot be keys.
-fn key_string(value: &Value) -> Option<String> {
+fn key_string(value: Value) -> Option<String> {
     Some(match value {
-        Value::String(s) => s.clone(),
+        Value::String(s) => s,
         Value::Bool(true) => "True".to_string(),
         Value::Bool(false) => "False".to_string(),
         Value::Null => "None".to_string(),
-        Value::Number(n) => python_number(n),
+        Value::Number(n) => python_number(&n),
         Value::Array(_) | Value::Object(_) => return None,
     })
 }

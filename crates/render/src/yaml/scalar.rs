@@ -26,6 +26,14 @@ pub(crate) fn classify_plain(text: &str) -> ScalarKind {
         "<<" => return ScalarKind::Merge,
         _ => {}
     }
+    // Every YAML 1.1 int and float starts with a digit, a sign or a dot:
+    // anything else (most keys and names) is a string.
+    if !matches!(
+        text.as_bytes().first(),
+        Some(b'0'..=b'9' | b'+' | b'-' | b'.')
+    ) {
+        return ScalarKind::Str;
+    }
     if is_yaml11_int(text) {
         ScalarKind::Int
     } else if is_yaml11_float(text) {
@@ -218,6 +226,15 @@ pub(crate) fn resolve_plain(text: &str) -> Value {
         ScalarKind::Int => int_value(text).unwrap_or_else(|| Value::String(text.to_string())),
         ScalarKind::Float => float_value(text).unwrap_or_else(|| Value::String(text.to_string())),
         ScalarKind::Merge | ScalarKind::Str => Value::String(text.to_string()),
+    }
+}
+
+/// [`resolve_plain`] for text the caller owns: a string keeps its buffer
+/// when it is one already.
+pub(crate) fn resolve_plain_owned(text: std::borrow::Cow<'_, str>) -> Value {
+    match classify_plain(&text) {
+        ScalarKind::Merge | ScalarKind::Str => Value::String(text.into_owned()),
+        _ => resolve_plain(&text),
     }
 }
 
