@@ -94,3 +94,44 @@ fn a_minion_fails_over_to_the_next_master() {
         minion.log_text()
     );
 }
+
+#[test]
+fn state_apply_runs_on_the_minion_and_fails_the_run_when_a_state_fails() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let _master = fleet.start_master("auto_accept: True");
+    let srv = fleet.path("srv");
+    std::fs::create_dir_all(&srv).expect("srv");
+    std::fs::write(
+        srv.join("demo.sls"),
+        "ok:\n  test.succeed_with_changes:\n    - name: fine\nbad:\n  test.fail_without_changes:\n    - name: broken\n",
+    )
+    .expect("sls");
+    let _m = fleet.start_minion(
+        "stater",
+        &format!("file_roots:\n  base: [{}]\n", srv.display()),
+    );
+    fleet.wait_responding("stater");
+
+    let out = fleet.cli("halite", &["stater", "state.apply", "demo"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("Summary for stater") && text.contains("Failed:    1"),
+        "{text}"
+    );
+
+    let (rets, code) = fleet.halite_json(&["stater", "state.apply", "demo"]);
+    assert_eq!(code, 1);
+    let states = rets["stater"].as_object().cloned().unwrap_or_default();
+    assert_eq!(
+        states["test_|-ok_|-fine_|-succeed_with_changes"]["result"],
+        json!(true)
+    );
+    assert_eq!(
+        states["test_|-bad_|-broken_|-fail_without_changes"]["result"],
+        json!(false)
+    );
+}
