@@ -264,14 +264,18 @@ def compare_view(name, root, view, args, salt, halite):
         return res
     if s["out"] is None or h["out"] is None:
         res["status"] = "error"
-        res["detail"] = ("salt output not JSON" if s["out"] is None
-                         else "halite output not JSON: " + h["err"][-400:])
+        last = lambda t: (t.strip().splitlines() or [""])[-1][:300]
+        res["detail"] = ("salt output not JSON: " + last(s["err"]) if s["out"] is None
+                         else "halite output not JSON: " + last(h["err"]))
         return res
     diffs = walk_diff(s["out"], h["out"])
     order = key_order_diffs(s["out"], h["out"]) if not diffs else []
     if s["rc"] != h["rc"]:
         diffs.append(("(exit code)", "value", s["rc"], h["rc"]))
-    if not diffs and not order:
+    if diffs and all(d[0] == "(exit code)" for d in diffs):
+        res["status"] = "same JSON, exit code differs"
+        res["diffs"] = [(p, k, short(a), short(b)) for p, k, a, b in diffs]
+    elif not diffs and not order:
         res["status"] = "identical"
     elif not diffs:
         res["status"] = "key order only"
@@ -333,7 +337,11 @@ def main():
         if len(r.get("diffs", [])) > opts.max_diffs:
             print(f"    ... {len(r['diffs']) - opts.max_diffs} more")
     n_ident = sum(r["status"] == "identical" for r in results)
-    print(f"\n{n_ident}/{len(results)} views identical")
+    counts = {}
+    for r in results:
+        counts[r["status"]] = counts.get(r["status"], 0) + 1
+    print("\n" + ", ".join(f"{v} {k}" for k, v in sorted(counts.items())))
+    print(f"{n_ident}/{len(results)} views identical")
     if opts.json:
         opts.json.write_text(json.dumps(results, indent=2))
     return 0 if n_ident == len(results) else 1
