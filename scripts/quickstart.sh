@@ -84,3 +84,7 @@ echo "==> halite '*' state.apply   (second run: nothing to change)"
 "$bin/halite" -c "$work/master" '*' state.apply -t 60
 echo "==> the managed files"
 cat /tmp/halite-demo/motd
+cat /tmp/halite-demo/webapp/settings.json; echo
+# The pillar (examples/pillar) sets the port: the run must have used it.
+grep -q 8081 /tmp/halite-demo/webapp/settings.json || { echo "quickstart: pillar was not applied" >&2; exit 1; }
+echo "==> quickstart OK"

@@ -27,6 +27,9 @@ pub struct HostRunner {
     states: StateModules,
     files: Arc<dyn FileClient>,
     pillar: Value,
+    /// `pillar_roots`, compiled per job with the identity's grains until
+    /// the master serves pillar.
+    pillar_roots: BTreeMap<String, Vec<PathBuf>>,
     /// Grains added over the detected ones per identity (swarm mode).
     grain_overrides: BTreeMap<String, Map<String, Value>>,
 }
@@ -60,6 +63,7 @@ impl HostRunner {
             exec: halite_modules::table::exec_modules(),
             states: halite_modules::table::state_modules(),
             files,
+            pillar_roots: halite_modules::local::roots_of(&opts, "pillar_roots"),
             pillar: opts
                 .get("pillar")
                 .cloned()
@@ -117,7 +121,7 @@ fn retcode_of(fun: &str, ret: &Value) -> i64 {
 
 impl JobRunner for HostRunner {
     fn run(&self, id: &str, grains: &Value, job: &Job, events: Arc<dyn EventSink>) -> JobReturn {
-        let host = Host {
+        let mut host = Host {
             opts: self.opts_for(id, Some(&job.jid)),
             grains: grains.clone(),
             pillar: self.pillar.clone(),
@@ -130,7 +134,22 @@ impl JobRunner for HostRunner {
             positional: job.arg.clone(),
             kwargs: job.kwarg.clone(),
         };
-        let (ret, retcode) = match host.call(&job.fun, &args) {
+        let mut pillar_errors = Vec::new();
+        if self.pillar_roots.values().flatten().any(|d| d.is_dir()) {
+            let mut pillar_host = host.clone();
+            pillar_host.files = Arc::new(LocalFileClient::new(self.pillar_roots.clone()));
+            let (compiled, errors) = halite_modules::pillar_render::compile_pillar(&pillar_host);
+            halite_modules::exec::pillar::deep_merge(&mut host.pillar, &compiled);
+            pillar_errors = errors;
+        }
+        let outcome = if !pillar_errors.is_empty() && job.fun.starts_with("state.") {
+            let mut errs = vec![Value::from("Pillar failed to render with the following messages:")];
+            errs.extend(pillar_errors.into_iter().map(Value::from));
+            Ok(Value::Array(errs))
+        } else {
+            host.call(&job.fun, &args)
+        };
+        let (ret, retcode) = match outcome {
             Ok(v) => {
                 let code = retcode_of(&job.fun, &v);
                 (v, code)
