@@ -41,7 +41,6 @@ Options:
 import argparse
 import difflib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -105,7 +104,7 @@ def find_sls_dir(formula: Path) -> Path:
     return cands[0]
 
 
-def yaml_dump(obj, indent=0) -> str:
+def yaml_dump(obj) -> str:
     """Tiny YAML writer (JSON is YAML) so the script needs no PyYAML."""
     return json.dumps(obj, indent=2)
 
