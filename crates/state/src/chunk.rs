@@ -11,9 +11,13 @@ use crate::{Map, Value};
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct LowChunk(pub Map);
 
+/// Up to this many keys a chunk is searched in order: comparing a few short
+/// keys costs less than hashing the one looked up.
+const SCAN_LEN: usize = 16;
+
 impl LowChunk {
     fn str_key(&self, key: &str) -> &str {
-        self.0.get(key).and_then(Value::as_str).unwrap_or("")
+        self.get(key).and_then(Value::as_str).unwrap_or("")
     }
     /// The state module, e.g. `file`.
     pub fn state(&self) -> &str {
@@ -41,7 +45,18 @@ impl LowChunk {
     }
     /// Any argument of the chunk.
     pub fn get(&self, key: &str) -> Option<&Value> {
-        self.0.get(key)
+        if self.0.len() <= SCAN_LEN {
+            self.0
+                .iter()
+                .find(|(k, _)| k.as_str() == key)
+                .map(|(_, v)| v)
+        } else {
+            self.0.get(key)
+        }
+    }
+    /// Whether the chunk has `key`.
+    pub fn contains(&self, key: &str) -> bool {
+        self.get(key).is_some()
     }
     /// The return key: `<state>_|-<id>_|-<name>_|-<fun>`.
     pub fn tag(&self) -> String {

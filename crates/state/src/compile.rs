@@ -530,7 +530,20 @@ pub fn compile_high_data(high: Map) -> Graph {
             let Value::Array(run) = run else { continue };
             let mut funcs: Vec<String> = Vec::new();
             let mut names: Vec<Value> = Vec::new();
-            let mut chunk = Map::with_capacity(8 + run.len());
+            // Sized for the keys it will hold (chunks are the bulk of a run's
+            // memory): state, name, __id__, the stamps, the arguments, fun,
+            // and `order` when ordering has to add it.
+            let mut has_order = false;
+            let arg_keys: usize = run
+                .iter()
+                .filter_map(Value::as_object)
+                .flat_map(|m| m.keys())
+                .filter(|k| {
+                    has_order |= *k == "order";
+                    !matches!(k.as_str(), "names" | "state" | "name")
+                })
+                .count();
+            let mut chunk = Map::with_capacity(4 + meta.len() + arg_keys + usize::from(!has_order));
             chunk.insert("state".into(), Value::String(state));
             chunk.insert("name".into(), Value::from(id.clone()));
             for (k, v) in &meta {

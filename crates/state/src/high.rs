@@ -297,7 +297,8 @@ fn handle_state_decls(state: &mut Map, sls: &str, saltenv: &str, errors: &mut Ve
             continue;
         }
         let Value::Object(body) = body else { continue };
-        let mut skeys: HashSet<String> = HashSet::new();
+        // A declaration has a handful of keys: a list beats a hash set.
+        let mut skeys: Vec<String> = Vec::new();
         let keys: Vec<String> = body.keys().cloned().collect();
         for key in keys {
             if key.starts_with('_') {
@@ -308,7 +309,7 @@ fn handle_state_decls(state: &mut Map, sls: &str, saltenv: &str, errors: &mut Ve
             }
             if let Some((module, rest)) = key.split_once('.') {
                 let fun = rest.split('.').next().unwrap_or(rest).to_string();
-                if skeys.contains(module) {
+                if skeys.iter().any(|k| k == module) {
                     errors.push(format!(
                         "ID '{name}' in SLS '{sls}' contains multiple state declarations of the same type"
                     ));
@@ -320,10 +321,10 @@ fn handle_state_decls(state: &mut Map, sls: &str, saltenv: &str, errors: &mut Ve
                     a.push(Value::String(fun));
                 }
                 body.insert(module.to_string(), run);
-                skeys.insert(module.to_string());
+                skeys.push(module.to_string());
                 continue;
             }
-            skeys.insert(key);
+            skeys.push(key);
         }
         if !body.contains_key("__sls__") {
             body.insert("__sls__".into(), Value::from(sls));

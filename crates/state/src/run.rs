@@ -560,10 +560,10 @@ impl<'a> Executor<'a> {
 
     fn verify_data(&self, low: &LowChunk) -> Vec<String> {
         let mut errors = Vec::new();
-        if !low.0.contains_key("state") {
+        if !low.contains("state") {
             errors.push("Missing \"state\" data".to_string());
         }
-        if !low.0.contains_key("fun") {
+        if !low.contains("fun") {
             errors.push("Missing \"fun\" data".to_string());
         }
         match low.get("name") {
@@ -582,7 +582,7 @@ impl<'a> Executor<'a> {
         }
         if !self.modules.has(low.state(), low.fun()) {
             let full = format!("{}.{}", low.state(), low.fun());
-            if low.0.contains_key("__sls__") {
+            if low.contains("__sls__") {
                 errors.push(format!("State '{full}' was not found in SLS '{}'", low.sls()));
                 errors.push(format!("Reason: '{full}' is not available."));
             } else {
@@ -698,7 +698,7 @@ impl<'a> Executor<'a> {
         // Without unless/onlyif/creates the state function runs and its
         // return replaces this map, so it is only built for the checks.
         let mut ret = Map::new();
-        let checked = ["unless", "onlyif", "creates"].iter().any(|k| low.0.contains_key(*k));
+        let checked = ["unless", "onlyif", "creates"].iter().any(|k| low.contains(k));
         if checked {
             ret.insert("result".into(), Value::Bool(false));
             ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
@@ -735,7 +735,7 @@ impl<'a> Executor<'a> {
             };
         }
         let own_check = self.modules.get(low.state()).is_some_and(|m| m.runs_own_check_cmd(low.fun()));
-        if low.0.contains_key("check_cmd") && !own_check {
+        if low.contains("check_cmd") && !own_check {
             for (k, v) in self.run_check_cmd(low) {
                 ret.insert(k, v);
             }
@@ -1010,7 +1010,7 @@ impl<'a> Executor<'a> {
     fn call_listen(&mut self, order: &[usize]) {
         let listens = |ci: &usize| {
             let c = &self.graph.chunks[*ci];
-            c.0.contains_key("listen") || c.0.contains_key("listen_in")
+            c.contains("listen") || c.contains("listen_in")
         };
         if !order.iter().any(listens) {
             // Nothing listens: no listener run (which would start empty).
@@ -1160,10 +1160,11 @@ fn call_module(
     };
     let sfun = sfun.or_else(|| low.get("sfun").and_then(Value::as_str));
     let call = StateCall { chunk: low, test, env, sfun, reqs };
-    // Room for the executor's bookkeeping keys too (no regrowth).
-    let mut ret = Map::with_capacity(10);
+    let mut ret;
     match module.call(low.fun(), &call) {
         Ok(r) => {
+            // Room for the executor's five bookkeeping keys (no regrowth).
+            ret = Map::with_capacity(9 + r.extra.len());
             ret.insert("name".into(), Value::from(r.name));
             ret.insert("changes".into(), Value::Object(r.changes));
             ret.insert(
@@ -1179,6 +1180,7 @@ fn call_module(
             }
         }
         Err(e) => {
+            ret = Map::with_capacity(9);
             ret.insert("result".into(), Value::Bool(false));
             ret.insert("name".into(), name);
             ret.insert("changes".into(), Value::Object(Map::new()));
