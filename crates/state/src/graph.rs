@@ -276,20 +276,21 @@ impl Graph {
             return None;
         }
         for kind in RequisiteKind::EDGE_KINDS {
-            let items: Vec<Value> = match self.chunks[ci].get(kind.keyword()) {
-                Some(Value::Array(a)) if !a.is_empty() => a.clone(),
-                Some(v) if crate::truthy(v) => vec![v.clone()],
+            // Parsed from the chunk in place: only each target's key and
+            // value are copied, not the whole list.
+            let refs: Vec<RequisiteRef> = match self.chunks[ci].get(kind.keyword()) {
+                Some(Value::Array(a)) if !a.is_empty() => a.iter().filter_map(RequisiteRef::parse).collect(),
+                Some(v) if crate::truthy(v) => RequisiteRef::parse(v).into_iter().collect(),
                 _ => continue,
             };
             if disabled.iter().any(|d| d == kind.keyword()) {
                 tracing::warn!("The {} requisite has been disabled, Ignoring.", kind.keyword());
                 continue;
             }
-            for item in items {
-                let Some(rref) = RequisiteRef::parse(&item) else { continue };
+            for rref in refs {
                 let val = match &rref.value {
                     Value::Null => continue,
-                    Value::String(s) => s.clone(),
+                    Value::String(s) => s.as_str(),
                     _ => {
                         let c = &self.chunks[ci];
                         return Some(format!(
@@ -301,7 +302,7 @@ impl Graph {
                         ));
                     }
                 };
-                if !self.add_dependency(ci, kind, &rref.key, &val) {
+                if !self.add_dependency(ci, kind, &rref.key, val) {
                     let c = &self.chunks[ci];
                     return Some(format!(
                         "Referenced state does not exist for requisite [{}: ({}: {})] in state [{}] in SLS [{}]",

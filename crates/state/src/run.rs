@@ -47,6 +47,9 @@ impl Default for RunOptions {
 /// in the order states finished.
 pub type Running = IndexMap<String, Map>;
 
+/// A chunk's requisites grouped by kind, kinds in first-seen order.
+type ReqsByKind = Vec<(RequisiteKind, Vec<usize>)>;
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Status {
     Unmet,
@@ -95,8 +98,18 @@ fn ms_since(start: Instant) -> f64 {
     (start.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0
 }
 
+/// `map.get(key)` for a state return: it has a dozen keys, which compare
+/// faster in order than the looked-up key hashes.
+fn ret_get<'m>(map: &'m Map, key: &str) -> Option<&'m Value> {
+    if map.len() <= 16 {
+        map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+    } else {
+        map.get(key)
+    }
+}
+
 fn has_changes(ret: &Map) -> bool {
-    ret.get("changes").is_some_and(truthy)
+    ret_get(ret, "changes").is_some_and(truthy)
 }
 
 /// Python's `str()` of a state result.
@@ -257,10 +270,14 @@ impl<'a> Executor<'a> {
         self.graph.chunks[ci].get("__prereq__") == Some(&Value::Bool(true))
     }
 
-    fn check_requisites(&self, ci: usize) -> (Status, IndexMap<RequisiteKind, Vec<usize>>) {
-        let mut reqs: IndexMap<RequisiteKind, Vec<usize>> = IndexMap::new();
+    fn check_requisites(&self, ci: usize) -> (Status, ReqsByKind) {
+        // A few kinds at most: a list in first-seen order, no hashing.
+        let mut reqs: ReqsByKind = Vec::new();
         for (kind, dep) in self.graph.dependencies(ci) {
-            reqs.entry(kind).or_default().push(dep);
+            match reqs.iter_mut().find(|(k, _)| *k == kind) {
+                Some((_, deps)) => deps.push(dep),
+                None => reqs.push((kind, vec![dep])),
+            }
         }
         let mut fun_stats: Vec<&'static str> = Vec::new();
         for (kind, deps) in &reqs {
@@ -272,16 +289,16 @@ impl<'a> Executor<'a> {
                 }
             };
             for &dep in deps {
-                let tag = self.graph.tag(dep).to_string();
-                let ret = if base == RequisiteKind::Prereq { self.pre.get(&tag) } else { self.running.get(&tag) };
+                let tag = self.graph.tag(dep);
+                let ret = if base == RequisiteKind::Prereq { self.pre.get(tag) } else { self.running.get(tag) };
                 let Some(ret) = ret else {
                     add(&mut req_stats, "unmet");
                     continue;
                 };
-                if ret.get("skip_req").is_some_and(truthy) {
+                if ret_get(ret, "skip_req").is_some_and(truthy) {
                     add(&mut req_stats, "skip_req");
                 }
-                let result = ret.get("result");
+                let result = ret_get(ret, "result");
                 let is_false = result == Some(&Value::Bool(false));
                 if base == RequisiteKind::Onfail {
                     if result == Some(&Value::Bool(true)) {
@@ -309,7 +326,7 @@ impl<'a> Executor<'a> {
                     } else {
                         add(&mut req_stats, "pre");
                     }
-                } else if ret.get("__state_ran__").map(truthy).unwrap_or(true) {
+                } else if ret_get(ret, "__state_ran__").map(truthy).unwrap_or(true) {
                     add(&mut req_stats, "met");
                 }
             }
@@ -429,7 +446,7 @@ impl<'a> Executor<'a> {
                     self.run_num += 1;
                 } else {
                     let mut failed: Vec<String> = Vec::new();
-                    for deps in reqs.values() {
+                    for (_, deps) in &reqs {
                         for &dep in deps {
                             let dtag = self.graph.tag(dep).to_string();
                             let dret = self.pre.get(&dtag).or_else(|| self.running.get(&dtag));
