@@ -26,7 +26,11 @@ fn measure(cmd: &mut Command) -> Sample {
         Ok(c) => c,
         Err(e) => {
             eprintln!("cannot start {cmd:?}: {e}");
-            return Sample { wall_ms: f64::NAN, rss_kb: 0, ok: false };
+            return Sample {
+                wall_ms: f64::NAN,
+                rss_kb: 0,
+                ok: false,
+            };
         }
     };
     let pid = child.id() as libc::pid_t;
@@ -37,7 +41,11 @@ fn measure(cmd: &mut Command) -> Sample {
     let wall_ms = start.elapsed().as_secs_f64() * 1000.0;
     std::mem::forget(child);
     let exited_ok = r == pid && libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0;
-    Sample { wall_ms, rss_kb: usage.ru_maxrss, ok: exited_ok }
+    Sample {
+        wall_ms,
+        rss_kb: usage.ru_maxrss,
+        ok: exited_ok,
+    }
 }
 
 fn median(mut v: Vec<Sample>) -> Sample {
@@ -57,7 +65,9 @@ fn salt_call() -> Option<PathBuf> {
 }
 
 fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1).cloned())
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
 }
 
 fn main() {
@@ -67,13 +77,20 @@ fn main() {
         .split(',')
         .filter_map(|s| s.parse().ok())
         .collect();
-    let salt_max: usize = arg(&args, "--salt-max").and_then(|s| s.parse().ok()).unwrap_or(10000);
-    let runs: usize = arg(&args, "--runs").and_then(|s| s.parse().ok()).unwrap_or(3);
+    let salt_max: usize = arg(&args, "--salt-max")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(10000);
+    let runs: usize = arg(&args, "--runs")
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(3);
     let write = arg(&args, "--write");
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let gen = root.join("../shared/bench/gen_sls.py");
     if !gen.exists() {
-        eprintln!("{} not found: run with shared/ beside the repo", gen.display());
+        eprintln!(
+            "{} not found: run with shared/ beside the repo",
+            gen.display()
+        );
         return;
     }
     let halite = PathBuf::from(env!("CARGO_BIN_EXE_halite-call"));
@@ -100,7 +117,12 @@ fn main() {
     }
     for (shape, n) in cases {
         let tree = work.path().join(format!("{shape}-{n}"));
-        let status = Command::new("python3").arg(&gen).arg(&tree).arg(&shape).arg(n.to_string()).status();
+        let status = Command::new("python3")
+            .arg(&gen)
+            .arg(&tree)
+            .arg(&shape)
+            .arg(n.to_string())
+            .status();
         if !status.map(|s| s.success()).unwrap_or(false) {
             eprintln!("generator failed for {shape} {n}");
             continue;
@@ -108,7 +130,13 @@ fn main() {
         for fun in ["state.apply", "state.show_lowstate"] {
             let run = |bin: &Path| {
                 let mut c = Command::new(bin);
-                c.arg("--local").arg("--config-dir").arg(&cfg).arg("--file-root").arg(&tree).arg("--out").arg("json");
+                c.arg("--local")
+                    .arg("--config-dir")
+                    .arg(&cfg)
+                    .arg("--file-root")
+                    .arg(&tree)
+                    .arg("--out")
+                    .arg("json");
                 if fun == "state.apply" {
                     c.arg(fun).arg("bench");
                 } else {
@@ -120,7 +148,9 @@ fn main() {
             let s = match &salt {
                 Some(bin) if n <= salt_max => {
                     let salt_runs = if n >= 10000 { 1 } else { runs };
-                    Some(median((0..salt_runs).map(|_| measure(&mut run(bin))).collect()))
+                    Some(median(
+                        (0..salt_runs).map(|_| measure(&mut run(bin))).collect(),
+                    ))
                 }
                 _ => None,
             };
@@ -128,9 +158,15 @@ fn main() {
                 "| {shape} | {n} | {fun} | {:.1} | {:.1} | {} | {} | {} |",
                 h.wall_ms,
                 h.rss_kb as f64 / 1024.0,
-                s.as_ref().map(|s| format!("{:.0}", s.wall_ms)).unwrap_or_else(|| "-".into()),
-                s.as_ref().map(|s| format!("{:.1}", s.rss_kb as f64 / 1024.0)).unwrap_or_else(|| "-".into()),
-                s.as_ref().map(|s| format!("{:.0}x", s.wall_ms / h.wall_ms)).unwrap_or_else(|| "-".into()),
+                s.as_ref()
+                    .map(|s| format!("{:.0}", s.wall_ms))
+                    .unwrap_or_else(|| "-".into()),
+                s.as_ref()
+                    .map(|s| format!("{:.1}", s.rss_kb as f64 / 1024.0))
+                    .unwrap_or_else(|| "-".into()),
+                s.as_ref()
+                    .map(|s| format!("{:.0}x", s.wall_ms / h.wall_ms))
+                    .unwrap_or_else(|| "-".into()),
             );
             if !h.ok {
                 eprintln!("warning: halite exited non-zero for {shape} {n} {fun}");
@@ -147,7 +183,9 @@ fn main() {
         let header = format!(
             "<!-- state_engine bench: {} runs (median), salt at {} -->\n",
             runs,
-            salt.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| "not installed".into())
+            salt.as_ref()
+                .map(|p| p.display().to_string())
+                .unwrap_or_else(|| "not installed".into())
         );
         if let Err(e) = std::fs::write(&path, format!("{header}{table}")) {
             eprintln!("cannot write {path}: {e}");

@@ -12,7 +12,9 @@ pub fn yamlify(word: &str) -> Value {
         return Value::from("");
     }
     match halite_render::yaml::load(word) {
-        Ok(Value::Null) if !matches!(word, "null" | "None" | "~" | "Null" | "NULL") => Value::from(word),
+        Ok(Value::Null) if !matches!(word, "null" | "None" | "~" | "Null" | "NULL") => {
+            Value::from(word)
+        }
         Ok(Value::String(_)) => Value::from(word),
         Ok(v) => v,
         Err(_) => Value::from(word),
@@ -34,7 +36,9 @@ pub fn parse_args(words: &[String]) -> Args {
 }
 
 fn is_kwarg_name(k: &str) -> bool {
-    !k.is_empty() && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_') && !k.starts_with(|c: char| c.is_ascii_digit())
+    !k.is_empty()
+        && k.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        && !k.starts_with(|c: char| c.is_ascii_digit())
 }
 
 #[cfg(test)]
@@ -43,7 +47,13 @@ mod tests {
 
     #[test]
     fn salt_arg_parsing() {
-        let a = parse_args(&["main".into(), "test=True".into(), "pillar={\"k\": \"v\"}".into(), "1".into(), "a b=c".into()]);
+        let a = parse_args(&[
+            "main".into(),
+            "test=True".into(),
+            "pillar={\"k\": \"v\"}".into(),
+            "1".into(),
+            "a b=c".into(),
+        ]);
         assert_eq!(a.positional[0], Value::from("main"));
         assert_eq!(a.kwargs["test"], Value::Bool(true));
         assert_eq!(a.kwargs["pillar"]["k"], Value::from("v"));

@@ -4,7 +4,6 @@
 
 use std::path::{Path, PathBuf};
 
-
 use anyhow::{Context, Result};
 use figment::providers::{Env, Serialized};
 use figment::Figment;
@@ -40,7 +39,9 @@ pub fn read_yaml_file(path: &Path) -> Result<Map<String, Value>> {
     let text = match std::fs::read_to_string(path) {
         Ok(t) => t,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Map::new()),
-        Err(e) => return Err(e).with_context(|| format!("cannot read config file {}", path.display())),
+        Err(e) => {
+            return Err(e).with_context(|| format!("cannot read config file {}", path.display()))
+        }
     };
     match halite_render::yaml::load(&text)
         .map_err(|e| anyhow::anyhow!("{e}"))
@@ -58,7 +59,11 @@ pub fn load_minion_opts(config_dir: &Path, flags: Map<String, Value>) -> Result<
     let mut file = read_yaml_file(&config_dir.join("minion"))?;
     let dropins = config_dir.join("minion.d");
     if let Ok(rd) = std::fs::read_dir(&dropins) {
-        let mut paths: Vec<PathBuf> = rd.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "conf")).collect();
+        let mut paths: Vec<PathBuf> = rd
+            .flatten()
+            .map(|e| e.path())
+            .filter(|p| p.extension().is_some_and(|x| x == "conf"))
+            .collect();
         paths.sort();
         for p in paths {
             file.extend(read_yaml_file(&p)?);

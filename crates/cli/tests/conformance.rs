@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..").canonicalize().expect("repo root")
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .expect("repo root")
 }
 
 fn read_list(path: &Path) -> BTreeSet<String> {
@@ -30,11 +33,17 @@ fn run_corpus(run_py: &Path, cases_dir: Option<&Path>) -> Vec<(String, String)> 
         "{bin} --local --config-dir={{config_dir}} --file-root={{file_root}} --out=json --retcode-passthrough state.apply {{sls}} {{args}}"
     );
     let mut cmd = Command::new("python3");
-    cmd.arg(run_py).arg("--cmd").arg(&template).arg("--report").arg(report.path());
+    cmd.arg(run_py)
+        .arg("--cmd")
+        .arg(&template)
+        .arg("--report")
+        .arg(report.path());
     if let Some(d) = cases_dir {
         cmd.arg("--cases-dir").arg(d);
     }
-    let out = cmd.output().expect("python3 must be installed to run the conformance corpus");
+    let out = cmd
+        .output()
+        .expect("python3 must be installed to run the conformance corpus");
     println!("{}", String::from_utf8_lossy(&out.stdout));
     let text = std::fs::read_to_string(report.path()).expect("run.py wrote no report");
     let doc: serde_json::Value = serde_json::from_str(&text).expect("report is JSON");
@@ -42,7 +51,12 @@ fn run_corpus(run_py: &Path, cases_dir: Option<&Path>) -> Vec<(String, String)> 
         .as_array()
         .expect("cases list")
         .iter()
-        .map(|c| (c["case"].as_str().unwrap_or("").to_string(), c["level"].as_str().unwrap_or("none").to_string()))
+        .map(|c| {
+            (
+                c["case"].as_str().unwrap_or("").to_string(),
+                c["level"].as_str().unwrap_or("none").to_string(),
+            )
+        })
         .collect()
 }
 
@@ -55,7 +69,10 @@ fn conformance_ratchet() {
             std::env::var_os("CI").is_none(),
             "../shared/conformance/run.py is missing: CI must run with shared/ beside the repo"
         );
-        println!("skipping: {} not found (run with the shared/ folder beside the repo)", shared.display());
+        println!(
+            "skipping: {} not found (run with the shared/ folder beside the repo)",
+            shared.display()
+        );
         return;
     }
     let mut results = run_corpus(&shared, None);
@@ -81,12 +98,26 @@ fn conformance_ratchet() {
     }
     let seen: BTreeSet<&String> = results.iter().map(|(c, _)| c).collect();
     for case in passing.iter().filter(|c| !seen.contains(c)) {
-        regressions.push(format!("{case}: listed as passing but no longer in any corpus"));
+        regressions.push(format!(
+            "{case}: listed as passing but no longer in any corpus"
+        ));
     }
     if !newly.is_empty() {
-        println!("newly passing (add to tests/conformance/passing.txt): {}", newly.join(", "));
+        println!(
+            "newly passing (add to tests/conformance/passing.txt): {}",
+            newly.join(", ")
+        );
     }
     let n_exact = results.iter().filter(|(_, l)| l == "exact").count();
-    println!("conformance: {} cases, {} exact, {} listed passing", results.len(), n_exact, passing.len());
-    assert!(regressions.is_empty(), "conformance regressions:\n{}", regressions.join("\n"));
+    println!(
+        "conformance: {} cases, {} exact, {} listed passing",
+        results.len(),
+        n_exact,
+        passing.len()
+    );
+    assert!(
+        regressions.is_empty(),
+        "conformance regressions:\n{}",
+        regressions.join("\n")
+    );
 }

@@ -37,14 +37,18 @@ fn untimed(text: &str) -> String {
         .map(|l| l.split(" - Started:").next().unwrap_or(l))
         .filter(|l| {
             let t = l.trim_start();
-            !t.starts_with("Started:") && !t.starts_with("Duration:") && !t.starts_with("Total run time")
+            !t.starts_with("Started:")
+                && !t.starts_with("Duration:")
+                && !t.starts_with("Total run time")
         })
         .collect::<Vec<_>>()
         .join("\n")
 }
 
 fn fixture(name: &str) -> String {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures").join(name);
+    let p = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures")
+        .join(name);
     std::fs::read_to_string(p).unwrap()
 }
 
@@ -52,8 +56,15 @@ fn fixture(name: &str) -> String {
 fn highstate_output_matches_salt_in_every_mode() {
     let d = tree();
     for mode in ["full", "terse", "mixed", "changes"] {
-        let (out, err, _) = halite_call(d.path(), &["state.apply", "main", &format!("--state-output={mode}")]);
-        assert_eq!(untimed(&out).trim_end(), untimed(&fixture(&format!("require_fail_chain.{mode}.txt"))).trim_end(), "mode {mode}; stderr: {err}");
+        let (out, err, _) = halite_call(
+            d.path(),
+            &["state.apply", "main", &format!("--state-output={mode}")],
+        );
+        assert_eq!(
+            untimed(&out).trim_end(),
+            untimed(&fixture(&format!("require_fail_chain.{mode}.txt"))).trim_end(),
+            "mode {mode}; stderr: {err}"
+        );
     }
 }
 
@@ -61,15 +72,36 @@ fn highstate_output_matches_salt_in_every_mode() {
 fn return_codes_follow_salt_call() {
     let d = tree();
     // A failed state: 2 with --retcode-passthrough, 1 without.
-    assert_eq!(halite_call(d.path(), &["--retcode-passthrough", "state.apply", "main"]).2, 2);
+    assert_eq!(
+        halite_call(d.path(), &["--retcode-passthrough", "state.apply", "main"]).2,
+        2
+    );
     assert_eq!(halite_call(d.path(), &["state.apply", "main"]).2, 1);
     // A compile error: 1, with Salt's "Data failed to compile" block.
     let (out, _, rc) = halite_call(d.path(), &["state.apply", "nope"]);
     assert_eq!(rc, 1);
-    assert_eq!(out.trim_end(), fixture("sls_not_found.txt").lines().take(4).collect::<Vec<_>>().join("\n").split("[ERROR").next().unwrap().trim_end());
+    assert_eq!(
+        out.trim_end(),
+        fixture("sls_not_found.txt")
+            .lines()
+            .take(4)
+            .collect::<Vec<_>>()
+            .join("\n")
+            .split("[ERROR")
+            .next()
+            .unwrap()
+            .trim_end()
+    );
     // Success: 0.
-    std::fs::write(d.path().join("ok.sls"), "fine:\n  test.succeed_without_changes\n").unwrap();
-    assert_eq!(halite_call(d.path(), &["--retcode-passthrough", "state.apply", "ok"]).2, 0);
+    std::fs::write(
+        d.path().join("ok.sls"),
+        "fine:\n  test.succeed_without_changes\n",
+    )
+    .unwrap();
+    assert_eq!(
+        halite_call(d.path(), &["--retcode-passthrough", "state.apply", "ok"]).2,
+        0
+    );
     // An unknown function: Salt's message and 255.
     let (_, err, rc) = halite_call(d.path(), &["foo.bar"]);
     assert_eq!(rc, 255);
@@ -79,7 +111,10 @@ fn return_codes_follow_salt_call() {
 #[test]
 fn json_output_and_arguments() {
     let d = tree();
-    let (out, _, rc) = halite_call(d.path(), &["test.arg", "1", "two", "flag=True", "--out", "json"]);
+    let (out, _, rc) = halite_call(
+        d.path(),
+        &["test.arg", "1", "two", "flag=True", "--out", "json"],
+    );
     assert_eq!(rc, 0);
     let v: serde_json::Value = serde_json::from_str(&out).unwrap();
     assert_eq!(v["local"]["args"], serde_json::json!([1, "two"]));
@@ -101,9 +136,15 @@ fn missing_file_root_and_bad_outputter_are_clear_errors() {
     let out = Command::new(env!("CARGO_BIN_EXE_halite-call"))
         .args(["--local", "--config-dir"])
         .arg(d.path())
-        .args(["--file-root", "/nonexistent/halite-root", "state.apply", "main"])
+        .args([
+            "--file-root",
+            "/nonexistent/halite-root",
+            "state.apply",
+            "main",
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(1));
-    assert!(String::from_utf8_lossy(&out.stdout).contains("No matching sls found for 'main' in env 'base'"));
+    assert!(String::from_utf8_lossy(&out.stdout)
+        .contains("No matching sls found for 'main' in env 'base'"));
 }

@@ -143,7 +143,9 @@ impl JobRunner for HostRunner {
             pillar_errors = errors;
         }
         let outcome = if !pillar_errors.is_empty() && job.fun.starts_with("state.") {
-            let mut errs = vec![Value::from("Pillar failed to render with the following messages:")];
+            let mut errs = vec![Value::from(
+                "Pillar failed to render with the following messages:",
+            )];
             errs.extend(pillar_errors.into_iter().map(Value::from));
             Ok(Value::Array(errs))
         } else {

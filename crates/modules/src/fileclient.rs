@@ -16,12 +16,18 @@ pub struct LocalFileClient {
 pub fn check_relative(path: &str) -> Result<&Path, FileClientError> {
     let p = Path::new(path);
     if p.is_absolute() || path.contains('\0') {
-        return Err(FileClientError::Refused(format!("refusing absolute or invalid path '{path}'")));
+        return Err(FileClientError::Refused(format!(
+            "refusing absolute or invalid path '{path}'"
+        )));
     }
     for c in p.components() {
         match c {
             Component::Normal(_) | Component::CurDir => {}
-            _ => return Err(FileClientError::Refused(format!("refusing path '{path}' that leaves the file root"))),
+            _ => {
+                return Err(FileClientError::Refused(format!(
+                    "refusing path '{path}' that leaves the file root"
+                )))
+            }
         }
     }
     Ok(p)
@@ -47,33 +53,50 @@ impl LocalFileClient {
             if !candidate.exists() {
                 continue;
             }
-            let real = candidate.canonicalize().map_err(|source| FileClientError::Io {
-                path: candidate.display().to_string(),
-                source,
-            })?;
+            let real = candidate
+                .canonicalize()
+                .map_err(|source| FileClientError::Io {
+                    path: candidate.display().to_string(),
+                    source,
+                })?;
             let real_root = root.canonicalize().unwrap_or_else(|_| root.clone());
             if !real.starts_with(&real_root) {
-                return Err(FileClientError::Refused(format!("refusing '{path}': it leads outside the file root")));
+                return Err(FileClientError::Refused(format!(
+                    "refusing '{path}': it leads outside the file root"
+                )));
             }
             return Ok(Some(candidate));
         }
         Ok(None)
     }
 
-    fn walk(&self, saltenv: &str, prefix: &str, dirs: bool) -> Result<Vec<String>, FileClientError> {
+    fn walk(
+        &self,
+        saltenv: &str,
+        prefix: &str,
+        dirs: bool,
+    ) -> Result<Vec<String>, FileClientError> {
         let prefix = prefix.trim_matches('/');
         if !prefix.is_empty() {
             check_relative(prefix)?;
         }
         let mut out = std::collections::BTreeSet::new();
         for root in self.roots(saltenv) {
-            let start = if prefix.is_empty() { root.clone() } else { root.join(prefix) };
+            let start = if prefix.is_empty() {
+                root.clone()
+            } else {
+                root.join(prefix)
+            };
             let mut stack = vec![start];
             while let Some(dir) = stack.pop() {
-                let Ok(rd) = std::fs::read_dir(&dir) else { continue };
+                let Ok(rd) = std::fs::read_dir(&dir) else {
+                    continue;
+                };
                 for entry in rd.flatten() {
                     let p = entry.path();
-                    let Ok(rel) = p.strip_prefix(root) else { continue };
+                    let Ok(rel) = p.strip_prefix(root) else {
+                        continue;
+                    };
                     let rel = rel.to_string_lossy().replace('\\', "/");
                     let is_dir = p.is_dir();
                     if is_dir {

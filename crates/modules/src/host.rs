@@ -54,7 +54,10 @@ impl Host {
 
     /// Whether the run is in test mode (`test=True`).
     pub fn test_mode(&self) -> bool {
-        self.opts.get("test").map(halite_state::truthy).unwrap_or(false)
+        self.opts
+            .get("test")
+            .map(halite_state::truthy)
+            .unwrap_or(false)
     }
 }
 
@@ -69,7 +72,10 @@ pub fn run_command(cmd: &str, opts: &CmdOptions) -> std::io::Result<CmdOutput> {
     } else {
         let words = shell_words(cmd);
         let Some((prog, rest)) = words.split_first() else {
-            return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "empty command"));
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::InvalidInput,
+                "empty command",
+            ));
         };
         let mut c = Command::new(prog);
         c.args(rest);
@@ -77,9 +83,19 @@ pub fn run_command(cmd: &str, opts: &CmdOptions) -> std::io::Result<CmdOutput> {
     };
     if let Some(user) = &opts.runas {
         // Run as another user through runuser/su, as Salt does with su.
-        let inner = format!("{} -c {}", opts.shell.as_deref().unwrap_or("/bin/sh"), shell_quote(cmd));
+        let inner = format!(
+            "{} -c {}",
+            opts.shell.as_deref().unwrap_or("/bin/sh"),
+            shell_quote(cmd)
+        );
         command = Command::new("su");
-        command.arg("-s").arg("/bin/sh").arg("-").arg(user).arg("-c").arg(inner);
+        command
+            .arg("-s")
+            .arg("/bin/sh")
+            .arg("-")
+            .arg(user)
+            .arg("-c")
+            .arg(inner);
     }
     if let Some(cwd) = &opts.cwd {
         command.current_dir(cwd);
@@ -88,7 +104,11 @@ pub fn run_command(cmd: &str, opts: &CmdOptions) -> std::io::Result<CmdOutput> {
         command.env(k, v);
     }
     command
-        .stdin(if opts.stdin.is_some() { Stdio::piped() } else { Stdio::null() })
+        .stdin(if opts.stdin.is_some() {
+            Stdio::piped()
+        } else {
+            Stdio::null()
+        })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let mut child = command.spawn()?;
@@ -203,7 +223,10 @@ impl halite_render::SaltFunctions for HostSalt {
         self.0.exec.has(fun)
     }
     fn call(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String> {
-        let args = Args { positional: args.to_vec(), kwargs: kwargs.clone() };
+        let args = Args {
+            positional: args.to_vec(),
+            kwargs: kwargs.clone(),
+        };
         self.0.call(fun, &args).map_err(|e| e.to_string())
     }
 }
@@ -212,14 +235,22 @@ struct HostTemplates(Arc<dyn FileClient>);
 
 impl halite_render::TemplateSource for HostTemplates {
     fn get(&self, path: &str, saltenv: &str) -> Result<Option<String>, String> {
-        let path = halite_state::strip_salt_url(path).map(|(p, _)| p).unwrap_or(path);
+        let path = halite_state::strip_salt_url(path)
+            .map(|(p, _)| p)
+            .unwrap_or(path);
         self.0.read_text(path, saltenv).map_err(|e| e.to_string())
     }
 }
 
 impl Host {
     /// The render context for a template or SLS of this host.
-    pub fn render_context(&self, saltenv: &str, sls: &str, source_path: &str, extra: Map) -> halite_render::RenderContext {
+    pub fn render_context(
+        &self,
+        saltenv: &str,
+        sls: &str,
+        source_path: &str,
+        extra: Map,
+    ) -> halite_render::RenderContext {
         halite_render::RenderContext {
             grains: self.grains.clone(),
             pillar: self.pillar.clone(),
@@ -248,13 +279,22 @@ impl StateEnv for Host {
         run_command(cmd, opts)
     }
     fn call_function(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String> {
-        let args = Args { positional: args.to_vec(), kwargs: kwargs.clone() };
+        let args = Args {
+            positional: args.to_vec(),
+            kwargs: kwargs.clone(),
+        };
         self.call(fun, &args).map_err(|e| e.to_string())
     }
     fn file_client(&self) -> &dyn FileClient {
         self.files.as_ref()
     }
-    fn render_template(&self, text: &str, engine: &str, context: &Map, saltenv: &str) -> Result<String, String> {
+    fn render_template(
+        &self,
+        text: &str,
+        engine: &str,
+        context: &Map,
+        saltenv: &str,
+    ) -> Result<String, String> {
         let ctx = self.render_context(saltenv, "", "", context.clone());
         halite_render::render_text(text, engine, &ctx).map_err(|e| e.to_string())
     }

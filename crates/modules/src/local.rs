@@ -16,7 +16,11 @@ pub fn roots_of(opts: &Value, key: &str) -> BTreeMap<String, Vec<PathBuf>> {
     if let Some(Value::Object(m)) = opts.get(key) {
         for (env, dirs) in m {
             let dirs: Vec<PathBuf> = match dirs {
-                Value::Array(a) => a.iter().filter_map(Value::as_str).map(PathBuf::from).collect(),
+                Value::Array(a) => a
+                    .iter()
+                    .filter_map(Value::as_str)
+                    .map(PathBuf::from)
+                    .collect(),
                 Value::String(s) => vec![PathBuf::from(s)],
                 _ => Vec::new(),
             };

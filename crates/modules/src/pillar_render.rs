@@ -19,9 +19,18 @@ pub fn compile_pillar(pillar_host: &Host) -> (Value, Vec<String>) {
         Ok(t) => t,
         Err(e) => return (Value::Object(Default::default()), e),
     };
-    let id = pillar_host.opts.get("id").and_then(Value::as_str).unwrap_or("").to_string();
+    let id = pillar_host
+        .opts
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     let empty = Value::Object(Default::default());
-    let facts = MinionFacts { id: &id, grains: &pillar_host.grains, pillar: &empty };
+    let facts = MinionFacts {
+        id: &id,
+        grains: &pillar_host.grains,
+        pillar: &empty,
+    };
     let matches = match halite_state::top::top_matches(&top, &facts, None) {
         Ok(m) => m,
         Err(e) => return (Value::Object(Default::default()), e),
@@ -48,7 +57,9 @@ fn render_into(
         return;
     }
     match source.render(sls, env) {
-        Ok(None) => errors.push(format!("Specified SLS '{sls}' in environment '{env}' is not available on the salt master")),
+        Ok(None) => errors.push(format!(
+            "Specified SLS '{sls}' in environment '{env}' is not available on the salt master"
+        )),
         Err(e) => errors.push(format!("Rendering SLS '{sls}' failed, render error:\n{e}")),
         Ok(Some(r)) => match r.data {
             Value::Object(mut m) => {

@@ -62,9 +62,19 @@ impl Tree {
         self.call_with(fun, args, kwargs, json!({}), Arc::new(Collect::default()))
     }
 
-    fn call_with(&self, fun: &str, args: &[Value], kwargs: Value, opts: Value, events: Arc<dyn EventSink>) -> Value {
+    fn call_with(
+        &self,
+        fun: &str,
+        args: &[Value],
+        kwargs: Value,
+        opts: Value,
+        events: Arc<dyn EventSink>,
+    ) -> Value {
         let host = self.host(opts, events);
-        let args = Args { positional: args.to_vec(), kwargs: kwargs.as_object().cloned().unwrap_or_default() };
+        let args = Args {
+            positional: args.to_vec(),
+            kwargs: kwargs.as_object().cloned().unwrap_or_default(),
+        };
         host.call(fun, &args).unwrap()
     }
 
@@ -99,16 +109,37 @@ fn ids(ret: &Value) -> Vec<String> {
 #[test]
 fn include_tree_orders_included_states_first() {
     let t = Tree::new(&[
-        ("site.sls", "include:\n  - lib\nsite_state:\n  test.succeed_without_changes\n"),
-        ("lib/init.sls", "include:\n  - .common\nlib_state:\n  test.succeed_without_changes\n"),
-        ("lib/common.sls", "common_state:\n  test.succeed_without_changes\n"),
+        (
+            "site.sls",
+            "include:\n  - lib\nsite_state:\n  test.succeed_without_changes\n",
+        ),
+        (
+            "lib/init.sls",
+            "include:\n  - .common\nlib_state:\n  test.succeed_without_changes\n",
+        ),
+        (
+            "lib/common.sls",
+            "common_state:\n  test.succeed_without_changes\n",
+        ),
     ]);
     let ret = t.call("state.apply", &[json!("site")], json!({}));
     assert_eq!(ids(&ret), ["common_state", "lib_state", "site_state"]);
     let low = t.call("state.show_low_sls", &[json!("site")], json!({}));
     let first = low[0].as_object().unwrap();
     let keys: Vec<&str> = first.keys().map(String::as_str).collect();
-    assert_eq!(keys, ["state", "name", "__sls__", "__env__", "__sls_included_from__", "__id__", "order", "fun"]);
+    assert_eq!(
+        keys,
+        [
+            "state",
+            "name",
+            "__sls__",
+            "__env__",
+            "__sls_included_from__",
+            "__id__",
+            "order",
+            "fun"
+        ]
+    );
     assert_eq!(first["__sls_included_from__"], json!(["lib", "site"]));
     assert_eq!(first["order"], json!(10000));
 }
@@ -119,7 +150,10 @@ fn long_require_chain_runs_in_dependency_order() {
     let mut sls = String::new();
     for i in 0..200 {
         if i < 199 {
-            sls.push_str(&format!("s{i}:\n  test.succeed_without_changes:\n    - require:\n      - test: s{}\n", i + 1));
+            sls.push_str(&format!(
+                "s{i}:\n  test.succeed_without_changes:\n    - require:\n      - test: s{}\n",
+                i + 1
+            ));
         } else {
             sls.push_str(&format!("s{i}:\n  test.succeed_without_changes\n"));
         }
@@ -139,11 +173,20 @@ fn cycles_and_missing_targets_are_salt_shaped_errors() {
     )]);
     let ret = t.call("state.apply", &[json!("bad")], json!({}));
     let err = ret[0].as_str().unwrap();
-    assert!(err.starts_with("Recursive requisites were found: "), "{err}");
-    assert!(err.contains("'require'") && err.contains("'watch'"), "{err}");
+    assert!(
+        err.starts_with("Recursive requisites were found: "),
+        "{err}"
+    );
+    assert!(
+        err.contains("'require'") && err.contains("'watch'"),
+        "{err}"
+    );
     assert_eq!(halite_modules::exec::retcode("state.apply", &ret), 1);
 
-    let t = Tree::new(&[("m.sls", "a:\n  test.nop:\n    - onfail:\n      - cmd: nothere\n")]);
+    let t = Tree::new(&[(
+        "m.sls",
+        "a:\n  test.nop:\n    - onfail:\n      - cmd: nothere\n",
+    )]);
     let ret = t.call("state.apply", &[json!("m")], json!({}));
     assert_eq!(
         ret,
@@ -166,7 +209,10 @@ fn prereq_runs_only_when_the_target_would_change() {
     assert_eq!(get("stop").3, "Success!");
     assert!(get("stop").1 < get("upgrade").1);
     assert_eq!(get("stop_quiet").3, "No changes detected");
-    assert_eq!(ret["test_|-stop_quiet_|-stop_quiet_|-succeed_with_changes"]["__state_ran__"], json!(false));
+    assert_eq!(
+        ret["test_|-stop_quiet_|-stop_quiet_|-succeed_with_changes"]["__state_ran__"],
+        json!(false)
+    );
 }
 
 #[test]
@@ -177,7 +223,10 @@ fn listen_fires_mod_watch_after_everything_else() {
     )]);
     let ret = t.call("state.apply", &[json!("l")], json!({}));
     assert_eq!(ids(&ret), ["conf", "svc", "last", "listener_svc"]);
-    assert_eq!(ret["test_|-listener_svc_|-svc_|-mod_watch"]["comment"], json!("Watch statement fired."));
+    assert_eq!(
+        ret["test_|-listener_svc_|-svc_|-mod_watch"]["comment"],
+        json!("Watch statement fired.")
+    );
 }
 
 #[test]
@@ -186,7 +235,13 @@ fn global_failhard_stops_the_run_at_the_first_failure() {
         "f.sls",
         "one:\n  test.succeed_without_changes\ntwo:\n  test.fail_without_changes\nthree:\n  test.succeed_without_changes\n",
     )]);
-    let ret = t.call_with("state.apply", &[json!("f")], json!({}), json!({"failhard": true}), Arc::new(Collect::default()));
+    let ret = t.call_with(
+        "state.apply",
+        &[json!("f")],
+        json!({}),
+        json!({"failhard": true}),
+        Arc::new(Collect::default()),
+    );
     assert_eq!(ids(&ret), ["one", "two"]);
     let ret = t.call("state.apply", &[json!("f")], json!({}));
     assert_eq!(ids(&ret), ["one", "two", "three"]);
@@ -205,7 +260,12 @@ fn retry_reruns_until_the_result_matches() {
     let s = summary(&ret);
     assert_eq!(s[0].2, json!(true));
     assert_eq!(s[0].1, 1, "the first attempt takes run number 0");
-    assert!(s[0].3.starts_with("Attempt 1: Returned a result of \"False\""), "{}", s[0].3);
+    assert!(
+        s[0].3
+            .starts_with("Attempt 1: Returned a result of \"False\""),
+        "{}",
+        s[0].3
+    );
 }
 
 #[test]
@@ -223,9 +283,21 @@ fn fire_event_and_progress_events_reach_the_sink() {
         sink.clone(),
     );
     assert_eq!(ids(&ret).len(), 3);
-    let tags: Vec<String> = sink.0.lock().unwrap().iter().map(|(t, _)| t.clone()).collect();
-    assert!(tags.contains(&"salt/state_result/20260101000000000000/web01/plain".to_string()), "{tags:?}");
-    assert!(tags.contains(&"salt/state_result/20260101000000000000/web01/my/tag".to_string()), "{tags:?}");
+    let tags: Vec<String> = sink
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(t, _)| t.clone())
+        .collect();
+    assert!(
+        tags.contains(&"salt/state_result/20260101000000000000/web01/plain".to_string()),
+        "{tags:?}"
+    );
+    assert!(
+        tags.contains(&"salt/state_result/20260101000000000000/web01/my/tag".to_string()),
+        "{tags:?}"
+    );
     let prog: Vec<&String> = tags.iter().filter(|t| t.contains("/prog/")).collect();
     assert_eq!(prog.len(), 3, "{tags:?}");
     assert_eq!(prog[0], "salt/job/20260101000000000000/prog/web01/0");
@@ -233,16 +305,28 @@ fn fire_event_and_progress_events_reach_the_sink() {
 
 #[test]
 fn render_errors_name_the_sls_and_line() {
-    let t = Tree::new(&[("y.sls", "good:\n  test.nop\nbad:\n  test.nop:\n    - name: [unclosed\n")]);
+    let t = Tree::new(&[(
+        "y.sls",
+        "good:\n  test.nop\nbad:\n  test.nop:\n    - name: [unclosed\n",
+    )]);
     let ret = t.call("state.apply", &[json!("y")], json!({}));
     let err = ret[0].as_str().unwrap();
     assert!(err.starts_with("Rendering SLS 'base:y' failed: "), "{err}");
     assert!(err.contains("line 5"), "{err}");
     let t = Tree::new(&[("j.sls", "{% if x %}\nfoo:\n  test.nop\n")]);
     let ret = t.call("state.apply", &[json!("j")], json!({}));
-    assert!(ret[0].as_str().unwrap().starts_with("Rendering SLS 'base:j' failed: Jinja"), "{ret}");
+    assert!(
+        ret[0]
+            .as_str()
+            .unwrap()
+            .starts_with("Rendering SLS 'base:j' failed: Jinja"),
+        "{ret}"
+    );
     let ret = t.call("state.apply", &[json!("nope")], json!({}));
-    assert_eq!(ret, json!(["No matching sls found for 'nope' in env 'base'"]));
+    assert_eq!(
+        ret,
+        json!(["No matching sls found for 'nope' in env 'base'"])
+    );
 }
 
 #[test]
@@ -260,7 +344,11 @@ fn highstate_uses_top_matching_and_pillar() {
     let s = summary(&ret);
     assert_eq!(s.len(), 1);
     assert_eq!(s[0].3, "hello from pillar");
-    let ret = t.call("state.apply", &[], json!({"pillar": {"greeting": {"text": "overridden"}}}));
+    let ret = t.call(
+        "state.apply",
+        &[],
+        json!({"pillar": {"greeting": {"text": "overridden"}}}),
+    );
     assert_eq!(summary(&ret)[0].3, "overridden");
     let low = t.call("state.show_lowstate", &[], json!({}));
     assert_eq!(low.as_array().unwrap().len(), 1);
@@ -270,8 +358,14 @@ fn highstate_uses_top_matching_and_pillar() {
 fn test_mode_predicts_without_running_commands() {
     let t = Tree::new(&[]);
     let marker = t.path().join("marker");
-    std::fs::write(t.path().join("salt/c.sls"), format!("touch:\n  cmd.run:\n    - name: touch {}\n", marker.display()))
-        .unwrap();
+    std::fs::write(
+        t.path().join("salt/c.sls"),
+        format!(
+            "touch:\n  cmd.run:\n    - name: touch {}\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
     let ret = t.call("state.apply", &[json!("c")], json!({"test": true}));
     let s = summary(&ret);
     assert_eq!(s[0].2, Value::Null);
@@ -287,12 +381,22 @@ fn single_graph_and_unknown_functions() {
         "g.sls",
         "a:\n  test.nop\nb:\n  test.nop:\n    - require:\n      - test: a\n",
     )]);
-    let ret = t.call("state.single", &[json!("test.succeed_with_changes")], json!({"name": "solo"}));
-    assert_eq!(ret["test_|-solo_|-solo_|-succeed_with_changes"]["result"], json!(true));
+    let ret = t.call(
+        "state.single",
+        &[json!("test.succeed_with_changes")],
+        json!({"name": "solo"}),
+    );
+    assert_eq!(
+        ret["test_|-solo_|-solo_|-succeed_with_changes"]["result"],
+        json!(true)
+    );
     let dot = t.call("state.graph", &[json!("g")], json!({}));
     let dot = dot.as_str().unwrap();
     assert!(dot.starts_with("digraph G {"));
-    assert!(dot.contains("\"test_|-a_|-a_|-nop\" -> \"test_|-b_|-b_|-nop\" [label=\"require\"];"), "{dot}");
+    assert!(
+        dot.contains("\"test_|-a_|-a_|-nop\" -> \"test_|-b_|-b_|-nop\" [label=\"require\"];"),
+        "{dot}"
+    );
     let t = Tree::new(&[("u.sls", "x:\n  test.no_such_function\n")]);
     let ret = t.call("state.apply", &[json!("u")], json!({}));
     let r = &ret["test_|-x_|-x_|-no_such_function"];
@@ -329,13 +433,30 @@ fn parallel_states_run_concurrently_and_dependents_wait() {
     std::fs::write(t.path().join("salt/par.sls"), sls).unwrap();
     let ret = t.call("state.apply", &[json!("par")], json!({}));
     let s = summary(&ret);
-    assert_eq!(s.iter().map(|x| x.0.as_str()).collect::<Vec<_>>(), ["p1", "p2", "p3", "after"]);
+    assert_eq!(
+        s.iter().map(|x| x.0.as_str()).collect::<Vec<_>>(),
+        ["p1", "p2", "p3", "after"]
+    );
     for x in &s {
         assert_eq!(x.2, json!(true), "{} failed: {}", x.0, x.3);
     }
-    let after = ret.as_object().unwrap().values().find(|r| r["__id__"] == "after").unwrap();
-    assert_eq!(after["changes"]["stdout"], json!("3"), "the dependent ran after all three finished");
-    let p1 = ret.as_object().unwrap().values().find(|r| r["__id__"] == "p1").unwrap();
+    let after = ret
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|r| r["__id__"] == "after")
+        .unwrap();
+    assert_eq!(
+        after["changes"]["stdout"],
+        json!("3"),
+        "the dependent ran after all three finished"
+    );
+    let p1 = ret
+        .as_object()
+        .unwrap()
+        .values()
+        .find(|r| r["__id__"] == "p1")
+        .unwrap();
     assert_eq!(p1["__parallel__"], json!(true));
     assert!(p1["comment"].as_str().unwrap().starts_with("Command"));
 }
@@ -352,11 +473,27 @@ fn cmd_script_runs_a_salt_url_with_template_and_args() {
         ),
     ]);
     let ret = t.call("state.apply", &[json!("s")], json!({}));
-    let get = |id: &str| ret.as_object().unwrap().values().find(|r| r["__id__"] == id).unwrap().clone();
-    assert_eq!(get("run_it")["changes"]["stdout"], json!("hello web01 world"));
-    assert_eq!(get("plain")["changes"]["stdout"], json!("hello {{ grains['id'] }} there"));
+    let get = |id: &str| {
+        ret.as_object()
+            .unwrap()
+            .values()
+            .find(|r| r["__id__"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(
+        get("run_it")["changes"]["stdout"],
+        json!("hello web01 world")
+    );
+    assert_eq!(
+        get("plain")["changes"]["stdout"],
+        json!("hello {{ grains['id'] }} there")
+    );
     assert_eq!(get("missing")["result"], json!(false));
-    assert!(get("missing")["comment"].as_str().unwrap().contains("Unable to cache script salt://scripts/nope.sh"));
+    assert!(get("missing")["comment"]
+        .as_str()
+        .unwrap()
+        .contains("Unable to cache script salt://scripts/nope.sh"));
 }
 
 #[test]
@@ -366,12 +503,32 @@ fn malformed_requisites_and_arguments_are_clear_errors() {
         "a:\n  test.nop:\n    - require: b\nb:\n  test.nop:\n    - require:\n      - [not, a, mapping]\n",
     )]);
     let ret = t.call("state.apply", &[json!("w")], json!({}));
-    let errs: Vec<&str> = ret.as_array().unwrap().iter().filter_map(Value::as_str).collect();
-    assert!(errs.contains(&"The require statement in state 'a' in SLS 'w' needs to be formed as a list"), "{errs:?}");
-    assert!(errs.iter().any(|e| e.starts_with("Requisite declaration ['not', 'a', 'mapping'] in state b")), "{errs:?}");
-    let t = Tree::new(&[("c.sls", "bad_env:\n  cmd.run:\n    - name: 'true'\n    - env: 5\n")]);
+    let errs: Vec<&str> = ret
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .collect();
+    assert!(
+        errs.contains(
+            &"The require statement in state 'a' in SLS 'w' needs to be formed as a list"
+        ),
+        "{errs:?}"
+    );
+    assert!(
+        errs.iter()
+            .any(|e| e.starts_with("Requisite declaration ['not', 'a', 'mapping'] in state b")),
+        "{errs:?}"
+    );
+    let t = Tree::new(&[(
+        "c.sls",
+        "bad_env:\n  cmd.run:\n    - name: 'true'\n    - env: 5\n",
+    )]);
     let ret = t.call("state.apply", &[json!("c")], json!({}));
     let r = ret.as_object().unwrap().values().next().unwrap();
     assert_eq!(r["result"], json!(false));
-    assert_eq!(r["comment"], json!("Invalidly-formatted 'env' parameter. See documentation."));
+    assert_eq!(
+        r["comment"],
+        json!("Invalidly-formatted 'env' parameter. See documentation.")
+    );
 }

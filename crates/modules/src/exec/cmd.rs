@@ -28,7 +28,9 @@ pub fn env_pairs(v: Option<&Value>) -> Result<Vec<(String, String)>, String> {
             for item in a {
                 match item {
                     Value::Object(m) => out.extend(m.iter().map(|(k, v)| (k.clone(), str_of(v)))),
-                    _ => return Err("Invalidly-formatted 'env' parameter. See documentation.".into()),
+                    _ => {
+                        return Err("Invalidly-formatted 'env' parameter. See documentation.".into())
+                    }
                 }
             }
             Ok(out)
@@ -39,15 +41,33 @@ pub fn env_pairs(v: Option<&Value>) -> Result<Vec<(String, String)>, String> {
 
 /// Builds [`CmdOptions`] from `cmd.*` keyword arguments (`cwd`, `runas`,
 /// `shell`, `env`, `stdin`, `python_shell`, `timeout`).
-pub fn cmd_options(kwargs: &Map, grains: &Value, default_python_shell: bool) -> Result<CmdOptions, String> {
-    let s = |k: &str| kwargs.get(k).and_then(|v| v.as_str().map(String::from).or_else(|| (!v.is_null()).then(|| v.to_string())));
+pub fn cmd_options(
+    kwargs: &Map,
+    grains: &Value,
+    default_python_shell: bool,
+) -> Result<CmdOptions, String> {
+    let s = |k: &str| {
+        kwargs.get(k).and_then(|v| {
+            v.as_str()
+                .map(String::from)
+                .or_else(|| (!v.is_null()).then(|| v.to_string()))
+        })
+    };
     Ok(CmdOptions {
         cwd: s("cwd"),
         runas: s("runas"),
-        shell: s("shell").or_else(|| grains.get("shell").and_then(Value::as_str).map(String::from)),
+        shell: s("shell").or_else(|| {
+            grains
+                .get("shell")
+                .and_then(Value::as_str)
+                .map(String::from)
+        }),
         env: env_pairs(kwargs.get("env"))?,
         stdin: s("stdin"),
-        python_shell: kwargs.get("python_shell").map(halite_state::truthy).unwrap_or(default_python_shell),
+        python_shell: kwargs
+            .get("python_shell")
+            .map(halite_state::truthy)
+            .unwrap_or(default_python_shell),
         timeout_secs: kwargs.get("timeout").and_then(Value::as_u64),
     })
 }
@@ -80,31 +100,49 @@ pub fn run_all(cmd: &str, kwargs: &Map, grains: &Value) -> Result<CmdOutput, Exe
     let opts = cmd_options(kwargs, grains, true).map_err(ExecError::Invocation)?;
     if let Some(cwd) = &opts.cwd {
         if !Path::new(cwd).is_dir() {
-            return Err(ExecError::Execution(format!("Specified cwd '{cwd}' either not absolute or does not exist")));
+            return Err(ExecError::Execution(format!(
+                "Specified cwd '{cwd}' either not absolute or does not exist"
+            )));
         }
     }
-    let mut out = run_command(cmd, &opts).map_err(|e| ExecError::Execution(format!("Unable to run command '{cmd}': {e}")))?;
+    let mut out = run_command(cmd, &opts)
+        .map_err(|e| ExecError::Execution(format!("Unable to run command '{cmd}': {e}")))?;
     apply_success_retcodes(&mut out, kwargs);
     Ok(out)
 }
 
 /// Caches a `salt://` (or local) script, renders it when `template` is
 /// set, and returns the local path to run.
-pub fn prepare_script(host: &Host, source: &str, kwargs: &Map, saltenv: &str) -> Result<std::path::PathBuf, ExecError> {
+pub fn prepare_script(
+    host: &Host,
+    source: &str,
+    kwargs: &Map,
+    saltenv: &str,
+) -> Result<std::path::PathBuf, ExecError> {
     let path = match strip_salt_url(source) {
         Some((p, env)) => host
             .files
             .cache_file(p, env.unwrap_or(saltenv))
             .map_err(|e| ExecError::Execution(e.to_string()))?
-            .ok_or_else(|| ExecError::Execution(format!("Unable to cache script {source} from saltenv '{saltenv}'")))?,
+            .ok_or_else(|| {
+                ExecError::Execution(format!(
+                    "Unable to cache script {source} from saltenv '{saltenv}'"
+                ))
+            })?,
         None => std::path::PathBuf::from(source),
     };
-    let text = std::fs::read_to_string(&path)
-        .map_err(|e| ExecError::Execution(format!("Unable to read script {}: {e}", path.display())))?;
+    let text = std::fs::read_to_string(&path).map_err(|e| {
+        ExecError::Execution(format!("Unable to read script {}: {e}", path.display()))
+    })?;
     let text = match kwargs.get("template").and_then(Value::as_str) {
         Some(engine) => {
-            let ctx = kwargs.get("context").and_then(Value::as_object).cloned().unwrap_or_default();
-            host.render_template(&text, engine, &ctx, saltenv).map_err(ExecError::Execution)?
+            let ctx = kwargs
+                .get("context")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default();
+            host.render_template(&text, engine, &ctx, saltenv)
+                .map_err(ExecError::Execution)?
         }
         None => text,
     };
@@ -126,22 +164,46 @@ fn tempfile_in(dir: &Path) -> Result<std::path::PathBuf, ExecError> {
 }
 
 /// `cmd.script`: runs a (possibly `salt://`) script with arguments.
-pub fn run_script(host: &Host, source: &str, kwargs: &Map, saltenv: &str) -> Result<CmdOutput, ExecError> {
+pub fn run_script(
+    host: &Host,
+    source: &str,
+    kwargs: &Map,
+    saltenv: &str,
+) -> Result<CmdOutput, ExecError> {
     let file = prepare_script(host, source, kwargs, saltenv)?;
     let args = kwargs.get("args").map(|a| match a {
         Value::String(s) => s.clone(),
-        Value::Array(a) => a.iter().map(|v| v.as_str().map(String::from).unwrap_or_else(|| v.to_string())).collect::<Vec<_>>().join(" "),
+        Value::Array(a) => a
+            .iter()
+            .map(|v| {
+                v.as_str()
+                    .map(String::from)
+                    .unwrap_or_else(|| v.to_string())
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
         other => other.to_string(),
     });
     let shell = kwargs
         .get("shell")
         .and_then(Value::as_str)
         .map(String::from)
-        .or_else(|| host.grains.get("shell").and_then(Value::as_str).map(String::from))
+        .or_else(|| {
+            host.grains
+                .get("shell")
+                .and_then(Value::as_str)
+                .map(String::from)
+        })
         .unwrap_or_else(|| "/bin/sh".into());
     let cmd = match args {
-        Some(a) if !a.is_empty() => format!("{shell} {} {a}", crate::host::shell_quote(&file.to_string_lossy())),
-        _ => format!("{shell} {}", crate::host::shell_quote(&file.to_string_lossy())),
+        Some(a) if !a.is_empty() => format!(
+            "{shell} {} {a}",
+            crate::host::shell_quote(&file.to_string_lossy())
+        ),
+        _ => format!(
+            "{shell} {}",
+            crate::host::shell_quote(&file.to_string_lossy())
+        ),
     };
     let mut kw = kwargs.clone();
     kw.remove("shell");
@@ -174,7 +236,11 @@ impl ExecModule for CmdExec {
 
     fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
         let mut kwargs = args.kwargs.clone();
-        let saltenv = kwargs.get("saltenv").and_then(Value::as_str).unwrap_or("base").to_string();
+        let saltenv = kwargs
+            .get("saltenv")
+            .and_then(Value::as_str)
+            .unwrap_or("base")
+            .to_string();
         match fun {
             "run" | "shell" | "run_all" | "run_stdout" | "run_stderr" | "retcode" => {
                 let cmd = args.require_str(0, "cmd", &format!("cmd.{fun}"))?;
@@ -208,7 +274,11 @@ impl ExecModule for CmdExec {
                     kwargs.entry("args").or_insert_with(|| a.clone());
                 }
                 let out = run_script(host, &source, &kwargs, &saltenv)?;
-                Ok(if fun == "script" { run_all_value(&out) } else { Value::from(out.retcode) })
+                Ok(if fun == "script" {
+                    run_all_value(&out)
+                } else {
+                    Value::from(out.retcode)
+                })
             }
             "has_exec" | "which" => {
                 let cmd = args.require_str(0, "cmd", &format!("cmd.{fun}"))?;
@@ -224,7 +294,10 @@ impl ExecModule for CmdExec {
                 let code = args.require_str(1, "code", "cmd.exec_code")?;
                 let out = run_command(
                     &format!("{lang} -c {}", crate::host::shell_quote(&code)),
-                    &CmdOptions { python_shell: true, ..Default::default() },
+                    &CmdOptions {
+                        python_shell: true,
+                        ..Default::default()
+                    },
                 )
                 .map_err(|e| ExecError::Execution(e.to_string()))?;
                 Ok(Value::from(out.stdout))
@@ -237,10 +310,18 @@ impl ExecModule for CmdExec {
 /// Finds an executable on `PATH` (or checks an absolute path).
 pub fn which(cmd: &str) -> Option<String> {
     use std::os::unix::fs::PermissionsExt;
-    let is_exec = |p: &Path| p.metadata().map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false);
+    let is_exec = |p: &Path| {
+        p.metadata()
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    };
     if cmd.contains('/') {
         return is_exec(Path::new(cmd)).then(|| cmd.to_string());
     }
-    let path = std::env::var("PATH").unwrap_or_else(|_| "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into());
-    path.split(':').map(|d| Path::new(d).join(cmd)).find(|p| is_exec(p)).map(|p| p.to_string_lossy().into_owned())
+    let path = std::env::var("PATH")
+        .unwrap_or_else(|_| "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".into());
+    path.split(':')
+        .map(|d| Path::new(d).join(cmd))
+        .find(|p| is_exec(p))
+        .map(|p| p.to_string_lossy().into_owned())
 }

@@ -42,7 +42,9 @@ pub fn deep_merge(base: &mut Value, over: &Value) {
 pub fn get_with_default(data: &Value, args: &Args) -> Value {
     let key = args.get_str(0, "key").unwrap_or_default();
     let default = args.get(1, "default").cloned().unwrap_or(Value::from(""));
-    let delimiter = args.get_str(usize::MAX, "delimiter").unwrap_or_else(|| ":".into());
+    let delimiter = args
+        .get_str(usize::MAX, "delimiter")
+        .unwrap_or_else(|| ":".into());
     let merge = args.get_bool(usize::MAX, "merge", false);
     match traverse(data, &key, &delimiter) {
         Some(v) if merge && v.is_object() && default.is_object() => {
@@ -72,7 +74,9 @@ impl ExecModule for PillarExec {
                 let mut out = halite_state::Map::new();
                 for k in &args.positional {
                     let key = crate::exec::py_str(k);
-                    let v = traverse(&host.pillar, &key, ":").cloned().unwrap_or(Value::from(""));
+                    let v = traverse(&host.pillar, &key, ":")
+                        .cloned()
+                        .unwrap_or(Value::from(""));
                     out.insert(key, v);
                 }
                 Ok(Value::Object(out))
@@ -80,12 +84,19 @@ impl ExecModule for PillarExec {
             "keys" => {
                 let key = args.require_str(0, "key", "pillar.keys")?;
                 match traverse(&host.pillar, &key, ":") {
-                    Some(Value::Object(m)) => Ok(Value::Array(m.keys().map(|k| Value::from(k.clone())).collect())),
-                    _ => Err(ExecError::Execution(format!("Pillar key '{key}' is not a dictionary"))),
+                    Some(Value::Object(m)) => Ok(Value::Array(
+                        m.keys().map(|k| Value::from(k.clone())).collect(),
+                    )),
+                    _ => Err(ExecError::Execution(format!(
+                        "Pillar key '{key}' is not a dictionary"
+                    ))),
                 }
             }
             "ls" => Ok(Value::Array(
-                host.pillar.as_object().map(|m| m.keys().map(|k| Value::from(k.clone())).collect()).unwrap_or_default(),
+                host.pillar
+                    .as_object()
+                    .map(|m| m.keys().map(|k| Value::from(k.clone())).collect())
+                    .unwrap_or_default(),
             )),
             other => Err(ExecError::NotAvailable(format!("pillar.{other}"))),
         }

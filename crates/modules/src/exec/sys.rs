@@ -14,7 +14,13 @@ impl ExecModule for SysExec {
     }
 
     fn functions(&self) -> &'static [&'static str] {
-        &["list_functions", "list_modules", "list_state_modules", "list_state_functions", "doc"]
+        &[
+            "list_functions",
+            "list_modules",
+            "list_state_modules",
+            "list_state_functions",
+            "doc",
+        ]
     }
 
     fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
@@ -26,15 +32,26 @@ impl ExecModule for SysExec {
         };
         match fun {
             "list_functions" => Ok(Value::Array(
-                host.exec.list_functions().into_iter().filter(|f| keep(f)).map(Value::from).collect(),
+                host.exec
+                    .list_functions()
+                    .into_iter()
+                    .filter(|f| keep(f))
+                    .map(Value::from)
+                    .collect(),
             )),
             "list_modules" => {
-                let mut mods: Vec<String> =
-                    host.exec.list_functions().iter().filter_map(|f| f.split('.').next().map(String::from)).collect();
+                let mut mods: Vec<String> = host
+                    .exec
+                    .list_functions()
+                    .iter()
+                    .filter_map(|f| f.split('.').next().map(String::from))
+                    .collect();
                 mods.dedup();
                 Ok(Value::Array(mods.into_iter().map(Value::from).collect()))
             }
-            "list_state_modules" => Ok(Value::Array(host.states.names().map(Value::from).collect())),
+            "list_state_modules" => {
+                Ok(Value::Array(host.states.names().map(Value::from).collect()))
+            }
             "list_state_functions" => {
                 let mut out = Vec::new();
                 for m in host.states.names() {

@@ -16,7 +16,15 @@ fn chunk_kwargs(call: &StateCall<'_>) -> Map {
         }
     }
     // runas and env are runtime keywords in Salt but cmd uses them too.
-    for k in ["runas", "cwd", "shell", "env", "timeout", "success_retcodes", "stdin"] {
+    for k in [
+        "runas",
+        "cwd",
+        "shell",
+        "env",
+        "timeout",
+        "success_retcodes",
+        "stdin",
+    ] {
         if let Some(v) = call.chunk.get(k) {
             kw.insert(k.into(), v.clone());
         }
@@ -29,9 +37,17 @@ fn chunk_kwargs(call: &StateCall<'_>) -> Map {
 fn reinterpret(mut state: StateResult) -> StateResult {
     let ret = std::mem::take(&mut state.changes);
     state.comment = String::new();
-    let out = ret.get("stdout").and_then(Value::as_str).unwrap_or("").to_string();
+    let out = ret
+        .get("stdout")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .to_string();
     if out.is_empty() {
-        if let Some(e) = ret.get("stderr").and_then(Value::as_str).filter(|e| !e.is_empty()) {
+        if let Some(e) = ret
+            .get("stderr")
+            .and_then(Value::as_str)
+            .filter(|e| !e.is_empty())
+        {
             state.comment = e.to_string();
         }
         return state;
@@ -77,10 +93,18 @@ fn reinterpret(mut state: StateResult) -> StateResult {
     };
     let changed = data
         .get("changed")
-        .map(|v| matches!(v.as_str().map(str::to_lowercase).as_deref(), Some("true" | "yes" | "1")) || v == &Value::Bool(true))
+        .map(|v| {
+            matches!(
+                v.as_str().map(str::to_lowercase).as_deref(),
+                Some("true" | "yes" | "1")
+            ) || v == &Value::Bool(true)
+        })
         .unwrap_or(false);
     if let Some(c) = data.shift_remove("comment") {
-        state.comment = c.as_str().map(String::from).unwrap_or_else(|| c.to_string());
+        state.comment = c
+            .as_str()
+            .map(String::from)
+            .unwrap_or_else(|| c.to_string());
     }
     if changed {
         for (k, v) in &ret {
@@ -151,13 +175,19 @@ impl CmdState {
             ret.comment = e;
             return Ok(ret);
         }
-        let source = call.arg_str("source")?.unwrap_or_else(|| name.split_whitespace().next().unwrap_or("").to_string());
+        let source = call
+            .arg_str("source")?
+            .unwrap_or_else(|| name.split_whitespace().next().unwrap_or("").to_string());
         if !kwargs.contains_key("args") && name.split_whitespace().count() > 1 {
             if let Some((_, rest)) = name.split_once(' ') {
                 kwargs.insert("args".into(), Value::from(rest));
             }
         }
-        let mut ctx = call.arg("defaults").and_then(Value::as_object).cloned().unwrap_or_default();
+        let mut ctx = call
+            .arg("defaults")
+            .and_then(Value::as_object)
+            .cloned()
+            .unwrap_or_default();
         if let Some(c) = call.arg("context").and_then(Value::as_object) {
             ctx.extend(c.clone());
         }
@@ -175,17 +205,18 @@ impl CmdState {
         }
         let saltenv = call.chunk.env();
         let saltenv = if saltenv.is_empty() { "base" } else { saltenv };
-        let args = crate::Args { positional: vec![Value::from(source.clone())], kwargs: kwargs.clone() };
+        let args = crate::Args {
+            positional: vec![Value::from(source.clone())],
+            kwargs: kwargs.clone(),
+        };
         let _ = args;
-        let out = match call.env.call_function(
-            "cmd.script",
-            &[Value::from(source.clone())],
-            &{
+        let out = match call
+            .env
+            .call_function("cmd.script", &[Value::from(source.clone())], &{
                 let mut k = kwargs.clone();
                 k.insert("saltenv".into(), Value::from(saltenv));
                 k
-            },
-        ) {
+            }) {
             Ok(v) => v,
             Err(e) => {
                 ret.comment = e;

@@ -16,7 +16,9 @@ fn pretend_changes() -> Map {
 }
 
 fn comment_or(call: &StateCall<'_>, default: &str) -> Result<String, StateError> {
-    Ok(call.arg_str("comment")?.unwrap_or_else(|| default.to_string()))
+    Ok(call
+        .arg_str("comment")?
+        .unwrap_or_else(|| default.to_string()))
 }
 
 /// `True`/`False`/`"Random"` as Salt's configurable_test_state reads them.
@@ -85,7 +87,11 @@ impl TestState {
         }
         // Salt returns the comment argument as given: `comment: 0644` stays
         // the integer 644 in the return.
-        if let Some(raw) = call.chunk.get("comment").filter(|v| !v.is_string() && !v.is_null()) {
+        if let Some(raw) = call
+            .chunk
+            .get("comment")
+            .filter(|v| !v.is_string() && !v.is_null())
+        {
             if !call.test || halite_state::truthy(raw) {
                 ret.extra.insert("comment".into(), raw.clone());
             }
@@ -99,7 +105,11 @@ impl TestState {
             } else {
                 None
             };
-            ret.comment = if comment.is_empty() { "This is a test".into() } else { comment };
+            ret.comment = if comment.is_empty() {
+                "This is a test".into()
+            } else {
+                comment
+            };
         }
         Ok(ret)
     }
@@ -128,7 +138,8 @@ impl TestState {
         match call.chunk.get("changes") {
             Some(Value::Object(m)) => ret.changes = m.clone(),
             _ => {
-                ret.changes.insert("Requisites with changes".into(), Value::Array(has_changes));
+                ret.changes
+                    .insert("Requisites with changes".into(), Value::Array(has_changes));
             }
         }
         Ok(ret)
@@ -191,7 +202,9 @@ impl StateModule for TestState {
             }
             "check_pillar" => check_pillar(call),
             "mod_watch" => Self::mod_watch(call),
-            other => Err(StateError::Other(format!("'test.{other}' is not available."))),
+            other => Err(StateError::Other(format!(
+                "'test.{other}' is not available."
+            ))),
         }
     }
 }
@@ -213,14 +226,18 @@ fn check_pillar(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let pillar = call.env.pillar();
     for (key, want) in kinds {
         for item in call.arg_list(key) {
-            let path = item.as_str().map(String::from).unwrap_or_else(|| item.to_string());
+            let path = item
+                .as_str()
+                .map(String::from)
+                .unwrap_or_else(|| item.to_string());
             let mut cur = Some(pillar);
             for part in path.split(':') {
                 cur = cur.and_then(|c| c.get(part));
             }
             let ok = match (cur, want) {
                 (None, _) | (Some(Value::Null), _) => {
-                    ret.comment.push_str(&format!("Pillar key \"{path}\" is missing.\n"));
+                    ret.comment
+                        .push_str(&format!("Pillar key \"{path}\" is missing.\n"));
                     false
                 }
                 (Some(_), None) => true,
@@ -229,7 +246,8 @@ fn check_pillar(call: &StateCall<'_>) -> Result<StateResult, StateError> {
                     if ty == t || (t == "int" && ty == "bool") {
                         true
                     } else {
-                        ret.comment.push_str(&format!("Pillar key \"{path}\" is not <class '{t}'>.\n"));
+                        ret.comment
+                            .push_str(&format!("Pillar key \"{path}\" is not <class '{t}'>.\n"));
                         false
                     }
                 }

@@ -102,9 +102,14 @@ fn unclosed_block_wording(source: &str) -> Option<String> {
         let after = &rest[start + 2..];
         let Some(end) = after.find("%}") else { break };
         let tag = after[..end].trim_start_matches(['-', '+']).trim_start();
-        let word: String = tag.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
+        let word: String = tag
+            .chars()
+            .take_while(|c| c.is_alphanumeric() || *c == '_')
+            .collect();
         match word.as_str() {
-            "if" | "for" | "macro" | "call" | "filter" | "with" | "block" | "autoescape" => stack.push(word),
+            "if" | "for" | "macro" | "call" | "filter" | "with" | "block" | "autoescape" => {
+                stack.push(word)
+            }
             // `{% set x = ... %}` is complete; only `{% set x %}` opens a block.
             "set" if !tag.contains('=') => stack.push(word),
             w if w.starts_with("end") => {
