@@ -44,8 +44,12 @@ pub fn sls_name(path: &str) -> Option<String> {
 
 impl SlsSource for FileSls<'_> {
     fn render(&self, sls: &str, saltenv: &str) -> Result<Option<RenderedSls>, String> {
-        let Some((path, text)) = self.locate(sls, saltenv) else { return Ok(None) };
-        let ctx = self.host.render_context(saltenv, sls, &path, Default::default());
+        let Some((path, text)) = self.locate(sls, saltenv) else {
+            return Ok(None);
+        };
+        let ctx = self
+            .host
+            .render_context(saltenv, sls, &path, Default::default());
         match halite_render::render_sls(&text, &ctx) {
             Ok(data) => Ok(Some(RenderedSls { data, source: path })),
             Err(e) => Err(e.to_string()),

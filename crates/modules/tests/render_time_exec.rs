@@ -41,16 +41,32 @@ fn list_master_dirs_filters_by_string_prefix_as_salt() {
     std::fs::write(root.join("users/files/bashrc/x"), "x").unwrap();
     let h = host(root);
     // Salt 3008.5: prefix 'users/files/user/' -> ['users/files/user', 'users/files/user/alice']
-    let got = h.call("cp.list_master_dirs", &kw(&[("prefix", "users/files/user/")])).unwrap();
+    let got = h
+        .call(
+            "cp.list_master_dirs",
+            &kw(&[("prefix", "users/files/user/")]),
+        )
+        .unwrap();
     assert_eq!(got, json!(["users/files/user", "users/files/user/alice"]));
-    let got = h.call("cp.list_master_dirs", &kw(&[("prefix", "users/files")])).unwrap();
+    let got = h
+        .call("cp.list_master_dirs", &kw(&[("prefix", "users/files")]))
+        .unwrap();
     assert_eq!(
         got,
-        json!(["users/files", "users/files/bashrc", "users/files/user", "users/files/user/alice"])
+        json!([
+            "users/files",
+            "users/files/bashrc",
+            "users/files/user",
+            "users/files/user/alice"
+        ])
     );
-    let got = h.call("cp.list_master_dirs", &kw(&[("prefix", "nope/")])).unwrap();
+    let got = h
+        .call("cp.list_master_dirs", &kw(&[("prefix", "nope/")]))
+        .unwrap();
     assert_eq!(got, json!([]));
-    let got = h.call("cp.list_master", &kw(&[("prefix", "users")])).unwrap();
+    let got = h
+        .call("cp.list_master", &kw(&[("prefix", "users")]))
+        .unwrap();
     assert_eq!(got, json!(["users/files/bashrc/x"]));
 }
 
@@ -78,7 +94,13 @@ fn list_states_names_every_sls_as_salt() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path().to_path_buf();
     std::fs::create_dir_all(root.join("php/ng/cli")).unwrap();
-    for f in ["top.sls", "php/init.sls", "php/ng/cli/init.sls", "php/ng/curl.sls", "php/map.jinja"] {
+    for f in [
+        "top.sls",
+        "php/init.sls",
+        "php/ng/cli/init.sls",
+        "php/ng/curl.sls",
+        "php/map.jinja",
+    ] {
         std::fs::write(root.join(f), "").unwrap();
     }
     let h = host(root);

@@ -10,17 +10,25 @@ use crate::requisite::{py_repr, py_str, REQUISITE_KEYWORDS};
 use crate::{LowChunk, Map, Value};
 
 fn first_key(v: &Value) -> Option<&str> {
-    v.as_object().and_then(|m| m.keys().next()).map(String::as_str)
+    v.as_object()
+        .and_then(|m| m.keys().next())
+        .map(String::as_str)
 }
 
 fn body_sls(body: &Value) -> String {
-    body.get("__sls__").map(py_str).unwrap_or_else(|| "None".into())
+    body.get("__sls__")
+        .map(py_str)
+        .unwrap_or_else(|| "None".into())
 }
 
 /// Salt's `find_name`: the IDs an `extend` or requisite-in names.
 fn find_name(name: &str, state: &str, high: &Map, strict: bool) -> Vec<(String, String)> {
     let mut ext_id = Vec::new();
-    let check2 = !strict || high.get(name).and_then(Value::as_object).is_some_and(|b| b.contains_key(state));
+    let check2 = !strict
+        || high
+            .get(name)
+            .and_then(Value::as_object)
+            .is_some_and(|b| b.contains_key(state));
     if high.get(name).is_some() && check2 {
         ext_id.push((name.to_string(), state.to_string()));
     } else if state == "sls" {
@@ -33,7 +41,9 @@ fn find_name(name: &str, state: &str, high: &Map, strict: bool) -> Vec<(String, 
         }
     } else {
         for (nid, body) in high {
-            let Some(Value::Array(args)) = body.as_object().and_then(|b| b.get(state)) else { continue };
+            let Some(Value::Array(args)) = body.as_object().and_then(|b| b.get(state)) else {
+                continue;
+            };
             for arg in args {
                 if let Value::Object(m) = arg {
                     if m.len() == 1 && m.values().next().and_then(Value::as_str) == Some(name) {
@@ -49,7 +59,9 @@ fn find_name(name: &str, state: &str, high: &Map, strict: bool) -> Vec<(String, 
 /// Salt's `reconcile_extend`: applies `__extend__` to the high data.
 pub fn reconcile_extend(high: &mut Map, strict: bool) -> Vec<String> {
     let mut errors = Vec::new();
-    let Some(Value::Array(ext)) = high.shift_remove("__extend__") else { return errors };
+    let Some(Value::Array(ext)) = high.shift_remove("__extend__") else {
+        return errors;
+    };
     let sls_excludes: Vec<String> = high
         .get("__exclude__")
         .and_then(Value::as_array)
@@ -64,16 +76,29 @@ pub fn reconcile_extend(high: &mut Map, strict: bool) -> Vec<String> {
         })
         .unwrap_or_default();
     for ext_chunk in ext {
-        let Value::Object(ext_chunk) = ext_chunk else { continue };
+        let Value::Object(ext_chunk) = ext_chunk else {
+            continue;
+        };
         for (mut name, body) in ext_chunk {
             let Value::Object(body) = body else { continue };
-            let Some(state_type) = body.keys().find(|k| !k.starts_with("__")).cloned() else { continue };
-            let has = high.get(&name).and_then(Value::as_object).is_some_and(|b| b.contains_key(&state_type));
+            let Some(state_type) = body.keys().find(|k| !k.starts_with("__")).cloned() else {
+                continue;
+            };
+            let has = high
+                .get(&name)
+                .and_then(Value::as_object)
+                .is_some_and(|b| b.contains_key(&state_type));
             if !has {
                 let ids = find_name(&name, &state_type, high, strict);
                 if ids.len() != 1 {
-                    let env = body.get("__env__").map(py_str).unwrap_or_else(|| "base".into());
-                    let sls = body.get("__sls__").map(py_str).unwrap_or_else(|| "base".into());
+                    let env = body
+                        .get("__env__")
+                        .map(py_str)
+                        .unwrap_or_else(|| "base".into());
+                    let sls = body
+                        .get("__sls__")
+                        .map(py_str)
+                        .unwrap_or_else(|| "base".into());
                     errors.push(format!(
                         "Cannot extend ID '{name}' in '{env}:{sls}'. It is not part of the high state.\n\
                          This is likely due to a missing include statement or an incorrectly typed ID.\n\
@@ -88,7 +113,9 @@ pub fn reconcile_extend(high: &mut Map, strict: bool) -> Vec<String> {
                     continue;
                 }
             }
-            let Some(Value::Object(target)) = high.get_mut(&name) else { continue };
+            let Some(Value::Object(target)) = high.get_mut(&name) else {
+                continue;
+            };
             for (state, run) in body {
                 if state.starts_with("__") {
                     continue;
@@ -97,7 +124,9 @@ pub fn reconcile_extend(high: &mut Map, strict: bool) -> Vec<String> {
                     target.insert(state, run);
                     continue;
                 };
-                let (Value::Array(existing), Value::Array(run)) = (existing, run) else { continue };
+                let (Value::Array(existing), Value::Array(run)) = (existing, run) else {
+                    continue;
+                };
                 for arg in run {
                     let mut update = false;
                     for slot in existing.iter_mut() {
@@ -148,7 +177,10 @@ pub fn verify_high(high: &Map) -> Vec<String> {
             continue;
         }
         let Value::Object(b) = body else {
-            errors.push(format!("The type {id} in {} is not formatted as a dictionary", py_str(body)));
+            errors.push(format!(
+                "The type {id} in {} is not formatted as a dictionary",
+                py_str(body)
+            ));
             continue;
         };
         let sls = body_sls(body);
@@ -163,7 +195,9 @@ pub fn verify_high(high: &Map) -> Vec<String> {
                 continue;
             }
             let Value::Array(args) = run else {
-                errors.push(format!("State '{id}' in SLS '{sls}' is not formed as a list"));
+                errors.push(format!(
+                    "State '{id}' in SLS '{sls}' is not formed as a list"
+                ));
                 continue;
             };
             let mut fun_count = 0;
@@ -181,7 +215,9 @@ pub fn verify_high(high: &Map) -> Vec<String> {
                         }
                     }
                     Value::Object(m) => {
-                        let Some(argfirst) = m.keys().next() else { continue };
+                        let Some(argfirst) = m.keys().next() else {
+                            continue;
+                        };
                         if argfirst == "names" && !m[argfirst].is_array() {
                             errors.push(format!(
                                 "The 'names' argument in state '{id}' in SLS '{sls}' needs to be formed as a list"
@@ -237,7 +273,9 @@ pub fn verify_high(high: &Map) -> Vec<String> {
                 }
             }
             if fun_count == 0 {
-                errors.push(format!("No function declared in state '{id}' in SLS '{sls}'"));
+                errors.push(format!(
+                    "No function declared in state '{id}' in SLS '{sls}'"
+                ));
             } else if fun_count > 1 {
                 let mut funs: Vec<String> = Vec::new();
                 if let Some((_, f)) = state.split_once('.') {
@@ -261,7 +299,11 @@ fn state_args(id: &str, state: &str, high: &Map) -> Vec<String> {
         .and_then(Value::as_array)
         .map(|args| {
             args.iter()
-                .filter_map(|a| a.as_object().filter(|m| m.len() == 1).and_then(|m| m.keys().next().cloned()))
+                .filter_map(|a| {
+                    a.as_object()
+                        .filter(|m| m.len() == 1)
+                        .and_then(|m| m.keys().next().cloned())
+                })
                 .collect()
         })
         .unwrap_or_default()
@@ -285,16 +327,32 @@ fn find_sls_ids(sls: &str, high: &Map) -> Vec<(String, String)> {
 
 type Extend = IndexMap<String, Map>;
 
-fn extend_req(extend: &mut Extend, name: &str, state: &str, rkey: &str, src_state: &str, src_id: &str, body: &Value) {
+fn extend_req(
+    extend: &mut Extend,
+    name: &str,
+    state: &str,
+    rkey: &str,
+    src_state: &str,
+    src_id: &str,
+    body: &Value,
+) {
     let e = extend.entry(name.to_string()).or_default();
     if !e.contains_key(state) {
         e.insert(state.to_string(), Value::Array(Vec::new()));
     }
-    e.insert("__env__".into(), body.get("__env__").cloned().unwrap_or(Value::Null));
-    e.insert("__sls__".into(), body.get("__sls__").cloned().unwrap_or(Value::Null));
+    e.insert(
+        "__env__".into(),
+        body.get("__env__").cloned().unwrap_or(Value::Null),
+    );
+    e.insert(
+        "__sls__".into(),
+        body.get("__sls__").cloned().unwrap_or(Value::Null),
+    );
     let mut r = Map::new();
     r.insert(src_state.to_string(), Value::from(src_id));
-    let Some(Value::Array(list)) = e.get_mut(state) else { return };
+    let Some(Value::Array(list)) = e.get_mut(state) else {
+        return;
+    };
     let mut found = false;
     for item in list.iter_mut() {
         if first_key(item) == Some(rkey) {
@@ -315,11 +373,26 @@ fn extend_req(extend: &mut Extend, name: &str, state: &str, rkey: &str, src_stat
 /// `onchanges_in`/`prereq_in` into requisites on their targets and copies
 /// arguments for `use`/`use_in`, then applies them like `extend`.
 pub fn requisite_in(high: &mut Map, disabled: &[String]) -> Vec<String> {
-    const REQ_IN: &[&str] = &["require_in", "watch_in", "onfail_in", "onchanges_in", "use", "use_in", "prereq_in"];
+    const REQ_IN: &[&str] = &[
+        "require_in",
+        "watch_in",
+        "onfail_in",
+        "onchanges_in",
+        "use",
+        "use_in",
+        "prereq_in",
+    ];
     let req_in_all: Vec<&str> = REQ_IN
         .iter()
         .copied()
-        .chain(["require", "watch", "prereq", "onfail", "onfail_stop", "onchanges"])
+        .chain([
+            "require",
+            "watch",
+            "prereq",
+            "onfail",
+            "onfail_stop",
+            "onchanges",
+        ])
         .collect();
     let mut extend: Extend = IndexMap::new();
     let mut errors = Vec::new();
@@ -332,7 +405,9 @@ pub fn requisite_in(high: &mut Map, disabled: &[String]) -> Vec<String> {
             let Value::Array(run) = run else { continue };
             for arg in run {
                 let Value::Object(arg) = arg else { continue };
-                let Some(key) = arg.keys().next() else { continue };
+                let Some(key) = arg.keys().next() else {
+                    continue;
+                };
                 if !REQ_IN.contains(&key.as_str()) {
                     continue;
                 }
@@ -365,7 +440,10 @@ pub fn requisite_in(high: &mut Map, disabled: &[String]) -> Vec<String> {
                             other => {
                                 let s = py_str(other);
                                 if let Some(Value::Object(target)) = high.get(&s) {
-                                    let Some(first) = target.keys().find(|k| !k.starts_with("__")) else { continue };
+                                    let Some(first) = target.keys().find(|k| !k.starts_with("__"))
+                                    else {
+                                        continue;
+                                    };
                                     let mut m = Map::new();
                                     m.insert(first.clone(), Value::from(s.clone()));
                                     m
@@ -379,7 +457,9 @@ pub fn requisite_in(high: &mut Map, disabled: &[String]) -> Vec<String> {
                                             }
                                             let Value::Array(hrun) = hrun else { continue };
                                             for j in hrun {
-                                                if j.get("name").map(py_str).as_deref() == Some(s.as_str()) {
+                                                if j.get("name").map(py_str).as_deref()
+                                                    == Some(s.as_str())
+                                                {
                                                     let mut m = Map::new();
                                                     m.insert(st8.clone(), Value::from(hid.clone()));
                                                     found = Some(m);
@@ -394,7 +474,9 @@ pub fn requisite_in(high: &mut Map, disabled: &[String]) -> Vec<String> {
                                 }
                             }
                         };
-                        let Some((pstate, pname)) = ind.iter().next() else { continue };
+                        let Some((pstate, pname)) = ind.iter().next() else {
+                            continue;
+                        };
                         let pname = py_str(pname);
                         let mut pstate = pstate.clone();
                         if pstate == "sls" {
@@ -417,12 +499,27 @@ pub fn requisite_in(high: &mut Map, disabled: &[String]) -> Vec<String> {
                                     if ext_id.is_empty() {
                                         continue;
                                     }
-                                    let (target_id, target_state, source_id, source_state) = if key == "use_in" {
-                                        (ext_id.clone(), req_state.clone(), id.clone(), state.clone())
-                                    } else {
-                                        (id.clone(), state.clone(), ext_id.clone(), req_state.clone())
-                                    };
-                                    let own_args = state_args(&target_id, if key == "use_in" { &st } else { state }, high);
+                                    let (target_id, target_state, source_id, source_state) =
+                                        if key == "use_in" {
+                                            (
+                                                ext_id.clone(),
+                                                req_state.clone(),
+                                                id.clone(),
+                                                state.clone(),
+                                            )
+                                        } else {
+                                            (
+                                                id.clone(),
+                                                state.clone(),
+                                                ext_id.clone(),
+                                                req_state.clone(),
+                                            )
+                                        };
+                                    let own_args = state_args(
+                                        &target_id,
+                                        if key == "use_in" { &st } else { state },
+                                        high,
+                                    );
                                     let e = extend.entry(target_id.clone()).or_default();
                                     if !e.contains_key(&target_state) {
                                         e.insert(target_state.clone(), Value::Array(Vec::new()));
@@ -433,14 +530,18 @@ pub fn requisite_in(high: &mut Map, disabled: &[String]) -> Vec<String> {
                                         .and_then(Value::as_array)
                                         .cloned()
                                         .unwrap_or_default();
-                                    let Some(Value::Array(list)) = e.get_mut(&target_state) else { continue };
+                                    let Some(Value::Array(list)) = e.get_mut(&target_state) else {
+                                        continue;
+                                    };
                                     for a in src_args {
                                         let Value::Object(am) = &a else { continue };
                                         if am.len() != 1 {
                                             continue;
                                         }
                                         let k = am.keys().next().map(String::as_str).unwrap_or("");
-                                        if req_in_all.contains(&k) || own_args.iter().any(|o| o == k) {
+                                        if req_in_all.contains(&k)
+                                            || own_args.iter().any(|o| o == k)
+                                        {
                                             continue;
                                         }
                                         if k == "name" || k == "names" {
@@ -473,7 +574,9 @@ pub fn requisite_in(high: &mut Map, disabled: &[String]) -> Vec<String> {
 
 /// Salt's `_apply_exclude`: drops excluded SLS (globs) and IDs.
 pub fn apply_exclude(high: &mut Map) {
-    let Some(Value::Array(exclude)) = high.shift_remove("__exclude__") else { return };
+    let Some(Value::Array(exclude)) = high.shift_remove("__exclude__") else {
+        return;
+    };
     let mut ex_sls = Vec::new();
     let mut ex_id = Vec::new();
     for exc in exclude {
@@ -576,7 +679,9 @@ pub fn compile_high_data(high: Map) -> Graph {
                     _ => {}
                 }
             }
-            let Some(fun) = funcs.into_iter().next() else { continue };
+            let Some(fun) = funcs.into_iter().next() else {
+                continue;
+            };
             if names.is_empty() {
                 let mut live = chunk;
                 live.insert("fun".into(), Value::String(fun));

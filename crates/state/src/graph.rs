@@ -108,7 +108,11 @@ impl Graph {
             return i;
         }
         let i = self.nodes.len();
-        self.nodes.push(Node { chunk: None, tag: tag.to_string(), child_min: None });
+        self.nodes.push(Node {
+            chunk: None,
+            tag: tag.to_string(),
+            child_min: None,
+        });
         self.out_edges.push(FxIndexMap::default());
         self.in_edges.push(FxIndexMap::default());
         self.by_tag.insert(tag.to_string(), i);
@@ -155,7 +159,10 @@ impl Graph {
             let sls = chunk.sls();
             let included = chunk.get("__sls_included_from__").and_then(Value::as_array);
             let included = included.into_iter().flatten().filter_map(Value::as_str);
-            for sls in std::iter::once(sls).filter(|s| !s.is_empty()).chain(included) {
+            for sls in std::iter::once(sls)
+                .filter(|s| !s.is_empty())
+                .chain(included)
+            {
                 match self.sls_to_nodes.get_mut(sls) {
                     Some(set) => {
                         if set.last() != Some(&ni) {
@@ -178,10 +185,16 @@ impl Graph {
 
     fn add_prereq(&mut self, node: usize, req: usize) {
         if let Some(ci) = self.nodes[node].chunk {
-            self.chunks[ci].0.insert("__prerequiring__".into(), Value::Bool(true));
+            self.chunks[ci]
+                .0
+                .insert("__prerequiring__".into(), Value::Bool(true));
         }
-        let Some(req_chunk) = self.nodes[req].chunk else { return };
-        self.chunks[req_chunk].0.insert("__prereq__".into(), Value::Bool(true));
+        let Some(req_chunk) = self.nodes[req].chunk else {
+            return;
+        };
+        self.chunks[req_chunk]
+            .0
+            .insert("__prereq__".into(), Value::Bool(true));
         let check_tag = Self::prereq_tag(&self.nodes[req].tag);
         let existing = self.by_tag.get(&check_tag).copied();
         let check = match existing {
@@ -211,7 +224,13 @@ impl Graph {
         }
     }
 
-    fn add_reqs(&mut self, node: usize, has_prereq_node: bool, kind: RequisiteKind, reqs: &[usize]) {
+    fn add_reqs(
+        &mut self,
+        node: usize,
+        has_prereq_node: bool,
+        kind: RequisiteKind,
+        reqs: &[usize],
+    ) {
         for &req in reqs {
             if kind == RequisiteKind::Prereq {
                 self.add_prereq(node, req);
@@ -227,7 +246,9 @@ impl Graph {
     }
 
     fn add_dependency(&mut self, ci: usize, kind: RequisiteKind, key: &str, val: &str) -> bool {
-        let has_prereq = self.chunks[ci].get("__prereq__").is_some_and(|v| v == &Value::Bool(true));
+        let has_prereq = self.chunks[ci]
+            .get("__prereq__")
+            .is_some_and(|v| v == &Value::Bool(true));
         let node = self.by_tag[&self.tags[ci]];
         let mut found = false;
         if key == "sls" {
@@ -251,7 +272,10 @@ impl Graph {
             let hits: Vec<Vec<usize>> = self
                 .lookup
                 .iter()
-                .filter(|(k, _)| k.strip_prefix(&prefix).is_some_and(|name| fnmatch(name, val)))
+                .filter(|(k, _)| {
+                    k.strip_prefix(&prefix)
+                        .is_some_and(|name| fnmatch(name, val))
+                })
                 .map(|(_, v)| v.clone())
                 .collect();
             for reqs in hits {
@@ -272,19 +296,28 @@ impl Graph {
     pub fn add_requisites(&mut self, ci: usize, disabled: &[String]) -> Option<String> {
         let chunk = &self.chunks[ci];
         // One pass over the chunk's few keys (cheaper than hashing every keyword).
-        if !chunk.0.keys().any(|key| RequisiteKind::ALL.iter().any(|k| k.keyword() == key)) {
+        if !chunk
+            .0
+            .keys()
+            .any(|key| RequisiteKind::ALL.iter().any(|k| k.keyword() == key))
+        {
             return None;
         }
         for kind in RequisiteKind::EDGE_KINDS {
             // Parsed from the chunk in place: only each target's key and
             // value are copied, not the whole list.
             let refs: Vec<RequisiteRef> = match self.chunks[ci].get(kind.keyword()) {
-                Some(Value::Array(a)) if !a.is_empty() => a.iter().filter_map(RequisiteRef::parse).collect(),
+                Some(Value::Array(a)) if !a.is_empty() => {
+                    a.iter().filter_map(RequisiteRef::parse).collect()
+                }
                 Some(v) if crate::truthy(v) => RequisiteRef::parse(v).into_iter().collect(),
                 _ => continue,
             };
             if disabled.iter().any(|d| d == kind.keyword()) {
-                tracing::warn!("The {} requisite has been disabled, Ignoring.", kind.keyword());
+                tracing::warn!(
+                    "The {} requisite has been disabled, Ignoring.",
+                    kind.keyword()
+                );
                 continue;
             }
             for rref in refs {
@@ -337,7 +370,10 @@ impl Graph {
         if chunk.get("order").and_then(num).is_none() {
             chunk.insert("order".into(), to_value(order));
         }
-        let name_order = chunk.shift_remove("name_order").and_then(|v| num(&v)).unwrap_or(0.0);
+        let name_order = chunk
+            .shift_remove("name_order")
+            .and_then(|v| num(&v))
+            .unwrap_or(0.0);
         if name_order != 0.0 {
             order += name_order / 10000.0;
             chunk.insert("order".into(), Value::from(order));
@@ -407,7 +443,13 @@ impl Graph {
             }
             None => String::new(),
         };
-        OrderKey { first, own, label, tag: self.nodes[node].tag.clone(), node }
+        OrderKey {
+            first,
+            own,
+            label,
+            tag: self.nodes[node].tag.clone(),
+            node,
+        }
     }
 
     /// Salt's `order_chunks` after compile: adds every chunk's requisites,
@@ -437,7 +479,10 @@ impl Graph {
                 }
             }
             None => {
-                errors.push(format!("Recursive requisites were found: {}", self.cycles_str()));
+                errors.push(format!(
+                    "Recursive requisites were found: {}",
+                    self.cycles_str()
+                ));
                 Err(errors)
             }
         }
@@ -445,8 +490,9 @@ impl Graph {
 
     fn topo_sort(&mut self, cap: f64) -> Option<Vec<usize>> {
         let n = self.nodes.len();
-        let mut in_degree: Vec<usize> =
-            (0..n).map(|i| self.in_edges[i].values().map(Vec::len).sum()).collect();
+        let mut in_degree: Vec<usize> = (0..n)
+            .map(|i| self.in_edges[i].values().map(Vec::len).sum())
+            .collect();
         let mut heap = BinaryHeap::new();
         for (i, deg) in in_degree.iter().enumerate() {
             if *deg == 0 {
@@ -462,7 +508,10 @@ impl Graph {
             if let Some(ci) = self.nodes[node].chunk {
                 out.push(ci);
             }
-            let targets: Vec<(usize, usize)> = self.out_edges[node].iter().map(|(t, ks)| (*t, ks.len())).collect();
+            let targets: Vec<(usize, usize)> = self.out_edges[node]
+                .iter()
+                .map(|(t, ks)| (*t, ks.len()))
+                .collect();
             for (t, count) in targets {
                 in_degree[t] -= count;
                 if in_degree[t] == 0 {
@@ -486,7 +535,12 @@ impl Graph {
         let mut color = vec![WHITE; n];
         let mut parent: Vec<Option<(usize, RequisiteKind)>> = vec![None; n];
         let edges: Vec<Vec<(usize, RequisiteKind)>> = (0..n)
-            .map(|i| self.out_edges[i].iter().flat_map(|(t, ks)| ks.iter().map(move |k| (*t, *k))).collect())
+            .map(|i| {
+                self.out_edges[i]
+                    .iter()
+                    .flat_map(|(t, ks)| ks.iter().map(move |k| (*t, *k)))
+                    .collect()
+            })
             .collect();
         for start in 0..n {
             if color[start] != WHITE {
@@ -502,7 +556,9 @@ impl Graph {
                         let mut cycle = vec![(node, target, kind)];
                         let mut current = node;
                         while current != target {
-                            let Some((prev, k)) = parent[current] else { break };
+                            let Some((prev, k)) = parent[current] else {
+                                break;
+                            };
                             cycle.push((prev, current, k));
                             current = prev;
                         }
@@ -526,7 +582,8 @@ impl Graph {
     pub fn cycle_edges(&self) -> Cycle {
         let mut out = Vec::new();
         for (dependency, dependent, kind) in self.find_cycle() {
-            let (Some(a), Some(b)) = (self.nodes[dependency].chunk, self.nodes[dependent].chunk) else {
+            let (Some(a), Some(b)) = (self.nodes[dependency].chunk, self.nodes[dependent].chunk)
+            else {
                 continue;
             };
             let dep_chunk = self.chunks[b].clone();
@@ -556,7 +613,9 @@ impl Graph {
         } else {
             self.by_tag.get(&self.tags[ci])
         };
-        let Some(&node) = found else { return Vec::new() };
+        let Some(&node) = found else {
+            return Vec::new();
+        };
         if self.in_edges[node].is_empty() {
             return Vec::new();
         }
@@ -593,7 +652,11 @@ impl Graph {
                     if name != c.id() {
                         label.push_str(&format!("\\n({})", dot_escape(&name)));
                     }
-                    dot.push(format!("  \"{}\" [label=\"{}\"];", dot_escape(&node.tag), label));
+                    dot.push(format!(
+                        "  \"{}\" [label=\"{}\"];",
+                        dot_escape(&node.tag),
+                        label
+                    ));
                 }
                 None => dot.push(format!("  \"{0}\" [label=\"{0}\"];", dot_escape(&node.tag))),
             }

@@ -46,7 +46,13 @@ pub struct HighBuilder<'a> {
 impl<'a> HighBuilder<'a> {
     /// A builder over `source`.
     pub fn new(source: &'a dyn SlsSource, auto_order: bool) -> Self {
-        HighBuilder { source, auto_order, iorder: 10000, mods: HashSet::new(), avail: IndexMap::new() }
+        HighBuilder {
+            source,
+            auto_order,
+            iorder: 10000,
+            mods: HashSet::new(),
+            avail: IndexMap::new(),
+        }
     }
 
     fn avail(&mut self, saltenv: &str) -> &(Vec<String>, HashSet<String>) {
@@ -62,9 +68,16 @@ impl<'a> HighBuilder<'a> {
     fn filter_avail(&mut self, saltenv: &str, pattern: &str) -> Vec<String> {
         let (list, set) = self.avail(saltenv);
         if !crate::fnmatch::is_pattern(pattern) {
-            return if set.contains(pattern) { vec![pattern.to_string()] } else { Vec::new() };
+            return if set.contains(pattern) {
+                vec![pattern.to_string()]
+            } else {
+                Vec::new()
+            };
         }
-        list.iter().filter(|s| fnmatch(s, pattern)).cloned().collect()
+        list.iter()
+            .filter(|s| fnmatch(s, pattern))
+            .cloned()
+            .collect()
     }
 
     /// Salt's `render_highstate`: renders every matched SLS and merges them.
@@ -77,7 +90,9 @@ impl<'a> HighBuilder<'a> {
                 if self.source.has_env(saltenv) {
                     statefiles = self.filter_avail(saltenv, sls_match);
                 } else {
-                    all_errors.push(format!("No matching salt environment for environment '{saltenv}' found"));
+                    all_errors.push(format!(
+                        "No matching salt environment for environment '{saltenv}' found"
+                    ));
                 }
                 if statefiles.is_empty() {
                     statefiles = vec![sls_match.clone()];
@@ -93,7 +108,9 @@ impl<'a> HighBuilder<'a> {
                     let this_sls = format!("SLS {sls_match} in saltenv");
                     for e in errors.iter_mut() {
                         if e.contains("is not available") && e.contains(&this_sls) {
-                            *e = format!("No matching sls found for '{sls_match}' in env '{saltenv}'");
+                            *e = format!(
+                                "No matching sls found for '{sls_match}' in env '{saltenv}'"
+                            );
                         }
                     }
                     all_errors.extend(errors);
@@ -105,7 +122,12 @@ impl<'a> HighBuilder<'a> {
     }
 
     /// Salt's `render_state`: one SLS and, recursively, what it includes.
-    pub fn render_state(&mut self, sls: &str, saltenv: &str, matches: Option<&Matches>) -> (Map, Vec<String>) {
+    pub fn render_state(
+        &mut self,
+        sls: &str,
+        saltenv: &str,
+        matches: Option<&Matches>,
+    ) -> (Map, Vec<String>) {
         let mut errors = Vec::new();
         let rendered = match self.source.render(sls, saltenv) {
             Ok(Some(r)) => Some(r),
@@ -145,7 +167,9 @@ impl<'a> HighBuilder<'a> {
                         include = a;
                     }
                 }
-                _ => errors.push(format!("Include Declaration in SLS {sls} is not formed as a list")),
+                _ => errors.push(format!(
+                    "Include Declaration in SLS {sls} is not formed as a list"
+                )),
             }
         }
         handle_extend(&mut state, sls, saltenv, &mut errors);
@@ -160,7 +184,9 @@ impl<'a> HighBuilder<'a> {
                 },
                 Value::String(s) => (saltenv.to_string(), s),
                 other => {
-                    errors.push(format!("Badly formatted include {other} found in include in SLS '{saltenv}:{sls}'"));
+                    errors.push(format!(
+                        "Badly formatted include {other} found in include in SLS '{saltenv}:{sls}'"
+                    ));
                     continue;
                 }
             };
@@ -197,15 +223,23 @@ impl<'a> HighBuilder<'a> {
                     Vec::new()
                 }
             } else {
-                let envs: Vec<String> = matches.map(|m| m.keys().cloned().collect()).unwrap_or_default();
-                envs.into_iter().filter(|e| !self.filter_avail(e, &inc_sls).is_empty()).collect()
+                let envs: Vec<String> = matches
+                    .map(|m| m.keys().cloned().collect())
+                    .unwrap_or_default();
+                envs.into_iter()
+                    .filter(|e| !self.filter_avail(e, &inc_sls).is_empty())
+                    .collect()
             };
             if resolved_envs.len() == 1 || resolved_envs.iter().any(|e| e == saltenv) {
                 let mut targets = self.filter_avail(saltenv, &inc_sls);
                 if targets.is_empty() {
                     targets.push(inc_sls.clone());
                 }
-                let r_env = if resolved_envs.len() == 1 { resolved_envs[0].clone() } else { saltenv.to_string() };
+                let r_env = if resolved_envs.len() == 1 {
+                    resolved_envs[0].clone()
+                } else {
+                    saltenv.to_string()
+                };
                 for target in targets {
                     if self.mods.contains(&format!("{r_env}:{target}")) {
                         continue;
@@ -231,7 +265,9 @@ impl<'a> HighBuilder<'a> {
                 }
             } else if resolved_envs.is_empty() {
                 let envs = if env_key == "_xenv" {
-                    matches.map(|m| m.keys().cloned().collect::<Vec<_>>().join(", ")).unwrap_or_default()
+                    matches
+                        .map(|m| m.keys().cloned().collect::<Vec<_>>().join(", "))
+                        .unwrap_or_default()
                 } else {
                     env_key.clone()
                 };
@@ -260,9 +296,11 @@ impl<'a> HighBuilder<'a> {
                     continue;
                 }
                 let Value::Array(args) = run else { continue };
-                let found = args
-                    .iter()
-                    .any(|a| a.as_object().and_then(|m| m.keys().next()).is_some_and(|k| k == "order"));
+                let found = args.iter().any(|a| {
+                    a.as_object()
+                        .and_then(|m| m.keys().next())
+                        .is_some_and(|k| k == "order")
+                });
                 if !found {
                     let mut m = Map::new();
                     m.insert("order".into(), Value::from(self.iorder));
@@ -337,15 +375,21 @@ fn handle_state_decls(state: &mut Map, sls: &str, saltenv: &str, errors: &mut Ve
 
 /// Salt's `_handle_extend`: moves `extend:` into `__extend__`.
 fn handle_extend(state: &mut Map, sls: &str, saltenv: &str, errors: &mut Vec<String>) {
-    let Some(ext) = state.shift_remove("extend") else { return };
+    let Some(ext) = state.shift_remove("extend") else {
+        return;
+    };
     let Value::Object(mut ext) = ext else {
-        errors.push(format!("Extension value in SLS '{sls}' is not a dictionary"));
+        errors.push(format!(
+            "Extension value in SLS '{sls}' is not a dictionary"
+        ));
         return;
     };
     let names: Vec<String> = ext.keys().cloned().collect();
     for name in names {
         let Some(Value::Object(body)) = ext.get_mut(&name) else {
-            errors.push(format!("Extension name '{name}' in SLS '{sls}' is not a dictionary"));
+            errors.push(format!(
+                "Extension name '{name}' in SLS '{sls}' is not a dictionary"
+            ));
             continue;
         };
         if !body.contains_key("__sls__") {
@@ -370,7 +414,9 @@ fn handle_extend(state: &mut Map, sls: &str, saltenv: &str, errors: &mut Vec<Str
             }
         }
     }
-    let entry = state.entry("__extend__").or_insert_with(|| Value::Array(Vec::new()));
+    let entry = state
+        .entry("__extend__")
+        .or_insert_with(|| Value::Array(Vec::new()));
     if let Value::Array(a) = entry {
         a.push(Value::Object(ext));
     }
@@ -378,12 +424,18 @@ fn handle_extend(state: &mut Map, sls: &str, saltenv: &str, errors: &mut Vec<Str
 
 /// Salt's `_handle_exclude`: moves `exclude:` into `__exclude__`.
 fn handle_exclude(state: &mut Map, sls: &str, errors: &mut Vec<String>) {
-    let Some(exc) = state.shift_remove("exclude") else { return };
-    let Value::Array(exc) = exc else {
-        errors.push(format!("Exclude Declaration in SLS {sls} is not formed as a list"));
+    let Some(exc) = state.shift_remove("exclude") else {
         return;
     };
-    let entry = state.entry("__exclude__").or_insert_with(|| Value::Array(Vec::new()));
+    let Value::Array(exc) = exc else {
+        errors.push(format!(
+            "Exclude Declaration in SLS {sls} is not formed as a list"
+        ));
+        return;
+    };
+    let entry = state
+        .entry("__exclude__")
+        .or_insert_with(|| Value::Array(Vec::new()));
     if let Value::Array(a) = entry {
         a.extend(exc);
     }
@@ -404,8 +456,14 @@ pub fn merge_included_states(high: &mut Map, mut state: Map, errors: &mut Vec<St
             if existing != body {
                 let env_sls = |v: &Value| {
                     (
-                        v.get("__env__").and_then(Value::as_str).unwrap_or("").to_string(),
-                        v.get("__sls__").and_then(Value::as_str).unwrap_or("").to_string(),
+                        v.get("__env__")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
+                        v.get("__sls__")
+                            .and_then(Value::as_str)
+                            .unwrap_or("")
+                            .to_string(),
                     )
                 };
                 let (e1, s1) = env_sls(existing);
@@ -423,7 +481,9 @@ pub fn merge_included_states(high: &mut Map, mut state: Map, errors: &mut Vec<St
 
 /// Salt's `clean_duplicate_extends`.
 fn clean_duplicate_extends(high: &mut Map) {
-    let Some(Value::Array(exts)) = high.get_mut("__extend__") else { return };
+    let Some(Value::Array(exts)) = high.get_mut("__extend__") else {
+        return;
+    };
     let mut seen: Vec<(String, Value)> = Vec::new();
     for ext in exts.iter() {
         if let Value::Object(m) = ext {

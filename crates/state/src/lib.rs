@@ -22,8 +22,8 @@ pub mod top;
 pub use chunk::LowChunk;
 pub use high::{HighBuilder, Matches, RenderedSls, SlsSource};
 pub use module::{
-    strip_salt_url, truthy, type_name, CmdOptions, CmdOutput, FileClient, FileClientError, StateCall,
-    StateEnv, StateError, StateModule, StateModules,
+    strip_salt_url, truthy, type_name, CmdOptions, CmdOutput, FileClient, FileClientError,
+    StateCall, StateEnv, StateError, StateModule, StateModules,
 };
 pub use pipeline::{call_high, compile_chunks, prepare_high, Compiled};
 pub use ret::{state_tag, StateResult};

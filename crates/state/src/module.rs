@@ -71,7 +71,10 @@ impl<'a> StateCall<'a> {
     /// A required string argument.
     pub fn require_str(&self, key: &str) -> Result<String, StateError> {
         self.arg_str(key)?.ok_or_else(|| {
-            StateError::MissingArg(key.to_string(), format!("{}.{}", self.chunk.state(), self.chunk.fun()))
+            StateError::MissingArg(
+                key.to_string(),
+                format!("{}.{}", self.chunk.state(), self.chunk.fun()),
+            )
         })
     }
     /// A boolean argument with Salt's truthiness for strings (`"True"`, `"yes"`...).
@@ -97,7 +100,10 @@ pub fn truthy(v: &Value) -> bool {
         Value::Null => false,
         Value::Bool(b) => *b,
         Value::Number(n) => n.as_f64().map(|f| f != 0.0).unwrap_or(false),
-        Value::String(s) => matches!(s.to_ascii_lowercase().as_str(), "true" | "yes" | "on" | "1" | "y"),
+        Value::String(s) => matches!(
+            s.to_ascii_lowercase().as_str(),
+            "true" | "yes" | "on" | "1" | "y"
+        ),
         Value::Array(a) => !a.is_empty(),
         Value::Object(o) => !o.is_empty(),
     }
@@ -160,7 +166,8 @@ impl StateModules {
     }
     /// Whether `module.fun` exists.
     pub fn has(&self, module: &str, fun: &str) -> bool {
-        self.get(module).is_some_and(|m| m.functions().contains(&fun))
+        self.get(module)
+            .is_some_and(|m| m.functions().contains(&fun))
     }
     /// Every registered module name.
     pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
@@ -226,9 +233,14 @@ pub trait FileClient: Send + Sync {
     fn read_text(&self, path: &str, saltenv: &str) -> Result<Option<String>, FileClientError> {
         match self.cache_file(path, saltenv)? {
             None => Ok(None),
-            Some(p) => std::fs::read_to_string(&p)
-                .map(Some)
-                .map_err(|source| FileClientError::Io { path: p.display().to_string(), source }),
+            Some(p) => {
+                std::fs::read_to_string(&p)
+                    .map(Some)
+                    .map_err(|source| FileClientError::Io {
+                        path: p.display().to_string(),
+                        source,
+                    })
+            }
         }
     }
 }
@@ -265,7 +277,13 @@ pub trait StateEnv: Send + Sync {
     fn file_client(&self) -> &dyn FileClient;
     /// Renders a template (`jinja`...) with the run's grains/pillar/opts plus
     /// `context` (file.managed's `context`/`defaults`).
-    fn render_template(&self, text: &str, engine: &str, context: &Map, saltenv: &str) -> Result<String, String>;
+    fn render_template(
+        &self,
+        text: &str,
+        engine: &str,
+        context: &Map,
+        saltenv: &str,
+    ) -> Result<String, String>;
     /// Fires an event (`fire_event`, state progress).
     fn fire_event(&self, tag: &str, data: &Value);
     /// Every low chunk of the current run (Salt's `__lowstate__`), so a state

@@ -2,7 +2,9 @@
 //! (`State.call_high`): extend, structure checks, `_in` requisites,
 //! exclude, chunks, requisite graph, order.
 
-use crate::compile::{apply_exclude, compile_high_data, reconcile_extend, requisite_in, verify_high};
+use crate::compile::{
+    apply_exclude, compile_high_data, reconcile_extend, requisite_in, verify_high,
+};
 use crate::graph::Graph;
 use crate::module::StateModules;
 use crate::run::{Executor, RunOptions, Running};
@@ -20,7 +22,10 @@ pub struct Compiled {
 impl Compiled {
     /// The chunks in run order, as `state.show_lowstate` prints them.
     pub fn low_chunks(&self) -> Vec<Value> {
-        self.order.iter().map(|&i| Value::Object(self.graph.chunks[i].0.clone())).collect()
+        self.order
+            .iter()
+            .map(|&i| Value::Object(self.graph.chunks[i].0.clone()))
+            .collect()
     }
 }
 
@@ -54,7 +59,10 @@ fn reconcile_watch_req(graph: &mut Graph, modules: &StateModules) {
                     Value::Array(a) => a,
                     other => vec![other],
                 };
-                let entry = chunk.0.entry(to).or_insert_with(|| Value::Array(Vec::new()));
+                let entry = chunk
+                    .0
+                    .entry(to)
+                    .or_insert_with(|| Value::Array(Vec::new()));
                 match entry {
                     Value::Array(a) => a.extend(items),
                     other => {
@@ -71,7 +79,11 @@ fn reconcile_watch_req(graph: &mut Graph, modules: &StateModules) {
 /// Compiles prepared high data into ordered chunks (Salt's
 /// `compile_high_data` + `order_chunks`).
 /// The high data is consumed (its values move into the chunks).
-pub fn compile_chunks(high: Map, modules: &StateModules, disabled: &[String]) -> Result<Compiled, Vec<String>> {
+pub fn compile_chunks(
+    high: Map,
+    modules: &StateModules,
+    disabled: &[String],
+) -> Result<Compiled, Vec<String>> {
     let mut graph = compile_high_data(high);
     reconcile_watch_req(&mut graph, modules);
     let order = graph.order(disabled)?;

@@ -91,7 +91,10 @@ impl RequisiteKind {
     pub fn is_any(self) -> bool {
         matches!(
             self,
-            RequisiteKind::OnfailAny | RequisiteKind::RequireAny | RequisiteKind::OnchangesAny | RequisiteKind::WatchAny
+            RequisiteKind::OnfailAny
+                | RequisiteKind::RequireAny
+                | RequisiteKind::OnchangesAny
+                | RequisiteKind::WatchAny
         )
     }
 }
@@ -114,8 +117,14 @@ pub const REQUISITE_KEYWORDS: &[&str] = &[
 ];
 
 /// The `_in` forms (Salt's `STATE_REQUISITE_IN_KEYWORDS`).
-pub const REQUISITE_IN_KEYWORDS: &[&str] =
-    &["onchanges_in", "onfail_in", "prereq_in", "watch_in", "require_in", "listen_in"];
+pub const REQUISITE_IN_KEYWORDS: &[&str] = &[
+    "onchanges_in",
+    "onfail_in",
+    "prereq_in",
+    "watch_in",
+    "require_in",
+    "listen_in",
+];
 
 /// Arguments the engine consumes itself rather than passing to the state
 /// function (Salt's `STATE_RUNTIME_KEYWORDS`, plus the requisites).
@@ -154,7 +163,9 @@ pub const RUNTIME_KEYWORDS: &[&str] = &[
 
 /// Whether `key` is a keyword the engine handles (never a state argument).
 pub fn is_internal_keyword(key: &str) -> bool {
-    REQUISITE_KEYWORDS.contains(&key) || REQUISITE_IN_KEYWORDS.contains(&key) || RUNTIME_KEYWORDS.contains(&key)
+    REQUISITE_KEYWORDS.contains(&key)
+        || REQUISITE_IN_KEYWORDS.contains(&key)
+        || RUNTIME_KEYWORDS.contains(&key)
 }
 
 /// One requisite reference: `- file: /etc/foo` is (`file`, `/etc/foo`);
@@ -170,12 +181,18 @@ impl RequisiteRef {
     /// single-key mapping or a string.
     pub fn parse(item: &Value) -> Option<RequisiteRef> {
         match item {
-            Value::String(s) => Some(RequisiteRef { key: "id".into(), value: Value::String(s.clone()) }),
+            Value::String(s) => Some(RequisiteRef {
+                key: "id".into(),
+                value: Value::String(s.clone()),
+            }),
             Value::Object(m) => {
                 let (k, v) = m.iter().next()?;
                 // `- file.managed: foo` is trimmed to `file`.
                 let key = k.split('.').next().unwrap_or(k).to_string();
-                Some(RequisiteRef { key, value: v.clone() })
+                Some(RequisiteRef {
+                    key,
+                    value: v.clone(),
+                })
             }
             _ => None,
         }
@@ -197,7 +214,10 @@ pub fn py_repr(v: &Value) -> String {
 
 /// Python's `str()` of a dict.
 pub fn py_dict(m: &Map) -> String {
-    let inner: Vec<String> = m.iter().map(|(k, v)| format!("'{k}': {}", py_repr(v))).collect();
+    let inner: Vec<String> = m
+        .iter()
+        .map(|(k, v)| format!("'{k}': {}", py_repr(v)))
+        .collect();
     format!("{{{}}}", inner.join(", "))
 }
 

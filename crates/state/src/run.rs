@@ -87,10 +87,19 @@ fn local_offset_secs() -> i64 {
 /// Salt's `start_time`: local wall-clock time as `HH:MM:SS.ffffff`.
 fn now_time() -> String {
     use std::fmt::Write;
-    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
     let secs = (now.as_secs() as i64 + local_offset_secs()).rem_euclid(86_400);
     let mut s = String::with_capacity(15);
-    let _ = write!(s, "{:02}:{:02}:{:02}.{:06}", secs / 3600, secs / 60 % 60, secs % 60, now.subsec_micros());
+    let _ = write!(
+        s,
+        "{:02}:{:02}:{:02}.{:06}",
+        secs / 3600,
+        secs / 60 % 60,
+        secs % 60,
+        now.subsec_micros()
+    );
     s
 }
 
@@ -124,7 +133,12 @@ fn py_result(v: Option<&Value>) -> String {
 
 impl<'a> Executor<'a> {
     /// An executor over an ordered graph.
-    pub fn new(graph: Graph, modules: &'a StateModules, env: &'a dyn StateEnv, opts: RunOptions) -> Self {
+    pub fn new(
+        graph: Graph,
+        modules: &'a StateModules,
+        env: &'a dyn StateEnv,
+        opts: RunOptions,
+    ) -> Self {
         Executor {
             graph,
             modules,
@@ -143,7 +157,9 @@ impl<'a> Executor<'a> {
     /// listeners; returns every state's return.
     pub fn run(mut self, order: &[usize]) -> Running {
         self.total = order.len();
-        let parallel = order.iter().any(|&ci| self.graph.chunks[ci].get("parallel").is_some_and(truthy));
+        let parallel = order
+            .iter()
+            .any(|&ci| self.graph.chunks[ci].get("parallel").is_some_and(truthy));
         if !parallel {
             self.run_all(order);
             return self.running;
@@ -179,7 +195,11 @@ impl<'a> Executor<'a> {
                 });
             }
             drop(res_tx);
-            self.pool = Some(Pool { jobs: job_tx, results: res_rx, pending: Default::default() });
+            self.pool = Some(Pool {
+                jobs: job_tx,
+                results: res_rx,
+                pending: Default::default(),
+            });
             self.run_all(order);
             self.wait_parallel(None);
             // Dropping the pool closes the job channel: the workers exit.
@@ -201,7 +221,9 @@ impl<'a> Executor<'a> {
     /// `reconcile_procs` does.
     fn wait_parallel(&mut self, tags: Option<&[String]>) {
         loop {
-            let Some(pool) = self.pool.as_mut() else { return };
+            let Some(pool) = self.pool.as_mut() else {
+                return;
+            };
             let waiting = match tags {
                 None => !pool.pending.is_empty(),
                 Some(t) => t.iter().any(|t| pool.pending.contains(t)),
@@ -215,7 +237,10 @@ impl<'a> Executor<'a> {
                 for tag in left {
                     if let Some(r) = self.running.get_mut(&tag) {
                         r.insert("result".into(), Value::Bool(false));
-                        r.insert("comment".into(), Value::from("Parallel process failed to return"));
+                        r.insert(
+                            "comment".into(),
+                            Value::from("Parallel process failed to return"),
+                        );
                     }
                 }
                 return;
@@ -253,7 +278,10 @@ impl<'a> Executor<'a> {
             return false;
         }
         let low = &self.graph.chunks[ci];
-        let failhard = low.get("failhard").map(truthy).unwrap_or(self.opts.failhard);
+        let failhard = low
+            .get("failhard")
+            .map(truthy)
+            .unwrap_or(self.opts.failhard);
         if !failhard {
             return false;
         }
@@ -290,7 +318,11 @@ impl<'a> Executor<'a> {
             };
             for &dep in deps {
                 let tag = self.graph.tag(dep);
-                let ret = if base == RequisiteKind::Prereq { self.pre.get(tag) } else { self.running.get(tag) };
+                let ret = if base == RequisiteKind::Prereq {
+                    self.pre.get(tag)
+                } else {
+                    self.running.get(tag)
+                };
                 let Some(ret) = ret else {
                     add(&mut req_stats, "unmet");
                     continue;
@@ -391,9 +423,15 @@ impl<'a> Executor<'a> {
         ret.insert("comment".into(), Value::from(comment));
         ret.insert("__state_ran__".into(), Value::Bool(false));
         ret.insert("__run_num__".into(), Value::from(self.run_num));
-        ret.insert("__sls__".into(), low.get("__sls__").cloned().unwrap_or(Value::Null));
+        ret.insert(
+            "__sls__".into(),
+            low.get("__sls__").cloned().unwrap_or(Value::Null),
+        );
         ret.insert("__id__".into(), Value::from(low.id()));
-        ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+        ret.insert(
+            "name".into(),
+            low.get("name").cloned().unwrap_or(Value::Null),
+        );
         if self.is_prereq(ci) {
             self.pre.insert(tag.to_string(), ret.clone());
         }
@@ -403,8 +441,12 @@ impl<'a> Executor<'a> {
 
     fn call_chunk(&mut self, ci: usize, depth: u32) {
         if self.pool.as_ref().is_some_and(|p| !p.pending.is_empty()) {
-            let deps: Vec<String> =
-                self.graph.dependencies(ci).into_iter().map(|(_, d)| self.graph.tag(d).to_string()).collect();
+            let deps: Vec<String> = self
+                .graph
+                .dependencies(ci)
+                .into_iter()
+                .map(|(_, d)| self.graph.tag(d).to_string())
+                .collect();
             self.wait_parallel(Some(&deps));
         }
         let tag = self.graph.tag(ci).to_string();
@@ -420,9 +462,12 @@ impl<'a> Executor<'a> {
                 let ret = self.call(ci, None);
                 self.store(&tag, prereq, ret);
             }
-            Status::SkipReq => {
-                self.not_run(ci, &tag, true, "State was not run because requisites were skipped by another state")
-            }
+            Status::SkipReq => self.not_run(
+                ci,
+                &tag,
+                true,
+                "State was not run because requisites were skipped by another state",
+            ),
             Status::SkipWatch if !prereq => {
                 let mut ret = self.call(ci, None);
                 let c = ret.get("comment").map(py_str).unwrap_or_default();
@@ -439,9 +484,15 @@ impl<'a> Executor<'a> {
                     }
                     pre.insert("__run_num__".into(), Value::from(self.run_num));
                     let low = &self.graph.chunks[ci];
-                    pre.insert("__sls__".into(), low.get("__sls__").cloned().unwrap_or(Value::Null));
+                    pre.insert(
+                        "__sls__".into(),
+                        low.get("__sls__").cloned().unwrap_or(Value::Null),
+                    );
                     pre.insert("__id__".into(), Value::from(low.id()));
-                    pre.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+                    pre.insert(
+                        "name".into(),
+                        low.get("name").cloned().unwrap_or(Value::Null),
+                    );
                     self.running.insert(tag.clone(), pre);
                     self.run_num += 1;
                 } else {
@@ -491,10 +542,18 @@ impl<'a> Executor<'a> {
                 self.running.insert(tag.clone(), ret);
             }
             Status::Pre => self.not_run(ci, &tag, true, "No changes detected"),
-            Status::Onfail => self.not_run(ci, &tag, true, "State was not run because onfail req did not change"),
-            Status::Onchanges => {
-                self.not_run(ci, &tag, true, "State was not run because none of the onchanges reqs changed")
-            }
+            Status::Onfail => self.not_run(
+                ci,
+                &tag,
+                true,
+                "State was not run because onfail req did not change",
+            ),
+            Status::Onchanges => self.not_run(
+                ci,
+                &tag,
+                true,
+                "State was not run because none of the onchanges reqs changed",
+            ),
             Status::SkipWatch | Status::Change => {
                 let ret = self.call(ci, None);
                 self.store(&tag, prereq, ret);
@@ -539,9 +598,15 @@ impl<'a> Executor<'a> {
                 ret.insert("comment".into(), Value::from("No changes detected"));
                 ret.insert("__run_num__".into(), Value::from(self.run_num));
                 ret.insert("__state_ran__".into(), Value::Bool(false));
-                ret.insert("__sls__".into(), low.get("__sls__").cloned().unwrap_or(Value::Null));
+                ret.insert(
+                    "__sls__".into(),
+                    low.get("__sls__").cloned().unwrap_or(Value::Null),
+                );
                 ret.insert("__id__".into(), Value::from(low.id()));
-                ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+                ret.insert(
+                    "name".into(),
+                    low.get("name").cloned().unwrap_or(Value::Null),
+                );
                 self.pre.insert(tag.to_string(), ret);
                 self.run_num += 1;
             } else {
@@ -561,9 +626,15 @@ impl<'a> Executor<'a> {
             ret.insert("result".into(), Value::Bool(false));
             ret.insert("comment".into(), Value::from("Recursive requisite found"));
             ret.insert("__run_num__".into(), Value::from(self.run_num));
-            ret.insert("__sls__".into(), low.get("__sls__").cloned().unwrap_or(Value::Null));
+            ret.insert(
+                "__sls__".into(),
+                low.get("__sls__").cloned().unwrap_or(Value::Null),
+            );
             ret.insert("__id__".into(), Value::from(low.id()));
-            ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+            ret.insert(
+                "name".into(),
+                low.get("name").cloned().unwrap_or(Value::Null),
+            );
             self.running.insert(tag.to_string(), ret);
         } else {
             self.call_chunk(ci, depth + 1);
@@ -600,7 +671,10 @@ impl<'a> Executor<'a> {
         if !self.modules.has(low.state(), low.fun()) {
             let full = format!("{}.{}", low.state(), low.fun());
             if low.contains("__sls__") {
-                errors.push(format!("State '{full}' was not found in SLS '{}'", low.sls()));
+                errors.push(format!(
+                    "State '{full}' was not found in SLS '{}'",
+                    low.sls()
+                ));
                 errors.push(format!("Reason: '{full}' is not available."));
             } else {
                 errors.push(format!("Specified state '{full}' was not found"));
@@ -633,7 +707,9 @@ impl<'a> Executor<'a> {
             Err(early) => return early,
         };
         if prereq {
-            self.graph.chunks[ci].0.insert("__prereq__".into(), Value::Bool(false));
+            self.graph.chunks[ci]
+                .0
+                .insert("__prereq__".into(), Value::Bool(false));
             return ret;
         }
         ret.insert("__sls__".into(), sls);
@@ -643,7 +719,11 @@ impl<'a> Executor<'a> {
         ret.insert("duration".into(), Value::from(ms_since(start)));
         ret.insert("__id__".into(), id);
         let Some(retry) = retry else { return ret };
-        if self.pool.as_ref().is_some_and(|p| p.pending.contains(self.graph.tag(ci))) {
+        if self
+            .pool
+            .as_ref()
+            .is_some_and(|p| p.pending.contains(self.graph.tag(ci)))
+        {
             // A parallel state retries inside its worker.
             return ret;
         }
@@ -703,9 +783,15 @@ impl<'a> Executor<'a> {
         if !errors.is_empty() {
             let mut ret = Map::new();
             ret.insert("result".into(), Value::Bool(false));
-            ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+            ret.insert(
+                "name".into(),
+                low.get("name").cloned().unwrap_or(Value::Null),
+            );
             ret.insert("changes".into(), Value::Object(Map::new()));
-            ret.insert("comment".into(), Value::from(errors.iter().map(|e| format!("{e}\n")).collect::<String>()));
+            ret.insert(
+                "comment".into(),
+                Value::from(errors.iter().map(|e| format!("{e}\n")).collect::<String>()),
+            );
             ret.insert("__run_num__".into(), Value::from(self.run_num));
             self.run_num += 1;
             return Err(ret);
@@ -715,10 +801,15 @@ impl<'a> Executor<'a> {
         // Without unless/onlyif/creates the state function runs and its
         // return replaces this map, so it is only built for the checks.
         let mut ret = Map::new();
-        let checked = ["unless", "onlyif", "creates"].iter().any(|k| low.contains(k));
+        let checked = ["unless", "onlyif", "creates"]
+            .iter()
+            .any(|k| low.contains(k));
         if checked {
             ret.insert("result".into(), Value::Bool(false));
-            ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+            ret.insert(
+                "name".into(),
+                low.get("name").cloned().unwrap_or(Value::Null),
+            );
             ret.insert("changes".into(), Value::Object(Map::new()));
             for (k, v) in self.run_check(low) {
                 ret.insert(k, v);
@@ -729,14 +820,24 @@ impl<'a> Executor<'a> {
         if parallel && pending {
             if let Some(pool) = self.pool.as_mut() {
                 let tag = chunk_tag(low);
-                let job = ParallelJob { tag: tag.clone(), low: low.clone(), test };
+                let job = ParallelJob {
+                    tag: tag.clone(),
+                    low: low.clone(),
+                    test,
+                };
                 if pool.jobs.send(job).is_ok() {
                     pool.pending.insert(tag);
                     let mut placeholder = Map::new();
-                    placeholder.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+                    placeholder.insert(
+                        "name".into(),
+                        low.get("name").cloned().unwrap_or(Value::Null),
+                    );
                     placeholder.insert("result".into(), Value::Null);
                     placeholder.insert("changes".into(), Value::Object(Map::new()));
-                    placeholder.insert("comment".into(), Value::from("Started in a separate process"));
+                    placeholder.insert(
+                        "comment".into(),
+                        Value::from("Started in a separate process"),
+                    );
                     return Ok(placeholder);
                 }
             }
@@ -751,7 +852,10 @@ impl<'a> Executor<'a> {
                 None => self.call_module(low, test, None, None),
             };
         }
-        let own_check = self.modules.get(low.state()).is_some_and(|m| m.runs_own_check_cmd(low.fun()));
+        let own_check = self
+            .modules
+            .get(low.state())
+            .is_some_and(|m| m.runs_own_check_cmd(low.fun()));
         if low.contains("check_cmd") && !own_check {
             for (k, v) in self.run_check_cmd(low) {
                 ret.insert(k, v);
@@ -760,8 +864,17 @@ impl<'a> Executor<'a> {
         Ok(ret)
     }
 
-    fn call_module(&self, low: &LowChunk, test: bool, sfun: Option<&str>, reqs: Option<&Map>) -> Map {
-        let env = RunEnv { inner: self.env, lowstate: &self.graph.chunks };
+    fn call_module(
+        &self,
+        low: &LowChunk,
+        test: bool,
+        sfun: Option<&str>,
+        reqs: Option<&Map>,
+    ) -> Map {
+        let env = RunEnv {
+            inner: self.env,
+            lowstate: &self.graph.chunks,
+        };
         call_module(self.modules, &env, low, test, sfun, reqs)
     }
 
@@ -795,7 +908,13 @@ impl<'a> Executor<'a> {
         CmdOptions {
             cwd: get("cwd"),
             runas: get("runas"),
-            shell: get("shell").or_else(|| self.env.grains().get("shell").and_then(Value::as_str).map(String::from)),
+            shell: get("shell").or_else(|| {
+                self.env
+                    .grains()
+                    .get("shell")
+                    .and_then(Value::as_str)
+                    .map(String::from)
+            }),
             env,
             stdin: None,
             python_shell: true,
@@ -830,7 +949,11 @@ impl<'a> Executor<'a> {
             for part in path.split(':') {
                 result = match result {
                     Value::Object(m) => m.get(part).cloned().unwrap_or(Value::Null),
-                    Value::Array(a) => part.parse::<usize>().ok().and_then(|i| a.get(i).cloned()).unwrap_or(Value::Null),
+                    Value::Array(a) => part
+                        .parse::<usize>()
+                        .ok()
+                        .and_then(|i| a.get(i).cloned())
+                        .unwrap_or(Value::Null),
                     _ => Value::Null,
                 };
             }
@@ -842,7 +965,9 @@ impl<'a> Executor<'a> {
     /// holds) or a `fun:` mapping (a truthy return holds).
     fn eval_condition(&self, entry: &Value, cmd_opts: &CmdOptions) -> Condition {
         match entry {
-            Value::Object(m) if !m.contains_key("fun") => Condition::NoFun(crate::requisite::py_dict(m)),
+            Value::Object(m) if !m.contains_key("fun") => {
+                Condition::NoFun(crate::requisite::py_dict(m))
+            }
             Value::Object(m) => match self.run_check_function(m) {
                 Ok(v) if truthy(&v) => Condition::Holds,
                 _ => Condition::Fails(false),
@@ -936,7 +1061,9 @@ impl<'a> Executor<'a> {
         }
         if let Some(creates) = low.get("creates") {
             let (r, comment) = match creates {
-                Value::String(p) if std::path::Path::new(p).exists() => (true, format!("{p} exists")),
+                Value::String(p) if std::path::Path::new(p).exists() => {
+                    (true, format!("{p} exists"))
+                }
                 Value::Array(a) if a.iter().all(|p| std::path::Path::new(&py_str(p)).exists()) => {
                     (true, "All files in creates exist".to_string())
                 }
@@ -951,9 +1078,15 @@ impl<'a> Executor<'a> {
         let mut ret = Map::new();
         ret.insert("result".into(), Value::Bool(result));
         ret.insert("comment".into(), Value::from(comments.join("\n")));
-        ret.insert("__sls__".into(), low.get("__sls__").cloned().unwrap_or(Value::Null));
+        ret.insert(
+            "__sls__".into(),
+            low.get("__sls__").cloned().unwrap_or(Value::Null),
+        );
         ret.insert("__id__".into(), Value::from(low.id()));
-        ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+        ret.insert(
+            "name".into(),
+            low.get("name").cloned().unwrap_or(Value::Null),
+        );
         if let Some(sw) = skip_watch {
             ret.insert("skip_watch".into(), Value::Bool(sw));
         }
@@ -964,8 +1097,16 @@ impl<'a> Executor<'a> {
     fn run_check_cmd(&self, low: &LowChunk) -> Map {
         let mut ret = Map::new();
         let mut result = false;
-        let mut opts = CmdOptions { python_shell: true, ..Default::default() };
-        opts.shell = self.env.grains().get("shell").and_then(Value::as_str).map(String::from);
+        let mut opts = CmdOptions {
+            python_shell: true,
+            ..Default::default()
+        };
+        opts.shell = self
+            .env
+            .grains()
+            .get("shell")
+            .and_then(Value::as_str)
+            .map(String::from);
         let cmds = match low.get("check_cmd") {
             Some(Value::Array(a)) => a.iter().map(py_str).collect(),
             Some(v) => vec![py_str(v)],
@@ -974,25 +1115,38 @@ impl<'a> Executor<'a> {
         for cmd in cmds {
             let rc = self.retcode(&cmd, &opts);
             if rc == 0 && !result {
-                ret.insert("comment".into(), Value::from("check_cmd determined the state succeeded"));
+                ret.insert(
+                    "comment".into(),
+                    Value::from("check_cmd determined the state succeeded"),
+                );
                 result = true;
             } else if rc != 0 {
-                ret.insert("comment".into(), Value::from("check_cmd determined the state failed"));
+                ret.insert(
+                    "comment".into(),
+                    Value::from("check_cmd determined the state failed"),
+                );
                 result = false;
                 break;
             }
         }
         ret.insert("result".into(), Value::Bool(result));
-        ret.insert("__sls__".into(), low.get("__sls__").cloned().unwrap_or(Value::Null));
+        ret.insert(
+            "__sls__".into(),
+            low.get("__sls__").cloned().unwrap_or(Value::Null),
+        );
         ret.insert("__id__".into(), Value::from(low.id()));
-        ret.insert("name".into(), low.get("name").cloned().unwrap_or(Value::Null));
+        ret.insert(
+            "name".into(),
+            low.get("name").cloned().unwrap_or(Value::Null),
+        );
         ret
     }
 
     fn fire_events(&self, ci: usize, ret: &Map) {
         let low = &self.graph.chunks[ci];
         let fire = low.get("fire_event");
-        let wants_result = matches!(fire, Some(Value::Bool(true))) || matches!(fire, Some(Value::String(s)) if !s.is_empty());
+        let wants_result = matches!(fire, Some(Value::Bool(true)))
+            || matches!(fire, Some(Value::String(s)) if !s.is_empty());
         if !wants_result && !self.opts.state_events {
             return;
         }
@@ -1009,14 +1163,20 @@ impl<'a> Executor<'a> {
                 self.env.fire_event(&tag, &Value::Object(data.clone()));
             }
             Some(Value::String(custom)) if !custom.is_empty() => {
-                let tag = format!("salt/state_result/{}/{}/{custom}", self.opts.jid, self.opts.minion_id);
+                let tag = format!(
+                    "salt/state_result/{}/{}/{custom}",
+                    self.opts.jid, self.opts.minion_id
+                );
                 self.env.fire_event(&tag, &Value::Object(data.clone()));
             }
             _ => {}
         }
         if self.opts.state_events {
             let run_num = ret.get("__run_num__").map(py_str).unwrap_or_default();
-            let tag = format!("salt/job/{}/prog/{}/{run_num}", self.opts.jid, self.opts.minion_id);
+            let tag = format!(
+                "salt/job/{}/prog/{}/{run_num}",
+                self.opts.jid, self.opts.minion_id
+            );
             data.insert("len".into(), Value::from(self.total));
             self.env.fire_event(&tag, &Value::Object(data));
         }
@@ -1053,19 +1213,31 @@ impl<'a> Executor<'a> {
                         for (k, v) in m {
                             let mut src = Map::new();
                             src.insert(c.state().to_string(), Value::from(c.id()));
-                            listeners.push(((k.clone(), py_str(v), "lookup".into()), vec![Value::Object(src)]));
+                            listeners.push((
+                                (k.clone(), py_str(v), "lookup".into()),
+                                vec![Value::Object(src)],
+                            ));
                         }
                     }
                 }
             }
         }
-        let in_cref = |cref: &(String, String, String), v: &str| cref.0 == v || cref.1 == v || cref.2 == v;
+        let in_cref =
+            |cref: &(String, String, String), v: &str| cref.0 == v || cref.1 == v || cref.2 == v;
         let mut mod_watchers: Vec<usize> = Vec::new();
         let mut errors: IndexMap<String, Map> = IndexMap::new();
         let l_error = |lkey: &str, lval: &str| {
-            let tag = crate::state_tag("Listen_Error", &format!("listen_{lval}"), &format!("listen_{lkey}"), "Listen_Error");
+            let tag = crate::state_tag(
+                "Listen_Error",
+                &format!("listen_{lval}"),
+                &format!("listen_{lkey}"),
+                "Listen_Error",
+            );
             let mut m = Map::new();
-            m.insert("comment".into(), Value::from(format!("Referenced state {lkey}: {lval} does not exist")));
+            m.insert(
+                "comment".into(),
+                Value::from(format!("Referenced state {lkey}: {lval} does not exist")),
+            );
             m.insert("name".into(), Value::from(format!("listen_{lkey}:{lval}")));
             m.insert("result".into(), Value::Bool(false));
             m.insert("changes".into(), Value::Object(Map::new()));
@@ -1105,7 +1277,9 @@ impl<'a> Executor<'a> {
                         .map(|(_, &ci)| self.graph.tag(ci).to_string())
                         .collect();
                     for to_tag in to_tags {
-                        let Some(r) = self.running.get(&to_tag) else { continue };
+                        let Some(r) = self.running.get(&to_tag) else {
+                            continue;
+                        };
                         if !has_changes(r) {
                             continue;
                         }
@@ -1172,11 +1346,20 @@ fn call_module(
         ret.insert("result".into(), Value::Bool(false));
         ret.insert("name".into(), name);
         ret.insert("changes".into(), Value::Object(Map::new()));
-        ret.insert("comment".into(), Value::from(format!("State '{}' is not available", low.state())));
+        ret.insert(
+            "comment".into(),
+            Value::from(format!("State '{}' is not available", low.state())),
+        );
         return ret;
     };
     let sfun = sfun.or_else(|| low.get("sfun").and_then(Value::as_str));
-    let call = StateCall { chunk: low, test, env, sfun, reqs };
+    let call = StateCall {
+        chunk: low,
+        test,
+        env,
+        sfun,
+        reqs,
+    };
     let mut ret;
     match module.call(low.fun(), &call) {
         Ok(r) => {
@@ -1239,7 +1422,9 @@ fn run_parallel_job(modules: &StateModules, env: &dyn StateEnv, job: &ParallelJo
                 )),
             );
         } else {
-            while retry.attempts >= attempt && ret.get("result").and_then(Value::as_bool) != Some(retry.until) {
+            while retry.attempts >= attempt
+                && ret.get("result").and_then(Value::as_bool) != Some(retry.until)
+            {
                 let mut interval = retry.interval;
                 if retry.splay > 0 {
                     interval += pseudo_random(retry.splay);
@@ -1258,7 +1443,10 @@ fn run_parallel_job(modules: &StateModules, env: &dyn StateEnv, job: &ParallelJo
                 };
                 ret.insert(
                     "comment".into(),
-                    Value::from(format!("{}\n{note}", orig.get("comment").map(py_str).unwrap_or_default())),
+                    Value::from(format!(
+                        "{}\n{note}",
+                        orig.get("comment").map(py_str).unwrap_or_default()
+                    )),
                 );
                 attempt += 1;
             }
@@ -1303,7 +1491,13 @@ impl StateEnv for RunEnv<'_> {
     fn file_client(&self) -> &dyn crate::FileClient {
         self.inner.file_client()
     }
-    fn render_template(&self, text: &str, engine: &str, context: &Map, saltenv: &str) -> Result<String, String> {
+    fn render_template(
+        &self,
+        text: &str,
+        engine: &str,
+        context: &Map,
+        saltenv: &str,
+    ) -> Result<String, String> {
         self.inner.render_template(text, engine, context, saltenv)
     }
     fn fire_event(&self, tag: &str, data: &Value) {
@@ -1335,15 +1529,35 @@ pub struct RetrySpec {
 impl RetrySpec {
     /// Salt's defaults and validation: wrong types fall back to defaults.
     pub fn from_value(v: &Value) -> RetrySpec {
-        let defaults = RetrySpec { until: true, attempts: 2, interval: 30, splay: 0 };
+        let defaults = RetrySpec {
+            until: true,
+            attempts: 2,
+            interval: 30,
+            splay: 0,
+        };
         match v {
             Value::Object(m) => RetrySpec {
-                until: m.get("until").and_then(Value::as_bool).unwrap_or(defaults.until),
-                attempts: m.get("attempts").and_then(Value::as_u64).unwrap_or(defaults.attempts),
-                interval: m.get("interval").and_then(Value::as_u64).unwrap_or(defaults.interval),
-                splay: m.get("splay").and_then(Value::as_u64).unwrap_or(defaults.splay),
+                until: m
+                    .get("until")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(defaults.until),
+                attempts: m
+                    .get("attempts")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(defaults.attempts),
+                interval: m
+                    .get("interval")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(defaults.interval),
+                splay: m
+                    .get("splay")
+                    .and_then(Value::as_u64)
+                    .unwrap_or(defaults.splay),
             },
-            Value::Bool(false) => RetrySpec { attempts: 0, ..defaults },
+            Value::Bool(false) => RetrySpec {
+                attempts: 0,
+                ..defaults
+            },
             _ => defaults,
         }
     }

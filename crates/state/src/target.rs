@@ -29,7 +29,8 @@ pub enum TargetError {
 
 fn regex_match(pattern: &str, text: &str) -> Result<bool, TargetError> {
     // Python's re.match anchors at the start only.
-    let re = Regex::new(&format!("^(?:{pattern})")).map_err(|e| TargetError::BadRegex(pattern.into(), e.to_string()))?;
+    let re = Regex::new(&format!("^(?:{pattern})"))
+        .map_err(|e| TargetError::BadRegex(pattern.into(), e.to_string()))?;
     Ok(re.is_match(text))
 }
 
@@ -45,7 +46,12 @@ fn value_strings(v: &Value) -> Vec<String> {
 
 /// Salt's `subdict_match`: `a:b:c` walks nested keys; the last part is a
 /// glob (or regex) on the value, or on list members.
-fn subdict_match(data: &Value, expr: &str, delimiter: char, regex: bool) -> Result<bool, TargetError> {
+fn subdict_match(
+    data: &Value,
+    expr: &str,
+    delimiter: char,
+    regex: bool,
+) -> Result<bool, TargetError> {
     let parts: Vec<&str> = expr.split(delimiter).collect();
     // Try every split point: the key path may itself contain the delimiter.
     for i in (1..parts.len()).rev() {
@@ -238,7 +244,11 @@ mod tests {
     fn target_forms() {
         let grains = json!({"os": "Debian", "roles": ["web", "db"], "a": {"b": "c"}});
         let pillar = json!({"env": "prod"});
-        let f = MinionFacts { id: "web01.example.com", grains: &grains, pillar: &pillar };
+        let f = MinionFacts {
+            id: "web01.example.com",
+            grains: &grains,
+            pillar: &pillar,
+        };
         assert!(matches(&json!("web*"), "glob", &f).unwrap());
         assert!(!matches(&json!("db*"), "glob", &f).unwrap());
         assert!(matches(&json!("web0[0-9]"), "pcre", &f).unwrap());
@@ -250,7 +260,12 @@ mod tests {
         assert!(matches(&json!("G@os:Debian and web*"), "compound", &f).unwrap());
         assert!(matches(&json!("G@os:RedHat or I@env:prod"), "compound", &f).unwrap());
         assert!(!matches(&json!("web* and not G@roles:db"), "compound", &f).unwrap());
-        assert!(matches(&json!("( G@os:RedHat or E@web.* ) and L@x,web01.example.com"), "compound", &f).unwrap());
+        assert!(matches(
+            &json!("( G@os:RedHat or E@web.* ) and L@x,web01.example.com"),
+            "compound",
+            &f
+        )
+        .unwrap());
         assert!(compound("( web*", &f).is_err());
     }
 }

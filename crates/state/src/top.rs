@@ -31,7 +31,9 @@ pub fn get_top(source: &dyn SlsSource, envs: &[String]) -> Result<Map, Vec<Strin
                     }
                 }
                 Value::Null => {}
-                _ => errors.push(format!("Top file in saltenv '{env}' does not render to a dictionary")),
+                _ => errors.push(format!(
+                    "Top file in saltenv '{env}' does not render to a dictionary"
+                )),
             },
             Ok(None) => {}
             Err(e) => errors.push(format!("Rendering SLS '{env}:top' failed: {e}")),
@@ -45,7 +47,11 @@ pub fn get_top(source: &dyn SlsSource, envs: &[String]) -> Result<Map, Vec<Strin
 }
 
 /// Salt's `top_matches`: the SLS each saltenv applies to this minion.
-pub fn top_matches(top: &Map, facts: &MinionFacts<'_>, only_env: Option<&str>) -> Result<Matches, Vec<String>> {
+pub fn top_matches(
+    top: &Map,
+    facts: &MinionFacts<'_>,
+    only_env: Option<&str>,
+) -> Result<Matches, Vec<String>> {
     let mut out: Matches = IndexMap::new();
     let mut errors = Vec::new();
     for (saltenv, body) in top {
@@ -53,7 +59,9 @@ pub fn top_matches(top: &Map, facts: &MinionFacts<'_>, only_env: Option<&str>) -
             continue;
         }
         let Value::Object(body) = body else {
-            errors.push(format!("Top data for saltenv '{saltenv}' is not a dictionary"));
+            errors.push(format!(
+                "Top data for saltenv '{saltenv}' is not a dictionary"
+            ));
             continue;
         };
         for (tgt, data) in body {

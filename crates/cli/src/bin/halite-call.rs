@@ -18,7 +18,11 @@ use serde_json::{json, Map, Value};
 
 /// Run a function on this host (salt-call).
 #[derive(Parser, Debug)]
-#[command(name = "halite-call", version, about = "Run a halite (Salt-compatible) function on this host")]
+#[command(
+    name = "halite-call",
+    version,
+    about = "Run a halite (Salt-compatible) function on this host"
+)]
 struct Cli {
     /// Run masterless: states and files come from the local file roots.
     #[arg(long)]
@@ -95,8 +99,13 @@ fn init_logging(level: &str) {
         "critical" => "error",
         other => other,
     };
-    let filter = tracing_subscriber::EnvFilter::try_new(level).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_target(false).try_init();
+    let filter = tracing_subscriber::EnvFilter::try_new(level)
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .try_init();
 }
 
 fn main() {
@@ -132,10 +141,17 @@ fn run() -> Result<i32> {
         flags.insert("state_output".into(), json!(s));
     }
     if let Some(v) = &cli.state_verbose {
-        flags.insert("state_verbose".into(), json!(halite_state::truthy(&json!(v))));
+        flags.insert(
+            "state_verbose".into(),
+            json!(halite_state::truthy(&json!(v))),
+        );
     }
     let opts = load_minion_opts(&cli.config_dir, flags)?;
-    init_logging(opts.get("log_level").and_then(Value::as_str).unwrap_or("warning"));
+    init_logging(
+        opts.get("log_level")
+            .and_then(Value::as_str)
+            .unwrap_or("warning"),
+    );
     if opts.get("file_client").and_then(Value::as_str) != Some("local") {
         anyhow::bail!(
             "halite-call talks to a master only through a running halite-minion; run masterless with --local \
@@ -153,14 +169,24 @@ fn run() -> Result<i32> {
         )),
         None => None,
     };
-    let (mut host, pillar_errors) = halite_modules::local::local_host(opts.clone(), Arc::new(LocalEvents { file: events_file }));
-    let id = host.grains.get("id").and_then(Value::as_str).unwrap_or("local").to_string();
+    let (mut host, pillar_errors) = halite_modules::local::local_host(
+        opts.clone(),
+        Arc::new(LocalEvents { file: events_file }),
+    );
+    let id = host
+        .grains
+        .get("id")
+        .and_then(Value::as_str)
+        .unwrap_or("local")
+        .to_string();
     if let Value::Object(o) = &mut host.opts {
         o.entry("id").or_insert_with(|| json!(id));
     }
     let args = parse_args(&cli.args);
     let (ret, retcode) = if !pillar_errors.is_empty() && cli.fun.starts_with("state.") {
-        let mut errs = vec![Value::from("Pillar failed to render with the following messages:")];
+        let mut errs = vec![Value::from(
+            "Pillar failed to render with the following messages:",
+        )];
         errs.extend(pillar_errors.into_iter().map(Value::from));
         (Value::Array(errs), 5)
     } else {
@@ -181,21 +207,40 @@ fn run() -> Result<i32> {
     };
 
     let stdout_tty = std::io::stdout().is_terminal();
-    let colors = if cli.force_color || (stdout_tty && !cli.no_color && opts.get("color").map(halite_state::truthy).unwrap_or(true)) {
+    let colors = if cli.force_color
+        || (stdout_tty
+            && !cli.no_color
+            && opts.get("color").map(halite_state::truthy).unwrap_or(true))
+    {
         Colors::ansi()
     } else {
         Colors::none()
     };
     let out_opts = OutputOptions {
         colors,
-        state_output: opts.get("state_output").and_then(Value::as_str).unwrap_or("full").to_string(),
-        state_verbose: opts.get("state_verbose").map(halite_state::truthy).unwrap_or(true),
-        state_output_profile: opts.get("state_output_profile").map(halite_state::truthy).unwrap_or(true),
-        state_output_pct: opts.get("state_output_pct").map(halite_state::truthy).unwrap_or(false),
+        state_output: opts
+            .get("state_output")
+            .and_then(Value::as_str)
+            .unwrap_or("full")
+            .to_string(),
+        state_verbose: opts
+            .get("state_verbose")
+            .map(halite_state::truthy)
+            .unwrap_or(true),
+        state_output_profile: opts
+            .get("state_output_profile")
+            .map(halite_state::truthy)
+            .unwrap_or(true),
+        state_output_pct: opts
+            .get("state_output_pct")
+            .map(halite_state::truthy)
+            .unwrap_or(false),
         json_indent: cli.out_indent.unwrap_or(4),
     };
     let outputter = match cli.out.as_deref() {
-        Some(o) => Outputter::parse(o).with_context(|| format!("unknown outputter '{o}' (json, yaml, highstate, nested, txt, raw)"))?,
+        Some(o) => Outputter::parse(o).with_context(|| {
+            format!("unknown outputter '{o}' (json, yaml, highstate, nested, txt, raw)")
+        })?,
         None => Outputter::default_for(&cli.fun, &ret),
     };
     let mut data = Map::new();

@@ -28,6 +28,14 @@ impl Colors {
 
     /// No colour (output is not a terminal, or `--no-color`).
     pub fn none() -> Self {
-        Colors { green: "", cyan: "", red: "", light_red: "", yellow: "", light_yellow: "", endc: "" }
+        Colors {
+            green: "",
+            cyan: "",
+            red: "",
+            light_red: "",
+            yellow: "",
+            light_yellow: "",
+            endc: "",
+        }
     }
 }

@@ -21,13 +21,23 @@ fn format_changes(changes: Option<&Value>, opts: &OutputOptions) -> (bool, Strin
     match changes {
         None => (false, String::new()),
         Some(c) if !halite_state::truthy(c) => (false, String::new()),
-        Some(Value::Object(m)) => (true, format!("\n{}", nested::render(&Value::Object(m.clone()), 14, &opts.colors, 0))),
+        Some(Value::Object(m)) => (
+            true,
+            format!(
+                "\n{}",
+                nested::render(&Value::Object(m.clone()), 14, &opts.colors, 0)
+            ),
+        ),
         Some(other) => (true, format!("Invalid Changes data: {}", py_str(other))),
     }
 }
 
 fn terse(tcolor: &str, comps: &[&str], ret: &Map<String, Value>, opts: &OutputOptions) -> String {
-    let mut result = if ret.get("changes").is_some_and(halite_state::truthy) { "Changed" } else { "Clean" };
+    let mut result = if ret.get("changes").is_some_and(halite_state::truthy) {
+        "Changed"
+    } else {
+        "Clean"
+    };
     match ret.get("result") {
         Some(Value::Bool(false)) => result = "Failed",
         Some(Value::Null) | None => result = "Differs",
@@ -36,7 +46,12 @@ fn terse(tcolor: &str, comps: &[&str], ret: &Map<String, Value>, opts: &OutputOp
     let mut s = String::new();
     if let Some(Value::Array(w)) = ret.get("warnings") {
         let w: Vec<String> = w.iter().map(py_str).collect();
-        s.push_str(&format!("{}Warnings:\n{}{}", opts.colors.light_red, w.join("\n"), opts.colors.endc));
+        s.push_str(&format!(
+            "{}Warnings:\n{}{}",
+            opts.colors.light_red,
+            w.join("\n"),
+            opts.colors.endc
+        ));
     }
     s.push_str(&format!(
         " {tcolor} Name: {} - Function: {}.{} - Result: {result}",
@@ -81,7 +96,11 @@ pub fn format_host(host: &str, data: &Value, opts: &OutputOptions) -> String {
         Value::Object(states) => {
             let mut entries: Vec<(&String, &Map<String, Value>)> = states
                 .iter()
-                .filter_map(|(k, v)| v.as_object().filter(|m| m.contains_key("result")).map(|m| (k, m)))
+                .filter_map(|(k, v)| {
+                    v.as_object()
+                        .filter(|m| m.contains_key("result"))
+                        .map(|m| (k, m))
+                })
                 .collect();
             entries.sort_by_key(|(_, m)| m.get("__run_num__").and_then(Value::as_u64).unwrap_or(0));
             let mut succeeded = 0usize;
@@ -139,38 +158,65 @@ pub fn format_host(host: &str, data: &Value, opts: &OutputOptions) -> String {
                     continue;
                 }
                 let comment = ret.get("comment").map(py_str).unwrap_or_default();
-                let comment = comment.trim().replace('\n', &format!("\n{}", " ".repeat(14)));
+                let comment = comment
+                    .trim()
+                    .replace('\n', &format!("\n{}", " ".repeat(14)));
                 let e = c.endc;
                 hstrs.push(format!("{tcolor}----------{e}"));
                 hstrs.push(format!("    {tcolor}      ID: {}{e}", comps[1]));
-                hstrs.push(format!("    {tcolor}Function: {}.{}{e}", comps[0], comps[3]));
+                hstrs.push(format!(
+                    "    {tcolor}Function: {}.{}{e}",
+                    comps[0], comps[3]
+                ));
                 if comps[1] != comps[2] {
                     hstrs.push(format!("    {tcolor}    Name: {}{e}", comps[2]));
                 }
-                hstrs.push(format!("    {tcolor}  Result: {}{e}", py_result(ret.get("result"))));
+                hstrs.push(format!(
+                    "    {tcolor}  Result: {}{e}",
+                    py_result(ret.get("result"))
+                ));
                 hstrs.push(format!("    {tcolor} Comment: {comment}{e}"));
                 if opts.state_output_profile && ret.contains_key("start_time") {
                     hstrs.push(format!(
                         "    {tcolor} Started: {}{e}",
                         ret.get("start_time").map(py_str).unwrap_or_default()
                     ));
-                    let d = ret.get("duration").map(|d| format!("{} ms", py_str(d))).unwrap_or_default();
+                    let d = ret
+                        .get("duration")
+                        .map(|d| format!("{} ms", py_str(d)))
+                        .unwrap_or_default();
                     hstrs.push(format!("    {tcolor}Duration: {d}{e}"));
                 }
                 hstrs.push(format!("{tcolor}     Changes:   {ctext}{e}"));
                 if let Some(Value::Array(w)) = ret.get("warnings") {
                     warnings += 1;
                     let w: Vec<String> = w.iter().map(py_str).collect();
-                    hstrs.push(format!("   {} Warnings: {}{e}", c.light_red, w.join("\n").replace('\n', "\n              ")));
+                    hstrs.push(format!(
+                        "   {} Warnings: {}{e}",
+                        c.light_red,
+                        w.join("\n").replace('\n', "\n              ")
+                    ));
                 }
             }
             // Salt sizes the column from the counts it saw (results present only).
             let present = [succeeded, failed, not_run, warnings];
-            let count_max = present.iter().filter(|n| **n > 0).map(|n| n.to_string().len()).max().unwrap_or(0);
+            let count_max = present
+                .iter()
+                .filter(|n| **n > 0)
+                .map(|n| n.to_string().len())
+                .max()
+                .unwrap_or(0);
             let label_max = "Succeeded".len();
             let line_max = label_max + count_max + 2;
-            let fmt_count = |label: &str, n: String| format!("{label}: {n:>w$}", w = line_max - (label.len() + 2));
-            hstrs.push(format!("{}\nSummary for {host}\n{}{}", c.cyan, "-".repeat(line_max), c.endc));
+            let fmt_count = |label: &str, n: String| {
+                format!("{label}: {n:>w$}", w = line_max - (label.len() + 2))
+            };
+            hstrs.push(format!(
+                "{}\nSummary for {host}\n{}{}",
+                c.cyan,
+                "-".repeat(line_max),
+                c.endc
+            ));
             let mut stats = Vec::new();
             if not_run > 0 {
                 stats.push(format!("{}unchanged={not_run}{}", c.light_yellow, c.endc));
@@ -178,8 +224,17 @@ pub fn format_host(host: &str, data: &Value, opts: &OutputOptions) -> String {
             if nchanges > 0 {
                 stats.push(format!("{}changed={nchanges}{}", c.green, c.endc));
             }
-            let stats = if stats.is_empty() { String::new() } else { format!(" ({})", stats.join(", ")) };
-            hstrs.push(format!("{}{}{}{stats}", c.green, fmt_count("Succeeded", (succeeded + not_run).to_string()), c.endc));
+            let stats = if stats.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", stats.join(", "))
+            };
+            hstrs.push(format!(
+                "{}{}{}{stats}",
+                c.green,
+                fmt_count("Succeeded", (succeeded + not_run).to_string()),
+                c.endc
+            ));
             hstrs.push(format!(
                 "{}{}{}",
                 if failed > 0 { c.red } else { c.cyan },
@@ -192,7 +247,12 @@ pub fn format_host(host: &str, data: &Value, opts: &OutputOptions) -> String {
                     let v = (n as f64 / total as f64 * 10000.0).round() / 100.0;
                     format!("{v:?}")
                 };
-                hstrs.push(format!("{}{}{}", c.green, fmt_count("Success %", pct(succeeded + not_run)), c.endc));
+                hstrs.push(format!(
+                    "{}{}{}",
+                    c.green,
+                    fmt_count("Success %", pct(succeeded + not_run)),
+                    c.endc
+                ));
                 hstrs.push(format!(
                     "{}{}{}",
                     if failed > 0 { c.red } else { c.cyan },
@@ -201,7 +261,12 @@ pub fn format_host(host: &str, data: &Value, opts: &OutputOptions) -> String {
                 ));
             }
             if warnings > 0 {
-                hstrs.push(format!("{}{}{}", c.light_red, fmt_count("Warnings", warnings.to_string()), c.endc));
+                hstrs.push(format!(
+                    "{}{}{}",
+                    c.light_red,
+                    fmt_count("Warnings", warnings.to_string()),
+                    c.endc
+                ));
             }
             hstrs.push(format!(
                 "{}{}\nTotal states run: {total:>w$}{}",
@@ -211,7 +276,11 @@ pub fn format_host(host: &str, data: &Value, opts: &OutputOptions) -> String {
                 w = line_max - 7
             ));
             if opts.state_output_profile {
-                let (v, unit) = if total_ms > 999.0 { (total_ms / 1000.0, "s") } else { (total_ms, "ms") };
+                let (v, unit) = if total_ms > 999.0 {
+                    (total_ms / 1000.0, "s")
+                } else {
+                    (total_ms, "ms")
+                };
                 hstrs.push(format!(
                     "{}Total run time: {:>w$} {unit}{}",
                     c.cyan,

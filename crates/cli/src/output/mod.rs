@@ -41,7 +41,12 @@ impl Outputter {
     pub fn default_for(fun: &str, ret: &Value) -> Outputter {
         let stateish = matches!(
             fun,
-            "state.apply" | "state.sls" | "state.highstate" | "state.single" | "state.top" | "state.test"
+            "state.apply"
+                | "state.sls"
+                | "state.highstate"
+                | "state.single"
+                | "state.top"
+                | "state.test"
         );
         if stateish && (ret.is_object() || ret.is_array()) {
             Outputter::Highstate
@@ -77,16 +82,24 @@ impl Default for OutputOptions {
 }
 
 /// Renders `{minion: return}` with `out`. `retcode` colours nested output red.
-pub fn render(out: Outputter, data: &serde_json::Map<String, Value>, opts: &OutputOptions, retcode: i32) -> String {
+pub fn render(
+    out: Outputter,
+    data: &serde_json::Map<String, Value>,
+    opts: &OutputOptions,
+    retcode: i32,
+) -> String {
     match out {
         Outputter::Json => {
             let mut buf = Vec::new();
             match write_json(&mut buf, data, opts.json_indent) {
-                Ok(()) => String::from_utf8(buf).unwrap_or_else(|_| Value::Object(data.clone()).to_string()),
+                Ok(()) => String::from_utf8(buf)
+                    .unwrap_or_else(|_| Value::Object(data.clone()).to_string()),
                 Err(_) => Value::Object(data.clone()).to_string(),
             }
         }
-        Outputter::Yaml => halite_render::yaml::dump_outputter(&Value::Object(data.clone())).trim_end().to_string(),
+        Outputter::Yaml => halite_render::yaml::dump_outputter(&Value::Object(data.clone()))
+            .trim_end()
+            .to_string(),
         Outputter::Nested => nested::render(&Value::Object(data.clone()), 0, &opts.colors, retcode),
         Outputter::Highstate => data
             .iter()
@@ -104,7 +117,11 @@ pub fn render(out: Outputter, data: &serde_json::Map<String, Value>, opts: &Outp
 
 /// Writes `v` as Salt's json outputter prints it (`indent`, non-ASCII
 /// kept) straight to `out`, without building the text first.
-pub fn write_json<W: std::io::Write, T: serde::Serialize + ?Sized>(out: W, v: &T, indent: usize) -> std::io::Result<()> {
+pub fn write_json<W: std::io::Write, T: serde::Serialize + ?Sized>(
+    out: W,
+    v: &T,
+    indent: usize,
+) -> std::io::Result<()> {
     let ind = vec![b' '; indent];
     let fmt = serde_json::ser::PrettyFormatter::with_indent(&ind);
     let mut ser = serde_json::Serializer::with_formatter(out, fmt);

@@ -16,14 +16,39 @@ fn line(indent: usize, color: &str, prefix: &str, msg: &str, suffix: &str, endc:
     format!("{}{color}{prefix}{msg}{endc}{suffix}", " ".repeat(indent))
 }
 
-fn display(v: &Value, indent: usize, prefix: &str, out: &mut Vec<String>, c: &Colors, retcode: i32) {
+fn display(
+    v: &Value,
+    indent: usize,
+    prefix: &str,
+    out: &mut Vec<String>,
+    c: &Colors,
+    retcode: i32,
+) {
     match v {
         Value::Null => out.push(line(indent, c.light_yellow, prefix, "None", "", c.endc)),
-        Value::Bool(b) => out.push(line(indent, c.light_yellow, prefix, if *b { "True" } else { "False" }, "", c.endc)),
-        Value::Number(n) => out.push(line(indent, c.light_yellow, prefix, &n.to_string(), "", c.endc)),
+        Value::Bool(b) => out.push(line(
+            indent,
+            c.light_yellow,
+            prefix,
+            if *b { "True" } else { "False" },
+            "",
+            c.endc,
+        )),
+        Value::Number(n) => out.push(line(
+            indent,
+            c.light_yellow,
+            prefix,
+            &n.to_string(),
+            "",
+            c.endc,
+        )),
         Value::String(s) => {
             for (i, l) in s.lines().enumerate() {
-                let p = if i == 0 { prefix.to_string() } else { " ".repeat(prefix.len()) };
+                let p = if i == 0 {
+                    prefix.to_string()
+                } else {
+                    " ".repeat(prefix.len())
+                };
                 out.push(line(indent, c.green, &p, l, "", c.endc));
             }
         }

@@ -22,7 +22,10 @@ impl ExecModule for CpExec {
         let saltenv = args
             .get_str(0, "saltenv")
             .filter(|s| !s.is_empty())
-            .or_else(|| host.opt("saltenv").and_then(|v| v.as_str().map(String::from)))
+            .or_else(|| {
+                host.opt("saltenv")
+                    .and_then(|v| v.as_str().map(String::from))
+            })
             .unwrap_or_else(|| "base".to_string());
         // Salt's fileserver strips '/' from the prefix, then keeps every
         // path that starts with it as a string ('users/files/user/' keeps
@@ -30,7 +33,10 @@ impl ExecModule for CpExec {
         if fun == "list_states" {
             // Salt's Client.list_states: every .sls, `a/init.sls` as `a`,
             // slashes to dots, sorted and unique.
-            let files = host.files.list_files(&saltenv, "").map_err(|e| ExecError::Execution(e.to_string()))?;
+            let files = host
+                .files
+                .list_files(&saltenv, "")
+                .map_err(|e| ExecError::Execution(e.to_string()))?;
             let mut out: Vec<String> = files
                 .iter()
                 .filter(|p| p.ends_with(".sls"))

@@ -1,11 +1,11 @@
 //! The execution-module contract (`test.ping`, `cmd.run`, `pkg.install`...).
 
 pub mod file;
-pub mod user;
-pub mod service;
 pub mod group;
 pub mod lowpkg;
 pub mod pkg;
+pub mod service;
+pub mod user;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -17,9 +17,9 @@ use crate::Host;
 pub mod alternatives;
 pub mod cmd;
 pub mod cp;
-pub mod status;
 pub mod pillar;
 pub mod state;
+pub mod status;
 pub mod sys;
 pub mod test;
 
@@ -64,12 +64,16 @@ impl Args {
     /// A required string argument.
     pub fn require_str(&self, i: usize, key: &str, fun: &str) -> Result<String, ExecError> {
         self.get_str(i, key).ok_or_else(|| {
-            ExecError::Invocation(format!("{fun}() missing 1 required positional argument: '{key}'"))
+            ExecError::Invocation(format!(
+                "{fun}() missing 1 required positional argument: '{key}'"
+            ))
         })
     }
     /// A boolean keyword argument with Salt's truthiness.
     pub fn get_bool(&self, i: usize, key: &str, default: bool) -> bool {
-        self.get(i, key).map(halite_state::truthy).unwrap_or(default)
+        self.get(i, key)
+            .map(halite_state::truthy)
+            .unwrap_or(default)
     }
 }
 
@@ -120,15 +124,24 @@ impl ExecModules {
         let mut out: Vec<String> = self
             .modules
             .values()
-            .flat_map(|m| m.functions().iter().map(move |f| format!("{}.{f}", m.name())))
+            .flat_map(|m| {
+                m.functions()
+                    .iter()
+                    .map(move |f| format!("{}.{f}", m.name()))
+            })
             .collect();
         out.sort();
         out
     }
     /// Calls `mod.fun`.
     pub fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
-        let (m, f) = fun.split_once('.').ok_or_else(|| ExecError::NotAvailable(fun.to_string()))?;
-        let module = self.modules.get(m).ok_or_else(|| ExecError::NotAvailable(fun.to_string()))?;
+        let (m, f) = fun
+            .split_once('.')
+            .ok_or_else(|| ExecError::NotAvailable(fun.to_string()))?;
+        let module = self
+            .modules
+            .get(m)
+            .ok_or_else(|| ExecError::NotAvailable(fun.to_string()))?;
         if !module.functions().contains(&f) {
             return Err(ExecError::NotAvailable(fun.to_string()));
         }

@@ -20,12 +20,16 @@ pub fn retcode(fun: &str, ret: &Value) -> i32 {
     let f = fun.strip_prefix("state.").unwrap_or(fun);
     match f {
         "show_lowstate" | "graph" => 0,
-        "show_sls" | "show_low_sls" | "show_highstate" | "show_top" | "show_states" => i32::from(ret.is_array()),
+        "show_sls" | "show_low_sls" | "show_highstate" | "show_top" | "show_states" => {
+            i32::from(ret.is_array())
+        }
         "apply" | "sls" | "highstate" | "single" | "top" | "test" => match ret {
             Value::Array(_) | Value::String(_) => 1,
             Value::Object(m) if m.is_empty() => 2,
             Value::Object(m) => {
-                let failed = m.values().any(|r| r.get("result") == Some(&Value::Bool(false)));
+                let failed = m
+                    .values()
+                    .any(|r| r.get("result") == Some(&Value::Bool(false)));
                 if failed {
                     2
                 } else {
@@ -42,7 +46,11 @@ fn split_mods(v: Option<&Value>) -> Vec<String> {
     match v {
         None | Some(Value::Null) => Vec::new(),
         Some(Value::Array(a)) => a.iter().map(py_str).collect(),
-        Some(v) => py_str(v).split(',').map(|s| s.trim().to_string()).filter(|s| !s.is_empty()).collect(),
+        Some(v) => py_str(v)
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect(),
     }
 }
 
@@ -57,11 +65,10 @@ fn run_host(host: &Host, args: &Args) -> Result<Host, ExecError> {
         match p {
             Value::Object(_) => crate::exec::pillar::deep_merge(&mut h.pillar, p),
             Value::Null => {}
-            _ => {
-                return Err(ExecError::Invocation(
-                    "Pillar data must be formatted as a dictionary, unless pillar_enc is specified.".into(),
-                ))
-            }
+            _ => return Err(ExecError::Invocation(
+                "Pillar data must be formatted as a dictionary, unless pillar_enc is specified."
+                    .into(),
+            )),
         }
     }
     let test = match args.kwargs.get("test") {
@@ -85,11 +92,15 @@ fn saltenv(host: &Host, args: &Args) -> String {
 
 fn run_options(host: &Host, args: &Args) -> RunOptions {
     let opt = |k: &str| host.opts.get(k);
-    let local = opt("local").is_some_and(halite_state::truthy) || opt("file_client").and_then(Value::as_str) == Some("local");
+    let local = opt("local").is_some_and(halite_state::truthy)
+        || opt("file_client").and_then(Value::as_str) == Some("local");
     RunOptions {
         test: host.test_mode(),
         failhard: opt("failhard").is_some_and(halite_state::truthy),
-        state_events: !local && opt("state_events").map(halite_state::truthy).unwrap_or(true),
+        state_events: !local
+            && opt("state_events")
+                .map(halite_state::truthy)
+                .unwrap_or(true),
         jid: args
             .kwargs
             .get("__pub_jid")
@@ -111,7 +122,10 @@ pub fn new_jid() -> String {
 }
 
 fn auto_order(host: &Host) -> bool {
-    host.opts.get("state_auto_order").map(halite_state::truthy).unwrap_or(true)
+    host.opts
+        .get("state_auto_order")
+        .map(halite_state::truthy)
+        .unwrap_or(true)
 }
 
 /// Renders `mods` of `saltenv` into high data (Salt's `render_highstate`).
@@ -128,7 +142,11 @@ fn top_matches(host: &Host, only_env: Option<&str>) -> Result<Matches, Vec<Strin
     let envs = host.files.envs();
     let top = halite_state::top::get_top(&source, &envs)?;
     let id = host.opts.get("id").map(py_str).unwrap_or_default();
-    let facts = MinionFacts { id: &id, grains: &host.grains, pillar: &host.pillar };
+    let facts = MinionFacts {
+        id: &id,
+        grains: &host.grains,
+        pillar: &host.pillar,
+    };
     halite_state::top::top_matches(&top, &facts, only_env)
 }
 
@@ -142,7 +160,9 @@ fn add_exclude(high: &mut Map, args: &Args) {
     if exclude.is_empty() {
         return;
     }
-    let entry = high.entry("__exclude__").or_insert_with(|| Value::Array(Vec::new()));
+    let entry = high
+        .entry("__exclude__")
+        .or_insert_with(|| Value::Array(Vec::new()));
     if let Value::Array(a) = entry {
         a.extend(exclude.into_iter().map(Value::from));
     }
@@ -151,7 +171,12 @@ fn add_exclude(high: &mut Map, args: &Args) {
 fn run_high(host: &Host, args: &Args, high: Map) -> Value {
     let opts = run_options(host, args);
     match call_high(high, &host.states, host, opts) {
-        Ok(running) => Value::Object(running.into_iter().map(|(k, v)| (k, Value::Object(v))).collect()),
+        Ok(running) => Value::Object(
+            running
+                .into_iter()
+                .map(|(k, v)| (k, Value::Object(v)))
+                .collect(),
+        ),
         Err(errors) => errors_value(errors),
     }
 }
@@ -189,7 +214,9 @@ impl StateExec {
             Err(errors) => return Ok(errors_value(errors)),
         };
         if matches.is_empty() {
-            return Ok(no_states("No Top file or master_tops data matches found. Please see master log for details."));
+            return Ok(no_states(
+                "No Top file or master_tops data matches found. Please see master log for details.",
+            ));
         }
         let (mut high, errors) = render_highstate(&host, &matches);
         if !errors.is_empty() {
@@ -228,10 +255,11 @@ impl StateExec {
         let Some((state, f)) = fun.split_once('.') else {
             return Ok(Value::from("Invalid function passed"));
         };
-        let name = args
-            .get(1, "name")
-            .map(py_str)
-            .ok_or_else(|| ExecError::Invocation("state.single() missing 1 required positional argument: 'name'".into()))?;
+        let name = args.get(1, "name").map(py_str).ok_or_else(|| {
+            ExecError::Invocation(
+                "state.single() missing 1 required positional argument: 'name'".into(),
+            )
+        })?;
         let mut chunk = Map::new();
         for (k, v) in &args.kwargs {
             if k == "test" || k == "pillar" || k == "queue" || k.starts_with("__pub") {
@@ -244,13 +272,20 @@ impl StateExec {
         chunk.insert("__id__".into(), Value::from(name.clone()));
         chunk.insert("name".into(), Value::from(name));
         if !host.states.has(state, f) {
-            return Ok(errors_value(vec![format!("Specified state '{fun}' was not found")]));
+            return Ok(errors_value(vec![format!(
+                "Specified state '{fun}' was not found"
+            )]));
         }
         let mut graph = halite_state::graph::Graph::new();
         let ci = graph.add_chunk(LowChunk(chunk));
         let opts = run_options(&host, args);
         let running = Executor::new(graph, &host.states, &host, opts).run(&[ci]);
-        Ok(Value::Object(running.into_iter().map(|(k, v)| (k, Value::Object(v))).collect()))
+        Ok(Value::Object(
+            running
+                .into_iter()
+                .map(|(k, v)| (k, Value::Object(v)))
+                .collect(),
+        ))
     }
 }
 
@@ -330,8 +365,16 @@ impl ExecModule for StateExec {
                 };
                 match compile_chunks(high, &host.states, &[]) {
                     Ok(c) if fun == "graph" => {
-                        let format = args.kwargs.get("format").map(py_str).unwrap_or_else(|| "dot".into());
-                        Ok(Value::from(if format == "mermaid" { c.graph.to_mermaid() } else { c.graph.to_dot() }))
+                        let format = args
+                            .kwargs
+                            .get("format")
+                            .map(py_str)
+                            .unwrap_or_else(|| "dot".into());
+                        Ok(Value::from(if format == "mermaid" {
+                            c.graph.to_mermaid()
+                        } else {
+                            c.graph.to_dot()
+                        }))
                     }
                     Ok(c) => Ok(Value::Array(c.low_chunks())),
                     Err(e) => Ok(errors_value(e)),
@@ -342,7 +385,9 @@ impl ExecModule for StateExec {
                 match top_matches(&host, None) {
                     Ok(m) => Ok(Value::Object(
                         m.into_iter()
-                            .map(|(k, v)| (k, Value::Array(v.into_iter().map(Value::from).collect())))
+                            .map(|(k, v)| {
+                                (k, Value::Array(v.into_iter().map(Value::from).collect()))
+                            })
                             .collect(),
                     )),
                     Err(e) => Ok(errors_value(e)),
@@ -365,7 +410,9 @@ impl ExecModule for StateExec {
                 let mods = split_mods(args.get(0, "mods"));
                 let source = FileSls::new(host);
                 let env = saltenv(host, args);
-                Ok(Value::Bool(!mods.is_empty() && mods.iter().all(|m| source.locate(m, &env).is_some())))
+                Ok(Value::Bool(
+                    !mods.is_empty() && mods.iter().all(|m| source.locate(m, &env).is_some()),
+                ))
             }
             other => Err(ExecError::NotAvailable(format!("state.{other}"))),
         }

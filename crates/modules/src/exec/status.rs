@@ -35,7 +35,9 @@ impl ExecModule for StatusExec {
     fn call(&self, fun: &str, args: &Args, _host: &Host) -> Result<Value, ExecError> {
         match fun {
             "time" => {
-                let fmt = args.get_str(0, "format").unwrap_or_else(|| DEFAULT_FORMAT.to_string());
+                let fmt = args
+                    .get_str(0, "format")
+                    .unwrap_or_else(|| DEFAULT_FORMAT.to_string());
                 strftime_now(&fmt).map(Value::from)
             }
             other => Err(ExecError::NotAvailable(format!("status.{other}"))),

@@ -1,10 +1,10 @@
 //! State modules, one file each; registered in [`crate::table`].
 
+pub mod cmd;
+pub mod file;
+pub mod group;
 pub mod pkg;
 pub mod pkgrepo;
-pub mod file;
-pub mod cmd;
+pub mod service;
 pub mod test;
 pub mod user;
-pub mod service;
-pub mod group;
