@@ -125,6 +125,23 @@ fn json_output_and_arguments() {
     assert_eq!(out, "local:\n    True\n");
     let (out, _, _) = halite_call(d.path(), &["state.show_low_sls", "main", "--out", "yaml"]);
     assert!(out.starts_with("local:\n- __env__: base\n"), "{out}");
+    // A successful show_low_sls is a list too, but not an error: exit 0.
+    assert_eq!(
+        halite_call(
+            d.path(),
+            &["--retcode-passthrough", "state.show_low_sls", "main"]
+        )
+        .2,
+        0
+    );
+    assert_eq!(
+        halite_call(
+            d.path(),
+            &["--retcode-passthrough", "state.show_low_sls", "nope"]
+        )
+        .2,
+        1
+    );
 }
 
 #[test]

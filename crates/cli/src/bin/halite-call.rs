@@ -131,6 +131,8 @@ fn run() -> Result<i32> {
         flags.insert("file_client".into(), json!("local"));
         flags.insert("local".into(), json!(true));
     }
+    flags.insert("config_dir".into(), json!(cli.config_dir));
+    flags.insert("conf_file".into(), json!(cli.config_dir.join("minion")));
     if let Some(id) = &cli.id {
         flags.insert("id".into(), json!(id));
     }

@@ -21,7 +21,7 @@ pub fn retcode(fun: &str, ret: &Value) -> i32 {
     match f {
         "show_lowstate" | "graph" => 0,
         "show_sls" | "show_low_sls" | "show_highstate" | "show_top" | "show_states" => {
-            i32::from(ret.is_array())
+            i32::from(is_error_list(ret))
         }
         "apply" | "sls" | "highstate" | "single" | "top" | "test" => match ret {
             Value::Array(_) | Value::String(_) => 1,
@@ -40,6 +40,12 @@ pub fn retcode(fun: &str, ret: &Value) -> i32 {
         },
         _ => 0,
     }
+}
+
+/// Whether a return is Salt's compile-error list (strings), not data such
+/// as `show_low_sls`'s list of chunks.
+fn is_error_list(ret: &Value) -> bool {
+    matches!(ret, Value::Array(a) if !a.is_empty() && a.iter().all(Value::is_string))
 }
 
 fn split_mods(v: Option<&Value>) -> Vec<String> {
