@@ -423,15 +423,7 @@ impl<'a> Executor<'a> {
         ret.insert("comment".into(), Value::from(comment));
         ret.insert("__state_ran__".into(), Value::Bool(false));
         ret.insert("__run_num__".into(), Value::from(self.run_num));
-        ret.insert(
-            "__sls__".into(),
-            low.get("__sls__").cloned().unwrap_or(Value::Null),
-        );
-        ret.insert("__id__".into(), Value::from(low.id()));
-        ret.insert(
-            "name".into(),
-            low.get("name").cloned().unwrap_or(Value::Null),
-        );
+        stamp_identity(&mut ret, low);
         if self.is_prereq(ci) {
             self.pre.insert(tag.to_string(), ret.clone());
         }
@@ -484,15 +476,7 @@ impl<'a> Executor<'a> {
                     }
                     pre.insert("__run_num__".into(), Value::from(self.run_num));
                     let low = &self.graph.chunks[ci];
-                    pre.insert(
-                        "__sls__".into(),
-                        low.get("__sls__").cloned().unwrap_or(Value::Null),
-                    );
-                    pre.insert("__id__".into(), Value::from(low.id()));
-                    pre.insert(
-                        "name".into(),
-                        low.get("name").cloned().unwrap_or(Value::Null),
-                    );
+                    stamp_identity(&mut pre, low);
                     self.running.insert(tag.clone(), pre);
                     self.run_num += 1;
                 } else {
@@ -598,15 +582,7 @@ impl<'a> Executor<'a> {
                 ret.insert("comment".into(), Value::from("No changes detected"));
                 ret.insert("__run_num__".into(), Value::from(self.run_num));
                 ret.insert("__state_ran__".into(), Value::Bool(false));
-                ret.insert(
-                    "__sls__".into(),
-                    low.get("__sls__").cloned().unwrap_or(Value::Null),
-                );
-                ret.insert("__id__".into(), Value::from(low.id()));
-                ret.insert(
-                    "name".into(),
-                    low.get("name").cloned().unwrap_or(Value::Null),
-                );
+                stamp_identity(&mut ret, low);
                 self.pre.insert(tag.to_string(), ret);
                 self.run_num += 1;
             } else {
@@ -626,15 +602,7 @@ impl<'a> Executor<'a> {
             ret.insert("result".into(), Value::Bool(false));
             ret.insert("comment".into(), Value::from("Recursive requisite found"));
             ret.insert("__run_num__".into(), Value::from(self.run_num));
-            ret.insert(
-                "__sls__".into(),
-                low.get("__sls__").cloned().unwrap_or(Value::Null),
-            );
-            ret.insert("__id__".into(), Value::from(low.id()));
-            ret.insert(
-                "name".into(),
-                low.get("name").cloned().unwrap_or(Value::Null),
-            );
+            stamp_identity(&mut ret, low);
             self.running.insert(tag.to_string(), ret);
         } else {
             self.call_chunk(ci, depth + 1);
@@ -1078,15 +1046,7 @@ impl<'a> Executor<'a> {
         let mut ret = Map::new();
         ret.insert("result".into(), Value::Bool(result));
         ret.insert("comment".into(), Value::from(comments.join("\n")));
-        ret.insert(
-            "__sls__".into(),
-            low.get("__sls__").cloned().unwrap_or(Value::Null),
-        );
-        ret.insert("__id__".into(), Value::from(low.id()));
-        ret.insert(
-            "name".into(),
-            low.get("name").cloned().unwrap_or(Value::Null),
-        );
+        stamp_identity(&mut ret, low);
         if let Some(sw) = skip_watch {
             ret.insert("skip_watch".into(), Value::Bool(sw));
         }
@@ -1130,15 +1090,7 @@ impl<'a> Executor<'a> {
             }
         }
         ret.insert("result".into(), Value::Bool(result));
-        ret.insert(
-            "__sls__".into(),
-            low.get("__sls__").cloned().unwrap_or(Value::Null),
-        );
-        ret.insert("__id__".into(), Value::from(low.id()));
-        ret.insert(
-            "name".into(),
-            low.get("name").cloned().unwrap_or(Value::Null),
-        );
+        stamp_identity(&mut ret, low);
         ret
     }
 
@@ -1506,6 +1458,19 @@ impl StateEnv for RunEnv<'_> {
     fn lowstate(&self) -> &[LowChunk] {
         self.lowstate
     }
+}
+
+/// Adds the keys every return of a chunk carries: `__sls__`, `__id__`, `name`.
+fn stamp_identity(ret: &mut Map, low: &LowChunk) {
+    ret.insert(
+        "__sls__".into(),
+        low.get("__sls__").cloned().unwrap_or(Value::Null),
+    );
+    ret.insert("__id__".into(), Value::from(low.id()));
+    ret.insert(
+        "name".into(),
+        low.get("name").cloned().unwrap_or(Value::Null),
+    );
 }
 
 /// The outcome of one `onlyif`/`unless` entry; `Fails` tells whether it
