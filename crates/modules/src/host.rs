@@ -301,4 +301,7 @@ impl StateEnv for Host {
     fn fire_event(&self, tag: &str, data: &Value) {
         self.events.fire(tag, data);
     }
+    fn has_function(&self, fun: &str) -> bool {
+        self.exec.has(fun)
+    }
 }

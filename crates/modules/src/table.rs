@@ -11,6 +11,7 @@ pub fn state_modules() -> StateModules {
     let mut t = StateModules::new();
     t.register(Arc::new(crate::states::test::TestState));
     t.register(Arc::new(crate::states::cmd::CmdState));
+    t.register(Arc::new(crate::states::module::ModuleState));
     t.register(Arc::new(crate::states::file::FileState));
     t.register(Arc::new(crate::states::pkg::PkgState));
     t.register(Arc::new(crate::states::pkgrepo::PkgrepoState));

@@ -286,6 +286,11 @@ pub trait StateEnv: Send + Sync {
     ) -> Result<String, String>;
     /// Fires an event (`fire_event`, state progress).
     fn fire_event(&self, tag: &str, data: &Value);
+    /// Whether the execution function `fun` (`mod.fun`) exists here.
+    fn has_function(&self, fun: &str) -> bool {
+        let _ = fun;
+        true
+    }
     /// Every low chunk of the current run (Salt's `__lowstate__`), so a state
     /// can resolve a requisite given by ID to the state's `name` (the
     /// `clean` of `file.directory`/`file.recurse` keeps what required `file`

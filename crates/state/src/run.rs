@@ -1458,6 +1458,9 @@ impl StateEnv for RunEnv<'_> {
     fn lowstate(&self) -> &[LowChunk] {
         self.lowstate
     }
+    fn has_function(&self, fun: &str) -> bool {
+        self.inner.has_function(fun)
+    }
 }
 
 /// Adds the keys every return of a chunk carries: `__sls__`, `__id__`, `name`.

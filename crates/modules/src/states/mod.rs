@@ -3,6 +3,7 @@
 pub mod cmd;
 pub mod file;
 pub mod group;
+pub mod module;
 pub mod pkg;
 pub mod pkgrepo;
 pub mod service;
