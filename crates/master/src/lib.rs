@@ -7,7 +7,6 @@ pub mod events;
 pub mod jobcache;
 pub mod keys;
 pub mod local;
-pub mod logging;
 pub mod server;
 pub mod targeting;
 

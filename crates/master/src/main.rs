@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use halite_master::{logging, server, MasterConfig};
+use halite_master::{server, MasterConfig};
 
 /// halite-master: publishes jobs to minions and collects their returns.
 #[derive(Parser, Debug)]
@@ -36,7 +36,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    logging::init(&cfg.log_level, &cfg.log_file);
+    halite_logging::init(&cfg.log_level, &cfg.log_file);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cfg.worker_threads.max(1))
         .enable_all()

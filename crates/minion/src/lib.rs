@@ -6,7 +6,6 @@
 pub mod config;
 pub mod daemon;
 pub mod link;
-pub mod logging;
 pub mod runner;
 pub mod store;
 pub mod swarm;

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use clap::Parser;
-use halite_minion::{daemon, logging, swarm, MinionConfig};
+use halite_minion::{daemon, swarm, MinionConfig};
 
 /// halite-minion: runs the jobs its master publishes.
 #[derive(Parser, Debug)]
@@ -43,7 +43,7 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(2);
         }
     };
-    logging::init(&cfg.log_level, &cfg.log_file);
+    halite_logging::init(&cfg.log_level, &cfg.log_file);
     let threads = if cli.swarm.is_some() { 2 } else { 1 };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)

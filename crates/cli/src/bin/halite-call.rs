@@ -91,23 +91,6 @@ impl EventSink for LocalEvents {
     }
 }
 
-fn init_logging(level: &str) {
-    let level = match level {
-        "quiet" => "off",
-        "warning" | "warn" => "warn",
-        "garbage" | "all" | "trace" => "trace",
-        "critical" => "error",
-        other => other,
-    };
-    let filter = tracing_subscriber::EnvFilter::try_new(level)
-        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("warn"));
-    let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_target(false)
-        .try_init();
-}
-
 fn main() {
     match run() {
         Ok(code) => std::process::exit(code),
@@ -149,10 +132,11 @@ fn run() -> Result<i32> {
         );
     }
     let opts = load_minion_opts(&cli.config_dir, flags)?;
-    init_logging(
+    halite_logging::init(
         opts.get("log_level")
             .and_then(Value::as_str)
             .unwrap_or("warning"),
+        "",
     );
     if opts.get("file_client").and_then(Value::as_str) != Some("local") {
         anyhow::bail!(

@@ -1,4 +1,5 @@
-//! tracing setup from Salt's `log_level` / `log_file` options.
+//! One logging setup for every halite binary: Salt's `log_level` names
+//! mapped onto tracing, written to `log_file` or stderr.
 
 use std::path::Path;
 
