@@ -42,6 +42,14 @@ cachedir: $work/var/master/cache
 sock_dir: $work/var/master/sock
 log_file: $work/var/master/log
 log_level: info
+# The master compiles the state tree and pillar for each minion and
+# serves salt:// files to it.
+file_roots:
+  base:
+    - $repo/examples/salt
+pillar_roots:
+  base:
+    - $repo/examples/pillar
 CFG
 cat > "$work/minion/minion" <<CFG
 id: quickstart-minion
@@ -53,12 +61,6 @@ cachedir: $work/var/minion/cache
 sock_dir: $work/var/minion/sock
 log_file: $work/var/minion/log
 log_level: info
-file_roots:
-  base:
-    - $repo/examples/salt
-pillar_roots:
-  base:
-    - $repo/examples/pillar
 CFG
 
 echo "==> starting halite-master (127.0.0.1:$pub/$ret) and halite-minion"

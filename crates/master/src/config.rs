@@ -42,6 +42,18 @@ pub struct MasterConfig {
     /// Seconds between checks that the key directories changed (so
     /// `halite-key` run while the master is down still takes effect).
     pub key_rescan_interval: u64,
+    /// saltenv -> directories: the state tree the master compiles and serves.
+    pub file_roots: BTreeMap<String, Vec<PathBuf>>,
+    /// saltenv -> directories: the pillar tree (with its own top.sls).
+    pub pillar_roots: BTreeMap<String, Vec<PathBuf>>,
+    /// Bytes per fileserver chunk sent to a minion.
+    pub file_buffer_size: usize,
+    /// Seconds a render-time call on a minion may take before the compile
+    /// of that minion's job fails.
+    pub render_call_timeout: u64,
+    /// Everything else, passed to the renderer as `opts` (Salt's keys).
+    #[serde(flatten)]
+    pub extra: serde_json::Map<String, serde_json::Value>,
 }
 
 impl Default for MasterConfig {
@@ -61,6 +73,11 @@ impl Default for MasterConfig {
             nodegroups: BTreeMap::new(),
             worker_threads: 2,
             key_rescan_interval: 1,
+            file_roots: BTreeMap::from([("base".into(), vec!["/srv/salt".into()])]),
+            pillar_roots: BTreeMap::from([("base".into(), vec!["/srv/pillar".into()])]),
+            file_buffer_size: 1_048_576,
+            render_call_timeout: 120,
+            extra: serde_json::Map::new(),
         }
     }
 }
@@ -129,6 +146,11 @@ impl MasterConfig {
     /// The key file that authorises local clients (root-only).
     pub fn root_key_path(&self) -> PathBuf {
         self.cachedir.join(".root_key")
+    }
+    /// The options templates see as `opts` while the master compiles for a
+    /// minion: every key, Salt-style.
+    pub fn opts(&self) -> serde_json::Value {
+        serde_json::to_value(self).unwrap_or(serde_json::Value::Null)
     }
     /// The SQLite job cache.
     pub fn job_cache_path(&self) -> PathBuf {

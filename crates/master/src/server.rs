@@ -13,8 +13,11 @@ use anyhow::Context;
 use bytes::Bytes;
 use halite_proto::crypto::{random_u64, PendingSession, Publisher, SessionCipher};
 use halite_proto::keyfile::{load_or_create_identity, write_private};
+use halite_modules::exec::RemoteExec;
+use halite_modules::Args;
 use halite_proto::msg::{
-    Hello, Job, JobReturn, KeyStatus, MasterMessage, MinionRequest, ToMaster, ToMinion,
+    Hello, Job, JobReturn, KeyStatus, MasterMessage, MinionRequest, ReplyBody, RequestBody,
+    ToMaster, ToMinion,
 };
 use halite_proto::{decode, encode, tags, validate_minion_id, Identity, JidGenerator, PublicKey};
 use serde_json::{json, Map, Value};
@@ -23,7 +26,9 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 use zeromq::{PubSocket, RouterSocket, Socket, SocketRecv, SocketSend, ZmqMessage};
 
+use crate::compiler::Compiler;
 use crate::config::MasterConfig;
+use crate::fileserver::FileServer;
 use crate::events::EventBus;
 use crate::jobcache::JobCache;
 use crate::keys::KeyStore;
@@ -61,6 +66,61 @@ struct LocalCommand {
     reply: oneshot::Sender<LocalReply>,
 }
 
+/// Work finished off the state task (a compile, a file read) or asked of
+/// it by a compile thread (a render-time call on a minion).
+enum Internal {
+    /// Send `body` as the answer to request `req` of session `sid`.
+    Reply { sid: u64, req: u64, body: ReplyBody },
+    /// Run `fun` on the minion of session `sid` for the compile of `jid`.
+    RenderCall {
+        sid: u64,
+        jid: String,
+        fun: String,
+        args: Args,
+        reply: std::sync::mpsc::Sender<Result<Value, String>>,
+    },
+}
+
+/// A compile thread's way to call functions on the minion it compiles for.
+struct MinionCalls {
+    sid: u64,
+    jid: String,
+    internal: mpsc::UnboundedSender<Internal>,
+    timeout: Duration,
+}
+
+impl RemoteExec for MinionCalls {
+    fn call(&self, fun: &str, args: &Args) -> Result<Value, String> {
+        let (reply, answer) = std::sync::mpsc::channel();
+        self.internal
+            .send(Internal::RenderCall {
+                sid: self.sid,
+                jid: self.jid.clone(),
+                fun: fun.to_string(),
+                args: args.clone(),
+                reply,
+            })
+            .map_err(|_| "the master is shutting down".to_string())?;
+        match answer.recv_timeout(self.timeout) {
+            Ok(result) => result,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => Err(format!(
+                "the minion did not answer the render-time call {fun} within {} s (render_call_timeout)",
+                self.timeout.as_secs()
+            )),
+            Err(_) => Err(format!(
+                "the minion disconnected before answering the render-time call {fun}"
+            )),
+        }
+    }
+}
+
+/// A render-time call waiting for its minion's answer.
+struct PendingCall {
+    sid: u64,
+    reply: std::sync::mpsc::Sender<Result<Value, String>>,
+    since: Instant,
+}
+
 /// All master state, owned by one task.
 struct Master {
     cfg: MasterConfig,
@@ -80,6 +140,13 @@ struct Master {
     bus: EventBus,
     to_router: mpsc::Sender<(Bytes, Vec<u8>)>,
     publications: PubSocket,
+    compiler: Arc<Compiler>,
+    fileserver: Arc<FileServer>,
+    /// Compiles and file reads at once (the rest wait): one per core.
+    workers: Arc<tokio::sync::Semaphore>,
+    internal: mpsc::UnboundedSender<Internal>,
+    render_calls: HashMap<u64, PendingCall>,
+    next_call: u64,
 }
 
 /// Creates `dir` with `mode` if missing.
@@ -189,7 +256,24 @@ pub async fn run(
     let (local_tx, mut local_rx) = mpsc::channel::<LocalCommand>(1024);
     let accept_task = tokio::spawn(accept_local(listener, root_key, local_tx, bus.clone()));
 
+    let fileserver = Arc::new(FileServer::new(
+        cfg.file_roots.clone(),
+        cfg.file_buffer_size,
+    ));
+    let compiler = Arc::new(Compiler::new(
+        cfg.opts(),
+        fileserver.clone(),
+        cfg.pillar_roots.clone(),
+    ));
+    let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let (internal, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
     let mut master = Master {
+        compiler,
+        fileserver,
+        workers: Arc::new(tokio::sync::Semaphore::new(cores)),
+        internal,
+        render_calls: HashMap::new(),
+        next_call: 1,
         accepted: HashMap::new(),
         accepted_stamp: None,
         publisher: Publisher::generate()?,
@@ -227,6 +311,7 @@ pub async fn run(
                 }
                 master.handle_batch(batch);
             }
+            Some(work) = internal_rx.recv() => master.on_internal(work),
             Some(cmd) = local_rx.recv() => {
                 let reply = master.handle_local(cmd.body);
                 let _ = cmd.reply.send(reply);
@@ -340,6 +425,110 @@ impl Master {
             .retain(|_, (_, _, at)| at.elapsed() < HANDSHAKE_TTL);
         self.active
             .retain(|_, a| a.started.elapsed() < Duration::from_secs(24 * 3600));
+        let ttl = Duration::from_secs(self.cfg.render_call_timeout + 10);
+        self.render_calls.retain(|_, c| c.since.elapsed() < ttl);
+    }
+
+    fn on_internal(&mut self, work: Internal) {
+        match work {
+            Internal::Reply { sid, req, body } => {
+                self.send_sealed(sid, &MasterMessage::Reply { req, body })
+            }
+            Internal::RenderCall {
+                sid,
+                jid,
+                fun,
+                args,
+                reply,
+            } => {
+                if !self.sessions.contains_key(&sid) {
+                    let _ = reply.send(Err(format!(
+                        "the minion disconnected before the render-time call {fun}"
+                    )));
+                    return;
+                }
+                let call = self.next_call;
+                self.next_call += 1;
+                self.render_calls.insert(
+                    call,
+                    PendingCall {
+                        sid,
+                        reply,
+                        since: Instant::now(),
+                    },
+                );
+                self.send_sealed(
+                    sid,
+                    &MasterMessage::RenderCall {
+                        jid,
+                        call,
+                        fun,
+                        args: args.positional,
+                        kwargs: args.kwargs,
+                    },
+                );
+            }
+        }
+    }
+
+    /// Answers a minion's request off the state task: a compile or a file
+    /// read runs on a blocking thread, one per core at once.
+    fn on_minion_request(&mut self, sid: u64, id: &str, req: u64, body: RequestBody) {
+        let internal = self.internal.clone();
+        let workers = self.workers.clone();
+        let work: Box<dyn FnOnce() -> ReplyBody + Send> = match body {
+            RequestBody::Bundle { jid } => {
+                let Some(active) = self
+                    .active
+                    .get(&jid)
+                    .filter(|a| a.job.minions.iter().any(|m| m == id))
+                else {
+                    let body = ReplyBody::Error(format!(
+                        "job {jid} is not running for minion {id} on this master"
+                    ));
+                    self.send_sealed(sid, &MasterMessage::Reply { req, body });
+                    return;
+                };
+                let job = active.job.clone();
+                let grains = self
+                    .grains
+                    .get(id)
+                    .cloned()
+                    .unwrap_or_else(|| json!({ "id": id }));
+                let compiler = self.compiler.clone();
+                let remote = Arc::new(MinionCalls {
+                    sid,
+                    jid,
+                    internal: internal.clone(),
+                    timeout: Duration::from_secs(self.cfg.render_call_timeout),
+                });
+                let id = id.to_string();
+                Box::new(move || {
+                    let bundle = compiler.bundle(&id, &grains, &job, remote);
+                    let body = ReplyBody::Bundle(bundle);
+                    match encode(&body) {
+                        Ok(bytes) if bytes.len() + 4096 < halite_proto::MAX_FRAME_BYTES => body,
+                        Ok(bytes) => ReplyBody::Error(format!(
+                            "the compiled bundle for {id} is {} bytes, over the {} byte message limit; split the run into smaller state.sls calls",
+                            bytes.len(),
+                            halite_proto::MAX_FRAME_BYTES
+                        )),
+                        Err(e) => ReplyBody::Error(format!("cannot encode the bundle: {e}")),
+                    }
+                })
+            }
+            other => {
+                let fileserver = self.fileserver.clone();
+                Box::new(move || fileserver.answer(&other))
+            }
+        };
+        tokio::spawn(async move {
+            let _permit = workers.acquire_owned().await;
+            let body = tokio::task::spawn_blocking(work)
+                .await
+                .unwrap_or_else(|e| ReplyBody::Error(format!("the request failed on the master: {e}")));
+            let _ = internal.send(Internal::Reply { sid, req, body });
+        });
     }
 
     fn handle_batch(&mut self, batch: Vec<(Bytes, Bytes)>) {
@@ -585,6 +774,19 @@ impl Master {
                     self.bus.fire(&tag, data);
                 } else {
                     tracing::warn!(%id, %tag, "minion event with a reserved tag dropped");
+                }
+            }
+            MinionRequest::Request { req, body } => self.on_minion_request(sid, &id, req, body),
+            MinionRequest::RenderReply { call, result } => {
+                match self.render_calls.remove(&call) {
+                    Some(pending) if pending.sid == sid => {
+                        let _ = pending.reply.send(result);
+                    }
+                    Some(pending) => {
+                        tracing::warn!(%id, call, "render-time answer from the wrong minion dropped");
+                        self.render_calls.insert(call, pending);
+                    }
+                    None => tracing::debug!(%id, call, "late render-time answer dropped"),
                 }
             }
             MinionRequest::Return(ret) => {
@@ -873,8 +1075,13 @@ async fn serve_local(
                 if !write_local(&mut stream, &reply).await || jid.is_empty() {
                     return;
                 }
-                let prefix = format!("salt/job/{jid}/ret/");
-                stream_events(&mut stream, &mut rx, |tag| tag.starts_with(&prefix), true).await;
+                // The returns, and the prog events the CLI draws its progress from.
+                let prefix = format!("salt/job/{jid}/");
+                let wanted = |tag: &str| {
+                    tag.strip_prefix(&prefix)
+                        .is_some_and(|rest| rest.starts_with("ret/") || rest.starts_with("prog/"))
+                };
+                stream_events(&mut stream, &mut rx, wanted, true).await;
                 return;
             }
             body => {
@@ -899,6 +1106,7 @@ async fn stream_events(
     stream: &mut UnixStream,
     rx: &mut tokio::sync::broadcast::Receiver<Arc<crate::events::BusEvent>>,
     wanted: impl Fn(&str) -> bool,
+    // Whether `salt/job/<jid>/ret/<id>` events go out as `LocalReply::Return`.
     as_returns: bool,
 ) {
     let mut probe = [0u8; 1];
@@ -906,7 +1114,7 @@ async fn stream_events(
         tokio::select! {
             event = rx.recv() => match event {
                 Ok(event) if wanted(&event.tag) => {
-                    let reply = if as_returns {
+                    let reply = if as_returns && event.tag.contains("/ret/") {
                         let id = event.data.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
                         LocalReply::Return { id, data: event.data.clone() }
                     } else {

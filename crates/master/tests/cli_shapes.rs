@@ -101,18 +101,18 @@ fn state_apply_runs_on_the_minion_and_fails_the_run_when_a_state_fails() {
         return;
     }
     let fleet = Fleet::new();
-    let _master = fleet.start_master("auto_accept: True");
     let srv = fleet.path("srv");
     std::fs::create_dir_all(&srv).expect("srv");
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base: [{}]\n",
+        srv.display()
+    ));
     std::fs::write(
         srv.join("demo.sls"),
         "ok:\n  test.succeed_with_changes:\n    - name: fine\nbad:\n  test.fail_without_changes:\n    - name: broken\n",
     )
     .expect("sls");
-    let _m = fleet.start_minion(
-        "stater",
-        &format!("file_roots:\n  base: [{}]\n", srv.display()),
-    );
+    let _m = fleet.start_minion("stater", "");
     fleet.wait_responding("stater");
 
     let out = fleet.cli("halite", &["stater", "state.apply", "demo"]);

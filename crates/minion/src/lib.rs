@@ -3,9 +3,11 @@
 //! and returns results that survive a master restart. Also the swarm: many
 //! minion identities in one process, for tests and benchmarks.
 
+pub mod channel;
 pub mod config;
 pub mod daemon;
 pub mod link;
+pub mod remote_files;
 pub mod runner;
 pub mod store;
 pub mod swarm;

@@ -12,13 +12,15 @@ use std::time::{Duration, Instant};
 use halite_modules::host::EventSink;
 use halite_proto::crypto::{MinionHandshake, PublicationOpener, SessionCipher};
 use halite_proto::msg::{
-    Job, JobReturn, KeyStatus, MasterMessage, MinionRequest, Publication, ToMaster, ToMinion,
+    Job, JobReturn, KeyStatus, MasterMessage, MinionRequest, Publication, ReplyBody, ToMaster,
+    ToMinion,
 };
 use halite_proto::{decode, encode, Identity, PublicKey};
 use serde_json::Value;
 use tokio::sync::{mpsc, watch, Semaphore};
 use zeromq::{DealerSocket, Socket, SocketRecv, SocketSend, SubSocket, ZmqMessage};
 
+use crate::channel::{JobRequest, MasterChannel};
 use crate::runner::JobRunner;
 use crate::store::ReturnStore;
 
@@ -118,7 +120,13 @@ pub enum LinkEnd {
 enum FromJob {
     Done(usize, JobReturn),
     Event(usize, String, Value),
+    /// The answer to the master's render-time call `call`.
+    RenderReply(usize, u64, Result<Value, String>),
 }
+
+/// How long a job waits for the master to answer one request (a compile
+/// of a big tree, a file chunk); a lost link answers at once.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
 
 struct ForwardEvents {
     agent: usize,
@@ -152,6 +160,10 @@ struct Link<'a> {
     held: VecDeque<(Instant, Publication)>,
     runner: Arc<dyn JobRunner>,
     jobs_tx: mpsc::UnboundedSender<FromJob>,
+    requests_tx: mpsc::UnboundedSender<JobRequest>,
+    /// Requests of job threads waiting for the master: number -> (agent, answer).
+    waiting: HashMap<u64, (usize, std::sync::mpsc::Sender<ReplyBody>, Instant)>,
+    next_request: u64,
     slots: Option<Arc<Semaphore>>,
     last_heard_any: Instant,
 }
@@ -197,6 +209,7 @@ pub async fn run_link(
         }
     });
     let (jobs_tx, mut jobs_rx) = mpsc::unbounded_channel();
+    let (requests_tx, mut requests_rx) = mpsc::unbounded_channel();
     let by_id = agents
         .iter()
         .enumerate()
@@ -218,6 +231,9 @@ pub async fn run_link(
         held: VecDeque::new(),
         runner,
         jobs_tx,
+        requests_tx,
+        waiting: HashMap::new(),
+        next_request: 1,
         slots: (settings.max_concurrent_jobs > 0)
             .then(|| Arc::new(Semaphore::new(settings.max_concurrent_jobs))),
         last_heard_any: Instant::now(),
@@ -239,6 +255,7 @@ pub async fn run_link(
             },
             Some(frame) = pub_rx.recv() => link.on_publication_frame(&frame),
             Some(done) = jobs_rx.recv() => link.on_job_output(done).await,
+            Some(request) = requests_rx.recv() => link.on_job_request(request).await,
             _ = tick.tick() => {
                 if let Err(end) = link.on_tick().await {
                     break end;
@@ -475,7 +492,66 @@ impl Link<'_> {
                 self.agents[idx].store.remove(&jid);
             }
             MasterMessage::Pong => self.touch(idx, now),
+            MasterMessage::Reply { req, body } => {
+                self.touch(idx, now);
+                match self.waiting.remove(&req) {
+                    Some((agent, reply, _)) if agent == idx => {
+                        let _ = reply.send(body);
+                    }
+                    Some(entry) => {
+                        self.waiting.insert(req, entry);
+                    }
+                    None => tracing::debug!(req, "late answer from the master dropped"),
+                }
+            }
+            MasterMessage::RenderCall {
+                jid,
+                call,
+                fun,
+                args,
+                kwargs,
+            } => {
+                self.touch(idx, now);
+                tracing::debug!(%jid, %fun, "render-time call");
+                let agent = &self.agents[idx];
+                let (id, grains) = (agent.id.clone(), agent.grains.clone());
+                let runner = self.runner.clone();
+                let tx = self.jobs_tx.clone();
+                let master = MasterChannel::new(idx, self.requests_tx.clone(), REQUEST_TIMEOUT);
+                tokio::task::spawn_blocking(move || {
+                    let args = halite_modules::Args {
+                        positional: args,
+                        kwargs,
+                    };
+                    let result = runner.render_call(&id, &grains, &fun, args, master);
+                    let _ = tx.send(FromJob::RenderReply(idx, call, result));
+                });
+            }
         }
+    }
+
+    /// Sends a job thread's request to the master and remembers where the
+    /// answer goes.
+    async fn on_job_request(&mut self, request: JobRequest) {
+        let now = Instant::now();
+        self.waiting
+            .retain(|_, (_, _, since)| now.duration_since(*since) < REQUEST_TIMEOUT);
+        let req = self.next_request;
+        self.next_request += 1;
+        let idx = request.agent;
+        if idx >= self.agents.len() || !self.agents[idx].is_ready() {
+            // Dropping the answer's sender tells the job the link is down.
+            return;
+        }
+        self.waiting.insert(req, (idx, request.reply, now));
+        self.send_request(
+            idx,
+            &MinionRequest::Request {
+                req,
+                body: request.body,
+            },
+        )
+        .await;
     }
 
     fn touch(&mut self, idx: usize, now: Instant) {
@@ -563,6 +639,7 @@ impl Link<'_> {
         let runner = self.runner.clone();
         let tx = self.jobs_tx.clone();
         let slots = self.slots.clone();
+        let master = MasterChannel::new(idx, self.requests_tx.clone(), REQUEST_TIMEOUT);
         tracing::info!(%id, jid = %job.jid, fun = %job.fun, "running job");
         tokio::spawn(async move {
             let _permit = match &slots {
@@ -597,7 +674,7 @@ impl Link<'_> {
             let job_for_thread = job.clone();
             let id_for_thread = id.clone();
             let result = tokio::task::spawn_blocking(move || {
-                runner.run(&id_for_thread, &grains, &job_for_thread, events)
+                runner.run(&id_for_thread, &grains, &job_for_thread, events, master)
             })
             .await;
             let ret = result.unwrap_or_else(|e| JobReturn {
@@ -631,6 +708,10 @@ impl Link<'_> {
             }
             FromJob::Event(idx, tag, data) => {
                 self.send_request(idx, &MinionRequest::Event { tag, data })
+                    .await
+            }
+            FromJob::RenderReply(idx, call, result) => {
+                self.send_request(idx, &MinionRequest::RenderReply { call, result })
                     .await
             }
         }

@@ -1,21 +1,45 @@
 //! Running one job on this host: the function comes from the module
 //! registry of `halite-modules`, on a [`halite_modules::Host`] built for
-//! the minion identity that received the job.
+//! the minion identity that received the job. State runs, pillar and
+//! `salt://` come from the master: the job asks it for its compiled
+//! bundle and fetches files through the [`MasterChannel`].
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 
+use halite_modules::exec::state::StateExec;
 use halite_modules::host::EventSink;
 use halite_modules::{Args, ExecError, ExecModules, Host, LocalFileClient};
-use halite_proto::msg::{Job, JobReturn};
+use halite_proto::msg::{BundleAction, Job, JobReturn, ReplyBody, RequestBody};
 use halite_state::{FileClient, StateModules};
 use serde_json::{Map, Value};
 
+use crate::channel::MasterChannel;
+use crate::remote_files::{Manifest, RemoteFileClient};
+
 /// Runs jobs for minion identities. Synchronous: called on a blocking thread.
 pub trait JobRunner: Send + Sync {
-    /// Runs `job` as minion `id` with `grains`; events go to `events`.
-    fn run(&self, id: &str, grains: &Value, job: &Job, events: Arc<dyn EventSink>) -> JobReturn;
+    /// Runs `job` as minion `id` with `grains`; events go to `events`,
+    /// requests (bundle, files) to `master`.
+    fn run(
+        &self,
+        id: &str,
+        grains: &Value,
+        job: &Job,
+        events: Arc<dyn EventSink>,
+        master: MasterChannel,
+    ) -> JobReturn;
+    /// Runs `fun` for the master while it renders a template for `id`
+    /// (a render-time call such as `salt['cmd.run'](...)`).
+    fn render_call(
+        &self,
+        id: &str,
+        grains: &Value,
+        fun: &str,
+        args: Args,
+        master: MasterChannel,
+    ) -> Result<Value, String>;
     /// The grains of identity `id` (recomputed by `saltutil.refresh_grains`).
     fn grains(&self, id: &str) -> Value;
 }
@@ -25,49 +49,53 @@ pub struct HostRunner {
     opts: Value,
     exec: ExecModules,
     states: StateModules,
-    files: Arc<dyn FileClient>,
-    pillar: Value,
-    /// `pillar_roots`, compiled per job with the identity's grains until
-    /// the master serves pillar.
-    pillar_roots: BTreeMap<String, Vec<PathBuf>>,
+    /// `file_client: local`: this minion compiles its own states from its
+    /// own `file_roots` and `pillar_roots` (Salt's masterless minion).
+    local: Option<LocalCompile>,
+    /// `cachedir/files`, the sha256-addressed `salt://` cache.
+    file_cache: PathBuf,
+    /// The pillar each identity last received from the master.
+    pillar: RwLock<HashMap<String, Value>>,
     /// Grains added over the detected ones per identity (swarm mode).
     grain_overrides: BTreeMap<String, Map<String, Value>>,
 }
 
-fn file_roots(opts: &Value) -> BTreeMap<String, Vec<PathBuf>> {
-    let mut roots = BTreeMap::new();
-    if let Some(Value::Object(envs)) = opts.get("file_roots") {
-        for (env, dirs) in envs {
-            let dirs = match dirs {
-                Value::Array(items) => items
-                    .iter()
-                    .filter_map(Value::as_str)
-                    .map(PathBuf::from)
-                    .collect(),
-                Value::String(one) => vec![PathBuf::from(one)],
-                _ => Vec::new(),
-            };
-            roots.insert(env.clone(), dirs);
-        }
-    } else {
-        roots.insert("base".to_string(), vec![PathBuf::from("/srv/salt")]);
-    }
-    roots
+/// The trees of a minion that compiles for itself.
+struct LocalCompile {
+    files: Arc<dyn FileClient>,
+    pillar_roots: BTreeMap<String, Vec<PathBuf>>,
+}
+
+/// Functions that need this identity's pillar fresh from the master.
+fn needs_bundle(fun: &str) -> bool {
+    fun.starts_with("state.")
+        || fun.starts_with("pillar.")
+        || fun.starts_with("config.")
+        || fun == "saltutil.refresh_pillar"
 }
 
 impl HostRunner {
     /// A runner with the full module table and `opts` (the minion config).
     pub fn new(opts: Value) -> Self {
-        let files: Arc<dyn FileClient> = Arc::new(LocalFileClient::new(file_roots(&opts)));
+        let local = (opts.get("file_client").and_then(Value::as_str) == Some("local")).then(|| {
+            LocalCompile {
+                files: Arc::new(LocalFileClient::new(halite_modules::local::roots_of(
+                    &opts,
+                    "file_roots",
+                ))),
+                pillar_roots: halite_modules::local::roots_of(&opts, "pillar_roots"),
+            }
+        });
+        let cachedir = opts
+            .get("cachedir")
+            .and_then(Value::as_str)
+            .unwrap_or("/var/cache/halite/minion");
         Self {
             exec: halite_modules::table::exec_modules(),
             states: halite_modules::table::state_modules(),
-            files,
-            pillar_roots: halite_modules::local::roots_of(&opts, "pillar_roots"),
-            pillar: opts
-                .get("pillar")
-                .cloned()
-                .unwrap_or_else(|| Value::Object(Map::new())),
+            local,
+            file_cache: PathBuf::from(cachedir).join("files"),
+            pillar: RwLock::new(HashMap::new()),
             grain_overrides: BTreeMap::new(),
             opts,
         }
@@ -88,6 +116,112 @@ impl HostRunner {
             }
         }
         opts
+    }
+
+    /// The host a job of `id` runs on: pillar as last received, files
+    /// from the master (or the local trees of a `file_client: local` minion).
+    fn host(
+        &self,
+        id: &str,
+        jid: Option<&str>,
+        grains: &Value,
+        events: Arc<dyn EventSink>,
+        master: &MasterChannel,
+        manifest: Manifest,
+    ) -> Host {
+        let files: Arc<dyn FileClient> = match &self.local {
+            Some(local) => local.files.clone(),
+            None => Arc::new(RemoteFileClient::new(
+                master.clone(),
+                self.file_cache.clone(),
+                manifest,
+            )),
+        };
+        let pillar = self
+            .pillar
+            .read()
+            .ok()
+            .and_then(|p| p.get(id).cloned())
+            .or_else(|| self.opts.get("pillar").cloned())
+            .unwrap_or_else(|| Value::Object(Map::new()));
+        Host {
+            opts: self.opts_for(id, jid),
+            grains: grains.clone(),
+            pillar,
+            files,
+            exec: self.exec.clone(),
+            states: self.states.clone(),
+            events,
+        }
+    }
+
+    /// A `file_client: local` minion's pillar, compiled from its own roots.
+    fn local_pillar(&self, host: &mut Host) -> Vec<String> {
+        let Some(local) = &self.local else {
+            return Vec::new();
+        };
+        if !local.pillar_roots.values().flatten().any(|d| d.is_dir()) {
+            return Vec::new();
+        }
+        let mut pillar_host = host.clone();
+        pillar_host.files = Arc::new(LocalFileClient::new(local.pillar_roots.clone()));
+        let (compiled, errors) = halite_modules::pillar_render::compile_pillar(&pillar_host);
+        halite_modules::exec::pillar::deep_merge(&mut host.pillar, &compiled);
+        errors
+    }
+
+    /// Runs `job` on `host`, through the master's bundle when it needs one.
+    fn execute(&self, id: &str, host: &mut Host, job: &Job, master: &MasterChannel) -> Result<Value, ExecError> {
+        let args = Args {
+            positional: job.arg.clone(),
+            kwargs: job.kwarg.clone(),
+        };
+        if self.local.is_some() {
+            let errors = self.local_pillar(host);
+            if !errors.is_empty() && job.fun.starts_with("state.") {
+                let mut errs = vec![Value::from(
+                    "Pillar failed to render with the following messages:",
+                )];
+                errs.extend(errors.into_iter().map(Value::from));
+                return Ok(Value::Array(errs));
+            }
+            return host.call(&job.fun, &args);
+        }
+        if !needs_bundle(&job.fun) {
+            return host.call(&job.fun, &args);
+        }
+        let bundle = match master.request(RequestBody::Bundle {
+            jid: job.jid.clone(),
+        }) {
+            Ok(ReplyBody::Bundle(b)) => b,
+            Ok(other) => {
+                return Err(ExecError::Execution(format!(
+                    "unexpected answer from the master: {other:?}"
+                )))
+            }
+            Err(e) => {
+                return Err(ExecError::Execution(format!(
+                    "cannot get the compiled states from the master: {e}"
+                )))
+            }
+        };
+        host.pillar = bundle.pillar.clone();
+        if let Ok(mut cache) = self.pillar.write() {
+            cache.insert(id.to_string(), bundle.pillar);
+        }
+        match bundle.action {
+            BundleAction::Return { ret } => Ok(ret),
+            BundleAction::Call if job.fun == "saltutil.refresh_pillar" => Ok(Value::Bool(true)),
+            BundleAction::Call => host.call(&job.fun, &args),
+            BundleAction::Run { chunks, files } => {
+                host.files = Arc::new(RemoteFileClient::new(
+                    master.clone(),
+                    self.file_cache.clone(),
+                    files,
+                ));
+                Ok(StateExec::run_planned(host, &job.fun, &args, chunks))
+            }
+        }
     }
 }
 
@@ -120,37 +254,16 @@ fn retcode_of(fun: &str, ret: &Value) -> i64 {
 }
 
 impl JobRunner for HostRunner {
-    fn run(&self, id: &str, grains: &Value, job: &Job, events: Arc<dyn EventSink>) -> JobReturn {
-        let mut host = Host {
-            opts: self.opts_for(id, Some(&job.jid)),
-            grains: grains.clone(),
-            pillar: self.pillar.clone(),
-            files: self.files.clone(),
-            exec: self.exec.clone(),
-            states: self.states.clone(),
-            events,
-        };
-        let args = Args {
-            positional: job.arg.clone(),
-            kwargs: job.kwarg.clone(),
-        };
-        let mut pillar_errors = Vec::new();
-        if self.pillar_roots.values().flatten().any(|d| d.is_dir()) {
-            let mut pillar_host = host.clone();
-            pillar_host.files = Arc::new(LocalFileClient::new(self.pillar_roots.clone()));
-            let (compiled, errors) = halite_modules::pillar_render::compile_pillar(&pillar_host);
-            halite_modules::exec::pillar::deep_merge(&mut host.pillar, &compiled);
-            pillar_errors = errors;
-        }
-        let outcome = if !pillar_errors.is_empty() && job.fun.starts_with("state.") {
-            let mut errs = vec![Value::from(
-                "Pillar failed to render with the following messages:",
-            )];
-            errs.extend(pillar_errors.into_iter().map(Value::from));
-            Ok(Value::Array(errs))
-        } else {
-            host.call(&job.fun, &args)
-        };
+    fn run(
+        &self,
+        id: &str,
+        grains: &Value,
+        job: &Job,
+        events: Arc<dyn EventSink>,
+        master: MasterChannel,
+    ) -> JobReturn {
+        let mut host = self.host(id, Some(&job.jid), grains, events, &master, Manifest::new());
+        let outcome = self.execute(id, &mut host, job, &master);
         let (ret, retcode) = match outcome {
             Ok(v) => {
                 let code = retcode_of(&job.fun, &v);
@@ -174,6 +287,19 @@ impl JobRunner for HostRunner {
             retcode,
             success: retcode == 0,
         }
+    }
+
+    fn render_call(
+        &self,
+        id: &str,
+        grains: &Value,
+        fun: &str,
+        args: Args,
+        master: MasterChannel,
+    ) -> Result<Value, String> {
+        let events: Arc<dyn EventSink> = Arc::new(halite_modules::host::LogEvents);
+        let host = self.host(id, None, grains, events, &master, Manifest::new());
+        host.call(fun, &args).map_err(|e| e.to_string())
     }
 
     fn grains(&self, id: &str) -> Value {

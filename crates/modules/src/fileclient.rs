@@ -82,11 +82,18 @@ impl LocalFileClient {
         }
         let mut out = std::collections::BTreeSet::new();
         for root in self.roots(saltenv) {
+            let real_root = root.canonicalize().unwrap_or_else(|_| root.clone());
             let start = if prefix.is_empty() {
                 root.clone()
             } else {
                 root.join(prefix)
             };
+            if !start
+                .canonicalize()
+                .is_ok_and(|real| real.starts_with(&real_root))
+            {
+                continue;
+            }
             let mut stack = vec![start];
             while let Some(dir) = stack.pop() {
                 let Ok(rd) = std::fs::read_dir(&dir) else {
@@ -98,6 +105,15 @@ impl LocalFileClient {
                         continue;
                     };
                     let rel = rel.to_string_lossy().replace('\\', "/");
+                    // A symlink is listed only when it stays inside the root.
+                    let is_link = entry.file_type().is_ok_and(|t| t.is_symlink());
+                    if is_link
+                        && !p
+                            .canonicalize()
+                            .is_ok_and(|real| real.starts_with(&real_root))
+                    {
+                        continue;
+                    }
                     let is_dir = p.is_dir();
                     if is_dir {
                         if dirs {

@@ -1,6 +1,8 @@
 //! The messages on the wire. Everything a peer sends is decoded into one
 //! of these types (schema-checked by serde) before anything acts on it.
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -99,6 +101,86 @@ pub enum MinionRequest {
     Event { tag: String, data: Value },
     /// Liveness check; the master answers `Pong`.
     Ping,
+    /// A job of this minion asks the master for something (its compiled
+    /// bundle, a file); the master answers [`MasterMessage::Reply`] with
+    /// the same `req`.
+    Request { req: u64, body: RequestBody },
+    /// The result of a [`MasterMessage::RenderCall`].
+    RenderReply {
+        call: u64,
+        result: Result<Value, String>,
+    },
+}
+
+/// What a minion's job may ask the master.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub enum RequestBody {
+    /// This minion's compiled bundle for job `jid` (a job targeting it).
+    Bundle { jid: String },
+    /// Size and sha256 of `salt://path` in `saltenv` (`None`: no such file).
+    FileStat { saltenv: String, path: String },
+    /// Up to one chunk of the file from `offset`; `sha256` names the
+    /// version the minion expects (the master refuses another).
+    FileChunk {
+        saltenv: String,
+        path: String,
+        offset: u64,
+        sha256: String,
+    },
+    /// Files (or, with `dirs`, directories) below `prefix` in `saltenv`.
+    FileList {
+        saltenv: String,
+        prefix: String,
+        dirs: bool,
+    },
+    /// The saltenvs the master serves.
+    FileEnvs,
+}
+
+/// A file on the master's fileserver.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FileStat {
+    pub size: u64,
+    pub sha256: String,
+    /// Unix permission bits of the source (`file.managed` `mode: keep`).
+    pub mode: u32,
+}
+
+/// The master's answer to a [`RequestBody`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub enum ReplyBody {
+    Bundle(Bundle),
+    FileStat(Option<FileStat>),
+    FileChunk(#[serde(with = "serde_bytes")] Vec<u8>),
+    List(Vec<String>),
+    /// The request was refused or failed; the text says why.
+    Error(String),
+}
+
+/// What the master compiled for one minion and one job: the pillar it
+/// rendered for that minion alone, and what the minion is to do.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Bundle {
+    pub jid: String,
+    pub pillar: Value,
+    pub action: BundleAction,
+}
+
+/// What a minion does with its [`Bundle`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub enum BundleAction {
+    /// Run these low chunks (compiled, before ordering) as a state run.
+    /// `files` maps `saltenv` -> `salt://` path -> sha256 of every
+    /// file they reference, so cached files need no round trip.
+    Run {
+        chunks: Vec<Value>,
+        files: BTreeMap<String, BTreeMap<String, String>>,
+    },
+    /// The job's return was computed on the master (a `show_*` view, a
+    /// render error): return it as is.
+    Return { ret: Value },
+    /// Run the function on the minion with this pillar (`pillar.items`).
+    Call,
 }
 
 /// What the master sends inside a session.
@@ -115,6 +197,17 @@ pub enum MasterMessage {
         jid: String,
     },
     Pong,
+    /// The answer to [`MinionRequest::Request`] `req`.
+    Reply { req: u64, body: ReplyBody },
+    /// While compiling job `jid`, a template called `fun`, which needs the
+    /// minion's host: run it and answer [`MinionRequest::RenderReply`].
+    RenderCall {
+        jid: String,
+        call: u64,
+        fun: String,
+        args: Vec<Value>,
+        kwargs: Map<String, Value>,
+    },
 }
 
 /// The symmetric key publications are encrypted with, and its epoch.

@@ -8,7 +8,7 @@ use crate::compile::{
 use crate::graph::Graph;
 use crate::module::StateModules;
 use crate::run::{Executor, RunOptions, Running};
-use crate::{Map, StateEnv, Value};
+use crate::{LowChunk, Map, StateEnv, Value};
 
 /// High data compiled into an ordered requisite graph.
 #[derive(Debug)]
@@ -76,6 +76,15 @@ fn reconcile_watch_req(graph: &mut Graph, modules: &StateModules) {
     }
 }
 
+/// Compiles prepared high data into chunks, not yet ordered (Salt's
+/// `compile_high_data`, with `watch` turned into `require` where the
+/// module has no `mod_watch`). The high data is consumed.
+pub fn compile_graph(high: Map, modules: &StateModules) -> Graph {
+    let mut graph = compile_high_data(high);
+    reconcile_watch_req(&mut graph, modules);
+    graph
+}
+
 /// Compiles prepared high data into ordered chunks (Salt's
 /// `compile_high_data` + `order_chunks`).
 /// The high data is consumed (its values move into the chunks).
@@ -84,8 +93,21 @@ pub fn compile_chunks(
     modules: &StateModules,
     disabled: &[String],
 ) -> Result<Compiled, Vec<String>> {
-    let mut graph = compile_high_data(high);
-    reconcile_watch_req(&mut graph, modules);
+    let mut graph = compile_graph(high, modules);
+    let order = graph.order(disabled)?;
+    Ok(Compiled { graph, order })
+}
+
+/// Orders chunks compiled elsewhere (the master's bundle): the same
+/// graph and order [`compile_chunks`] gives for the high data they came from.
+pub fn order_chunks(
+    chunks: impl IntoIterator<Item = LowChunk>,
+    disabled: &[String],
+) -> Result<Compiled, Vec<String>> {
+    let mut graph = Graph::new();
+    for chunk in chunks {
+        graph.add_chunk(chunk);
+    }
     let order = graph.order(disabled)?;
     Ok(Compiled { graph, order })
 }

@@ -102,10 +102,58 @@ pub trait ExecModule: Send + Sync {
     fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError>;
 }
 
+/// Where a function that needs the minion's host goes when SLS is
+/// compiled on the master: the minion, as a render-time call of the job.
+pub trait RemoteExec: Send + Sync {
+    /// Runs `fun` on the minion and returns its result or error text.
+    fn call(&self, fun: &str, args: &Args) -> Result<Value, String>;
+}
+
+/// The functions the master answers itself while compiling for a
+/// minion: lookups in that minion's cached grains and compiled pillar,
+/// and reads of the master's own file roots. Everything else needs the
+/// minion's host.
+pub const ANSWERED_ON_MASTER: &[&str] = &[
+    "grains.get",
+    "grains.item",
+    "grains.items",
+    "grains.ls",
+    "grains.filter_by",
+    "grains.fetch",
+    "pillar.get",
+    "pillar.item",
+    "pillar.items",
+    "pillar.raw",
+    "pillar.data",
+    "pillar.fetch",
+    "pillar.keys",
+    "pillar.ls",
+    "pillar.obfuscate",
+    "pillar.file_exists",
+    "config.get",
+    "config.option",
+    "config.items",
+    "sys.list_functions",
+    "sys.list_modules",
+    "sys.doc",
+    "cp.get_file_str",
+    "cp.list_master",
+    "cp.list_master_dirs",
+    "cp.list_states",
+    "cp.hash_file",
+    "state.sls_exists",
+    "test.echo",
+    "test.ping",
+    "test.true",
+    "test.false",
+];
+
 /// The registry of execution modules, filled by [`crate::table`].
 #[derive(Default, Clone)]
 pub struct ExecModules {
     modules: BTreeMap<&'static str, Arc<dyn ExecModule>>,
+    /// Set on the master while compiling for a minion.
+    remote: Option<Arc<dyn RemoteExec>>,
 }
 
 impl ExecModules {
@@ -133,8 +181,22 @@ impl ExecModules {
         out.sort();
         out
     }
+    /// The same registry, sending every function the master cannot
+    /// answer ([`ANSWERED_ON_MASTER`]) to `remote`.
+    pub fn with_remote(&self, remote: Arc<dyn RemoteExec>) -> Self {
+        Self {
+            modules: self.modules.clone(),
+            remote: Some(remote),
+        }
+    }
+
     /// Calls `mod.fun`.
     pub fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
+        if let Some(remote) = &self.remote {
+            if self.has(fun) && !ANSWERED_ON_MASTER.contains(&fun) {
+                return remote.call(fun, args).map_err(ExecError::Execution);
+            }
+        }
         let (m, f) = fun
             .split_once('.')
             .ok_or_else(|| ExecError::NotAvailable(fun.to_string()))?;

@@ -2,7 +2,7 @@
 //! `show_*` views of the compiler.
 
 use halite_state::high::HighBuilder;
-use halite_state::pipeline::{call_high, compile_chunks, prepare_high};
+use halite_state::pipeline::{call_high, compile_chunks, compile_graph, prepare_high};
 use halite_state::run::{Executor, RunOptions};
 use halite_state::target::MinionFacts;
 use halite_state::{LowChunk, Map, Matches, Value};
@@ -111,6 +111,7 @@ fn run_options(host: &Host, args: &Args) -> RunOptions {
             .kwargs
             .get("__pub_jid")
             .or_else(|| opt("__jid__"))
+            .or_else(|| opt("jid"))
             .map(py_str)
             .unwrap_or_else(new_jid),
         minion_id: opt("id").map(py_str).unwrap_or_else(|| "local".into()),
@@ -199,7 +200,122 @@ fn no_states(comment: &str) -> Value {
     Value::Object(m)
 }
 
+/// What compiling a `state.*` job for a minion gave: chunks for the
+/// minion to run, or the job's whole return (a view, an error).
+#[derive(Debug)]
+pub enum StatePlan {
+    /// Compiled low chunks, before ordering, for [`StateExec::run_planned`].
+    Run(Vec<Value>),
+    /// The return of the job, computed where it was compiled.
+    Return(Value),
+}
+
+/// Whether `fun` is a state run the master compiles and the minion
+/// executes (as opposed to a view the master answers itself).
+pub fn is_state_run(fun: &str) -> bool {
+    matches!(
+        fun,
+        "state.apply" | "state.sls" | "state.highstate" | "state.test" | "state.top" | "state.single"
+    )
+}
+
 impl StateExec {
+    /// Renders and compiles `state.<fun>` without running it: the master's
+    /// half of a job. Views (`show_*`, `graph`...) come back whole.
+    pub fn plan(host: &Host, fun: &str, args: &Args) -> Result<StatePlan, ExecError> {
+        let f = fun.strip_prefix("state.").unwrap_or(fun);
+        let mut args = args.clone();
+        let high = match f {
+            "apply" | "test" | "sls" | "highstate" | "top" => {
+                if f == "test" {
+                    args.kwargs.insert("test".into(), Value::Bool(true));
+                }
+                let host = run_host(host, &args)?;
+                let mods = split_mods(args.get(0, "mods"));
+                let highstate = f == "highstate" || (f != "sls" && mods.is_empty());
+                let (mut high, errors) = if highstate {
+                    let only = args.kwargs.get("saltenv").map(py_str);
+                    let matches = match top_matches(&host, only.as_deref()) {
+                        Ok(m) => m,
+                        Err(errors) => return Ok(StatePlan::Return(errors_value(errors))),
+                    };
+                    if matches.is_empty() {
+                        return Ok(StatePlan::Return(no_states(
+                            "No Top file or master_tops data matches found. Please see master log for details.",
+                        )));
+                    }
+                    let (high, errors) = render_highstate(&host, &matches);
+                    if errors.is_empty() && high.is_empty() {
+                        return Ok(StatePlan::Return(no_states("No states found for this minion")));
+                    }
+                    (high, errors)
+                } else {
+                    let env = saltenv(&host, &args);
+                    render_mods(&host, &env, mods)
+                };
+                if !errors.is_empty() {
+                    return Ok(StatePlan::Return(errors_value(errors)));
+                }
+                add_exclude(&mut high, &args);
+                high
+            }
+            "single" => {
+                let ret = Self::single_chunk(host, &args)?;
+                return Ok(match ret {
+                    Ok(chunk) => StatePlan::Run(vec![Value::Object(chunk)]),
+                    Err(ret) => StatePlan::Return(ret),
+                });
+            }
+            _ => return Ok(StatePlan::Return(Self.call(f, &args, host)?)),
+        };
+        let disabled = run_options(host, &args).disabled_requisites;
+        let mut high = high;
+        if let Err(errors) = prepare_high(&mut high, &disabled) {
+            return Ok(StatePlan::Return(errors_value(errors)));
+        }
+        let mut graph = compile_graph(high, &host.states);
+        let chunks: Vec<Value> = graph
+            .chunks
+            .iter()
+            .map(|c| Value::Object(c.0.clone()))
+            .collect();
+        if let Err(errors) = graph.order(&disabled) {
+            return Ok(StatePlan::Return(errors_value(errors)));
+        }
+        Ok(StatePlan::Run(chunks))
+    }
+
+    /// Runs chunks compiled by [`StateExec::plan`] on this host: the
+    /// minion's half of a job.
+    pub fn run_planned(host: &Host, fun: &str, args: &Args, chunks: Vec<Value>) -> Value {
+        let mut args = args.clone();
+        if fun == "state.test" {
+            args.kwargs.insert("test".into(), Value::Bool(true));
+        }
+        let host = match run_host(host, &args) {
+            Ok(h) => h,
+            Err(e) => return Value::String(e.to_string()),
+        };
+        let opts = run_options(&host, &args);
+        let chunks = chunks.into_iter().filter_map(|c| match c {
+            Value::Object(m) => Some(LowChunk(m)),
+            _ => None,
+        });
+        match halite_state::pipeline::order_chunks(chunks, &opts.disabled_requisites) {
+            Ok(compiled) => {
+                let running =
+                    Executor::new(compiled.graph, &host.states, &host, opts).run(&compiled.order);
+                Value::Object(
+                    running
+                        .into_iter()
+                        .map(|(k, v)| (k, Value::Object(v)))
+                        .collect(),
+                )
+            }
+            Err(errors) => errors_value(errors),
+        }
+    }
+
     fn sls(host: &Host, args: &Args) -> Result<Value, ExecError> {
         let host = run_host(host, args)?;
         let mods = split_mods(args.get(0, "mods"));
@@ -255,11 +371,11 @@ impl StateExec {
         }
     }
 
-    fn single(host: &Host, args: &Args) -> Result<Value, ExecError> {
-        let host = run_host(host, args)?;
+    /// The one chunk of `state.single`, or its error return.
+    fn single_chunk(host: &Host, args: &Args) -> Result<Result<Map, Value>, ExecError> {
         let fun = args.require_str(0, "fun", "state.single")?;
         let Some((state, f)) = fun.split_once('.') else {
-            return Ok(Value::from("Invalid function passed"));
+            return Ok(Err(Value::from("Invalid function passed")));
         };
         let name = args.get(1, "name").map(py_str).ok_or_else(|| {
             ExecError::Invocation(
@@ -278,10 +394,19 @@ impl StateExec {
         chunk.insert("__id__".into(), Value::from(name.clone()));
         chunk.insert("name".into(), Value::from(name));
         if !host.states.has(state, f) {
-            return Ok(errors_value(vec![format!(
+            return Ok(Err(errors_value(vec![format!(
                 "Specified state '{fun}' was not found"
-            )]));
+            )])));
         }
+        Ok(Ok(chunk))
+    }
+
+    fn single(host: &Host, args: &Args) -> Result<Value, ExecError> {
+        let host = run_host(host, args)?;
+        let chunk = match Self::single_chunk(&host, args)? {
+            Ok(chunk) => chunk,
+            Err(ret) => return Ok(ret),
+        };
         let mut graph = halite_state::graph::Graph::new();
         let ci = graph.add_chunk(LowChunk(chunk));
         let opts = run_options(&host, args);

@@ -1,0 +1,142 @@
+//! Per-minion compilation on the master: the pillar of one minion from
+//! `pillar_roots`, its top file matches and SLS from `file_roots`, all
+//! rendered with that minion's cached grains, into the one [`Bundle`] the
+//! minion receives for a job. Template calls that need the minion's host
+//! go to it through a [`RemoteExec`]; lookups are answered here.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use halite_modules::exec::state::{StateExec, StatePlan};
+use halite_modules::exec::RemoteExec;
+use halite_modules::host::LogEvents;
+use halite_modules::{Args, ExecError, ExecModules, Host, LocalFileClient};
+use halite_proto::msg::{Bundle, BundleAction, Job};
+use halite_state::{FileClient, StateModules};
+use serde_json::{Map, Value};
+
+use crate::fileserver::FileServer;
+
+/// What the master needs to compile for any minion: its options, the
+/// module tables, the state tree (through the fileserver) and the pillar tree.
+pub struct Compiler {
+    opts: Value,
+    exec: ExecModules,
+    states: StateModules,
+    files: Arc<FileServer>,
+    pillar_files: Arc<LocalFileClient>,
+}
+
+/// Salt's message before pillar render errors in a state return.
+const PILLAR_FAILED: &str = "Pillar failed to render with the following messages:";
+
+impl Compiler {
+    /// A compiler over `files` (file_roots) and `pillar_roots`, with the
+    /// master's `opts`.
+    pub fn new(
+        opts: Value,
+        files: Arc<FileServer>,
+        pillar_roots: BTreeMap<String, Vec<PathBuf>>,
+    ) -> Self {
+        Self {
+            opts,
+            exec: halite_modules::table::exec_modules(),
+            states: halite_modules::table::state_modules(),
+            files,
+            pillar_files: Arc::new(LocalFileClient::new(pillar_roots)),
+        }
+    }
+
+    /// The host templates see while compiling for minion `id`.
+    fn host_for(&self, id: &str, jid: &str, grains: &Value, remote: Arc<dyn RemoteExec>) -> Host {
+        let mut opts = self.opts.clone();
+        if let Value::Object(map) = &mut opts {
+            map.insert("id".into(), Value::from(id));
+            map.insert("jid".into(), Value::from(jid));
+            map.insert("__role".into(), Value::from("minion"));
+            map.entry("pillar").or_insert_with(|| Value::Object(Map::new()));
+        }
+        let mut grains = grains.clone();
+        if let Value::Object(g) = &mut grains {
+            g.entry("id").or_insert_with(|| Value::from(id));
+        } else {
+            grains = serde_json::json!({ "id": id });
+        }
+        Host {
+            pillar: opts
+                .get("pillar")
+                .cloned()
+                .unwrap_or_else(|| Value::Object(Map::new())),
+            opts,
+            grains,
+            files: Arc::new(self.files.client().clone()),
+            exec: self.exec.with_remote(remote),
+            states: self.states.clone(),
+            events: Arc::new(LogEvents),
+        }
+    }
+
+    /// The pillar of the minion `host` is for, and the render errors.
+    fn pillar(&self, host: &Host) -> (Value, Vec<String>) {
+        let mut pillar = host.pillar.clone();
+        if !self.pillar_files.envs().iter().any(|env| {
+            self.pillar_files
+                .roots(env)
+                .iter()
+                .any(|dir| dir.is_dir())
+        }) {
+            return (pillar, Vec::new());
+        }
+        let mut pillar_host = host.clone();
+        pillar_host.files = self.pillar_files.clone();
+        let (compiled, errors) = halite_modules::pillar_render::compile_pillar(&pillar_host);
+        halite_modules::exec::pillar::deep_merge(&mut pillar, &compiled);
+        (pillar, errors)
+    }
+
+    /// Compiles `job` for minion `id` with its cached `grains`.
+    pub fn bundle(&self, id: &str, grains: &Value, job: &Job, remote: Arc<dyn RemoteExec>) -> Bundle {
+        let mut host = self.host_for(id, &job.jid, grains, remote);
+        let (pillar, errors) = self.pillar(&host);
+        host.pillar = pillar.clone();
+        let action = if !job.fun.starts_with("state.") {
+            BundleAction::Call
+        } else if !errors.is_empty() {
+            let mut ret = vec![Value::from(PILLAR_FAILED)];
+            ret.extend(errors.into_iter().map(Value::from));
+            BundleAction::Return {
+                ret: Value::Array(ret),
+            }
+        } else {
+            let args = Args {
+                positional: job.arg.clone(),
+                kwargs: job.kwarg.clone(),
+            };
+            match StateExec::plan(&host, &job.fun, &args) {
+                Ok(StatePlan::Run(chunks)) => {
+                    let files = self.files.manifest(&chunks);
+                    BundleAction::Run { chunks, files }
+                }
+                Ok(StatePlan::Return(ret)) => BundleAction::Return { ret },
+                Err(e) => BundleAction::Return {
+                    ret: Value::String(error_text(&job.fun, e)),
+                },
+            }
+        };
+        Bundle {
+            jid: job.jid.clone(),
+            pillar,
+            action,
+        }
+    }
+}
+
+/// Salt's wording for a function that could not be called.
+fn error_text(fun: &str, e: ExecError) -> String {
+    match e {
+        ExecError::NotAvailable(f) => format!("'{f}' is not available."),
+        ExecError::Invocation(msg) => format!("ERROR executing '{fun}': {msg}"),
+        ExecError::Execution(msg) => format!("ERROR: {msg}"),
+    }
+}

@@ -1,0 +1,341 @@
+//! The master's fileserver: `salt://` files of `file_roots`, served to
+//! minions over their session by sha256 and in chunks, never outside a
+//! root (absolute paths, `..` and symlinks that leave it are refused).
+
+use std::collections::{BTreeMap, HashMap};
+use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::SystemTime;
+
+use halite_modules::LocalFileClient;
+use halite_proto::msg::{FileStat, ReplyBody, RequestBody};
+use halite_state::FileClient;
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+
+/// Serves `file_roots` to minions; remembers each file's sha256 until the
+/// file changes (size or mtime), so a big tree is hashed once.
+pub struct FileServer {
+    client: LocalFileClient,
+    chunk_size: usize,
+    hashes: Mutex<HashMap<PathBuf, (SystemTime, u64, String)>>,
+}
+
+/// Why a file could not be served.
+#[derive(Debug, thiserror::Error)]
+pub enum FileServerError {
+    #[error("{0}")]
+    Refused(String),
+    #[error("cannot read {path}: {source}")]
+    Io {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("salt://{0} changed on the master while it was being sent; fetch it again")]
+    Changed(String),
+}
+
+impl FileServer {
+    /// A fileserver over `roots` (saltenv -> directories), sending
+    /// `chunk_size` bytes at most per reply.
+    pub fn new(roots: BTreeMap<String, Vec<PathBuf>>, chunk_size: usize) -> Self {
+        Self {
+            client: LocalFileClient::new(roots),
+            chunk_size: chunk_size.clamp(4096, 8 * 1024 * 1024),
+            hashes: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The file client over the same roots (the compiler reads SLS with it).
+    pub fn client(&self) -> &LocalFileClient {
+        &self.client
+    }
+
+    fn resolve(&self, saltenv: &str, path: &str) -> Result<Option<PathBuf>, FileServerError> {
+        self.client
+            .resolve(path, saltenv)
+            .map(|p| p.filter(|p| p.is_file()))
+            .map_err(|e| FileServerError::Refused(e.to_string()))
+    }
+
+    /// Size, sha256 and mode of `salt://path`; `None` when there is no such file.
+    pub fn stat(&self, saltenv: &str, path: &str) -> Result<Option<FileStat>, FileServerError> {
+        let Some(real) = self.resolve(saltenv, path)? else {
+            return Ok(None);
+        };
+        let io = |source| FileServerError::Io {
+            path: real.display().to_string(),
+            source,
+        };
+        let meta = std::fs::metadata(&real).map_err(io)?;
+        let mtime = meta.modified().map_err(io)?;
+        let size = meta.len();
+        let cached = self
+            .hashes
+            .lock()
+            .ok()
+            .and_then(|h| h.get(&real).cloned())
+            .filter(|(m, s, _)| *m == mtime && *s == size)
+            .map(|(_, _, sha)| sha);
+        let sha256 = match cached {
+            Some(sha) => sha,
+            None => {
+                let sha = hash_file(&real).map_err(io)?;
+                if let Ok(mut h) = self.hashes.lock() {
+                    h.insert(real.clone(), (mtime, size, sha.clone()));
+                }
+                sha
+            }
+        };
+        Ok(Some(FileStat {
+            size,
+            sha256,
+            mode: meta.mode() & 0o7777,
+        }))
+    }
+
+    /// Up to one chunk of `salt://path` from `offset`, refused when the
+    /// file is no longer the version `sha256` names.
+    pub fn chunk(
+        &self,
+        saltenv: &str,
+        path: &str,
+        offset: u64,
+        sha256: &str,
+    ) -> Result<Vec<u8>, FileServerError> {
+        let stat = self
+            .stat(saltenv, path)?
+            .ok_or_else(|| FileServerError::Refused(format!("salt://{path} does not exist")))?;
+        if stat.sha256 != sha256 {
+            return Err(FileServerError::Changed(path.to_string()));
+        }
+        let Some(real) = self.resolve(saltenv, path)? else {
+            return Err(FileServerError::Changed(path.to_string()));
+        };
+        let io = |source| FileServerError::Io {
+            path: real.display().to_string(),
+            source,
+        };
+        let mut file = std::fs::File::open(&real).map_err(io)?;
+        file.seek(SeekFrom::Start(offset)).map_err(io)?;
+        let mut buf = Vec::with_capacity(self.chunk_size.min(stat.size as usize));
+        file.take(self.chunk_size as u64)
+            .read_to_end(&mut buf)
+            .map_err(io)?;
+        Ok(buf)
+    }
+
+    /// Answers one fileserver request of a minion.
+    pub fn answer(&self, body: &RequestBody) -> ReplyBody {
+        let result = match body {
+            RequestBody::FileStat { saltenv, path } => {
+                self.stat(saltenv, path).map(ReplyBody::FileStat)
+            }
+            RequestBody::FileChunk {
+                saltenv,
+                path,
+                offset,
+                sha256,
+            } => self
+                .chunk(saltenv, path, *offset, sha256)
+                .map(ReplyBody::FileChunk),
+            RequestBody::FileList {
+                saltenv,
+                prefix,
+                dirs,
+            } => {
+                let listed = if *dirs {
+                    self.client.list_dirs(saltenv, prefix)
+                } else {
+                    self.client.list_files(saltenv, prefix)
+                };
+                listed
+                    .map(ReplyBody::List)
+                    .map_err(|e| FileServerError::Refused(e.to_string()))
+            }
+            RequestBody::FileEnvs => Ok(ReplyBody::List(self.client.envs())),
+            RequestBody::Bundle { .. } => Err(FileServerError::Refused(
+                "not a fileserver request".into(),
+            )),
+        };
+        result.unwrap_or_else(|e| ReplyBody::Error(e.to_string()))
+    }
+
+    /// The `salt://` files `chunks` reference (sources of file.managed,
+    /// file.recurse, cmd.script, archive.extracted...), with their sha256:
+    /// saltenv -> path -> sha256. A directory source lists every file below
+    /// it. Unknown or refused paths are left out (the state reports them).
+    pub fn manifest(&self, chunks: &[Value]) -> BTreeMap<String, BTreeMap<String, String>> {
+        let mut out: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        for chunk in chunks {
+            let env = chunk
+                .get("saltenv")
+                .or_else(|| chunk.get("__env__"))
+                .and_then(Value::as_str)
+                .unwrap_or("base");
+            let mut urls = Vec::new();
+            if let Some(map) = chunk.as_object() {
+                for (key, value) in map {
+                    if key.starts_with("__") {
+                        continue;
+                    }
+                    collect_urls(value, &mut urls);
+                }
+            }
+            for url in urls {
+                let Some((path, env_override)) = halite_state::strip_salt_url(&url) else {
+                    continue;
+                };
+                let env = env_override.unwrap_or(env);
+                let path = path.trim_matches('/');
+                if let Ok(Some(stat)) = self.stat(env, path) {
+                    out.entry(env.to_string())
+                        .or_default()
+                        .insert(path.to_string(), stat.sha256);
+                    continue;
+                }
+                // A directory (file.recurse): every file below it.
+                let Ok(files) = self.client.list_files(env, path) else {
+                    continue;
+                };
+                for file in files {
+                    if let Ok(Some(stat)) = self.stat(env, &file) {
+                        out.entry(env.to_string())
+                            .or_default()
+                            .insert(file, stat.sha256);
+                    }
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Every `salt://` string in `value` (a chunk argument), nested lists and
+/// dicts included (`sources`, `source` lists).
+fn collect_urls(value: &Value, out: &mut Vec<String>) {
+    match value {
+        Value::String(s) if s.starts_with("salt://") => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|v| collect_urls(v, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_urls(v, out)),
+        _ => {}
+    }
+}
+
+/// The sha256 of a file, in hex.
+pub fn hash_file(path: &Path) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher)?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn server(root: &Path) -> FileServer {
+        FileServer::new(
+            BTreeMap::from([("base".to_string(), vec![root.to_path_buf()])]),
+            4096,
+        )
+    }
+
+    #[test]
+    fn serves_files_in_chunks_by_hash() {
+        let dir = tempfile::tempdir().unwrap();
+        let body: Vec<u8> = (0..10_000u32).map(|i| (i % 251) as u8).collect();
+        std::fs::write(dir.path().join("big.bin"), &body).unwrap();
+        let fs = server(dir.path());
+        let stat = fs.stat("base", "big.bin").unwrap().unwrap();
+        assert_eq!(stat.size, 10_000);
+        let mut got = Vec::new();
+        while (got.len() as u64) < stat.size {
+            let part = fs
+                .chunk("base", "big.bin", got.len() as u64, &stat.sha256)
+                .unwrap();
+            assert!(!part.is_empty() && part.len() <= 4096);
+            got.extend(part);
+        }
+        assert_eq!(got, body);
+        // Another version is refused rather than mixed.
+        let err = fs.chunk("base", "big.bin", 0, "00").unwrap_err();
+        assert!(err.to_string().contains("changed"), "{err}");
+        assert_eq!(fs.stat("base", "nope").unwrap(), None);
+    }
+
+    #[test]
+    fn refuses_paths_that_leave_the_root() {
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("secret"), "s3cret").unwrap();
+        let dir = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("link"))
+            .unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("outdir")).unwrap();
+        std::fs::write(dir.path().join("ok.txt"), "fine").unwrap();
+        let fs = server(dir.path());
+        for path in [
+            "../secret",
+            "/etc/passwd",
+            "a/../../secret",
+            "link",
+            "outdir/secret",
+        ] {
+            let reply = fs.answer(&RequestBody::FileStat {
+                saltenv: "base".into(),
+                path: path.into(),
+            });
+            assert!(matches!(reply, ReplyBody::Error(_)), "{path}: {reply:?}");
+            let reply = fs.answer(&RequestBody::FileChunk {
+                saltenv: "base".into(),
+                path: path.into(),
+                offset: 0,
+                sha256: String::new(),
+            });
+            assert!(matches!(reply, ReplyBody::Error(_)), "{path}: {reply:?}");
+        }
+        let listed = fs.answer(&RequestBody::FileList {
+            saltenv: "base".into(),
+            prefix: String::new(),
+            dirs: false,
+        });
+        assert_eq!(listed, ReplyBody::List(vec!["ok.txt".into()]));
+        let listed = fs.answer(&RequestBody::FileList {
+            saltenv: "base".into(),
+            prefix: "outdir".into(),
+            dirs: false,
+        });
+        assert_eq!(listed, ReplyBody::List(vec![]));
+        let listed = fs.answer(&RequestBody::FileList {
+            saltenv: "base".into(),
+            prefix: "../".into(),
+            dirs: false,
+        });
+        assert!(matches!(listed, ReplyBody::Error(_)), "{listed:?}");
+    }
+
+    #[test]
+    fn manifest_names_sources_and_directory_trees() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("tree/sub")).unwrap();
+        std::fs::write(dir.path().join("tree/a"), "a").unwrap();
+        std::fs::write(dir.path().join("tree/sub/b"), "b").unwrap();
+        std::fs::write(dir.path().join("motd"), "hi").unwrap();
+        let fs = server(dir.path());
+        let chunks = vec![
+            serde_json::json!({"state": "file", "fun": "managed", "__env__": "base",
+                "source": ["salt://missing", "salt://motd"]}),
+            serde_json::json!({"state": "file", "fun": "recurse", "__env__": "base",
+                "source": "salt://tree"}),
+        ];
+        let m = fs.manifest(&chunks);
+        let base = &m["base"];
+        assert_eq!(
+            base.keys().collect::<Vec<_>>(),
+            vec!["motd", "tree/a", "tree/sub/b"]
+        );
+        assert_eq!(base["motd"], hash_file(&dir.path().join("motd")).unwrap());
+    }
+}
