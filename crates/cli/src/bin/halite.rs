@@ -46,6 +46,13 @@ struct Cli {
     /// Run in batches of N minions or N% of them.
     #[arg(short = 'b', long = "batch", visible_alias = "batch-size")]
     batch: Option<String>,
+    /// Draw live progress of a state run on stderr (default: when stderr
+    /// and stdout are terminals).
+    #[arg(long = "progress", overrides_with = "no_progress")]
+    progress: bool,
+    /// Never draw live progress.
+    #[arg(long = "no-progress", overrides_with = "progress")]
+    no_progress: bool,
     /// The target.
     target: String,
     /// The function (`test.ping`).
@@ -82,6 +89,13 @@ fn main() -> std::process::ExitCode {
             asynchronous: cli.asynchronous,
             verbose: cli.verbose,
             batch: cli.batch.clone(),
+            progress: if cli.progress {
+                Some(true)
+            } else if cli.no_progress {
+                Some(false)
+            } else {
+                None
+            },
         };
         cmd::run(
             &cfg,

@@ -9,6 +9,7 @@ use halite_master::local::{LocalBody, LocalReply};
 use halite_master::MasterConfig;
 use serde_json::{json, Map, Value};
 
+use super::progress::{self, Progress};
 use crate::output::{self, OutputOptions, Outputter};
 
 /// One `halite` invocation.
@@ -23,6 +24,9 @@ pub struct Command {
     pub asynchronous: bool,
     pub verbose: bool,
     pub batch: Option<String>,
+    /// `--progress` (`Some(true)`), `--no-progress` (`Some(false)`), or
+    /// neither: live progress when stderr and stdout are terminals.
+    pub progress: Option<bool>,
 }
 
 /// Salt's text for a minion that did not answer in time.
@@ -115,6 +119,13 @@ fn run_one(
     }
     let mut waiting: BTreeSet<String> = minions.iter().cloned().collect();
     let mut failed = BTreeSet::new();
+    let mut bars = progress::wanted(
+        cmd.progress,
+        &cmd.fun,
+        cmd.asynchronous,
+        progress::terminals(),
+    )
+    .then(|| Progress::stderr(&jid, &minions, cmd.progress == Some(true)));
     let deadline = Instant::now() + cmd.timeout;
     while !waiting.is_empty() {
         let left = deadline.saturating_duration_since(Instant::now());
@@ -131,13 +142,31 @@ fn run_one(
                 if retcode != 0 || data.get("success") == Some(&Value::Bool(false)) {
                     failed.insert(id.clone());
                 }
-                print_return(out, cmd, &id, &ret, retcode as i32)?;
-                out.flush()?;
+                match bars.as_mut() {
+                    Some(bars) => {
+                        bars.finish(&id);
+                        bars.suspend(|| {
+                            print_return(out, cmd, &id, &ret, retcode as i32)?;
+                            out.flush()
+                        })?;
+                    }
+                    None => {
+                        print_return(out, cmd, &id, &ret, retcode as i32)?;
+                        out.flush()?;
+                    }
+                }
+            }
+            Some(LocalReply::Event { tag, data }) => {
+                if let Some(bars) = bars.as_mut() {
+                    bars.event(&tag, &data);
+                }
             }
             Some(_) => {}
             None => break,
         }
     }
+    // The bars of the minions that did not return go before their text.
+    drop(bars);
     for id in &waiting {
         print_return(out, cmd, id, &json!(no_response(&jid)), 1)?;
         failed.insert(id.clone());

@@ -5,6 +5,7 @@
 
 pub mod cmd;
 pub mod key;
+pub mod progress;
 pub mod run;
 
 use std::path::Path;
