@@ -1,0 +1,336 @@
+//! Highstate through the master, end to end: one master compiling a
+//! top file and pillar for two minions with different grains, `salt://`
+//! files over the session (and not twice), requisites across the wire,
+//! render-time calls on the minion, prog and fire_event events, test mode.
+
+mod common;
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{bin, can_run, mode, read_all, Fleet};
+use serde_json::{json, Map, Value};
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+/// The state tree and pillar tree of the test, under `root`; `out` is
+/// where the states write on the minions' side.
+fn trees(root: &Path, out: &Path) {
+    let salt = root.join("salt");
+    write(
+        &salt.join("top.sls"),
+        "base:\n  '*':\n    - common\n  'role:web':\n    - match: grain\n    - web\n  'db*':\n    - db\n",
+    );
+    write(
+        &salt.join("common.sls"),
+        r#"{{ pillar['out'] }}/{{ grains['id'] }}/motd:
+  file.managed:
+    - source: salt://files/motd.j2
+    - template: jinja
+    - mode: '0640'
+    - makedirs: True
+
+{{ pillar['out'] }}/{{ grains['id'] }}/big.bin:
+  file.managed:
+    - source: salt://files/big.bin
+
+rendered_by:
+  test.succeed_without_changes:
+    - name: "{{ salt['cmd.run']('cat /proc/$PPID/comm') }}"
+"#,
+    );
+    write(
+        &salt.join("web.sls"),
+        r#"{% set dir = pillar['out'] ~ '/web1' %}
+{{ dir }}/site.conf:
+  file.managed:
+    - source: salt://files/site.conf
+    - mode: '0600'
+
+reload_site:
+  cmd.wait:
+    - name: echo reloaded >> {{ dir }}/reloads
+    - watch:
+      - file: {{ dir }}/site.conf
+
+broken:
+  cmd.run:
+    - name: 'false'
+
+recover:
+  test.succeed_with_changes:
+    - onfail:
+      - cmd: broken
+
+not_needed:
+  test.succeed_with_changes:
+    - onfail:
+      - file: {{ dir }}/site.conf
+
+announce:
+  test.succeed_without_changes:
+    - fire_event: custom/announce
+"#,
+    );
+    write(
+        &salt.join("db.sls"),
+        "db_only:\n  test.succeed_without_changes:\n    - name: db {{ grains['role'] }}\n",
+    );
+    write(&salt.join("bad.sls"), "fine:\n  test.nop: []\n{% if %}\n");
+    write(
+        &salt.join("files/motd.j2"),
+        "Hello {{ grains['id'] }} ({{ pillar['secret'] }})\n",
+    );
+    write(&salt.join("files/site.conf"), "listen 80;\n");
+    let big: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 256) as u8).collect();
+    std::fs::write(salt.join("files/big.bin"), big).expect("big");
+
+    let pillar = root.join("pillar");
+    write(
+        &pillar.join("top.sls"),
+        "base:\n  '*':\n    - common\n  web1:\n    - web_secret\n  db1:\n    - db_secret\n",
+    );
+    write(
+        &pillar.join("common.sls"),
+        &format!("out: {}\n", out.display()),
+    );
+    write(&pillar.join("web_secret.sls"), "secret: web-only-s3cret\n");
+    write(&pillar.join("db_secret.sls"), "secret: db-only-s3cret\n");
+}
+
+fn states(rets: &Map<String, Value>, id: &str) -> Map<String, Value> {
+    rets.get(id)
+        .and_then(Value::as_object)
+        .cloned()
+        .unwrap_or_else(|| panic!("no state return from {id}: {rets:?}"))
+}
+
+/// The return of the state whose id is `id` (any function).
+fn by_id<'a>(states: &'a Map<String, Value>, id: &str) -> &'a Value {
+    states
+        .values()
+        .find(|r| r["__id__"] == id)
+        .unwrap_or_else(|| panic!("no state {id} in {states:?}"))
+}
+
+fn fetched(log: &str) -> usize {
+    log.matches("cached from the master").count()
+}
+
+#[test]
+fn highstate_through_the_master() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let out = fleet.path("out");
+    trees(&fleet.path("trees"), &out);
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_buffer_size: 65536\nfile_roots:\n  base: [{}]\npillar_roots:\n  base: [{}]\n",
+        fleet.path("trees/salt").display(),
+        fleet.path("trees/pillar").display()
+    ));
+    let web = fleet.start_minion("web1", "grains:\n  role: web\n");
+    let db = fleet.start_minion("db1", "grains:\n  role: db\n");
+    fleet.wait_responding("web1");
+    fleet.wait_responding("db1");
+
+    // Events of the first run, from the master's bus.
+    let mut events = Command::new(bin("halite-run"))
+        .arg("-c")
+        .arg(fleet.master_dir())
+        .args(["state.event"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("state.event");
+    std::thread::sleep(Duration::from_millis(500));
+
+    // First run: each minion gets its own states and pillar.
+    let (rets, code) = fleet.halite_json(&["*", "state.apply"]);
+    assert_eq!(code, 1, "web1's `broken` fails the run: {rets:?}");
+    let web1 = states(&rets, "web1");
+    let db1 = states(&rets, "db1");
+    assert!(web1.values().any(|r| r["__id__"] == "reload_site"));
+    assert!(!web1.values().any(|r| r["__id__"] == "db_only"));
+    assert!(db1.values().any(|r| r["__id__"] == "db_only"));
+    assert!(!db1.values().any(|r| r["__id__"] == "reload_site"));
+    assert_eq!(by_id(&db1, "db_only")["name"], "db db");
+    assert!(db1.values().all(|r| r["result"] == true), "{db1:?}");
+
+    for (id, secret) in [("web1", "web-only-s3cret"), ("db1", "db-only-s3cret")] {
+        let motd = out.join(id).join("motd");
+        assert_eq!(
+            std::fs::read_to_string(&motd).expect("motd"),
+            format!("Hello {id} ({secret})\n")
+        );
+        assert_eq!(mode(&motd), 0o640);
+        assert_eq!(
+            std::fs::read(out.join(id).join("big.bin")).expect("big.bin"),
+            std::fs::read(fleet.path("trees/salt/files/big.bin")).expect("source")
+        );
+    }
+    // The render-time call ran on the minion, not on the master.
+    assert_eq!(by_id(&web1, "rendered_by")["name"], "halite-minion");
+
+    // Requisites across the wire: watch fired mod_watch, onfail only on failure.
+    let site = out.join("web1/site.conf");
+    assert_eq!(
+        std::fs::read_to_string(&site).expect("site"),
+        "listen 80;\n"
+    );
+    assert_eq!(mode(&site), 0o600);
+    assert_eq!(
+        std::fs::read_to_string(out.join("web1/reloads")).expect("reloads"),
+        "reloaded\n"
+    );
+    assert_eq!(by_id(&web1, "broken")["result"], false);
+    assert_eq!(by_id(&web1, "recover")["result"], true);
+    assert_eq!(
+        by_id(&web1, "recover")["changes"],
+        json!({"testing": {"old": "Unchanged", "new": "Something pretended to change"}})
+    );
+    let skipped = by_id(&web1, "not_needed");
+    assert_eq!(skipped["result"], true);
+    assert_eq!(skipped["changes"], json!({}));
+    assert!(
+        skipped["comment"]
+            .as_str()
+            .is_some_and(|c| c.contains("onfail")),
+        "{skipped}"
+    );
+
+    // Prog events: one per state, in __run_num__ order, before the return;
+    // the fire_event tag as configured.
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = events.kill();
+    let _ = events.wait();
+    let text = read_all(&mut events);
+    let tags: Vec<&str> = text.lines().filter_map(|l| l.split('\t').next()).collect();
+    let ret_at = tags
+        .iter()
+        .position(|t| t.starts_with("salt/job/") && t.ends_with("/ret/web1"))
+        .unwrap_or_else(|| panic!("no return event for web1 in {tags:?}"));
+    let jid = tags[ret_at].split('/').nth(2).expect("jid");
+    let prog: Vec<usize> = tags
+        .iter()
+        .enumerate()
+        .filter_map(|(i, t)| {
+            t.strip_prefix(&format!("salt/job/{jid}/prog/web1/"))
+                .map(|n| (i, n.parse::<usize>().expect("run_num")))
+        })
+        .map(|(i, n)| {
+            assert!(i < ret_at, "prog event {n} after the return");
+            n
+        })
+        .collect();
+    // (A watch that runs mod_watch takes two run numbers, as in Salt.)
+    let mut run_nums: Vec<usize> = web1
+        .values()
+        .filter_map(|r| r["__run_num__"].as_u64())
+        .map(|n| n as usize)
+        .collect();
+    run_nums.sort_unstable();
+    assert_eq!(prog, run_nums, "{tags:?}");
+    assert!(
+        tags.contains(&format!("salt/state_result/{jid}/web1/custom/announce").as_str()),
+        "{tags:?}"
+    );
+
+    // Second run: nothing changes, and no file is sent again.
+    let fetched_before = fetched(&web.log_text());
+    assert_eq!(
+        fetched_before, 3,
+        "motd.j2, big.bin and site.conf once each"
+    );
+    let (rets, _) = fleet.halite_json(&["*", "state.apply"]);
+    let web1 = states(&rets, "web1");
+    for r in web1.values() {
+        if r["__id__"] != "recover" && r["__id__"] != "broken" {
+            assert_eq!(r["changes"], json!({}), "{r}");
+        }
+    }
+    assert_eq!(fetched(&web.log_text()), fetched_before);
+    assert_eq!(fetched(&db.log_text()), 2);
+    assert_eq!(
+        std::fs::read_to_string(out.join("web1/reloads")).expect("reloads"),
+        "reloaded\n"
+    );
+
+    // test=True through the master: the change is reported, nothing is made.
+    write(&fleet.path("trees/salt/files/site.conf"), "listen 8080;\n");
+    let (rets, _) = fleet.halite_json(&["web1", "state.apply", "web", "test=True"]);
+    let web1 = states(&rets, "web1");
+    let planned = by_id(&web1, &format!("{}", site.display()));
+    assert_eq!(planned["result"], Value::Null, "{planned}");
+    assert!(planned["changes"]["diff"]
+        .as_str()
+        .is_some_and(|d| d.contains("+listen 8080;")));
+    assert_eq!(
+        std::fs::read_to_string(&site).expect("site"),
+        "listen 80;\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("web1/reloads")).expect("reloads"),
+        "reloaded\n"
+    );
+
+    // The changed file is fetched (once) when applied for real.
+    fleet.halite_json(&["web1", "state.apply", "web"]);
+    assert_eq!(
+        std::fs::read_to_string(&site).expect("site"),
+        "listen 8080;\n"
+    );
+    assert_eq!(fetched(&web.log_text()), fetched_before + 1);
+
+    // Each minion sees its own pillar only.
+    let (rets, _) = fleet.halite_json(&["*", "pillar.items"]);
+    assert_eq!(rets["web1"]["secret"], "web-only-s3cret");
+    assert_eq!(rets["db1"]["secret"], "db-only-s3cret");
+    assert!(!rets["web1"].to_string().contains("db-only"));
+    assert!(!rets["db1"].to_string().contains("web-only"));
+
+    // Views are compiled on the master with the minion's grains.
+    let (rets, _) = fleet.halite_json(&["db1", "state.show_top"]);
+    assert_eq!(rets["db1"], json!({"base": ["common", "db"]}));
+    let (rets, _) = fleet.halite_json(&["web1", "state.show_lowstate"]);
+    let low = rets["web1"].as_array().expect("chunks");
+    assert!(low.iter().any(|c| c["__id__"] == "reload_site"));
+
+    // A render error comes back as that minion's return, naming file and line.
+    let (rets, code) = fleet.halite_json(&["web1", "state.sls", "bad"]);
+    assert_eq!(code, 1);
+    let errors = rets["web1"].to_string();
+    assert!(
+        errors.contains("bad") && errors.contains("line 3"),
+        "{errors}"
+    );
+}
+
+#[test]
+fn a_render_time_call_runs_beside_the_job_waiting_for_its_bundle() {
+    // With one job slot, the job waiting for its bundle holds the slot;
+    // the render-time call its compile needs must not wait behind it.
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let salt = fleet.path("salt");
+    write(
+        &salt.join("slow.sls"),
+        "waited:\n  test.succeed_without_changes:\n    - name: \"{{ salt['cmd.run']('sleep 1; echo done') }}\"\n",
+    );
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base: [{}]\n",
+        salt.display()
+    ));
+    let _m = fleet.start_minion("solo", "process_count_max: 1\n");
+    fleet.wait_responding("solo");
+    let (rets, code) = fleet.halite_json(&["solo", "state.apply", "slow", "-t", "20"]);
+    assert_eq!(code, 0, "{rets:?}");
+    let states = states(&rets, "solo");
+    assert_eq!(by_id(&states, "waited")["name"], "done");
+}
