@@ -55,7 +55,8 @@ impl Compiler {
             map.insert("id".into(), Value::from(id));
             map.insert("jid".into(), Value::from(jid));
             map.insert("__role".into(), Value::from("minion"));
-            map.entry("pillar").or_insert_with(|| Value::Object(Map::new()));
+            map.entry("pillar")
+                .or_insert_with(|| Value::Object(Map::new()));
         }
         let mut grains = grains.clone();
         if let Value::Object(g) = &mut grains {
@@ -80,12 +81,12 @@ impl Compiler {
     /// The pillar of the minion `host` is for, and the render errors.
     fn pillar(&self, host: &Host) -> (Value, Vec<String>) {
         let mut pillar = host.pillar.clone();
-        if !self.pillar_files.envs().iter().any(|env| {
-            self.pillar_files
-                .roots(env)
-                .iter()
-                .any(|dir| dir.is_dir())
-        }) {
+        if !self
+            .pillar_files
+            .envs()
+            .iter()
+            .any(|env| self.pillar_files.roots(env).iter().any(|dir| dir.is_dir()))
+        {
             return (pillar, Vec::new());
         }
         let mut pillar_host = host.clone();
@@ -96,7 +97,13 @@ impl Compiler {
     }
 
     /// Compiles `job` for minion `id` with its cached `grains`.
-    pub fn bundle(&self, id: &str, grains: &Value, job: &Job, remote: Arc<dyn RemoteExec>) -> Bundle {
+    pub fn bundle(
+        &self,
+        id: &str,
+        grains: &Value,
+        job: &Job,
+        remote: Arc<dyn RemoteExec>,
+    ) -> Bundle {
         let mut host = self.host_for(id, &job.jid, grains, remote);
         let (pillar, errors) = self.pillar(&host);
         host.pillar = pillar.clone();

@@ -54,6 +54,12 @@ impl FileServer {
     }
 
     fn resolve(&self, saltenv: &str, path: &str) -> Result<Option<PathBuf>, FileServerError> {
+        // Minions send paths relative to the root (`salt:///x` is `x`).
+        if path.starts_with('/') {
+            return Err(FileServerError::Refused(format!(
+                "refusing absolute path '{path}'"
+            )));
+        }
         self.client
             .resolve(path, saltenv)
             .map(|p| p.filter(|p| p.is_file()))
@@ -156,9 +162,9 @@ impl FileServer {
                     .map_err(|e| FileServerError::Refused(e.to_string()))
             }
             RequestBody::FileEnvs => Ok(ReplyBody::List(self.client.envs())),
-            RequestBody::Bundle { .. } => Err(FileServerError::Refused(
-                "not a fileserver request".into(),
-            )),
+            RequestBody::Bundle { .. } => {
+                Err(FileServerError::Refused("not a fileserver request".into()))
+            }
         };
         result.unwrap_or_else(|e| ReplyBody::Error(e.to_string()))
     }
@@ -271,8 +277,7 @@ mod tests {
         let outside = tempfile::tempdir().unwrap();
         std::fs::write(outside.path().join("secret"), "s3cret").unwrap();
         let dir = tempfile::tempdir().unwrap();
-        std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("link"))
-            .unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret"), dir.path().join("link")).unwrap();
         std::os::unix::fs::symlink(outside.path(), dir.path().join("outdir")).unwrap();
         std::fs::write(dir.path().join("ok.txt"), "fine").unwrap();
         let fs = server(dir.path());

@@ -11,10 +11,10 @@ use std::time::{Duration, Instant};
 
 use anyhow::Context;
 use bytes::Bytes;
-use halite_proto::crypto::{random_u64, PendingSession, Publisher, SessionCipher};
-use halite_proto::keyfile::{load_or_create_identity, write_private};
 use halite_modules::exec::RemoteExec;
 use halite_modules::Args;
+use halite_proto::crypto::{random_u64, PendingSession, Publisher, SessionCipher};
+use halite_proto::keyfile::{load_or_create_identity, write_private};
 use halite_proto::msg::{
     Hello, Job, JobReturn, KeyStatus, MasterMessage, MinionRequest, ReplyBody, RequestBody,
     ToMaster, ToMinion,
@@ -28,8 +28,8 @@ use zeromq::{PubSocket, RouterSocket, Socket, SocketRecv, SocketSend, ZmqMessage
 
 use crate::compiler::Compiler;
 use crate::config::MasterConfig;
-use crate::fileserver::FileServer;
 use crate::events::EventBus;
+use crate::fileserver::FileServer;
 use crate::jobcache::JobCache;
 use crate::keys::KeyStore;
 use crate::local::{LocalBody, LocalReply, LocalRequest};
@@ -524,9 +524,9 @@ impl Master {
         };
         tokio::spawn(async move {
             let _permit = workers.acquire_owned().await;
-            let body = tokio::task::spawn_blocking(work)
-                .await
-                .unwrap_or_else(|e| ReplyBody::Error(format!("the request failed on the master: {e}")));
+            let body = tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
+                ReplyBody::Error(format!("the request failed on the master: {e}"))
+            });
             let _ = internal.send(Internal::Reply { sid, req, body });
         });
     }
@@ -777,18 +777,16 @@ impl Master {
                 }
             }
             MinionRequest::Request { req, body } => self.on_minion_request(sid, &id, req, body),
-            MinionRequest::RenderReply { call, result } => {
-                match self.render_calls.remove(&call) {
-                    Some(pending) if pending.sid == sid => {
-                        let _ = pending.reply.send(result);
-                    }
-                    Some(pending) => {
-                        tracing::warn!(%id, call, "render-time answer from the wrong minion dropped");
-                        self.render_calls.insert(call, pending);
-                    }
-                    None => tracing::debug!(%id, call, "late render-time answer dropped"),
+            MinionRequest::RenderReply { call, result } => match self.render_calls.remove(&call) {
+                Some(pending) if pending.sid == sid => {
+                    let _ = pending.reply.send(result);
                 }
-            }
+                Some(pending) => {
+                    tracing::warn!(%id, call, "render-time answer from the wrong minion dropped");
+                    self.render_calls.insert(call, pending);
+                }
+                None => tracing::debug!(%id, call, "late render-time answer dropped"),
+            },
             MinionRequest::Return(ret) => {
                 if ret.id != id || !halite_proto::jid::is_jid(&ret.jid) {
                     tracing::warn!(%id, claimed = %ret.id, "return for another minion or a malformed jid dropped");

@@ -265,3 +265,133 @@ fn the_wire_refuses_what_it_must() {
     assert!(fleet.key_listed("minions", "intruder"));
     let _ = KeyStatus::Accepted;
 }
+
+/// Sends request `req` and waits for the master's `Reply` to it.
+async fn ask(
+    peer: &mut Peer,
+    cipher: &mut SessionCipher,
+    req: u64,
+    body: halite_proto::msg::RequestBody,
+) -> Option<halite_proto::msg::ReplyBody> {
+    let msg = sealed(cipher, &MinionRequest::Request { req, body });
+    peer.send(&ToMaster::Sealed(msg)).await;
+    while let Some(msg) = peer.recv(Duration::from_secs(5)).await {
+        if let ToMinion::Sealed(s) = msg {
+            if let Ok(MasterMessage::Reply { req: r, body }) = decode(&cipher.open(&s).ok()?) {
+                if r == req {
+                    return Some(body);
+                }
+            }
+        }
+    }
+    None
+}
+
+#[test]
+fn bundles_and_files_go_to_whom_they_belong() {
+    use halite_proto::msg::{ReplyBody, RequestBody};
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let srv = fleet.path("srv");
+    let pillar = fleet.path("pillar");
+    let outside = fleet.path("outside");
+    for dir in [&srv, &pillar, &outside] {
+        std::fs::create_dir_all(dir).expect("dir");
+    }
+    std::fs::write(srv.join("app.sls"), "app:\n  test.nop: []\n").expect("sls");
+    std::fs::write(srv.join("motd"), "public motd\n").expect("motd");
+    std::fs::write(outside.join("secret"), "outside-root\n").expect("secret");
+    std::os::unix::fs::symlink(outside.join("secret"), srv.join("escape")).expect("symlink");
+    std::fs::write(pillar.join("top.sls"), "base:\n  victim:\n    - secret\n").expect("top");
+    std::fs::write(pillar.join("secret.sls"), "password: victim-only\n").expect("pillar");
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base: [{}]\npillar_roots:\n  base: [{}]\n",
+        srv.display(),
+        pillar.display()
+    ));
+    let mut victim = fleet.start_minion("victim", "");
+    fleet.wait_responding("victim");
+    // With the victim gone, its state job stays active on the master.
+    victim.kill();
+    let (text, _) = fleet.halite(&["victim", "state.apply", "app", "--async"]);
+    let jid = text.trim().rsplit(' ').next().expect("jid").to_string();
+    assert!(halite_proto::jid::is_jid(&jid), "{text}");
+
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let mut peer = Peer::connect(fleet.ret_port).await;
+        let me = Identity::generate().expect("identity");
+        let (mut cipher, _) = peer.authenticate(&me, "intruder").await;
+        let (p, c) = (&mut peer, &mut cipher);
+
+        // Another minion's bundle (and so its pillar) is refused.
+        match ask(p, c, 1, RequestBody::Bundle { jid: jid.clone() }).await {
+            Some(ReplyBody::Error(e)) => {
+                assert!(e.contains("not running for minion intruder"), "{e}")
+            }
+            other => panic!("another minion's bundle was served: {other:?}"),
+        }
+
+        // Paths outside the file roots are refused; a file inside is served.
+        let mut req = 10;
+        for path in [
+            "../outside/secret",
+            "/etc/passwd",
+            "escape",
+            "a/../../outside/secret",
+        ] {
+            req += 2;
+            let stat = RequestBody::FileStat {
+                saltenv: "base".into(),
+                path: path.into(),
+            };
+            let reply = ask(p, c, req, stat).await;
+            assert!(
+                matches!(reply, Some(ReplyBody::Error(_))),
+                "{path}: {reply:?}"
+            );
+            let chunk = RequestBody::FileChunk {
+                saltenv: "base".into(),
+                path: path.into(),
+                offset: 0,
+                sha256: String::new(),
+            };
+            let reply = ask(p, c, req + 1, chunk).await;
+            assert!(
+                matches!(reply, Some(ReplyBody::Error(_))),
+                "{path}: {reply:?}"
+            );
+        }
+        let stat = RequestBody::FileStat {
+            saltenv: "base".into(),
+            path: "motd".into(),
+        };
+        let Some(ReplyBody::FileStat(Some(stat))) = ask(p, c, 100, stat).await else {
+            panic!("motd was not served");
+        };
+        let chunk = RequestBody::FileChunk {
+            saltenv: "base".into(),
+            path: "motd".into(),
+            offset: 0,
+            sha256: stat.sha256,
+        };
+        assert_eq!(
+            ask(p, c, 101, chunk).await,
+            Some(ReplyBody::FileChunk(b"public motd\n".to_vec()))
+        );
+        let list = RequestBody::FileList {
+            saltenv: "base".into(),
+            prefix: String::new(),
+            dirs: false,
+        };
+        assert_eq!(
+            ask(p, c, 102, list).await,
+            Some(ReplyBody::List(vec!["app.sls".into(), "motd".into()]))
+        );
+    });
+}
