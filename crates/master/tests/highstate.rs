@@ -286,6 +286,53 @@ fn highstate_through_the_master() {
     );
     assert_eq!(fetched(&web.log_text()), fetched_before + 1);
 
+    // state.single and a pillar refresh through the master.
+    let (rets, code) = fleet.halite_json(&[
+        "db1",
+        "state.single",
+        "test.succeed_with_changes",
+        "name=one-off",
+    ]);
+    assert_eq!(code, 0);
+    let single = states(&rets, "db1");
+    assert_eq!(by_id(&single, "one-off")["result"], true);
+    let (rets, code) = fleet.halite_json(&["db1", "saltutil.refresh_pillar"]);
+    assert_eq!((rets["db1"].clone(), code), (json!(true), 0));
+
+    // cp.* through the fileserver.
+    let (rets, _) = fleet.halite_json(&["web1", "cp.list_master"]);
+    assert_eq!(
+        rets["web1"],
+        json!([
+            "bad.sls",
+            "common.sls",
+            "db.sls",
+            "files/big.bin",
+            "files/motd.j2",
+            "files/site.conf",
+            "top.sls",
+            "web.sls"
+        ])
+    );
+    let (rets, _) = fleet.halite_json(&["web1", "cp.hash_file", "salt://files/site.conf"]);
+    assert_eq!(rets["web1"]["hash_type"], "sha256");
+    assert_eq!(rets["web1"]["hsum"].as_str().map(str::len), Some(64));
+    let copy = fleet.path("copies/deep/motd.j2");
+    let (rets, _) = fleet.halite_json(&[
+        "web1",
+        "cp.get_file",
+        "salt://files/motd.j2",
+        &copy.display().to_string(),
+        "makedirs=True",
+    ]);
+    assert_eq!(rets["web1"], json!(copy.display().to_string()));
+    assert_eq!(
+        std::fs::read(&copy).expect("copy"),
+        std::fs::read(fleet.path("trees/salt/files/motd.j2")).expect("source")
+    );
+    let (rets, _) = fleet.halite_json(&["web1", "cp.get_file_str", "salt://nope"]);
+    assert_eq!(rets["web1"], json!(false));
+
     // Each minion sees its own pillar only.
     let (rets, _) = fleet.halite_json(&["*", "pillar.items"]);
     assert_eq!(rets["web1"]["secret"], "web-only-s3cret");

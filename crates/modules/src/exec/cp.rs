@@ -1,13 +1,87 @@
-//! Salt's `cp` execution module, the listing part formulas call at render
-//! time (`salt['cp.list_master_dirs'](prefix='users/files/user/')`).
+//! Salt's `cp` execution module: the listings formulas call at render
+//! time (`salt['cp.list_master_dirs'](prefix='users/files/user/')`) and
+//! the file functions (`cp.get_file`, `cp.hash_file`...) over the file
+//! client — the master's fileserver on a minion.
 
-use halite_state::Value;
+use std::path::{Path, PathBuf};
+
+use halite_state::{strip_salt_url, Map, Value};
+use sha2::Digest;
 
 use crate::exec::{Args, ExecError, ExecModule};
 use crate::Host;
 
-/// `cp.list_master`, `cp.list_master_dirs`, `cp.list_states`.
+/// `cp.list_master`, `cp.list_master_dirs`, `cp.list_states`,
+/// `cp.get_file`, `cp.get_file_str`, `cp.cache_file`, `cp.hash_file`.
 pub struct CpExec;
+
+/// The local copy of `source` (`salt://` through the file client, else a
+/// local path), `None` when there is no such file.
+fn cached(host: &Host, source: &str, saltenv: &str) -> Result<Option<PathBuf>, ExecError> {
+    match strip_salt_url(source) {
+        Some((path, env)) => host
+            .files
+            .cache_file(path, env.unwrap_or(saltenv))
+            .map_err(|e| ExecError::Execution(e.to_string())),
+        None => {
+            let p = PathBuf::from(source);
+            Ok(p.is_file().then_some(p))
+        }
+    }
+}
+
+/// Salt's `cp.get_file`: copies `source` to `dest` (into it when `dest`
+/// is a directory); the destination path, or `""` when nothing was copied.
+fn get_file(host: &Host, args: &Args, saltenv: &str) -> Result<Value, ExecError> {
+    let source = args.require_str(0, "path", "cp.get_file")?;
+    let dest = args.require_str(1, "dest", "cp.get_file")?;
+    let Some(local) = cached(host, &source, saltenv)? else {
+        return Ok(Value::from(""));
+    };
+    let mut dest = PathBuf::from(dest);
+    if dest.is_dir() {
+        if let Some(name) = local_name(&source) {
+            dest = dest.join(name);
+        }
+    }
+    let makedirs = args
+        .kwargs
+        .get("makedirs")
+        .is_some_and(halite_state::truthy);
+    if let Some(parent) = dest.parent().filter(|p| !p.as_os_str().is_empty()) {
+        if !parent.is_dir() {
+            if !makedirs {
+                return Ok(Value::from(""));
+            }
+            std::fs::create_dir_all(parent).map_err(|e| ExecError::Execution(e.to_string()))?;
+        }
+    }
+    let text = match args.kwargs.get("template").and_then(Value::as_str) {
+        Some(engine) => {
+            let raw = std::fs::read_to_string(&local)
+                .map_err(|e| ExecError::Execution(e.to_string()))?;
+            Some(
+                halite_state::StateEnv::render_template(host, &raw, engine, &Map::new(), saltenv)
+                    .map_err(ExecError::Execution)?,
+            )
+        }
+        None => None,
+    };
+    let written = match text {
+        Some(t) => std::fs::write(&dest, t),
+        None => std::fs::copy(&local, &dest).map(|_| ()),
+    };
+    written.map_err(|e| ExecError::Execution(format!("cannot write {}: {e}", dest.display())))?;
+    Ok(Value::from(dest.display().to_string()))
+}
+
+/// The file name of a `salt://` or local path.
+fn local_name(source: &str) -> Option<String> {
+    let path = strip_salt_url(source).map_or(source, |(p, _)| p);
+    Path::new(path)
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+}
 
 impl ExecModule for CpExec {
     fn name(&self) -> &'static str {
@@ -15,7 +89,15 @@ impl ExecModule for CpExec {
     }
 
     fn functions(&self) -> &'static [&'static str] {
-        &["list_master", "list_master_dirs", "list_states"]
+        &[
+            "list_master",
+            "list_master_dirs",
+            "list_states",
+            "get_file",
+            "get_file_str",
+            "cache_file",
+            "hash_file",
+        ]
     }
 
     fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
@@ -30,6 +112,40 @@ impl ExecModule for CpExec {
         // Salt's fileserver strips '/' from the prefix, then keeps every
         // path that starts with it as a string ('users/files/user/' keeps
         // 'users/files/user'); the result is sorted.
+        // The file functions take the path first; saltenv only by keyword.
+        let file_env = args
+            .kwargs
+            .get("saltenv")
+            .or_else(|| host.opt("saltenv"))
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .unwrap_or("base")
+            .to_string();
+        match fun {
+            "get_file" => return get_file(host, args, &file_env),
+            "get_file_str" | "cache_file" | "hash_file" => {
+                let source = args.require_str(0, "path", &format!("cp.{fun}"))?;
+                let local = cached(host, &source, &file_env)?;
+                return Ok(match (fun, local) {
+                    ("hash_file", None) => Value::Object(Map::new()),
+                    (_, None) => Value::Bool(false),
+                    ("cache_file", Some(p)) => Value::from(p.display().to_string()),
+                    ("get_file_str", Some(p)) => Value::from(
+                        std::fs::read_to_string(&p)
+                            .map_err(|e| ExecError::Execution(e.to_string()))?,
+                    ),
+                    (_, Some(p)) => {
+                        let data =
+                            std::fs::read(&p).map_err(|e| ExecError::Execution(e.to_string()))?;
+                        serde_json::json!({
+                            "hash_type": "sha256",
+                            "hsum": hex::encode(sha2::Sha256::digest(&data)),
+                        })
+                    }
+                });
+            }
+            _ => {}
+        }
         if fun == "list_states" {
             // Salt's Client.list_states: every .sls, `a/init.sls` as `a`,
             // slashes to dots, sorted and unique.
