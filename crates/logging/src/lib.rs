@@ -43,3 +43,23 @@ pub fn init(log_level: &str, log_file: &str) {
         None => builder.with_writer(std::io::stderr).try_init(),
     };
 }
+
+/// Resolves on SIGTERM or SIGINT: the daemons' shutdown. SIGHUP (sent by
+/// `systemctl reload` or a closing terminal) is logged and ignored rather
+/// than killing the daemon; the configuration is read at start only.
+pub async fn shutdown_signal() {
+    use tokio::signal::unix::{signal, SignalKind};
+    let Ok(mut term) = signal(SignalKind::terminate()) else {
+        return std::future::pending().await;
+    };
+    let mut hup = signal(SignalKind::hangup()).ok();
+    loop {
+        tokio::select! {
+            _ = term.recv() => return,
+            _ = tokio::signal::ctrl_c() => return,
+            Some(()) = async { match hup.as_mut() { Some(h) => h.recv().await, None => std::future::pending().await } } => {
+                tracing::warn!("SIGHUP ignored: restart the daemon to read its configuration again");
+            }
+        }
+    }
+}

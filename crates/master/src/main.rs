@@ -48,25 +48,12 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(1);
         }
     };
-    match runtime.block_on(server::run(cfg, shutdown_signal())) {
+    match runtime.block_on(server::run(cfg, halite_logging::shutdown_signal())) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("halite-master: {e:#}");
             tracing::error!("{e:#}");
             std::process::ExitCode::from(1)
         }
-    }
-}
-
-/// Resolves on SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => return std::future::pending().await,
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
     }
 }

@@ -99,13 +99,21 @@ fn a_minion_killed_mid_job_is_named_and_the_master_stays_up() {
 }
 
 #[test]
-fn sigterm_stops_both_daemons_cleanly() {
+fn sighup_is_ignored_and_sigterm_stops_both_daemons_cleanly() {
     if !can_run() {
         return;
     }
     let fleet = Fleet::new();
     let mut master = fleet.start_master("auto_accept: True");
     let mut minion = fleet.start_minion("quitter", "");
+    fleet.wait_responding("quitter");
+    // SIGHUP (a reload, a closed terminal) leaves both running.
+    for daemon in [&mut minion, &mut master] {
+        let pid = daemon.child.id() as libc::pid_t;
+        assert_eq!(unsafe { libc::kill(pid, libc::SIGHUP) }, 0);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(master.alive() && minion.alive(), "SIGHUP killed a daemon");
     fleet.wait_responding("quitter");
     for daemon in [&mut minion, &mut master] {
         let pid = daemon.child.id() as libc::pid_t;

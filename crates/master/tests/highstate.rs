@@ -381,3 +381,29 @@ fn a_render_time_call_runs_beside_the_job_waiting_for_its_bundle() {
     let states = states(&rets, "solo");
     assert_eq!(by_id(&states, "waited")["name"], "done");
 }
+
+#[test]
+fn a_file_client_local_minion_compiles_its_own_tree() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let own = fleet.path("own");
+    write(
+        &own.join("solo.sls"),
+        "mine:\n  test.succeed_without_changes:\n    - name: from {{ grains['id'] }}'s own tree\n",
+    );
+    let _master = fleet.start_master("auto_accept: True");
+    let _m = fleet.start_minion(
+        "loner",
+        &format!(
+            "file_client: local\nfile_roots:\n  base: [{}]\n",
+            own.display()
+        ),
+    );
+    fleet.wait_responding("loner");
+    let (rets, code) = fleet.halite_json(&["loner", "state.apply", "solo"]);
+    assert_eq!(code, 0, "{rets:?}");
+    let states = states(&rets, "loner");
+    assert_eq!(by_id(&states, "mine")["name"], "from loner's own tree");
+}

@@ -59,7 +59,7 @@ fn main() -> std::process::ExitCode {
     let result = runtime.block_on(async move {
         let (tx, rx) = tokio::sync::watch::channel(false);
         tokio::spawn(async move {
-            shutdown_signal().await;
+            halite_logging::shutdown_signal().await;
             let _ = tx.send(true);
         });
         match cli.swarm {
@@ -74,18 +74,5 @@ fn main() -> std::process::ExitCode {
             tracing::error!("{e:#}");
             std::process::ExitCode::from(1)
         }
-    }
-}
-
-/// Resolves on SIGTERM or SIGINT.
-async fn shutdown_signal() {
-    use tokio::signal::unix::{signal, SignalKind};
-    let mut term = match signal(SignalKind::terminate()) {
-        Ok(s) => s,
-        Err(_) => return std::future::pending().await,
-    };
-    tokio::select! {
-        _ = term.recv() => {}
-        _ = tokio::signal::ctrl_c() => {}
     }
 }

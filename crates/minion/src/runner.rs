@@ -77,13 +77,19 @@ fn needs_bundle(fun: &str) -> bool {
 impl HostRunner {
     /// A runner with the full module table and `opts` (the minion config).
     pub fn new(opts: Value) -> Self {
+        // Salt's defaults when the minion config names no trees.
+        let roots = |key: &str, default: &str| {
+            let roots = halite_modules::local::roots_of(&opts, key);
+            if roots.is_empty() {
+                BTreeMap::from([("base".to_string(), vec![PathBuf::from(default)])])
+            } else {
+                roots
+            }
+        };
         let local = (opts.get("file_client").and_then(Value::as_str) == Some("local")).then(|| {
             LocalCompile {
-                files: Arc::new(LocalFileClient::new(halite_modules::local::roots_of(
-                    &opts,
-                    "file_roots",
-                ))),
-                pillar_roots: halite_modules::local::roots_of(&opts, "pillar_roots"),
+                files: Arc::new(LocalFileClient::new(roots("file_roots", "/srv/salt"))),
+                pillar_roots: roots("pillar_roots", "/srv/pillar"),
             }
         });
         let cachedir = opts
@@ -171,7 +177,13 @@ impl HostRunner {
     }
 
     /// Runs `job` on `host`, through the master's bundle when it needs one.
-    fn execute(&self, id: &str, host: &mut Host, job: &Job, master: &MasterChannel) -> Result<Value, ExecError> {
+    fn execute(
+        &self,
+        id: &str,
+        host: &mut Host,
+        job: &Job,
+        master: &MasterChannel,
+    ) -> Result<Value, ExecError> {
         let args = Args {
             positional: job.arg.clone(),
             kwargs: job.kwarg.clone(),
