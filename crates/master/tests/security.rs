@@ -88,15 +88,29 @@ fn ret(jid: &str, id: &str) -> MinionRequest {
     })
 }
 
-async fn next_ack(peer: &mut Peer, cipher: &mut SessionCipher, wait: Duration) -> Option<String> {
+/// The first sealed master message `pick` accepts within `wait` each.
+async fn next_message<T>(
+    peer: &mut Peer,
+    cipher: &mut SessionCipher,
+    wait: Duration,
+    pick: impl Fn(MasterMessage) -> Option<T>,
+) -> Option<T> {
     while let Some(msg) = peer.recv(wait).await {
         if let ToMinion::Sealed(s) = msg {
-            if let Ok(MasterMessage::Ack { jid }) = decode(&cipher.open(&s).ok()?) {
-                return Some(jid);
+            if let Some(found) = decode(&cipher.open(&s).ok()?).ok().and_then(&pick) {
+                return Some(found);
             }
         }
     }
     None
+}
+
+async fn next_ack(peer: &mut Peer, cipher: &mut SessionCipher, wait: Duration) -> Option<String> {
+    next_message(peer, cipher, wait, |m| match m {
+        MasterMessage::Ack { jid } => Some(jid),
+        _ => None,
+    })
+    .await
 }
 
 #[test]
@@ -275,16 +289,11 @@ async fn ask(
 ) -> Option<halite_proto::msg::ReplyBody> {
     let msg = sealed(cipher, &MinionRequest::Request { req, body });
     peer.send(&ToMaster::Sealed(msg)).await;
-    while let Some(msg) = peer.recv(Duration::from_secs(5)).await {
-        if let ToMinion::Sealed(s) = msg {
-            if let Ok(MasterMessage::Reply { req: r, body }) = decode(&cipher.open(&s).ok()?) {
-                if r == req {
-                    return Some(body);
-                }
-            }
-        }
-    }
-    None
+    next_message(peer, cipher, Duration::from_secs(5), |m| match m {
+        MasterMessage::Reply { req: r, body } if r == req => Some(body),
+        _ => None,
+    })
+    .await
 }
 
 #[test]
