@@ -26,7 +26,6 @@ pub fn minion_defaults() -> Value {
         "state_output": "full",
         "state_output_profile": true,
         "state_output_pct": false,
-        "state_events": true,
         "failhard": false,
         "test": false,
         "grains": {},

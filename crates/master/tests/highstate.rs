@@ -286,6 +286,13 @@ fn highstate_through_the_master() {
     );
     assert_eq!(fetched(&web.log_text()), fetched_before + 1);
 
+    // Live progress (forced on: the test has no terminal): the failure is
+    // named as it happens, on stderr; stdout keeps the usual output.
+    let out = fleet.cli("halite", &["web1", "state.apply", "web", "--progress"]);
+    let progress = String::from_utf8_lossy(&out.stderr);
+    assert!(progress.contains("web1: FAILED broken"), "{progress}");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("Summary for web1"));
+
     // state.single and a pillar refresh through the master.
     let (rets, code) = fleet.halite_json(&[
         "db1",
@@ -383,7 +390,7 @@ fn a_render_time_call_runs_beside_the_job_waiting_for_its_bundle() {
 }
 
 #[test]
-fn a_file_client_local_minion_compiles_its_own_tree() {
+fn a_file_client_local_minion_compiles_its_own_tree_and_state_events_false_is_quiet() {
     if !can_run() {
         return;
     }
@@ -394,15 +401,30 @@ fn a_file_client_local_minion_compiles_its_own_tree() {
         "mine:\n  test.succeed_without_changes:\n    - name: from {{ grains['id'] }}'s own tree\n",
     );
     let _master = fleet.start_master("auto_accept: True");
-    let _m = fleet.start_minion(
-        "loner",
-        &format!(
-            "file_client: local\nfile_roots:\n  base: [{}]\n",
-            own.display()
-        ),
+    let tree = format!(
+        "file_client: local\nfile_roots:\n  base: [{}]\n",
+        own.display()
     );
+    let _loner = fleet.start_minion("loner", &format!("{tree}state_events: False\n"));
+    let _chatty = fleet.start_minion("chatty", &tree);
     fleet.wait_responding("loner");
-    let (rets, code) = fleet.halite_json(&["loner", "state.apply", "solo"]);
+    fleet.wait_responding("chatty");
+    let mut events = Command::new(bin("halite-run"))
+        .arg("-c")
+        .arg(fleet.master_dir())
+        .args(["state.event"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("state.event");
+    std::thread::sleep(Duration::from_millis(500));
+    let (rets, code) = fleet.halite_json(&["-L", "loner,chatty", "state.apply", "solo"]);
+    std::thread::sleep(Duration::from_millis(300));
+    let _ = events.kill();
+    let _ = events.wait();
+    let seen = read_all(&mut events);
+    assert!(seen.contains("/ret/loner"), "{seen}");
+    assert!(!seen.contains("/prog/loner/"), "{seen}");
+    assert!(seen.contains("/prog/chatty/0"), "{seen}");
     assert_eq!(code, 0, "{rets:?}");
     let states = states(&rets, "loner");
     assert_eq!(by_id(&states, "mine")["name"], "from loner's own tree");

@@ -279,7 +279,8 @@ fn fire_event_and_progress_events_reach_the_sink() {
         "state.apply",
         &[json!("e")],
         json!({"__pub_jid": "20260101000000000000"}),
-        json!({"local": false, "file_client": "remote"}),
+        // A master's job: the minion puts its jid in the opts.
+        json!({"jid": "20260101000000000000"}),
         sink.clone(),
     );
     assert_eq!(ids(&ret).len(), 3);
@@ -301,6 +302,30 @@ fn fire_event_and_progress_events_reach_the_sink() {
     let prog: Vec<&String> = tags.iter().filter(|t| t.contains("/prog/")).collect();
     assert_eq!(prog.len(), 3, "{tags:?}");
     assert_eq!(prog[0], "salt/job/20260101000000000000/prog/web01/0");
+
+    // Masterless (no job from a master): no prog events unless asked for.
+    for (opts, expected) in [(json!({}), 0), (json!({"state_events": true}), 3)] {
+        let sink = Arc::new(Collect::default());
+        t.call_with("state.apply", &[json!("e")], json!({}), opts, sink.clone());
+        let prog = sink
+            .0
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(t, _)| t.contains("/prog/"))
+            .count();
+        assert_eq!(prog, expected);
+    }
+    // A master's job with `state_events: False`: none either.
+    let sink = Arc::new(Collect::default());
+    t.call_with(
+        "state.apply",
+        &[json!("e")],
+        json!({}),
+        json!({"jid": "20260101000000000001", "state_events": false}),
+        sink.clone(),
+    );
+    assert!(!sink.0.lock().unwrap().iter().any(|(t, _)| t.contains("/prog/")));
 }
 
 #[test]

@@ -98,15 +98,15 @@ fn saltenv(host: &Host, args: &Args) -> String {
 
 fn run_options(host: &Host, args: &Args) -> RunOptions {
     let opt = |k: &str| host.opts.get(k);
-    let local = opt("local").is_some_and(halite_state::truthy)
-        || opt("file_client").and_then(Value::as_str) == Some("local");
+    // Prog events are on by default for a master's job (the minion sets
+    // `jid`), off for `halite-call`; `state_events` decides either way.
+    let from_master = opt("jid").is_some_and(|j| !j.is_null());
     RunOptions {
         test: host.test_mode(),
         failhard: opt("failhard").is_some_and(halite_state::truthy),
-        state_events: !local
-            && opt("state_events")
-                .map(halite_state::truthy)
-                .unwrap_or(true),
+        state_events: opt("state_events")
+            .map(halite_state::truthy)
+            .unwrap_or(from_master),
         jid: args
             .kwargs
             .get("__pub_jid")
