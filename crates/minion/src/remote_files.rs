@@ -78,7 +78,8 @@ impl RemoteFileClient {
     fn download(&self, path: &str, saltenv: &str, sha: &str) -> Result<PathBuf, FileClientError> {
         std::fs::create_dir_all(&self.cache).map_err(|e| io(&self.cache, e))?;
         let target = self.cache.join(sha);
-        let mut tmp = tempfile::NamedTempFile::new_in(&self.cache).map_err(|e| io(&self.cache, e))?;
+        let mut tmp =
+            tempfile::NamedTempFile::new_in(&self.cache).map_err(|e| io(&self.cache, e))?;
         let mut hasher = Sha256::new();
         let mut offset = 0u64;
         loop {
@@ -113,7 +114,12 @@ impl RemoteFileClient {
         Ok(target)
     }
 
-    fn list(&self, saltenv: &str, prefix: &str, dirs: bool) -> Result<Vec<String>, FileClientError> {
+    fn list(
+        &self,
+        saltenv: &str,
+        prefix: &str,
+        dirs: bool,
+    ) -> Result<Vec<String>, FileClientError> {
         match self.master.request(RequestBody::FileList {
             saltenv: saltenv.to_string(),
             prefix: prefix.to_string(),
@@ -135,7 +141,9 @@ impl FileClient for RemoteFileClient {
             return Ok(None);
         };
         if !is_sha256(&sha) {
-            return Err(refused(format!("the master sent a malformed hash for salt://{path}")));
+            return Err(refused(format!(
+                "the master sent a malformed hash for salt://{path}"
+            )));
         }
         let cached = self.cache.join(&sha);
         if cached.is_file() {
