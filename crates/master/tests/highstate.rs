@@ -57,6 +57,16 @@ reload_site:
     - watch:
       - file: {{ dir }}/site.conf
 
+{{ dir }}/site.d:
+  file.recurse:
+    - source: salt://files/site.d
+
+setup_script:
+  cmd.script:
+    - source: salt://files/setup.sh
+    - args: {{ dir }}/script-ran
+    - creates: {{ dir }}/script-ran
+
 broken:
   cmd.run:
     - name: 'false'
@@ -86,6 +96,12 @@ announce:
         "Hello {{ grains['id'] }} ({{ pillar['secret'] }})\n",
     );
     write(&salt.join("files/site.conf"), "listen 80;\n");
+    write(&salt.join("files/site.d/a.conf"), "a = 1\n");
+    write(&salt.join("files/site.d/sub/b.conf"), "b = 2\n");
+    write(
+        &salt.join("files/setup.sh"),
+        "#!/bin/sh\necho \"ran as $(id -u)\" > \"$1\"\n",
+    );
     let big: Vec<u8> = (0..300_000u32).map(|i| (i * 7 % 256) as u8).collect();
     std::fs::write(salt.join("files/big.bin"), big).expect("big");
 
@@ -187,6 +203,14 @@ fn highstate_through_the_master() {
         std::fs::read_to_string(out.join("web1/reloads")).expect("reloads"),
         "reloaded\n"
     );
+    assert_eq!(
+        std::fs::read_to_string(out.join("web1/site.d/sub/b.conf")).expect("recursed"),
+        "b = 2\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("web1/script-ran")).expect("script"),
+        "ran as 0\n"
+    );
     assert_eq!(by_id(&web1, "broken")["result"], false);
     assert_eq!(by_id(&web1, "recover")["result"], true);
     assert_eq!(
@@ -243,8 +267,8 @@ fn highstate_through_the_master() {
     // Second run: nothing changes, and no file is sent again.
     let fetched_before = fetched(&web.log_text());
     assert_eq!(
-        fetched_before, 3,
-        "motd.j2, big.bin and site.conf once each"
+        fetched_before, 6,
+        "motd.j2, big.bin, site.conf, setup.sh and site.d's two files once each"
     );
     let (rets, _) = fleet.halite_json(&["*", "state.apply"]);
     let web1 = states(&rets, "web1");
@@ -316,7 +340,10 @@ fn highstate_through_the_master() {
             "db.sls",
             "files/big.bin",
             "files/motd.j2",
+            "files/setup.sh",
             "files/site.conf",
+            "files/site.d/a.conf",
+            "files/site.d/sub/b.conf",
             "top.sls",
             "web.sls"
         ])
@@ -350,6 +377,15 @@ fn highstate_through_the_master() {
     // Views are compiled on the master with the minion's grains.
     let (rets, _) = fleet.halite_json(&["db1", "state.show_top"]);
     assert_eq!(rets["db1"], json!({"base": ["common", "db"]}));
+    let (rets, _) = fleet.halite_json(&["web1", "state.show_sls", "web"]);
+    assert!(rets["web1"]["reload_site"]["cmd"].is_array(), "{rets:?}");
+    let (rets, _) = fleet.halite_json(&["web1", "state.graph", "web"]);
+    assert!(
+        rets["web1"]
+            .as_str()
+            .is_some_and(|d| d.starts_with("digraph")),
+        "{rets:?}"
+    );
     let (rets, _) = fleet.halite_json(&["web1", "state.show_lowstate"]);
     let low = rets["web1"].as_array().expect("chunks");
     assert!(low.iter().any(|c| c["__id__"] == "reload_site"));
