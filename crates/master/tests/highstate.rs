@@ -330,6 +330,16 @@ fn highstate_through_the_master() {
     let (rets, code) = fleet.halite_json(&["db1", "saltutil.refresh_pillar"]);
     assert_eq!((rets["db1"].clone(), code), (json!(true), 0));
 
+    // A command's own retcode is the job's (Salt's __context__["retcode"]).
+    assert_eq!(fleet.halite(&["db1", "cmd.run", "exit 3"]).1, 1);
+    assert_eq!(
+        fleet
+            .halite(&["db1", "cmd.run", "exit 3", "ignore_retcode=True"])
+            .1,
+        0
+    );
+    assert_eq!(fleet.halite(&["db1", "cmd.run", "true"]).1, 0);
+
     // cp.* through the fileserver.
     let (rets, _) = fleet.halite_json(&["web1", "cp.list_master"]);
     assert_eq!(

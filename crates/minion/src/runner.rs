@@ -237,34 +237,6 @@ impl HostRunner {
     }
 }
 
-/// Salt's retcode for a function's result: 1 when a dict says
-/// `result`/`success` false, 2 when a state run has a failed state.
-fn retcode_of(fun: &str, ret: &Value) -> i64 {
-    if fun.starts_with("state.") {
-        match ret {
-            Value::Array(_) => return 1,
-            Value::Object(map) => {
-                let failed = map
-                    .values()
-                    .any(|v| v.get("result") == Some(&Value::Bool(false)));
-                if failed {
-                    return 2;
-                }
-            }
-            _ => {}
-        }
-    }
-    if let Value::Object(map) = ret {
-        if ["result", "success"]
-            .iter()
-            .any(|k| map.get(*k) == Some(&Value::Bool(false)))
-        {
-            return 1;
-        }
-    }
-    0
-}
-
 impl JobRunner for HostRunner {
     fn run(
         &self,
@@ -275,10 +247,11 @@ impl JobRunner for HostRunner {
         master: MasterChannel,
     ) -> JobReturn {
         let mut host = self.host(id, Some(&job.jid), grains, events, &master, Manifest::new());
+        halite_modules::exec::clear_retcode();
         let outcome = self.execute(id, &mut host, job, &master);
         let (ret, retcode) = match outcome {
             Ok(v) => {
-                let code = retcode_of(&job.fun, &v);
+                let code = i64::from(halite_modules::exec::retcode(&job.fun, &v));
                 (v, code)
             }
             Err(ExecError::NotAvailable(f)) => {
@@ -328,24 +301,26 @@ impl JobRunner for HostRunner {
 
 #[cfg(test)]
 mod tests {
-    use super::retcode_of;
+    use halite_modules::exec::{clear_retcode, retcode, set_retcode};
     use serde_json::json;
 
     #[test]
     fn retcodes_follow_salt() {
-        assert_eq!(retcode_of("test.ping", &json!(true)), 0);
-        assert_eq!(retcode_of("x.y", &json!({"result": false})), 1);
-        assert_eq!(
-            retcode_of("state.apply", &json!({"a": {"result": false}})),
-            2
-        );
-        assert_eq!(
-            retcode_of("state.apply", &json!(["Rendering SLS failed"])),
-            1
-        );
-        assert_eq!(
-            retcode_of("state.apply", &json!({"a": {"result": true}})),
-            0
-        );
+        clear_retcode();
+        assert_eq!(retcode("test.ping", &json!(true)), 0);
+        assert_eq!(retcode("x.y", &json!({"result": false})), 1);
+        assert_eq!(retcode("x.y", &json!({"success": false})), 1);
+        assert_eq!(retcode("state.apply", &json!({"a": {"result": false}})), 2);
+        assert_eq!(retcode("state.apply", &json!(["Rendering SLS failed"])), 1);
+        assert_eq!(retcode("state.apply", &json!({"a": {"result": true}})), 0);
+        // A function's own retcode (cmd.run of a failing command) wins,
+        // and is used once.
+        set_retcode(3);
+        assert_eq!(retcode("cmd.run", &json!("")), 3);
+        assert_eq!(retcode("cmd.run", &json!("")), 0);
+        // State runs keep their own rule whatever a state's command set.
+        set_retcode(7);
+        assert_eq!(retcode("state.apply", &json!({"a": {"result": true}})), 0);
+        assert_eq!(retcode("test.ping", &json!(true)), 0);
     }
 }

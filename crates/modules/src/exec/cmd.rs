@@ -111,6 +111,15 @@ pub fn run_all(cmd: &str, kwargs: &Map, grains: &Value) -> Result<CmdOutput, Exe
     Ok(out)
 }
 
+/// Sets the job's retcode to the command's, as Salt's `cmd` functions do
+/// (`ignore_retcode=True` keeps it 0).
+fn context_retcode(kwargs: &Map, retcode: i32) {
+    let ignore = kwargs
+        .get("ignore_retcode")
+        .is_some_and(halite_state::truthy);
+    super::set_retcode(if ignore { 0 } else { retcode });
+}
+
 /// Caches a `salt://` (or local) script, renders it when `template` is
 /// set, and returns the local path to run.
 pub fn prepare_script(
@@ -251,6 +260,7 @@ impl ExecModule for CmdExec {
                     kwargs.insert("python_shell".into(), Value::Bool(true));
                 }
                 let out = run_all(&cmd, &kwargs, &host.grains)?;
+                context_retcode(&kwargs, out.retcode);
                 Ok(match fun {
                     "run" | "shell" => {
                         let mut s = out.stdout.clone();
@@ -274,6 +284,7 @@ impl ExecModule for CmdExec {
                     kwargs.entry("args").or_insert_with(|| a.clone());
                 }
                 let out = run_script(host, &source, &kwargs, &saltenv)?;
+                context_retcode(&kwargs, out.retcode);
                 Ok(if fun == "script" {
                     run_all_value(&out)
                 } else {

@@ -23,13 +23,44 @@ pub mod status;
 pub mod sys;
 pub mod test;
 
-/// The process return code Salt sets for `fun` returning `ret`
-/// (`state.*`: 1 for compile errors, 2 for failed states).
+thread_local! {
+    /// Salt's `__context__["retcode"]`: what the last function run on this
+    /// thread asked its job's retcode to be (`cmd.run` of a failing command).
+    static CONTEXT_RETCODE: std::cell::Cell<Option<i32>> = const { std::cell::Cell::new(None) };
+}
+
+/// Sets the retcode of the job running on this thread (Salt's
+/// `__context__["retcode"] = n`).
+pub fn set_retcode(code: i32) {
+    CONTEXT_RETCODE.with(|c| c.set(Some(code)));
+}
+
+/// Forgets a retcode set on this thread; call before running a job's function.
+pub fn clear_retcode() {
+    CONTEXT_RETCODE.with(|c| c.set(None));
+}
+
+/// The process return code Salt gives `fun` returning `ret`, as its minion
+/// and salt-call do: `state.*` by their own rule (1 for compile errors, 2
+/// for failed states); else the retcode the function set, else 1 when a
+/// dict return says `result` or `success` is false, else 0.
 pub fn retcode(fun: &str, ret: &Value) -> i32 {
+    let context = CONTEXT_RETCODE.with(|c| c.take());
     if fun.starts_with("state.") {
-        state::retcode(fun, ret)
-    } else {
-        0
+        return state::retcode(fun, ret);
+    }
+    if let Some(code) = context.filter(|c| *c != 0) {
+        return code;
+    }
+    match ret {
+        Value::Object(map)
+            if ["result", "success"]
+                .iter()
+                .any(|k| map.get(*k).is_some_and(|v| !halite_state::truthy(v))) =>
+        {
+            1
+        }
+        _ => 0,
     }
 }
 
