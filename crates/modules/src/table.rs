@@ -18,6 +18,7 @@ pub fn state_modules() -> StateModules {
     t.register(Arc::new(crate::states::user::UserState));
     t.register(Arc::new(crate::states::group::GroupState));
     t.register(Arc::new(crate::states::service::ServiceState));
+    t.register(Arc::new(crate::states::archive::ArchiveState));
     t
 }
 

@@ -70,7 +70,8 @@ pub fn top_matches(
                 Value::String(s) => vec![Value::from(s.clone())],
                 _ => continue,
             };
-            let mut tgt_type = "glob".to_string();
+            // Salt's `confirm_top`: a target without `match:` is compound.
+            let mut tgt_type = "compound".to_string();
             for item in &items {
                 if let Value::Object(m) = item {
                     if let Some(t) = m.get("match") {

@@ -1,5 +1,6 @@
 //! State modules, one file each; registered in [`crate::table`].
 
+pub mod archive;
 pub mod cmd;
 pub mod file;
 pub mod group;
