@@ -31,6 +31,9 @@ pub struct MasterConfig {
     pub keep_jobs: u64,
     /// Default `halite` timeout in seconds.
     pub timeout: u64,
+    /// Seconds `halite` waits for `saltutil.find_job` answers when `timeout`
+    /// ran out: minions still running the job are waited for again.
+    pub gather_job_timeout: u64,
     /// `trace`, `debug`, `info`, `warning`, `error`, `critical`, `quiet`.
     pub log_level: String,
     /// Log file; empty logs to stderr.
@@ -68,6 +71,7 @@ impl Default for MasterConfig {
             auto_accept: false,
             keep_jobs: 24,
             timeout: 5,
+            gather_job_timeout: 10,
             log_level: "warning".into(),
             log_file: "/var/log/halite/master".into(),
             nodegroups: BTreeMap::new(),

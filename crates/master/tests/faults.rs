@@ -128,3 +128,30 @@ fn sighup_is_ignored_and_sigterm_stops_both_daemons_cleanly() {
         "the master left its socket behind"
     );
 }
+
+#[test]
+fn a_job_longer_than_the_timeout_is_waited_for_while_it_runs() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let _master = fleet.start_master("auto_accept: True");
+    let _slow = fleet.start_minion("slow", "");
+    let mut gone = fleet.start_minion("gone", "");
+    fleet.wait_responding("slow");
+    fleet.wait_responding("gone");
+    gone.kill();
+    // `-t 1` but the job takes 3 s: find_job says it still runs, so the
+    // CLI waits; the dead minion is named once find_job got no answer.
+    let started = std::time::Instant::now();
+    let (rets, code) = fleet.halite_json(&["-L", "slow,gone", "test.sleep", "3", "-t", "1"]);
+    assert_eq!(rets.get("slow"), Some(&json!(true)), "{rets:?}");
+    assert!(
+        rets.get("gone")
+            .and_then(|v| v.as_str())
+            .is_some_and(|t| t.starts_with("Minion did not return")),
+        "{rets:?}"
+    );
+    assert_eq!(code, 1);
+    assert!(started.elapsed() >= Duration::from_secs(3));
+}

@@ -32,6 +32,8 @@ pub struct Agent {
     pub store: ReturnStore,
     phase: Phase,
     seen_jids: VecDeque<String>,
+    /// Jobs this identity runs now, for `saltutil.find_job`.
+    running: HashMap<String, Arc<Job>>,
 }
 
 enum Phase {
@@ -66,6 +68,7 @@ impl Agent {
                 next_try: Instant::now(),
             },
             seen_jids: VecDeque::new(),
+            running: HashMap::new(),
         }
     }
 
@@ -635,6 +638,13 @@ impl Link<'_> {
             agent.seen_jids.pop_front();
         }
         let id = agent.id.clone();
+        if job.fun == "saltutil.find_job" {
+            // Answered at once from the running jobs, never queued behind them.
+            let ret = find_job(agent, &job);
+            let _ = self.jobs_tx.send(FromJob::Done(idx, ret));
+            return;
+        }
+        agent.running.insert(job.jid.clone(), job.clone());
         let grains = agent.grains.clone();
         let runner = self.runner.clone();
         let tx = self.jobs_tx.clone();
@@ -693,6 +703,7 @@ impl Link<'_> {
     async fn on_job_output(&mut self, output: FromJob) {
         match output {
             FromJob::Done(idx, ret) => {
+                self.agents[idx].running.remove(&ret.jid);
                 // On disk before it is sent: an unacknowledged return survives anything.
                 if let Err(e) = self.agents[idx].store.put(&ret) {
                     tracing::error!(error = %e, "cannot keep the return on disk; sending it anyway");
@@ -792,5 +803,32 @@ impl Link<'_> {
             return Err(LinkEnd::MasterLost("no answer to authentication".into()));
         }
         Ok(())
+    }
+}
+
+/// Salt's `saltutil.find_job JID`: the job's load while this identity
+/// runs it, `{}` otherwise (the CLI keeps waiting for minions that answer).
+fn find_job(agent: &Agent, job: &Job) -> JobReturn {
+    let wanted = job.arg.first().and_then(Value::as_str).unwrap_or_default();
+    let ret = match agent.running.get(wanted) {
+        Some(running) => serde_json::json!({
+            "jid": running.jid,
+            "fun": running.fun,
+            "arg": running.arg,
+            "tgt": running.tgt,
+            "tgt_type": running.tgt_type,
+            "user": running.user,
+            "pid": std::process::id(),
+        }),
+        None => Value::Object(Default::default()),
+    };
+    JobReturn {
+        jid: job.jid.clone(),
+        id: agent.id.clone(),
+        fun: job.fun.clone(),
+        fun_args: job.arg.clone(),
+        ret,
+        retcode: 0,
+        success: true,
     }
 }

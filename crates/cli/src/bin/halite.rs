@@ -86,6 +86,7 @@ fn main() -> std::process::ExitCode {
             args: cli.args.clone(),
             out: cli.out.clone(),
             timeout: Duration::from_secs(cli.timeout.unwrap_or(cfg.timeout)),
+            gather_job_timeout: Duration::from_secs(cfg.gather_job_timeout),
             asynchronous: cli.asynchronous,
             verbose: cli.verbose,
             batch: cli.batch.clone(),

@@ -21,6 +21,8 @@ pub struct Command {
     pub args: Vec<String>,
     pub out: Option<String>,
     pub timeout: Duration,
+    /// How long to wait for `saltutil.find_job` answers once `timeout` ran out.
+    pub gather_job_timeout: Duration,
     pub asynchronous: bool,
     pub verbose: bool,
     pub batch: Option<String>,
@@ -126,11 +128,26 @@ fn run_one(
         progress::terminals(),
     )
     .then(|| Progress::stderr(&jid, &minions, cmd.progress == Some(true)));
-    let deadline = Instant::now() + cmd.timeout;
+    let mut deadline = Instant::now() + cmd.timeout;
+    let mut last_round = false;
     while !waiting.is_empty() {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            break;
+            if last_round {
+                break;
+            }
+            // Salt's find_job: minions still running the job get another
+            // `timeout`; the others are named as not returning (after a
+            // moment for a return already on its way).
+            let busy = still_running(cfg, &jid, &waiting, cmd.gather_job_timeout)?;
+            last_round = busy.is_empty();
+            deadline = Instant::now()
+                + if last_round {
+                    Duration::from_millis(300)
+                } else {
+                    cmd.timeout
+                };
+            continue;
         }
         match client.next(Some(left))? {
             Some(LocalReply::Return { id, data }) => {
@@ -162,7 +179,10 @@ fn run_one(
                 }
             }
             Some(_) => {}
-            None => break,
+            // Before the deadline: the master closed the stream.
+            None if Instant::now() < deadline => break,
+            // The wait ran out: find_job decides at the top of the loop.
+            None => {}
         }
     }
     // The bars of the minions that did not return go before their text.
@@ -172,6 +192,54 @@ fn run_one(
         failed.insert(id.clone());
     }
     Ok((Some(jid), failed, minions.len()))
+}
+
+/// The minions of `ids` that say they still run job `jid`
+/// (`saltutil.find_job`, answers awaited up to `wait`).
+fn still_running(
+    cfg: &MasterConfig,
+    jid: &str,
+    ids: &BTreeSet<String>,
+    wait: Duration,
+) -> anyhow::Result<BTreeSet<String>> {
+    let mut client = super::connect(cfg)?;
+    client.send(LocalBody::Publish {
+        tgt: ids.iter().cloned().collect::<Vec<_>>().join(","),
+        tgt_type: "list".into(),
+        fun: "saltutil.find_job".into(),
+        arg: vec![json!(jid)],
+        kwarg: Map::new(),
+        user: "root".into(),
+        watch: true,
+    })?;
+    let asked = match client.next(Some(wait))? {
+        Some(LocalReply::Started { minions, .. }) => minions.len(),
+        _ => return Ok(BTreeSet::new()),
+    };
+    let mut busy = BTreeSet::new();
+    let mut answered = 0;
+    let deadline = Instant::now() + wait;
+    while answered < asked {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            break;
+        }
+        match client.next(Some(left))? {
+            Some(LocalReply::Return { id, data }) => {
+                answered += 1;
+                let running = data
+                    .get("return")
+                    .and_then(Value::as_object)
+                    .is_some_and(|m| !m.is_empty());
+                if running {
+                    busy.insert(id);
+                }
+            }
+            Some(_) => {}
+            None => break,
+        }
+    }
+    Ok(busy)
 }
 
 /// Runs the command; the exit code Salt's `salt` would give.

@@ -112,7 +112,7 @@ impl Fleet {
         std::fs::write(
             dir.join("master"),
             format!(
-                "interface: 127.0.0.1\npublish_port: {}\nret_port: {}\npki_dir: {root}/master-pki\ncachedir: {root}/master-cache\nsock_dir: {root}/master-sock\nlog_file: {}\nlog_level: debug\ntimeout: 10\n{extra}\n",
+                "interface: 127.0.0.1\npublish_port: {}\nret_port: {}\npki_dir: {root}/master-pki\ncachedir: {root}/master-cache\nsock_dir: {root}/master-sock\nlog_file: {}\nlog_level: debug\ntimeout: 10\ngather_job_timeout: 2\n{extra}\n",
                 self.publish_port,
                 self.ret_port,
                 log.display()
