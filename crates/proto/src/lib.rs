@@ -11,7 +11,6 @@
 //!   rules applied before an id ever touches a path.
 
 pub mod crypto;
-pub mod fnmatch;
 pub mod frame;
 pub mod id;
 pub mod jid;
@@ -20,7 +19,6 @@ pub mod msg;
 pub mod tags;
 
 pub use crypto::{CryptoError, Identity, PublicKey};
-pub use fnmatch::fnmatch;
 pub use frame::{decode, encode, FrameError, MAX_FRAME_BYTES};
 pub use id::{validate_minion_id, InvalidMinionId};
 pub use jid::JidGenerator;

@@ -33,7 +33,7 @@ pub fn tag_matches(pattern: &str, tag: &str) -> bool {
         return true;
     }
     if pattern.contains(['*', '?', '[']) {
-        crate::fnmatch(pattern, tag)
+        halite_state::fnmatch::fnmatch(tag, pattern)
     } else {
         tag.starts_with(pattern)
     }
