@@ -73,6 +73,31 @@ fn outputs_batches_and_job_runners() {
     let out = fleet.cli("halite-run", &["manage.up", "--out", "json"]);
     let up: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
     assert_eq!(up, json!(["alpha", "beta"]));
+
+    // Batches slide: with -b 2 over three minions, the third starts as
+    // soon as the fast one returns, before the slow one has.
+    let _g = fleet.start_minion("gamma", "");
+    fleet.wait_responding("gamma");
+    let slow_unless_alpha = r#"case "$(tr '\0' ' ' < /proc/$PPID/cmdline)" in *minion-alpha*) echo fast;; *) sleep 2; echo slow;; esac"#;
+    let (text, code) = fleet.halite(&[
+        "-b",
+        "2",
+        "-L",
+        "alpha,beta,gamma",
+        "cmd.run",
+        slow_unless_alpha,
+    ]);
+    assert_eq!(code, 0, "{text}");
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle} in {text}"))
+    };
+    assert!(
+        at("Executing run on ['alpha', 'beta']") < at("alpha:"),
+        "{text}"
+    );
+    assert!(at("alpha:") < at("Executing run on ['gamma']"), "{text}");
+    assert!(at("Executing run on ['gamma']") < at("beta:"), "{text}");
 }
 
 #[test]

@@ -242,6 +242,56 @@ fn still_running(
     Ok(busy)
 }
 
+/// Salt's batch mode: at most `size` minions run the job at once, and the
+/// next one starts as soon as one returns (a sliding window, not fixed
+/// groups). Each minion gets its own job; outputs print as they finish.
+fn run_sliding(
+    cfg: &MasterConfig,
+    cmd: &Command,
+    targets: Vec<String>,
+    size: usize,
+    out: &mut dyn Write,
+) -> anyhow::Result<BTreeSet<String>> {
+    type Finished = (Vec<u8>, anyhow::Result<BTreeSet<String>>);
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<Finished>();
+    // Bars from several jobs at once would fight over the terminal.
+    let quiet = Command {
+        progress: Some(false),
+        ..cmd.clone()
+    };
+    let mut queue = targets.into_iter();
+    let mut running = 0usize;
+    let mut failed = BTreeSet::new();
+    loop {
+        let mut started = Vec::new();
+        while running < size {
+            let Some(id) = queue.next() else { break };
+            let (cfg, cmd, tx) = (cfg.clone(), quiet.clone(), done_tx.clone());
+            started.push(format!("'{id}'"));
+            running += 1;
+            std::thread::spawn(move || {
+                let mut buf = Vec::new();
+                let result = run_one(&cfg, &cmd, &id, "list", &mut buf).map(|(_, f, _)| f);
+                let _ = tx.send((buf, result));
+            });
+        }
+        if !started.is_empty() {
+            writeln!(out, "\nExecuting run on [{}]\n", started.join(", "))?;
+            out.flush()?;
+        }
+        if running == 0 {
+            return Ok(failed);
+        }
+        let (text, result) = done_rx
+            .recv()
+            .map_err(|_| anyhow::anyhow!("a batch worker stopped without reporting"))?;
+        running -= 1;
+        out.write_all(&text)?;
+        out.flush()?;
+        failed.extend(result?);
+    }
+}
+
 /// Runs the command; the exit code Salt's `salt` would give.
 pub fn run(
     cfg: &MasterConfig,
@@ -249,9 +299,7 @@ pub fn run(
     out: &mut dyn Write,
     err: &mut dyn Write,
 ) -> anyhow::Result<i32> {
-    let mut failed = BTreeSet::new();
-    let mut any = false;
-    if let Some(spec) = &cmd.batch {
+    let (failed, any) = if let Some(spec) = &cmd.batch {
         let mut client = super::connect(cfg)?;
         let targets: Vec<String> = match client.call(LocalBody::Resolve {
             tgt: cmd.tgt.clone(),
@@ -265,18 +313,11 @@ pub fn run(
             return Ok(2);
         }
         let size = batch_size(spec, targets.len())?;
-        for chunk in targets.chunks(size) {
-            let shown: Vec<String> = chunk.iter().map(|id| format!("'{id}'")).collect();
-            writeln!(out, "\nExecuting run on [{}]\n", shown.join(", "))?;
-            let (_, f, _) = run_one(cfg, cmd, &chunk.join(","), "list", out)?;
-            any = true;
-            failed.extend(f);
-        }
+        (run_sliding(cfg, cmd, targets, size, out)?, true)
     } else {
         let (_, f, n) = run_one(cfg, cmd, &cmd.tgt, &cmd.tgt_type, out)?;
-        any = n > 0;
-        failed = f;
-    }
+        (f, n > 0)
+    };
     if !any {
         writeln!(err, "ERROR: No return received")?;
         return Ok(2);
