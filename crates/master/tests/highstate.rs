@@ -61,6 +61,11 @@ reload_site:
   file.recurse:
     - source: salt://files/site.d
 
+{{ dir }}/opt:
+  archive.extracted:
+    - source: salt://files/app.tar.gz
+    - skip_verify: True
+
 setup_script:
   cmd.script:
     - source: salt://files/setup.sh
@@ -96,6 +101,16 @@ announce:
         "Hello {{ grains['id'] }} ({{ pillar['secret'] }})\n",
     );
     write(&salt.join("files/site.conf"), "listen 80;\n");
+    write(&root.join("app-src/app/bin/run"), "#!/bin/sh\necho app\n");
+    let tar = std::process::Command::new("tar")
+        .arg("czf")
+        .arg(salt.join("files/app.tar.gz"))
+        .arg("-C")
+        .arg(root.join("app-src"))
+        .arg("app")
+        .status()
+        .expect("tar");
+    assert!(tar.success());
     write(&salt.join("files/site.d/a.conf"), "a = 1\n");
     write(&salt.join("files/site.d/sub/b.conf"), "b = 2\n");
     write(
@@ -208,6 +223,10 @@ fn highstate_through_the_master() {
         "b = 2\n"
     );
     assert_eq!(
+        std::fs::read_to_string(out.join("web1/opt/app/bin/run")).expect("extracted"),
+        "#!/bin/sh\necho app\n"
+    );
+    assert_eq!(
         std::fs::read_to_string(out.join("web1/script-ran")).expect("script"),
         "ran as 0\n"
     );
@@ -267,8 +286,8 @@ fn highstate_through_the_master() {
     // Second run: nothing changes, and no file is sent again.
     let fetched_before = fetched(&web.log_text());
     assert_eq!(
-        fetched_before, 6,
-        "motd.j2, big.bin, site.conf, setup.sh and site.d's two files once each"
+        fetched_before, 7,
+        "motd.j2, big.bin, site.conf, setup.sh, app.tar.gz and site.d's two files once each"
     );
     let (rets, _) = fleet.halite_json(&["*", "state.apply"]);
     let web1 = states(&rets, "web1");
@@ -348,6 +367,7 @@ fn highstate_through_the_master() {
             "bad.sls",
             "common.sls",
             "db.sls",
+            "files/app.tar.gz",
             "files/big.bin",
             "files/motd.j2",
             "files/setup.sh",
