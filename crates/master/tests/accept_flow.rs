@@ -4,7 +4,6 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
@@ -17,13 +16,7 @@ fn accept_ping_delete_and_the_event_bus() {
     }
     let fleet = Fleet::new();
     let _master = fleet.start_master("");
-    let mut events = Command::new(bin("halite-run"))
-        .arg("-c")
-        .arg(fleet.master_dir())
-        .args(["state.event"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("state.event");
+    let events = fleet.watch_events();
 
     let web1 = fleet.start_minion("web1", "");
     assert!(wait_for(Duration::from_secs(20), || fleet
@@ -45,10 +38,7 @@ fn accept_ping_delete_and_the_event_bus() {
     assert_eq!((rets.get("web1"), code), (Some(&json!("hello")), 0));
 
     // The bus saw the authentication, the key change and the start.
-    std::thread::sleep(Duration::from_millis(300));
-    let _ = events.kill();
-    let _ = events.wait();
-    let text = read_all(&mut events);
+    let text = events.stop();
     let tags: Vec<&str> = text.lines().filter_map(|l| l.split('\t').next()).collect();
     assert!(tags.contains(&"salt/auth"), "{text}");
     assert!(tags.contains(&"salt/key"), "{text}");

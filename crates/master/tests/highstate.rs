@@ -6,10 +6,8 @@
 mod common;
 
 use std::path::Path;
-use std::process::{Command, Stdio};
-use std::time::Duration;
 
-use common::{bin, can_run, mode, read_all, Fleet};
+use common::{can_run, mode, Fleet};
 use serde_json::{json, Map, Value};
 
 fn write(path: &Path, text: &str) {
@@ -171,14 +169,7 @@ fn highstate_through_the_master() {
     fleet.wait_responding("db1");
 
     // Events of the first run, from the master's bus.
-    let mut events = Command::new(bin("halite-run"))
-        .arg("-c")
-        .arg(fleet.master_dir())
-        .args(["state.event"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("state.event");
-    std::thread::sleep(Duration::from_millis(500));
+    let events = fleet.watch_events();
 
     // First run: each minion gets its own states and pillar.
     let (rets, code) = fleet.halite_json(&["*", "state.apply"]);
@@ -248,10 +239,7 @@ fn highstate_through_the_master() {
 
     // Prog events: one per state, in __run_num__ order, before the return;
     // the fire_event tag as configured.
-    std::thread::sleep(Duration::from_millis(500));
-    let _ = events.kill();
-    let _ = events.wait();
-    let text = read_all(&mut events);
+    let text = events.stop();
     let tags: Vec<&str> = text.lines().filter_map(|l| l.split('\t').next()).collect();
     let ret_at = tags
         .iter()
@@ -475,19 +463,9 @@ fn a_file_client_local_minion_compiles_its_own_tree_and_state_events_false_is_qu
     let _chatty = fleet.start_minion("chatty", &tree);
     fleet.wait_responding("loner");
     fleet.wait_responding("chatty");
-    let mut events = Command::new(bin("halite-run"))
-        .arg("-c")
-        .arg(fleet.master_dir())
-        .args(["state.event"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .expect("state.event");
-    std::thread::sleep(Duration::from_millis(500));
+    let events = fleet.watch_events();
     let (rets, code) = fleet.halite_json(&["-L", "loner,chatty", "state.apply", "solo"]);
-    std::thread::sleep(Duration::from_millis(300));
-    let _ = events.kill();
-    let _ = events.wait();
-    let seen = read_all(&mut events);
+    let seen = events.stop();
     assert!(seen.contains("/ret/loner"), "{seen}");
     assert!(!seen.contains("/prog/loner/"), "{seen}");
     assert!(seen.contains("/prog/chatty/0"), "{seen}");

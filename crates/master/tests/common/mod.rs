@@ -163,6 +163,21 @@ impl Fleet {
         Daemon { child, log }
     }
 
+    /// Starts `halite-run state.event`: every bus event from now on, for
+    /// [`EventWatch::stop`] to collect.
+    pub fn watch_events(&self) -> EventWatch {
+        let child = Command::new(bin("halite-run"))
+            .arg("-c")
+            .arg(self.master_dir())
+            .args(["state.event"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("state.event");
+        // Subscribed before anything the test does next.
+        std::thread::sleep(Duration::from_millis(500));
+        EventWatch { child }
+    }
+
     /// Runs a CLI binary against this fleet's master.
     pub fn cli(&self, name: &str, args: &[&str]) -> Output {
         Command::new(bin(name))
@@ -229,6 +244,22 @@ impl Fleet {
             rets.get(id) == Some(&serde_json::Value::Bool(true))
         });
         assert!(ok, "{id} never answered test.ping");
+    }
+}
+
+/// A running `halite-run state.event`.
+pub struct EventWatch {
+    child: Child,
+}
+
+impl EventWatch {
+    /// Waits a moment for late events, stops the watcher and returns what
+    /// it printed: one `tag<TAB>json` line per event.
+    pub fn stop(mut self) -> String {
+        std::thread::sleep(Duration::from_millis(500));
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        read_all(&mut self.child)
     }
 }
 
