@@ -2,6 +2,7 @@
 //! are errors, insertion order kept) and dumps it (PyYAML's `safe_dump`).
 
 mod dump;
+mod fast;
 mod load;
 mod reindent;
 pub(crate) mod scalar;
@@ -27,6 +28,9 @@ pub struct YamlError {
 /// scalars continued on less-indented lines, as PyYAML itself writes them) is
 /// re-indented and loaded again, so it loads as it does in Salt.
 pub fn load(text: &str) -> Result<Value, YamlError> {
+    if let Some(value) = fast::load(text) {
+        return Ok(value);
+    }
     match load::load(text) {
         Err(error) => match reindent::reindent_continuations(text) {
             Some(fixed) => load::load(&fixed).map_err(|_| error),

@@ -1,0 +1,339 @@
+//! A fast path for the plain block YAML most SLS files are made of:
+//! mappings and `- ` sequences nested by indentation, with one-line plain
+//! scalars. It builds the same data as the full loader for that subset in a
+//! fraction of the time (no token queue, no events, no marks), and gives up
+//! (`None`) on anything else, which then goes through the full loader:
+//! quotes, flow collections, anchors, tags, comments, block scalars,
+//! multi-line scalars, merge keys, non-string or repeated keys, tabs,
+//! non-ASCII text, anything it does not expect. Errors are always the full
+//! loader's, so they keep their PyYAML shape.
+
+use std::borrow::Cow;
+
+use super::scalar;
+use crate::{Map, Value};
+
+/// One non-blank line: its indentation and the text after it.
+#[derive(Clone, Copy)]
+struct Line<'a> {
+    indent: usize,
+    text: &'a str,
+}
+
+/// Loads `text` when it is in the subset, `None` otherwise.
+pub(super) fn load(text: &str) -> Option<Value> {
+    let bytes = text.as_bytes();
+    // Printable ASCII and newlines only; none of the characters that start
+    // a construct the fast path does not handle (or a comment).
+    if bytes.iter().any(|&b| {
+        !(b == b'\n' || (0x20..0x7f).contains(&b))
+            || matches!(
+                b,
+                b'#' | b'\''
+                    | b'"'
+                    | b'{'
+                    | b'}'
+                    | b'['
+                    | b']'
+                    | b'&'
+                    | b'*'
+                    | b'!'
+                    | b'|'
+                    | b'>'
+                    | b'%'
+                    | b'@'
+                    | b'`'
+                    | b'?'
+            )
+    }) {
+        return None;
+    }
+    let mut lines = Vec::with_capacity(bytes.iter().filter(|&&b| b == b'\n').count() + 1);
+    for raw in text.split('\n') {
+        let content = raw.trim_start_matches(' ');
+        if content.is_empty() {
+            continue;
+        }
+        if content.ends_with(' ') || content.starts_with("...") {
+            return None;
+        }
+        lines.push(Line {
+            indent: raw.len() - content.len(),
+            text: content,
+        });
+    }
+    if lines.is_empty() {
+        return None;
+    }
+    let mut parser = FastParser { lines, pos: 0 };
+    let indent = parser.lines[0].indent;
+    let value = parser.block(indent, false)?;
+    (parser.pos == parser.lines.len()).then_some(value)
+}
+
+struct FastParser<'a> {
+    lines: Vec<Line<'a>>,
+    pos: usize,
+}
+
+/// Splits `key: value` / `key:`; `None` when the line is not a mapping entry.
+fn split_entry(text: &str) -> Option<(&str, &str)> {
+    let (key, value) = match text.find(": ") {
+        Some(i) => (&text[..i], text[i + 2..].trim_start_matches(' ')),
+        None => (text.strip_suffix(':')?, ""),
+    };
+    Some((key, value))
+}
+
+/// Whether `text` can be read as a one-line plain scalar here: it starts
+/// with no indicator and holds no `: ` or final `:`.
+fn plain_ok(text: &str) -> bool {
+    let Some(first) = text.bytes().next() else {
+        return false;
+    };
+    !matches!(first, b'-' | b':' | b',' | b' ' | b'.' | b'<' | b'=' | b'~')
+        && !text.contains(": ")
+        && !text.ends_with(':')
+}
+
+fn scalar_value(text: &str) -> Value {
+    scalar::resolve_plain_owned(Cow::Borrowed(text))
+}
+
+impl<'a> FastParser<'a> {
+    fn peek(&self) -> Option<Line<'a>> {
+        self.lines.get(self.pos).copied()
+    }
+
+    /// The node starting at the current line, whose indentation is `indent`.
+    /// `in_parent_column`: a sequence written at its parent key's column.
+    fn block(&mut self, indent: usize, in_parent_column: bool) -> Option<Value> {
+        let line = self.peek()?;
+        if line.text.starts_with("- ") {
+            self.sequence(indent, in_parent_column)
+        } else if split_entry(line.text).is_some() {
+            self.mapping(indent)
+        } else {
+            None
+        }
+    }
+
+    fn mapping(&mut self, indent: usize) -> Option<Value> {
+        let mut map = Map::new();
+        while let Some(line) = self.peek() {
+            if line.indent < indent {
+                break;
+            }
+            if line.indent > indent || line.text.starts_with('-') {
+                return None;
+            }
+            let (key, value) = split_entry(line.text)?;
+            if !plain_ok(key) || key.ends_with(' ') || key.len() > 1000 || map.contains_key(key) {
+                return None;
+            }
+            let Value::String(key) = scalar_value(key) else {
+                return None;
+            };
+            self.pos += 1;
+            let value = if value.is_empty() {
+                match self.peek() {
+                    Some(next) if next.indent > indent => self.block(next.indent, false)?,
+                    Some(next) if next.indent == indent && next.text.starts_with("- ") => {
+                        self.sequence(indent, true)?
+                    }
+                    _ => Value::Null,
+                }
+            } else {
+                if !plain_ok(value) {
+                    return None;
+                }
+                scalar_value(value)
+            };
+            map.insert(key, value);
+        }
+        Some(Value::Object(map))
+    }
+
+    fn sequence(&mut self, indent: usize, in_parent_column: bool) -> Option<Value> {
+        let mut items = Vec::new();
+        while let Some(line) = self.peek() {
+            if line.indent < indent {
+                break;
+            }
+            if line.indent > indent {
+                return None;
+            }
+            let Some(rest) = line.text.strip_prefix("- ") else {
+                if in_parent_column {
+                    // The parent mapping's next key.
+                    break;
+                }
+                return None;
+            };
+            let item = rest.trim_start_matches(' ');
+            let column = indent + line.text.len() - item.len();
+            if item.starts_with('-') {
+                return None;
+            }
+            if split_entry(item).is_some() {
+                // A mapping begun on the entry's line: read it as if it
+                // started on its own line at the item's column.
+                self.lines[self.pos] = Line {
+                    indent: column,
+                    text: item,
+                };
+                items.push(self.mapping(column)?);
+            } else {
+                if !plain_ok(item) {
+                    return None;
+                }
+                items.push(scalar_value(item));
+                self.pos += 1;
+            }
+        }
+        Some(Value::Array(items))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The fast path, when it answers, must answer what the full loader does.
+    fn same(text: &str) -> bool {
+        let fast = load(text);
+        if let Some(v) = &fast {
+            let slow = super::super::load::load(text).expect("full loader accepts it");
+            assert_eq!(v, &slow, "fast path differs on {text:?}");
+        }
+        fast.is_some()
+    }
+
+    #[test]
+    fn sls_shapes_take_the_fast_path() {
+        let sls = "s00000:\n  test.succeed_without_changes:\n    - name: s00000\n\n\
+                   s00001:\n  test.succeed_with_changes:\n    - name: s00001\n    - require:\n      - test: s00000\n      - test: s00000b\n    - watch:\n      - test: s00000\n";
+        assert!(same(sls));
+        assert!(same("a:\n- x\n- 1\nb: yes\nc:\nd: 0644\n"));
+        assert!(same(
+            "pkgs:\n  - vim\n  - git\nport: 8080\nratio: 1.5\nnone: null\n"
+        ));
+        assert!(same("- a: 1\n  b: 2\n- c\n- d:\n    e: f\n- g:\n  - h\n"));
+        assert!(same("url: salt://foo/bar.conf\ntime: 12:30\n"));
+        assert!(same("  a: 1\n  b: 2\n"));
+        assert!(same("k: a  b,c\n"));
+        assert!(same("a:b: c\nd: e:f\n"));
+    }
+
+    #[test]
+    fn anything_else_goes_to_the_full_loader() {
+        for text in [
+            "",
+            "a: 'q'\n",
+            "a: \"q\"\n",
+            "a: [1, 2]\n",
+            "a: {b: 1}\n",
+            "a: &x 1\nb: *x\n",
+            "a: !!str 1\n",
+            "a: |\n  text\n",
+            "a: 1 # c\n",
+            "a: b\n  c\n",
+            "- a\n  b\n",
+            "a: 1\na: 2\n",
+            "1: a\n",
+            "true: a\n",
+            "<<: x\n",
+            "a:\tb\n",
+            "a: b\r\n",
+            "a: é\n",
+            "a: b: c\n",
+            "a: b:\n",
+            "---\na: 1\n",
+            "a: 1\n...\n",
+            "a: -1\n",
+            "-\n  a: 1\n",
+            "- - a\n",
+            "a:\n  b: 1\n c: 2\n",
+            "a:\n    - x\n  - y\n",
+            "- a: 1\n   b: 2\n",
+            "- a: 1\n  - b\n",
+            "a: 1 \n",
+            "a\n",
+            "a:\nb\n",
+            "x:y\n",
+            "a: ~\n",
+            "a : b\n",
+        ] {
+            assert!(!same(text), "fast path took {text:?}");
+        }
+    }
+
+    /// Every SLS of the conformance cases (those without Jinja) that the
+    /// fast path takes loads as the full loader loads it.
+    #[test]
+    fn conformance_sls_load_alike() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+        let mut taken = 0;
+        for dir in [
+            root.join("tests/conformance"),
+            root.join("../shared/conformance"),
+        ] {
+            let mut stack = vec![dir];
+            while let Some(dir) = stack.pop() {
+                let Ok(entries) = std::fs::read_dir(&dir) else {
+                    continue;
+                };
+                for entry in entries.flatten() {
+                    let path = entry.path();
+                    if path.is_dir() {
+                        stack.push(path);
+                    } else if path.extension().is_some_and(|e| e == "sls") {
+                        let text = std::fs::read_to_string(&path).unwrap_or_default();
+                        if same(&text) {
+                            taken += 1;
+                        }
+                    }
+                }
+            }
+        }
+        eprintln!("{taken} conformance SLS files took the fast path");
+    }
+
+    #[test]
+    fn scalars_resolve_as_in_the_full_loader() {
+        for v in [
+            "yes",
+            "No",
+            "on",
+            "OFF",
+            "null",
+            "Null",
+            "0x1f",
+            "0o17",
+            "017",
+            "1_000",
+            "1e3",
+            "1.5e-3",
+            "190:20:30",
+            "2001-12-14",
+            "2001-12-14 21:59:43.10 -5",
+            ".inf",
+            "-.inf",
+            "+1",
+            "+.5",
+            "0",
+            "00",
+            "08",
+            "0b101",
+            "True",
+            "TRUE",
+            "y",
+            "n",
+            "=",
+            "a=b",
+        ] {
+            same(&format!("k: {v}\n"));
+            same(&format!("- {v}\n"));
+        }
+    }
+}
