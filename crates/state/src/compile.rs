@@ -227,13 +227,15 @@ pub fn verify_high(high: &Map) -> Vec<String> {
                             match &m[argfirst] {
                                 Value::Array(reqs) => {
                                     for req in reqs {
-                                        let req_map = match req {
-                                            Value::String(s) => {
-                                                let mut mm = Map::new();
-                                                mm.insert("id".into(), Value::from(s.clone()));
-                                                mm
+                                        // Read in place: a bare string is `{id: string}`.
+                                        let (rk, rv): (&str, &Value) = match req {
+                                            Value::String(_) => ("id", req),
+                                            Value::Object(mm) if mm.len() == 1 => {
+                                                match mm.iter().next() {
+                                                    Some((k, v)) => (k.as_str(), v),
+                                                    None => continue,
+                                                }
                                             }
-                                            Value::Object(mm) if mm.len() == 1 => mm.clone(),
                                             other => {
                                                 errors.push(format!(
                                                     "Requisite declaration {} in state {id} in SLS {sls} is not formed as a single key dictionary",
@@ -242,7 +244,6 @@ pub fn verify_high(high: &Map) -> Vec<String> {
                                                 continue;
                                             }
                                         };
-                                        let (rk, rv) = req_map.iter().next().expect("single-key map");
                                         if let Some(dot) = rk.find('.') {
                                             errors.push(format!(
                                                 "Invalid requisite type '{rk}' in state '{id}', in SLS '{sls}'. Requisite types must not contain dots, did you mean '{}'?",

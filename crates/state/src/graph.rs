@@ -18,7 +18,7 @@ use rustc_hash::{FxBuildHasher, FxHashMap};
 type FxIndexMap<K, V> = IndexMap<K, V, FxBuildHasher>;
 
 use crate::fnmatch::{fnmatch, is_pattern};
-use crate::requisite::{py_repr, py_str, RequisiteKind, RequisiteRef};
+use crate::requisite::{py_repr, py_str, RequisiteKind};
 use crate::{LowChunk, Map, Value};
 
 /// A node: a chunk, or the test-mode "prereq check" twin of a chunk.
@@ -44,8 +44,45 @@ pub struct Graph {
     /// (module or `id`) + `\x1f` + (name or ID) -> nodes.
     lookup: FxIndexMap<String, Vec<usize>>,
     sls_to_nodes: FxIndexMap<String, Vec<usize>>,
-    out_edges: Vec<FxIndexMap<usize, Vec<RequisiteKind>>>,
-    in_edges: Vec<FxIndexMap<usize, Vec<RequisiteKind>>>,
+    out_edges: Vec<FxIndexMap<usize, Kinds>>,
+    in_edges: Vec<FxIndexMap<usize, Kinds>>,
+    /// Reused to build lookup keys without an allocation per requisite.
+    key_buf: String,
+}
+
+/// The requisite kinds of one edge, in the order they were added, packed
+/// four bits each: an edge has one kind or a few, and a list on the heap
+/// per edge cost two allocations per requisite.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct Kinds {
+    len: u8,
+    packed: u64,
+}
+
+impl Kinds {
+    fn index(kind: RequisiteKind) -> u64 {
+        RequisiteKind::ALL
+            .iter()
+            .position(|k| *k == kind)
+            .unwrap_or_default() as u64
+    }
+    fn contains(&self, kind: RequisiteKind) -> bool {
+        self.iter().any(|k| k == kind)
+    }
+    /// Adds `kind` (each kind once: at most the 12 kinds, 48 bits).
+    fn push(&mut self, kind: RequisiteKind) {
+        if !self.contains(kind) && usize::from(self.len) < RequisiteKind::ALL.len() {
+            self.packed |= Self::index(kind) << (4 * u32::from(self.len));
+            self.len += 1;
+        }
+    }
+    fn len(&self) -> usize {
+        usize::from(self.len)
+    }
+    fn iter(&self) -> impl Iterator<Item = RequisiteKind> + '_ {
+        (0..u32::from(self.len))
+            .map(move |i| RequisiteKind::ALL[((self.packed >> (4 * i)) & 0xf) as usize])
+    }
 }
 
 /// The sort key of a node: (min of own and dependents' order, own order), label, tag.
@@ -120,14 +157,8 @@ impl Graph {
     }
 
     fn add_edge(&mut self, source: usize, target: usize, kind: RequisiteKind) {
-        let keys = self.out_edges[source].entry(target).or_default();
-        if !keys.contains(&kind) {
-            keys.push(kind);
-        }
-        let keys = self.in_edges[target].entry(source).or_default();
-        if !keys.contains(&kind) {
-            keys.push(kind);
-        }
+        self.out_edges[source].entry(target).or_default().push(kind);
+        self.in_edges[target].entry(source).or_default().push(kind);
     }
 
     /// Adds a chunk (Salt's `add_chunk`). Returns its chunk index.
@@ -204,7 +235,7 @@ impl Graph {
                 self.nodes[c].chunk = Some(req_chunk);
                 let deps: Vec<(usize, RequisiteKind)> = self.in_edges[req]
                     .iter()
-                    .flat_map(|(src, kinds)| kinds.iter().map(move |k| (*src, *k)))
+                    .flat_map(|(src, kinds)| kinds.iter().map(move |k| (*src, k)))
                     .collect();
                 for (src, kind) in deps {
                     if kind != RequisiteKind::Prereq {
@@ -282,10 +313,27 @@ impl Graph {
                 found = true;
                 self.add_reqs(node, has_prereq, kind, &reqs);
             }
-        } else if let Some(reqs) = self.lookup.get(&lookup_key(key, val)).cloned() {
-            if !reqs.is_empty() {
-                found = true;
-                self.add_reqs(node, has_prereq, kind, &reqs);
+        } else {
+            let mut k = std::mem::take(&mut self.key_buf);
+            k.clear();
+            k.push_str(key);
+            k.push('\x1f');
+            k.push_str(val);
+            let at = self.lookup.get_index_of(k.as_str());
+            self.key_buf = k;
+            // Taken out while the edges are added (they never touch the
+            // lookup), then put back: no copy of the list per requisite.
+            let reqs = at
+                .and_then(|i| self.lookup.get_index_mut(i))
+                .map(|(_, v)| std::mem::take(v));
+            if let (Some(i), Some(reqs)) = (at, reqs) {
+                if !reqs.is_empty() {
+                    found = true;
+                    self.add_reqs(node, has_prereq, kind, &reqs);
+                }
+                if let Some((_, v)) = self.lookup.get_index_mut(i) {
+                    *v = reqs;
+                }
             }
         }
         found
@@ -304,15 +352,14 @@ impl Graph {
             return None;
         }
         for kind in RequisiteKind::EDGE_KINDS {
-            // Parsed from the chunk in place: only each target's key and
-            // value are copied, not the whole list.
-            let refs: Vec<RequisiteRef> = match self.chunks[ci].get(kind.keyword()) {
-                Some(Value::Array(a)) if !a.is_empty() => {
-                    a.iter().filter_map(RequisiteRef::parse).collect()
-                }
-                Some(v) if crate::truthy(v) => RequisiteRef::parse(v).into_iter().collect(),
-                _ => continue,
+            let present = match self.chunks[ci].get(kind.keyword()) {
+                Some(Value::Array(a)) => !a.is_empty(),
+                Some(v) => crate::truthy(v),
+                None => false,
             };
+            if !present {
+                continue;
+            }
             if disabled.iter().any(|d| d == kind.keyword()) {
                 tracing::warn!(
                     "The {} requisite has been disabled, Ignoring.",
@@ -320,32 +367,70 @@ impl Graph {
                 );
                 continue;
             }
-            for rref in refs {
-                let val = match &rref.value {
-                    Value::Null => continue,
-                    Value::String(s) => s.as_str(),
-                    _ => {
-                        let c = &self.chunks[ci];
-                        return Some(format!(
-                            "Requisite [{}: {}] in state [{}] in SLS [{}] must have a string as the value",
-                            kind.keyword(),
-                            rref.key,
-                            name_str(c),
-                            c.sls()
-                        ));
-                    }
-                };
-                if !self.add_dependency(ci, kind, &rref.key, val) {
+            // The list is taken out of the chunk while its edges are added
+            // (adding edges never reads a requisite list) and put back:
+            // its targets are read in place, not copied.
+            let Some(slot) = self.chunks[ci].0.get_mut(kind.keyword()) else {
+                continue;
+            };
+            let list = std::mem::take(slot);
+            let error = self.add_requisite_list(ci, kind, &list);
+            if let Some(slot) = self.chunks[ci].0.get_mut(kind.keyword()) {
+                *slot = list;
+            }
+            if error.is_some() {
+                return error;
+            }
+        }
+        None
+    }
+
+    /// The edges of one requisite of chunk `ci`: a list of targets, or one.
+    fn add_requisite_list(
+        &mut self,
+        ci: usize,
+        kind: RequisiteKind,
+        list: &Value,
+    ) -> Option<String> {
+        let items = match list {
+            Value::Array(a) => a.as_slice(),
+            other => std::slice::from_ref(other),
+        };
+        for item in items {
+            // As `RequisiteRef::parse` reads it, without the copies.
+            let (key, value): (&str, &Value) = match item {
+                Value::String(_) => ("id", item),
+                Value::Object(m) => match m.iter().next() {
+                    // `- file.managed: foo` is trimmed to `file`.
+                    Some((k, v)) => (k.split('.').next().unwrap_or(k), v),
+                    None => continue,
+                },
+                _ => continue,
+            };
+            let val = match value {
+                Value::Null => continue,
+                Value::String(s) => s.as_str(),
+                _ => {
                     let c = &self.chunks[ci];
                     return Some(format!(
-                        "Referenced state does not exist for requisite [{}: ({}: {})] in state [{}] in SLS [{}]",
+                        "Requisite [{}: {}] in state [{}] in SLS [{}] must have a string as the value",
                         kind.keyword(),
-                        rref.key,
-                        val,
+                        key,
                         name_str(c),
                         c.sls()
                     ));
                 }
+            };
+            if !self.add_dependency(ci, kind, key, val) {
+                let c = &self.chunks[ci];
+                return Some(format!(
+                    "Referenced state does not exist for requisite [{}: ({}: {})] in state [{}] in SLS [{}]",
+                    kind.keyword(),
+                    key,
+                    val,
+                    name_str(c),
+                    c.sls()
+                ));
             }
         }
         None
@@ -390,7 +475,7 @@ impl Graph {
                 let mut req_order: i16 = -1;
                 let edges: Vec<(usize, RequisiteKind)> = self.out_edges[node]
                     .iter()
-                    .flat_map(|(t, ks)| ks.iter().map(move |k| (*t, *k)))
+                    .flat_map(|(t, ks)| ks.iter().map(move |k| (*t, k)))
                     .collect();
                 for (child, kind) in edges {
                     if req_order <= kind.weight() as i16 {
@@ -491,7 +576,7 @@ impl Graph {
     fn topo_sort(&mut self, cap: f64) -> Option<Vec<usize>> {
         let n = self.nodes.len();
         let mut in_degree: Vec<usize> = (0..n)
-            .map(|i| self.in_edges[i].values().map(Vec::len).sum())
+            .map(|i| self.in_edges[i].values().map(Kinds::len).sum())
             .collect();
         let mut heap = BinaryHeap::new();
         for (i, deg) in in_degree.iter().enumerate() {
@@ -538,7 +623,7 @@ impl Graph {
             .map(|i| {
                 self.out_edges[i]
                     .iter()
-                    .flat_map(|(t, ks)| ks.iter().map(move |k| (*t, *k)))
+                    .flat_map(|(t, ks)| ks.iter().map(move |k| (*t, k)))
                     .collect()
             })
             .collect();
@@ -622,8 +707,8 @@ impl Graph {
         let mut out = Vec::new();
         for (src, kinds) in &self.in_edges[node] {
             if let Some(c) = self.nodes[*src].chunk {
-                for k in kinds {
-                    out.push((*k, c));
+                for k in kinds.iter() {
+                    out.push((k, c));
                 }
             }
         }
@@ -663,7 +748,7 @@ impl Graph {
         }
         for (i, edges) in self.out_edges.iter().enumerate() {
             for (t, kinds) in edges {
-                for k in kinds {
+                for k in kinds.iter() {
                     dot.push(format!(
                         "  \"{}\" -> \"{}\" [label=\"{}\"];",
                         dot_escape(&self.nodes[i].tag),
@@ -692,7 +777,7 @@ impl Graph {
         }
         for (i, edges) in self.out_edges.iter().enumerate() {
             for (t, kinds) in edges {
-                for k in kinds {
+                for k in kinds.iter() {
                     out.push(format!("  n{i} -->|{}| n{t}", k.keyword()));
                 }
             }
