@@ -13,6 +13,26 @@ use std::borrow::Cow;
 use super::scalar;
 use crate::{Map, Value};
 
+/// The bytes that send a text to the full loader: anything but printable
+/// ASCII and newlines, and the indicators of quotes, flow collections,
+/// anchors, aliases, tags, block scalars, directives and comments.
+const REJECTED: [bool; 256] = {
+    let mut t = [true; 256];
+    let mut b = 0x20;
+    while b < 0x7f {
+        t[b] = false;
+        b += 1;
+    }
+    t[b'\n' as usize] = false;
+    let indicators = b"#'\"{}[]&*!|>%@`?";
+    let mut i = 0;
+    while i < indicators.len() {
+        t[indicators[i] as usize] = true;
+        i += 1;
+    }
+    t
+};
+
 /// One non-blank line: its indentation and the text after it.
 #[derive(Clone, Copy)]
 struct Line<'a> {
@@ -25,27 +45,7 @@ pub(super) fn load(text: &str) -> Option<Value> {
     let bytes = text.as_bytes();
     // Printable ASCII and newlines only; none of the characters that start
     // a construct the fast path does not handle (or a comment).
-    if bytes.iter().any(|&b| {
-        !(b == b'\n' || (0x20..0x7f).contains(&b))
-            || matches!(
-                b,
-                b'#' | b'\''
-                    | b'"'
-                    | b'{'
-                    | b'}'
-                    | b'['
-                    | b']'
-                    | b'&'
-                    | b'*'
-                    | b'!'
-                    | b'|'
-                    | b'>'
-                    | b'%'
-                    | b'@'
-                    | b'`'
-                    | b'?'
-            )
-    }) {
+    if bytes.iter().any(|&b| REJECTED[usize::from(b)]) {
         return None;
     }
     let mut lines = Vec::with_capacity(bytes.iter().filter(|&&b| b == b'\n').count() + 1);
@@ -76,9 +76,16 @@ struct FastParser<'a> {
     pos: usize,
 }
 
+/// Where `: ` first occurs (a byte scan: `str::find` sets up a substring
+/// searcher per call, which cost more than the scan on these short lines).
+fn colon_space(text: &str) -> Option<usize> {
+    let b = text.as_bytes();
+    (0..b.len().saturating_sub(1)).find(|&i| b[i] == b':' && b[i + 1] == b' ')
+}
+
 /// Splits `key: value` / `key:`; `None` when the line is not a mapping entry.
 fn split_entry(text: &str) -> Option<(&str, &str)> {
-    let (key, value) = match text.find(": ") {
+    let (key, value) = match colon_space(text) {
         Some(i) => (&text[..i], text[i + 2..].trim_start_matches(' ')),
         None => (text.strip_suffix(':')?, ""),
     };
@@ -92,7 +99,7 @@ fn plain_ok(text: &str) -> bool {
         return false;
     };
     !matches!(first, b'-' | b':' | b',' | b' ' | b'.' | b'<' | b'=' | b'~')
-        && !text.contains(": ")
+        && colon_space(text).is_none()
         && !text.ends_with(':')
 }
 
