@@ -1,0 +1,980 @@
+//! Highstate through the master: a release `halite-master` and one
+//! `halite-minion --swarm N` process against Salt 3008.5's `salt-master`
+//! and `salt-minion`, the same generated state and pillar trees, timing
+//! `'*' state.apply` cold (files fetched) and warm (cache hit, no changes).
+//!
+//! `cargo bench -p halite-cli --bench highstate [-- --minions 1,100,1000
+//! --salt-minions 1 --bin-dir target/release --write docs/benchmarks.md
+//! --note TEXT --keep]`.
+//! The halite binaries come from `target/release` (`cargo build --release
+//! --bins`); Salt from `~/.venvs/salt/bin` (install it with
+//! `../shared/bench/install-salt.sh`), or `--salt-bin-dir`; without it only
+//! halite is measured. Every daemon runs in its own process group, killed
+//! when the bench ends, fails or panics.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::BufReader;
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+/// States in the generated tree.
+const STATES: usize = 1000;
+/// `file.managed` states among them (each with its own `salt://` source).
+const FILES: usize = 50;
+/// Sources of about 1 MB (the last ones); the others are a few KB.
+const BIG_FILES: usize = 2;
+/// The heading of this bench's section in the results file.
+const SECTION: &str = "## Highstate through the master";
+
+// ---------------------------------------------------------------------------
+// The generated trees
+
+/// Writes `text` to `path`, creating its directory.
+fn write(path: &Path, text: &[u8]) -> Result<()> {
+    let dir = path.parent().context("a path with a parent")?;
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The deterministic content of source file `k`: text lines, ~1 MB for the
+/// big ones, 2-6 KB for the others.
+fn source_text(k: usize) -> String {
+    let size = if k >= FILES - BIG_FILES {
+        1 << 20
+    } else {
+        2048 + (k * 997) % 4096
+    };
+    let mut s = String::with_capacity(size + 80);
+    let mut i = 0usize;
+    while s.len() < size {
+        let _ = writeln!(
+            s,
+            "file {k:02} line {i:06}: {:016x} the quick brown fox jumps over the lazy dog",
+            (i as u64 ^ k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15)
+        );
+        i += 1;
+    }
+    s
+}
+
+/// The state tree (`<root>/salt`) and pillar tree (`<root>/pillar`); the
+/// states write under `out/<minion id>/`.
+fn generate_trees(root: &Path, out: &Path) -> Result<()> {
+    let salt = root.join("salt");
+    write(&salt.join("top.sls"), b"base:\n  '*':\n    - bench\n")?;
+    let mut sls = String::from(
+        "{% set out = pillar['bench_out'] ~ '/' ~ grains['id'] %}\n\
+         bench_motd:\n  test.succeed_without_changes:\n    - name: \"motd {{ pillar['bench']['motd'] }}\"\n\n",
+    );
+    for k in 0..FILES {
+        write(
+            &salt.join(format!("files/f{k:02}.txt")),
+            source_text(k).as_bytes(),
+        )?;
+        let _ = write!(
+            sls,
+            "bench_file_{k:02}:\n  file.managed:\n    - name: {{{{ out }}}}/f{k:02}.txt\n    - source: salt://files/f{k:02}.txt\n    - makedirs: True\n\n"
+        );
+    }
+    // The rest: independent states, every 10th requiring its predecessor,
+    // every 50th requiring one of the files.
+    for i in 1..(STATES - FILES) {
+        let _ = writeln!(sls, "bench_test_{i:03}:\n  test.succeed_without_changes:");
+        let mut reqs = Vec::new();
+        if i % 10 == 9 {
+            reqs.push(format!("test: bench_test_{:03}", i - 1));
+        }
+        if i % 50 == 0 {
+            reqs.push(format!("file: bench_file_{:02}", (i / 50) % FILES));
+        }
+        if reqs.is_empty() {
+            sls.push_str("    []\n");
+        } else {
+            sls.push_str("    - require:\n");
+            for r in reqs {
+                let _ = writeln!(sls, "      - {r}");
+            }
+        }
+        sls.push('\n');
+    }
+    write(&salt.join("bench.sls"), sls.as_bytes())?;
+
+    let pillar = root.join("pillar");
+    write(&pillar.join("top.sls"), b"base:\n  '*':\n    - bench\n")?;
+    write(
+        &pillar.join("bench.sls"),
+        format!(
+            "bench_out: {}\nbench:\n  motd: hello from the pillar\n  users: [alice, bob, carol]\n  limits:\n    nofile: 4096\n",
+            out.display()
+        )
+        .as_bytes(),
+    )?;
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------
+// Processes
+
+/// A daemon started in its own process group: the whole group (Salt's
+/// forked workers included) is SIGKILLed when this is dropped, so no
+/// daemon outlives the bench, even on error or panic.
+struct Group {
+    child: Child,
+    name: String,
+}
+
+impl Group {
+    fn spawn(cmd: &mut Command, name: &str, log: &Path) -> Result<Group> {
+        let out = File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
+        let err = out.try_clone()?;
+        let child = cmd
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .with_context(|| format!("cannot start {name} ({cmd:?}): build it first"))?;
+        Ok(Group {
+            child,
+            name: name.into(),
+        })
+    }
+
+    fn pgid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Fails if the daemon has exited.
+    fn check_alive(&mut self) -> Result<()> {
+        match self.child.try_wait() {
+            Ok(None) => Ok(()),
+            Ok(Some(status)) => bail!("{} exited early ({status}); see its log", self.name),
+            Err(e) => bail!("cannot check on {}: {e}", self.name),
+        }
+    }
+
+    /// `VmHWM` (peak RSS, kB) of the group leader.
+    fn leader_hwm_kb(&self) -> u64 {
+        status_field(self.child.id() as i32, "VmHWM:")
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // SAFETY: signalling our own child's process group.
+        unsafe {
+            libc::kill(-self.pgid(), libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+/// A `kB` field of `/proc/<pid>/status` (0 when gone).
+fn status_field(pid: i32, field: &str) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with(field))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+/// The pids of the processes in process group `pgid`.
+fn group_pids(pgid: i32) -> Vec<i32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| {
+                    // Fields after the `(comm)`: state ppid pgrp ...
+                    let rest = &s[s.rfind(')')? + 1..];
+                    rest.split_whitespace().nth(2)?.parse::<i32>().ok()
+                })
+                == Some(pgid)
+        })
+        .collect()
+}
+
+/// Summed `VmRSS` (kB) of a process group.
+fn group_rss_kb(pgid: i32) -> u64 {
+    group_pids(pgid)
+        .into_iter()
+        .map(|p| status_field(p, "VmRSS:"))
+        .sum()
+}
+
+/// Samples the summed RSS of some process groups every 100 ms and keeps
+/// the peak of each: Salt's job processes exit after each job, so their
+/// own `VmHWM` is gone by the end.
+struct Sampler {
+    stop: Arc<AtomicBool>,
+    peaks: Arc<Mutex<Vec<u64>>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Sampler {
+    fn start(pgids: Vec<i32>) -> Sampler {
+        let stop = Arc::new(AtomicBool::new(false));
+        let peaks = Arc::new(Mutex::new(vec![0; pgids.len()]));
+        let (s, p) = (stop.clone(), peaks.clone());
+        let thread = std::thread::spawn(move || {
+            while !s.load(Ordering::Relaxed) {
+                for (i, g) in pgids.iter().enumerate() {
+                    let rss = group_rss_kb(*g);
+                    if let Ok(mut v) = p.lock() {
+                        v[i] = v[i].max(rss);
+                    }
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+        });
+        Sampler {
+            stop,
+            peaks,
+            thread: Some(thread),
+        }
+    }
+
+    /// Stops sampling; the peak (kB) of each group.
+    fn finish(mut self) -> Vec<u64> {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+        self.peaks.lock().map(|v| v.clone()).unwrap_or_default()
+    }
+}
+
+/// Two distinct free ports.
+fn port_pair() -> Result<(u16, u16)> {
+    let a = TcpListener::bind("127.0.0.1:0")?;
+    let b = TcpListener::bind("127.0.0.1:0")?;
+    Ok((a.local_addr()?.port(), b.local_addr()?.port()))
+}
+
+/// All JSON documents printed by a CLI, merged into `{id: return}`.
+fn merged_returns(path: &Path) -> Result<BTreeMap<String, Value>> {
+    let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut merged = BTreeMap::new();
+    for doc in serde_json::Deserializer::from_reader(BufReader::new(file)).into_iter::<Value>() {
+        match doc {
+            Ok(Value::Object(map)) => merged.extend(map),
+            Ok(_) => {}
+            Err(e) => bail!("{} is not a stream of JSON objects: {e}", path.display()),
+        }
+    }
+    Ok(merged)
+}
+
+/// How many of `ids` answered `test.ping` with `true`.
+fn count_pings(cli: &mut Command, out: &Path, ids: &HashSet<String>) -> usize {
+    let Ok(f) = File::create(out) else { return 0 };
+    let ran = cli
+        .stdin(Stdio::null())
+        .stdout(f)
+        .stderr(Stdio::null())
+        .status();
+    if ran.is_err() {
+        return 0;
+    }
+    merged_returns(out)
+        .map(|m| {
+            m.iter()
+                .filter(|(id, v)| ids.contains(*id) && **v == Value::Bool(true))
+                .count()
+        })
+        .unwrap_or(0)
+}
+
+/// Repeats `ping` until all `ids` answer; the seconds it took.
+fn wait_all(
+    what: &str,
+    ids: &HashSet<String>,
+    limit: Duration,
+    daemons: &mut [&mut Group],
+    mut ping: impl FnMut() -> usize,
+) -> Result<f64> {
+    let start = Instant::now();
+    let mut last = 0;
+    loop {
+        for d in daemons.iter_mut() {
+            d.check_alive()?;
+        }
+        let got = ping();
+        if got >= ids.len() {
+            return Ok(start.elapsed().as_secs_f64());
+        }
+        if got != last {
+            eprintln!("  {what}: {got} of {} answering", ids.len());
+            last = got;
+        }
+        if start.elapsed() > limit {
+            bail!(
+                "{what}: only {got} of {} minions answered test.ping within {limit:?}",
+                ids.len()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+}
+
+/// What the states of one `state.apply` returned.
+#[derive(Default)]
+struct Check {
+    /// Minions whose every expected state returned `result: true`.
+    minions_ok: usize,
+    /// States that reported changes, over all minions.
+    changed: usize,
+    /// The first few problems found.
+    problems: Vec<String>,
+}
+
+impl Check {
+    fn problem(&mut self, p: String) {
+        if self.problems.len() < 5 {
+            self.problems.push(p);
+        }
+    }
+}
+
+/// Checks that every one of `ids` returned all `STATES` states, all true.
+/// Reads one minion's document at a time: holding all returns of 1000
+/// minions (~400 MB of JSON) would grow this process by gigabytes, and
+/// that high-water mark would leak into the next CLI's `ru_maxrss`.
+fn check_returns(path: &Path, ids: &HashSet<String>) -> Check {
+    let mut c = Check::default();
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            c.problem(format!("cannot read {}: {e}", path.display()));
+            return c;
+        }
+    };
+    let mut seen = HashSet::new();
+    for doc in serde_json::Deserializer::from_reader(BufReader::new(file)).into_iter::<Value>() {
+        let map = match doc {
+            Ok(Value::Object(map)) => map,
+            Ok(_) => continue,
+            Err(e) => {
+                c.problem(format!(
+                    "{} is not a stream of JSON objects: {e}",
+                    path.display()
+                ));
+                break;
+            }
+        };
+        for (id, ret) in map {
+            if !ids.contains(&id) || !seen.insert(id.clone()) {
+                continue;
+            }
+            check_minion(&mut c, &id, &ret);
+        }
+    }
+    let mut missing: Vec<&String> = ids.difference(&seen).collect();
+    missing.sort();
+    for id in missing {
+        c.problem(format!("{id}: no return"));
+    }
+    c
+}
+
+/// Checks one minion's state return.
+fn check_minion(c: &mut Check, id: &str, ret: &Value) {
+    let Some(states) = ret.as_object() else {
+        c.problem(format!("{id}: not a state return: {}", trunc(ret)));
+        return;
+    };
+    let failed: Vec<&Value> = states.values().filter(|r| r["result"] != true).collect();
+    c.changed += states
+        .values()
+        .filter(|r| r["changes"].as_object().is_some_and(|m| !m.is_empty()))
+        .count();
+    if states.len() != STATES {
+        c.problem(format!(
+            "{id}: {} states returned, not {STATES}",
+            states.len()
+        ));
+    } else if let Some(f) = failed.first() {
+        c.problem(format!(
+            "{id}: {} states failed, e.g. {}",
+            failed.len(),
+            trunc(f)
+        ));
+    } else {
+        c.minions_ok += 1;
+    }
+}
+
+fn trunc(v: &Value) -> String {
+    let s = v.to_string();
+    s.chars().take(300).collect()
+}
+
+/// One timed `state.apply`.
+struct Timed {
+    secs: f64,
+    /// Peak RSS of the CLI process itself (kB, polled `VmHWM`).
+    cli_kb: u64,
+    check: Check,
+}
+
+/// Runs the CLI with its stdout in `out`, timing it until it exits.
+fn timed_apply(cmd: &mut Command, out: &Path, ids: &HashSet<String>) -> Result<Timed> {
+    let f = File::create(out)?;
+    let err = File::create(out.with_extension("err"))?;
+    let start = Instant::now();
+    let child = cmd
+        .stdin(Stdio::null())
+        .stdout(f)
+        .stderr(err)
+        .spawn()
+        .with_context(|| format!("cannot run {cmd:?}"))?;
+    let pid = child.id() as libc::pid_t;
+    // The CLI's own VmHWM, polled while it runs: wait4's ru_maxrss would
+    // also count this process's high-water mark (the spawn shares our
+    // address space until exec).
+    let stop = Arc::new(AtomicBool::new(false));
+    let poller = {
+        let stop = stop.clone();
+        std::thread::spawn(move || {
+            let mut peak = 0;
+            while !stop.load(Ordering::Relaxed) {
+                peak = peak.max(status_field(pid, "VmHWM:"));
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            peak
+        })
+    };
+    let mut status = 0;
+    // SAFETY: rusage is plain data; wait4 fills it for our own child.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    let secs = start.elapsed().as_secs_f64();
+    std::mem::forget(child);
+    stop.store(true, Ordering::Relaxed);
+    let cli_kb = poller.join().unwrap_or(0);
+    if r != pid {
+        bail!("lost the CLI process {pid}");
+    }
+    Ok(Timed {
+        secs,
+        cli_kb,
+        check: check_returns(out, ids),
+    })
+}
+
+// ---------------------------------------------------------------------------
+// The two fleets
+
+/// The figures of one fleet size (halite or Salt).
+struct Measured {
+    minions: usize,
+    ready_secs: f64,
+    cold: Timed,
+    warm: Timed,
+    /// Peak RSS of the master (kB).
+    master_kb: u64,
+    /// Peak RSS of the minion side (kB): the one swarm process, or all
+    /// Salt minion processes summed.
+    minion_kb: u64,
+}
+
+/// A release halite master and one swarm minion with `n` identities.
+fn run_halite(bin: &Path, trees: &Path, out: &Path, dir: &Path, n: usize) -> Result<Measured> {
+    std::fs::create_dir_all(dir)?;
+    let (publish, ret) = port_pair()?;
+    let d = dir.display();
+    let mconf = dir.join("master-conf");
+    write(
+        &mconf.join("master"),
+        format!(
+            "interface: 127.0.0.1\npublish_port: {publish}\nret_port: {ret}\npki_dir: {d}/master-pki\ncachedir: {d}/master-cache\nsock_dir: {d}/master-sock\nlog_file: {d}/master.log\nlog_level: warning\ntimeout: 60\nauto_accept: True\nfile_roots:\n  base: [{}]\npillar_roots:\n  base: [{}]\n",
+            trees.join("salt").display(),
+            trees.join("pillar").display()
+        )
+        .as_bytes(),
+    )?;
+    let sconf = dir.join("swarm-conf");
+    write(
+        &sconf.join("minion"),
+        format!(
+            "master: 127.0.0.1\nmaster_port: {ret}\npublish_port: {publish}\nid: swarm\npki_dir: {d}/swarm-pki\ncachedir: {d}/swarm-cache\nsock_dir: {d}/swarm-sock\nlog_file: {d}/swarm.log\nlog_level: warning\nmaster_alive_interval: 30\nauth_timeout: 30\n"
+        )
+        .as_bytes(),
+    )?;
+    let mut master = Group::spawn(
+        Command::new(bin.join("halite-master"))
+            .arg("-c")
+            .arg(&mconf),
+        "halite-master",
+        &dir.join("master.out"),
+    )?;
+    let sock = dir.join("master-sock/master.sock");
+    let start = Instant::now();
+    while !sock.exists() {
+        master.check_alive()?;
+        if start.elapsed() > Duration::from_secs(30) {
+            bail!("halite-master did not open {} in 30 s", sock.display());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut swarm = Group::spawn(
+        Command::new(bin.join("halite-minion"))
+            .arg("-c")
+            .arg(&sconf)
+            .args(["--swarm", &n.to_string(), "--swarm-prefix", "bench-"]),
+        "halite-minion --swarm",
+        &dir.join("swarm.out"),
+    )?;
+    let ids: HashSet<String> = (0..n).map(|i| format!("bench-{i}")).collect();
+    let halite = |args: &[&str]| {
+        let mut c = Command::new(bin.join("halite"));
+        c.arg("-c").arg(&mconf).args(args);
+        c
+    };
+    let ping_out = dir.join("ping.json");
+    let ready_secs = wait_all(
+        &format!("halite {n}"),
+        &ids,
+        Duration::from_secs(1200),
+        &mut [&mut master, &mut swarm],
+        || {
+            count_pings(
+                &mut halite(&["*", "test.ping", "-t", "20", "--out", "json"]),
+                &ping_out,
+                &ids,
+            )
+        },
+    )?;
+    eprintln!("  halite {n}: all answering after {ready_secs:.1} s");
+    let apply = ["*", "state.apply", "-t", "600", "--out", "json"];
+    let cold = timed_apply(&mut halite(&apply), &dir.join("cold.json"), &ids)?;
+    eprintln!("  halite {n}: cold {:.2} s", cold.secs);
+    let warm = timed_apply(&mut halite(&apply), &dir.join("warm.json"), &ids)?;
+    eprintln!("  halite {n}: warm {:.2} s", warm.secs);
+    master.check_alive()?;
+    swarm.check_alive()?;
+    let measured = Measured {
+        minions: n,
+        ready_secs,
+        cold,
+        warm,
+        master_kb: master.leader_hwm_kb(),
+        minion_kb: swarm.leader_hwm_kb(),
+    };
+    drop(swarm);
+    drop(master);
+    let _ = std::fs::remove_dir_all(out);
+    Ok(measured)
+}
+
+/// A salt-master and `n` salt-minion processes.
+fn run_salt(sbin: &Path, trees: &Path, out: &Path, dir: &Path, n: usize) -> Result<Measured> {
+    std::fs::create_dir_all(dir)?;
+    let (publish, ret) = port_pair()?;
+    let d = dir.display();
+    let mconf = dir.join("master-conf");
+    write(
+        &mconf.join("master"),
+        format!(
+            "interface: 127.0.0.1\npublish_port: {publish}\nret_port: {ret}\nroot_dir: {d}/mroot\npki_dir: {d}/mroot/pki\ncachedir: {d}/mroot/cache\nsock_dir: {d}/mroot/sock\nlog_file: {d}/master.log\nlog_level: warning\nauto_accept: True\nuser: root\nworker_threads: 2\npidfile: {d}/mroot/master.pid\nfile_roots:\n  base: [{}]\npillar_roots:\n  base: [{}]\n",
+            trees.join("salt").display(),
+            trees.join("pillar").display()
+        )
+        .as_bytes(),
+    )?;
+    let mut master = Group::spawn(
+        Command::new(sbin.join("salt-master")).arg("-c").arg(&mconf),
+        "salt-master",
+        &dir.join("master.out"),
+    )?;
+    let mut minions = Vec::new();
+    let mut ids = HashSet::new();
+    for i in 0..n {
+        let id = format!("salt-bench-{i}");
+        let m = dir.join(format!("minion{i}"));
+        let md = m.display();
+        write(
+            &m.join("minion"),
+            format!(
+                "master: 127.0.0.1\nmaster_port: {ret}\npublish_port: {publish}\nid: {id}\nroot_dir: {md}/root\npki_dir: {md}/root/pki\ncachedir: {md}/root/cache\nsock_dir: {md}/root/sock\nlog_file: {md}/minion.log\nlog_level: warning\nuser: root\nacceptance_wait_time: 1\npidfile: {md}/root/minion.pid\n"
+            )
+            .as_bytes(),
+        )?;
+        minions.push(Group::spawn(
+            Command::new(sbin.join("salt-minion")).arg("-c").arg(&m),
+            &format!("salt-minion {id}"),
+            &m.join("minion.out"),
+        )?);
+        ids.insert(id);
+    }
+    let salt = |args: &[&str]| {
+        let mut c = Command::new(sbin.join("salt"));
+        c.arg("-c").arg(&mconf).args(args);
+        c
+    };
+    let ping_out = dir.join("ping.json");
+    let ready_secs = {
+        let mut daemons: Vec<&mut Group> = vec![&mut master];
+        daemons.extend(minions.iter_mut());
+        wait_all(
+            &format!("salt {n}"),
+            &ids,
+            Duration::from_secs(600),
+            &mut daemons,
+            || {
+                count_pings(
+                    &mut salt(&["*", "test.ping", "-t", "10", "--out", "json"]),
+                    &ping_out,
+                    &ids,
+                )
+            },
+        )?
+    };
+    eprintln!("  salt {n}: all answering after {ready_secs:.1} s");
+    let mut pgids = vec![master.pgid()];
+    pgids.extend(minions.iter().map(Group::pgid));
+    let sampler = Sampler::start(pgids);
+    let apply = ["*", "state.apply", "--out", "json", "-t", "600"];
+    let cold = timed_apply(&mut salt(&apply), &dir.join("cold.json"), &ids);
+    let warm = cold
+        .as_ref()
+        .ok()
+        .map(|_| timed_apply(&mut salt(&apply), &dir.join("warm.json"), &ids));
+    let peaks = sampler.finish();
+    let cold = cold?;
+    eprintln!("  salt {n}: cold {:.2} s", cold.secs);
+    let warm = warm.context("no warm run")??;
+    eprintln!("  salt {n}: warm {:.2} s", warm.secs);
+    let measured = Measured {
+        minions: n,
+        ready_secs,
+        cold,
+        warm,
+        master_kb: peaks.first().copied().unwrap_or(0),
+        minion_kb: peaks.iter().skip(1).sum(),
+    };
+    drop(minions);
+    drop(master);
+    let _ = std::fs::remove_dir_all(out);
+    Ok(measured)
+}
+
+// ---------------------------------------------------------------------------
+// Report
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+fn counts(s: &str) -> Vec<usize> {
+    s.split(',').filter_map(|x| x.trim().parse().ok()).collect()
+}
+
+fn mb(kb: u64) -> String {
+    format!("{:.1} MB", kb as f64 / 1024.0)
+}
+
+/// "ok" or the first problem of a run.
+fn verdict(m: &Measured) -> String {
+    let mut v = Vec::new();
+    for (what, t) in [("cold", &m.cold), ("warm", &m.warm)] {
+        if t.check.minions_ok != m.minions {
+            v.push(format!(
+                "{what}: {}/{} minions all true ({})",
+                t.check.minions_ok,
+                m.minions,
+                t.check.problems.first().cloned().unwrap_or_default()
+            ));
+        }
+    }
+    if v.is_empty() {
+        format!(
+            "all {} states true on every minion; changes cold {} / warm {}",
+            STATES, m.cold.check.changed, m.warm.check.changed
+        )
+    } else {
+        v.join("; ")
+    }
+}
+
+fn halite_row(m: &Measured) -> String {
+    format!(
+        "| {} | {:.2} s | {:.2} s | {} | {} | {} | {:.1} s | {} |",
+        m.minions,
+        m.cold.secs,
+        m.warm.secs,
+        mb(m.master_kb),
+        mb(m.minion_kb),
+        mb(m.cold.cli_kb.max(m.warm.cli_kb)),
+        m.ready_secs,
+        verdict(m)
+    )
+}
+
+fn salt_row(m: &Measured) -> String {
+    format!(
+        "| {} | {:.2} s | {:.2} s | {} | {} | {:.1} s | {} |",
+        m.minions,
+        m.cold.secs,
+        m.warm.secs,
+        mb(m.master_kb),
+        mb(m.minion_kb),
+        m.ready_secs,
+        verdict(m)
+    )
+}
+
+/// `text` with its words rewrapped at `width` columns.
+fn wrap(text: &str, width: usize) -> String {
+    let mut out = String::new();
+    let mut line = 0;
+    for word in text.split_whitespace() {
+        if line > 0 && line + 1 + word.len() > width {
+            out.push('\n');
+            line = 0;
+        } else if line > 0 {
+            out.push(' ');
+            line += 1;
+        }
+        out.push_str(word);
+        line += word.len();
+    }
+    out
+}
+
+fn shell(cmd: &str, args: &[&str]) -> String {
+    Command::new(cmd)
+        .args(args)
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default()
+}
+
+fn machine() -> String {
+    let cores = std::thread::available_parallelism()
+        .map(|n| n.get())
+        .unwrap_or(0);
+    let ram_kb: u64 = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find(|l| l.starts_with("MemTotal:"))
+                .and_then(|l| l.split_whitespace().nth(1))
+                .and_then(|v| v.parse().ok())
+        })
+        .unwrap_or(0);
+    format!(
+        "{cores} cores, {:.0} GB RAM",
+        ram_kb as f64 / 1024.0 / 1024.0
+    )
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+/// Replaces (or appends) this bench's section of a markdown file.
+fn write_section(path: &Path, section: &str) -> Result<()> {
+    let old = std::fs::read_to_string(path).unwrap_or_default();
+    let new = match old.find(SECTION) {
+        Some(start) => {
+            let after = start + SECTION.len();
+            let end = old[after..]
+                .find("\n## ")
+                .map(|i| after + i + 1)
+                .unwrap_or(old.len());
+            format!("{}{section}{}", &old[..start], &old[end..])
+        }
+        None => {
+            let sep = if old.is_empty() || old.ends_with("\n\n") {
+                ""
+            } else if old.ends_with('\n') {
+                "\n"
+            } else {
+                "\n\n"
+            };
+            format!("{old}{sep}{section}")
+        }
+    };
+    std::fs::write(path, new).with_context(|| format!("cannot write {}", path.display()))
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let sizes = counts(&arg(&args, "--minions").unwrap_or_else(|| "1,100,1000".into()));
+    let salt_sizes = counts(&arg(&args, "--salt-minions").unwrap_or_else(|| "1".into()));
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let bin = arg(&args, "--bin-dir")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo.join("target/release"));
+    for b in ["halite-master", "halite-minion", "halite"] {
+        if !bin.join(b).exists() {
+            bail!(
+                "{} is missing: run `cargo build --release --bins` first (or pass --bin-dir)",
+                bin.join(b).display()
+            );
+        }
+    }
+    let salt_bin = arg(&args, "--salt-bin-dir").map(PathBuf::from).or_else(|| {
+        let p = PathBuf::from(std::env::var("HOME").ok()?).join(".venvs/salt/bin");
+        p.join("salt-master").exists().then_some(p)
+    });
+    let write_to = arg(&args, "--write");
+    let note = arg(&args, "--note");
+    let keep = args.iter().any(|a| a == "--keep");
+
+    let work = tempfile::Builder::new()
+        .prefix("halite-highstate-")
+        .tempdir()?;
+    let trees = work.path().join("trees");
+    let out = work.path().join("out");
+    generate_trees(&trees, &out)?;
+    let load_before = loadavg();
+    eprintln!("tree in {}; load {load_before}", trees.display());
+
+    let mut halite = Vec::new();
+    let mut failures = Vec::new();
+    for &n in &sizes {
+        eprintln!("halite, {n} minions");
+        let dir = work.path().join(format!("halite-{n}"));
+        match run_halite(&bin, &trees, &out, &dir, n) {
+            Ok(m) => {
+                println!("{}", halite_row(&m));
+                halite.push(m);
+            }
+            Err(e) => {
+                eprintln!("halite {n}: {e:#}");
+                failures.push(format!("halite with {n} minions: {e:#}"));
+            }
+        }
+    }
+    let mut salt = Vec::new();
+    if let Some(sbin) = &salt_bin {
+        for &n in &salt_sizes {
+            eprintln!("salt, {n} minions");
+            let dir = work.path().join(format!("salt-{n}"));
+            match run_salt(sbin, &trees, &out, &dir, n) {
+                Ok(m) => {
+                    println!("{}", salt_row(&m));
+                    salt.push(m);
+                }
+                Err(e) => {
+                    eprintln!("salt {n}: {e:#}");
+                    failures.push(format!("Salt with {n} minions: {e:#}"));
+                }
+            }
+        }
+    } else {
+        eprintln!("Salt not found (~/.venvs/salt/bin/salt-master): only halite measured");
+    }
+    let load_after = loadavg();
+
+    let mut doc = format!("{SECTION}\n\n");
+    let _ = writeln!(
+        doc,
+        "`cargo bench -p halite-cli --bench highstate -- --minions {} --salt-minions {} --write FILE`\n\
+         generates one state tree and pillar tree: {STATES} states in `bench.sls` ({FILES}\n\
+         `file.managed` with distinct `salt://` sources, {} of ~2-6 KB and {BIG_FILES} of 1 MB,\n\
+         written to `<out>/<minion id>/`; the rest `test.succeed_without_changes`, every\n\
+         10th requiring its predecessor and every 50th a file), `top.sls` `'*': [bench]`,\n\
+         a small pillar used by the SLS's Jinja. halite: a release `halite-master`\n\
+         (`auto_accept`, file_roots/pillar_roots in its config) and ONE\n\
+         `halite-minion --swarm N` process; Salt 3008.5: a `salt-master` (2 workers) and\n\
+         one `salt-minion` process per minion. Once all minions answer `test.ping`, it\n\
+         times `'*' state.apply -t 600 --out json` from the CLI's start until it exited\n\
+         with every return printed: cold (the minions' file caches empty, every file\n\
+         written) then warm (cache hit, nothing changes), and checks that every minion\n\
+         returned all {STATES} states with `result: true`.\n",
+        sizes.iter().map(usize::to_string).collect::<Vec<_>>().join(","),
+        salt_sizes.iter().map(usize::to_string).collect::<Vec<_>>().join(","),
+        FILES - BIG_FILES,
+    );
+    let measured = format!(
+        "Measured {} on {} (load average {load_before} before, {load_after} after; the \
+         machine is shared with other builds, so read ratios rather than absolutes).{}",
+        shell("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        machine(),
+        note.map(|n| format!(" {n}")).unwrap_or_default()
+    );
+    let _ = writeln!(doc, "{}\n", wrap(&measured, 80));
+    doc.push_str(
+        "halite: master/minion RSS is `VmHWM` (peak) of each daemon over its life\n\
+         (key generation, handshakes and both runs); CLI is the `halite` process's own\n\
+         peak (`VmHWM`, polled every 20 ms); \"ready\" is the first start until all N answer `test.ping`.\n\n\
+         | minions | cold | warm | master peak RSS | swarm minion peak RSS | CLI peak RSS | ready | check |\n\
+         |---:|---:|---:|---:|---:|---:|---:|---|\n",
+    );
+    for m in &halite {
+        let _ = writeln!(doc, "{}", halite_row(m));
+    }
+    if !salt.is_empty() {
+        doc.push_str(
+            "\nSalt: RSS is the peak, sampled every 100 ms during the two runs, of the\n\
+             summed RSS of the master's processes and of all minion processes (with\n\
+             their job processes).\n\n\
+             | minions | cold | warm | master peak RSS | minions peak RSS | ready | check |\n\
+             |---:|---:|---:|---:|---:|---:|---|\n",
+        );
+        for m in &salt {
+            let _ = writeln!(doc, "{}", salt_row(m));
+        }
+        for s in &salt {
+            if let Some(h) = halite.iter().find(|h| h.minions == s.minions) {
+                let _ = writeln!(
+                    doc,
+                    "\nSalt / halite with {} minion{}: cold **{:.0}x** ({:.2} s / {:.2} s), warm **{:.0}x** ({:.2} s / {:.2} s) (target: >= 20x).",
+                    s.minions,
+                    if s.minions == 1 { "" } else { "s" },
+                    s.cold.secs / h.cold.secs,
+                    s.cold.secs,
+                    h.cold.secs,
+                    s.warm.secs / h.warm.secs,
+                    s.warm.secs,
+                    h.warm.secs
+                );
+            }
+        }
+    }
+    if !failures.is_empty() {
+        doc.push_str("\nNot measured:\n\n");
+        for f in &failures {
+            let _ = writeln!(doc, "- {f}");
+        }
+    }
+    doc.push('\n');
+    println!("\n{doc}");
+    if let Some(path) = write_to {
+        // cargo runs benches in the package directory: relative paths are
+        // taken from the workspace root.
+        let path = repo.join(path);
+        write_section(&path, &doc)?;
+        eprintln!("wrote the section to {}", path.display());
+    }
+    if keep {
+        let kept = work.keep();
+        eprintln!("kept {}", kept.display());
+    }
+    Ok(())
+}
