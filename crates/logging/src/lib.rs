@@ -63,3 +63,45 @@ pub async fn shutdown_signal() {
         }
     }
 }
+
+#[doc(hidden)]
+pub use mimalloc;
+
+/// Makes mimalloc the binary's global allocator, tuned to keep resident
+/// memory near what is in use. A state run builds and frees a few small
+/// maps and strings per state (millions for a big tree; glibc malloc/free
+/// were a quarter of a 10k-state run and ~40% of the master's CPU when it
+/// compiled for 1000 minions), which mimalloc serves in a fraction of the
+/// time. Its arenas are committed as they are used (eagerly committed,
+/// they got transparent huge pages: 67 MB instead of 48 MB peak RSS for
+/// 10 000 states) and freed pages go back at once (43 MB); neither costs
+/// measurable time. Invoke once, at the top level of each binary.
+#[macro_export]
+macro_rules! fast_allocator {
+    () => {
+        #[global_allocator]
+        static GLOBAL: $crate::mimalloc::MiMalloc = $crate::mimalloc::MiMalloc;
+
+        /// Runs before `main` (an ELF constructor), and so before the first
+        /// allocation reserves mimalloc's arena.
+        #[cfg(target_os = "linux")]
+        #[used]
+        #[link_section = ".init_array"]
+        static TUNE_ALLOCATOR: extern "C" fn() = {
+            extern "C" {
+                /// mimalloc's `mi_option_set` (in the library the `mimalloc` crate links).
+                fn mi_option_set(option: std::os::raw::c_int, value: std::os::raw::c_long);
+            }
+            /// `mi_option_arena_eager_commit` and `mi_option_purge_delay`
+            /// (the same indices in mimalloc v2 and v3).
+            extern "C" fn tune() {
+                // SAFETY: sets two integer options; nothing is allocated yet.
+                unsafe {
+                    mi_option_set(4, 0);
+                    mi_option_set(15, 0);
+                }
+            }
+            tune
+        };
+    };
+}

@@ -20,6 +20,8 @@ struct Cli {
     log_file: Option<String>,
 }
 
+halite_logging::fast_allocator!();
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let mut flags = serde_json::Map::new();

@@ -27,6 +27,8 @@ struct Cli {
     swarm_prefix: String,
 }
 
+halite_logging::fast_allocator!();
+
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let mut flags = serde_json::Map::new();

@@ -16,40 +16,7 @@ use halite_modules::host::EventSink;
 use halite_modules::ExecError;
 use serde_json::{json, Map, Value};
 
-/// mimalloc instead of the system allocator: a state run builds and frees
-/// a few small maps and strings per state (millions for a big tree), which
-/// mimalloc serves in a fraction of glibc malloc's time.
-#[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
-extern "C" {
-    /// mimalloc's `mi_option_set` (in the library the `mimalloc` crate links).
-    fn mi_option_set(option: std::os::raw::c_int, value: std::os::raw::c_long);
-}
-
-/// `mi_option_arena_eager_commit` (the same index in mimalloc v2 and v3).
-const MI_OPTION_ARENA_EAGER_COMMIT: std::os::raw::c_int = 4;
-/// `mi_option_purge_delay` (the same index in mimalloc v2 and v3).
-const MI_OPTION_PURGE_DELAY: std::os::raw::c_int = 15;
-
-/// Runs [`tune_allocator`] as an ELF constructor: before `main`, and so
-/// before the Rust runtime's first allocation reserves mimalloc's arena.
-#[cfg(target_os = "linux")]
-#[used]
-#[link_section = ".init_array"]
-static TUNE_ALLOCATOR: extern "C" fn() = tune_allocator;
-
-/// Keeps mimalloc's resident memory near what is in use: arenas committed
-/// as they are used (eagerly committed, they got transparent huge pages:
-/// 67 MB instead of 48 MB peak RSS for 10 000 states) and freed pages
-/// returned at once (43 MB). Neither costs measurable time.
-extern "C" fn tune_allocator() {
-    // SAFETY: sets two integer options; nothing has been allocated yet.
-    unsafe {
-        mi_option_set(MI_OPTION_ARENA_EAGER_COMMIT, 0);
-        mi_option_set(MI_OPTION_PURGE_DELAY, 0);
-    }
-}
+halite_logging::fast_allocator!();
 
 /// Run a function on this host (salt-call).
 #[derive(Parser, Debug)]

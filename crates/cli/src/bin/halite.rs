@@ -6,6 +6,8 @@ use std::time::Duration;
 use clap::Parser;
 use halite_cli::remote::{self, cmd};
 
+halite_logging::fast_allocator!();
+
 /// Run a function on the minions a target selects.
 #[derive(Parser, Debug)]
 #[command(name = "halite", version, allow_negative_numbers = true)]
