@@ -325,7 +325,12 @@ fn fire_event_and_progress_events_reach_the_sink() {
         json!({"jid": "20260101000000000001", "state_events": false}),
         sink.clone(),
     );
-    assert!(!sink.0.lock().unwrap().iter().any(|(t, _)| t.contains("/prog/")));
+    assert!(!sink
+        .0
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|(t, _)| t.contains("/prog/")));
 }
 
 #[test]

@@ -198,7 +198,10 @@ pub enum MasterMessage {
     },
     Pong,
     /// The answer to [`MinionRequest::Request`] `req`.
-    Reply { req: u64, body: ReplyBody },
+    Reply {
+        req: u64,
+        body: ReplyBody,
+    },
     /// While compiling job `jid`, a template called `fun`, which needs the
     /// minion's host: run it and answer [`MinionRequest::RenderReply`].
     RenderCall {

@@ -58,8 +58,8 @@ fn get_file(host: &Host, args: &Args, saltenv: &str) -> Result<Value, ExecError>
     }
     let text = match args.kwargs.get("template").and_then(Value::as_str) {
         Some(engine) => {
-            let raw = std::fs::read_to_string(&local)
-                .map_err(|e| ExecError::Execution(e.to_string()))?;
+            let raw =
+                std::fs::read_to_string(&local).map_err(|e| ExecError::Execution(e.to_string()))?;
             Some(
                 halite_state::StateEnv::render_template(host, &raw, engine, &Map::new(), saltenv)
                     .map_err(ExecError::Execution)?,

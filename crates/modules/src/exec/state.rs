@@ -215,7 +215,12 @@ pub enum StatePlan {
 pub fn is_state_run(fun: &str) -> bool {
     matches!(
         fun,
-        "state.apply" | "state.sls" | "state.highstate" | "state.test" | "state.top" | "state.single"
+        "state.apply"
+            | "state.sls"
+            | "state.highstate"
+            | "state.test"
+            | "state.top"
+            | "state.single"
     )
 }
 
@@ -246,7 +251,9 @@ impl StateExec {
                     }
                     let (high, errors) = render_highstate(&host, &matches);
                     if errors.is_empty() && high.is_empty() {
-                        return Ok(StatePlan::Return(no_states("No states found for this minion")));
+                        return Ok(StatePlan::Return(no_states(
+                            "No states found for this minion",
+                        )));
                     }
                     (high, errors)
                 } else {
