@@ -291,6 +291,24 @@ fn highstate_through_the_master() {
         "reloaded\n"
     );
 
+    // A tampered cache entry is noticed (it no longer hashes to its name),
+    // fetched again, and never deployed.
+    let cache = fleet.path("minion-web1/cache/files");
+    let entry = std::fs::read_dir(&cache)
+        .expect("cache dir")
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| std::fs::read(p).is_ok_and(|b| b == b"listen 80;\n"))
+        .expect("site.conf in the cache");
+    std::fs::write(&entry, "evil\n").expect("tamper");
+    fleet.halite_json(&["web1", "state.apply", "web"]);
+    assert_eq!(
+        std::fs::read_to_string(&site).expect("site"),
+        "listen 80;\n"
+    );
+    assert_eq!(fetched(&web.log_text()), fetched_before + 1);
+    let fetched_before = fetched_before + 1;
+
     // test=True through the master: the change is reported, nothing is made.
     write(&fleet.path("trees/salt/files/site.conf"), "listen 8080;\n");
     let (rets, _) = fleet.halite_json(&["web1", "state.apply", "web", "test=True"]);

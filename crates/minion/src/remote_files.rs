@@ -39,6 +39,14 @@ fn io(path: &std::path::Path, source: std::io::Error) -> FileClientError {
     }
 }
 
+/// The sha256 of a file, in hex.
+fn hash_of(path: &std::path::Path) -> std::io::Result<String> {
+    let mut file = std::fs::File::open(path)?;
+    let mut hasher = Sha256::new();
+    std::io::copy(&mut file, &mut hasher)?;
+    Ok(hex::encode(hasher.finalize()))
+}
+
 fn is_sha256(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
@@ -146,8 +154,14 @@ impl FileClient for RemoteFileClient {
             )));
         }
         let cached = self.cache.join(&sha);
+        // A cached copy is used only while it still hashes to its name: a
+        // damaged or tampered cache is fetched again, never deployed.
         if cached.is_file() {
-            return Ok(Some(cached));
+            if hash_of(&cached).is_ok_and(|got| got == sha) {
+                return Ok(Some(cached));
+            }
+            tracing::warn!(path = %path, "cached copy does not match its sha256; fetching it again");
+            let _ = std::fs::remove_file(&cached);
         }
         self.download(&path, saltenv, &sha).map(Some)
     }
