@@ -749,18 +749,8 @@ struct Resolved {
 
 /// Salt's `file.source_list` plus caching: the first source that exists.
 fn resolve_source(call: &StateCall<'_>, source: &Value, saltenv: &str) -> Result<Resolved, String> {
-    let candidates: Vec<String> = match source {
-        Value::Array(items) => items
-            .iter()
-            .filter_map(|i| match i {
-                Value::String(s) => Some(s.clone()),
-                Value::Object(m) => m.keys().next().cloned(),
-                _ => None,
-            })
-            .collect(),
-        Value::String(s) if !s.is_empty() => vec![s.clone()],
-        other => return Err(format!("Invalid source \"{}\"", py_repr(other))),
-    };
+    let candidates = crate::states::file::managed::source_candidates(source, false)
+        .ok_or_else(|| format!("Invalid source \"{}\"", py_repr(source)))?;
     for url in &candidates {
         if let Some((path, env)) = strip_salt_url(url) {
             let found = call

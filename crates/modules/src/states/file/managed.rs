@@ -73,6 +73,26 @@ fn normalize_contents(v: &Value, contents_newline: bool) -> Option<String> {
     Some(out)
 }
 
+/// The URLs of a `source` argument in order: a string, or a list of
+/// strings and `{url: hash}` dicts (Salt's `source_list`); `None` when it
+/// is neither (an empty string only when `allow_empty`).
+pub(crate) fn source_candidates(source: &Value, allow_empty: bool) -> Option<Vec<String>> {
+    match source {
+        Value::Array(items) => Some(
+            items
+                .iter()
+                .filter_map(|i| match i {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Object(m) => m.keys().next().cloned(),
+                    _ => None,
+                })
+                .collect(),
+        ),
+        Value::String(s) if allow_empty || !s.is_empty() => Some(vec![s.clone()]),
+        _ => None,
+    }
+}
+
 /// The first source of `source` (a URL or a list) that exists, with its
 /// local path: `salt://` through the file client, absolute paths and
 /// `file://` directly.
@@ -81,18 +101,8 @@ pub(crate) fn resolve_source(
     source: &Value,
     saltenv: &str,
 ) -> Result<(String, PathBuf), String> {
-    let candidates: Vec<String> = match source {
-        Value::Array(items) => items
-            .iter()
-            .filter_map(|i| match i {
-                Value::String(s) => Some(s.clone()),
-                Value::Object(m) => m.keys().next().cloned(),
-                _ => None,
-            })
-            .collect(),
-        Value::String(s) => vec![s.clone()],
-        other => return Err(format!("Invalid source: {other}")),
-    };
+    let candidates =
+        source_candidates(source, true).ok_or_else(|| format!("Invalid source: {source}"))?;
     for url in &candidates {
         if let Some(path) = local_source(call, url, saltenv)? {
             return Ok((url.clone(), path));

@@ -9,7 +9,7 @@
 //! behaves as `require`.
 
 mod edits;
-mod managed;
+pub(crate) mod managed;
 mod paths;
 mod perms;
 mod serialize;
