@@ -515,7 +515,18 @@ impl<'a> Executor<'a> {
                         let list: Vec<Value> = deps
                             .iter()
                             .map(|&d| {
-                                let mut m = self.graph.chunks[d].0.clone();
+                                // Salt passes the whole low chunk; mod_watch
+                                // functions read only who it is and its
+                                // changes, so a whole clone (requisite lists
+                                // and all, per edge) would be wasted.
+                                let low = &self.graph.chunks[d].0;
+                                let mut m = Map::with_capacity(7);
+                                for key in ["state", "__id__", "name", "fun", "__sls__", "__env__"]
+                                {
+                                    if let Some(v) = low.get(key) {
+                                        m.insert(key.into(), v.clone());
+                                    }
+                                }
                                 let dtag = self.graph.tag(d).to_string();
                                 let changes = self
                                     .running
