@@ -178,14 +178,55 @@ fn add_exclude(high: &mut Map, args: &Args) {
 fn run_high(host: &Host, args: &Args, high: Map) -> Value {
     let opts = run_options(host, args);
     match call_high(high, &host.states, host, opts) {
-        Ok(running) => Value::Object(
-            running
-                .into_iter()
-                .map(|(k, v)| (k, Value::Object(v)))
-                .collect(),
-        ),
+        Ok(running) => running_value(running),
         Err(errors) => errors_value(errors),
     }
+}
+
+/// A run's results as the return value (tag -> state return).
+fn running_value(running: halite_state::Running) -> Value {
+    Value::Object(
+        running
+            .into_iter()
+            .map(|(k, v)| (k, Value::Object(v)))
+            .collect(),
+    )
+}
+
+/// Whether `state.<f>` applies the highstate (the top file) rather than
+/// named SLS: `highstate`/`top`, or `apply`/`test` without `mods`.
+fn runs_highstate(f: &str, args: &Args) -> bool {
+    match f {
+        "highstate" | "top" => true,
+        "sls" => false,
+        _ => split_mods(args.get(0, "mods")).is_empty(),
+    }
+}
+
+/// The high data a state run applies: the highstate's (top file matches)
+/// or `mods`', with `exclude`. `Err` is the run's whole return instead:
+/// render errors, or Salt's "No States" result.
+fn high_data(host: &Host, args: &Args, highstate: bool) -> Result<Map, Value> {
+    let (mut high, errors) = if highstate {
+        let only = args.kwargs.get("saltenv").map(py_str);
+        let matches = top_matches(host, only.as_deref()).map_err(errors_value)?;
+        if matches.is_empty() {
+            return Err(no_states(
+                "No Top file or master_tops data matches found. Please see master log for details.",
+            ));
+        }
+        render_highstate(host, &matches)
+    } else {
+        render_mods(host, &saltenv(host, args), split_mods(args.get(0, "mods")))
+    };
+    if !errors.is_empty() {
+        return Err(errors_value(errors));
+    }
+    if highstate && high.is_empty() {
+        return Err(no_states("No states found for this minion"));
+    }
+    add_exclude(&mut high, args);
+    Ok(high)
 }
 
 fn no_states(comment: &str) -> Value {
@@ -236,35 +277,10 @@ impl StateExec {
                     args.kwargs.insert("test".into(), Value::Bool(true));
                 }
                 let host = run_host(host, &args)?;
-                let mods = split_mods(args.get(0, "mods"));
-                let highstate = f == "highstate" || (f != "sls" && mods.is_empty());
-                let (mut high, errors) = if highstate {
-                    let only = args.kwargs.get("saltenv").map(py_str);
-                    let matches = match top_matches(&host, only.as_deref()) {
-                        Ok(m) => m,
-                        Err(errors) => return Ok(StatePlan::Return(errors_value(errors))),
-                    };
-                    if matches.is_empty() {
-                        return Ok(StatePlan::Return(no_states(
-                            "No Top file or master_tops data matches found. Please see master log for details.",
-                        )));
-                    }
-                    let (high, errors) = render_highstate(&host, &matches);
-                    if errors.is_empty() && high.is_empty() {
-                        return Ok(StatePlan::Return(no_states(
-                            "No states found for this minion",
-                        )));
-                    }
-                    (high, errors)
-                } else {
-                    let env = saltenv(&host, &args);
-                    render_mods(&host, &env, mods)
-                };
-                if !errors.is_empty() {
-                    return Ok(StatePlan::Return(errors_value(errors)));
+                match high_data(&host, &args, runs_highstate(f, &args)) {
+                    Ok(high) => high,
+                    Err(ret) => return Ok(StatePlan::Return(ret)),
                 }
-                add_exclude(&mut high, &args);
-                high
             }
             "single" => {
                 let ret = Self::single_chunk(host, &args)?;
@@ -309,53 +325,20 @@ impl StateExec {
             _ => None,
         });
         match halite_state::pipeline::order_chunks(chunks, &opts.disabled_requisites) {
-            Ok(compiled) => {
-                let running =
-                    Executor::new(compiled.graph, &host.states, &host, opts).run(&compiled.order);
-                Value::Object(
-                    running
-                        .into_iter()
-                        .map(|(k, v)| (k, Value::Object(v)))
-                        .collect(),
-                )
-            }
+            Ok(compiled) => running_value(
+                Executor::new(compiled.graph, &host.states, &host, opts).run(&compiled.order),
+            ),
             Err(errors) => errors_value(errors),
         }
     }
 
-    fn sls(host: &Host, args: &Args) -> Result<Value, ExecError> {
+    /// `state.sls` (`highstate` false) or `state.highstate`, run here.
+    fn apply(host: &Host, args: &Args, highstate: bool) -> Result<Value, ExecError> {
         let host = run_host(host, args)?;
-        let mods = split_mods(args.get(0, "mods"));
-        let env = saltenv(&host, args);
-        let (mut high, errors) = render_mods(&host, &env, mods);
-        if !errors.is_empty() {
-            return Ok(errors_value(errors));
-        }
-        add_exclude(&mut high, args);
-        Ok(run_high(&host, args, high))
-    }
-
-    fn highstate(host: &Host, args: &Args) -> Result<Value, ExecError> {
-        let host = run_host(host, args)?;
-        let only = args.kwargs.get("saltenv").map(py_str);
-        let matches = match top_matches(&host, only.as_deref()) {
-            Ok(m) => m,
-            Err(errors) => return Ok(errors_value(errors)),
-        };
-        if matches.is_empty() {
-            return Ok(no_states(
-                "No Top file or master_tops data matches found. Please see master log for details.",
-            ));
-        }
-        let (mut high, errors) = render_highstate(&host, &matches);
-        if !errors.is_empty() {
-            return Ok(errors_value(errors));
-        }
-        if high.is_empty() {
-            return Ok(no_states("No states found for this minion"));
-        }
-        add_exclude(&mut high, args);
-        Ok(run_high(&host, args, high))
+        Ok(match high_data(&host, args, highstate) {
+            Ok(high) => run_high(&host, args, high),
+            Err(ret) => ret,
+        })
     }
 
     /// The highstate's (or `mods`') high data after extend/_in/exclude.
@@ -417,12 +400,8 @@ impl StateExec {
         let mut graph = halite_state::graph::Graph::new();
         let ci = graph.add_chunk(LowChunk(chunk));
         let opts = run_options(&host, args);
-        let running = Executor::new(graph, &host.states, &host, opts).run(&[ci]);
-        Ok(Value::Object(
-            running
-                .into_iter()
-                .map(|(k, v)| (k, Value::Object(v)))
-                .collect(),
+        Ok(running_value(
+            Executor::new(graph, &host.states, &host, opts).run(&[ci]),
         ))
     }
 }
@@ -452,19 +431,13 @@ impl ExecModule for StateExec {
 
     fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
         match fun {
-            "apply" | "test" => {
+            "apply" | "test" | "sls" | "highstate" => {
                 let mut args = args.clone();
                 if fun == "test" {
                     args.kwargs.insert("test".into(), Value::Bool(true));
                 }
-                if split_mods(args.get(0, "mods")).is_empty() {
-                    Self::highstate(host, &args)
-                } else {
-                    Self::sls(host, &args)
-                }
+                Self::apply(host, &args, runs_highstate(fun, &args))
             }
-            "sls" => Self::sls(host, args),
-            "highstate" => Self::highstate(host, args),
             "single" => Self::single(host, args),
             "show_sls" | "show_low_sls" => {
                 let host = run_host(host, args)?;
