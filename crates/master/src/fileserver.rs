@@ -5,15 +5,15 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
+use halite_modules::exec::file::meta::sha256_file;
 use halite_modules::LocalFileClient;
 use halite_proto::msg::{FileStat, ReplyBody, RequestBody};
 use halite_state::FileClient;
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 
 /// Serves `file_roots` to minions; remembers each file's sha256 until the
 /// file changes (size or mtime), so a big tree is hashed once.
@@ -33,6 +33,8 @@ pub enum FileServerError {
         path: String,
         source: std::io::Error,
     },
+    #[error("{0}")]
+    Unreadable(String),
     #[error("salt://{0} changed on the master while it was being sent; fetch it again")]
     Changed(String),
 }
@@ -68,6 +70,15 @@ impl FileServer {
 
     /// Size, sha256 and mode of `salt://path`; `None` when there is no such file.
     pub fn stat(&self, saltenv: &str, path: &str) -> Result<Option<FileStat>, FileServerError> {
+        Ok(self.locate(saltenv, path)?.map(|(_, stat)| stat))
+    }
+
+    /// Where `salt://path` is on disk, and its stat.
+    fn locate(
+        &self,
+        saltenv: &str,
+        path: &str,
+    ) -> Result<Option<(PathBuf, FileStat)>, FileServerError> {
         let Some(real) = self.resolve(saltenv, path)? else {
             return Ok(None);
         };
@@ -88,18 +99,20 @@ impl FileServer {
         let sha256 = match cached {
             Some(sha) => sha,
             None => {
-                let sha = hash_file(&real).map_err(io)?;
+                let sha =
+                    sha256_file(&real).map_err(|e| FileServerError::Unreadable(e.to_string()))?;
                 if let Ok(mut h) = self.hashes.lock() {
                     h.insert(real.clone(), (mtime, size, sha.clone()));
                 }
                 sha
             }
         };
-        Ok(Some(FileStat {
+        let stat = FileStat {
             size,
             sha256,
             mode: meta.mode() & 0o7777,
-        }))
+        };
+        Ok(Some((real, stat)))
     }
 
     /// Up to one chunk of `salt://path` from `offset`, refused when the
@@ -111,15 +124,12 @@ impl FileServer {
         offset: u64,
         sha256: &str,
     ) -> Result<Vec<u8>, FileServerError> {
-        let stat = self
-            .stat(saltenv, path)?
+        let (real, stat) = self
+            .locate(saltenv, path)?
             .ok_or_else(|| FileServerError::Refused(format!("salt://{path} does not exist")))?;
         if stat.sha256 != sha256 {
             return Err(FileServerError::Changed(path.to_string()));
         }
-        let Some(real) = self.resolve(saltenv, path)? else {
-            return Err(FileServerError::Changed(path.to_string()));
-        };
         let io = |source| FileServerError::Io {
             path: real.display().to_string(),
             source,
@@ -230,17 +240,10 @@ fn collect_urls(value: &Value, out: &mut Vec<String>) {
     }
 }
 
-/// The sha256 of a file, in hex.
-pub fn hash_file(path: &Path) -> std::io::Result<String> {
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher)?;
-    Ok(hex::encode(hasher.finalize()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::path::Path;
 
     fn server(root: &Path) -> FileServer {
         FileServer::new(
@@ -341,6 +344,6 @@ mod tests {
             base.keys().collect::<Vec<_>>(),
             vec!["motd", "tree/a", "tree/sub/b"]
         );
-        assert_eq!(base["motd"], hash_file(&dir.path().join("motd")).unwrap());
+        assert_eq!(base["motd"], sha256_file(&dir.path().join("motd")).unwrap());
     }
 }

@@ -349,13 +349,38 @@ impl Master {
     }
 
     fn send_sealed(&mut self, sid: u64, msg: &MasterMessage) {
+        match encode(msg) {
+            Ok(plain) => self.seal_and_send(sid, &plain),
+            Err(e) => tracing::warn!(error = %e, "cannot encode a message"),
+        }
+    }
+
+    /// Answers request `req` of session `sid`; an answer too large for one
+    /// frame (a huge bundle) becomes an error the minion can show.
+    fn send_reply(&mut self, sid: u64, req: u64, body: ReplyBody) {
+        let plain = match encode(&MasterMessage::Reply { req, body }) {
+            Ok(plain) if plain.len() + 4096 < halite_proto::MAX_FRAME_BYTES => plain,
+            too_big => {
+                let why = match too_big {
+                    Ok(plain) => format!(
+                        "the answer is {} bytes, over the {} byte message limit; split the run into smaller state.sls calls",
+                        plain.len(),
+                        halite_proto::MAX_FRAME_BYTES
+                    ),
+                    Err(e) => format!("cannot encode the answer: {e}"),
+                };
+                let body = ReplyBody::Error(why);
+                return self.send_sealed(sid, &MasterMessage::Reply { req, body });
+            }
+        };
+        self.seal_and_send(sid, &plain);
+    }
+
+    fn seal_and_send(&mut self, sid: u64, plain: &[u8]) {
         let Some(session) = self.sessions.get_mut(&sid) else {
             return;
         };
-        let sealed = match encode(msg)
-            .map_err(|e| e.to_string())
-            .and_then(|b| session.cipher.seal(&b).map_err(|e| e.to_string()))
-        {
+        let sealed = match session.cipher.seal(plain).map_err(|e| e.to_string()) {
             Ok(s) => s,
             Err(e) => {
                 tracing::warn!(error = %e, "cannot seal a message");
@@ -431,9 +456,7 @@ impl Master {
 
     fn on_internal(&mut self, work: Internal) {
         match work {
-            Internal::Reply { sid, req, body } => {
-                self.send_sealed(sid, &MasterMessage::Reply { req, body })
-            }
+            Internal::Reply { sid, req, body } => self.send_reply(sid, req, body),
             Internal::RenderCall {
                 sid,
                 jid,
@@ -486,7 +509,7 @@ impl Master {
                     let body = ReplyBody::Error(format!(
                         "job {jid} is not running for minion {id} on this master"
                     ));
-                    self.send_sealed(sid, &MasterMessage::Reply { req, body });
+                    self.send_reply(sid, req, body);
                     return;
                 };
                 let job = active.job.clone();
@@ -503,19 +526,7 @@ impl Master {
                     timeout: Duration::from_secs(self.cfg.render_call_timeout),
                 });
                 let id = id.to_string();
-                Box::new(move || {
-                    let bundle = compiler.bundle(&id, &grains, &job, remote);
-                    let body = ReplyBody::Bundle(bundle);
-                    match encode(&body) {
-                        Ok(bytes) if bytes.len() + 4096 < halite_proto::MAX_FRAME_BYTES => body,
-                        Ok(bytes) => ReplyBody::Error(format!(
-                            "the compiled bundle for {id} is {} bytes, over the {} byte message limit; split the run into smaller state.sls calls",
-                            bytes.len(),
-                            halite_proto::MAX_FRAME_BYTES
-                        )),
-                        Err(e) => ReplyBody::Error(format!("cannot encode the bundle: {e}")),
-                    }
-                })
+                Box::new(move || ReplyBody::Bundle(compiler.bundle(&id, &grains, &job, remote)))
             }
             other => {
                 let fileserver = self.fileserver.clone();

@@ -537,8 +537,6 @@ impl Link<'_> {
     /// answer goes.
     async fn on_job_request(&mut self, request: JobRequest) {
         let now = Instant::now();
-        self.waiting
-            .retain(|_, (_, _, since)| now.duration_since(*since) < REQUEST_TIMEOUT);
         let req = self.next_request;
         self.next_request += 1;
         let idx = request.agent;
@@ -730,6 +728,9 @@ impl Link<'_> {
 
     async fn on_tick(&mut self) -> Result<(), LinkEnd> {
         let now = Instant::now();
+        // Requests whose job gave up waiting (its thread timed out).
+        self.waiting
+            .retain(|_, (_, _, since)| now.duration_since(*since) < REQUEST_TIMEOUT);
         let alive = self.settings.alive_interval;
         let mut waiting_on_master = false;
         // Handshakes in flight are capped so a swarm (or a fleet behind one

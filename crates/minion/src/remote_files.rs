@@ -8,6 +8,7 @@ use std::io::Write;
 use std::path::PathBuf;
 use std::sync::{Mutex, OnceLock};
 
+use halite_modules::exec::file::meta::sha256_file;
 use halite_modules::fileclient::check_relative;
 use halite_proto::msg::{ReplyBody, RequestBody};
 use halite_state::{FileClient, FileClientError};
@@ -37,14 +38,6 @@ fn io(path: &std::path::Path, source: std::io::Error) -> FileClientError {
         path: path.display().to_string(),
         source,
     }
-}
-
-/// The sha256 of a file, in hex.
-fn hash_of(path: &std::path::Path) -> std::io::Result<String> {
-    let mut file = std::fs::File::open(path)?;
-    let mut hasher = Sha256::new();
-    std::io::copy(&mut file, &mut hasher)?;
-    Ok(hex::encode(hasher.finalize()))
 }
 
 fn is_sha256(s: &str) -> bool {
@@ -157,7 +150,7 @@ impl FileClient for RemoteFileClient {
         // A cached copy is used only while it still hashes to its name: a
         // damaged or tampered cache is fetched again, never deployed.
         if cached.is_file() {
-            if hash_of(&cached).is_ok_and(|got| got == sha) {
+            if sha256_file(&cached).is_ok_and(|got| got == sha) {
                 return Ok(Some(cached));
             }
             tracing::warn!(path = %path, "cached copy does not match its sha256; fetching it again");

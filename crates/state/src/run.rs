@@ -714,17 +714,7 @@ impl<'a> Executor<'a> {
             return ret;
         }
         if self.opts.test {
-            let c = ret.get("comment").map(py_str).unwrap_or_default();
-            ret.insert(
-                "comment".into(),
-                Value::from(format!(
-                    "{c}  The state would be retried every {} seconds (with a splay of up to {} seconds) a maximum of {} times or until a result of {} is returned",
-                    retry.interval,
-                    retry.splay,
-                    retry.attempts,
-                    if retry.until { "True" } else { "False" }
-                )),
-            );
+            note_would_retry(&mut ret, &retry);
             return ret;
         }
         let result = ret.get("result").and_then(Value::as_bool);
@@ -1380,17 +1370,7 @@ fn run_parallel_job(modules: &StateModules, env: &dyn StateEnv, job: &ParallelJo
     if let Some(retry) = job.low.get("retry").map(RetrySpec::from_value) {
         let mut attempt = 1;
         if job.test {
-            let c = ret.get("comment").map(py_str).unwrap_or_default();
-            ret.insert(
-                "comment".into(),
-                Value::from(format!(
-                    "{c}  The state would be retried every {} seconds (with a splay of up to {} seconds) a maximum of {} times or until a result of {} is returned",
-                    retry.interval,
-                    retry.splay,
-                    retry.attempts,
-                    if retry.until { "True" } else { "False" }
-                )),
-            );
+            note_would_retry(&mut ret, &retry);
         } else {
             while retry.attempts >= attempt
                 && ret.get("result").and_then(Value::as_bool) != Some(retry.until)
@@ -1557,6 +1537,21 @@ fn pseudo_random(max: u64) -> u64 {
         .map(|d| d.subsec_nanos() as u64)
         .unwrap_or(0);
     nanos % (max + 1)
+}
+
+/// Salt's comment for a state with `retry` in test mode.
+fn note_would_retry(ret: &mut Map, retry: &RetrySpec) {
+    let c = ret.get("comment").map(py_str).unwrap_or_default();
+    ret.insert(
+        "comment".into(),
+        Value::from(format!(
+            "{c}  The state would be retried every {} seconds (with a splay of up to {} seconds) a maximum of {} times or until a result of {} is returned",
+            retry.interval,
+            retry.splay,
+            retry.attempts,
+            if retry.until { "True" } else { "False" }
+        )),
+    );
 }
 
 #[cfg(test)]

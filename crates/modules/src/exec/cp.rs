@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use halite_state::{strip_salt_url, Map, Value};
-use sha2::Digest;
 
+use crate::exec::file::meta::sha256_file;
 use crate::exec::{Args, ExecError, ExecModule};
 use crate::Host;
 
@@ -134,14 +134,10 @@ impl ExecModule for CpExec {
                         std::fs::read_to_string(&p)
                             .map_err(|e| ExecError::Execution(e.to_string()))?,
                     ),
-                    (_, Some(p)) => {
-                        let data =
-                            std::fs::read(&p).map_err(|e| ExecError::Execution(e.to_string()))?;
-                        serde_json::json!({
-                            "hash_type": "sha256",
-                            "hsum": hex::encode(sha2::Sha256::digest(&data)),
-                        })
-                    }
+                    (_, Some(p)) => serde_json::json!({
+                        "hash_type": "sha256",
+                        "hsum": sha256_file(&p).map_err(|e| ExecError::Execution(e.to_string()))?,
+                    }),
                 });
             }
             _ => {}

@@ -6,7 +6,6 @@
 //! straight into `changes`.
 
 use std::fs;
-use std::io::Read;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
@@ -255,13 +254,31 @@ impl HashType {
     }
 }
 
-/// The hex digest of a file's content.
+/// The hex digest of a file's content, read in a stream (a large file is
+/// never held in memory). The one file hasher: the master's fileserver,
+/// the minion's `salt://` cache and `cp.hash_file` use it too.
 pub fn file_hash(path: &Path, kind: HashType) -> Result<String, MetaError> {
-    let mut data = Vec::new();
-    fs::File::open(path)
-        .and_then(|mut f| f.read_to_end(&mut data))
-        .map_err(|e| MetaError::io("Unable to read", path, e))?;
-    Ok(kind.digest(&data))
+    fn stream<D: sha2::Digest + std::io::Write>(mut file: fs::File) -> std::io::Result<String> {
+        let mut hasher = D::new();
+        std::io::copy(&mut file, &mut hasher)?;
+        Ok(hex::encode(hasher.finalize()))
+    }
+    let file = fs::File::open(path).map_err(|e| MetaError::io("Unable to read", path, e))?;
+    match kind {
+        HashType::Md5 => stream::<md5::Md5>(file),
+        HashType::Sha1 => stream::<sha1::Sha1>(file),
+        HashType::Sha224 => stream::<sha2::Sha224>(file),
+        HashType::Sha256 => stream::<sha2::Sha256>(file),
+        HashType::Sha384 => stream::<sha2::Sha384>(file),
+        HashType::Sha512 => stream::<sha2::Sha512>(file),
+    }
+    .map_err(|e| MetaError::io("Unable to read", path, e))
+}
+
+/// The sha256 of a file in hex: how `salt://` files are named between the
+/// master's fileserver and the minions' caches.
+pub fn sha256_file(path: &Path) -> Result<String, MetaError> {
+    file_hash(path, HashType::Sha256)
 }
 
 fn unix_time(secs: i64, nanos: i64) -> Value {
