@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::io::Write;
 use std::path::PathBuf;
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use halite_modules::exec::file::meta::sha256_file;
 use halite_modules::fileclient::check_relative;
@@ -25,8 +25,6 @@ pub struct RemoteFileClient {
     cache: PathBuf,
     manifest: Manifest,
     envs: OnceLock<Vec<String>>,
-    /// Files fetched by this client, for the tests and the log.
-    fetched: Mutex<Vec<String>>,
 }
 
 fn refused(e: impl std::fmt::Display) -> FileClientError {
@@ -53,13 +51,7 @@ impl RemoteFileClient {
             cache,
             manifest,
             envs: OnceLock::new(),
-            fetched: Mutex::new(Vec::new()),
         }
-    }
-
-    /// The `salt://` paths this client had to download (not in the cache).
-    pub fn fetched(&self) -> Vec<String> {
-        self.fetched.lock().map(|f| f.clone()).unwrap_or_default()
     }
 
     fn sha_of(&self, path: &str, saltenv: &str) -> Result<Option<String>, FileClientError> {
@@ -108,9 +100,6 @@ impl RemoteFileClient {
             )));
         }
         tmp.persist(&target).map_err(|e| io(&target, e.error))?;
-        if let Ok(mut f) = self.fetched.lock() {
-            f.push(path.to_string());
-        }
         tracing::debug!(path, saltenv, sha, "cached from the master");
         Ok(target)
     }

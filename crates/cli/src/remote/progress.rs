@@ -11,16 +11,6 @@ use std::time::Duration;
 use indicatif::{MultiProgress, ProgressBar, ProgressDrawTarget, ProgressStyle, TermLike};
 use serde_json::Value;
 
-/// The functions whose return is a state run (and so fire prog events).
-const STATE_RUNS: &[&str] = &[
-    "state.apply",
-    "state.sls",
-    "state.highstate",
-    "state.test",
-    "state.single",
-    "state.top",
-];
-
 /// How often the elapsed times are redrawn when no event arrives.
 const TICK: Duration = Duration::from_millis(250);
 
@@ -28,9 +18,7 @@ const TICK: Duration = Duration::from_millis(250);
 const MAX_ID_WIDTH: usize = 40;
 
 /// Whether `fun`'s return is a state run, which is all progress can show.
-pub fn is_state_run(fun: &str) -> bool {
-    STATE_RUNS.contains(&fun)
-}
+pub use halite_modules::exec::state::is_state_run;
 
 /// Whether stderr and stdout are both terminals: progress is on by
 /// default only then (a pipe or a file gets the returns alone).
@@ -487,7 +475,14 @@ mod tests {
 
     #[test]
     fn only_state_runs_show_progress() {
-        for fun in STATE_RUNS {
+        for fun in [
+            "state.apply",
+            "state.sls",
+            "state.highstate",
+            "state.test",
+            "state.single",
+            "state.top",
+        ] {
             assert!(is_state_run(fun));
         }
         assert!(!is_state_run("test.ping"));
