@@ -67,18 +67,32 @@ pub async fn shutdown_signal() {
 #[doc(hidden)]
 pub use mimalloc;
 
-/// Makes mimalloc the binary's global allocator, tuned to keep resident
-/// memory near what is in use. A state run builds and frees a few small
-/// maps and strings per state (millions for a big tree; glibc malloc/free
-/// were a quarter of a 10k-state run and ~40% of the master's CPU when it
-/// compiled for 1000 minions), which mimalloc serves in a fraction of the
-/// time. Its arenas are committed as they are used (eagerly committed,
-/// they got transparent huge pages: 67 MB instead of 48 MB peak RSS for
-/// 10 000 states) and freed pages go back at once (43 MB); neither costs
-/// measurable time. Invoke once, at the top level of each binary.
+/// Makes mimalloc the binary's global allocator. A state run builds and
+/// frees a few small maps and strings per state (millions for a big tree;
+/// glibc malloc/free were a quarter of a 10k-state run and ~40% of the
+/// master's CPU when it compiled for 1000 minions), which mimalloc serves
+/// in a fraction of the time.
+///
+/// Its arenas are committed as they are used (eagerly committed, they get
+/// transparent huge pages: 67 MB instead of 48 MB peak RSS for 10 000
+/// states). What happens to freed pages depends on the process:
+/// - `fast_allocator!()` (the daemons): freed pages go back to the system
+///   at once, so a daemon's resident memory follows what it holds;
+/// - `fast_allocator!(short_lived)` (`halite-call`, `halite`): freed pages
+///   are kept for reuse until the process exits. Giving them back and
+///   faulting them in again was a third of a 10 000-state `halite-call`
+///   (`madvise` and page faults: 150 ms against 90 ms).
+///
+/// Invoke once, at the top level of each binary.
 #[macro_export]
 macro_rules! fast_allocator {
     () => {
+        $crate::fast_allocator!(@tuned 0);
+    };
+    (short_lived) => {
+        $crate::fast_allocator!(@tuned -1);
+    };
+    (@tuned $purge_delay:expr) => {
         #[global_allocator]
         static GLOBAL: $crate::mimalloc::MiMalloc = $crate::mimalloc::MiMalloc;
 
@@ -98,7 +112,7 @@ macro_rules! fast_allocator {
                 // SAFETY: sets two integer options; nothing is allocated yet.
                 unsafe {
                     mi_option_set(4, 0);
-                    mi_option_set(15, 0);
+                    mi_option_set(15, $purge_delay);
                 }
             }
             tune

@@ -45,7 +45,7 @@ fn try_run(
         m.extend(a);
     }
     m.insert("fun".into(), json!(fun));
-    let chunk = LowChunk(m);
+    let chunk = LowChunk::from(m);
     let call = StateCall {
         chunk: &chunk,
         test,
@@ -1251,7 +1251,9 @@ fn clean_resolves_required_ids_through_the_lowstate() {
     let managed = json!({"state": "file", "name": conf, "__id__": "conf_a", "fun": "managed"});
     let env = RunEnv {
         host: f.host.clone(),
-        low: vec![LowChunk(managed.as_object().cloned().unwrap_or_default())],
+        low: vec![LowChunk::from(
+            managed.as_object().cloned().unwrap_or_default(),
+        )],
     };
     let mut m = Map::new();
     m.insert("state".into(), json!("file"));
@@ -1260,7 +1262,7 @@ fn clean_resolves_required_ids_through_the_lowstate() {
     m.insert("clean".into(), json!(true));
     m.insert("require".into(), json!([{"file": "conf_a"}]));
     m.insert("fun".into(), json!("directory"));
-    let chunk = LowChunk(m);
+    let chunk = LowChunk::from(m);
     let call = StateCall {
         chunk: &chunk,
         test: false,

@@ -278,7 +278,7 @@ impl Fixture {
         }
         chunk.insert("order".into(), json!(10000));
         chunk.insert("fun".into(), json!(fun));
-        let chunk = LowChunk(chunk);
+        let chunk = LowChunk::from(chunk);
         let call = StateCall {
             chunk: &chunk,
             test,

@@ -48,7 +48,7 @@ fn state(host: &Host, fun: &str, name: &str, args: Value, test: bool) -> StateRe
     chunk.insert("__id__".into(), json!(name));
     chunk.extend(args.as_object().cloned().unwrap_or_default());
     chunk.insert("fun".into(), json!(fun));
-    let chunk = LowChunk(chunk);
+    let chunk = LowChunk::from(chunk);
     let call = StateCall {
         chunk: &chunk,
         test,
@@ -376,7 +376,7 @@ fn pkg_states_refuse_bad_arguments_without_touching_the_system() {
         chunk.insert("__id__".into(), json!("x"));
         chunk.extend(args.as_object().cloned().unwrap_or_default());
         chunk.insert("fun".into(), json!(fun));
-        let chunk = LowChunk(chunk);
+        let chunk = LowChunk::from(chunk);
         let call = StateCall {
             chunk: &chunk,
             test: false,
@@ -426,7 +426,7 @@ fn pkg_states_refuse_bad_arguments_without_touching_the_system() {
         grains: json!({"os_family": "Windows"}),
         ..host()
     };
-    let chunk = LowChunk(
+    let chunk = LowChunk::from(
         json!({"state": "pkg", "name": "x", "__id__": "x", "fun": "installed"})
             .as_object()
             .cloned()

@@ -66,7 +66,7 @@ fn state_with(
         chunk.extend(extra);
     }
     chunk.insert("fun".into(), json!(fun));
-    let chunk = LowChunk(chunk);
+    let chunk = LowChunk::from(chunk);
     let call = StateCall {
         chunk: &chunk,
         test,

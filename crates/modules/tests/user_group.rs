@@ -92,7 +92,7 @@ fn state(host: &Host, module: &str, fun: &str, name: &str, args: Value, test: bo
         chunk.extend(extra);
     }
     chunk.insert("fun".into(), json!(fun));
-    let chunk = LowChunk(chunk);
+    let chunk = LowChunk::from(chunk);
     let call = StateCall {
         chunk: &chunk,
         test,

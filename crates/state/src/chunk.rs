@@ -1,21 +1,32 @@
 //! Low chunks: one state function call, as Salt's `state.show_lowstate` shows it.
 
+use std::ops::{Deref, DerefMut};
+
+use serde::{Deserialize, Serialize};
+
+use crate::dict::SmallDict;
 use crate::{Map, Value};
 
 /// One compiled state call (Salt's "low chunk").
 ///
 /// Keys keep Salt's order: `state, name, __sls__, __env__,
-/// [__sls_included_from__], __id__, <args in order>, order, fun`. The map is
-/// kept as-is so that `state.show_low_sls` prints what Salt prints; the
-/// accessors read the well-known keys.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct LowChunk(pub Map);
-
-/// Up to this many keys a chunk is searched in order: comparing a few short
-/// keys costs less than hashing the one looked up.
-const SCAN_LEN: usize = 16;
+/// [__sls_included_from__], __id__, <args in order>, order, fun`, so that
+/// `state.show_low_sls` prints what Salt prints. It is a [`SmallDict`]
+/// (which it dereferences to, for the arguments) with accessors for the
+/// well-known keys.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct LowChunk(SmallDict);
 
 impl LowChunk {
+    /// An empty chunk.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// An empty chunk with room for `n` keys.
+    pub fn with_capacity(n: usize) -> Self {
+        LowChunk(SmallDict::with_capacity(n))
+    }
     fn str_key(&self, key: &str) -> &str {
         self.get(key).and_then(Value::as_str).unwrap_or("")
     }
@@ -43,23 +54,49 @@ impl LowChunk {
     pub fn env(&self) -> &str {
         self.str_key("__env__")
     }
-    /// Any argument of the chunk.
-    pub fn get(&self, key: &str) -> Option<&Value> {
-        if self.0.len() <= SCAN_LEN {
-            self.0
-                .iter()
-                .find(|(k, _)| k.as_str() == key)
-                .map(|(_, v)| v)
-        } else {
-            self.0.get(key)
-        }
-    }
     /// Whether the chunk has `key`.
     pub fn contains(&self, key: &str) -> bool {
-        self.get(key).is_some()
+        self.0.contains_key(key)
     }
     /// The return key: `<state>_|-<id>_|-<name>_|-<fun>`.
     pub fn tag(&self) -> String {
         crate::ret::state_tag(self.state(), self.id(), self.name(), self.fun())
+    }
+}
+
+impl Deref for LowChunk {
+    type Target = SmallDict;
+    fn deref(&self) -> &SmallDict {
+        &self.0
+    }
+}
+
+impl DerefMut for LowChunk {
+    fn deref_mut(&mut self) -> &mut SmallDict {
+        &mut self.0
+    }
+}
+
+impl From<Map> for LowChunk {
+    fn from(map: Map) -> Self {
+        LowChunk(SmallDict::from(map))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_well_known_keys_and_round_trips() {
+        let text = r#"{"state":"file","name":"/x","__sls__":"a","__env__":"base","__id__":"x","mode":"0644","fun":"managed"}"#;
+        let c: LowChunk = serde_json::from_str(text).expect("a chunk");
+        assert_eq!(
+            (c.state(), c.fun(), c.name(), c.id(), c.sls(), c.env()),
+            ("file", "managed", "/x", "x", "a", "base")
+        );
+        assert_eq!(c.tag(), "file_|-x_|-/x_|-managed");
+        assert_eq!(serde_json::to_string(&c).expect("json"), text);
+        assert_eq!(LowChunk::from(c.to_map()), c);
     }
 }

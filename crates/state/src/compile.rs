@@ -647,13 +647,14 @@ pub fn compile_high_data(high: Map) -> Graph {
                     !matches!(k.as_str(), "names" | "state" | "name")
                 })
                 .count();
-            let mut chunk = Map::with_capacity(4 + meta.len() + arg_keys + usize::from(!has_order));
-            chunk.insert("state".into(), Value::String(state));
-            chunk.insert("name".into(), Value::from(id.clone()));
+            let mut chunk =
+                LowChunk::with_capacity(4 + meta.len() + arg_keys + usize::from(!has_order));
+            chunk.insert("state", Value::String(state));
+            chunk.insert("name", Value::from(id.clone()));
             for (k, v) in &meta {
-                chunk.insert((*k).into(), v.clone());
+                chunk.insert(*k, v.clone());
             }
-            chunk.insert("__id__".into(), Value::from(id.clone()));
+            chunk.insert("__id__", Value::from(id.clone()));
             for arg in run {
                 match arg {
                     Value::String(f) if !funcs.contains(&f) => funcs.push(f),
@@ -685,15 +686,15 @@ pub fn compile_high_data(high: Map) -> Graph {
             };
             if names.is_empty() {
                 let mut live = chunk;
-                live.insert("fun".into(), Value::String(fun));
-                graph.add_chunk(LowChunk(live));
+                live.insert("fun", Value::String(fun));
+                graph.add_chunk(live);
             } else {
                 for (i, entry) in names.into_iter().enumerate() {
                     let mut live = chunk.clone();
                     match entry {
                         Value::Object(m) => {
                             if let Some((low_name, args)) = m.into_iter().next() {
-                                live.insert("name".into(), Value::String(low_name));
+                                live.insert("name", Value::String(low_name));
                                 if let Value::Array(args) = args {
                                     for a in args {
                                         if let Value::Object(am) = a {
@@ -706,12 +707,12 @@ pub fn compile_high_data(high: Map) -> Graph {
                             }
                         }
                         other => {
-                            live.insert("name".into(), other);
+                            live.insert("name", other);
                         }
                     }
-                    live.insert("name_order".into(), Value::from(i as i64 + 1));
-                    live.insert("fun".into(), Value::from(fun.clone()));
-                    graph.add_chunk(LowChunk(live));
+                    live.insert("name_order", Value::from(i as i64 + 1));
+                    live.insert("fun", Value::from(fun.clone()));
+                    graph.add_chunk(live);
                 }
             }
         }

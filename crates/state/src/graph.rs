@@ -216,16 +216,12 @@ impl Graph {
 
     fn add_prereq(&mut self, node: usize, req: usize) {
         if let Some(ci) = self.nodes[node].chunk {
-            self.chunks[ci]
-                .0
-                .insert("__prerequiring__".into(), Value::Bool(true));
+            self.chunks[ci].insert("__prerequiring__", Value::Bool(true));
         }
         let Some(req_chunk) = self.nodes[req].chunk else {
             return;
         };
-        self.chunks[req_chunk]
-            .0
-            .insert("__prereq__".into(), Value::Bool(true));
+        self.chunks[req_chunk].insert("__prereq__", Value::Bool(true));
         let check_tag = Self::prereq_tag(&self.nodes[req].tag);
         let existing = self.by_tag.get(&check_tag).copied();
         let check = match existing {
@@ -345,9 +341,8 @@ impl Graph {
         let chunk = &self.chunks[ci];
         // One pass over the chunk's few keys (cheaper than hashing every keyword).
         if !chunk
-            .0
-            .keys()
-            .any(|key| RequisiteKind::ALL.iter().any(|k| k.keyword() == key))
+            .iter()
+            .any(|(key, _)| RequisiteKind::ALL.iter().any(|k| k.keyword() == key))
         {
             return None;
         }
@@ -370,12 +365,12 @@ impl Graph {
             // The list is taken out of the chunk while its edges are added
             // (adding edges never reads a requisite list) and put back:
             // its targets are read in place, not copied.
-            let Some(slot) = self.chunks[ci].0.get_mut(kind.keyword()) else {
+            let Some(slot) = self.chunks[ci].get_mut(kind.keyword()) else {
                 continue;
             };
             let list = std::mem::take(slot);
             let error = self.add_requisite_list(ci, kind, &list);
-            if let Some(slot) = self.chunks[ci].0.get_mut(kind.keyword()) {
+            if let Some(slot) = self.chunks[ci].get_mut(kind.keyword()) {
                 *slot = list;
             }
             if error.is_some() {
@@ -451,9 +446,9 @@ impl Graph {
             },
             None => cap,
         };
-        let chunk = &mut self.chunks[ci].0;
+        let chunk = &mut self.chunks[ci];
         if chunk.get("order").and_then(num).is_none() {
-            chunk.insert("order".into(), to_value(order));
+            chunk.insert("order", to_value(order));
         }
         let name_order = chunk
             .shift_remove("name_order")
@@ -461,11 +456,11 @@ impl Graph {
             .unwrap_or(0.0);
         if name_order != 0.0 {
             order += name_order / 10000.0;
-            chunk.insert("order".into(), Value::from(order));
+            chunk.insert("order", Value::from(order));
         }
         if order < 0.0 {
             order += cap + 1_000_000.0;
-            chunk.insert("order".into(), to_value(order));
+            chunk.insert("order", to_value(order));
         }
         let own = order;
         let child_min = match self.nodes[node].child_min {
@@ -492,7 +487,7 @@ impl Graph {
                                             Some("first") => 0.0,
                                             _ => cap,
                                         };
-                                        self.chunks[cc].0.insert("order".into(), to_value(o));
+                                        self.chunks[cc].insert("order", to_value(o));
                                         o
                                     }
                                 },
@@ -673,7 +668,7 @@ impl Graph {
             };
             let dep_chunk = self.chunks[b].clone();
             let mut kind = kind;
-            if kind == RequisiteKind::Require && !dep_chunk.0.contains_key("require") {
+            if kind == RequisiteKind::Require && !dep_chunk.contains("require") {
                 kind = RequisiteKind::Prereq;
             }
             out.push((dep_chunk, kind, self.chunks[a].clone()));

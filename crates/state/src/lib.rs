@@ -8,6 +8,7 @@
 
 pub mod chunk;
 pub mod compile;
+pub mod dict;
 pub mod fnmatch;
 pub mod graph;
 pub mod high;
@@ -20,6 +21,7 @@ pub mod target;
 pub mod top;
 
 pub use chunk::LowChunk;
+pub use dict::SmallDict;
 pub use high::{HighBuilder, Matches, RenderedSls, SlsSource};
 pub use module::{
     strip_salt_url, truthy, type_name, CmdOptions, CmdOutput, FileClient, FileClientError,

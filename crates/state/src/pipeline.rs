@@ -24,7 +24,7 @@ impl Compiled {
     pub fn low_chunks(&self) -> Vec<Value> {
         self.order
             .iter()
-            .map(|&i| Value::Object(self.graph.chunks[i].0.clone()))
+            .map(|&i| self.graph.chunks[i].to_value())
             .collect()
     }
 }
@@ -54,15 +54,17 @@ fn reconcile_watch_req(graph: &mut Graph, modules: &StateModules) {
             continue;
         }
         for (from, to) in [("watch", "require"), ("watch_any", "require_any")] {
-            if let Some(w) = chunk.0.shift_remove(from) {
+            if let Some(w) = chunk.shift_remove(from) {
                 let items = match w {
                     Value::Array(a) => a,
                     other => vec![other],
                 };
-                let entry = chunk
-                    .0
-                    .entry(to)
-                    .or_insert_with(|| Value::Array(Vec::new()));
+                if !chunk.contains(to) {
+                    chunk.insert(to, Value::Array(Vec::new()));
+                }
+                let Some(entry) = chunk.get_mut(to) else {
+                    continue;
+                };
                 match entry {
                     Value::Array(a) => a.extend(items),
                     other => {

@@ -11,7 +11,8 @@ use indexmap::IndexMap;
 use crate::graph::{chunk_tag, name_str, Graph};
 use crate::module::{truthy, CmdOptions, StateCall, StateEnv, StateError, StateModules};
 use crate::requisite::{py_str, RequisiteKind, REQUISITE_KEYWORDS};
-use crate::{LowChunk, Map, Value};
+use crate::{LowChunk, Map, SmallDict, Value};
+use rustc_hash::FxBuildHasher;
 
 /// How a run behaves.
 #[derive(Debug, Clone)]
@@ -43,9 +44,13 @@ impl Default for RunOptions {
     }
 }
 
+/// One state's return, as Salt's dict (`name`, `changes`, `result`,
+/// `comment`, and the run's bookkeeping keys).
+pub type StateReturn = SmallDict;
+
 /// The result of running a compiled state tree: tag -> state return,
 /// in the order states finished.
-pub type Running = IndexMap<String, Map>;
+pub type Running = IndexMap<String, StateReturn, FxBuildHasher>;
 
 /// A chunk's requisites grouped by kind, kinds in first-seen order.
 type ReqsByKind = Vec<(RequisiteKind, Vec<usize>)>;
@@ -70,7 +75,7 @@ pub struct Executor<'a> {
     env: &'a dyn StateEnv,
     opts: RunOptions,
     running: Running,
-    pre: HashMap<String, Map>,
+    pre: HashMap<String, StateReturn>,
     run_num: u64,
     total: usize,
     failhard_stop: bool,
@@ -116,15 +121,15 @@ fn ms_since(start: Instant) -> f64 {
 
 /// `map.get(key)` for a state return: it has a dozen keys, which compare
 /// faster in order than the looked-up key hashes.
-fn ret_get<'m>(map: &'m Map, key: &str) -> Option<&'m Value> {
+fn ret_get<'m>(map: &'m StateReturn, key: &str) -> Option<&'m Value> {
     if map.len() <= 16 {
-        map.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+        map.get(key)
     } else {
         map.get(key)
     }
 }
 
-fn has_changes(ret: &Map) -> bool {
+fn has_changes(ret: &StateReturn) -> bool {
     ret_get(ret, "changes").is_some_and(truthy)
 }
 
@@ -151,7 +156,7 @@ impl<'a> Executor<'a> {
             modules,
             env,
             opts,
-            running: IndexMap::new(),
+            running: Running::default(),
             pre: HashMap::new(),
             run_num: 0,
             total: 0,
@@ -184,7 +189,7 @@ impl<'a> Executor<'a> {
         let env = self.env;
         let (job_tx, job_rx) = std::sync::mpsc::channel::<ParallelJob>();
         let job_rx = std::sync::Mutex::new(job_rx);
-        let (res_tx, res_rx) = std::sync::mpsc::channel::<(String, Map)>();
+        let (res_tx, res_rx) = std::sync::mpsc::channel::<(String, StateReturn)>();
         std::thread::scope(|scope| {
             for _ in 0..workers {
                 let res_tx = res_tx.clone();
@@ -243,11 +248,8 @@ impl<'a> Executor<'a> {
                 let left: Vec<String> = pool.pending.drain().collect();
                 for tag in left {
                     if let Some(r) = self.running.get_mut(&tag) {
-                        r.insert("result".into(), Value::Bool(false));
-                        r.insert(
-                            "comment".into(),
-                            Value::from("Parallel process failed to return"),
-                        );
+                        r.insert("result", Value::Bool(false));
+                        r.insert("comment", Value::from("Parallel process failed to return"));
                     }
                 }
                 return;
@@ -422,14 +424,14 @@ impl<'a> Executor<'a> {
 
     fn not_run(&mut self, ci: usize, tag: &str, result: bool, comment: &str) {
         let low = &self.graph.chunks[ci];
-        let mut ret = Map::new();
-        ret.insert("changes".into(), Value::Object(Map::new()));
-        ret.insert("result".into(), Value::Bool(result));
-        ret.insert("duration".into(), Value::from(0.0));
-        ret.insert("start_time".into(), Value::from(now_time()));
-        ret.insert("comment".into(), Value::from(comment));
-        ret.insert("__state_ran__".into(), Value::Bool(false));
-        ret.insert("__run_num__".into(), Value::from(self.run_num));
+        let mut ret = StateReturn::new();
+        ret.insert("changes", Value::Object(Map::new()));
+        ret.insert("result", Value::Bool(result));
+        ret.insert("duration", Value::from(0.0));
+        ret.insert("start_time", Value::from(now_time()));
+        ret.insert("comment", Value::from(comment));
+        ret.insert("__state_ran__", Value::Bool(false));
+        ret.insert("__run_num__", Value::from(self.run_num));
         stamp_identity(&mut ret, low);
         if self.is_prereq(ci) {
             self.pre.insert(tag.to_string(), ret.clone());
@@ -470,8 +472,7 @@ impl<'a> Executor<'a> {
             Status::SkipWatch if !prereq => {
                 let mut ret = self.call(ci, None);
                 let c = ret.get("comment").map(py_str).unwrap_or_default();
-                ret.insert(
-                    "comment".into(),
+                ret.insert("comment",
                     Value::from(c + " mod_watch was not run because requisites were skipped by another state"),
                 );
                 self.running.insert(tag.clone(), ret);
@@ -479,9 +480,9 @@ impl<'a> Executor<'a> {
             Status::Fail => {
                 if let Some(mut pre) = self.pre.get(&tag).cloned() {
                     if pre.get("changes").is_some_and(truthy) {
-                        pre.insert("changes".into(), Value::Object(Map::new()));
+                        pre.insert("changes", Value::Object(Map::new()));
                     }
-                    pre.insert("__run_num__".into(), Value::from(self.run_num));
+                    pre.insert("__run_num__", Value::from(self.run_num));
                     let low = &self.graph.chunks[ci];
                     stamp_identity(&mut pre, low);
                     self.running.insert(tag.clone(), pre);
@@ -519,7 +520,7 @@ impl<'a> Executor<'a> {
                                 // functions read only who it is and its
                                 // changes, so a whole clone (requisite lists
                                 // and all, per edge) would be wasted.
-                                let low = &self.graph.chunks[d].0;
+                                let low = &self.graph.chunks[d];
                                 let mut m = Map::with_capacity(7);
                                 for key in ["state", "__id__", "name", "fun", "__sls__", "__env__"]
                                 {
@@ -567,7 +568,7 @@ impl<'a> Executor<'a> {
         }
     }
 
-    fn store(&mut self, tag: &str, prereq: bool, ret: Map) {
+    fn store(&mut self, tag: &str, prereq: bool, ret: StateReturn) {
         if prereq {
             self.pre.insert(tag.to_string(), ret);
         } else {
@@ -592,14 +593,14 @@ impl<'a> Executor<'a> {
             let (status, _) = self.check_requisites(ci);
             if status == Status::Pre {
                 let low = &self.graph.chunks[ci];
-                let mut ret = Map::new();
-                ret.insert("changes".into(), Value::Object(Map::new()));
-                ret.insert("result".into(), Value::Bool(true));
-                ret.insert("duration".into(), Value::from(0.0));
-                ret.insert("start_time".into(), Value::from(now_time()));
-                ret.insert("comment".into(), Value::from("No changes detected"));
-                ret.insert("__run_num__".into(), Value::from(self.run_num));
-                ret.insert("__state_ran__".into(), Value::Bool(false));
+                let mut ret = StateReturn::new();
+                ret.insert("changes", Value::Object(Map::new()));
+                ret.insert("result", Value::Bool(true));
+                ret.insert("duration", Value::from(0.0));
+                ret.insert("start_time", Value::from(now_time()));
+                ret.insert("comment", Value::from("No changes detected"));
+                ret.insert("__run_num__", Value::from(self.run_num));
+                ret.insert("__state_ran__", Value::Bool(false));
                 stamp_identity(&mut ret, low);
                 self.pre.insert(tag.to_string(), ret);
                 self.run_num += 1;
@@ -608,18 +609,18 @@ impl<'a> Executor<'a> {
                 if !has_changes(&ret) && status == Status::Change {
                     let mut ch = Map::new();
                     ch.insert("watch".into(), Value::from("watch"));
-                    ret.insert("changes".into(), Value::Object(ch));
-                    ret.insert("result".into(), Value::Null);
+                    ret.insert("changes", Value::Object(ch));
+                    ret.insert("result", Value::Null);
                 }
                 self.pre.insert(tag.to_string(), ret);
             }
         } else if depth + 1 >= 20 {
             let low = &self.graph.chunks[ci];
-            let mut ret = Map::new();
-            ret.insert("changes".into(), Value::Object(Map::new()));
-            ret.insert("result".into(), Value::Bool(false));
-            ret.insert("comment".into(), Value::from("Recursive requisite found"));
-            ret.insert("__run_num__".into(), Value::from(self.run_num));
+            let mut ret = StateReturn::new();
+            ret.insert("changes", Value::Object(Map::new()));
+            ret.insert("result", Value::Bool(false));
+            ret.insert("comment", Value::from("Recursive requisite found"));
+            ret.insert("__run_num__", Value::from(self.run_num));
             stamp_identity(&mut ret, low);
             self.running.insert(tag.to_string(), ret);
         } else {
@@ -672,11 +673,11 @@ impl<'a> Executor<'a> {
     /// Salt's `State.call`: one state function, with unless/onlyif/creates,
     /// check_cmd and retry. `watch_reqs` set means this is the `mod_watch`
     /// call of a watching state.
-    fn call(&mut self, ci: usize, watch_reqs: Option<Map>) -> Map {
+    fn call(&mut self, ci: usize, watch_reqs: Option<Map>) -> StateReturn {
         self.call_attempt(ci, watch_reqs, 1)
     }
 
-    fn call_attempt(&mut self, ci: usize, watch_reqs: Option<Map>, attempt: u64) -> Map {
+    fn call_attempt(&mut self, ci: usize, watch_reqs: Option<Map>, attempt: u64) -> StateReturn {
         let start = Instant::now();
         let start_time = now_time();
         // The chunk is taken out of the graph for the call (no per-call
@@ -693,17 +694,15 @@ impl<'a> Executor<'a> {
             Err(early) => return early,
         };
         if prereq {
-            self.graph.chunks[ci]
-                .0
-                .insert("__prereq__".into(), Value::Bool(false));
+            self.graph.chunks[ci].insert("__prereq__", Value::Bool(false));
             return ret;
         }
-        ret.insert("__sls__".into(), sls);
-        ret.insert("__run_num__".into(), Value::from(self.run_num));
+        ret.insert("__sls__", sls);
+        ret.insert("__run_num__", Value::from(self.run_num));
         self.run_num += 1;
-        ret.insert("start_time".into(), Value::from(start_time));
-        ret.insert("duration".into(), Value::from(ms_since(start)));
-        ret.insert("__id__".into(), id);
+        ret.insert("start_time", Value::from(start_time));
+        ret.insert("duration", Value::from(ms_since(start)));
+        ret.insert("__id__", id);
         let Some(retry) = retry else { return ret };
         if self
             .pool
@@ -732,8 +731,7 @@ impl<'a> Executor<'a> {
         let mut again = self.call_attempt(ci, None, attempt + 1);
         let orig_comment = orig.get("comment").map(py_str).unwrap_or_default();
         let new_comment = again.get("comment").map(py_str).unwrap_or_default();
-        again.insert(
-            "comment".into(),
+        again.insert("comment",
             Value::from(format!(
                 "Attempt {attempt}: Returned a result of \"{}\", with the following comment: \"{orig_comment}\"\n{new_comment}",
                 py_result(orig.get("result")),
@@ -742,10 +740,10 @@ impl<'a> Executor<'a> {
         let d = again.get("duration").and_then(Value::as_f64).unwrap_or(0.0)
             + orig.get("duration").and_then(Value::as_f64).unwrap_or(0.0)
             + (interval * 1000) as f64;
-        again.insert("duration".into(), Value::from(d));
+        again.insert("duration", Value::from(d));
         if attempt == 1 {
             if let Some(st) = orig.get("start_time") {
-                again.insert("start_time".into(), st.clone());
+                again.insert("start_time", st.clone());
             }
         }
         again
@@ -754,21 +752,22 @@ impl<'a> Executor<'a> {
     /// Runs the checks and the state function once. `Err` is Salt's early
     /// return for a chunk that fails verification (it takes a run number
     /// but none of the bookkeeping keys).
-    fn call_once(&mut self, low: &LowChunk, watch_reqs: Option<&Map>) -> Result<Map, Map> {
+    fn call_once(
+        &mut self,
+        low: &LowChunk,
+        watch_reqs: Option<&Map>,
+    ) -> Result<StateReturn, StateReturn> {
         let errors = self.verify_data(low);
         if !errors.is_empty() {
-            let mut ret = Map::new();
-            ret.insert("result".into(), Value::Bool(false));
+            let mut ret = StateReturn::new();
+            ret.insert("result", Value::Bool(false));
+            ret.insert("name", low.get("name").cloned().unwrap_or(Value::Null));
+            ret.insert("changes", Value::Object(Map::new()));
             ret.insert(
-                "name".into(),
-                low.get("name").cloned().unwrap_or(Value::Null),
-            );
-            ret.insert("changes".into(), Value::Object(Map::new()));
-            ret.insert(
-                "comment".into(),
+                "comment",
                 Value::from(errors.iter().map(|e| format!("{e}\n")).collect::<String>()),
             );
-            ret.insert("__run_num__".into(), Value::from(self.run_num));
+            ret.insert("__run_num__", Value::from(self.run_num));
             self.run_num += 1;
             return Err(ret);
         }
@@ -776,17 +775,14 @@ impl<'a> Executor<'a> {
         let test = self.opts.test || prereq || low.get("test").is_some_and(truthy);
         // Without unless/onlyif/creates the state function runs and its
         // return replaces this map, so it is only built for the checks.
-        let mut ret = Map::new();
+        let mut ret = StateReturn::new();
         let checked = ["unless", "onlyif", "creates"]
             .iter()
             .any(|k| low.contains(k));
         if checked {
-            ret.insert("result".into(), Value::Bool(false));
-            ret.insert(
-                "name".into(),
-                low.get("name").cloned().unwrap_or(Value::Null),
-            );
-            ret.insert("changes".into(), Value::Object(Map::new()));
+            ret.insert("result", Value::Bool(false));
+            ret.insert("name", low.get("name").cloned().unwrap_or(Value::Null));
+            ret.insert("changes", Value::Object(Map::new()));
             for (k, v) in self.run_check(low) {
                 ret.insert(k, v);
             }
@@ -803,17 +799,11 @@ impl<'a> Executor<'a> {
                 };
                 if pool.jobs.send(job).is_ok() {
                     pool.pending.insert(tag);
-                    let mut placeholder = Map::new();
-                    placeholder.insert(
-                        "name".into(),
-                        low.get("name").cloned().unwrap_or(Value::Null),
-                    );
-                    placeholder.insert("result".into(), Value::Null);
-                    placeholder.insert("changes".into(), Value::Object(Map::new()));
-                    placeholder.insert(
-                        "comment".into(),
-                        Value::from("Started in a separate process"),
-                    );
+                    let mut placeholder = StateReturn::new();
+                    placeholder.insert("name", low.get("name").cloned().unwrap_or(Value::Null));
+                    placeholder.insert("result", Value::Null);
+                    placeholder.insert("changes", Value::Object(Map::new()));
+                    placeholder.insert("comment", Value::from("Started in a separate process"));
                     return Ok(placeholder);
                 }
             }
@@ -822,7 +812,7 @@ impl<'a> Executor<'a> {
             ret = match watch_reqs {
                 Some(reqs) => {
                     let mut watch_low = low.clone();
-                    watch_low.0.insert("fun".into(), Value::from("mod_watch"));
+                    watch_low.insert("fun", Value::from("mod_watch"));
                     self.call_module(&watch_low, test, Some(low.fun()), Some(reqs))
                 }
                 None => self.call_module(low, test, None, None),
@@ -846,7 +836,7 @@ impl<'a> Executor<'a> {
         test: bool,
         sfun: Option<&str>,
         reqs: Option<&Map>,
-    ) -> Map {
+    ) -> StateReturn {
         let env = RunEnv {
             inner: self.env,
             lowstate: &self.graph.chunks,
@@ -960,7 +950,7 @@ impl<'a> Executor<'a> {
     }
 
     /// Salt's `_run_check`: unless / onlyif / creates.
-    fn run_check(&self, low: &LowChunk) -> Map {
+    fn run_check(&self, low: &LowChunk) -> StateReturn {
         let mut comments: Vec<String> = Vec::new();
         let mut result = false;
         let mut skip_watch: Option<bool> = None;
@@ -1051,19 +1041,19 @@ impl<'a> Executor<'a> {
             result = r || result;
             comments.push(comment);
         }
-        let mut ret = Map::new();
-        ret.insert("result".into(), Value::Bool(result));
-        ret.insert("comment".into(), Value::from(comments.join("\n")));
+        let mut ret = StateReturn::new();
+        ret.insert("result", Value::Bool(result));
+        ret.insert("comment", Value::from(comments.join("\n")));
         stamp_identity(&mut ret, low);
         if let Some(sw) = skip_watch {
-            ret.insert("skip_watch".into(), Value::Bool(sw));
+            ret.insert("skip_watch", Value::Bool(sw));
         }
         ret
     }
 
     /// Salt's `_run_check_cmd`.
-    fn run_check_cmd(&self, low: &LowChunk) -> Map {
-        let mut ret = Map::new();
+    fn run_check_cmd(&self, low: &LowChunk) -> StateReturn {
+        let mut ret = StateReturn::new();
         let mut result = false;
         let mut opts = CmdOptions {
             python_shell: true,
@@ -1084,25 +1074,25 @@ impl<'a> Executor<'a> {
             let rc = self.retcode(&cmd, &opts);
             if rc == 0 && !result {
                 ret.insert(
-                    "comment".into(),
+                    "comment",
                     Value::from("check_cmd determined the state succeeded"),
                 );
                 result = true;
             } else if rc != 0 {
                 ret.insert(
-                    "comment".into(),
+                    "comment",
                     Value::from("check_cmd determined the state failed"),
                 );
                 result = false;
                 break;
             }
         }
-        ret.insert("result".into(), Value::Bool(result));
+        ret.insert("result", Value::Bool(result));
         stamp_identity(&mut ret, low);
         ret
     }
 
-    fn fire_events(&self, ci: usize, ret: &Map) {
+    fn fire_events(&self, ci: usize, ret: &StateReturn) {
         let low = &self.graph.chunks[ci];
         let fire = low.get("fire_event");
         let wants_result = matches!(fire, Some(Value::Bool(true)))
@@ -1111,7 +1101,7 @@ impl<'a> Executor<'a> {
             return;
         }
         let mut data = Map::new();
-        data.insert("ret".into(), Value::Object(ret.clone()));
+        data.insert("ret".into(), ret.to_value());
         match fire {
             Some(Value::Bool(true)) => {
                 let tag = format!(
@@ -1185,7 +1175,7 @@ impl<'a> Executor<'a> {
         let in_cref =
             |cref: &(String, String, String), v: &str| cref.0 == v || cref.1 == v || cref.2 == v;
         let mut mod_watchers: Vec<usize> = Vec::new();
-        let mut errors: IndexMap<String, Map> = IndexMap::new();
+        let mut errors: IndexMap<String, StateReturn> = IndexMap::new();
         let l_error = |lkey: &str, lval: &str| {
             let tag = crate::state_tag(
                 "Listen_Error",
@@ -1193,14 +1183,14 @@ impl<'a> Executor<'a> {
                 &format!("listen_{lkey}"),
                 "Listen_Error",
             );
-            let mut m = Map::new();
+            let mut m = StateReturn::new();
             m.insert(
-                "comment".into(),
+                "comment",
                 Value::from(format!("Referenced state {lkey}: {lval} does not exist")),
             );
-            m.insert("name".into(), Value::from(format!("listen_{lkey}:{lval}")));
-            m.insert("result".into(), Value::Bool(false));
-            m.insert("changes".into(), Value::Object(Map::new()));
+            m.insert("name", Value::from(format!("listen_{lkey}:{lval}")));
+            m.insert("result", Value::Bool(false));
+            m.insert("changes", Value::Object(Map::new()));
             (tag, m)
         };
         for (key, vals) in listeners {
@@ -1256,14 +1246,14 @@ impl<'a> Executor<'a> {
                         for ci in new {
                             let mut low = self.graph.chunks[ci].clone();
                             let fun = low.fun().to_string();
-                            low.0.insert("sfun".into(), Value::from(fun));
-                            low.0.insert("fun".into(), Value::from("mod_watch"));
+                            low.insert("sfun", Value::from(fun));
+                            low.insert("fun", Value::from("mod_watch"));
                             let id = format!("listener_{}", low.id());
-                            low.0.insert("__id__".into(), Value::from(id));
+                            low.insert("__id__", Value::from(id));
                             for r in REQUISITE_KEYWORDS {
-                                low.0.shift_remove(*r);
+                                low.shift_remove(*r);
                             }
-                            low.0.shift_remove("__prereq__");
+                            low.shift_remove("__prereq__");
                             let tag = chunk_tag(&low);
                             let idx = match self.graph.chunk_index(&tag) {
                                 Some(i) => i,
@@ -1284,7 +1274,7 @@ impl<'a> Executor<'a> {
             self.running.insert(k, v);
         }
         for (tag, mut m) in errors {
-            m.insert("__run_num__".into(), Value::from(self.run_num));
+            m.insert("__run_num__", Value::from(self.run_num));
             self.run_num += 1;
             self.running.insert(tag, m);
         }
@@ -1299,15 +1289,15 @@ fn call_module(
     test: bool,
     sfun: Option<&str>,
     reqs: Option<&Map>,
-) -> Map {
+) -> StateReturn {
     let name = low.get("name").cloned().unwrap_or(Value::Null);
     let Some(module) = modules.get(low.state()) else {
-        let mut ret = Map::new();
-        ret.insert("result".into(), Value::Bool(false));
-        ret.insert("name".into(), name);
-        ret.insert("changes".into(), Value::Object(Map::new()));
+        let mut ret = StateReturn::new();
+        ret.insert("result", Value::Bool(false));
+        ret.insert("name", name);
+        ret.insert("changes", Value::Object(Map::new()));
         ret.insert(
-            "comment".into(),
+            "comment",
             Value::from(format!("State '{}' is not available", low.state())),
         );
         return ret;
@@ -1324,31 +1314,31 @@ fn call_module(
     match module.call(low.fun(), &call) {
         Ok(r) => {
             // Room for the executor's five bookkeeping keys (no regrowth).
-            ret = Map::with_capacity(9 + r.extra.len());
-            ret.insert("name".into(), Value::from(r.name));
-            ret.insert("changes".into(), Value::Object(r.changes));
+            ret = StateReturn::with_capacity(9 + r.extra.len());
+            ret.insert("name", Value::from(r.name));
+            ret.insert("changes", Value::Object(r.changes));
             ret.insert(
-                "result".into(),
+                "result",
                 match r.result {
                     Some(b) => Value::Bool(b),
                     None => Value::Null,
                 },
             );
-            ret.insert("comment".into(), Value::from(r.comment));
+            ret.insert("comment", Value::from(r.comment));
             for (k, v) in r.extra {
                 ret.insert(k, v);
             }
         }
         Err(e) => {
-            ret = Map::with_capacity(9);
-            ret.insert("result".into(), Value::Bool(false));
-            ret.insert("name".into(), name);
-            ret.insert("changes".into(), Value::Object(Map::new()));
+            ret = StateReturn::with_capacity(9);
+            ret.insert("result", Value::Bool(false));
+            ret.insert("name", name);
+            ret.insert("changes", Value::Object(Map::new()));
             let comment = match e {
                 StateError::MissingArg(..) => format!("{e}\n"),
                 _ => format!("An exception occurred in this state: {e}"),
             };
-            ret.insert("comment".into(), Value::from(comment));
+            ret.insert("comment", Value::from(comment));
         }
     }
     ret
@@ -1363,7 +1353,7 @@ struct ParallelJob {
 
 /// Runs one parallel job: the state function, with `retry` applied in the
 /// worker as Salt's `_call_parallel_target` does.
-fn run_parallel_job(modules: &StateModules, env: &dyn StateEnv, job: &ParallelJob) -> Map {
+fn run_parallel_job(modules: &StateModules, env: &dyn StateEnv, job: &ParallelJob) -> StateReturn {
     let start = Instant::now();
     let start_time = now_time();
     let mut ret = call_module(modules, env, &job.low, job.test, None, None);
@@ -1392,7 +1382,7 @@ fn run_parallel_job(modules: &StateModules, env: &dyn StateEnv, job: &ParallelJo
                     )
                 };
                 ret.insert(
-                    "comment".into(),
+                    "comment",
                     Value::from(format!(
                         "{}\n{note}",
                         orig.get("comment").map(py_str).unwrap_or_default()
@@ -1402,16 +1392,16 @@ fn run_parallel_job(modules: &StateModules, env: &dyn StateEnv, job: &ParallelJo
             }
         }
     }
-    ret.insert("start_time".into(), Value::from(start_time));
-    ret.insert("duration".into(), Value::from(ms_since(start)));
-    ret.insert("__parallel__".into(), Value::Bool(true));
+    ret.insert("start_time", Value::from(start_time));
+    ret.insert("duration", Value::from(ms_since(start)));
+    ret.insert("__parallel__", Value::Bool(true));
     ret
 }
 
 /// The worker pool of a run with `parallel: True` states.
 struct Pool {
     jobs: std::sync::mpsc::Sender<ParallelJob>,
-    results: std::sync::mpsc::Receiver<(String, Map)>,
+    results: std::sync::mpsc::Receiver<(String, StateReturn)>,
     pending: std::collections::HashSet<String>,
 }
 
@@ -1462,16 +1452,13 @@ impl StateEnv for RunEnv<'_> {
 }
 
 /// Adds the keys every return of a chunk carries: `__sls__`, `__id__`, `name`.
-fn stamp_identity(ret: &mut Map, low: &LowChunk) {
+fn stamp_identity(ret: &mut StateReturn, low: &LowChunk) {
     ret.insert(
-        "__sls__".into(),
+        "__sls__",
         low.get("__sls__").cloned().unwrap_or(Value::Null),
     );
-    ret.insert("__id__".into(), Value::from(low.id()));
-    ret.insert(
-        "name".into(),
-        low.get("name").cloned().unwrap_or(Value::Null),
-    );
+    ret.insert("__id__", Value::from(low.id()));
+    ret.insert("name", low.get("name").cloned().unwrap_or(Value::Null));
 }
 
 /// The outcome of one `onlyif`/`unless` entry; `Fails` tells whether it
@@ -1540,10 +1527,9 @@ fn pseudo_random(max: u64) -> u64 {
 }
 
 /// Salt's comment for a state with `retry` in test mode.
-fn note_would_retry(ret: &mut Map, retry: &RetrySpec) {
+fn note_would_retry(ret: &mut StateReturn, retry: &RetrySpec) {
     let c = ret.get("comment").map(py_str).unwrap_or_default();
-    ret.insert(
-        "comment".into(),
+    ret.insert("comment",
         Value::from(format!(
             "{c}  The state would be retried every {} seconds (with a splay of up to {} seconds) a maximum of {} times or until a result of {} is returned",
             retry.interval,

@@ -188,7 +188,7 @@ fn running_value(running: halite_state::Running) -> Value {
     Value::Object(
         running
             .into_iter()
-            .map(|(k, v)| (k, Value::Object(v)))
+            .map(|(k, v)| (k, Value::from(v)))
             .collect(),
     )
 }
@@ -297,11 +297,7 @@ impl StateExec {
             return Ok(StatePlan::Return(errors_value(errors)));
         }
         let mut graph = compile_graph(high, &host.states);
-        let chunks: Vec<Value> = graph
-            .chunks
-            .iter()
-            .map(|c| Value::Object(c.0.clone()))
-            .collect();
+        let chunks: Vec<Value> = graph.chunks.iter().map(|c| c.to_value()).collect();
         if let Err(errors) = graph.order(&disabled) {
             return Ok(StatePlan::Return(errors_value(errors)));
         }
@@ -321,7 +317,7 @@ impl StateExec {
         };
         let opts = run_options(&host, &args);
         let chunks = chunks.into_iter().filter_map(|c| match c {
-            Value::Object(m) => Some(LowChunk(m)),
+            Value::Object(m) => Some(LowChunk::from(m)),
             _ => None,
         });
         match halite_state::pipeline::order_chunks(chunks, &opts.disabled_requisites) {
@@ -398,7 +394,7 @@ impl StateExec {
             Err(ret) => return Ok(ret),
         };
         let mut graph = halite_state::graph::Graph::new();
-        let ci = graph.add_chunk(LowChunk(chunk));
+        let ci = graph.add_chunk(LowChunk::from(chunk));
         let opts = run_options(&host, args);
         Ok(running_value(
             Executor::new(graph, &host.states, &host, opts).run(&[ci]),

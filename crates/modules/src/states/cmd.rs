@@ -10,9 +10,9 @@ pub struct CmdState;
 
 fn chunk_kwargs(call: &StateCall<'_>) -> Map {
     let mut kw = Map::new();
-    for (k, v) in call.chunk.0.iter() {
+    for (k, v) in call.chunk.iter() {
         if !halite_state::requisite::is_internal_keyword(k) && k != "name" {
-            kw.insert(k.clone(), v.clone());
+            kw.insert(k.to_string(), v.clone());
         }
     }
     // runas and env are runtime keywords in Salt but cmd uses them too.

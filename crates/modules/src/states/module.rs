@@ -43,17 +43,17 @@ impl ModuleState {
     /// own keyword arguments Salt lists in the return's `name` when the
     /// call comes from `mod_watch`.
     fn run(call: &StateCall<'_>, extra_names: &[&str]) -> Result<StateResult, StateError> {
-        let keys: Vec<&String> = call
+        let keys: Vec<&str> = call
             .chunk
-            .0
-            .keys()
+            .iter()
+            .map(|(k, _)| k)
             .filter(|k| !is_internal_keyword(k) && *k != "name")
             .collect();
-        let mut names: Vec<Value> = keys.iter().map(|k| Value::from(k.as_str())).collect();
+        let mut names: Vec<Value> = keys.iter().map(|k| Value::from(*k)).collect();
         names.extend(extra_names.iter().map(|n| Value::from(*n)));
         let mut ret = StateResult::new(call.name(), None);
         ret.extra.insert("name".into(), Value::Array(names));
-        let functions: Vec<&String> = keys.into_iter().filter(|k| k.contains('.')).collect();
+        let functions: Vec<&str> = keys.into_iter().filter(|k| k.contains('.')).collect();
         if functions.is_empty() {
             ret.result = Some(false);
             ret.comment = "No function provided.".into();
@@ -109,7 +109,7 @@ impl ModuleState {
                         other => py_repr(other),
                     };
                     success.push(format!("{f}: {shown}"));
-                    ret.changes.insert(f.clone(), value);
+                    ret.changes.insert(f.to_string(), value);
                 }
                 Ok(Value::Object(m)) => failures.push(format!(
                     "'{f}' failed: {}",

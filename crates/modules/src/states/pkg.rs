@@ -92,8 +92,8 @@ impl StateRun<'_> {
         self.call.name().to_string()
     }
 
-    fn kwargs(&self) -> &Map {
-        &self.call.chunk.0
+    fn kwargs(&self) -> Map {
+        self.call.chunk.to_map()
     }
 
     fn cmp(&self) -> impl Fn(&str, &str) -> std::cmp::Ordering + '_ {
@@ -148,7 +148,7 @@ impl StateRun<'_> {
             Err(PkgError::Invocation(m)) => return Ok(StateResult::fail(name, m)),
             Err(e) => return Err(e),
         };
-        let mut opts = InstallOptions::from_kwargs(self.kwargs(), false);
+        let mut opts = InstallOptions::from_kwargs(&self.kwargs(), false);
         let reinstall = opts.reinstall;
         let sources = targets_in.kind == TargetKind::File;
         let cur = self.provider.list_pkgs(false)?;
@@ -566,7 +566,7 @@ impl StateRun<'_> {
             None => vec![name.clone()],
         };
         let has_pkgs = self.call.arg("pkgs").is_some();
-        let opts = InstallOptions::from_kwargs(self.kwargs(), true);
+        let opts = InstallOptions::from_kwargs(&self.kwargs(), true);
         let avail = match self.provider.latest_version(&desired, opts.fromrepo.as_deref(), opts.refresh) {
             Ok(a) => a,
             Err(e) => {
@@ -869,7 +869,7 @@ impl StateRun<'_> {
 
     fn uptodate(&self) -> Result<StateResult, PkgError> {
         let name = self.name();
-        let opts = InstallOptions::from_kwargs(self.kwargs(), false);
+        let opts = InstallOptions::from_kwargs(&self.kwargs(), false);
         let pkgs: Option<Vec<String>> = match self.call.arg("pkgs") {
             Some(p) => Some(parse_targets(None, Some(p), None, None)?.names()),
             None => None,

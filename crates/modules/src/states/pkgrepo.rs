@@ -55,12 +55,9 @@ const NOT_SETTINGS: &[&str] = &[
 
 fn settings_of(call: &StateCall<'_>) -> Map {
     call.chunk
-        .0
         .iter()
-        .filter(|(k, v)| {
-            !NOT_SETTINGS.contains(&k.as_str()) && !k.starts_with("__") && !v.is_null()
-        })
-        .map(|(k, v)| (k.clone(), v.clone()))
+        .filter(|(k, v)| !NOT_SETTINGS.contains(k) && !k.starts_with("__") && !v.is_null())
+        .map(|(k, v)| (k.to_string(), v.clone()))
         .collect()
 }
 
@@ -209,7 +206,7 @@ const MAY_DIFFER: &str = "This may cause pkg states to behave differently than s
 
 fn managed(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<StateResult, PkgError> {
     let name = call.name().to_string();
-    let opts = RepoOptions::from_kwargs(&call.chunk.0);
+    let opts = RepoOptions::from_kwargs(&call.chunk.to_map());
     let settings = settings_of(call);
     let apt = provider.name() == "apt";
     let (repo, desired_line) = if apt {
@@ -367,7 +364,7 @@ fn managed(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<StateResu
 
 fn absent(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<StateResult, PkgError> {
     let name = call.name().to_string();
-    let opts = RepoOptions::from_kwargs(&call.chunk.0);
+    let opts = RepoOptions::from_kwargs(&call.chunk.to_map());
     let apt = provider.name() == "apt";
     let repo = if apt {
         apt_entry(call, &settings_of(call))?.to_line()

@@ -496,7 +496,7 @@ fn sub_call(
         }
     }
     m.insert("fun".into(), json!(fun));
-    let chunk = LowChunk(m);
+    let chunk = LowChunk::from(m);
     let sub = StateCall {
         chunk: &chunk,
         test: call.test,

@@ -1,0 +1,295 @@
+//! [`SmallDict`]: the short, insertion-ordered dicts a state run is made of.
+
+use std::borrow::Cow;
+use std::fmt;
+
+use serde::de::{MapAccess, Visitor};
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+
+use crate::{Map, Value};
+
+/// A key of a [`SmallDict`]. The keys every chunk and every return has
+/// (`state`, `__id__`, `result`, `comment`...) and the requisite keywords
+/// are static strings, so only a state's own argument names allocate.
+pub type DictKey = Cow<'static, str>;
+
+/// Keys shared by most chunks and returns, stored without an allocation.
+const KNOWN_KEYS: &[&str] = &[
+    // Chunks.
+    "state",
+    "name",
+    "__sls__",
+    "__env__",
+    "__sls_included_from__",
+    "__id__",
+    "order",
+    "fun",
+    "name_order",
+    "__prereq__",
+    "__prerequiring__",
+    "require",
+    "require_any",
+    "watch",
+    "watch_any",
+    "onchanges",
+    "onchanges_any",
+    "onfail",
+    "onfail_any",
+    "onfail_all",
+    "prereq",
+    "listen",
+    "use",
+    "sfun",
+    "parallel",
+    "failhard",
+    "unless",
+    "onlyif",
+    "creates",
+    "check_cmd",
+    "retry",
+    "runas",
+    "cwd",
+    "env",
+    "shell",
+    "source",
+    "template",
+    "user",
+    "group",
+    "mode",
+    "makedirs",
+    "contents",
+    "test",
+    // Returns.
+    "result",
+    "changes",
+    "comment",
+    "__run_num__",
+    "start_time",
+    "duration",
+    "__state_ran__",
+    "skip_watch",
+    "warnings",
+];
+
+/// The key as a [`DictKey`], static when it is one of [`KNOWN_KEYS`].
+fn intern(key: DictKey) -> DictKey {
+    match key {
+        Cow::Owned(s) => match KNOWN_KEYS.iter().find(|k| **k == s) {
+            Some(k) => Cow::Borrowed(k),
+            None => Cow::Owned(s),
+        },
+        borrowed => borrowed,
+    }
+}
+
+/// A short insertion-ordered dict of Salt data: a low chunk's arguments
+/// or a state's return.
+///
+/// A run holds one chunk and one return per state, each with a dozen keys
+/// at most. As hash maps (`serde_json::Map`), their hash tables and key
+/// strings were most of a 10 000-state run's memory and a good part of
+/// its time; as a list of pairs with static well-known keys, a lookup
+/// compares a few short keys and a dict is one allocation plus its values.
+/// It behaves as a Python dict: a new key goes at the end, setting an
+/// existing one keeps its place, equality ignores order.
+#[derive(Debug, Clone, Default)]
+pub struct SmallDict {
+    entries: Vec<(DictKey, Value)>,
+}
+
+impl SmallDict {
+    /// An empty dict.
+    pub fn new() -> Self {
+        Self::default()
+    }
+    /// An empty dict with room for `n` keys.
+    pub fn with_capacity(n: usize) -> Self {
+        SmallDict {
+            entries: Vec::with_capacity(n),
+        }
+    }
+    /// The value of `key`.
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k.as_ref() == key)
+            .map(|(_, v)| v)
+    }
+    /// The value of `key`, to change it in place.
+    pub fn get_mut(&mut self, key: &str) -> Option<&mut Value> {
+        self.entries
+            .iter_mut()
+            .find(|(k, _)| k.as_ref() == key)
+            .map(|(_, v)| v)
+    }
+    /// Whether the dict has `key`.
+    pub fn contains_key(&self, key: &str) -> bool {
+        self.get(key).is_some()
+    }
+    /// Sets `key`: in place when the dict has it, else at the end.
+    /// Returns the value it replaced.
+    pub fn insert(&mut self, key: impl Into<DictKey>, value: Value) -> Option<Value> {
+        let key = key.into();
+        match self.get_mut(&key) {
+            Some(slot) => Some(std::mem::replace(slot, value)),
+            None => {
+                self.entries.push((intern(key), value));
+                None
+            }
+        }
+    }
+    /// Removes `key`, keeping the order of the others.
+    pub fn shift_remove(&mut self, key: &str) -> Option<Value> {
+        let i = self.entries.iter().position(|(k, _)| k.as_ref() == key)?;
+        Some(self.entries.remove(i).1)
+    }
+    /// The (key, value) pairs in order.
+    pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {
+        self.entries.iter().map(|(k, v)| (k.as_ref(), v))
+    }
+    /// The keys in order.
+    pub fn keys(&self) -> impl Iterator<Item = &str> {
+        self.entries.iter().map(|(k, _)| k.as_ref())
+    }
+    /// How many keys the dict has.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+    /// Whether the dict has no keys.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+    /// The dict as Salt data (a map in the same order).
+    pub fn to_map(&self) -> Map {
+        self.iter()
+            .map(|(k, v)| (k.to_string(), v.clone()))
+            .collect()
+    }
+    /// The dict as Salt data, consuming it (values are moved, not copied).
+    pub fn into_map(self) -> Map {
+        self.into_iter().collect()
+    }
+    /// The dict as a Salt value.
+    pub fn to_value(&self) -> Value {
+        Value::Object(self.to_map())
+    }
+}
+
+impl IntoIterator for SmallDict {
+    type Item = (String, Value);
+    type IntoIter = std::iter::Map<
+        std::vec::IntoIter<(DictKey, Value)>,
+        fn((DictKey, Value)) -> (String, Value),
+    >;
+    fn into_iter(self) -> Self::IntoIter {
+        self.entries.into_iter().map(|(k, v)| (k.into_owned(), v))
+    }
+}
+
+impl From<Map> for SmallDict {
+    fn from(map: Map) -> Self {
+        SmallDict {
+            entries: map
+                .into_iter()
+                .map(|(k, v)| (intern(Cow::Owned(k)), v))
+                .collect(),
+        }
+    }
+}
+
+impl From<SmallDict> for Value {
+    fn from(dict: SmallDict) -> Self {
+        Value::Object(dict.into_map())
+    }
+}
+
+impl<K: Into<DictKey>> FromIterator<(K, Value)> for SmallDict {
+    fn from_iter<I: IntoIterator<Item = (K, Value)>>(iter: I) -> Self {
+        let mut dict = SmallDict::new();
+        for (k, v) in iter {
+            dict.insert(k, v);
+        }
+        dict
+    }
+}
+
+/// Two dicts are equal when they have the same keys and values, in any
+/// order (as two Python dicts are).
+impl PartialEq for SmallDict {
+    fn eq(&self, other: &Self) -> bool {
+        self.len() == other.len() && self.iter().all(|(k, v)| other.get(k) == Some(v))
+    }
+}
+
+impl Serialize for SmallDict {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut map = serializer.serialize_map(Some(self.len()))?;
+        for (k, v) in self.iter() {
+            map.serialize_entry(k, v)?;
+        }
+        map.end()
+    }
+}
+
+impl<'de> Deserialize<'de> for SmallDict {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct DictVisitor;
+        impl<'de> Visitor<'de> for DictVisitor {
+            type Value = SmallDict;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a map")
+            }
+            fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<SmallDict, A::Error> {
+                let mut dict = SmallDict::with_capacity(access.size_hint().unwrap_or(8));
+                while let Some((k, v)) = access.next_entry::<String, Value>()? {
+                    dict.insert(k, v);
+                }
+                Ok(dict)
+            }
+        }
+        deserializer.deserialize_map(DictVisitor)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn keeps_insertion_order_and_replaces_in_place() {
+        let mut d = SmallDict::new();
+        d.insert("state", Value::from("test"));
+        d.insert(String::from("custom"), Value::from(1));
+        d.insert("fun", Value::from("nop"));
+        d.insert(String::from("state"), Value::from("cmd"));
+        assert_eq!(d.keys().collect::<Vec<_>>(), ["state", "custom", "fun"]);
+        assert_eq!(d.get("state"), Some(&Value::from("cmd")));
+        assert_eq!(d.shift_remove("custom"), Some(Value::from(1)));
+        assert_eq!(d.keys().collect::<Vec<_>>(), ["state", "fun"]);
+        assert_eq!(d.shift_remove("custom"), None);
+    }
+
+    #[test]
+    fn round_trips_through_json_in_order() {
+        let text =
+            r#"{"state":"file","name":"/x","__id__":"x","zeta":1,"alpha":2,"fun":"managed"}"#;
+        let d: SmallDict = serde_json::from_str(text).expect("a dict");
+        assert_eq!(serde_json::to_string(&d).expect("json"), text);
+        assert_eq!(serde_json::to_string(&d.to_map()).expect("json"), text);
+        assert_eq!(SmallDict::from(d.to_map()), d);
+        assert_eq!(Value::from(d.clone()), d.to_value());
+    }
+
+    #[test]
+    fn equality_ignores_order_like_a_dict() {
+        let a: SmallDict = [("a", Value::from(1)), ("b", Value::from(2))]
+            .into_iter()
+            .collect();
+        let b: SmallDict = [("b", Value::from(2)), ("a", Value::from(1))]
+            .into_iter()
+            .collect();
+        assert_eq!(a, b);
+        assert_ne!(a, SmallDict::new());
+    }
+}
