@@ -171,6 +171,29 @@ fn run() -> Result<i32> {
         o.entry("id").or_insert_with(|| json!(id));
     }
     let args = parse_args(&cli.args);
+    // A state run printed as JSON is serialized straight from the
+    // executor's records (the same text, without a map per state first).
+    if cli.out.as_deref() == Some("json") && pillar_errors.is_empty() {
+        if let Some(run) = halite_modules::exec::state::StateExec::run(&host, &cli.fun, &args) {
+            let run = match run {
+                Ok(run) => run,
+                Err(e) => {
+                    eprintln!("Error running '{}': {e}", cli.fun);
+                    return Ok(1);
+                }
+            };
+            let retcode = run.retcode();
+            let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+            let data = std::collections::BTreeMap::from([("local", &run)]);
+            let _ = output::write_json(&mut stdout, &data, cli.out_indent.unwrap_or(4));
+            let _ = writeln!(stdout);
+            let _ = stdout.flush();
+            // As below: the process ends, the OS reclaims the return at once.
+            std::mem::forget(run);
+            std::mem::forget(host);
+            return Ok(exit_code(retcode, cli.retcode_passthrough));
+        }
+    }
     let (ret, retcode) = if !pillar_errors.is_empty() && cli.fun.starts_with("state.") {
         let mut errs = vec![Value::from(
             "Pillar failed to render with the following messages:",
@@ -250,10 +273,15 @@ fn run() -> Result<i32> {
     std::mem::forget(data);
     std::mem::forget(text);
     std::mem::forget(host);
-    if cli.retcode_passthrough {
-        Ok(retcode)
+    Ok(exit_code(retcode, cli.retcode_passthrough))
+}
+
+/// The process's exit code for a function's retcode: itself with
+/// `--retcode-passthrough`; without it salt-call folds every failure into 1.
+fn exit_code(retcode: i32, passthrough: bool) -> i32 {
+    if passthrough {
+        retcode
     } else {
-        // Without passthrough salt-call folds every failure into 1.
-        Ok(i32::from(retcode != 0))
+        i32::from(retcode != 0)
     }
 }
