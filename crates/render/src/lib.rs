@@ -76,6 +76,11 @@ pub fn render_sls(text: &str, ctx: &RenderContext) -> Result<Value, RenderError>
     let mut current = Stage::Text(body.to_string());
     for renderer in pipeline {
         current = match (renderer, current) {
+            // Text without a Jinja tag renders to itself (the data loader
+            // after it ignores the one trailing newline Jinja may drop).
+            (shebang::Renderer::Jinja, Stage::Text(source)) if !has_jinja_tags(&source) => {
+                Stage::Text(source)
+            }
             (shebang::Renderer::Jinja, Stage::Text(source)) => Stage::Text(jinja::render(&source, ctx)?),
             (shebang::Renderer::Yaml, Stage::Text(source)) => Stage::Data(yaml::load(&source)?),
             (shebang::Renderer::Json, Stage::Text(source)) => Stage::Data(load_json(&source)?),
@@ -97,6 +102,14 @@ pub fn render_sls(text: &str, ctx: &RenderContext) -> Result<Value, RenderError>
             data => data,
         },
     })
+}
+
+/// Whether `text` has a Jinja tag opener (`{{`, `{%` or `{#`): without
+/// one, Jinja has nothing to do.
+fn has_jinja_tags(text: &str) -> bool {
+    text.as_bytes()
+        .windows(2)
+        .any(|w| w[0] == b'{' && matches!(w[1], b'{' | b'%' | b'#'))
 }
 
 /// What a renderer stage produced.

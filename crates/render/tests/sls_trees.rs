@@ -308,3 +308,21 @@ fn missing_import_is_a_clear_error() {
         "{error:?}"
     );
 }
+
+#[test]
+fn text_without_jinja_tags_loads_as_if_rendered() {
+    // Braces that open no tag (flow mappings, quoted braces) skip Jinja;
+    // a tag anywhere sends the text through it. Both give the same data.
+    let plain = "x:\n  test.nop:\n    - a: {b: 1}\n    - c: '{ d }'\n    - e: \"}{\"\n\n";
+    let tagged = format!("{{# forces jinja #}}{plain}");
+    let tree = Tree::new(&[("plain.sls", plain), ("tagged.sls", &tagged)]);
+    let expected = json!({"x": {"test.nop": [{"a": {"b": 1}}, {"c": "{ d }"}, {"e": "}{"}]}});
+    assert_eq!(
+        tree.render_sls("plain.sls").map_err(|e| e.to_string()),
+        Ok(expected.clone())
+    );
+    assert_eq!(
+        tree.render_sls("tagged.sls").map_err(|e| e.to_string()),
+        Ok(expected)
+    );
+}

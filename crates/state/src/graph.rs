@@ -176,16 +176,27 @@ impl Graph {
                 Some(v) => std::borrow::Cow::Owned(py_str(v)),
                 None => std::borrow::Cow::Borrowed(""),
             };
-            let mut keys = vec![lookup_key(state, &name), lookup_key("id", id)];
-            if name != id {
-                keys.push(lookup_key(state, id));
-                keys.push(lookup_key("id", &name));
-            }
-            for key in keys {
-                let set = self.lookup.entry(key).or_default();
-                if set.last() != Some(&ni) {
-                    set.push(ni);
+            let pairs = [(state, &*name), ("id", id), (state, id), ("id", &*name)];
+            let count = if name != id { 4 } else { 2 };
+            for (kind, target) in &pairs[..count] {
+                // The key is built in a reused buffer; only a new key is
+                // allocated (most chunks add two new keys and no others).
+                let mut k = std::mem::take(&mut self.key_buf);
+                k.clear();
+                k.push_str(kind);
+                k.push('\x1f');
+                k.push_str(target);
+                match self.lookup.get_mut(k.as_str()) {
+                    Some(set) => {
+                        if set.last() != Some(&ni) {
+                            set.push(ni);
+                        }
+                    }
+                    None => {
+                        self.lookup.insert(k.clone(), vec![ni]);
+                    }
                 }
+                self.key_buf = k;
             }
             let sls = chunk.sls();
             let included = chunk.get("__sls_included_from__").and_then(Value::as_array);
@@ -783,14 +794,6 @@ impl Graph {
 
 fn dot_escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
-}
-
-fn lookup_key(kind: &str, name: &str) -> String {
-    let mut k = String::with_capacity(kind.len() + name.len() + 1);
-    k.push_str(kind);
-    k.push('\x1f');
-    k.push_str(name);
-    k
 }
 
 /// The chunk's name as a string (Salt formats non-string names with `str()`).

@@ -335,6 +335,10 @@ fn handle_state_decls(state: &mut Map, sls: &str, saltenv: &str, errors: &mut Ve
             continue;
         }
         let Value::Object(body) = body else { continue };
+        if let Some(decl) = single_declaration(body, sls, saltenv) {
+            *body = decl;
+            continue;
+        }
         // A declaration has a handful of keys: a list beats a hash set.
         let mut skeys: Vec<String> = Vec::new();
         let keys: Vec<String> = body.keys().cloned().collect();
@@ -371,6 +375,31 @@ fn handle_state_decls(state: &mut Map, sls: &str, saltenv: &str, errors: &mut Ve
             body.insert("__env__".into(), Value::from(saltenv));
         }
     }
+}
+
+/// The common declaration, one `mod.fun: [args]` and nothing else,
+/// rebuilt as `_handle_state_decls` leaves it (`mod: [args, fun]`,
+/// `__sls__`, `__env__`) without the general path's key copies and
+/// lookups. `None` (body untouched) for any other shape.
+fn single_declaration(body: &mut Map, sls: &str, saltenv: &str) -> Option<Map> {
+    if body.len() != 1 {
+        return None;
+    }
+    let (key, value) = body.iter().next()?;
+    if key.starts_with('_') || !value.is_array() || !key.contains('.') {
+        return None;
+    }
+    let (key, mut run) = std::mem::take(body).into_iter().next()?;
+    let (module, rest) = key.split_once('.')?;
+    let fun = rest.split('.').next().unwrap_or(rest);
+    if let Value::Array(a) = &mut run {
+        a.push(Value::from(fun));
+    }
+    let mut decl = Map::with_capacity(3);
+    decl.insert(module.to_string(), run);
+    decl.insert("__sls__".into(), Value::from(sls));
+    decl.insert("__env__".into(), Value::from(saltenv));
+    Some(decl)
 }
 
 /// Salt's `_handle_extend`: moves `extend:` into `__extend__`.
@@ -443,6 +472,11 @@ fn handle_exclude(state: &mut Map, sls: &str, errors: &mut Vec<String>) {
 
 /// Salt's `merge_included_states`: IDs must be globally unique.
 pub fn merge_included_states(high: &mut Map, mut state: Map, errors: &mut Vec<String>) {
+    if high.is_empty() && !state.contains_key("__extend__") && !state.contains_key("__exclude__") {
+        // The first SLS: nothing to merge with or conflict with.
+        *high = state;
+        return;
+    }
     for key in ["__extend__", "__exclude__"] {
         if let Some(Value::Array(items)) = state.shift_remove(key) {
             let entry = high.entry(key).or_insert_with(|| Value::Array(Vec::new()));

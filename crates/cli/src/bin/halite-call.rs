@@ -182,7 +182,7 @@ fn run() -> Result<i32> {
                     return Ok(1);
                 }
             };
-            let retcode = run.retcode();
+            let retcode = run.retcode(&cli.fun);
             let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
             let data = std::collections::BTreeMap::from([("local", &run)]);
             let _ = output::write_json(&mut stdout, &data, cli.out_indent.unwrap_or(4));

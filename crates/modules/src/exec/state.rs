@@ -175,41 +175,46 @@ fn add_exclude(high: &mut Map, args: &Args) {
     }
 }
 
-fn run_high(host: &Host, args: &Args, high: Map) -> StateRunReturn {
+fn run_high(host: &Host, args: &Args, high: Map) -> StateOutput {
     let opts = run_options(host, args);
     match call_high(high, &host.states, host, opts) {
-        Ok(running) => StateRunReturn::Ran(running),
-        Err(errors) => StateRunReturn::Data(errors_value(errors)),
+        Ok(running) => StateOutput::Ran(running),
+        Err(errors) => StateOutput::Data(errors_value(errors)),
     }
 }
 
-/// What `state.apply`/`sls`/`highstate`/`test` return, kept as the
-/// executor's records until it is printed or sent: they serialize to the
-/// same JSON as the Salt data they stand for, without first becoming one
-/// map per state (at 10 000 states that conversion was a tenth of a run
-/// and its peak memory).
+/// What a state run (`state.apply`/`sls`/`highstate`/`test`) or a
+/// compile view (`state.show_lowstate`/`show_low_sls`) returns, kept in
+/// the engine's own records until it is printed or sent: they serialize
+/// to the same JSON as the Salt data they stand for, without first
+/// becoming one map per state (at 10 000 states that conversion was a
+/// tenth of a run's time, and its peak memory).
 #[derive(Debug)]
-pub enum StateRunReturn {
+pub enum StateOutput {
     /// The states ran: tag -> state return.
     Ran(halite_state::Running),
+    /// The compiled low chunks, printed in run order.
+    Low(halite_state::Compiled),
     /// Anything else: compile errors, Salt's "No States" return...
     Data(Value),
 }
 
-impl StateRunReturn {
+impl StateOutput {
     /// The return as Salt data.
     pub fn into_value(self) -> Value {
         match self {
-            StateRunReturn::Ran(running) => running_value(running),
-            StateRunReturn::Data(v) => v,
+            StateOutput::Ran(running) => running_value(running),
+            StateOutput::Low(compiled) => Value::Array(compiled.low_chunks()),
+            StateOutput::Data(v) => v,
         }
     }
 
-    /// The return code Salt sets for it (see [`retcode`]).
-    pub fn retcode(&self) -> i32 {
+    /// The return code Salt sets for `state.<fun>`'s return (see [`retcode`]).
+    pub fn retcode(&self, fun: &str) -> i32 {
         match self {
-            StateRunReturn::Ran(running) if running.is_empty() => 2,
-            StateRunReturn::Ran(running) => {
+            StateOutput::Low(_) => 0,
+            StateOutput::Ran(running) if running.is_empty() => 2,
+            StateOutput::Ran(running) => {
                 let failed = running
                     .values()
                     .any(|r| r.get("result") == Some(&Value::Bool(false)));
@@ -219,15 +224,15 @@ impl StateRunReturn {
                     0
                 }
             }
-            StateRunReturn::Data(v) => retcode("state.apply", v),
+            StateOutput::Data(v) => retcode(fun, v),
         }
     }
 }
 
-impl serde::Serialize for StateRunReturn {
+impl serde::Serialize for StateOutput {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
-            StateRunReturn::Ran(running) => {
+            StateOutput::Ran(running) => {
                 use serde::ser::SerializeMap;
                 let mut map = serializer.serialize_map(Some(running.len()))?;
                 for (tag, ret) in running {
@@ -235,7 +240,15 @@ impl serde::Serialize for StateRunReturn {
                 }
                 map.end()
             }
-            StateRunReturn::Data(v) => v.serialize(serializer),
+            StateOutput::Low(compiled) => {
+                use serde::ser::SerializeSeq;
+                let mut seq = serializer.serialize_seq(Some(compiled.order.len()))?;
+                for &ci in &compiled.order {
+                    seq.serialize_element(&compiled.graph.chunks[ci])?;
+                }
+                seq.end()
+            }
+            StateOutput::Data(v) => v.serialize(serializer),
         }
     }
 }
@@ -386,27 +399,59 @@ impl StateExec {
     }
 
     /// `state.sls` (`highstate` false) or `state.highstate`, run here.
-    fn apply(host: &Host, args: &Args, highstate: bool) -> Result<StateRunReturn, ExecError> {
+    fn apply(host: &Host, args: &Args, highstate: bool) -> Result<StateOutput, ExecError> {
         let host = run_host(host, args)?;
         Ok(match high_data(&host, args, highstate) {
             Ok(high) => run_high(&host, args, high),
-            Err(ret) => StateRunReturn::Data(ret),
+            Err(ret) => StateOutput::Data(ret),
         })
     }
 
     /// `state.apply`/`sls`/`highstate`/`test` run here, returning the
-    /// executor's records ([`StateRunReturn`]); `None` for any other
+    /// executor's records ([`StateOutput`]); `None` for any other
     /// function. `Host::call` gives the same run as Salt data.
-    pub fn run(host: &Host, fun: &str, args: &Args) -> Option<Result<StateRunReturn, ExecError>> {
+    pub fn run(host: &Host, fun: &str, args: &Args) -> Option<Result<StateOutput, ExecError>> {
         let f = fun.strip_prefix("state.")?;
-        if !matches!(f, "apply" | "test" | "sls" | "highstate") {
-            return None;
+        match f {
+            "apply" | "test" | "sls" | "highstate" => {
+                let mut args = args.clone();
+                if f == "test" {
+                    args.kwargs.insert("test".into(), Value::Bool(true));
+                }
+                Some(Self::apply(host, &args, runs_highstate(f, &args)))
+            }
+            "show_low_sls" => Some(Self::low_sls(host, args)),
+            "show_lowstate" => Some(Self::lowstate(host, args)),
+            _ => None,
         }
-        let mut args = args.clone();
-        if f == "test" {
-            args.kwargs.insert("test".into(), Value::Bool(true));
+    }
+
+    /// `state.show_low_sls`: the named SLS compiled to ordered chunks.
+    fn low_sls(host: &Host, args: &Args) -> Result<StateOutput, ExecError> {
+        let host = run_host(host, args)?;
+        let mods = split_mods(args.get(0, "mods"));
+        let (high, mut errors) = render_mods(&host, &saltenv(&host, args), mods);
+        errors.extend(halite_state::compile::verify_high(&high));
+        if !errors.is_empty() {
+            return Ok(StateOutput::Data(errors_value(errors)));
         }
-        Some(Self::apply(host, &args, runs_highstate(f, &args)))
+        Ok(match compile_chunks(high, &host.states, &[]) {
+            Ok(c) => StateOutput::Low(c),
+            Err(e) => StateOutput::Data(errors_value(e)),
+        })
+    }
+
+    /// `state.show_lowstate`: the highstate compiled to ordered chunks.
+    fn lowstate(host: &Host, args: &Args) -> Result<StateOutput, ExecError> {
+        let host = run_host(host, args)?;
+        let high = match Self::prepared(&host, args) {
+            Ok(h) => h,
+            Err(e) => return Ok(StateOutput::Data(errors_value(e))),
+        };
+        Ok(match compile_chunks(high, &host.states, &[]) {
+            Ok(c) => StateOutput::Low(c),
+            Err(e) => StateOutput::Data(errors_value(e)),
+        })
     }
 
     /// The highstate's (or `mods`') high data after extend/_in/exclude.
@@ -504,10 +549,10 @@ impl ExecModule for StateExec {
                 if fun == "test" {
                     args.kwargs.insert("test".into(), Value::Bool(true));
                 }
-                Self::apply(host, &args, runs_highstate(fun, &args)).map(StateRunReturn::into_value)
+                Self::apply(host, &args, runs_highstate(fun, &args)).map(StateOutput::into_value)
             }
             "single" => Self::single(host, args),
-            "show_sls" | "show_low_sls" => {
+            "show_sls" => {
                 let host = run_host(host, args)?;
                 let mods = split_mods(args.get(0, "mods"));
                 let (high, mut errors) = render_mods(&host, &saltenv(&host, args), mods);
@@ -515,14 +560,9 @@ impl ExecModule for StateExec {
                 if !errors.is_empty() {
                     return Ok(errors_value(errors));
                 }
-                if fun == "show_sls" {
-                    return Ok(Value::Object(high));
-                }
-                match compile_chunks(high, &host.states, &[]) {
-                    Ok(c) => Ok(Value::Array(c.low_chunks())),
-                    Err(e) => Ok(errors_value(e)),
-                }
+                Ok(Value::Object(high))
             }
+            "show_low_sls" => Self::low_sls(host, args).map(StateOutput::into_value),
             "show_highstate" => {
                 let host = run_host(host, args)?;
                 let matches = match top_matches(&host, None) {
@@ -536,14 +576,15 @@ impl ExecModule for StateExec {
                     Ok(errors_value(errors))
                 }
             }
-            "show_lowstate" | "graph" => {
+            "show_lowstate" => Self::lowstate(host, args).map(StateOutput::into_value),
+            "graph" => {
                 let host = run_host(host, args)?;
                 let high = match Self::prepared(&host, args) {
                     Ok(h) => h,
                     Err(e) => return Ok(errors_value(e)),
                 };
                 match compile_chunks(high, &host.states, &[]) {
-                    Ok(c) if fun == "graph" => {
+                    Ok(c) => {
                         let format = args
                             .kwargs
                             .get("format")
@@ -555,7 +596,6 @@ impl ExecModule for StateExec {
                             c.graph.to_dot()
                         }))
                     }
-                    Ok(c) => Ok(Value::Array(c.low_chunks())),
                     Err(e) => Ok(errors_value(e)),
                 }
             }

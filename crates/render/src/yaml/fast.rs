@@ -135,7 +135,7 @@ impl<'a> FastParser<'a> {
                 return None;
             }
             let (key, value) = split_entry(line.text)?;
-            if !plain_ok(key) || key.ends_with(' ') || key.len() > 1000 || map.contains_key(key) {
+            if !plain_ok(key) || key.ends_with(' ') || key.len() > 1000 {
                 return None;
             }
             let Value::String(key) = scalar_value(key) else {
@@ -156,7 +156,10 @@ impl<'a> FastParser<'a> {
                 }
                 scalar_value(value)
             };
-            map.insert(key, value);
+            // A repeated key goes to the full loader (for its error).
+            if map.insert(key, value).is_some() {
+                return None;
+            }
         }
         Some(Value::Object(map))
     }
