@@ -119,18 +119,8 @@ fn ms_since(start: Instant) -> f64 {
     (start.elapsed().as_secs_f64() * 1_000_000.0).round() / 1000.0
 }
 
-/// `map.get(key)` for a state return: it has a dozen keys, which compare
-/// faster in order than the looked-up key hashes.
-fn ret_get<'m>(map: &'m StateReturn, key: &str) -> Option<&'m Value> {
-    if map.len() <= 16 {
-        map.get(key)
-    } else {
-        map.get(key)
-    }
-}
-
 fn has_changes(ret: &StateReturn) -> bool {
-    ret_get(ret, "changes").is_some_and(truthy)
+    ret.get("changes").is_some_and(truthy)
 }
 
 /// Python's `str()` of a state result.
@@ -336,10 +326,10 @@ impl<'a> Executor<'a> {
                     add(&mut req_stats, "unmet");
                     continue;
                 };
-                if ret_get(ret, "skip_req").is_some_and(truthy) {
+                if ret.get("skip_req").is_some_and(truthy) {
                     add(&mut req_stats, "skip_req");
                 }
-                let result = ret_get(ret, "result");
+                let result = ret.get("result");
                 let is_false = result == Some(&Value::Bool(false));
                 if base == RequisiteKind::Onfail {
                     if result == Some(&Value::Bool(true)) {
@@ -367,7 +357,7 @@ impl<'a> Executor<'a> {
                     } else {
                         add(&mut req_stats, "pre");
                     }
-                } else if ret_get(ret, "__state_ran__").map(truthy).unwrap_or(true) {
+                } else if ret.get("__state_ran__").map(truthy).unwrap_or(true) {
                     add(&mut req_stats, "met");
                 }
             }
@@ -1251,7 +1241,7 @@ impl<'a> Executor<'a> {
                             let id = format!("listener_{}", low.id());
                             low.insert("__id__", Value::from(id));
                             for r in REQUISITE_KEYWORDS {
-                                low.shift_remove(*r);
+                                low.shift_remove(r);
                             }
                             low.shift_remove("__prereq__");
                             let tag = chunk_tag(&low);

@@ -194,7 +194,7 @@ pub enum StateOutput {
     /// The states ran: tag -> state return.
     Ran(halite_state::Running),
     /// The compiled low chunks, printed in run order.
-    Low(halite_state::Compiled),
+    Low(Box<halite_state::Compiled>),
     /// Anything else: compile errors, Salt's "No States" return...
     Data(Value),
 }
@@ -436,7 +436,7 @@ impl StateExec {
             return Ok(StateOutput::Data(errors_value(errors)));
         }
         Ok(match compile_chunks(high, &host.states, &[]) {
-            Ok(c) => StateOutput::Low(c),
+            Ok(c) => StateOutput::Low(Box::new(c)),
             Err(e) => StateOutput::Data(errors_value(e)),
         })
     }
@@ -449,7 +449,7 @@ impl StateExec {
             Err(e) => return Ok(StateOutput::Data(errors_value(e))),
         };
         Ok(match compile_chunks(high, &host.states, &[]) {
-            Ok(c) => StateOutput::Low(c),
+            Ok(c) => StateOutput::Low(Box::new(c)),
             Err(e) => StateOutput::Data(errors_value(e)),
         })
     }
