@@ -16,9 +16,19 @@ fn first_key(v: &Value) -> Option<&str> {
 }
 
 fn body_sls(body: &Value) -> String {
-    body.get("__sls__")
-        .map(py_str)
-        .unwrap_or_else(|| "None".into())
+    SlsName(body).to_string()
+}
+
+/// An ID body's SLS as Salt prints it in messages (`None` when unknown).
+struct SlsName<'a>(&'a Value);
+
+impl std::fmt::Display for SlsName<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.0.get("__sls__") {
+            Some(v) => f.write_str(&py_str(v)),
+            None => f.write_str("None"),
+        }
+    }
 }
 
 /// Salt's `find_name`: the IDs an `extend` or requisite-in names.
@@ -183,7 +193,8 @@ pub fn verify_high(high: &Map) -> Vec<String> {
             ));
             continue;
         };
-        let sls = body_sls(body);
+        // Formatted only into an error message (most IDs have none).
+        let sls = SlsName(body);
         for (state, run) in b {
             if state.starts_with("__") {
                 continue;
@@ -617,22 +628,31 @@ pub fn apply_exclude(high: &mut Map) {
 /// every chunk added, ready for [`Graph::order`]. The high data is
 /// consumed: arguments move into the chunks instead of being copied.
 pub fn compile_high_data(high: Map) -> Graph {
-    let mut graph = Graph::new();
+    // At least a chunk per ID (more with `names` or several modules).
+    let mut graph = Graph::with_capacity(high.len());
     for (id, body) in high {
         if id.starts_with("__") {
             continue;
         }
         let Value::Object(b) = body else { continue };
-        let meta: Vec<(&str, Value)> = ["__sls__", "__env__", "__sls_included_from__"]
-            .into_iter()
-            .filter_map(|k| b.get(k).map(|v| (k, v.clone())))
-            .collect();
+        // The stamps every chunk of the ID carries, in this order. A body
+        // has a few keys: scanned, not looked up (three hashes per ID).
+        const META: [&str; 3] = ["__sls__", "__env__", "__sls_included_from__"];
+        let mut meta: [Option<&Value>; 3] = [None; 3];
+        for (k, v) in b.iter().filter(|(k, _)| k.starts_with("__")) {
+            if let Some(i) = META.iter().position(|m| m == k) {
+                meta[i] = Some(v);
+            }
+        }
+        let meta: [Option<Value>; 3] = meta.map(|v| v.cloned());
+        let meta_len = meta.iter().flatten().count();
         for (state, run) in b {
             if state.starts_with("__") {
                 continue;
             }
             let Value::Array(run) = run else { continue };
-            let mut funcs: Vec<String> = Vec::new();
+            // Salt keeps the first function named (later ones are ignored).
+            let mut first_fun: Option<String> = None;
             let mut names: Vec<Value> = Vec::new();
             // Sized for the keys it will hold (chunks are the bulk of a run's
             // memory): state, name, __id__, the stamps, the arguments, fun,
@@ -648,17 +668,20 @@ pub fn compile_high_data(high: Map) -> Graph {
                 })
                 .count();
             let mut chunk =
-                LowChunk::with_capacity(4 + meta.len() + arg_keys + usize::from(!has_order));
+                LowChunk::with_capacity(4 + meta_len + arg_keys + usize::from(!has_order));
             chunk.insert("state", Value::String(state));
             chunk.insert("name", Value::from(id.clone()));
-            for (k, v) in &meta {
-                chunk.insert(*k, v.clone());
+            for (k, v) in META.iter().zip(&meta) {
+                if let Some(v) = v {
+                    chunk.insert(*k, v.clone());
+                }
             }
             chunk.insert("__id__", Value::from(id.clone()));
             for arg in run {
                 match arg {
-                    Value::String(f) if !funcs.contains(&f) => funcs.push(f),
-                    Value::String(_) => {}
+                    Value::String(f) => {
+                        first_fun.get_or_insert(f);
+                    }
                     Value::Object(m) => {
                         for (key, val) in m {
                             if key == "names" {
@@ -681,7 +704,7 @@ pub fn compile_high_data(high: Map) -> Graph {
                     _ => {}
                 }
             }
-            let Some(fun) = funcs.into_iter().next() else {
+            let Some(fun) = first_fun else {
                 continue;
             };
             if names.is_empty() {

@@ -7,15 +7,18 @@
 //! SLS, so resolving requisites is linear in their number; only glob
 //! targets scan the index.
 
+use std::borrow::Cow;
 use std::cmp::Ordering;
 use std::collections::BinaryHeap;
 
 use indexmap::IndexMap;
-use rustc_hash::{FxBuildHasher, FxHashMap};
+use rustc_hash::FxBuildHasher;
 
 /// An insertion-ordered map with a fast non-cryptographic hasher: the
 /// graph's keys are the user's own state names, not attacker input.
 type FxIndexMap<K, V> = IndexMap<K, V, FxBuildHasher>;
+/// An insertion-ordered set with the same hasher.
+type FxIndexSet<T> = indexmap::IndexSet<T, FxBuildHasher>;
 
 use crate::fnmatch::{fnmatch, is_pattern};
 use crate::requisite::{py_repr, py_str, RequisiteKind};
@@ -27,7 +30,6 @@ struct Node {
     /// Index into [`Graph::chunks`]; `None` for a node created by an edge
     /// before its chunk was known.
     chunk: Option<usize>,
-    tag: String,
     child_min: Option<f64>,
 }
 
@@ -37,10 +39,12 @@ pub struct Graph {
     /// The chunks, in compile order. Ordering mutates `order` in place and
     /// prereq marks `__prereq__` / `__prerequiring__`, as Salt does.
     pub chunks: Vec<LowChunk>,
-    /// The run tag of each chunk, computed once.
-    tags: Vec<String>,
+    /// The node of each chunk.
+    chunk_nodes: Vec<usize>,
     nodes: Vec<Node>,
-    by_tag: FxHashMap<String, usize>,
+    /// Each node's run tag, indexed like `nodes`: the one copy of a tag,
+    /// found by tag or by node.
+    node_tags: FxIndexSet<String>,
     /// (module or `id`) + `\x1f` + (name or ID) -> nodes.
     lookup: FxIndexMap<String, Vec<usize>>,
     sls_to_nodes: FxIndexMap<String, Vec<usize>>,
@@ -140,20 +144,46 @@ impl Graph {
         Self::default()
     }
 
-    fn node_for(&mut self, tag: &str) -> usize {
-        if let Some(&i) = self.by_tag.get(tag) {
+    /// An empty graph with room for `chunks` chunks (no regrowth, and
+    /// no copies of its tables, for a tree of that size).
+    pub fn with_capacity(chunks: usize) -> Self {
+        let mut g = Self::default();
+        g.chunks.reserve(chunks);
+        g.chunk_nodes.reserve(chunks);
+        g.nodes.reserve(chunks);
+        g.node_tags.reserve(chunks);
+        g.out_edges.reserve(chunks);
+        g.in_edges.reserve(chunks);
+        g.lookup.reserve(2 * chunks);
+        g
+    }
+
+    /// The node of `tag`, added when new.
+    fn node_for(&mut self, tag: Cow<'_, str>) -> usize {
+        if let Some(i) = self.node_tags.get_index_of(tag.as_ref()) {
             return i;
         }
-        let i = self.nodes.len();
+        let (i, _) = self.node_tags.insert_full(tag.into_owned());
         self.nodes.push(Node {
             chunk: None,
-            tag: tag.to_string(),
             child_min: None,
         });
         self.out_edges.push(FxIndexMap::default());
         self.in_edges.push(FxIndexMap::default());
-        self.by_tag.insert(tag.to_string(), i);
         i
+    }
+
+    /// The run tag of node `node`.
+    fn node_tag(&self, node: usize) -> &str {
+        self.node_tags
+            .get_index(node)
+            .map(String::as_str)
+            .unwrap_or_default()
+    }
+
+    /// The node of `tag`, if the graph has it.
+    fn node_of(&self, tag: &str) -> Option<usize> {
+        self.node_tags.get_index_of(tag)
     }
 
     fn add_edge(&mut self, source: usize, target: usize, kind: RequisiteKind) {
@@ -163,10 +193,9 @@ impl Graph {
 
     /// Adds a chunk (Salt's `add_chunk`). Returns its chunk index.
     pub fn add_chunk(&mut self, chunk: LowChunk) -> usize {
-        let tag = chunk_tag(&chunk);
         let ci = self.chunks.len();
-        let ni = self.node_for(&tag);
-        self.tags.push(tag);
+        let ni = self.node_for(Cow::Owned(chunk_tag(&chunk)));
+        self.chunk_nodes.push(ni);
         self.nodes[ni].chunk = Some(ci);
         {
             let state = chunk.state();
@@ -233,12 +262,12 @@ impl Graph {
             return;
         };
         self.chunks[req_chunk].insert("__prereq__", Value::Bool(true));
-        let check_tag = Self::prereq_tag(&self.nodes[req].tag);
-        let existing = self.by_tag.get(&check_tag).copied();
+        let check_tag = Self::prereq_tag(self.node_tag(req));
+        let existing = self.node_of(&check_tag);
         let check = match existing {
             Some(c) if self.nodes[c].chunk.is_some() => c,
             _ => {
-                let c = self.node_for(&check_tag);
+                let c = self.node_for(Cow::Owned(check_tag));
                 self.nodes[c].chunk = Some(req_chunk);
                 let deps: Vec<(usize, RequisiteKind)> = self.in_edges[req]
                     .iter()
@@ -254,8 +283,8 @@ impl Graph {
         };
         self.add_edge(check, node, RequisiteKind::Prereq);
         self.add_edge(node, req, RequisiteKind::Require);
-        let node_check_tag = Self::prereq_tag(&self.nodes[node].tag);
-        if let Some(&nc) = self.by_tag.get(&node_check_tag) {
+        let node_check_tag = Self::prereq_tag(self.node_tag(node));
+        if let Some(nc) = self.node_of(&node_check_tag) {
             if self.nodes[nc].chunk.is_some() {
                 self.add_edge(check, nc, RequisiteKind::Prereq);
             }
@@ -274,8 +303,8 @@ impl Graph {
                 self.add_prereq(node, req);
             } else {
                 if has_prereq_node {
-                    let check_tag = Self::prereq_tag(&self.nodes[node].tag);
-                    let check = self.node_for(&check_tag);
+                    let check_tag = Self::prereq_tag(self.node_tag(node));
+                    let check = self.node_for(Cow::Owned(check_tag));
                     self.add_edge(req, check, kind);
                 }
                 self.add_edge(req, node, kind);
@@ -287,7 +316,7 @@ impl Graph {
         let has_prereq = self.chunks[ci]
             .get("__prereq__")
             .is_some_and(|v| v == &Value::Bool(true));
-        let node = self.by_tag[&self.tags[ci]];
+        let node = self.chunk_nodes[ci];
         let mut found = false;
         if key == "sls" {
             if is_pattern(val) {
@@ -538,7 +567,7 @@ impl Graph {
             first,
             own,
             label,
-            tag: self.nodes[node].tag.clone(),
+            tag: self.node_tag(node).to_string(),
             node,
         }
     }
@@ -700,11 +729,11 @@ impl Graph {
     pub fn dependencies(&self, ci: usize) -> Vec<(RequisiteKind, usize)> {
         let chunk = &self.chunks[ci];
         let found = if chunk.get("__prereq__") == Some(&Value::Bool(true)) {
-            self.by_tag.get(&Self::prereq_tag(&self.tags[ci]))
+            self.node_of(&Self::prereq_tag(self.tag(ci)))
         } else {
-            self.by_tag.get(&self.tags[ci])
+            Some(self.chunk_nodes[ci])
         };
-        let Some(&node) = found else {
+        let Some(node) = found else {
             return Vec::new();
         };
         if self.in_edges[node].is_empty() {
@@ -723,18 +752,19 @@ impl Graph {
 
     /// The run tag of chunk `ci` (`<state>_|-<id>_|-<name>_|-<fun>`).
     pub fn tag(&self, ci: usize) -> &str {
-        &self.tags[ci]
+        self.node_tag(self.chunk_nodes[ci])
     }
 
     /// The index of the chunk with this tag.
     pub fn chunk_index(&self, tag: &str) -> Option<usize> {
-        self.by_tag.get(tag).and_then(|&n| self.nodes[n].chunk)
+        self.node_of(tag).and_then(|n| self.nodes[n].chunk)
     }
 
     /// The graph in Graphviz DOT (`state.graph`).
     pub fn to_dot(&self) -> String {
         let mut dot = vec!["digraph G {".to_string()];
-        for node in &self.nodes {
+        for (i, node) in self.nodes.iter().enumerate() {
+            let tag = self.node_tag(i);
             match node.chunk {
                 Some(ci) => {
                     let c = &self.chunks[ci];
@@ -743,13 +773,9 @@ impl Graph {
                     if name != c.id() {
                         label.push_str(&format!("\\n({})", dot_escape(&name)));
                     }
-                    dot.push(format!(
-                        "  \"{}\" [label=\"{}\"];",
-                        dot_escape(&node.tag),
-                        label
-                    ));
+                    dot.push(format!("  \"{}\" [label=\"{}\"];", dot_escape(tag), label));
                 }
-                None => dot.push(format!("  \"{0}\" [label=\"{0}\"];", dot_escape(&node.tag))),
+                None => dot.push(format!("  \"{0}\" [label=\"{0}\"];", dot_escape(tag))),
             }
         }
         for (i, edges) in self.out_edges.iter().enumerate() {
@@ -757,8 +783,8 @@ impl Graph {
                 for k in kinds.iter() {
                     dot.push(format!(
                         "  \"{}\" -> \"{}\" [label=\"{}\"];",
-                        dot_escape(&self.nodes[i].tag),
-                        dot_escape(&self.nodes[*t].tag),
+                        dot_escape(self.node_tag(i)),
+                        dot_escape(self.node_tag(*t)),
                         k.keyword()
                     ));
                 }
@@ -777,7 +803,7 @@ impl Graph {
                     let c = &self.chunks[ci];
                     format!("{}.{} {}", c.state(), c.fun(), c.id())
                 }
-                None => node.tag.clone(),
+                None => self.node_tag(i).to_string(),
             };
             out.push(format!("  n{i}[\"{}\"]", label.replace('"', "#quot;")));
         }

@@ -159,6 +159,7 @@ impl<'a> Executor<'a> {
     /// listeners; returns every state's return.
     pub fn run(mut self, order: &[usize]) -> Running {
         self.total = order.len();
+        self.running.reserve(order.len());
         let parallel = order
             .iter()
             .any(|&ci| self.graph.chunks[ci].get("parallel").is_some_and(truthy));
@@ -451,7 +452,7 @@ impl<'a> Executor<'a> {
             }
             Status::Met => {
                 let ret = self.call(ci, None);
-                self.store(&tag, prereq, ret);
+                self.store(tag, prereq, ret);
             }
             Status::SkipReq => self.not_run(
                 ci,
@@ -465,7 +466,7 @@ impl<'a> Executor<'a> {
                 ret.insert("comment",
                     Value::from(c + " mod_watch was not run because requisites were skipped by another state"),
                 );
-                self.running.insert(tag.clone(), ret);
+                self.running.insert(tag, ret);
             }
             Status::Fail => {
                 if let Some(mut pre) = self.pre.get(&tag).cloned() {
@@ -475,7 +476,7 @@ impl<'a> Executor<'a> {
                     pre.insert("__run_num__", Value::from(self.run_num));
                     let low = &self.graph.chunks[ci];
                     stamp_identity(&mut pre, low);
-                    self.running.insert(tag.clone(), pre);
+                    self.running.insert(tag, pre);
                     self.run_num += 1;
                 } else {
                     let mut failed: Vec<String> = Vec::new();
@@ -532,7 +533,7 @@ impl<'a> Executor<'a> {
                     }
                     ret = self.call(ci, Some(reqs_map));
                 }
-                self.running.insert(tag.clone(), ret);
+                self.running.insert(tag, ret);
             }
             Status::Pre => self.not_run(ci, &tag, true, "No changes detected"),
             Status::Onfail => self.not_run(
@@ -549,20 +550,22 @@ impl<'a> Executor<'a> {
             ),
             Status::SkipWatch | Status::Change => {
                 let ret = self.call(ci, None);
-                self.store(&tag, prereq, ret);
+                self.store(tag, prereq, ret);
             }
         }
-        let in_flight = self.pool.as_ref().is_some_and(|p| p.pending.contains(&tag));
-        if let (false, Some(ret)) = (in_flight, self.running.get(&tag)) {
+        // The tag was moved into the records: read it from the graph.
+        let tag = self.graph.tag(ci);
+        let in_flight = self.pool.as_ref().is_some_and(|p| p.pending.contains(tag));
+        if let (false, Some(ret)) = (in_flight, self.running.get(tag)) {
             self.fire_events(ci, ret);
         }
     }
 
-    fn store(&mut self, tag: &str, prereq: bool, ret: StateReturn) {
+    fn store(&mut self, tag: String, prereq: bool, ret: StateReturn) {
         if prereq {
-            self.pre.insert(tag.to_string(), ret);
+            self.pre.insert(tag, ret);
         } else {
-            self.running.insert(tag.to_string(), ret);
+            self.running.insert(tag, ret);
         }
     }
 

@@ -65,7 +65,11 @@ pub(super) fn load(text: &str) -> Option<Value> {
     if lines.is_empty() {
         return None;
     }
-    let mut parser = FastParser { lines, pos: 0 };
+    let mut parser = FastParser {
+        lines,
+        pos: 0,
+        entries: Vec::new(),
+    };
     let indent = parser.lines[0].indent;
     let value = parser.block(indent, false)?;
     (parser.pos == parser.lines.len()).then_some(value)
@@ -74,6 +78,11 @@ pub(super) fn load(text: &str) -> Option<Value> {
 struct FastParser<'a> {
     lines: Vec<Line<'a>>,
     pos: usize,
+    /// The entries of the mappings being read, innermost last: a mapping
+    /// is built once its entries are known, at its exact size (most SLS
+    /// mappings have one or two keys; grown one insert at a time, each
+    /// reserved room for four).
+    entries: Vec<(String, Value)>,
 }
 
 /// Where `: ` first occurs (a byte scan: `str::find` sets up a substring
@@ -126,7 +135,7 @@ impl<'a> FastParser<'a> {
     }
 
     fn mapping(&mut self, indent: usize) -> Option<Value> {
-        let mut map = Map::new();
+        let first = self.entries.len();
         while let Some(line) = self.peek() {
             if line.indent < indent {
                 break;
@@ -156,6 +165,10 @@ impl<'a> FastParser<'a> {
                 }
                 scalar_value(value)
             };
+            self.entries.push((key, value));
+        }
+        let mut map = Map::with_capacity(self.entries.len() - first);
+        for (key, value) in self.entries.drain(first..) {
             // A repeated key goes to the full loader (for its error).
             if map.insert(key, value).is_some() {
                 return None;
