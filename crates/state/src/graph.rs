@@ -613,7 +613,7 @@ impl Graph {
         let mut in_degree: Vec<usize> = (0..n)
             .map(|i| self.in_edges[i].values().map(Kinds::len).sum())
             .collect();
-        let mut heap = BinaryHeap::new();
+        let mut heap = BinaryHeap::with_capacity(n);
         for (i, deg) in in_degree.iter().enumerate() {
             if *deg == 0 {
                 let k = self.key(cap, i);

@@ -7,6 +7,8 @@
 //! the host (commands, execution functions, files, templates, events).
 
 use std::collections::BTreeMap;
+
+use rustc_hash::FxHashSet;
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -149,6 +151,10 @@ pub trait StateModule: Send + Sync {
 #[derive(Default, Clone)]
 pub struct StateModules {
     modules: BTreeMap<&'static str, Arc<dyn StateModule>>,
+    /// Every (module, function) pair, for [`StateModules::has`]: asked a
+    /// few times per state, it was a tree walk and a scan of the
+    /// module's function list each time.
+    functions: FxHashSet<(&'static str, &'static str)>,
 }
 
 impl StateModules {
@@ -158,7 +164,11 @@ impl StateModules {
     }
     /// Adds a module (a later one with the same name replaces the earlier).
     pub fn register(&mut self, module: Arc<dyn StateModule>) {
-        self.modules.insert(module.name(), module);
+        let name = module.name();
+        self.functions.retain(|(m, _)| *m != name);
+        self.functions
+            .extend(module.functions().iter().map(|f| (name, *f)));
+        self.modules.insert(name, module);
     }
     /// The module named `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn StateModule>> {
@@ -166,8 +176,9 @@ impl StateModules {
     }
     /// Whether `module.fun` exists.
     pub fn has(&self, module: &str, fun: &str) -> bool {
-        self.get(module)
-            .is_some_and(|m| m.functions().contains(&fun))
+        // The set is covariant in its keys: looked up with shorter-lived strs.
+        let functions: &FxHashSet<(&str, &str)> = &self.functions;
+        functions.contains(&(module, fun))
     }
     /// Every registered module name.
     pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
