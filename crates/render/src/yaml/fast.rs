@@ -49,8 +49,18 @@ pub(super) fn load(text: &str) -> Option<Value> {
         return None;
     }
     let mut lines = Vec::with_capacity(bytes.iter().filter(|&&b| b == b'\n').count() + 1);
-    for raw in text.split('\n') {
-        let content = raw.trim_start_matches(' ');
+    // Lines split by a byte scan (the text is ASCII, so every byte index
+    // is a char boundary): `str::split` and `trim_start_matches` set up a
+    // char searcher per call, most of the cost of these short lines.
+    let mut start = 0;
+    while start <= bytes.len() {
+        let end = bytes[start..]
+            .iter()
+            .position(|&b| b == b'\n')
+            .map_or(bytes.len(), |i| start + i);
+        let raw = &text[start..end];
+        start = end + 1;
+        let content = skip_spaces(raw);
         if content.is_empty() {
             continue;
         }
@@ -85,6 +95,12 @@ struct FastParser<'a> {
     entries: Vec<(String, Value)>,
 }
 
+/// `text` without its leading spaces.
+fn skip_spaces(text: &str) -> &str {
+    let n = text.bytes().take_while(|&b| b == b' ').count();
+    &text[n..]
+}
+
 /// Where `: ` first occurs (a byte scan: `str::find` sets up a substring
 /// searcher per call, which cost more than the scan on these short lines).
 fn colon_space(text: &str) -> Option<usize> {
@@ -95,7 +111,7 @@ fn colon_space(text: &str) -> Option<usize> {
 /// Splits `key: value` / `key:`; `None` when the line is not a mapping entry.
 fn split_entry(text: &str) -> Option<(&str, &str)> {
     let (key, value) = match colon_space(text) {
-        Some(i) => (&text[..i], text[i + 2..].trim_start_matches(' ')),
+        Some(i) => (&text[..i], skip_spaces(&text[i + 2..])),
         None => (text.strip_suffix(':')?, ""),
     };
     Some((key, value))
@@ -110,6 +126,15 @@ fn plain_ok(text: &str) -> bool {
     !matches!(first, b'-' | b':' | b',' | b' ' | b'.' | b'<' | b'=' | b'~')
         && colon_space(text).is_none()
         && !text.ends_with(':')
+}
+
+/// [`plain_ok`] for a key [`split_entry`] cut: it holds no `: ` by
+/// construction (it ends where the first one is), so that scan is skipped.
+fn plain_key_ok(key: &str) -> bool {
+    let Some(first) = key.bytes().next() else {
+        return false;
+    };
+    !matches!(first, b'-' | b':' | b',' | b' ' | b'.' | b'<' | b'=' | b'~') && !key.ends_with(':')
 }
 
 fn scalar_value(text: &str) -> Value {
@@ -127,10 +152,9 @@ impl<'a> FastParser<'a> {
         let line = self.peek()?;
         if line.text.starts_with("- ") {
             self.sequence(indent, in_parent_column)
-        } else if split_entry(line.text).is_some() {
-            self.mapping(indent)
         } else {
-            None
+            // Not a mapping entry either: `mapping` gives up on it.
+            self.mapping(indent)
         }
     }
 
@@ -144,7 +168,7 @@ impl<'a> FastParser<'a> {
                 return None;
             }
             let (key, value) = split_entry(line.text)?;
-            if !plain_ok(key) || key.ends_with(' ') || key.len() > 1000 {
+            if !plain_key_ok(key) || key.ends_with(' ') || key.len() > 1000 {
                 return None;
             }
             let Value::String(key) = scalar_value(key) else {
@@ -193,7 +217,7 @@ impl<'a> FastParser<'a> {
                 }
                 return None;
             };
-            let item = rest.trim_start_matches(' ');
+            let item = skip_spaces(rest);
             let column = indent + line.text.len() - item.len();
             if item.starts_with('-') {
                 return None;
