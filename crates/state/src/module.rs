@@ -41,9 +41,11 @@ pub struct StateCall<'a> {
     pub env: &'a dyn StateEnv,
     /// For `mod_watch`: the function of the watching state (Salt's `sfun`).
     pub sfun: Option<&'a str>,
-    /// For `mod_watch`: the requisites that reported changes, keyed by
-    /// requisite kind (`watch`, `listen`...), each a list of their chunks
-    /// (Salt's `__reqs__`).
+    /// For `mod_watch`: the watching state's `watch`/`watch_any`
+    /// requisites, keyed by kind, each a list of who the watched state is
+    /// (`state`, `__id__`, `name`, `fun`, `__sls__`, `__env__`) and its
+    /// `__changes__` (Salt's `__reqs__`, which also lists the other kinds;
+    /// no mod_watch function reads them).
     pub reqs: Option<&'a Map>,
 }
 

@@ -503,7 +503,13 @@ impl<'a> Executor<'a> {
                 let mut ret = self.call(ci, None);
                 if !has_changes(&ret) && !ret.get("skip_watch").is_some_and(truthy) {
                     let mut reqs_map = Map::new();
-                    for (kind, deps) in &reqs {
+                    // Salt's `__reqs__` holds every requisite kind; the
+                    // mod_watch functions read the watch ones only, so only
+                    // those are built (a fan-in state requires many more).
+                    for (kind, deps) in reqs
+                        .iter()
+                        .filter(|(k, _)| k.base() == RequisiteKind::Watch)
+                    {
                         let list: Vec<Value> = deps
                             .iter()
                             .map(|&d| {
