@@ -96,7 +96,8 @@ pub fn core_grains(opts: &Value) -> Map {
     );
     g.insert("cpuarch".into(), Value::from(machine.clone()));
     hw::insert_selinux_grains(&mut g);
-    hw::insert_systemd_grains(&mut g);
+    let cachedir = opts.get("cachedir").and_then(Value::as_str).map(Path::new);
+    hw::insert_systemd_grains(&mut g, cachedir);
     g.insert("init".into(), Value::from(hw::init_system()));
     os::insert_os_grains(&mut g, &os::OsRelease::read(), &machine);
     let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
