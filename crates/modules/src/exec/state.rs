@@ -25,20 +25,20 @@ pub fn retcode(fun: &str, ret: &Value) -> i32 {
         }
         "apply" | "sls" | "highstate" | "single" | "top" | "test" => match ret {
             Value::Array(_) | Value::String(_) => 1,
-            Value::Object(m) if m.is_empty() => 2,
-            Value::Object(m) => {
-                let failed = m
-                    .values()
-                    .any(|r| r.get("result") == Some(&Value::Bool(false)));
-                if failed {
-                    2
-                } else {
-                    0
-                }
-            }
+            Value::Object(m) => ran_retcode(m.is_empty(), m.values().map(|r| r.get("result"))),
             _ => 0,
         },
         _ => 0,
+    }
+}
+
+/// Salt's return code for states that ran, from their `result`s: 2 when
+/// none ran or one failed, else 0.
+fn ran_retcode<'a>(empty: bool, mut results: impl Iterator<Item = Option<&'a Value>>) -> i32 {
+    if empty || results.any(|r| r == Some(&Value::Bool(false))) {
+        2
+    } else {
+        0
     }
 }
 
@@ -213,17 +213,10 @@ impl StateOutput {
     pub fn retcode(&self, fun: &str) -> i32 {
         match self {
             StateOutput::Low(_) => 0,
-            StateOutput::Ran(running) if running.is_empty() => 2,
-            StateOutput::Ran(running) => {
-                let failed = running
-                    .values()
-                    .any(|r| r.get("result") == Some(&Value::Bool(false)));
-                if failed {
-                    2
-                } else {
-                    0
-                }
-            }
+            StateOutput::Ran(running) => ran_retcode(
+                running.is_empty(),
+                running.values().map(|r| r.get("result")),
+            ),
             StateOutput::Data(v) => retcode(fun, v),
         }
     }
