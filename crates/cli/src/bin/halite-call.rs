@@ -183,11 +183,7 @@ fn run() -> Result<i32> {
                 }
             };
             let retcode = run.retcode(&cli.fun);
-            let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-            let data = std::collections::BTreeMap::from([("local", &run)]);
-            let _ = output::write_json(&mut stdout, &data, cli.out_indent.unwrap_or(4));
-            let _ = writeln!(stdout);
-            let _ = stdout.flush();
+            print_local_json(&run, cli.out_indent.unwrap_or(4));
             // As below: the process ends, the OS reclaims the return at once.
             std::mem::forget(run);
             std::mem::forget(host);
@@ -254,26 +250,33 @@ fn run() -> Result<i32> {
         })?,
         None => Outputter::default_for(&cli.fun, &ret),
     };
-    let mut data = Map::new();
-    data.insert("local".into(), ret);
-    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let text = if outputter == Outputter::Json {
-        // Serialized straight to stdout: no copy of the return, no text in memory.
-        let _ = output::write_json(&mut stdout, &data, out_opts.json_indent);
-        let _ = writeln!(stdout);
-        String::new()
+    // The process ends after printing: freeing a large return value piece
+    // by piece would only cost time (the OS reclaims it at once).
+    if outputter == Outputter::Json {
+        print_local_json(&ret, out_opts.json_indent);
+        std::mem::forget(ret);
     } else {
+        let mut data = Map::new();
+        data.insert("local".into(), ret);
         let text = output::render(outputter, &data, &out_opts, retcode);
+        let mut stdout = std::io::stdout().lock();
         let _ = writeln!(stdout, "{text}");
-        text
-    };
-    let _ = stdout.flush();
-    // The process ends here: freeing a large return value piece by piece
-    // would only cost time (the OS reclaims it at once).
-    std::mem::forget(data);
-    std::mem::forget(text);
+        let _ = stdout.flush();
+        std::mem::forget(data);
+        std::mem::forget(text);
+    }
     std::mem::forget(host);
     Ok(exit_code(retcode, cli.retcode_passthrough))
+}
+
+/// Prints `{"local": ret}` as Salt's json outputter does, serialized
+/// straight to stdout (no copy of the return, no text in memory).
+fn print_local_json<T: serde::Serialize>(ret: &T, indent: usize) {
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let data = std::collections::BTreeMap::from([("local", ret)]);
+    let _ = output::write_json(&mut stdout, &data, indent);
+    let _ = writeln!(stdout);
+    let _ = stdout.flush();
 }
 
 /// The process's exit code for a function's retcode: itself with
