@@ -40,49 +40,141 @@ struct Line<'a> {
     text: &'a str,
 }
 
+/// Below this size a text is read on one thread (a thread costs more
+/// than reading this much).
+const SPLIT_MIN: usize = 64 * 1024;
+
 /// Loads `text` when it is in the subset, `None` otherwise.
+///
+/// A large top-level mapping is cut at top-level keys into pieces read
+/// on threads of their own: in the subset every line at column 0 that is
+/// not a `- ` item starts a top-level entry (nothing spans lines), so the
+/// pieces' entries, in order, are the whole text's. A repeated key across
+/// pieces gives up, as a repeated key does in one piece.
 pub(super) fn load(text: &str) -> Option<Value> {
+    load_on(text, threads())
+}
+
+/// [`load`] on up to `threads` threads.
+fn load_on(text: &str, threads: usize) -> Option<Value> {
     let bytes = text.as_bytes();
     // Printable ASCII and newlines only; none of the characters that start
     // a construct the fast path does not handle (or a comment).
     if bytes.iter().any(|&b| REJECTED[usize::from(b)]) {
         return None;
     }
-    let mut lines = Vec::with_capacity(bytes.iter().filter(|&&b| b == b'\n').count() + 1);
-    // Lines split by a byte scan (the text is ASCII, so every byte index
-    // is a char boundary): `str::split` and `trim_start_matches` set up a
-    // char searcher per call, most of the cost of these short lines.
-    let mut start = 0;
-    while start <= bytes.len() {
-        let end = bytes[start..]
+    let pieces = if text.len() >= SPLIT_MIN {
+        split_at_top_level_keys(text, threads.min(text.len() / SPLIT_MIN))
+    } else {
+        Vec::new()
+    };
+    if pieces.len() < 2 {
+        let mut parser = FastParser::new(text)?;
+        let indent = parser.lines[0].indent;
+        let value = parser.block(indent, false)?;
+        return (parser.pos == parser.lines.len()).then_some(value);
+    }
+    let entries: Vec<Option<Vec<(String, Value)>>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = pieces[1..]
             .iter()
-            .position(|&b| b == b'\n')
-            .map_or(bytes.len(), |i| start + i);
-        let raw = &text[start..end];
-        start = end + 1;
-        let content = skip_spaces(raw);
-        if content.is_empty() {
-            continue;
-        }
-        if content.ends_with(' ') || content.starts_with("...") {
+            .map(|piece| scope.spawn(move || top_level_entries(piece)))
+            .collect();
+        let first = top_level_entries(pieces[0]);
+        std::iter::once(first)
+            .chain(workers.into_iter().map(|w| w.join().ok().flatten()))
+            .collect()
+    });
+    let mut all = Vec::with_capacity(entries.len());
+    for piece in entries {
+        all.push(piece?);
+    }
+    let mut map = Map::with_capacity(all.iter().map(Vec::len).sum());
+    for (key, value) in all.into_iter().flatten() {
+        if map.insert(key, value).is_some() {
             return None;
         }
-        lines.push(Line {
-            indent: raw.len() - content.len(),
-            text: content,
-        });
     }
-    if lines.is_empty() {
+    Some(Value::Object(map))
+}
+
+/// How many threads a large text is read on: the machine's cores (looked
+/// up once), at most four.
+fn threads() -> usize {
+    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(4)))
+}
+
+/// `text` cut into up to `n` pieces of about equal size, each cut just
+/// before a line that starts at column 0 and is not a `- ` item. Empty
+/// (no cut) when the text's first line is indented (its top level is
+/// then not at column 0) or an item (a top-level list).
+fn split_at_top_level_keys(text: &str, n: usize) -> Vec<&str> {
+    let bytes = text.as_bytes();
+    let first_line = skip_blank_lines(bytes);
+    if n < 2
+        || bytes
+            .get(first_line)
+            .is_none_or(|&b| b == b' ' || b == b'-')
+    {
+        return Vec::new();
+    }
+    let mut pieces = Vec::with_capacity(n);
+    let mut start = 0;
+    for i in 1..n {
+        let target = (text.len() * i / n).max(start);
+        let Some(cut) = next_top_level_line(bytes, target) else {
+            break;
+        };
+        if cut > start {
+            pieces.push(&text[start..cut]);
+            start = cut;
+        }
+    }
+    pieces.push(&text[start..]);
+    pieces
+}
+
+/// The offset of the first line after blank lines at the start.
+fn skip_blank_lines(bytes: &[u8]) -> usize {
+    let mut line = 0;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\n' => line = i + 1,
+            b' ' => {}
+            _ => break,
+        }
+        i += 1;
+    }
+    line
+}
+
+/// The start of the first line at or after `from` that begins, at column
+/// 0, with something other than a space, a newline or `-`.
+fn next_top_level_line(bytes: &[u8], from: usize) -> Option<usize> {
+    let mut i = from;
+    while i < bytes.len() {
+        let nl = bytes[i..].iter().position(|&b| b == b'\n')? + i;
+        let next = nl + 1;
+        if bytes
+            .get(next)
+            .is_some_and(|&b| !matches!(b, b' ' | b'\n' | b'-'))
+        {
+            return Some(next);
+        }
+        i = next;
+    }
+    None
+}
+
+/// The top-level entries of one piece, in order (a mapping at column 0).
+fn top_level_entries(piece: &str) -> Option<Vec<(String, Value)>> {
+    let mut parser = FastParser::new(piece)?;
+    if parser.lines[0].indent != 0 {
         return None;
     }
-    let mut parser = FastParser {
-        lines,
-        pos: 0,
-        entries: Vec::new(),
-    };
-    let indent = parser.lines[0].indent;
-    let value = parser.block(indent, false)?;
-    (parser.pos == parser.lines.len()).then_some(value)
+    parser.mapping_entries(0)?;
+    (parser.pos == parser.lines.len()).then_some(parser.entries)
 }
 
 struct FastParser<'a> {
@@ -142,6 +234,44 @@ fn scalar_value(text: &str) -> Value {
 }
 
 impl<'a> FastParser<'a> {
+    /// The text's non-blank lines, ready to read; `None` when there are
+    /// none or one the subset does not allow.
+    fn new(text: &'a str) -> Option<Self> {
+        let bytes = text.as_bytes();
+        let mut lines = Vec::with_capacity(bytes.iter().filter(|&&b| b == b'\n').count() + 1);
+        // Lines split by a byte scan (the text is ASCII, so every byte index
+        // is a char boundary): `str::split` and `trim_start_matches` set up a
+        // char searcher per call, most of the cost of these short lines.
+        let mut start = 0;
+        while start <= bytes.len() {
+            let end = bytes[start..]
+                .iter()
+                .position(|&b| b == b'\n')
+                .map_or(bytes.len(), |i| start + i);
+            let raw = &text[start..end];
+            start = end + 1;
+            let content = skip_spaces(raw);
+            if content.is_empty() {
+                continue;
+            }
+            if content.ends_with(' ') || content.starts_with("...") {
+                return None;
+            }
+            lines.push(Line {
+                indent: raw.len() - content.len(),
+                text: content,
+            });
+        }
+        if lines.is_empty() {
+            return None;
+        }
+        Some(FastParser {
+            lines,
+            pos: 0,
+            entries: Vec::new(),
+        })
+    }
+
     fn peek(&self) -> Option<Line<'a>> {
         self.lines.get(self.pos).copied()
     }
@@ -159,6 +289,19 @@ impl<'a> FastParser<'a> {
     }
 
     fn mapping(&mut self, indent: usize) -> Option<Value> {
+        let first = self.mapping_entries(indent)?;
+        let mut map = Map::with_capacity(self.entries.len() - first);
+        for (key, value) in self.entries.drain(first..) {
+            // A repeated key goes to the full loader (for its error).
+            if map.insert(key, value).is_some() {
+                return None;
+            }
+        }
+        Some(Value::Object(map))
+    }
+
+    /// Reads a mapping's entries onto `entries`; where they start there.
+    fn mapping_entries(&mut self, indent: usize) -> Option<usize> {
         let first = self.entries.len();
         while let Some(line) = self.peek() {
             if line.indent < indent {
@@ -191,14 +334,7 @@ impl<'a> FastParser<'a> {
             };
             self.entries.push((key, value));
         }
-        let mut map = Map::with_capacity(self.entries.len() - first);
-        for (key, value) in self.entries.drain(first..) {
-            // A repeated key goes to the full loader (for its error).
-            if map.insert(key, value).is_some() {
-                return None;
-            }
-        }
-        Some(Value::Object(map))
+        Some(first)
     }
 
     fn sequence(&mut self, indent: usize, in_parent_column: bool) -> Option<Value> {
@@ -344,6 +480,68 @@ mod tests {
             }
         }
         eprintln!("{taken} conformance SLS files took the fast path");
+    }
+
+    /// A generated SLS of `n` states in the shapes the fast path takes,
+    /// with top-level keys whose list sits at their own column.
+    fn big_sls(n: usize) -> String {
+        let mut text = String::from("\n\n");
+        for i in 0..n {
+            text.push_str(&format!(
+                "s{i:05}:\n  test.succeed_with_changes:\n    - name: s{i:05}\n    - require:\n      - test: s{:05}\n\n",
+                i.saturating_sub(1)
+            ));
+            if i % 97 == 0 {
+                text.push_str(&format!("list{i}:\n- a\n- 1.5\n- b: c\nscalar{i}: yes\n"));
+            }
+        }
+        text
+    }
+
+    /// A large text read in pieces on several threads loads as the full
+    /// loader loads it (the same entries, in the same order).
+    #[test]
+    fn large_text_read_in_pieces_loads_alike() {
+        let text = big_sls(4000);
+        assert!(text.len() > 4 * SPLIT_MIN);
+        for n in 2..=5 {
+            let pieces = split_at_top_level_keys(&text, n);
+            assert!(pieces.len() >= 2, "{n} pieces");
+            assert_eq!(pieces.concat(), text);
+            for piece in &pieces[1..] {
+                assert!(
+                    !piece.starts_with([' ', '-', '\n']),
+                    "cut inside an entry: {piece:.40?}"
+                );
+            }
+        }
+        assert!(same(&text));
+        let whole = super::super::load::load(&text).expect("full loader");
+        for threads in 1..=4 {
+            assert_eq!(
+                load_on(&text, threads).as_ref(),
+                Some(&whole),
+                "{threads} threads"
+            );
+        }
+    }
+
+    /// What one piece gives up on, the pieces give up on: a key repeated
+    /// in two pieces, a top level that is not at column 0, a list.
+    #[test]
+    fn large_text_in_pieces_gives_up_where_one_piece_does() {
+        let text = big_sls(4000);
+        let repeated = format!("{text}s00000: again\n");
+        assert!(load_on(&repeated, 4).is_none());
+        assert!(super::super::load::load(&repeated).is_err());
+
+        let indented: String = text.lines().map(|l| format!("  {l}\n")).collect();
+        assert!(split_at_top_level_keys(&indented, 2).is_empty());
+        assert!(same(&indented));
+
+        let list: String = (0..20_000).map(|i| format!("- item{i}\n")).collect();
+        assert!(split_at_top_level_keys(&list, 2).is_empty());
+        assert!(same(&list));
     }
 
     #[test]
