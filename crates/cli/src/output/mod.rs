@@ -126,6 +126,140 @@ pub fn write_json<W: std::io::Write, T: serde::Serialize + ?Sized>(
     v.serialize(&mut ser).map_err(std::io::Error::other)
 }
 
+/// Writes `{"local": container}` exactly as [`write_json`] would, where
+/// the container's items come in `parts` (map entries when `is_map`, else
+/// list items), each serializing as the map or list of its own items.
+/// The first part is written by this thread while the others are
+/// serialized into memory on threads of their own, then written after it:
+/// at 10 000 states printing is a sixth of a run, and this spreads it
+/// over the machine's cores.
+pub fn write_local_parts<W: std::io::Write, P: serde::Serialize + Sync>(
+    mut out: W,
+    is_map: bool,
+    parts: &[P],
+    indent: usize,
+) -> std::io::Result<()> {
+    let pad = " ".repeat(indent);
+    let (open, close) = if is_map { ("{", "}") } else { ("[", "]") };
+    write!(out, "{{\n{pad}\"local\": {open}")?;
+    let mut any = false;
+    std::thread::scope(|scope| -> std::io::Result<()> {
+        let workers: Vec<_> = parts
+            .iter()
+            .skip(1)
+            .map(|part| {
+                scope.spawn(move || -> std::io::Result<Chunks> {
+                    let mut text = Chunks::default();
+                    write_items(&mut text, part, indent)?;
+                    Ok(text)
+                })
+            })
+            .collect();
+        if let Some(part) = parts.first() {
+            any = write_items(&mut out, part, indent)?;
+        }
+        for worker in workers {
+            let text = worker
+                .join()
+                .unwrap_or_else(|_| Err(std::io::Error::other("a JSON writer thread failed")))?;
+            if text.0.is_empty() {
+                continue;
+            }
+            if any {
+                out.write_all(b",")?;
+            }
+            for chunk in &text.0 {
+                out.write_all(chunk)?;
+            }
+            any = true;
+        }
+        Ok(())
+    })?;
+    if any {
+        write!(out, "\n{pad}")?;
+    }
+    write!(out, "{close}\n}}")
+}
+
+/// Writes a part's items as they stand inside `{"local": ...}`: the
+/// part's container text without its opening bracket and its closing line
+/// break and bracket. Whether it wrote anything (an empty part writes
+/// nothing).
+fn write_items<W: std::io::Write, P: serde::Serialize>(
+    out: W,
+    part: &P,
+    indent: usize,
+) -> std::io::Result<bool> {
+    let mut items = std::io::BufWriter::with_capacity(
+        1 << 16,
+        Trimmed {
+            out,
+            skip: 1,
+            hold: indent + 2,
+            held: Vec::new(),
+            wrote: false,
+        },
+    );
+    let mut formatter = IndentFormatter::new(indent);
+    formatter.level = 1;
+    let mut ser = serde_json::Serializer::with_formatter(&mut items, formatter);
+    part.serialize(&mut ser).map_err(std::io::Error::other)?;
+    std::io::Write::flush(&mut items)?;
+    let trimmed = items.into_inner().map_err(|e| e.into_error())?;
+    Ok(trimmed.wrote)
+}
+
+/// Text kept in memory as a list of pieces: it grows without copying
+/// what it holds (a part of a large return is megabytes).
+#[derive(Default)]
+struct Chunks(Vec<Vec<u8>>);
+
+impl std::io::Write for Chunks {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        const CHUNK: usize = 1 << 18;
+        match self.0.last_mut() {
+            Some(last) if last.capacity() - last.len() >= buf.len() => last.extend_from_slice(buf),
+            _ => {
+                let mut chunk = Vec::with_capacity(CHUNK.max(buf.len()));
+                chunk.extend_from_slice(buf);
+                self.0.push(chunk);
+            }
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// Passes on what is written to it but the first `skip` bytes and the
+/// last `hold` (kept back until more comes, dropped at the end).
+struct Trimmed<W> {
+    out: W,
+    skip: usize,
+    hold: usize,
+    held: Vec<u8>,
+    wrote: bool,
+}
+
+impl<W: std::io::Write> std::io::Write for Trimmed<W> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let skipped = self.skip.min(buf.len());
+        self.skip -= skipped;
+        self.held.extend_from_slice(&buf[skipped..]);
+        if self.held.len() > self.hold {
+            let pass = self.held.len() - self.hold;
+            self.out.write_all(&self.held[..pass])?;
+            self.held.drain(..pass);
+            self.wrote = true;
+        }
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        self.out.flush()
+    }
+}
+
 /// serde_json's `PrettyFormatter` output, with each line break and its
 /// indentation written at once (the pretty formatter writes the indent
 /// once per level: at 10 000 states those small writes were a good part
@@ -261,6 +395,58 @@ mod tests {
                 String::from_utf8_lossy(&expected),
                 "indent {indent}"
             );
+        }
+    }
+
+    /// A container printed in parts on several threads is the same text
+    /// as printed whole: maps and lists, any number of parts (more parts
+    /// than items, empty parts, nothing at all), every indent.
+    #[test]
+    fn local_parts_join_to_the_whole_text() {
+        let records: Vec<(String, Value)> = (0..7)
+            .map(|i| {
+                let rec = serde_json::json!({"result": i % 2 == 0, "changes": {}, "list": [i, {"x": []}]});
+                (format!("test_|-s{i}_|-s{i}_|-nop"), rec)
+            })
+            .collect();
+        for indent in [0, 2, 4] {
+            for n in [1, 2, 3, 7, 9] {
+                for len in [0, 1, 7] {
+                    let items = &records[..len];
+                    let size = len.div_ceil(n).max(1);
+                    let map_parts: Vec<serde_json::Map<String, Value>> = items
+                        .chunks(size)
+                        .map(|c| c.iter().cloned().collect())
+                        .collect();
+                    let whole: serde_json::Map<String, Value> = items.iter().cloned().collect();
+                    let mut ours = Vec::new();
+                    write_local_parts(&mut ours, true, &map_parts, indent).expect("write");
+                    let mut expected = Vec::new();
+                    write_json(&mut expected, &serde_json::json!({"local": whole}), indent)
+                        .expect("write");
+                    assert_eq!(
+                        String::from_utf8_lossy(&ours),
+                        String::from_utf8_lossy(&expected),
+                        "map: indent {indent}, {n} parts, {len} items"
+                    );
+
+                    let list_parts: Vec<Vec<Value>> = items
+                        .chunks(size)
+                        .map(|c| c.iter().map(|(_, v)| v.clone()).collect())
+                        .collect();
+                    let whole: Vec<Value> = items.iter().map(|(_, v)| v.clone()).collect();
+                    let mut ours = Vec::new();
+                    write_local_parts(&mut ours, false, &list_parts, indent).expect("write");
+                    let mut expected = Vec::new();
+                    write_json(&mut expected, &serde_json::json!({"local": whole}), indent)
+                        .expect("write");
+                    assert_eq!(
+                        String::from_utf8_lossy(&ours),
+                        String::from_utf8_lossy(&expected),
+                        "list: indent {indent}, {n} parts, {len} items"
+                    );
+                }
+            }
         }
     }
 }
