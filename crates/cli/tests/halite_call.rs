@@ -165,3 +165,65 @@ fn missing_file_root_and_bad_outputter_are_clear_errors() {
     assert!(String::from_utf8_lossy(&out.stdout)
         .contains("No matching sls found for 'main' in env 'base'"));
 }
+
+/// `reload_pillar: True` on a state that rewrites a pillar file: the
+/// states after it see the pillar compiled again (and the `pillar=`
+/// argument still merged over it); without it they see the pillar the
+/// run started with, as in Salt.
+#[test]
+fn reload_pillar_gives_later_states_the_new_pillar() {
+    let d = tempfile::tempdir().unwrap();
+    let (states, pillar, out) = (
+        d.path().join("states"),
+        d.path().join("pillar"),
+        d.path().join("out"),
+    );
+    for dir in [&states, &pillar, &out] {
+        std::fs::create_dir(dir).unwrap();
+    }
+    std::fs::write(d.path().join("minion"), "id: local\n").unwrap();
+    std::fs::write(pillar.join("top.sls"), "base:\n  '*':\n    - data\n").unwrap();
+    let sls = |reload: bool| {
+        format!(
+            "rewrite_pillar:\n  file.managed:\n    - name: {p}/data.sls\n    - contents: 'key: new'\n    - reload_pillar: {reload}\n\n\
+             after:\n  file.managed:\n    - name: {o}/after.txt\n    - contents_pillar: key\n    - require:\n      - file: rewrite_pillar\n\n\
+             override_kept:\n  file.managed:\n    - name: {o}/override.txt\n    - contents_pillar: given\n    - require:\n      - file: rewrite_pillar\n",
+            p = pillar.display(),
+            o = out.display(),
+            reload = if reload { "True" } else { "False" },
+        )
+    };
+    for (reload, expected) in [(true, "new"), (false, "old")] {
+        std::fs::write(pillar.join("data.sls"), "key: old\n").unwrap();
+        std::fs::write(states.join("refresh.sls"), sls(reload)).unwrap();
+        let run = Command::new(env!("CARGO_BIN_EXE_halite-call"))
+            .args([
+                "--local",
+                "--out",
+                "json",
+                "--retcode-passthrough",
+                "--config-dir",
+            ])
+            .arg(d.path())
+            .arg("--file-root")
+            .arg(&states)
+            .arg("--pillar-root")
+            .arg(&pillar)
+            .args(["state.apply", "refresh", r#"pillar={"given": "by hand"}"#])
+            .output()
+            .expect("run halite-call");
+        let stdout = String::from_utf8_lossy(&run.stdout);
+        assert_eq!(run.status.code(), Some(0), "reload {reload}: {stdout}");
+        let read = |f: &str| std::fs::read_to_string(out.join(f)).unwrap();
+        assert_eq!(
+            read("after.txt").trim_end(),
+            expected,
+            "reload_pillar: {reload}"
+        );
+        assert_eq!(
+            read("override.txt").trim_end(),
+            "by hand",
+            "reload_pillar: {reload}"
+        );
+    }
+}

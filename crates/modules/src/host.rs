@@ -304,4 +304,42 @@ impl StateEnv for Host {
     fn has_function(&self, fun: &str) -> bool {
         self.exec.has(fun)
     }
+    /// Grains are detected again from the options (as at start-up). The
+    /// pillar is compiled again from `pillar_roots` when this minion
+    /// serves its own files (`file_client: local`, as `halite-call
+    /// --local`); a job from the master keeps the pillar the master
+    /// compiled for it.
+    fn refreshed(
+        &self,
+        grains: bool,
+        pillar: bool,
+        pillar_override: Option<&Value>,
+    ) -> Option<Box<dyn StateEnv>> {
+        let mut host = self.clone();
+        if grains {
+            tracing::debug!("Refreshing grains...");
+            host.grains = Value::Object(crate::grains::grains_for(&host.opts));
+        }
+        let local = host.opts.get("file_client").and_then(Value::as_str) == Some("local");
+        if pillar && local {
+            tracing::debug!("Refreshing pillar...");
+            let (mut compiled, errors) = crate::local::local_pillar(&host)
+                .unwrap_or_else(|| (Value::Object(Map::new()), Vec::new()));
+            if !errors.is_empty() {
+                tracing::warn!("reloading the pillar: {}", errors.join("; "));
+                if let Value::Object(m) = &mut compiled {
+                    m.insert("_errors".into(), Value::from(errors));
+                }
+            }
+            if let Some(o @ Value::Object(_)) = pillar_override {
+                crate::exec::pillar::deep_merge(&mut compiled, o);
+            }
+            host.pillar = compiled;
+        } else if pillar {
+            tracing::debug!(
+                "reload_pillar: a job from the master keeps the pillar the master compiled for it"
+            );
+        }
+        Some(Box::new(host))
+    }
 }

@@ -45,15 +45,22 @@ pub fn local_host(opts: Value, events: Arc<dyn EventSink>) -> (Host, Vec<String>
         states: crate::table::state_modules(),
         events,
     };
-    let pillar_roots = roots_of(&opts, "pillar_roots");
-    let has_pillar = pillar_roots.values().flatten().any(|d| d.is_dir());
     let mut errors = Vec::new();
-    if has_pillar {
-        let mut pillar_host = host.clone();
-        pillar_host.files = Arc::new(LocalFileClient::new(pillar_roots));
-        let (pillar, errs) = crate::pillar_render::compile_pillar(&pillar_host);
+    if let Some((pillar, errs)) = local_pillar(&host) {
         host.pillar = pillar;
         errors = errs;
     }
     (host, errors)
+}
+
+/// The pillar of `host` compiled from the `pillar_roots` of its options,
+/// and the render errors; `None` when none of those directories exists.
+pub fn local_pillar(host: &Host) -> Option<(Value, Vec<String>)> {
+    let pillar_roots = roots_of(&host.opts, "pillar_roots");
+    if !pillar_roots.values().flatten().any(|d| d.is_dir()) {
+        return None;
+    }
+    let mut pillar_host = host.clone();
+    pillar_host.files = Arc::new(LocalFileClient::new(pillar_roots));
+    Some(crate::pillar_render::compile_pillar(&pillar_host))
 }

@@ -432,3 +432,24 @@ fn grains_functions_answer_like_salt_call() {
         assert_eq!(theirs["local"], ours, "{fun} {words:?}");
     }
 }
+
+/// `reload_grains` gives the states after it grains detected again from
+/// the host (configured grains still on top); a job from the master keeps
+/// its pillar on `reload_pillar` (the master compiled it).
+#[test]
+fn refreshed_host_detects_grains_again() {
+    use halite_state::StateEnv;
+    let mut host = host_with(json!({"id": "stale", "kernel": "Plan9"}));
+    host.opts = json!({"id": "vm", "grains": {"role": "web"}, "file_client": "remote"});
+    host.pillar = json!({"from": "master"});
+    let fresh = host
+        .refreshed(true, true, Some(&json!({"given": 1})))
+        .expect("a host can refresh");
+    assert_eq!(fresh.grains()["kernel"], json!(run("uname", &["-s"])));
+    assert_eq!(fresh.grains()["role"], json!("web"));
+    assert_eq!(fresh.grains()["id"], json!("vm"));
+    assert_eq!(fresh.pillar(), &json!({"from": "master"}));
+    // Asked for nothing, nothing changes.
+    let same = host.refreshed(false, false, None).expect("refresh");
+    assert_eq!(same.grains()["kernel"], json!("Plan9"));
+}

@@ -311,4 +311,18 @@ pub trait StateEnv: Send + Sync {
     fn lowstate(&self) -> &[LowChunk] {
         &[]
     }
+    /// This environment with its grains detected again (`grains`) and/or
+    /// its pillar compiled again (`pillar`), for the states after one with
+    /// `reload_grains` / `reload_pillar` (Salt's `check_refresh`).
+    /// `pillar_override` is the run's `pillar=` argument, merged over a
+    /// recompiled pillar as Salt does. `None` when it cannot refresh.
+    fn refreshed(
+        &self,
+        grains: bool,
+        pillar: bool,
+        pillar_override: Option<&Value>,
+    ) -> Option<Box<dyn StateEnv>> {
+        let _ = (grains, pillar, pillar_override);
+        None
+    }
 }

@@ -29,6 +29,9 @@ pub struct RunOptions {
     pub minion_id: String,
     /// Requisite kinds disabled by `disabled_requisites`.
     pub disabled_requisites: Vec<String>,
+    /// The run's `pillar=` argument, kept to merge over a pillar compiled
+    /// again by `reload_pillar`.
+    pub pillar_override: Option<Value>,
 }
 
 impl Default for RunOptions {
@@ -40,6 +43,7 @@ impl Default for RunOptions {
             jid: String::new(),
             minion_id: "local".into(),
             disabled_requisites: Vec::new(),
+            pillar_override: None,
         }
     }
 }
@@ -73,6 +77,9 @@ pub struct Executor<'a> {
     graph: Graph,
     modules: &'a StateModules,
     env: &'a dyn StateEnv,
+    /// The environment after a `reload_grains` / `reload_pillar` state:
+    /// the states after it see its grains and pillar.
+    refreshed: Option<Box<dyn StateEnv>>,
     opts: RunOptions,
     running: Running,
     pre: HashMap<String, StateReturn>,
@@ -145,6 +152,7 @@ impl<'a> Executor<'a> {
             graph,
             modules,
             env,
+            refreshed: None,
             opts,
             running: Running::default(),
             pre: HashMap::new(),
@@ -673,7 +681,42 @@ impl<'a> Executor<'a> {
     /// check_cmd and retry. `watch_reqs` set means this is the `mod_watch`
     /// call of a watching state.
     fn call(&mut self, ci: usize, watch_reqs: Option<Map>) -> StateReturn {
-        self.call_attempt(ci, watch_reqs, 1)
+        let prereq_test = self.graph.chunks[ci].get("__prereq__") == Some(&Value::Bool(true));
+        let ret = self.call_attempt(ci, watch_reqs, 1);
+        if !prereq_test {
+            self.check_refresh(ci);
+        }
+        ret
+    }
+
+    /// The environment states run in now: the host's, or the one a
+    /// `reload_grains` / `reload_pillar` state left.
+    fn env(&self) -> &dyn StateEnv {
+        match &self.refreshed {
+            Some(env) => env.as_ref(),
+            None => self.env,
+        }
+    }
+
+    /// Salt's `check_refresh`: after a state with `reload_grains` or
+    /// `reload_pillar` (whatever its result or changes), the states after
+    /// it see grains detected again / the pillar compiled again. A state's
+    /// prereq test run does not refresh; `parallel: True` states keep the
+    /// environment the run started with.
+    fn check_refresh(&mut self, ci: usize) {
+        let low = &self.graph.chunks[ci];
+        let grains = low.get("reload_grains").is_some_and(truthy);
+        let pillar = low.get("reload_pillar").is_some_and(truthy);
+        if !grains && !pillar {
+            return;
+        }
+        match self
+            .env()
+            .refreshed(grains, pillar, self.opts.pillar_override.as_ref())
+        {
+            Some(env) => self.refreshed = Some(env),
+            None => tracing::debug!("this run's environment cannot reload grains or pillar"),
+        }
     }
 
     fn call_attempt(&mut self, ci: usize, watch_reqs: Option<Map>, attempt: u64) -> StateReturn {
@@ -837,7 +880,7 @@ impl<'a> Executor<'a> {
         reqs: Option<&Map>,
     ) -> StateReturn {
         let env = RunEnv {
-            inner: self.env,
+            inner: self.env(),
             lowstate: &self.graph.chunks,
         };
         call_module(self.modules, &env, low, test, sfun, reqs)
@@ -874,7 +917,7 @@ impl<'a> Executor<'a> {
             cwd: get("cwd"),
             runas: get("runas"),
             shell: get("shell").or_else(|| {
-                self.env
+                self.env()
                     .grains()
                     .get("shell")
                     .and_then(Value::as_str)
@@ -888,7 +931,7 @@ impl<'a> Executor<'a> {
     }
 
     fn retcode(&self, cmd: &str, opts: &CmdOptions) -> i32 {
-        match self.env.run_cmd(cmd, opts) {
+        match self.env().run_cmd(cmd, opts) {
             Ok(out) => out.retcode,
             Err(e) => {
                 tracing::debug!("command {cmd:?} could not run: {e}");
@@ -909,7 +952,7 @@ impl<'a> Executor<'a> {
             .filter(|(k, _)| *k != "fun" && *k != "args" && *k != "get_return")
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect();
-        let mut result = self.env.call_function(&fun, &args, &kwargs)?;
+        let mut result = self.env().call_function(&fun, &args, &kwargs)?;
         if let Some(path) = entry.get("get_return").map(py_str) {
             for part in path.split(':') {
                 result = match result {
@@ -1109,14 +1152,14 @@ impl<'a> Executor<'a> {
                     self.opts.minion_id,
                     ret.get("name").map(py_str).unwrap_or_default()
                 );
-                self.env.fire_event(&tag, &Value::Object(data.clone()));
+                self.env().fire_event(&tag, &Value::Object(data.clone()));
             }
             Some(Value::String(custom)) if !custom.is_empty() => {
                 let tag = format!(
                     "salt/state_result/{}/{}/{custom}",
                     self.opts.jid, self.opts.minion_id
                 );
-                self.env.fire_event(&tag, &Value::Object(data.clone()));
+                self.env().fire_event(&tag, &Value::Object(data.clone()));
             }
             _ => {}
         }
@@ -1127,7 +1170,7 @@ impl<'a> Executor<'a> {
                 self.opts.jid, self.opts.minion_id
             );
             data.insert("len".into(), Value::from(self.total));
-            self.env.fire_event(&tag, &Value::Object(data));
+            self.env().fire_event(&tag, &Value::Object(data));
         }
     }
 

@@ -102,6 +102,7 @@ fn run_options(host: &Host, args: &Args) -> RunOptions {
     // `jid`), off for `halite-call`; `state_events` decides either way.
     let from_master = opt("jid").is_some_and(|j| !j.is_null());
     RunOptions {
+        pillar_override: args.kwargs.get("pillar").filter(|p| p.is_object()).cloned(),
         test: host.test_mode(),
         failhard: opt("failhard").is_some_and(halite_state::truthy),
         state_events: opt("state_events")
