@@ -148,20 +148,22 @@ pub fn write_local_parts<W: std::io::Write, P: serde::Serialize + Sync>(
             .iter()
             .skip(1)
             .map(|part| {
-                scope.spawn(move || -> std::io::Result<Chunks> {
-                    let mut text = Chunks::default();
-                    write_items(&mut text, part, indent)?;
-                    Ok(text)
-                })
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, move || part_in_memory(part, indent))
+                    .map_err(|_| part)
             })
             .collect();
         if let Some(part) = parts.first() {
             any = write_items(&mut out, part, indent)?;
         }
         for worker in workers {
-            let text = worker
-                .join()
-                .unwrap_or_else(|_| Err(std::io::Error::other("a JSON writer thread failed")))?;
+            // A part whose thread could not start is serialized here.
+            let text = match worker {
+                Ok(thread) => thread.join().unwrap_or_else(|_| {
+                    Err(std::io::Error::other("a JSON writer thread failed"))
+                })?,
+                Err(part) => part_in_memory(part, indent)?,
+            };
             if text.0.is_empty() {
                 continue;
             }
@@ -179,6 +181,13 @@ pub fn write_local_parts<W: std::io::Write, P: serde::Serialize + Sync>(
         write!(out, "\n{pad}")?;
     }
     write!(out, "{close}\n}}")
+}
+
+/// A part's items (see [`write_items`]) kept in memory.
+fn part_in_memory<P: serde::Serialize>(part: &P, indent: usize) -> std::io::Result<Chunks> {
+    let mut text = Chunks::default();
+    write_items(&mut text, part, indent)?;
+    Ok(text)
 }
 
 /// Writes a part's items as they stand inside `{"local": ...}`: the

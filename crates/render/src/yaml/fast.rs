@@ -75,13 +75,21 @@ fn load_on(text: &str, threads: usize) -> Option<Value> {
         return (parser.pos == parser.lines.len()).then_some(value);
     }
     let entries: Vec<Option<Vec<(String, Value)>>> = std::thread::scope(|scope| {
+        // A piece whose thread cannot start is read here, after the first.
         let workers: Vec<_> = pieces[1..]
             .iter()
-            .map(|piece| scope.spawn(move || top_level_entries(piece)))
+            .map(|&piece| {
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, move || top_level_entries(piece))
+                    .map_err(|_| piece)
+            })
             .collect();
         let first = top_level_entries(pieces[0]);
         std::iter::once(first)
-            .chain(workers.into_iter().map(|w| w.join().ok().flatten()))
+            .chain(workers.into_iter().map(|worker| match worker {
+                Ok(thread) => thread.join().ok().flatten(),
+                Err(piece) => top_level_entries(piece),
+            }))
             .collect()
     });
     let mut all = Vec::with_capacity(entries.len());
