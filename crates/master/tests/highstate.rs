@@ -185,8 +185,18 @@ fn highstate_through_the_master() {
 
     for (id, secret) in [("web1", "web-only-s3cret"), ("db1", "db-only-s3cret")] {
         let motd = out.join(id).join("motd");
+        let motd_ret = || {
+            let all = states(&rets, id);
+            let found: Vec<_> = all
+                .iter()
+                .filter(|(tag, _)| tag.ends_with("/motd_|-managed"))
+                .map(|(tag, ret)| format!("{tag}: {ret}"))
+                .collect();
+            found.join("\n")
+        };
         assert_eq!(
-            std::fs::read_to_string(&motd).expect("motd"),
+            std::fs::read_to_string(&motd)
+                .unwrap_or_else(|e| panic!("{id}'s motd ({e}); its state: {}", motd_ret())),
             format!("Hello {id} ({secret})\n")
         );
         assert_eq!(mode(&motd), 0o640);
