@@ -12,7 +12,6 @@ use clap::Parser;
 use halite_cli::args::parse_args;
 use halite_cli::config::load_minion_opts;
 use halite_cli::output::{self, Colors, OutputOptions, Outputter};
-use halite_modules::exec::state::StateOutput;
 use halite_modules::host::EventSink;
 use halite_modules::ExecError;
 use serde_json::{json, Map, Value};
@@ -184,7 +183,7 @@ fn run() -> Result<i32> {
                 }
             };
             let retcode = run.retcode(&cli.fun);
-            print_state_output(&run, cli.out_indent.unwrap_or(4));
+            print_local_json(&run, cli.out_indent.unwrap_or(4));
             // As below: the process ends, the OS reclaims the return at once.
             std::mem::forget(run);
             std::mem::forget(host);
@@ -276,31 +275,6 @@ fn print_local_json<T: serde::Serialize>(ret: &T, indent: usize) {
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let data = std::collections::BTreeMap::from([("local", ret)]);
     let _ = output::write_json(&mut stdout, &data, indent);
-    let _ = writeln!(stdout);
-    let _ = stdout.flush();
-}
-
-/// Below this many states a return is printed on one thread (starting
-/// threads would cost more than it saves).
-const PARALLEL_PRINT_MIN: usize = 1000;
-
-/// Prints a state run's return as JSON; a large one is serialized in
-/// parts on the machine's cores (the same text, see `write_local_parts`).
-fn print_state_output(run: &StateOutput, indent: usize) {
-    let items = match run {
-        StateOutput::Ran(running) => running.len(),
-        StateOutput::Low(compiled) => compiled.order.len(),
-        StateOutput::Data(_) => 0,
-    };
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get().min(4));
-    if items < PARALLEL_PRINT_MIN || threads < 2 {
-        return print_local_json(run, indent);
-    }
-    let Some((is_map, parts)) = run.parts(threads) else {
-        return print_local_json(run, indent);
-    };
-    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let _ = output::write_local_parts(&mut stdout, is_map, &parts, indent);
     let _ = writeln!(stdout);
     let _ = stdout.flush();
 }

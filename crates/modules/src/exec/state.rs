@@ -227,76 +227,22 @@ impl serde::Serialize for StateOutput {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         match self {
             StateOutput::Ran(running) => {
-                StateOutputPart::Ran(running.as_slice()).serialize(serializer)
-            }
-            StateOutput::Low(compiled) => {
-                StateOutputPart::Low(compiled, &compiled.order).serialize(serializer)
-            }
-            StateOutput::Data(v) => v.serialize(serializer),
-        }
-    }
-}
-
-/// A contiguous run of a [`StateOutput`]'s records (or low chunks): it
-/// serializes as the map (or list) of just those items, so that a large
-/// return can be printed by several threads, a part each, and joined.
-pub enum StateOutputPart<'a> {
-    /// Some of a run's records, tag -> state return.
-    Ran(&'a indexmap::map::Slice<String, halite_state::run::StateReturn>),
-    /// Some of the low chunks, in run order.
-    Low(&'a halite_state::Compiled, &'a [usize]),
-}
-
-impl StateOutput {
-    /// The output cut into at most `n` non-empty parts of about equal
-    /// size, and whether they are map entries (`true`) or list items;
-    /// `None` for plain data, which is printed whole.
-    pub fn parts(&self, n: usize) -> Option<(bool, Vec<StateOutputPart<'_>>)> {
-        let n = n.max(1);
-        match self {
-            StateOutput::Ran(running) => {
-                let slice = running.as_slice();
-                let size = slice.len().div_ceil(n).max(1);
-                let parts = (0..slice.len())
-                    .step_by(size)
-                    .filter_map(|start| slice.get_range(start..(start + size).min(slice.len())))
-                    .map(StateOutputPart::Ran)
-                    .collect();
-                Some((true, parts))
-            }
-            StateOutput::Low(compiled) => {
-                let size = compiled.order.len().div_ceil(n).max(1);
-                let parts = compiled
-                    .order
-                    .chunks(size)
-                    .map(|order| StateOutputPart::Low(compiled, order))
-                    .collect();
-                Some((false, parts))
-            }
-            StateOutput::Data(_) => None,
-        }
-    }
-}
-
-impl serde::Serialize for StateOutputPart<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        match self {
-            StateOutputPart::Ran(records) => {
                 use serde::ser::SerializeMap;
-                let mut map = serializer.serialize_map(Some(records.len()))?;
-                for (tag, ret) in records.iter() {
+                let mut map = serializer.serialize_map(Some(running.len()))?;
+                for (tag, ret) in running {
                     map.serialize_entry(tag, ret)?;
                 }
                 map.end()
             }
-            StateOutputPart::Low(compiled, order) => {
+            StateOutput::Low(compiled) => {
                 use serde::ser::SerializeSeq;
-                let mut seq = serializer.serialize_seq(Some(order.len()))?;
-                for &ci in *order {
+                let mut seq = serializer.serialize_seq(Some(compiled.order.len()))?;
+                for &ci in &compiled.order {
                     seq.serialize_element(&compiled.graph.chunks[ci])?;
                 }
                 seq.end()
             }
+            StateOutput::Data(v) => v.serialize(serializer),
         }
     }
 }
@@ -683,44 +629,5 @@ impl ExecModule for StateExec {
             }
             other => Err(ExecError::NotAvailable(format!("state.{other}"))),
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A run's records cut into parts: each part prints as the map of its
-    /// own records, and the parts hold every record once, in run order.
-    #[test]
-    fn output_parts_are_maps_covering_the_run_in_order() {
-        let mut running = halite_state::Running::default();
-        for i in 0..7 {
-            let mut ret = halite_state::SmallDict::new();
-            ret.insert("result", Value::Bool(true));
-            ret.insert("__run_num__", Value::from(i));
-            running.insert(format!("test_|-s{i}_|-s{i}_|-nop"), ret);
-        }
-        let whole = serde_json::to_value(StateOutput::Ran(running.clone())).expect("json");
-        let output = StateOutput::Ran(running);
-        for n in 1..=9 {
-            let (is_map, parts) = output.parts(n).expect("records have parts");
-            assert!(is_map);
-            assert!(!parts.is_empty() && parts.len() <= n);
-            let mut joined = Map::new();
-            for part in &parts {
-                let Value::Object(m) = serde_json::to_value(part).expect("json") else {
-                    panic!("a part of the records is not a map");
-                };
-                assert!(!m.is_empty());
-                joined.extend(m);
-            }
-            assert_eq!(
-                Value::Object(joined).to_string(),
-                whole.to_string(),
-                "{n} parts"
-            );
-        }
-        assert!(StateOutput::Data(Value::Null).parts(2).is_none());
     }
 }
