@@ -634,22 +634,25 @@ pub fn compile_high_data(high: Map) -> Graph {
         if id.starts_with("__") {
             continue;
         }
-        let Value::Object(b) = body else { continue };
+        let Value::Object(mut b) = body else { continue };
         // The stamps every chunk of the ID carries, in this order. A body
         // has a few keys: scanned, not looked up (three hashes per ID).
+        // Taken out of the body (whose `__` keys are skipped below): the
+        // last chunk of the ID gets them, the others copies.
         const META: [&str; 3] = ["__sls__", "__env__", "__sls_included_from__"];
-        let mut meta: [Option<&Value>; 3] = [None; 3];
-        for (k, v) in b.iter().filter(|(k, _)| k.starts_with("__")) {
+        let mut meta: [Option<Value>; 3] = [None, None, None];
+        for (k, v) in b.iter_mut().filter(|(k, _)| k.starts_with("__")) {
             if let Some(i) = META.iter().position(|m| m == k) {
-                meta[i] = Some(v);
+                meta[i] = Some(std::mem::take(v));
             }
         }
-        let meta: [Option<Value>; 3] = meta.map(|v| v.cloned());
         let meta_len = meta.iter().flatten().count();
+        let mut states_left = b.keys().filter(|k| !k.starts_with("__")).count();
         for (state, run) in b {
             if state.starts_with("__") {
                 continue;
             }
+            states_left -= 1;
             let Value::Array(run) = run else { continue };
             // Salt keeps the first function named (later ones are ignored).
             let mut first_fun: Option<String> = None;
@@ -670,10 +673,16 @@ pub fn compile_high_data(high: Map) -> Graph {
             let mut chunk =
                 LowChunk::with_capacity(4 + meta_len + arg_keys + usize::from(!has_order));
             chunk.insert("state", Value::String(state));
-            chunk.insert("name", Value::from(id.clone()));
-            for (k, v) in META.iter().zip(&meta) {
+            // The ID unless the arguments give a string `name` (set below).
+            chunk.insert("name", Value::Null);
+            for (k, v) in META.iter().zip(meta.iter_mut()) {
                 if let Some(v) = v {
-                    chunk.insert(*k, v.clone());
+                    let v = if states_left == 0 {
+                        std::mem::take(v)
+                    } else {
+                        v.clone()
+                    };
+                    chunk.insert(*k, v);
                 }
             }
             chunk.insert("__id__", Value::from(id.clone()));
@@ -695,7 +704,8 @@ pub fn compile_high_data(high: Map) -> Graph {
                             } else if key == "state" {
                                 continue;
                             } else if key == "name" && !val.is_string() {
-                                chunk.insert(key, Value::from(id.clone()));
+                                // The ID, as if no name was given.
+                                chunk.insert(key, Value::Null);
                             } else {
                                 chunk.insert(key, val);
                             }
@@ -707,6 +717,9 @@ pub fn compile_high_data(high: Map) -> Graph {
             let Some(fun) = first_fun else {
                 continue;
             };
+            if !matches!(chunk.get("name"), Some(Value::String(_))) {
+                chunk.insert("name", Value::from(id.clone()));
+            }
             if names.is_empty() {
                 let mut live = chunk;
                 live.insert("fun", Value::String(fun));
@@ -741,4 +754,56 @@ pub fn compile_high_data(high: Map) -> Graph {
         }
     }
     graph
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn high(v: Value) -> Map {
+        match v {
+            Value::Object(m) => m,
+            _ => unreachable!("test high data is a mapping"),
+        }
+    }
+
+    /// `name` is the ID unless a string is given; the last `name`
+    /// argument wins, a non-string one meaning the ID (Salt's
+    /// `compile_high_data`); every chunk of an ID carries its stamps, and
+    /// the keys keep Salt's order.
+    #[test]
+    fn chunks_take_name_and_stamps_as_salt_does() {
+        let graph = compile_high_data(high(serde_json::json!({
+            "plain": {"__sls__": "s", "__env__": "base", "test": ["nop", {"order": 1}]},
+            "named": {"__sls__": "s", "__env__": "base",
+                      "test": [{"name": "given"}, "nop", {"order": 2}]},
+            "string_then_number": {"__sls__": "s", "__env__": "base",
+                      "test": [{"name": "given"}, {"name": 5}, "nop", {"order": 3}]},
+            "number_then_string": {"__sls__": "s", "__env__": "base",
+                      "test": [{"name": 5}, {"name": "given"}, "nop", {"order": 4}]},
+            "two_states": {"__sls__": "s", "__env__": "base",
+                      "test": ["nop", {"order": 5}], "cmd": ["run", {"order": 5}]},
+        })));
+        let by_id =
+            |id: &str| -> Vec<&LowChunk> { graph.chunks.iter().filter(|c| c.id() == id).collect() };
+        let name = |id: &str| by_id(id)[0].get("name").cloned();
+        assert_eq!(name("plain"), Some(Value::from("plain")));
+        assert_eq!(name("named"), Some(Value::from("given")));
+        assert_eq!(
+            name("string_then_number"),
+            Some(Value::from("string_then_number"))
+        );
+        assert_eq!(name("number_then_string"), Some(Value::from("given")));
+        let two = by_id("two_states");
+        assert_eq!(two.len(), 2);
+        for chunk in two {
+            assert_eq!(chunk.sls(), "s");
+            assert_eq!(chunk.get("__env__"), Some(&Value::from("base")));
+            let keys: Vec<&str> = chunk.keys().collect();
+            assert_eq!(
+                keys,
+                ["state", "name", "__sls__", "__env__", "__id__", "order", "fun"]
+            );
+        }
+    }
 }
