@@ -121,8 +121,26 @@ pub fn call_high(
     env: &dyn StateEnv,
     opts: RunOptions,
 ) -> Result<Running, Vec<String>> {
+    let start = std::time::Instant::now();
     prepare_high(&mut high, &opts.disabled_requisites)?;
+    let prepared = start.elapsed();
     let compiled = compile_chunks(high, modules, &opts.disabled_requisites)?;
+    let compiled_at = start.elapsed();
     let Compiled { graph, order } = compiled;
-    Ok(Executor::new(graph, modules, env, opts).run(&order))
+    let running = Executor::new(graph, modules, env, opts).run(&order);
+    // `-l debug` shows where a run's time went (the render is logged by
+    // the caller).
+    tracing::debug!(
+        target: "halite::timing",
+        "{} states: prepare {:.1} ms, compile {:.1} ms, run {:.1} ms",
+        order.len(),
+        ms(prepared),
+        ms(compiled_at - prepared),
+        ms(start.elapsed() - compiled_at),
+    );
+    Ok(running)
+}
+
+fn ms(d: std::time::Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
 }

@@ -395,7 +395,14 @@ impl StateExec {
     /// `state.sls` (`highstate` false) or `state.highstate`, run here.
     fn apply(host: &Host, args: &Args, highstate: bool) -> Result<StateOutput, ExecError> {
         let host = run_host(host, args)?;
-        Ok(match high_data(&host, args, highstate) {
+        let start = std::time::Instant::now();
+        let high = high_data(&host, args, highstate);
+        tracing::debug!(
+            target: "halite::timing",
+            "render (top file, SLS, includes) {:.1} ms",
+            start.elapsed().as_secs_f64() * 1000.0
+        );
+        Ok(match high {
             Ok(high) => run_high(&host, args, high),
             Err(ret) => StateOutput::Data(ret),
         })
