@@ -681,12 +681,7 @@ impl<'a> Executor<'a> {
     /// check_cmd and retry. `watch_reqs` set means this is the `mod_watch`
     /// call of a watching state.
     fn call(&mut self, ci: usize, watch_reqs: Option<Map>) -> StateReturn {
-        let prereq_test = self.graph.chunks[ci].get("__prereq__") == Some(&Value::Bool(true));
-        let ret = self.call_attempt(ci, watch_reqs, 1);
-        if !prereq_test {
-            self.check_refresh(ci);
-        }
-        ret
+        self.call_attempt(ci, watch_reqs, 1)
     }
 
     /// The environment states run in now: the host's, or the one a
@@ -700,9 +695,11 @@ impl<'a> Executor<'a> {
 
     /// Salt's `check_refresh`: after a state with `reload_grains` or
     /// `reload_pillar` (whatever its result or changes), the states after
-    /// it see grains detected again / the pillar compiled again. A state's
-    /// prereq test run does not refresh; `parallel: True` states keep the
-    /// environment the run started with.
+    /// it see grains detected again / the pillar compiled again. Called
+    /// where Salt's `State.call` calls it: after each attempt's
+    /// bookkeeping, so not for a prereq test run or a chunk that failed
+    /// verification; `parallel: True` states keep the environment the run
+    /// started with.
     fn check_refresh(&mut self, ci: usize) {
         let low = &self.graph.chunks[ci];
         let grains = low.get("reload_grains").is_some_and(truthy);
@@ -745,6 +742,7 @@ impl<'a> Executor<'a> {
         ret.insert("start_time", Value::from(start_time));
         ret.insert("duration", Value::from(ms_since(start)));
         ret.insert("__id__", id);
+        self.check_refresh(ci);
         let Some(retry) = retry else { return ret };
         if self
             .pool

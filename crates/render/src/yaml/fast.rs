@@ -92,10 +92,8 @@ fn load_on(text: &str, threads: usize) -> Option<Value> {
             }))
             .collect()
     });
-    let mut all = Vec::with_capacity(entries.len());
-    for piece in entries {
-        all.push(piece?);
-    }
+    // A piece the subset does not take gives the whole text up.
+    let all: Vec<Vec<(String, Value)>> = entries.into_iter().collect::<Option<_>>()?;
     let mut map = Map::with_capacity(all.iter().map(Vec::len).sum());
     for (key, value) in all.into_iter().flatten() {
         if map.insert(key, value).is_some() {
