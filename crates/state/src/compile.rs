@@ -6,6 +6,7 @@ use indexmap::IndexMap;
 
 use crate::fnmatch::fnmatch;
 use crate::graph::Graph;
+use crate::pieces::{split_vec, stream_piece_count, stream_pieces};
 use crate::requisite::{py_repr, py_str, REQUISITE_KEYWORDS};
 use crate::{LowChunk, Map, Value};
 
@@ -627,133 +628,152 @@ pub fn apply_exclude(high: &mut Map) {
 /// expanded (`name_order` set for the ordering). Returns the graph with
 /// every chunk added, ready for [`Graph::order`]. The high data is
 /// consumed: arguments move into the chunks instead of being copied.
+///
+/// For a large tree, a helper thread turns the IDs into chunks (each ID's
+/// chunks depend on nothing else) while the calling thread adds them to
+/// the graph, in definition order all the same.
 pub fn compile_high_data(high: Map) -> Graph {
     // At least a chunk per ID (more with `names` or several modules).
     let mut graph = Graph::with_capacity(high.len());
-    for (id, body) in high {
-        if id.starts_with("__") {
+    let ids: Vec<(String, Value)> = high.into_iter().collect();
+    let pieces = split_vec(ids, stream_piece_count(graph.chunks.capacity()));
+    let build = |ids: Vec<(String, Value)>| {
+        let mut chunks = Vec::with_capacity(ids.len());
+        for (id, body) in ids {
+            id_chunks(id, body, &mut chunks);
+        }
+        chunks
+    };
+    stream_pieces(pieces, build, |chunks| {
+        for chunk in chunks {
+            graph.add_chunk(chunk);
+        }
+    });
+    graph
+}
+
+/// The chunks of one ID, appended to `out` in the order Salt makes them.
+fn id_chunks(id: String, body: Value, out: &mut Vec<LowChunk>) {
+    if id.starts_with("__") {
+        return;
+    }
+    let Value::Object(mut b) = body else { return };
+    // The stamps every chunk of the ID carries, in this order. A body
+    // has a few keys: scanned, not looked up (three hashes per ID).
+    // Taken out of the body (whose `__` keys are skipped below): the
+    // last chunk of the ID gets them, the others copies.
+    const META: [&str; 3] = ["__sls__", "__env__", "__sls_included_from__"];
+    let mut meta: [Option<Value>; 3] = [None, None, None];
+    for (k, v) in b.iter_mut().filter(|(k, _)| k.starts_with("__")) {
+        if let Some(i) = META.iter().position(|m| m == k) {
+            meta[i] = Some(std::mem::take(v));
+        }
+    }
+    let meta_len = meta.iter().flatten().count();
+    let mut states_left = b.keys().filter(|k| !k.starts_with("__")).count();
+    for (state, run) in b {
+        if state.starts_with("__") {
             continue;
         }
-        let Value::Object(mut b) = body else { continue };
-        // The stamps every chunk of the ID carries, in this order. A body
-        // has a few keys: scanned, not looked up (three hashes per ID).
-        // Taken out of the body (whose `__` keys are skipped below): the
-        // last chunk of the ID gets them, the others copies.
-        const META: [&str; 3] = ["__sls__", "__env__", "__sls_included_from__"];
-        let mut meta: [Option<Value>; 3] = [None, None, None];
-        for (k, v) in b.iter_mut().filter(|(k, _)| k.starts_with("__")) {
-            if let Some(i) = META.iter().position(|m| m == k) {
-                meta[i] = Some(std::mem::take(v));
+        states_left -= 1;
+        let Value::Array(run) = run else { continue };
+        // Salt keeps the first function named (later ones are ignored).
+        let mut first_fun: Option<String> = None;
+        let mut names: Vec<Value> = Vec::new();
+        // Sized for the keys it will hold (chunks are the bulk of a run's
+        // memory): state, name, __id__, the stamps, the arguments, fun,
+        // and `order` when ordering has to add it.
+        let mut has_order = false;
+        let arg_keys: usize = run
+            .iter()
+            .filter_map(Value::as_object)
+            .flat_map(|m| m.keys())
+            .filter(|k| {
+                has_order |= *k == "order";
+                !matches!(k.as_str(), "names" | "state" | "name")
+            })
+            .count();
+        let mut chunk = LowChunk::with_capacity(4 + meta_len + arg_keys + usize::from(!has_order));
+        chunk.insert("state", Value::String(state));
+        // The ID unless the arguments give a string `name` (set below).
+        chunk.insert("name", Value::Null);
+        for (k, v) in META.iter().zip(meta.iter_mut()) {
+            if let Some(v) = v {
+                let v = if states_left == 0 {
+                    std::mem::take(v)
+                } else {
+                    v.clone()
+                };
+                chunk.insert(*k, v);
             }
         }
-        let meta_len = meta.iter().flatten().count();
-        let mut states_left = b.keys().filter(|k| !k.starts_with("__")).count();
-        for (state, run) in b {
-            if state.starts_with("__") {
-                continue;
-            }
-            states_left -= 1;
-            let Value::Array(run) = run else { continue };
-            // Salt keeps the first function named (later ones are ignored).
-            let mut first_fun: Option<String> = None;
-            let mut names: Vec<Value> = Vec::new();
-            // Sized for the keys it will hold (chunks are the bulk of a run's
-            // memory): state, name, __id__, the stamps, the arguments, fun,
-            // and `order` when ordering has to add it.
-            let mut has_order = false;
-            let arg_keys: usize = run
-                .iter()
-                .filter_map(Value::as_object)
-                .flat_map(|m| m.keys())
-                .filter(|k| {
-                    has_order |= *k == "order";
-                    !matches!(k.as_str(), "names" | "state" | "name")
-                })
-                .count();
-            let mut chunk =
-                LowChunk::with_capacity(4 + meta_len + arg_keys + usize::from(!has_order));
-            chunk.insert("state", Value::String(state));
-            // The ID unless the arguments give a string `name` (set below).
-            chunk.insert("name", Value::Null);
-            for (k, v) in META.iter().zip(meta.iter_mut()) {
-                if let Some(v) = v {
-                    let v = if states_left == 0 {
-                        std::mem::take(v)
-                    } else {
-                        v.clone()
-                    };
-                    chunk.insert(*k, v);
+        chunk.insert("__id__", Value::from(id.clone()));
+        for arg in run {
+            match arg {
+                Value::String(f) => {
+                    first_fun.get_or_insert(f);
                 }
-            }
-            chunk.insert("__id__", Value::from(id.clone()));
-            for arg in run {
-                match arg {
-                    Value::String(f) => {
-                        first_fun.get_or_insert(f);
+                Value::Object(m) => {
+                    for (key, val) in m {
+                        if key == "names" {
+                            if let Value::Array(list) = val {
+                                for n in list {
+                                    if !names.contains(&n) {
+                                        names.push(n);
+                                    }
+                                }
+                            }
+                        } else if key == "state" {
+                            continue;
+                        } else if key == "name" && !val.is_string() {
+                            // The ID, as if no name was given.
+                            chunk.insert(key, Value::Null);
+                        } else {
+                            chunk.insert(key, val);
+                        }
                     }
+                }
+                _ => {}
+            }
+        }
+        let Some(fun) = first_fun else {
+            continue;
+        };
+        if !matches!(chunk.get("name"), Some(Value::String(_))) {
+            chunk.insert("name", Value::from(id.clone()));
+        }
+        if names.is_empty() {
+            let mut live = chunk;
+            live.insert("fun", Value::String(fun));
+            out.push(live);
+        } else {
+            for (i, entry) in names.into_iter().enumerate() {
+                let mut live = chunk.clone();
+                match entry {
                     Value::Object(m) => {
-                        for (key, val) in m {
-                            if key == "names" {
-                                if let Value::Array(list) = val {
-                                    for n in list {
-                                        if !names.contains(&n) {
-                                            names.push(n);
-                                        }
-                                    }
-                                }
-                            } else if key == "state" {
-                                continue;
-                            } else if key == "name" && !val.is_string() {
-                                // The ID, as if no name was given.
-                                chunk.insert(key, Value::Null);
-                            } else {
-                                chunk.insert(key, val);
-                            }
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            let Some(fun) = first_fun else {
-                continue;
-            };
-            if !matches!(chunk.get("name"), Some(Value::String(_))) {
-                chunk.insert("name", Value::from(id.clone()));
-            }
-            if names.is_empty() {
-                let mut live = chunk;
-                live.insert("fun", Value::String(fun));
-                graph.add_chunk(live);
-            } else {
-                for (i, entry) in names.into_iter().enumerate() {
-                    let mut live = chunk.clone();
-                    match entry {
-                        Value::Object(m) => {
-                            if let Some((low_name, args)) = m.into_iter().next() {
-                                live.insert("name", Value::String(low_name));
-                                if let Value::Array(args) = args {
-                                    for a in args {
-                                        if let Value::Object(am) = a {
-                                            for (k, v) in am {
-                                                live.insert(k, v);
-                                            }
+                        if let Some((low_name, args)) = m.into_iter().next() {
+                            live.insert("name", Value::String(low_name));
+                            if let Value::Array(args) = args {
+                                for a in args {
+                                    if let Value::Object(am) = a {
+                                        for (k, v) in am {
+                                            live.insert(k, v);
                                         }
                                     }
                                 }
                             }
                         }
-                        other => {
-                            live.insert("name", other);
-                        }
                     }
-                    live.insert("name_order", Value::from(i as i64 + 1));
-                    live.insert("fun", Value::from(fun.clone()));
-                    graph.add_chunk(live);
+                    other => {
+                        live.insert("name", other);
+                    }
                 }
+                live.insert("name_order", Value::from(i as i64 + 1));
+                live.insert("fun", Value::from(fun.clone()));
+                out.push(live);
             }
         }
     }
-    graph
 }
 
 #[cfg(test)]
@@ -804,6 +824,38 @@ mod tests {
                 keys,
                 ["state", "name", "__sls__", "__env__", "__id__", "order", "fun"]
             );
+        }
+    }
+
+    /// A tree large enough to be compiled in pieces on a helper thread
+    /// gives the chunks, in the order, that compiling each ID in turn
+    /// gives: `names` expanded, several modules per ID, stamps, the
+    /// graph's index of tags.
+    #[test]
+    fn a_large_tree_compiled_in_pieces_keeps_definition_order() {
+        let n = 3 * crate::pieces::SPLIT_MIN;
+        let mut data = Map::new();
+        for i in 0..n {
+            let body = match i % 3 {
+                0 => serde_json::json!({"__sls__": "s", "__env__": "base",
+                                        "test": ["nop", {"name": format!("n{i}")}]}),
+                1 => serde_json::json!({"__sls__": "s", "__env__": "base",
+                                        "test": ["nop", {"names": [format!("a{i}"), format!("b{i}")]}]}),
+                _ => serde_json::json!({"__sls__": "s", "__env__": "base",
+                                        "test": ["nop"], "cmd": ["run", {"order": i}]}),
+            };
+            data.insert(format!("id{i}"), body);
+        }
+        let mut expected = Vec::new();
+        for (id, body) in data.clone() {
+            id_chunks(id, body, &mut expected);
+        }
+        assert_eq!(expected.len(), n / 3 * 5);
+        let graph = compile_high_data(data);
+        assert_eq!(graph.chunks.len(), expected.len());
+        for (ci, (got, want)) in graph.chunks.iter().zip(&expected).enumerate() {
+            assert_eq!(got.to_value(), want.to_value());
+            assert_eq!(graph.tag(ci), crate::graph::chunk_tag(want));
         }
     }
 }
