@@ -30,19 +30,6 @@ pub(crate) fn stream_piece_count(len: usize) -> usize {
     }
 }
 
-/// Frees `value` on a helper thread, so that the calling thread goes on
-/// at once; on the calling thread when no thread can be started.
-pub(crate) fn drop_elsewhere<T: Send + 'static>(value: T) {
-    let slot = std::sync::Arc::new(Mutex::new(Some(value)));
-    let theirs = std::sync::Arc::clone(&slot);
-    let started = std::thread::Builder::new().spawn(move || {
-        drop(theirs.lock().ok().and_then(|mut v| v.take()));
-    });
-    if started.is_err() {
-        drop(slot.lock().ok().and_then(|mut v| v.take()));
-    }
-}
-
 /// `items` cut into `n` runs of consecutive items of about equal length
 /// (fewer when there are fewer items), in order.
 pub(crate) fn split_vec<T>(mut items: Vec<T>, n: usize) -> Vec<Vec<T>> {

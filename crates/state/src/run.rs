@@ -174,7 +174,7 @@ impl<'a> Executor<'a> {
             .any(|&ci| self.graph.chunks[ci].get("parallel").is_some_and(truthy));
         if !parallel {
             self.run_all(order);
-            return self.finish();
+            return self.running;
         }
         // `parallel: True` states run on a worker pool; the rest of the run
         // goes on, and a state that depends on a running one waits for it.
@@ -217,18 +217,7 @@ impl<'a> Executor<'a> {
             // Dropping the pool closes the job channel: the workers exit.
             self.pool = None;
         });
-        self.finish()
-    }
-
-    /// The returns. The graph is freed on a helper thread when it is
-    /// large (tens of thousands of allocations: ~1.5 ms at 10 000
-    /// states that the caller need not wait for).
-    fn finish(self) -> Running {
-        let Executor { graph, running, .. } = self;
-        if graph.chunks.len() >= crate::pieces::SPLIT_MIN {
-            crate::pieces::drop_elsewhere(graph);
-        }
-        running
+        self.running
     }
 
     fn run_all(&mut self, order: &[usize]) {
