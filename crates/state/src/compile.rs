@@ -5,7 +5,7 @@
 use indexmap::IndexMap;
 
 use crate::fnmatch::fnmatch;
-use crate::graph::Graph;
+use crate::graph::{ChunkKeys, Graph};
 use crate::pieces::{split_vec, stream_piece_count, stream_pieces};
 use crate::requisite::{py_repr, py_str, REQUISITE_KEYWORDS};
 use crate::{LowChunk, Map, Value};
@@ -630,8 +630,9 @@ pub fn apply_exclude(high: &mut Map) {
 /// consumed: arguments move into the chunks instead of being copied.
 ///
 /// For a large tree, a helper thread turns the IDs into chunks (each ID's
-/// chunks depend on nothing else) while the calling thread adds them to
-/// the graph, in definition order all the same.
+/// chunks depend on nothing else) and computes their tags and lookup keys,
+/// while the calling thread adds them to the graph, in definition order
+/// all the same.
 pub fn compile_high_data(high: Map) -> Graph {
     // At least a chunk per ID (more with `names` or several modules).
     let mut graph = Graph::with_capacity(high.len());
@@ -643,10 +644,16 @@ pub fn compile_high_data(high: Map) -> Graph {
             id_chunks(id, body, &mut chunks);
         }
         chunks
+            .into_iter()
+            .map(|chunk| {
+                let keys = ChunkKeys::of(&chunk);
+                (chunk, keys)
+            })
+            .collect::<Vec<_>>()
     };
     stream_pieces(pieces, build, |chunks| {
-        for chunk in chunks {
-            graph.add_chunk(chunk);
+        for (chunk, keys) in chunks {
+            graph.add_keyed_chunk(chunk, keys);
         }
     });
     graph

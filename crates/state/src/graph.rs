@@ -46,8 +46,8 @@ pub struct Graph {
     /// found by tag or by node.
     node_tags: FxIndexSet<String>,
     /// (module or `id`) + `\x1f` + (name or ID) -> nodes.
-    lookup: FxIndexMap<String, Vec<usize>>,
-    sls_to_nodes: FxIndexMap<String, Vec<usize>>,
+    lookup: FxIndexMap<String, NodeList>,
+    sls_to_nodes: FxIndexMap<String, NodeList>,
     /// Each node's edges to its dependents and from its dependencies
     /// (other node, kinds), in the order they were added.
     out_edges: Vec<Vec<(usize, Kinds)>>,
@@ -59,6 +59,96 @@ pub struct Graph {
     edge_at: FxHashMap<(usize, usize), (u32, u32)>,
     /// Reused to build lookup keys without an allocation per requisite.
     key_buf: String,
+}
+
+/// The nodes a requisite target names, in the order they were added:
+/// nearly always one (an ID or a name is seldom shared), kept without an
+/// allocation.
+#[derive(Debug, Clone)]
+enum NodeList {
+    One(usize),
+    Many(Vec<usize>),
+}
+
+impl Default for NodeList {
+    fn default() -> Self {
+        NodeList::Many(Vec::new())
+    }
+}
+
+impl NodeList {
+    fn as_slice(&self) -> &[usize] {
+        match self {
+            NodeList::One(n) => std::slice::from_ref(n),
+            NodeList::Many(v) => v,
+        }
+    }
+    /// Adds `node` unless it is the last one added (a chunk adds itself
+    /// under each of its keys once).
+    fn push_new(&mut self, node: usize) {
+        match self {
+            NodeList::One(n) if *n == node => {}
+            NodeList::One(n) => *self = NodeList::Many(vec![*n, node]),
+            NodeList::Many(v) => {
+                if v.last() != Some(&node) {
+                    v.push(node);
+                }
+            }
+        }
+    }
+}
+
+/// What adding a chunk to the graph needs from the chunk alone: its run
+/// tag and the keys it is found by as a requisite target ((module or
+/// `id`) + `\x1f` + (name or ID)). Computed where the chunk is built (a
+/// large tree's chunks are built on a helper thread), so that the thread
+/// assembling the graph only inserts.
+#[derive(Debug)]
+pub struct ChunkKeys {
+    tag: String,
+    lookup: [String; 4],
+    lookup_len: usize,
+}
+
+impl ChunkKeys {
+    /// The keys of `chunk`.
+    pub fn of(chunk: &LowChunk) -> ChunkKeys {
+        let state = chunk.state();
+        let id = chunk.id();
+        let name = match chunk.get("name") {
+            Some(Value::String(s)) => Cow::Borrowed(s.as_str()),
+            Some(v) => Cow::Owned(py_str(v)),
+            None => Cow::Borrowed(""),
+        };
+        let key = |kind: &str, target: &str| {
+            let mut k = String::with_capacity(kind.len() + 1 + target.len());
+            k.push_str(kind);
+            k.push('\x1f');
+            k.push_str(target);
+            k
+        };
+        let (lookup, lookup_len) = if name != id {
+            (
+                [
+                    key(state, &name),
+                    key("id", id),
+                    key(state, id),
+                    key("id", &name),
+                ],
+                4,
+            )
+        } else {
+            (
+                [key(state, id), key("id", id), String::new(), String::new()],
+                2,
+            )
+        };
+        ChunkKeys {
+            tag: chunk_tag(chunk),
+            lookup,
+            lookup_len,
+        }
+    }
 }
 
 /// The requisite kinds of one edge, in the order they were added, packed
@@ -207,56 +297,37 @@ impl Graph {
 
     /// Adds a chunk (Salt's `add_chunk`). Returns its chunk index.
     pub fn add_chunk(&mut self, chunk: LowChunk) -> usize {
+        let keys = ChunkKeys::of(&chunk);
+        self.add_keyed_chunk(chunk, keys)
+    }
+
+    /// Adds a chunk whose [`ChunkKeys`] were computed beforehand (by the
+    /// thread that built it): the same as [`Graph::add_chunk`], with only
+    /// the table inserts left to do.
+    pub fn add_keyed_chunk(&mut self, chunk: LowChunk, keys: ChunkKeys) -> usize {
         let ci = self.chunks.len();
-        let ni = self.node_for(Cow::Owned(chunk_tag(&chunk)));
+        let ni = self.node_for(Cow::Owned(keys.tag));
         self.chunk_nodes.push(ni);
         self.nodes[ni].chunk = Some(ci);
-        {
-            let state = chunk.state();
-            let id = chunk.id();
-            let name = match chunk.get("name") {
-                Some(Value::String(s)) => std::borrow::Cow::Borrowed(s.as_str()),
-                Some(v) => std::borrow::Cow::Owned(py_str(v)),
-                None => std::borrow::Cow::Borrowed(""),
-            };
-            let pairs = [(state, &*name), ("id", id), (state, id), ("id", &*name)];
-            let count = if name != id { 4 } else { 2 };
-            for (kind, target) in &pairs[..count] {
-                // The key is built in a reused buffer; only a new key is
-                // allocated (most chunks add two new keys and no others).
-                let mut k = std::mem::take(&mut self.key_buf);
-                k.clear();
-                k.push_str(kind);
-                k.push('\x1f');
-                k.push_str(target);
-                match self.lookup.get_mut(k.as_str()) {
-                    Some(set) => {
-                        if set.last() != Some(&ni) {
-                            set.push(ni);
-                        }
-                    }
-                    None => {
-                        self.lookup.insert(k.clone(), vec![ni]);
-                    }
+        for k in keys.lookup.into_iter().take(keys.lookup_len) {
+            match self.lookup.get_mut(k.as_str()) {
+                Some(set) => set.push_new(ni),
+                None => {
+                    self.lookup.insert(k, NodeList::One(ni));
                 }
-                self.key_buf = k;
             }
-            let sls = chunk.sls();
-            let included = chunk.get("__sls_included_from__").and_then(Value::as_array);
-            let included = included.into_iter().flatten().filter_map(Value::as_str);
-            for sls in std::iter::once(sls)
-                .filter(|s| !s.is_empty())
-                .chain(included)
-            {
-                match self.sls_to_nodes.get_mut(sls) {
-                    Some(set) => {
-                        if set.last() != Some(&ni) {
-                            set.push(ni);
-                        }
-                    }
-                    None => {
-                        self.sls_to_nodes.insert(sls.to_string(), vec![ni]);
-                    }
+        }
+        let sls = chunk.sls();
+        let included = chunk.get("__sls_included_from__").and_then(Value::as_array);
+        let included = included.into_iter().flatten().filter_map(Value::as_str);
+        for sls in std::iter::once(sls)
+            .filter(|s| !s.is_empty())
+            .chain(included)
+        {
+            match self.sls_to_nodes.get_mut(sls) {
+                Some(set) => set.push_new(ni),
+                None => {
+                    self.sls_to_nodes.insert(sls.to_string(), NodeList::One(ni));
                 }
             }
         }
@@ -335,22 +406,22 @@ impl Graph {
         if key == "sls" {
             if is_pattern(val) {
                 found = true;
-                let hits: Vec<Vec<usize>> = self
+                let hits: Vec<NodeList> = self
                     .sls_to_nodes
                     .iter()
                     .filter(|(sls, _)| fnmatch(sls, val))
                     .map(|(_, v)| v.clone())
                     .collect();
                 for reqs in hits {
-                    self.add_reqs(node, has_prereq, kind, &reqs);
+                    self.add_reqs(node, has_prereq, kind, reqs.as_slice());
                 }
             } else if let Some(reqs) = self.sls_to_nodes.get(val).cloned() {
-                found = !reqs.is_empty();
-                self.add_reqs(node, has_prereq, kind, &reqs);
+                found = !reqs.as_slice().is_empty();
+                self.add_reqs(node, has_prereq, kind, reqs.as_slice());
             }
         } else if is_pattern(val) {
             let prefix = format!("{key}\x1f");
-            let hits: Vec<Vec<usize>> = self
+            let hits: Vec<NodeList> = self
                 .lookup
                 .iter()
                 .filter(|(k, _)| {
@@ -361,7 +432,7 @@ impl Graph {
                 .collect();
             for reqs in hits {
                 found = true;
-                self.add_reqs(node, has_prereq, kind, &reqs);
+                self.add_reqs(node, has_prereq, kind, reqs.as_slice());
             }
         } else {
             let mut k = std::mem::take(&mut self.key_buf);
@@ -377,9 +448,9 @@ impl Graph {
                 .and_then(|i| self.lookup.get_index_mut(i))
                 .map(|(_, v)| std::mem::take(v));
             if let (Some(i), Some(reqs)) = (at, reqs) {
-                if !reqs.is_empty() {
+                if !reqs.as_slice().is_empty() {
                     found = true;
-                    self.add_reqs(node, has_prereq, kind, &reqs);
+                    self.add_reqs(node, has_prereq, kind, reqs.as_slice());
                 }
                 if let Some((_, v)) = self.lookup.get_index_mut(i) {
                     *v = reqs;
