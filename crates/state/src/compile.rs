@@ -637,7 +637,8 @@ pub fn compile_high_data(high: Map) -> Graph {
     // At least a chunk per ID (more with `names` or several modules).
     let mut graph = Graph::with_capacity(high.len());
     let ids: Vec<(String, Value)> = high.into_iter().collect();
-    let pieces = split_vec(ids, stream_piece_count(graph.chunks.capacity()));
+    let n = stream_piece_count(ids.len());
+    let pieces = split_vec(ids, n);
     let build = |ids: Vec<(String, Value)>| {
         let mut chunks = Vec::with_capacity(ids.len());
         for (id, body) in ids {
