@@ -1,10 +1,11 @@
 //! Per-state work of a large run spread over the machine's cores.
 //!
 //! Turning declarations into chunks is independent from one ID to the
-//! next; for a tree of thousands of states, doing it in a few pieces on
-//! scoped threads takes a good part of the compile off the critical path.
-//! Results come back in the pieces' order, so what a run sees does not
-//! depend on how many cores did the work.
+//! next, and adding them to the graph is a separate step: for a tree of
+//! thousands of states, the two run as a pipeline on two threads, which
+//! takes a good part of the compile off the critical path. Results are
+//! taken in the pieces' order, so what a run sees does not depend on how
+//! many cores did the work.
 
 use std::sync::{Mutex, OnceLock};
 
@@ -12,17 +13,17 @@ use std::sync::{Mutex, OnceLock};
 /// (~50 µs) costs more than it saves.
 pub(crate) const SPLIT_MIN: usize = 2048;
 
-/// How many pieces large work is cut into: the machine's cores (looked
-/// up once), at most four.
+/// The machine's cores (looked up once, honouring the CPU affinity), at
+/// most four.
 pub(crate) fn threads() -> usize {
     static THREADS: OnceLock<usize> = OnceLock::new();
     *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(4)))
 }
 
-/// How many pieces [`stream_pieces`] gets for `len` items: one below
-/// [`SPLIT_MIN`] (no helper thread), else small enough that the calling
-/// thread waits little for the first.
-pub(crate) fn stream_piece_count(len: usize) -> usize {
+/// How many pieces [`fold_on_helper`] gets for `len` items: one below
+/// [`SPLIT_MIN`] (no helper thread), else small enough that the helper
+/// waits little for the first.
+pub(crate) fn piece_count(len: usize) -> usize {
     if len < SPLIT_MIN || threads() < 2 {
         1
     } else {
@@ -45,50 +46,67 @@ pub(crate) fn split_vec<T>(mut items: Vec<T>, n: usize) -> Vec<Vec<T>> {
     pieces
 }
 
-/// `work` applied to each piece in order on a helper thread, while the
-/// calling thread hands each result to `take` as soon as it is ready: a
-/// two-stage pipeline, for work whose results must then be consumed in
-/// order on one thread (chunks joining the graph). Without a helper
-/// thread everything runs on the calling thread, in the same order. A
-/// panic inside `work` is passed on as if the calling thread had run it.
-pub(crate) fn stream_pieces<P: Send, R: Send>(
+/// `work` applied to each piece in order on the calling thread, while a
+/// helper thread folds each result into `acc` with `take` as soon as it
+/// is ready; returns `acc`: a two-stage pipeline whose first stage stays
+/// on the calling thread, so that what it frees was mostly allocated by
+/// that thread (freeing another thread's blocks costs mimalloc several
+/// times as much). Without a helper thread everything runs on the
+/// calling thread, in the same order. A panic in `take` is passed on as
+/// if the calling thread had run it.
+pub(crate) fn fold_on_helper<P, R: Send, A: Send + Default>(
     pieces: Vec<P>,
-    work: impl Fn(P) -> R + Sync,
-    mut take: impl FnMut(R),
-) {
+    work: impl Fn(P) -> R,
+    acc: A,
+    take: impl Fn(&mut A, R) + Sync,
+) -> A {
     if pieces.len() < 2 {
-        pieces.into_iter().map(&work).for_each(take);
-        return;
+        let mut acc = acc;
+        for p in pieces {
+            take(&mut acc, work(p));
+        }
+        return acc;
     }
-    let slot = Mutex::new(Some(pieces));
-    let take_all = || {
-        slot.lock()
-            .ok()
-            .and_then(|mut s| s.take())
-            .unwrap_or_default()
-    };
+    let slot = Mutex::new(Some(acc));
     let (tx, rx) = std::sync::mpsc::sync_channel::<R>(4);
     std::thread::scope(|scope| {
-        let (work, take_all) = (&work, &take_all);
-        let producer = std::thread::Builder::new().spawn_scoped(scope, move || {
-            for piece in take_all() {
-                if tx.send(work(piece)).is_err() {
-                    break;
+        let (slot, take) = (&slot, &take);
+        let consumer = std::thread::Builder::new().spawn_scoped(scope, move || {
+            let mut acc = slot.lock().ok().and_then(|mut s| s.take());
+            for r in rx {
+                if let Some(acc) = acc.as_mut() {
+                    take(acc, r);
                 }
             }
+            acc
         });
-        match producer {
+        match consumer {
             Ok(thread) => {
-                for r in rx {
-                    take(r);
+                for p in pieces {
+                    if tx.send(work(p)).is_err() {
+                        break;
+                    }
                 }
-                if let Err(panic) = thread.join() {
-                    std::panic::resume_unwind(panic);
+                drop(tx);
+                match thread.join() {
+                    Ok(acc) => acc,
+                    Err(panic) => std::panic::resume_unwind(panic),
                 }
             }
-            Err(_) => take_all().into_iter().map(work).for_each(take),
+            Err(_) => {
+                let mut acc = slot.lock().ok().and_then(|mut s| s.take());
+                for p in pieces {
+                    let r = work(p);
+                    if let Some(acc) = acc.as_mut() {
+                        take(acc, r);
+                    }
+                }
+                acc
+            }
         }
-    });
+    })
+    // The accumulator is in exactly one place at a time: never `None`.
+    .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -110,14 +128,14 @@ mod tests {
     }
 
     #[test]
-    fn stream_pieces_hands_results_over_in_order() {
+    fn fold_on_helper_takes_results_in_order() {
         for n in [1, 2, 16] {
             let pieces = split_vec((0..5000).collect::<Vec<u32>>(), n);
-            let mut seen = Vec::new();
-            stream_pieces(
+            let seen = fold_on_helper(
                 pieces,
                 |p| p.iter().map(|i| i * 2).collect::<Vec<_>>(),
-                |r| seen.extend(r),
+                Vec::new(),
+                |seen, r| seen.extend(r),
             );
             assert_eq!(
                 seen,
@@ -128,10 +146,18 @@ mod tests {
     }
 
     #[test]
-    fn stream_pieces_passes_a_workers_panic_on() {
+    fn fold_on_helper_passes_a_helpers_panic_on() {
         let pieces = split_vec((0..8).collect::<Vec<u32>>(), 4);
         let caught = std::panic::catch_unwind(|| {
-            stream_pieces(pieces, |p| assert!(!p.contains(&7), "piece with 7"), |_| {})
+            fold_on_helper(
+                pieces,
+                |p| p,
+                0usize,
+                |n, p| {
+                    assert!(!p.contains(&7), "piece with 7");
+                    *n += p.len();
+                },
+            )
         });
         assert!(caught.is_err());
     }
