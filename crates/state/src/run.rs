@@ -95,9 +95,10 @@ static LEAVE_GRAPHS_TO_EXIT: std::sync::atomic::AtomicBool =
 
 /// For a process that exits right after its run (`halite-call`): a
 /// finished run's graph is not freed but left for the exit to reclaim.
-/// Freeing it is tens of thousands of small frees (12.5 M instructions,
-/// ~4 ms, for 10 000 states whose chunks were built on a helper thread);
-/// the system takes the whole heap back at once. Daemons never call it.
+/// Freeing it is tens of thousands of small frees (~5 M instructions for
+/// 10 000 states, several times that when another thread allocated
+/// them); the system takes the whole heap back at once. Daemons never
+/// call it.
 pub fn leave_graphs_to_exit() {
     LEAVE_GRAPHS_TO_EXIT.store(true, std::sync::atomic::Ordering::Relaxed);
 }
