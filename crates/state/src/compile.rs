@@ -642,17 +642,16 @@ pub fn compile_high_data(high: Map) -> Graph {
     let n = piece_count(ids.len());
     let pieces = split_vec(ids, n);
     let build = |ids: Vec<(String, Value)>| {
-        let mut chunks = Vec::with_capacity(ids.len());
+        let mut keyed = Vec::with_capacity(ids.len());
+        let mut chunks = Vec::new();
         for (id, body) in ids {
             id_chunks(id, body, &mut chunks);
-        }
-        chunks
-            .into_iter()
-            .map(|chunk| {
+            keyed.extend(chunks.drain(..).map(|chunk| {
                 let keys = ChunkKeys::of(&chunk);
                 (chunk, keys)
-            })
-            .collect::<Vec<_>>()
+            }));
+        }
+        keyed
     };
     fold_on_helper(pieces, build, graph, |graph, chunks| {
         for (chunk, keys) in chunks {

@@ -13,18 +13,18 @@ use std::sync::{Mutex, OnceLock};
 /// (~50 µs) costs more than it saves.
 pub(crate) const SPLIT_MIN: usize = 2048;
 
-/// The machine's cores (looked up once, honouring the CPU affinity), at
-/// most four.
-pub(crate) fn threads() -> usize {
-    static THREADS: OnceLock<usize> = OnceLock::new();
-    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(4)))
+/// Whether the machine has a second core for a helper thread (looked up
+/// once; the CPU affinity counts, so `taskset -c 0` says no).
+fn second_core() -> bool {
+    static SECOND: OnceLock<bool> = OnceLock::new();
+    *SECOND.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
 }
 
 /// How many pieces [`fold_on_helper`] gets for `len` items: one below
-/// [`SPLIT_MIN`] (no helper thread), else small enough that the helper
-/// waits little for the first.
+/// [`SPLIT_MIN`] or on one core (no helper thread), else small enough
+/// that the helper waits little for the first.
 pub(crate) fn piece_count(len: usize) -> usize {
-    if len < SPLIT_MIN || threads() < 2 {
+    if len < SPLIT_MIN || !second_core() {
         1
     } else {
         16
@@ -60,53 +60,47 @@ pub(crate) fn fold_on_helper<P, R: Send, A: Send + Default>(
     acc: A,
     take: impl Fn(&mut A, R) + Sync,
 ) -> A {
-    if pieces.len() < 2 {
-        let mut acc = acc;
+    let here = |pieces: Vec<P>, mut acc: A| {
         for p in pieces {
             take(&mut acc, work(p));
         }
-        return acc;
+        acc
+    };
+    if pieces.len() < 2 {
+        return here(pieces, acc);
     }
+    // The accumulator waits in a slot: taken by the helper, or by the
+    // calling thread when the helper did not start.
     let slot = Mutex::new(Some(acc));
+    let take_acc = || {
+        slot.lock()
+            .ok()
+            .and_then(|mut s| s.take())
+            .unwrap_or_default()
+    };
     let (tx, rx) = std::sync::mpsc::sync_channel::<R>(4);
     std::thread::scope(|scope| {
-        let (slot, take) = (&slot, &take);
-        let consumer = std::thread::Builder::new().spawn_scoped(scope, move || {
-            let mut acc = slot.lock().ok().and_then(|mut s| s.take());
+        let (take_acc, take) = (&take_acc, &take);
+        let helper = std::thread::Builder::new().spawn_scoped(scope, move || {
+            let mut acc = take_acc();
             for r in rx {
-                if let Some(acc) = acc.as_mut() {
-                    take(acc, r);
-                }
+                take(&mut acc, r);
             }
             acc
         });
-        match consumer {
-            Ok(thread) => {
-                for p in pieces {
-                    if tx.send(work(p)).is_err() {
-                        break;
-                    }
-                }
-                drop(tx);
-                match thread.join() {
-                    Ok(acc) => acc,
-                    Err(panic) => std::panic::resume_unwind(panic),
-                }
-            }
-            Err(_) => {
-                let mut acc = slot.lock().ok().and_then(|mut s| s.take());
-                for p in pieces {
-                    let r = work(p);
-                    if let Some(acc) = acc.as_mut() {
-                        take(acc, r);
-                    }
-                }
-                acc
+        let Ok(helper) = helper else {
+            return here(pieces, take_acc());
+        };
+        for p in pieces {
+            if tx.send(work(p)).is_err() {
+                break;
             }
         }
+        drop(tx);
+        helper
+            .join()
+            .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
     })
-    // The accumulator is in exactly one place at a time: never `None`.
-    .unwrap_or_default()
 }
 
 #[cfg(test)]
