@@ -12,6 +12,7 @@ use clap::Parser;
 use halite_cli::args::parse_args;
 use halite_cli::config::load_minion_opts;
 use halite_cli::output::{self, Colors, OutputOptions, Outputter};
+use halite_modules::exec::state::StateOutput;
 use halite_modules::host::EventSink;
 use halite_modules::ExecError;
 use serde_json::{json, Map, Value};
@@ -186,7 +187,7 @@ fn run() -> Result<i32> {
                 }
             };
             let retcode = run.retcode(&cli.fun);
-            print_local_json(&run, cli.out_indent.unwrap_or(4));
+            print_state_json(&run, cli.out_indent.unwrap_or(4));
             // As below: the process ends, the OS reclaims the return at once.
             std::mem::forget(run);
             std::mem::forget(host);
@@ -279,6 +280,51 @@ fn print_local_json<T: serde::Serialize>(ret: &T, indent: usize) {
     let data = std::collections::BTreeMap::from([("local", ret)]);
     let _ = output::write_json(&mut stdout, &data, indent);
     let _ = writeln!(stdout);
+    let _ = stdout.flush();
+}
+
+/// Prints a state function's `{"local": ret}` as Salt's json outputter
+/// does; a run's returns or a lowstate's chunks are serialized in pieces
+/// on two threads when there are thousands (see
+/// [`output::json::write_keyed_collection`]).
+fn print_state_json(ret: &StateOutput, indent: usize) {
+    use output::json::{write_keyed_collection, Collection};
+    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
+    let written = match ret {
+        StateOutput::Ran(running) => {
+            let running = running.as_slice();
+            write_keyed_collection(
+                &mut stdout,
+                "local",
+                Collection::Map,
+                running.len(),
+                indent,
+                |range, piece| {
+                    let entries = running.get_range(range).unwrap_or_default();
+                    entries.iter().try_for_each(|(tag, r)| piece.entry(tag, r))
+                },
+            )
+        }
+        StateOutput::Low(compiled) => write_keyed_collection(
+            &mut stdout,
+            "local",
+            Collection::List,
+            compiled.order.len(),
+            indent,
+            |range, piece| {
+                compiled.order[range]
+                    .iter()
+                    .try_for_each(|&ci| piece.element(&compiled.graph.chunks[ci]))
+            },
+        ),
+        StateOutput::Data(v) => {
+            let data = std::collections::BTreeMap::from([("local", v)]);
+            output::write_json(&mut stdout, &data, indent)
+        }
+    };
+    if written.is_ok() {
+        let _ = writeln!(stdout);
+    }
     let _ = stdout.flush();
 }
 

@@ -1,0 +1,572 @@
+//! Salt's json outputter: the return indented by `indent` spaces (4 by
+//! default), non-ASCII kept, keys in the return's order.
+//!
+//! A state run of thousands of states prints megabytes of it, a good
+//! part of `halite-call`'s time after the run: [`write_keyed_collection`]
+//! serializes such a collection in pieces on two threads and writes them
+//! out in order, so the text is the same whoever wrote which piece.
+
+use std::io::{self, Write};
+use std::ops::Range;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// Writes `v` as Salt's json outputter prints it (`indent`, non-ASCII
+/// kept) straight to `out`, without building the text first.
+pub fn write_json<W: Write, T: Serialize + ?Sized>(out: W, v: &T, indent: usize) -> io::Result<()> {
+    let mut breaks = Vec::new();
+    let formatter = IndentFormatter::at_level(&mut breaks, indent, 0);
+    let mut ser = serde_json::Serializer::with_formatter(out, formatter);
+    v.serialize(&mut ser).map_err(io::Error::other)
+}
+
+/// JSON as Salt's json outputter prints it (`indent`, non-ASCII kept).
+pub fn json(v: &Value, indent: usize) -> String {
+    let mut buf = Vec::new();
+    if write_json(&mut buf, v, indent).is_err() {
+        return v.to_string();
+    }
+    String::from_utf8(buf).unwrap_or_else(|_| v.to_string())
+}
+
+/// `,\n` (or `\n` when `first`) and the indentation of `level`, from
+/// `breaks`, which keeps the longest such text asked for so far.
+fn line_break(breaks: &mut Vec<u8>, indent: usize, level: usize, first: bool) -> &[u8] {
+    let end = 2 + level * indent;
+    if breaks.len() < end {
+        breaks.clear();
+        breaks.extend_from_slice(b",\n");
+        breaks.resize(end, b' ');
+    }
+    &breaks[usize::from(first)..end]
+}
+
+/// serde_json's `PrettyFormatter` output, with each line break and its
+/// indentation written at once (the pretty formatter writes the indent
+/// once per level: at 10 000 states those small writes were a good part
+/// of printing a run). The line breaks live outside it, so that a
+/// formatter per collection item costs nothing.
+struct IndentFormatter<'b> {
+    breaks: &'b mut Vec<u8>,
+    indent: usize,
+    level: usize,
+    has_value: bool,
+}
+
+impl<'b> IndentFormatter<'b> {
+    /// A formatter for a value that starts `level` levels deep.
+    fn at_level(breaks: &'b mut Vec<u8>, indent: usize, level: usize) -> Self {
+        IndentFormatter {
+            breaks,
+            indent,
+            level,
+            has_value: false,
+        }
+    }
+
+    fn line_break(&mut self, first: bool) -> &[u8] {
+        line_break(self.breaks, self.indent, self.level, first)
+    }
+}
+
+impl serde_json::ser::Formatter for IndentFormatter<'_> {
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.level += 1;
+        self.has_value = false;
+        w.write_all(b"[")
+    }
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.level -= 1;
+        if self.has_value {
+            w.write_all(self.line_break(true))?;
+        }
+        w.write_all(b"]")
+    }
+    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        w.write_all(self.line_break(first))
+    }
+    fn end_array_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+    fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.level += 1;
+        self.has_value = false;
+        w.write_all(b"{")
+    }
+    fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.level -= 1;
+        if self.has_value {
+            w.write_all(self.line_break(true))?;
+        }
+        w.write_all(b"}")
+    }
+    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
+        w.write_all(self.line_break(first))
+    }
+    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        w.write_all(b": ")
+    }
+    fn end_object_value<W: ?Sized + Write>(&mut self, _w: &mut W) -> io::Result<()> {
+        self.has_value = true;
+        Ok(())
+    }
+}
+
+/// What the large collection [`write_keyed_collection`] prints is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Collection {
+    /// A map: items are added with [`JsonPiece::entry`].
+    Map,
+    /// A list: items are added with [`JsonPiece::element`].
+    List,
+}
+
+/// The text of a run of consecutive items of a collection being written
+/// by [`write_keyed_collection`]: what those items print as inside it.
+pub struct JsonPiece {
+    text: Vec<u8>,
+    breaks: Vec<u8>,
+    indent: usize,
+    /// The level of the collection's items.
+    level: usize,
+    /// Whether the next item is the collection's first (no comma).
+    first: bool,
+}
+
+impl JsonPiece {
+    /// Adds the map entry `key: value`.
+    pub fn entry<V: Serialize + ?Sized>(&mut self, key: &str, value: &V) -> io::Result<()> {
+        self.item_break();
+        self.serialize(key)?;
+        self.text.extend_from_slice(b": ");
+        self.serialize(value)
+    }
+
+    /// Adds the list element `value`.
+    pub fn element<V: Serialize + ?Sized>(&mut self, value: &V) -> io::Result<()> {
+        self.item_break();
+        self.serialize(value)
+    }
+
+    fn item_break(&mut self) {
+        let brk = line_break(&mut self.breaks, self.indent, self.level, self.first);
+        self.text.extend_from_slice(brk);
+        self.first = false;
+    }
+
+    fn serialize<V: Serialize + ?Sized>(&mut self, v: &V) -> io::Result<()> {
+        let formatter = IndentFormatter::at_level(&mut self.breaks, self.indent, self.level);
+        let mut ser = serde_json::Serializer::with_formatter(&mut self.text, formatter);
+        v.serialize(&mut ser).map_err(io::Error::other)
+    }
+}
+
+/// From this many items a collection is written in pieces on two
+/// threads: below it, starting a thread costs more than it saves.
+const SPLIT_MIN: usize = 2048;
+
+/// How many pieces a large collection is cut into: small enough that
+/// neither thread waits long for the other, few enough that the hand-offs
+/// do not count.
+const PIECES: usize = 32;
+
+/// How far the helper thread may run ahead of what the calling thread
+/// has written, in pieces: bounds the text held in memory at once.
+const AHEAD: usize = 2;
+
+/// Whether the machine has a second core (the CPU affinity counts, so
+/// `taskset -c 0` says no).
+fn second_core() -> bool {
+    static SECOND: OnceLock<bool> = OnceLock::new();
+    *SECOND.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
+}
+
+/// Writes `{"<key>": <collection>}` exactly as [`write_json`] prints
+/// it, the collection's `len` items coming from `items(range, piece)`,
+/// which adds the items of `range`, in order, to `piece`. From
+/// [`SPLIT_MIN`] items the collection is serialized in [`PIECES`]
+/// pieces, so that only a few pieces' text is in memory at once; on a
+/// machine with a second core the calling thread and a helper thread
+/// each take the next piece left, and the calling thread writes them
+/// out in order.
+pub fn write_keyed_collection<W: Write>(
+    out: &mut W,
+    key: &str,
+    kind: Collection,
+    len: usize,
+    indent: usize,
+    items: impl Fn(Range<usize>, &mut JsonPiece) -> io::Result<()> + Sync,
+) -> io::Result<()> {
+    let (open, close) = match kind {
+        Collection::Map => (b'{', b'}'),
+        Collection::List => (b'[', b']'),
+    };
+    let mut breaks = Vec::new();
+    let mut head = vec![b'{'];
+    head.extend_from_slice(line_break(&mut breaks, indent, 1, true));
+    serde_json::to_writer(&mut head, key).map_err(io::Error::other)?;
+    head.extend_from_slice(b": ");
+    head.push(open);
+    out.write_all(&head)?;
+
+    let pieces = if len < SPLIT_MIN { 1 } else { PIECES };
+    let range = |p: usize| p * len / pieces..(p + 1) * len / pieces;
+    let work = |p: usize, text: &mut Vec<u8>| {
+        let mut piece = JsonPiece {
+            text: std::mem::take(text),
+            breaks: Vec::new(),
+            indent,
+            level: 2,
+            first: p == 0,
+        };
+        let done = items(range(p), &mut piece);
+        *text = piece.text;
+        done
+    };
+    in_order_on_two_threads(pieces, work, |text| out.write_all(text))?;
+
+    if len > 0 {
+        out.write_all(line_break(&mut breaks, indent, 1, true))?;
+    }
+    out.write_all(&[close])?;
+    out.write_all(line_break(&mut breaks, indent, 0, true))?;
+    out.write_all(b"}")
+}
+
+/// What the two threads of [`in_order_on_two_threads`] share.
+struct Board {
+    /// The next piece nobody has taken yet.
+    next: AtomicUsize,
+    state: Mutex<BoardState>,
+    /// Signalled when a piece is finished, written, or the helper is gone.
+    changed: Condvar,
+}
+
+struct BoardState {
+    /// Pieces the helper finished (or the calling thread finished out of
+    /// turn), waiting to be written.
+    finished: Vec<Option<io::Result<Vec<u8>>>>,
+    /// How many pieces have been written.
+    written: usize,
+    /// The calling thread is done (finished, failed or panicked): the
+    /// helper takes no more pieces.
+    stop: bool,
+    /// The helper thread ended (normally or by a panic).
+    helper_gone: bool,
+}
+
+impl Board {
+    fn lock(&self) -> MutexGuard<'_, BoardState> {
+        // A panic while holding the lock leaves the state consistent (each
+        // change is a single assignment): go on with it.
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Marks the helper gone when it ends, even by a panic, so that the
+/// calling thread never waits for a piece that will not come.
+struct HelperGone<'a>(&'a Board);
+
+impl Drop for HelperGone<'_> {
+    fn drop(&mut self) {
+        self.0.lock().helper_gone = true;
+        self.0.changed.notify_all();
+    }
+}
+
+/// Tells the helper to take no more pieces once the calling thread is
+/// done writing, by any way out.
+struct StopHelper<'a>(&'a Board);
+
+impl Drop for StopHelper<'_> {
+    fn drop(&mut self) {
+        self.0.lock().stop = true;
+        self.0.changed.notify_all();
+    }
+}
+
+/// Runs `work(p, text)` for the pieces `0..n` on the calling thread and
+/// a helper thread, each taking the next piece nobody has taken, and
+/// passes each piece's text to `sink` on the calling thread, in piece
+/// order. With one piece, or when the helper cannot start, the calling
+/// thread does everything. A panic in the helper is passed on once the
+/// calling thread is done (it redoes the piece the helper was on).
+fn in_order_on_two_threads(
+    n: usize,
+    work: impl Fn(usize, &mut Vec<u8>) -> io::Result<()> + Sync,
+    mut sink: impl FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<()> {
+    let mut own = Vec::new();
+    if n < 2 || !second_core() {
+        for p in 0..n {
+            own.clear();
+            work(p, &mut own)?;
+            sink(&own)?;
+        }
+        return Ok(());
+    }
+    let board = Board {
+        next: AtomicUsize::new(0),
+        state: Mutex::new(BoardState {
+            finished: (0..n).map(|_| None).collect(),
+            written: 0,
+            stop: false,
+            helper_gone: false,
+        }),
+        changed: Condvar::new(),
+    };
+    let helper = |board: &Board| {
+        let _gone = HelperGone(board);
+        loop {
+            let p = board.next.fetch_add(1, Ordering::Relaxed);
+            if p >= n {
+                return;
+            }
+            {
+                let mut state = board.lock();
+                while !state.stop && p >= state.written + AHEAD {
+                    state = board.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+                }
+                if state.stop {
+                    return;
+                }
+            }
+            let mut text = Vec::new();
+            let done = work(p, &mut text).map(|()| text);
+            board.lock().finished[p] = Some(done);
+            board.changed.notify_all();
+        }
+    };
+    std::thread::scope(|scope| {
+        let spawned = std::thread::Builder::new()
+            .name("json-pieces".into())
+            .spawn_scoped(scope, || helper(&board));
+        if spawned.is_err() {
+            board.lock().helper_gone = true;
+        }
+        // However the calling thread leaves (done, an error, a panic), the
+        // helper must not wait for it to write more.
+        let _stop = StopHelper(&board);
+        write_pieces_in_order(n, &board, &work, &mut sink, &mut own)
+    })
+}
+
+/// The calling thread's side of [`in_order_on_two_threads`].
+fn write_pieces_in_order(
+    n: usize,
+    board: &Board,
+    work: &(impl Fn(usize, &mut Vec<u8>) -> io::Result<()> + Sync),
+    sink: &mut impl FnMut(&[u8]) -> io::Result<()>,
+    own: &mut Vec<u8>,
+) -> io::Result<()> {
+    let mut written = 0;
+    let wrote = |written: &mut usize| {
+        *written += 1;
+        board.lock().written = *written;
+        board.changed.notify_all();
+    };
+    while written < n {
+        // The next piece to write, if the helper finished it.
+        let ready = board.lock().finished[written].take();
+        if let Some(text) = ready {
+            sink(&text?)?;
+            wrote(&mut written);
+            continue;
+        }
+        let p = board.next.fetch_add(1, Ordering::Relaxed);
+        if p < n {
+            own.clear();
+            work(p, own)?;
+            if p == written {
+                sink(own)?;
+                wrote(&mut written);
+            } else {
+                board.lock().finished[p] = Some(Ok(std::mem::take(own)));
+            }
+            continue;
+        }
+        // Every piece is taken: wait for the helper's, or do it here if
+        // the helper is gone without finishing it.
+        let mut state = board.lock();
+        while state.finished[written].is_none() && !state.helper_gone {
+            state = board.changed.wait(state).unwrap_or_else(|e| e.into_inner());
+        }
+        if state.finished[written].is_none() {
+            drop(state);
+            own.clear();
+            work(written, own)?;
+            sink(own)?;
+            wrote(&mut written);
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The one-write-per-line formatter prints exactly what serde_json's
+    /// pretty printer prints, at every indent Salt's `--out-indent` allows.
+    #[test]
+    fn json_matches_serde_json_pretty_output() {
+        let v = serde_json::json!({
+            "local": {
+                "a": {"changes": {}, "result": true, "list": [], "nested": [[1, 2], {"x": null}],
+                      "comment": "quote \" backslash \\ tab \t é ✓", "duration": 0.113},
+                "b": [1.5, -2, "s", false, {"deep": {"deeper": [{}]}}]
+            }
+        });
+        for indent in [0, 1, 2, 4, 8] {
+            let ind = vec![b' '; indent];
+            let mut expected = Vec::new();
+            let mut ser = serde_json::Serializer::with_formatter(
+                &mut expected,
+                serde_json::ser::PrettyFormatter::with_indent(&ind),
+            );
+            serde::Serialize::serialize(&v, &mut ser).expect("serialize");
+            let mut ours = Vec::new();
+            write_json(&mut ours, &v, indent).expect("write");
+            assert_eq!(
+                String::from_utf8_lossy(&ours),
+                String::from_utf8_lossy(&expected),
+                "indent {indent}"
+            );
+        }
+    }
+
+    /// `n` items shaped like state returns, each different (its number is
+    /// in its key and values), some nested deeper than others.
+    fn items(n: usize) -> Vec<(String, Value)> {
+        (0..n)
+            .map(|i| {
+                let deep = if i % 7 == 0 {
+                    serde_json::json!({"diff": ["a", {"b": [i]}], "empty": {}})
+                } else {
+                    serde_json::json!({})
+                };
+                (
+                    format!("test_|-s{i}_|-s{i}_|-succeed \"q\""),
+                    serde_json::json!({"name": format!("s{i}"), "changes": deep,
+                                       "result": i % 3 != 0, "__run_num__": i, "duration": 0.5}),
+                )
+            })
+            .collect()
+    }
+
+    /// Written in pieces (on two threads from `SPLIT_MIN` items), a map or
+    /// a list prints exactly what `write_json` prints for the whole
+    /// document: the pieces come out in order, joined as one text.
+    #[test]
+    fn a_collection_written_in_pieces_prints_as_the_whole_document() {
+        for n in [0, 1, 5, SPLIT_MIN + 37] {
+            let entries = items(n);
+            for indent in [0, 4] {
+                let map: serde_json::Map<String, Value> = entries.iter().cloned().collect();
+                let mut expected = Vec::new();
+                write_json(&mut expected, &serde_json::json!({"local": map}), indent)
+                    .expect("json");
+                let mut ours = Vec::new();
+                write_keyed_collection(
+                    &mut ours,
+                    "local",
+                    Collection::Map,
+                    n,
+                    indent,
+                    |r, piece| entries[r].iter().try_for_each(|(k, v)| piece.entry(k, v)),
+                )
+                .expect("pieces");
+                assert_eq!(
+                    String::from_utf8_lossy(&ours),
+                    String::from_utf8_lossy(&expected),
+                    "map of {n}, indent {indent}"
+                );
+
+                let list: Vec<&Value> = entries.iter().map(|(_, v)| v).collect();
+                let mut expected = Vec::new();
+                write_json(&mut expected, &serde_json::json!({"local": list}), indent)
+                    .expect("json");
+                let mut ours = Vec::new();
+                write_keyed_collection(
+                    &mut ours,
+                    "local",
+                    Collection::List,
+                    n,
+                    indent,
+                    |r, piece| list[r].iter().try_for_each(|v| piece.element(v)),
+                )
+                .expect("pieces");
+                assert_eq!(
+                    String::from_utf8_lossy(&ours),
+                    String::from_utf8_lossy(&expected),
+                    "list of {n}, indent {indent}"
+                );
+            }
+        }
+    }
+
+    /// Pieces finished out of turn wait for their turn; a failing write
+    /// stops both threads and is returned.
+    #[test]
+    fn pieces_reach_the_sink_in_order_and_a_write_error_stops_the_work() {
+        let mut seen = Vec::new();
+        in_order_on_two_threads(
+            40,
+            |p, text| {
+                // Odd pieces take longer, so the threads overtake each other.
+                if p % 2 == 1 {
+                    std::thread::sleep(std::time::Duration::from_millis(2));
+                }
+                text.extend_from_slice(p.to_string().as_bytes());
+                Ok(())
+            },
+            |text| {
+                seen.push(String::from_utf8_lossy(text).into_owned());
+                Ok(())
+            },
+        )
+        .expect("in order");
+        let expected: Vec<String> = (0..40).map(|p| p.to_string()).collect();
+        assert_eq!(seen, expected);
+
+        let worked = AtomicUsize::new(0);
+        let err = in_order_on_two_threads(
+            1000,
+            |_, text| {
+                worked.fetch_add(1, Ordering::Relaxed);
+                text.push(b'x');
+                Ok(())
+            },
+            |_| Err(io::Error::new(io::ErrorKind::BrokenPipe, "closed")),
+        )
+        .expect_err("the sink fails");
+        assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
+        assert!(
+            worked.load(Ordering::Relaxed) < 1000,
+            "work went on after the write failed"
+        );
+    }
+
+    /// A panic in a piece is not swallowed, whichever thread ran it.
+    #[test]
+    fn a_panicking_piece_is_passed_on() {
+        let outcome = std::panic::catch_unwind(|| {
+            in_order_on_two_threads(
+                16,
+                |p, text| {
+                    if p == 9 {
+                        panic!("piece 9");
+                    }
+                    text.push(b'x');
+                    Ok(())
+                },
+                |_| Ok(()),
+            )
+        });
+        assert!(outcome.is_err());
+    }
+}
