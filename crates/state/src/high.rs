@@ -302,7 +302,9 @@ impl<'a> HighBuilder<'a> {
                         .is_some_and(|k| k == "order")
                 });
                 if !found {
-                    let mut m = Map::new();
+                    // Exactly one entry (a new map's entry list would be
+                    // sized for three: 200 bytes more per state).
+                    let mut m = Map::with_capacity(1);
                     m.insert("order".into(), Value::from(self.iorder));
                     args.push(Value::Object(m));
                     self.iorder += 1;
@@ -398,6 +400,9 @@ fn single_declaration(body: &mut Map, sls: &str, saltenv: &str) -> Option<Map> {
     let (module, rest) = key.split_once('.')?;
     let fun = rest.split('.').next().unwrap_or(rest);
     if let Value::Array(a) = &mut run {
+        // Room for the function and the `{order: N}` that auto-order
+        // appends next: the list grows once, to its final length.
+        a.reserve_exact(2);
         a.push(Value::from(fun));
     }
     let mut decl = Map::with_capacity(3);
