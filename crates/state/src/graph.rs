@@ -191,9 +191,21 @@ impl Kinds {
 struct OrderKey {
     first: f64,
     own: f64,
-    label: String,
-    tag: String,
+    /// The label (state, name and function run together) followed by the
+    /// tag: the tie-breakers, in one allocation per node.
+    text: String,
+    /// Where the label ends in `text`.
+    label_len: usize,
     node: usize,
+}
+
+impl OrderKey {
+    fn label(&self) -> &str {
+        self.text.get(..self.label_len).unwrap_or_default()
+    }
+    fn tag(&self) -> &str {
+        self.text.get(self.label_len..).unwrap_or_default()
+    }
 }
 
 impl Eq for OrderKey {}
@@ -205,8 +217,8 @@ impl Ord for OrderKey {
             .first
             .total_cmp(&self.first)
             .then_with(|| other.own.total_cmp(&self.own))
-            .then_with(|| other.label.cmp(&self.label))
-            .then_with(|| other.tag.cmp(&self.tag))
+            .then_with(|| other.label().cmp(self.label()))
+            .then_with(|| other.tag().cmp(self.tag()))
     }
 }
 
@@ -633,26 +645,31 @@ impl Graph {
 
     fn key(&mut self, cap: f64, node: usize) -> OrderKey {
         let (first, own) = self.chunk_order(cap, node);
-        let label = match self.nodes[node].chunk {
+        let tag = self.node_tag(node);
+        let mut text = match self.nodes[node].chunk {
             Some(ci) => {
                 let c = &self.chunks[ci];
                 let name = match c.get("name") {
                     Some(Value::String(s)) => std::borrow::Cow::Borrowed(s.as_str()),
                     _ => std::borrow::Cow::Owned(name_str(c)),
                 };
-                let mut label = String::with_capacity(c.state().len() + name.len() + c.fun().len());
-                label.push_str(c.state());
-                label.push_str(&name);
-                label.push_str(c.fun());
-                label
+                let mut text = String::with_capacity(
+                    c.state().len() + name.len() + c.fun().len() + tag.len(),
+                );
+                text.push_str(c.state());
+                text.push_str(&name);
+                text.push_str(c.fun());
+                text
             }
-            None => String::new(),
+            None => String::with_capacity(tag.len()),
         };
+        let label_len = text.len();
+        text.push_str(tag);
         OrderKey {
             first,
             own,
-            label,
-            tag: self.node_tag(node).to_string(),
+            text,
+            label_len,
             node,
         }
     }
