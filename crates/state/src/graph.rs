@@ -653,9 +653,8 @@ impl Graph {
                     Some(Value::String(s)) => std::borrow::Cow::Borrowed(s.as_str()),
                     _ => std::borrow::Cow::Owned(name_str(c)),
                 };
-                let mut text = String::with_capacity(
-                    c.state().len() + name.len() + c.fun().len() + tag.len(),
-                );
+                let mut text =
+                    String::with_capacity(c.state().len() + name.len() + c.fun().len() + tag.len());
                 text.push_str(c.state());
                 text.push_str(&name);
                 text.push_str(c.fun());

@@ -289,6 +289,7 @@ fn print_local_json<T: serde::Serialize>(ret: &T, indent: usize) {
 /// [`output::json::write_keyed_collection`]).
 fn print_state_json(ret: &StateOutput, indent: usize) {
     use output::json::{write_keyed_collection, Collection};
+    let start = std::time::Instant::now();
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
     let written = match ret {
         StateOutput::Ran(running) => {
@@ -326,6 +327,12 @@ fn print_state_json(ret: &StateOutput, indent: usize) {
         let _ = writeln!(stdout);
     }
     let _ = stdout.flush();
+    // After the render, prepare, compile and run times the engine logs.
+    tracing::debug!(
+        target: "halite::timing",
+        "print {:.1} ms",
+        start.elapsed().as_secs_f64() * 1000.0
+    );
 }
 
 /// The process's exit code for a function's retcode: itself with
