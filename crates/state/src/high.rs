@@ -401,7 +401,8 @@ fn single_declaration(body: &mut Map, sls: &str, saltenv: &str) -> Option<Map> {
     let fun = rest.split('.').next().unwrap_or(rest);
     if let Value::Array(a) = &mut run {
         // Room for the function and the `{order: N}` that auto-order
-        // appends next: the list grows once, to its final length.
+        // (on by default) appends next: the list grows once, to its final
+        // length; one slot is spare when auto-order is off.
         a.reserve_exact(2);
         a.push(Value::from(fun));
     }

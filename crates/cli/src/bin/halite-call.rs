@@ -276,10 +276,19 @@ fn run() -> Result<i32> {
 /// Prints `{"local": ret}` as Salt's json outputter does, serialized
 /// straight to stdout (no copy of the return, no text in memory).
 fn print_local_json<T: serde::Serialize>(ret: &T, indent: usize) {
+    print_json_with(|out| {
+        let data = std::collections::BTreeMap::from([("local", ret)]);
+        output::write_json(out, &data, indent)
+    });
+}
+
+/// Runs `write` on buffered stdout, then ends the text with a newline
+/// (unless writing failed) and flushes.
+fn print_json_with(write: impl FnOnce(&mut dyn Write) -> std::io::Result<()>) {
     let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let data = std::collections::BTreeMap::from([("local", ret)]);
-    let _ = output::write_json(&mut stdout, &data, indent);
-    let _ = writeln!(stdout);
+    if write(&mut stdout).is_ok() {
+        let _ = writeln!(stdout);
+    }
     let _ = stdout.flush();
 }
 
@@ -290,12 +299,11 @@ fn print_local_json<T: serde::Serialize>(ret: &T, indent: usize) {
 fn print_state_json(ret: &StateOutput, indent: usize) {
     use output::json::{write_keyed_collection, Collection};
     let start = std::time::Instant::now();
-    let mut stdout = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
-    let written = match ret {
+    print_json_with(|stdout| match ret {
         StateOutput::Ran(running) => {
             let running = running.as_slice();
             write_keyed_collection(
-                &mut stdout,
+                stdout,
                 "local",
                 Collection::Map,
                 running.len(),
@@ -307,7 +315,7 @@ fn print_state_json(ret: &StateOutput, indent: usize) {
             )
         }
         StateOutput::Low(compiled) => write_keyed_collection(
-            &mut stdout,
+            stdout,
             "local",
             Collection::List,
             compiled.order.len(),
@@ -320,13 +328,9 @@ fn print_state_json(ret: &StateOutput, indent: usize) {
         ),
         StateOutput::Data(v) => {
             let data = std::collections::BTreeMap::from([("local", v)]);
-            output::write_json(&mut stdout, &data, indent)
+            output::write_json(stdout, &data, indent)
         }
-    };
-    if written.is_ok() {
-        let _ = writeln!(stdout);
-    }
-    let _ = stdout.flush();
+    });
     // After the render, prepare, compile and run times the engine logs.
     tracing::debug!(
         target: "halite::timing",

@@ -193,7 +193,7 @@ fn second_core() -> bool {
 /// machine with a second core the calling thread and a helper thread
 /// each take the next piece left, and the calling thread writes them
 /// out in order.
-pub fn write_keyed_collection<W: Write>(
+pub fn write_keyed_collection<W: Write + ?Sized>(
     out: &mut W,
     key: &str,
     kind: Collection,
