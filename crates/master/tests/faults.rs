@@ -1,5 +1,6 @@
-//! Faults: the master restarted during a job loses no return; a minion
-//! killed mid-job is named as not returned and the master stays healthy.
+//! Faults: the master restarted during a job loses no return, even one
+//! that ends while the master is down; a minion killed mid-job is named as
+//! not returned and the master stays healthy.
 
 mod common;
 
@@ -57,6 +58,57 @@ fn a_master_restart_during_a_job_loses_no_return() {
     let listed = fleet.cli("halite-run", &["jobs.list_jobs", "--out", "json"]);
     let jobs: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap_or_default();
     assert_eq!(jobs[&jid]["Function"], "test.sleep");
+}
+
+/// A job that ends after the minion has given its master up (between two
+/// connections) keeps its return: on disk while the master is down, then
+/// sent to the master that comes back. Its output channel used to belong
+/// to the connection, and such a return went nowhere.
+#[test]
+fn a_job_ending_while_the_master_is_down_keeps_its_return() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let mut master = fleet.start_master("auto_accept: True");
+    let minion = fleet.start_minion("steady", "");
+    fleet.wait_responding("steady");
+
+    let (text, code) = fleet.halite(&["steady", "test.sleep", "6", "--async"]);
+    assert_eq!(code, 0, "{text}");
+    let jid = jid_of_async(&text);
+    assert!(
+        wait_for(Duration::from_secs(10), || minion.log_text().contains(&jid)),
+        "the job never started"
+    );
+    master.kill();
+    assert!(
+        wait_for(Duration::from_secs(15), || minion
+            .log_text()
+            .contains("master lost")),
+        "the minion never noticed its master was gone:\n{}",
+        minion.log_text()
+    );
+    let returns = fleet.path("minion-steady/cache/returns");
+    let held = || std::fs::read_dir(&returns).map(|d| d.count()).unwrap_or(0);
+    assert!(
+        wait_for(Duration::from_secs(20), || held() == 1),
+        "the return of {jid}, ended while the master was down, is not on disk:\n{}",
+        minion.log_text()
+    );
+
+    let _master = fleet.start_master("auto_accept: True");
+    let landed = wait_for(Duration::from_secs(40), || {
+        let out = fleet.cli("halite-run", &["jobs.lookup_jid", &jid, "--out", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        v["steady"] == json!(true)
+    });
+    assert!(
+        landed,
+        "the return of {jid} never reached the job cache:\n{}",
+        minion.log_text()
+    );
+    assert!(wait_for(Duration::from_secs(10), || held() == 0));
 }
 
 #[test]

@@ -8,7 +8,7 @@ use anyhow::Context;
 use tokio::sync::watch;
 
 use crate::config::MinionConfig;
-use crate::link::{run_link, Agent, LinkEnd, LinkSettings};
+use crate::link::{run_link, Agent, JobOutputs, LinkEnd, LinkSettings};
 use crate::runner::{HostRunner, JobRunner};
 use crate::store::ReturnStore;
 
@@ -61,6 +61,8 @@ pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyh
     };
     let mut agents = vec![Agent::new(cfg.id.clone(), identity, grains, store)];
     let runner: Arc<dyn JobRunner> = runner;
+    // Outlives each connection: a job finishing between two keeps its return.
+    let mut outputs = JobOutputs::new();
     let mut attempt = 0u32;
     let mut master_idx = 0usize;
     loop {
@@ -72,7 +74,15 @@ pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyh
         let settings = link_settings(&cfg, &master);
         tracing::info!(%master, "connecting to master");
         let started = std::time::Instant::now();
-        match run_link(&settings, &mut agents, runner.clone(), &mut shutdown).await {
+        match run_link(
+            &settings,
+            &mut agents,
+            runner.clone(),
+            &mut outputs,
+            &mut shutdown,
+        )
+        .await
+        {
             LinkEnd::Shutdown => break,
             LinkEnd::MasterLost(reason) => {
                 tracing::warn!(%master, %reason, "master lost");

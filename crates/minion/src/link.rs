@@ -127,6 +127,48 @@ enum FromJob {
     RenderReply(usize, u64, Result<Value, String>),
 }
 
+/// Where job threads send their returns, events and render replies.
+///
+/// It outlives the links: a job that finishes while the minion is between
+/// two connections leaves its return here, and the next link keeps it on
+/// disk and sends it once authenticated. (With a channel per link, such a
+/// return went into a channel nobody read any more and was lost.)
+pub struct JobOutputs {
+    tx: mpsc::UnboundedSender<FromJob>,
+    rx: mpsc::UnboundedReceiver<FromJob>,
+}
+
+impl JobOutputs {
+    /// An empty channel, made once per minion process.
+    pub fn new() -> Self {
+        let (tx, rx) = mpsc::unbounded_channel();
+        JobOutputs { tx, rx }
+    }
+}
+
+impl Default for JobOutputs {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Puts on disk the returns of jobs that finished while no link was up
+/// (before a new one tries to connect, which may fail for a while); what
+/// else they sent (events, render replies) was for a master that is gone.
+fn keep_finished_returns(agents: &mut [Agent], outputs: &mut JobOutputs) {
+    while let Ok(output) = outputs.rx.try_recv() {
+        if let FromJob::Done(idx, ret) = output {
+            let Some(agent) = agents.get_mut(idx) else {
+                continue;
+            };
+            agent.running.remove(&ret.jid);
+            if let Err(e) = agent.store.put(&ret) {
+                tracing::error!(error = %e, jid = %ret.jid, "cannot keep the return on disk; it is lost");
+            }
+        }
+    }
+}
+
 /// How long a job waits for the master to answer one request (a compile
 /// of a big tree, a file chunk); a lost link answers at once.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
@@ -182,8 +224,10 @@ pub async fn run_link(
     settings: &LinkSettings,
     agents: &mut [Agent],
     runner: Arc<dyn JobRunner>,
+    outputs: &mut JobOutputs,
     shutdown: &mut watch::Receiver<bool>,
 ) -> LinkEnd {
+    keep_finished_returns(agents, outputs);
     let ret_endpoint = format!("tcp://{}:{}", settings.master, settings.master_port);
     let pub_endpoint = format!("tcp://{}:{}", settings.master, settings.publish_port);
     let mut dealer = DealerSocket::new();
@@ -211,7 +255,7 @@ pub async fn run_link(
             }
         }
     });
-    let (jobs_tx, mut jobs_rx) = mpsc::unbounded_channel();
+    let jobs_tx = outputs.tx.clone();
     let (requests_tx, mut requests_rx) = mpsc::unbounded_channel();
     let by_id = agents
         .iter()
@@ -257,7 +301,7 @@ pub async fn run_link(
                 Err(e) => break LinkEnd::MasterLost(format!("receive failed: {e}")),
             },
             Some(frame) = pub_rx.recv() => link.on_publication_frame(&frame),
-            Some(done) = jobs_rx.recv() => link.on_job_output(done).await,
+            Some(done) = outputs.rx.recv() => link.on_job_output(done).await,
             Some(request) = requests_rx.recv() => link.on_job_request(request).await,
             _ = tick.tick() => {
                 if let Err(end) = link.on_tick().await {

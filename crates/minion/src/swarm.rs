@@ -11,7 +11,7 @@ use tokio::sync::watch;
 
 use crate::config::MinionConfig;
 use crate::daemon::{link_settings, reconnect_delay};
-use crate::link::{run_link, Agent, LinkEnd};
+use crate::link::{run_link, Agent, JobOutputs, LinkEnd};
 use crate::runner::{HostRunner, JobRunner};
 use crate::store::ReturnStore;
 
@@ -78,9 +78,18 @@ pub async fn run(
     if settings.max_concurrent_jobs == 0 {
         settings.max_concurrent_jobs = 64;
     }
+    let mut outputs = JobOutputs::new();
     let mut attempt = 0;
     loop {
-        match run_link(&settings, &mut agents, runner.clone(), &mut shutdown).await {
+        match run_link(
+            &settings,
+            &mut agents,
+            runner.clone(),
+            &mut outputs,
+            &mut shutdown,
+        )
+        .await
+        {
             LinkEnd::Shutdown => return Ok(()),
             LinkEnd::MasterLost(reason) => {
                 tracing::warn!(%reason, "swarm lost its master");
