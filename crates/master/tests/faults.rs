@@ -17,35 +17,45 @@ fn jid_of_async(text: &str) -> String {
         .to_string()
 }
 
-#[test]
-fn a_master_restart_during_a_job_loses_no_return() {
-    if !can_run() {
-        return;
-    }
-    let fleet = Fleet::new();
-    let mut master = fleet.start_master("auto_accept: True");
+/// A master, the minion `steady` answering it, and the jid of a
+/// `test.sleep secs` running on it (started when this returns).
+fn sleeping_job(fleet: &Fleet, secs: &str) -> (Daemon, Daemon, String) {
+    let master = fleet.start_master("auto_accept: True");
     let minion = fleet.start_minion("steady", "");
     fleet.wait_responding("steady");
-
-    let (text, code) = fleet.halite(&["steady", "test.sleep", "3", "--async"]);
+    let (text, code) = fleet.halite(&["steady", "test.sleep", secs, "--async"]);
     assert_eq!(code, 0, "{text}");
     let jid = jid_of_async(&text);
     assert!(
         wait_for(Duration::from_secs(10), || minion.log_text().contains(&jid)),
         "the job never started"
     );
+    (master, minion, jid)
+}
+
+/// Whether `steady`'s return of `jid` reaches the job cache within 40 s.
+fn lands_in_job_cache(fleet: &Fleet, jid: &str) -> bool {
+    wait_for(Duration::from_secs(40), || {
+        let out = fleet.cli("halite-run", &["jobs.lookup_jid", jid, "--out", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        v["steady"] == json!(true)
+    })
+}
+
+#[test]
+fn a_master_restart_during_a_job_loses_no_return() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let (mut master, minion, jid) = sleeping_job(&fleet, "3");
     master.kill();
     std::thread::sleep(Duration::from_secs(1));
     let _master = fleet.start_master("auto_accept: True");
 
     // The minion finishes, finds the new master, re-authenticates and resends.
-    let landed = wait_for(Duration::from_secs(40), || {
-        let out = fleet.cli("halite-run", &["jobs.lookup_jid", &jid, "--out", "json"]);
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        v["steady"] == json!(true)
-    });
     assert!(
-        landed,
+        lands_in_job_cache(&fleet, &jid),
         "the return of {jid} never reached the job cache:\n{}",
         minion.log_text()
     );
@@ -70,17 +80,7 @@ fn a_job_ending_while_the_master_is_down_keeps_its_return() {
         return;
     }
     let fleet = Fleet::new();
-    let mut master = fleet.start_master("auto_accept: True");
-    let minion = fleet.start_minion("steady", "");
-    fleet.wait_responding("steady");
-
-    let (text, code) = fleet.halite(&["steady", "test.sleep", "6", "--async"]);
-    assert_eq!(code, 0, "{text}");
-    let jid = jid_of_async(&text);
-    assert!(
-        wait_for(Duration::from_secs(10), || minion.log_text().contains(&jid)),
-        "the job never started"
-    );
+    let (mut master, minion, jid) = sleeping_job(&fleet, "6");
     master.kill();
     assert!(
         wait_for(Duration::from_secs(15), || minion
@@ -98,13 +98,8 @@ fn a_job_ending_while_the_master_is_down_keeps_its_return() {
     );
 
     let _master = fleet.start_master("auto_accept: True");
-    let landed = wait_for(Duration::from_secs(40), || {
-        let out = fleet.cli("halite-run", &["jobs.lookup_jid", &jid, "--out", "json"]);
-        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-        v["steady"] == json!(true)
-    });
     assert!(
-        landed,
+        lands_in_job_cache(&fleet, &jid),
         "the return of {jid} never reached the job cache:\n{}",
         minion.log_text()
     );
