@@ -72,6 +72,13 @@ impl Agent {
         }
     }
 
+    /// A job of this identity ended: it is no longer running, and its
+    /// return goes on disk until the master acknowledges it.
+    fn job_ended(&mut self, ret: &JobReturn) -> std::io::Result<()> {
+        self.running.remove(&ret.jid);
+        self.store.put(ret)
+    }
+
     /// Whether this identity has an open session.
     pub fn is_ready(&self) -> bool {
         matches!(self.phase, Phase::Ready { .. })
@@ -161,8 +168,7 @@ fn keep_finished_returns(agents: &mut [Agent], outputs: &mut JobOutputs) {
             let Some(agent) = agents.get_mut(idx) else {
                 continue;
             };
-            agent.running.remove(&ret.jid);
-            if let Err(e) = agent.store.put(&ret) {
+            if let Err(e) = agent.job_ended(&ret) {
                 tracing::error!(error = %e, jid = %ret.jid, "cannot keep the return on disk; it is lost");
             }
         }
@@ -745,9 +751,8 @@ impl Link<'_> {
     async fn on_job_output(&mut self, output: FromJob) {
         match output {
             FromJob::Done(idx, ret) => {
-                self.agents[idx].running.remove(&ret.jid);
                 // On disk before it is sent: an unacknowledged return survives anything.
-                if let Err(e) = self.agents[idx].store.put(&ret) {
+                if let Err(e) = self.agents[idx].job_ended(&ret) {
                     tracing::error!(error = %e, "cannot keep the return on disk; sending it anyway");
                 }
                 self.send_request(idx, &MinionRequest::Return(ret)).await;

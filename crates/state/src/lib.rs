@@ -13,7 +13,7 @@ pub mod fnmatch;
 pub mod graph;
 pub mod high;
 pub mod module;
-mod pieces;
+pub mod pieces;
 pub mod pipeline;
 pub mod requisite;
 pub mod ret;

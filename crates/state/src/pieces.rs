@@ -5,17 +5,20 @@
 //! thousands of states, the two run as a pipeline on two threads, which
 //! takes a good part of the compile off the critical path. Results are
 //! taken in the pieces' order, so what a run sees does not depend on how
-//! many cores did the work.
+//! many cores did the work. [`SPLIT_MIN`] and [`second_core`] are
+//! public for the other per-state work that goes on two cores (the
+//! printing of a large run's JSON).
 
 use std::sync::{Mutex, OnceLock};
 
 /// From this many items the work is split: below it, starting a thread
-/// (~50 µs) costs more than it saves.
-pub(crate) const SPLIT_MIN: usize = 2048;
+/// (~50 µs) costs more than it saves. (`halite-call` splits the printing
+/// of a run from the same size.)
+pub const SPLIT_MIN: usize = 2048;
 
 /// Whether the machine has a second core for a helper thread (looked up
 /// once; the CPU affinity counts, so `taskset -c 0` says no).
-fn second_core() -> bool {
+pub fn second_core() -> bool {
     static SECOND: OnceLock<bool> = OnceLock::new();
     *SECOND.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
 }

@@ -9,7 +9,9 @@
 use std::io::{self, Write};
 use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Condvar, Mutex, MutexGuard};
+
+use halite_state::pieces::{second_core, SPLIT_MIN};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -165,10 +167,6 @@ impl JsonPiece {
     }
 }
 
-/// From this many items a collection is written in pieces on two
-/// threads: below it, starting a thread costs more than it saves.
-const SPLIT_MIN: usize = 2048;
-
 /// How many items a piece holds (~110 KB of state returns): small enough
 /// that neither thread waits long for the other and that the text in
 /// memory stays small however long the run (32 pieces at 10 000 states,
@@ -178,13 +176,6 @@ const PIECE_ITEMS: usize = 320;
 /// How far the helper thread may run ahead of what the calling thread
 /// has written, in pieces: bounds the text held in memory at once.
 const AHEAD: usize = 2;
-
-/// Whether the machine has a second core (the CPU affinity counts, so
-/// `taskset -c 0` says no).
-fn second_core() -> bool {
-    static SECOND: OnceLock<bool> = OnceLock::new();
-    *SECOND.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
-}
 
 /// Writes `{"<key>": <collection>}` exactly as [`write_json`] prints
 /// it, the collection's `len` items coming from `items(range, piece)`,
