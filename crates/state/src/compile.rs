@@ -572,6 +572,12 @@ pub fn requisite_in(high: &mut Map, disabled: &[String]) -> Vec<String> {
             }
         }
     }
+    if extend.is_empty() {
+        // Nothing to extend: inserting an empty `__extend__` would grow the
+        // high data's map (a copy of all its entries, 1 MB at 10 000
+        // states) only for `reconcile_extend` to take it out again.
+        return errors;
+    }
     let ext: Vec<Value> = extend
         .into_iter()
         .map(|(k, v)| {
