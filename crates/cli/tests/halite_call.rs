@@ -227,3 +227,34 @@ fn reload_pillar_gives_later_states_the_new_pillar() {
         );
     }
 }
+
+/// `state_aggregate` (minion config) and `aggregate: True` (one state)
+/// are not acted on: the run says so once on stderr and every state still
+/// runs on its own; without either there is no warning.
+#[test]
+fn state_aggregation_is_announced_as_unsupported_and_states_still_run() {
+    let d = tempfile::tempdir().unwrap();
+    let sls = "first:\n  test.succeed_without_changes\n\nsecond:\n  test.succeed_without_changes\n";
+    std::fs::write(d.path().join("agg.sls"), sls).unwrap();
+    let flagged = format!("{sls}\nthird:\n  test.succeed_without_changes:\n    - aggregate: True\n");
+    std::fs::write(d.path().join("flagged.sls"), flagged).unwrap();
+    let warning = "State aggregation (state_aggregate / aggregate: True) is not supported";
+    for (config, sls, states, warned) in [
+        ("id: local\nstate_aggregate: True\n", "agg", 2, true),
+        ("id: local\nstate_aggregate:\n  - pkg\n", "agg", 2, true),
+        ("id: local\n", "flagged", 3, true),
+        ("id: local\nstate_aggregate: False\n", "agg", 2, false),
+    ] {
+        std::fs::write(d.path().join("minion"), config).unwrap();
+        let (out, err, code) = halite_call(
+            d.path(),
+            &["--out", "json", "--retcode-passthrough", "state.apply", sls],
+        );
+        assert_eq!(code, 0, "{config}: {err}");
+        assert_eq!(err.matches(warning).count(), usize::from(warned), "{config}: {err}");
+        let ret: serde_json::Value = serde_json::from_str(&out).unwrap();
+        let ran = ret["local"].as_object().unwrap();
+        assert_eq!(ran.len(), states, "{config}: {out}");
+        assert!(ran.values().all(|r| r["result"] == true), "{out}");
+    }
+}

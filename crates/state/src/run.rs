@@ -89,6 +89,20 @@ pub struct Executor<'a> {
     pool: Option<Pool>,
 }
 
+/// Says once per run that `state_aggregate` / `aggregate: True` is read
+/// but not acted on. Salt 3008.5's own aggregation of `pkg` states drops
+/// the first state's package from the merged install and turns a
+/// `version` into a duplicate-name error (checked side by side, see
+/// docs/state-engine.md); halite runs each state on its own: the same
+/// end state, in more package-manager calls.
+fn warn_no_aggregation() {
+    tracing::warn!(
+        "State aggregation (state_aggregate / aggregate: True) is not supported: \
+         each state runs on its own (the same end state, in one package-manager \
+         call per pkg state). Remove the option to silence this warning."
+    );
+}
+
 /// Set by [`leave_graphs_to_exit`].
 static LEAVE_GRAPHS_TO_EXIT: std::sync::atomic::AtomicBool =
     std::sync::atomic::AtomicBool::new(false);
@@ -183,9 +197,19 @@ impl<'a> Executor<'a> {
     pub fn run(mut self, order: &[usize]) -> Running {
         self.total = order.len();
         self.running.reserve(order.len());
-        let parallel = order
-            .iter()
-            .any(|&ci| self.graph.chunks[ci].get("parallel").is_some_and(truthy));
+        let (mut parallel, mut aggregate) = (false, false);
+        for &ci in order {
+            for (key, value) in self.graph.chunks[ci].iter() {
+                match key {
+                    "parallel" => parallel = parallel || truthy(value),
+                    "aggregate" => aggregate = aggregate || truthy(value),
+                    _ => {}
+                }
+            }
+        }
+        if aggregate || self.env.opts().get("state_aggregate").is_some_and(truthy) {
+            warn_no_aggregation();
+        }
         if !parallel {
             self.run_all(order);
             return self.finish();
