@@ -236,7 +236,8 @@ fn state_aggregation_is_announced_as_unsupported_and_states_still_run() {
     let d = tempfile::tempdir().unwrap();
     let sls = "first:\n  test.succeed_without_changes\n\nsecond:\n  test.succeed_without_changes\n";
     std::fs::write(d.path().join("agg.sls"), sls).unwrap();
-    let flagged = format!("{sls}\nthird:\n  test.succeed_without_changes:\n    - aggregate: True\n");
+    let flagged =
+        format!("{sls}\nthird:\n  test.succeed_without_changes:\n    - aggregate: True\n");
     std::fs::write(d.path().join("flagged.sls"), flagged).unwrap();
     let warning = "State aggregation (state_aggregate / aggregate: True) is not supported";
     for (config, sls, states, warned) in [
@@ -251,7 +252,11 @@ fn state_aggregation_is_announced_as_unsupported_and_states_still_run() {
             &["--out", "json", "--retcode-passthrough", "state.apply", sls],
         );
         assert_eq!(code, 0, "{config}: {err}");
-        assert_eq!(err.matches(warning).count(), usize::from(warned), "{config}: {err}");
+        assert_eq!(
+            err.matches(warning).count(),
+            usize::from(warned),
+            "{config}: {err}"
+        );
         let ret: serde_json::Value = serde_json::from_str(&out).unwrap();
         let ran = ret["local"].as_object().unwrap();
         assert_eq!(ran.len(), states, "{config}: {out}");
