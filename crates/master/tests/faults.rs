@@ -33,6 +33,14 @@ fn sleeping_job(fleet: &Fleet, secs: &str) -> (Daemon, Daemon, String) {
     (master, minion, jid)
 }
 
+/// How many returns `steady` holds on disk, not yet acknowledged (`None`
+/// while its return store cannot be read).
+fn returns_on_disk(fleet: &Fleet) -> Option<usize> {
+    std::fs::read_dir(fleet.path("minion-steady/cache/returns"))
+        .map(|d| d.count())
+        .ok()
+}
+
 /// Whether `steady`'s return of `jid` reaches the job cache within 40 s.
 fn lands_in_job_cache(fleet: &Fleet, jid: &str) -> bool {
     wait_for(Duration::from_secs(40), || {
@@ -61,9 +69,7 @@ fn a_master_restart_during_a_job_loses_no_return() {
     );
     // Acknowledged, so the minion forgot it.
     assert!(wait_for(Duration::from_secs(10), || {
-        std::fs::read_dir(fleet.path("minion-steady/cache/returns"))
-            .map(|d| d.count() == 0)
-            .unwrap_or(false)
+        returns_on_disk(&fleet) == Some(0)
     }));
     let listed = fleet.cli("halite-run", &["jobs.list_jobs", "--out", "json"]);
     let jobs: serde_json::Value = serde_json::from_slice(&listed.stdout).unwrap_or_default();
@@ -89,10 +95,9 @@ fn a_job_ending_while_the_master_is_down_keeps_its_return() {
         "the minion never noticed its master was gone:\n{}",
         minion.log_text()
     );
-    let returns = fleet.path("minion-steady/cache/returns");
-    let held = || std::fs::read_dir(&returns).map(|d| d.count()).unwrap_or(0);
     assert!(
-        wait_for(Duration::from_secs(20), || held() == 1),
+        wait_for(Duration::from_secs(20), || returns_on_disk(&fleet)
+            == Some(1)),
         "the return of {jid}, ended while the master was down, is not on disk:\n{}",
         minion.log_text()
     );
@@ -103,7 +108,9 @@ fn a_job_ending_while_the_master_is_down_keeps_its_return() {
         "the return of {jid} never reached the job cache:\n{}",
         minion.log_text()
     );
-    assert!(wait_for(Duration::from_secs(10), || held() == 0));
+    assert!(wait_for(Duration::from_secs(10), || returns_on_disk(
+        &fleet
+    ) == Some(0)));
 }
 
 #[test]

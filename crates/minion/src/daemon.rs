@@ -12,6 +12,19 @@ use crate::link::{run_link, Agent, JobOutputs, LinkEnd, LinkSettings};
 use crate::runner::{HostRunner, JobRunner};
 use crate::store::ReturnStore;
 
+/// Waits [`reconnect_delay`] before reconnection attempt `attempt`;
+/// false when the minion is told to shut down first.
+pub async fn wait_to_reconnect(
+    cfg: &MinionConfig,
+    attempt: u32,
+    shutdown: &mut watch::Receiver<bool>,
+) -> bool {
+    tokio::select! {
+        _ = tokio::time::sleep(reconnect_delay(cfg, attempt)) => true,
+        _ = shutdown.changed() => false,
+    }
+}
+
 /// The delay before reconnection attempt `attempt` (0-based): exponential
 /// from `recon_default` up to `recon_max` ms, with up to 50% random jitter
 /// so a fleet does not reconnect in lockstep.
@@ -90,11 +103,10 @@ pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyh
                     attempt = 0;
                 }
                 master_idx += 1;
-                let delay = reconnect_delay(&cfg, attempt);
+                let waited = wait_to_reconnect(&cfg, attempt, &mut shutdown).await;
                 attempt = attempt.saturating_add(1);
-                tokio::select! {
-                    _ = tokio::time::sleep(delay) => {}
-                    _ = shutdown.changed() => break,
+                if !waited {
+                    break;
                 }
             }
         }

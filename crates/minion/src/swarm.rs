@@ -10,7 +10,7 @@ use serde_json::{json, Map, Value};
 use tokio::sync::watch;
 
 use crate::config::MinionConfig;
-use crate::daemon::{link_settings, reconnect_delay};
+use crate::daemon::{link_settings, wait_to_reconnect};
 use crate::link::{run_link, Agent, JobOutputs, LinkEnd};
 use crate::runner::{HostRunner, JobRunner};
 use crate::store::ReturnStore;
@@ -93,12 +93,10 @@ pub async fn run(
             LinkEnd::Shutdown => return Ok(()),
             LinkEnd::MasterLost(reason) => {
                 tracing::warn!(%reason, "swarm lost its master");
-                let delay = reconnect_delay(&cfg, attempt);
-                attempt = attempt.saturating_add(1).min(8);
-                tokio::select! {
-                    _ = tokio::time::sleep(delay) => {}
-                    _ = shutdown.changed() => return Ok(()),
+                if !wait_to_reconnect(&cfg, attempt, &mut shutdown).await {
+                    return Ok(());
                 }
+                attempt = attempt.saturating_add(1).min(8);
             }
         }
     }

@@ -323,64 +323,75 @@ impl<'a> HighBuilder<'a> {
 /// old ones freed).
 fn handle_state_decls(state: &mut Map, sls: &str, saltenv: &str, errors: &mut Vec<String>) {
     for (name, body) in state.iter_mut() {
-        if !body.is_object() {
-            if name == "__extend__" || name == "__exclude__" {
-                continue;
+        handle_state_decl(name, body, sls, saltenv, errors);
+    }
+}
+
+/// `_handle_state_decls` for one ID.
+fn handle_state_decl(
+    name: &str,
+    body: &mut Value,
+    sls: &str,
+    saltenv: &str,
+    errors: &mut Vec<String>,
+) {
+    if !body.is_object() {
+        if name == "__extend__" || name == "__exclude__" {
+            return;
+        }
+        if let Value::String(s) = body {
+            if let Some((module, rest)) = s.split_once('.') {
+                let fun = rest.split('.').next().unwrap_or(rest);
+                let mut m = Map::new();
+                m.insert("__sls__".into(), Value::from(sls));
+                m.insert("__env__".into(), Value::from(saltenv));
+                m.insert(module.to_string(), Value::Array(vec![Value::from(fun)]));
+                *body = Value::Object(m);
+                return;
             }
-            if let Value::String(s) = body {
-                if let Some((module, rest)) = s.split_once('.') {
-                    let fun = rest.split('.').next().unwrap_or(rest);
-                    let mut m = Map::new();
-                    m.insert("__sls__".into(), Value::from(sls));
-                    m.insert("__env__".into(), Value::from(saltenv));
-                    m.insert(module.to_string(), Value::Array(vec![Value::from(fun)]));
-                    *body = Value::Object(m);
-                    continue;
-                }
-            }
-            errors.push(format!("ID {name} in SLS {sls} is not a dictionary"));
+        }
+        errors.push(format!("ID {name} in SLS {sls} is not a dictionary"));
+        return;
+    }
+    let Value::Object(body) = body else { return };
+    if let Some(decl) = single_declaration(body, sls, saltenv) {
+        *body = decl;
+        return;
+    }
+    // A declaration has a handful of keys: a list beats a hash set.
+    let mut skeys: Vec<String> = Vec::new();
+    let keys: Vec<String> = body.keys().cloned().collect();
+    for key in keys {
+        if key.starts_with('_') {
             continue;
         }
-        let Value::Object(body) = body else { continue };
-        if let Some(decl) = single_declaration(body, sls, saltenv) {
-            *body = decl;
+        if !body.get(&key).is_some_and(Value::is_array) {
             continue;
         }
-        // A declaration has a handful of keys: a list beats a hash set.
-        let mut skeys: Vec<String> = Vec::new();
-        let keys: Vec<String> = body.keys().cloned().collect();
-        for key in keys {
-            if key.starts_with('_') {
-                continue;
-            }
-            if !body.get(&key).is_some_and(Value::is_array) {
-                continue;
-            }
-            if let Some((module, rest)) = key.split_once('.') {
-                let fun = rest.split('.').next().unwrap_or(rest).to_string();
-                if skeys.iter().any(|k| k == module) {
-                    errors.push(format!(
+        if let Some((module, rest)) = key.split_once('.') {
+            let fun = rest.split('.').next().unwrap_or(rest).to_string();
+            if skeys.iter().any(|k| k == module) {
+                errors.push(format!(
                         "ID '{name}' in SLS '{sls}' contains multiple state declarations of the same type"
                     ));
-                    continue;
-                }
-                // Moved to the end under the module's name (no copy).
-                let mut run = body.shift_remove(&key).unwrap_or(Value::Null);
-                if let Value::Array(a) = &mut run {
-                    a.push(Value::String(fun));
-                }
-                body.insert(module.to_string(), run);
-                skeys.push(module.to_string());
                 continue;
             }
-            skeys.push(key);
+            // Moved to the end under the module's name (no copy).
+            let mut run = body.shift_remove(&key).unwrap_or(Value::Null);
+            if let Value::Array(a) = &mut run {
+                a.push(Value::String(fun));
+            }
+            body.insert(module.to_string(), run);
+            skeys.push(module.to_string());
+            continue;
         }
-        if !body.contains_key("__sls__") {
-            body.insert("__sls__".into(), Value::from(sls));
-        }
-        if !body.contains_key("__env__") {
-            body.insert("__env__".into(), Value::from(saltenv));
-        }
+        skeys.push(key);
+    }
+    if !body.contains_key("__sls__") {
+        body.insert("__sls__".into(), Value::from(sls));
+    }
+    if !body.contains_key("__env__") {
+        body.insert("__env__".into(), Value::from(saltenv));
     }
 }
 

@@ -276,10 +276,17 @@ fn run() -> Result<i32> {
 /// Prints `{"local": ret}` as Salt's json outputter does, serialized
 /// straight to stdout (no copy of the return, no text in memory).
 fn print_local_json<T: serde::Serialize>(ret: &T, indent: usize) {
-    print_json_with(|out| {
-        let data = std::collections::BTreeMap::from([("local", ret)]);
-        output::write_json(out, &data, indent)
-    });
+    print_json_with(|out| write_local_json(out, ret, indent));
+}
+
+/// Writes `{"local": ret}` as Salt's json outputter does.
+fn write_local_json<T: serde::Serialize>(
+    out: &mut dyn Write,
+    ret: &T,
+    indent: usize,
+) -> std::io::Result<()> {
+    let data = std::collections::BTreeMap::from([("local", ret)]);
+    output::write_json(out, &data, indent)
 }
 
 /// Runs `write` on buffered stdout, then ends the text with a newline
@@ -326,10 +333,7 @@ fn print_state_json(ret: &StateOutput, indent: usize) {
                     .try_for_each(|&ci| piece.element(&compiled.graph.chunks[ci]))
             },
         ),
-        StateOutput::Data(v) => {
-            let data = std::collections::BTreeMap::from([("local", v)]);
-            output::write_json(stdout, &data, indent)
-        }
+        StateOutput::Data(v) => write_local_json(stdout, v, indent),
     });
     // After the render, prepare, compile and run times the engine logs.
     tracing::debug!(
