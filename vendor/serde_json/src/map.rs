@@ -28,7 +28,7 @@ use serde::de;
 #[cfg(not(feature = "preserve_order"))]
 use alloc::collections::{btree_map, BTreeMap};
 #[cfg(feature = "preserve_order")]
-use indexmap::IndexMap;
+use crate::ordered::OrderedMap;
 
 /// Represents a JSON key/value type.
 pub struct Map<K, V> {
@@ -38,12 +38,8 @@ pub struct Map<K, V> {
 #[cfg(not(feature = "preserve_order"))]
 type MapImpl<K, V> = BTreeMap<K, V>;
 #[cfg(feature = "preserve_order")]
-type MapImpl<K, V> = IndexMap<K, V, BuildHasherImpl>;
+type MapImpl<K, V> = OrderedMap<K, V>;
 
-#[cfg(all(feature = "preserve_order", feature = "std"))]
-type BuildHasherImpl = std::collections::hash_map::RandomState;
-#[cfg(all(feature = "preserve_order", not(feature = "std")))]
-type BuildHasherImpl = foldhash::fast::RandomState;
 
 impl Map<String, Value> {
     /// Makes a new empty Map.
@@ -65,7 +61,7 @@ impl Map<String, Value> {
                 BTreeMap::new()
             },
             #[cfg(feature = "preserve_order")]
-            map: IndexMap::with_capacity_and_hasher(capacity, BuildHasherImpl::default()),
+            map: OrderedMap::with_capacity(capacity),
         }
     }
 
@@ -288,7 +284,7 @@ impl Map<String, Value> {
         #[cfg(not(feature = "preserve_order"))]
         use alloc::collections::btree_map::Entry as EntryImpl;
         #[cfg(feature = "preserve_order")]
-        use indexmap::map::Entry as EntryImpl;
+        use crate::ordered::Entry as EntryImpl;
 
         match self.map.entry(key.into()) {
             EntryImpl::Vacant(vacant) => Entry::Vacant(VacantEntry { vacant }),
@@ -648,12 +644,12 @@ pub struct OccupiedEntry<'a> {
 #[cfg(not(feature = "preserve_order"))]
 type VacantEntryImpl<'a> = btree_map::VacantEntry<'a, String, Value>;
 #[cfg(feature = "preserve_order")]
-type VacantEntryImpl<'a> = indexmap::map::VacantEntry<'a, String, Value>;
+type VacantEntryImpl<'a> = crate::ordered::VacantEntry<'a, String, Value>;
 
 #[cfg(not(feature = "preserve_order"))]
 type OccupiedEntryImpl<'a> = btree_map::OccupiedEntry<'a, String, Value>;
 #[cfg(feature = "preserve_order")]
-type OccupiedEntryImpl<'a> = indexmap::map::OccupiedEntry<'a, String, Value>;
+type OccupiedEntryImpl<'a> = crate::ordered::OccupiedEntry<'a, String, Value>;
 
 impl<'a> Entry<'a> {
     /// Returns a reference to this entry's key.
@@ -1072,7 +1068,7 @@ pub struct Iter<'a> {
 #[cfg(not(feature = "preserve_order"))]
 type IterImpl<'a> = btree_map::Iter<'a, String, Value>;
 #[cfg(feature = "preserve_order")]
-type IterImpl<'a> = indexmap::map::Iter<'a, String, Value>;
+type IterImpl<'a> = crate::ordered::Iter<'a, String, Value>;
 
 delegate_iterator!((Iter<'a>) => (&'a String, &'a Value));
 
@@ -1098,7 +1094,7 @@ pub struct IterMut<'a> {
 #[cfg(not(feature = "preserve_order"))]
 type IterMutImpl<'a> = btree_map::IterMut<'a, String, Value>;
 #[cfg(feature = "preserve_order")]
-type IterMutImpl<'a> = indexmap::map::IterMut<'a, String, Value>;
+type IterMutImpl<'a> = crate::ordered::IterMut<'a, String, Value>;
 
 delegate_iterator!((IterMut<'a>) => (&'a String, &'a mut Value));
 
@@ -1124,7 +1120,7 @@ pub struct IntoIter {
 #[cfg(not(feature = "preserve_order"))]
 type IntoIterImpl = btree_map::IntoIter<String, Value>;
 #[cfg(feature = "preserve_order")]
-type IntoIterImpl = indexmap::map::IntoIter<String, Value>;
+type IntoIterImpl = crate::ordered::IntoIter<String, Value>;
 
 delegate_iterator!((IntoIter) => (String, Value));
 
@@ -1139,7 +1135,7 @@ pub struct Keys<'a> {
 #[cfg(not(feature = "preserve_order"))]
 type KeysImpl<'a> = btree_map::Keys<'a, String, Value>;
 #[cfg(feature = "preserve_order")]
-type KeysImpl<'a> = indexmap::map::Keys<'a, String, Value>;
+type KeysImpl<'a> = crate::ordered::Keys<'a, String, Value>;
 
 delegate_iterator!((Keys<'a>) => &'a String);
 
@@ -1154,7 +1150,7 @@ pub struct Values<'a> {
 #[cfg(not(feature = "preserve_order"))]
 type ValuesImpl<'a> = btree_map::Values<'a, String, Value>;
 #[cfg(feature = "preserve_order")]
-type ValuesImpl<'a> = indexmap::map::Values<'a, String, Value>;
+type ValuesImpl<'a> = crate::ordered::Values<'a, String, Value>;
 
 delegate_iterator!((Values<'a>) => &'a Value);
 
@@ -1169,7 +1165,7 @@ pub struct ValuesMut<'a> {
 #[cfg(not(feature = "preserve_order"))]
 type ValuesMutImpl<'a> = btree_map::ValuesMut<'a, String, Value>;
 #[cfg(feature = "preserve_order")]
-type ValuesMutImpl<'a> = indexmap::map::ValuesMut<'a, String, Value>;
+type ValuesMutImpl<'a> = crate::ordered::ValuesMut<'a, String, Value>;
 
 delegate_iterator!((ValuesMut<'a>) => &'a mut Value);
 
@@ -1184,6 +1180,6 @@ pub struct IntoValues {
 #[cfg(not(feature = "preserve_order"))]
 type IntoValuesImpl = btree_map::IntoValues<String, Value>;
 #[cfg(feature = "preserve_order")]
-type IntoValuesImpl = indexmap::map::IntoValues<String, Value>;
+type IntoValuesImpl = crate::ordered::IntoValues<String, Value>;
 
 delegate_iterator!((IntoValues) => Value);
