@@ -321,8 +321,7 @@ impl<K: Hash + Eq, V> OrderedMap<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        let i = self.find(key)?;
-        Some(self.swap_remove_index(i))
+        self.find(key).map(|i| self.swap_remove_index(i))
     }
 
     pub fn shift_remove<Q>(&mut self, key: &Q) -> Option<V>
@@ -338,8 +337,7 @@ impl<K: Hash + Eq, V> OrderedMap<K, V> {
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
-        let i = self.find(key)?;
-        Some(self.shift_remove_index(i))
+        self.find(key).map(|i| self.shift_remove_index(i))
     }
 
     pub fn entry(&mut self, key: K) -> Entry<'_, K, V> {
@@ -428,7 +426,7 @@ impl<K: Hash + Eq, V> Extend<(K, V)> for OrderedMap<K, V> {
         if self.is_empty() {
             self.entries.reserve_exact(lower);
         } else {
-            self.entries.reserve(lower.div_ceil(2));
+            self.entries.reserve((lower + 1) / 2);
         }
         for (k, v) in iter {
             self.insert(k, v);
