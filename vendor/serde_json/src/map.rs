@@ -3,6 +3,9 @@
 //! By default the map is backed by a [`BTreeMap`]. Enable the `preserve_order`
 //! feature of serde_json to use [`IndexMap`] instead.
 //!
+//! halite: with `preserve_order` this copy backs the map with its own
+//! compact `OrderedMap` (src/ordered.rs), which behaves as `IndexMap`.
+//!
 //! In builds without the `std` feature, `preserve_order` hashes keys with
 //! [`foldhash::fast::RandomState`]. Foldhash provides minimal HashDoS
 //! resistance, but does not protect against interactive attackers. Builds with
