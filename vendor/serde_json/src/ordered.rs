@@ -151,38 +151,45 @@ impl<K, V> OrderedMap<K, V> {
 }
 
 impl<K: Hash + Eq, V> OrderedMap<K, V> {
-    fn hash_of<Q>(&self, key: &Q) -> Option<u64>
-    where
-        Q: ?Sized + Hash,
-    {
-        self.index.as_ref().map(|index| index.hasher.hash_one(key))
-    }
-
-    /// The position of `key`, by a scan or through the index.
-    fn find<Q>(&self, key: &Q) -> Option<usize>
+    /// The position of `key` (by a scan, or through the index), and the
+    /// key's hash when the map is indexed, for [`Self::push_new`].
+    fn locate<Q>(&self, key: &Q) -> (Option<usize>, Option<u64>)
     where
         K: Borrow<Q>,
         Q: ?Sized + Hash + Eq,
     {
         match &self.index {
-            None => self.entries.iter().position(|(k, _)| k.borrow() == key),
+            None => (
+                self.entries.iter().position(|(k, _)| k.borrow() == key),
+                None,
+            ),
             Some(index) => {
                 let hash = index.hasher.hash_one(key);
-                index
+                let found = index
                     .table
                     .find(hash, |&i| self.entries[i].0.borrow() == key)
-                    .copied()
+                    .copied();
+                (found, Some(hash))
             }
         }
     }
 
+    fn find<Q>(&self, key: &Q) -> Option<usize>
+    where
+        K: Borrow<Q>,
+        Q: ?Sized + Hash + Eq,
+    {
+        self.locate(key).0
+    }
+
     /// Appends an entry whose key is not in the map; returns its position.
-    fn push_new(&mut self, key: K, value: V) -> usize {
+    /// `hash` is what [`Self::locate`] gave for the key.
+    fn push_new(&mut self, key: K, value: V, hash: Option<u64>) -> usize {
         self.reserve_one();
         let i = self.entries.len();
         match &mut self.index {
             Some(index) => {
-                let hash = index.hasher.hash_one(&key);
+                let hash = hash.unwrap_or_else(|| index.hasher.hash_one(&key));
                 self.entries.push((key, value));
                 let entries = &self.entries;
                 let hasher = &index.hasher;
@@ -200,8 +207,10 @@ impl<K: Hash + Eq, V> OrderedMap<K, V> {
         i
     }
 
+    /// Re-indexes after entries moved. A map has an index exactly when it
+    /// has grown past `LINEAR_MAX` entries.
     fn rebuild_index(&mut self) {
-        if self.index.is_some() || self.entries.len() > LINEAR_MAX {
+        if self.index.is_some() {
             self.index = Some(Index::build(&self.entries));
         }
     }
@@ -243,10 +252,10 @@ impl<K: Hash + Eq, V> OrderedMap<K, V> {
 
     /// Inserts or updates; an updated key keeps its position.
     pub fn insert(&mut self, key: K, value: V) -> Option<V> {
-        match self.find(&key) {
-            Some(i) => Some(mem::replace(&mut self.entries[i].1, value)),
-            None => {
-                self.push_new(key, value);
+        match self.locate(&key) {
+            (Some(i), _) => Some(mem::replace(&mut self.entries[i].1, value)),
+            (None, hash) => {
+                self.push_new(key, value, hash);
                 None
             }
         }
@@ -254,15 +263,15 @@ impl<K: Hash + Eq, V> OrderedMap<K, V> {
 
     /// Inserts at `index`, or moves a present key there; `IndexMap`'s rules.
     pub fn shift_insert(&mut self, index: usize, key: K, value: V) -> Option<V> {
-        match self.find(&key) {
-            Some(i) => {
+        match self.locate(&key) {
+            (Some(i), _) => {
                 let old = mem::replace(&mut self.entries[i].1, value);
                 self.move_index(i, index);
                 Some(old)
             }
-            None => {
+            (None, hash) => {
                 assert!(index <= self.entries.len(), "index out of bounds");
-                let i = self.push_new(key, value);
+                let i = self.push_new(key, value, hash);
                 self.move_index(i, index);
                 None
             }
@@ -283,25 +292,22 @@ impl<K: Hash + Eq, V> OrderedMap<K, V> {
 
     fn swap_remove_index(&mut self, i: usize) -> (K, V) {
         let last = self.entries.len() - 1;
-        if let Some(mut index) = self.index.take() {
+        if let Some(index) = &mut self.index {
             index.erase(index.hasher.hash_one(&self.entries[i].0), i);
             if i != last {
                 let moved = index.hasher.hash_one(&self.entries[last].0);
                 index.relocate(moved, last, i);
             }
-            self.index = Some(index);
         }
         self.entries.swap_remove(i)
     }
 
     fn shift_remove_index(&mut self, i: usize) -> (K, V) {
-        if let Some(hash) = self.hash_of(&self.entries[i].0) {
-            if let Some(index) = &mut self.index {
-                index.erase(hash, i);
-                for slot in index.table.iter_mut() {
-                    if *slot > i {
-                        *slot -= 1;
-                    }
+        if let Some(index) = &mut self.index {
+            index.erase(index.hasher.hash_one(&self.entries[i].0), i);
+            for slot in index.table.iter_mut() {
+                if *slot > i {
+                    *slot -= 1;
                 }
             }
         }
@@ -341,9 +347,13 @@ impl<K: Hash + Eq, V> OrderedMap<K, V> {
     }
 
     pub fn entry(&mut self, key: K) -> Entry<'_, K, V> {
-        match self.find(&key) {
-            Some(index) => Entry::Occupied(OccupiedEntry { map: self, index }),
-            None => Entry::Vacant(VacantEntry { map: self, key }),
+        match self.locate(&key) {
+            (Some(index), _) => Entry::Occupied(OccupiedEntry { map: self, index }),
+            (None, hash) => Entry::Vacant(VacantEntry {
+                map: self,
+                key,
+                hash,
+            }),
         }
     }
 
@@ -353,7 +363,7 @@ impl<K: Hash + Eq, V> OrderedMap<K, V> {
     {
         let before = self.entries.len();
         self.entries.retain_mut(|(k, v)| keep(k, v));
-        if self.entries.len() != before && self.index.is_some() {
+        if self.entries.len() != before {
             self.rebuild_index();
         }
     }
@@ -363,9 +373,7 @@ impl<K: Hash + Eq, V> OrderedMap<K, V> {
         K: Ord,
     {
         self.entries.sort_unstable_by(|a, b| a.0.cmp(&b.0));
-        if self.index.is_some() {
-            self.rebuild_index();
-        }
+        self.rebuild_index();
     }
 }
 
@@ -466,6 +474,7 @@ impl<'a, K, V> IntoIterator for &'a OrderedMap<K, V> {
 pub struct VacantEntry<'a, K, V> {
     map: &'a mut OrderedMap<K, V>,
     key: K,
+    hash: Option<u64>,
 }
 
 /// A present entry, from [`OrderedMap::entry`].
@@ -486,7 +495,7 @@ impl<'a, K: Hash + Eq, V> VacantEntry<'a, K, V> {
     }
 
     pub fn insert(self, value: V) -> &'a mut V {
-        let i = self.map.push_new(self.key, value);
+        let i = self.map.push_new(self.key, value, self.hash);
         &mut self.map.entries[i].1
     }
 }

@@ -72,20 +72,30 @@ impl<'b> IndentFormatter<'b> {
     fn line_break(&mut self, first: bool) -> &[u8] {
         line_break(self.breaks, self.indent, self.level, first)
     }
-}
 
-impl serde_json::ser::Formatter for IndentFormatter<'_> {
-    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+    /// Opens an array or an object: one level deeper, nothing in it yet.
+    fn open<W: ?Sized + Write>(&mut self, w: &mut W, bracket: &[u8]) -> io::Result<()> {
         self.level += 1;
         self.has_value = false;
-        w.write_all(b"[")
+        w.write_all(bracket)
     }
-    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+
+    /// Closes an array or an object, on a line of its own when it had values.
+    fn close<W: ?Sized + Write>(&mut self, w: &mut W, bracket: &[u8]) -> io::Result<()> {
         self.level -= 1;
         if self.has_value {
             w.write_all(self.line_break(true))?;
         }
-        w.write_all(b"]")
+        w.write_all(bracket)
+    }
+}
+
+impl serde_json::ser::Formatter for IndentFormatter<'_> {
+    fn begin_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.open(w, b"[")
+    }
+    fn end_array<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
+        self.close(w, b"]")
     }
     fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
         w.write_all(self.line_break(first))
@@ -95,16 +105,10 @@ impl serde_json::ser::Formatter for IndentFormatter<'_> {
         Ok(())
     }
     fn begin_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.level += 1;
-        self.has_value = false;
-        w.write_all(b"{")
+        self.open(w, b"{")
     }
     fn end_object<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        self.level -= 1;
-        if self.has_value {
-            w.write_all(self.line_break(true))?;
-        }
-        w.write_all(b"}")
+        self.close(w, b"}")
     }
     fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
         w.write_all(self.line_break(first))
