@@ -2086,9 +2086,23 @@ where
     F: ?Sized + Formatter,
 {
     let mut bytes = value.as_bytes();
+    if !needs_escape(bytes) {
+        // The common case: the string as it is, in one write.
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        return formatter.write_string_fragment(writer, value);
+    }
 
     let mut i = 0;
     while i < bytes.len() {
+        // Eight bytes at a time while none of them needs escaping.
+        if let Some(word) = bytes.get(i..i + 8) {
+            if !word_needs_escape(word) {
+                i += 8;
+                continue;
+            }
+        }
         let (string_run, rest) = bytes.split_at(i);
         let (&byte, rest) = rest.split_first().unwrap();
 
@@ -2130,6 +2144,45 @@ where
     }
 
     formatter.write_string_fragment(writer, string_run)
+}
+
+/// Whether any byte of `bytes` needs escaping, eight at a time (the last
+/// few padded with spaces, which do not).
+#[inline]
+fn needs_escape(bytes: &[u8]) -> bool {
+    let mut words = bytes.chunks_exact(8);
+    if words.any(word_needs_escape) {
+        return true;
+    }
+    let rest = words.remainder();
+    if rest.is_empty() {
+        return false;
+    }
+    let mut last = [b' '; 8];
+    for (to, from) in last.iter_mut().zip(rest) {
+        *to = *from;
+    }
+    word_needs_escape(&last)
+}
+
+/// Whether any of the 8 bytes of `word` is a control character, `"` or
+/// `\\` (the bytes `ESCAPE` marks), tested on all eight at once. For
+/// "is any byte below `n`": subtracting `n` from every byte sets the high
+/// bit of a byte below `n` whose own high bit is clear; a borrow into the
+/// next byte only happens from a byte already below `n`, so the answer is
+/// exact.
+#[inline]
+fn word_needs_escape(word: &[u8]) -> bool {
+    const ONES: u64 = 0x0101_0101_0101_0101;
+    const HIGH: u64 = 0x8080_8080_8080_8080;
+    let mut w = [0; 8];
+    w.copy_from_slice(word);
+    let w = u64::from_le_bytes(w);
+    let below = |x: u64, n: u8| x.wrapping_sub(ONES * u64::from(n)) & !x;
+    let control = below(w, 0x20);
+    let quote = below(w ^ (ONES * u64::from(b'"')), 1);
+    let backslash = below(w ^ (ONES * u64::from(b'\\')), 1);
+    (control | quote | backslash) & HIGH != 0
 }
 
 const BB: u8 = b'b'; // \x08
