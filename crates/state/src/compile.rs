@@ -2,10 +2,12 @@
 //! `_in` requisites and `use`, `exclude`, then one chunk per state function
 //! (`names` expanded), as Salt's `State.call_high` prepares them.
 
+use std::cell::Cell;
+
 use indexmap::IndexMap;
 
 use crate::fnmatch::fnmatch;
-use crate::graph::{ChunkKeys, Graph};
+use crate::graph::{has_requisites, ChunkKeys, Graph};
 use crate::pieces::{fold_on_helper, piece_count, split_vec};
 use crate::requisite::{py_repr, py_str, REQUISITE_KEYWORDS};
 use crate::{LowChunk, Map, Value};
@@ -647,13 +649,24 @@ pub fn compile_high_data(high: Map) -> Graph {
     let ids: Vec<(String, Value)> = high.into_iter().collect();
     let n = piece_count(ids.len());
     let pieces = split_vec(ids, n);
+    // Requisite targets are looked up by keys computed from each chunk:
+    // only from the first chunk with requisites on (the graph indexes the
+    // ones before it then), so that a tree without any computes none.
+    let requisites_seen = Cell::new(false);
     let build = |ids: Vec<(String, Value)>| {
         let mut keyed = Vec::with_capacity(ids.len());
         let mut chunks = Vec::new();
         for (id, body) in ids {
             id_chunks(id, body, &mut chunks);
             keyed.extend(chunks.drain(..).map(|chunk| {
-                let keys = ChunkKeys::of(&chunk);
+                if !requisites_seen.get() && has_requisites(&chunk) {
+                    requisites_seen.set(true);
+                }
+                let keys = if requisites_seen.get() {
+                    ChunkKeys::of(&chunk)
+                } else {
+                    ChunkKeys::tag_only(&chunk)
+                };
                 (chunk, keys)
             }));
         }
@@ -871,5 +884,97 @@ mod tests {
             assert_eq!(got.to_value(), want.to_value());
             assert_eq!(graph.tag(ci), crate::graph::chunk_tag(want));
         }
+    }
+
+    /// The graph indexes requisite targets only from the first chunk with
+    /// requisites on, indexing the ones before it then. Wherever that
+    /// chunk comes (first, in the middle of a tree compiled in pieces,
+    /// last), requisites by ID, by name, by SLS and by glob find the same
+    /// targets, and the run order is the one a graph built chunk by chunk
+    /// with every chunk indexed gives.
+    #[test]
+    fn targets_are_found_however_late_the_first_requisite_comes() {
+        let n = 2 * crate::pieces::SPLIT_MIN + 7;
+        for at in [0, n / 2, n - 1] {
+            let mut data = Map::new();
+            for i in 0..n {
+                let sls = if i % 2 == 0 { "even" } else { "odd" };
+                let mut body = serde_json::json!({"__sls__": sls, "__env__": "base",
+                    "test": ["nop", {"name": format!("name{i}")}]});
+                if i == at {
+                    body = serde_json::json!({"__sls__": "req", "__env__": "base",
+                        "test": ["nop", {"require": [
+                            {"test": format!("name{}", n - 2)},
+                            format!("id{}", (at + 1) % n),
+                            {"sls": "odd"},
+                            {"id": "id1?"},
+                        ]}, {"watch": [{"test": "name3"}]}]});
+                }
+                data.insert(format!("id{i}"), body);
+            }
+            let mut compiled = compile_high_data(data.clone());
+            let order = compiled.order(&[]).expect("every target is found");
+
+            let mut one_by_one = Graph::new();
+            for (id, body) in data {
+                let mut chunks = Vec::new();
+                id_chunks(id, body, &mut chunks);
+                for chunk in chunks {
+                    one_by_one.add_chunk(chunk);
+                }
+            }
+            let want = one_by_one.order(&[]).expect("every target is found");
+            assert_eq!(order, want, "requisites in chunk {at}");
+            let deps = |g: &Graph| {
+                let mut d: Vec<String> = g
+                    .dependencies(at)
+                    .into_iter()
+                    .map(|(_, c)| g.tag(c).to_string())
+                    .collect();
+                d.sort();
+                d
+            };
+            let found = deps(&compiled);
+            assert_eq!(found, deps(&one_by_one), "requisites in chunk {at}");
+            // name{n-2}, id{at+1}, the odd half, id10 to id19, name3.
+            assert!(found.len() > n / 2, "{} targets found", found.len());
+            for target in [
+                format!("id{}", (at + 1) % n),
+                "id13".to_string(),
+                "id15".to_string(),
+            ] {
+                assert!(
+                    found.iter().any(|t| t.contains(&format!("_|-{target}_|-"))),
+                    "{target}"
+                );
+            }
+        }
+    }
+
+    /// A tree without requisites orders as Salt does without building
+    /// the target index; a missing target is still reported.
+    #[test]
+    fn a_tree_without_requisites_still_reports_missing_targets() {
+        let data = high(serde_json::json!({
+            "a": {"__sls__": "s", "__env__": "base", "test": ["nop"]},
+            "b": {"__sls__": "s", "__env__": "base", "test": ["nop"]},
+        }));
+        let mut graph = compile_high_data(data.clone());
+        assert_eq!(graph.order(&[]).expect("no requisites").len(), 2);
+
+        let mut data = data;
+        data.insert(
+            "c".into(),
+            serde_json::json!({"__sls__": "s", "__env__": "base",
+                               "test": ["nop", {"require": [{"test": "a"}, "missing"]}]}),
+        );
+        let errors = compile_high_data(data)
+            .order(&[])
+            .expect_err("a missing target");
+        assert!(
+            errors[0]
+                .contains("Referenced state does not exist for requisite [require: (id: missing)]"),
+            "{errors:?}"
+        );
     }
 }

@@ -45,9 +45,8 @@ pub struct Graph {
     /// Each node's run tag, indexed like `nodes`: the one copy of a tag,
     /// found by tag or by node.
     node_tags: FxIndexSet<String>,
-    /// (module or `id`) + `\x1f` + (name or ID) -> nodes.
-    lookup: FxIndexMap<String, NodeList>,
-    sls_to_nodes: FxIndexMap<String, NodeList>,
+    /// Where requisite targets are found.
+    targets: TargetIndex,
     /// Each node's edges to its dependents and from its dependencies
     /// (other node, kinds), in the order they were added.
     out_edges: Vec<Vec<(usize, Kinds)>>,
@@ -59,6 +58,47 @@ pub struct Graph {
     edge_at: FxHashMap<(usize, usize), (u32, u32)>,
     /// Reused to build lookup keys without an allocation per requisite.
     key_buf: String,
+}
+
+/// The index requisite targets are found in: by (module or `id`) +
+/// `\x1f` + (name or ID), and by SLS. It holds the graph's first
+/// `indexed` chunks, and all of them from the first requisite on
+/// ([`Graph::index_up_to`]): a tree without requisites never builds it
+/// (two to four keys per chunk).
+#[derive(Debug, Default)]
+struct TargetIndex {
+    lookup: FxIndexMap<String, NodeList>,
+    sls_to_nodes: FxIndexMap<String, NodeList>,
+    indexed: usize,
+}
+
+impl TargetIndex {
+    /// Adds node `ni`, the node of `chunk`, under `keys` and under its
+    /// SLS (and those that included it).
+    fn add(&mut self, ni: usize, chunk: &LowChunk, keys: impl Iterator<Item = String>) {
+        for k in keys {
+            match self.lookup.get_mut(k.as_str()) {
+                Some(set) => set.push_new(ni),
+                None => {
+                    self.lookup.insert(k, NodeList::One(ni));
+                }
+            }
+        }
+        let sls = chunk.sls();
+        let included = chunk.get("__sls_included_from__").and_then(Value::as_array);
+        let included = included.into_iter().flatten().filter_map(Value::as_str);
+        for sls in std::iter::once(sls)
+            .filter(|s| !s.is_empty())
+            .chain(included)
+        {
+            match self.sls_to_nodes.get_mut(sls) {
+                Some(set) => set.push_new(ni),
+                None => {
+                    self.sls_to_nodes.insert(sls.to_string(), NodeList::One(ni));
+                }
+            }
+        }
+    }
 }
 
 /// The nodes a requisite target names, in the order they were added:
@@ -99,19 +139,38 @@ impl NodeList {
 }
 
 /// What adding a chunk to the graph needs from the chunk alone: its run
-/// tag and the keys it is found by as a requisite target ((module or
-/// `id`) + `\x1f` + (name or ID)). Computed where the chunk is built (a
-/// large tree's chunks are built on a helper thread), so that the thread
-/// assembling the graph only inserts.
+/// tag and, once the tree is known to have requisites, the keys it is
+/// found by as a requisite target ((module or `id`) + `\x1f` + (name or
+/// ID)). Computed where the chunk is built (a large tree's chunks are
+/// built on the calling thread while a helper thread assembles the graph),
+/// so that the assembling thread only inserts.
 #[derive(Debug)]
 pub struct ChunkKeys {
     tag: String,
     lookup: [String; 4],
+    /// 0 when the keys were not computed ([`ChunkKeys::tag_only`]).
     lookup_len: usize,
 }
 
+/// Whether `chunk` has a requisite (Salt's `add_requisites` has work).
+pub fn has_requisites(chunk: &LowChunk) -> bool {
+    RequisiteKind::ALL
+        .iter()
+        .any(|k| chunk.contains_key(k.keyword()))
+}
+
 impl ChunkKeys {
-    /// The keys of `chunk`.
+    /// The tag of `chunk` alone: until a chunk with requisites comes, the
+    /// graph does not index its chunks as targets.
+    pub fn tag_only(chunk: &LowChunk) -> ChunkKeys {
+        ChunkKeys {
+            tag: chunk_tag(chunk),
+            lookup: Default::default(),
+            lookup_len: 0,
+        }
+    }
+
+    /// The tag and target keys of `chunk`.
     pub fn of(chunk: &LowChunk) -> ChunkKeys {
         let state = chunk.state();
         let id = chunk.id();
@@ -263,7 +322,6 @@ impl Graph {
         g.node_tags.reserve(chunks);
         g.out_edges.reserve(chunks);
         g.in_edges.reserve(chunks);
-        g.lookup.reserve(2 * chunks);
         g
     }
 
@@ -315,36 +373,42 @@ impl Graph {
 
     /// Adds a chunk whose [`ChunkKeys`] were computed beforehand (by the
     /// thread that built it): the same as [`Graph::add_chunk`], with only
-    /// the table inserts left to do.
+    /// the table inserts left to do. Keys given mean the tree has
+    /// requisites: the chunks before it are indexed first, so that the
+    /// index holds every chunk in order however late it was started.
     pub fn add_keyed_chunk(&mut self, chunk: LowChunk, keys: ChunkKeys) -> usize {
         let ci = self.chunks.len();
         let ni = self.node_for(Cow::Owned(keys.tag));
         self.chunk_nodes.push(ni);
         self.nodes[ni].chunk = Some(ci);
-        for k in keys.lookup.into_iter().take(keys.lookup_len) {
-            match self.lookup.get_mut(k.as_str()) {
-                Some(set) => set.push_new(ni),
-                None => {
-                    self.lookup.insert(k, NodeList::One(ni));
-                }
-            }
-        }
-        let sls = chunk.sls();
-        let included = chunk.get("__sls_included_from__").and_then(Value::as_array);
-        let included = included.into_iter().flatten().filter_map(Value::as_str);
-        for sls in std::iter::once(sls)
-            .filter(|s| !s.is_empty())
-            .chain(included)
-        {
-            match self.sls_to_nodes.get_mut(sls) {
-                Some(set) => set.push_new(ni),
-                None => {
-                    self.sls_to_nodes.insert(sls.to_string(), NodeList::One(ni));
-                }
-            }
+        if keys.lookup_len > 0 {
+            self.index_up_to(ci);
+            let keys = keys.lookup.into_iter().take(keys.lookup_len);
+            self.targets.add(ni, &chunk, keys);
+            self.targets.indexed = ci + 1;
         }
         self.chunks.push(chunk);
         ci
+    }
+
+    /// Indexes the chunks from the first not yet indexed up to (not
+    /// including) `end` as requisite targets.
+    fn index_up_to(&mut self, end: usize) {
+        let targets = &mut self.targets;
+        if targets.indexed >= end {
+            return;
+        }
+        if targets.indexed == 0 {
+            // Two keys per chunk at least (four when name and ID differ).
+            targets.lookup.reserve(2 * self.chunks.capacity().max(end));
+        }
+        for ci in targets.indexed..end {
+            let chunk = &self.chunks[ci];
+            let keys = ChunkKeys::of(chunk);
+            let keys = keys.lookup.into_iter().take(keys.lookup_len);
+            targets.add(self.chunk_nodes[ci], chunk, keys);
+        }
+        targets.indexed = end;
     }
 
     fn prereq_tag(tag: &str) -> String {
@@ -410,6 +474,7 @@ impl Graph {
     }
 
     fn add_dependency(&mut self, ci: usize, kind: RequisiteKind, key: &str, val: &str) -> bool {
+        self.index_up_to(self.chunks.len());
         let has_prereq = self.chunks[ci]
             .get("__prereq__")
             .is_some_and(|v| v == &Value::Bool(true));
@@ -419,6 +484,7 @@ impl Graph {
             if is_pattern(val) {
                 found = true;
                 let hits: Vec<NodeList> = self
+                    .targets
                     .sls_to_nodes
                     .iter()
                     .filter(|(sls, _)| fnmatch(sls, val))
@@ -427,13 +493,14 @@ impl Graph {
                 for reqs in hits {
                     self.add_reqs(node, has_prereq, kind, reqs.as_slice());
                 }
-            } else if let Some(reqs) = self.sls_to_nodes.get(val).cloned() {
+            } else if let Some(reqs) = self.targets.sls_to_nodes.get(val).cloned() {
                 found = !reqs.as_slice().is_empty();
                 self.add_reqs(node, has_prereq, kind, reqs.as_slice());
             }
         } else if is_pattern(val) {
             let prefix = format!("{key}\x1f");
             let hits: Vec<NodeList> = self
+                .targets
                 .lookup
                 .iter()
                 .filter(|(k, _)| {
@@ -452,19 +519,19 @@ impl Graph {
             k.push_str(key);
             k.push('\x1f');
             k.push_str(val);
-            let at = self.lookup.get_index_of(k.as_str());
+            let at = self.targets.lookup.get_index_of(k.as_str());
             self.key_buf = k;
             // Taken out while the edges are added (they never touch the
             // lookup), then put back: no copy of the list per requisite.
             let reqs = at
-                .and_then(|i| self.lookup.get_index_mut(i))
+                .and_then(|i| self.targets.lookup.get_index_mut(i))
                 .map(|(_, v)| std::mem::take(v));
             if let (Some(i), Some(reqs)) = (at, reqs) {
                 if !reqs.as_slice().is_empty() {
                     found = true;
                     self.add_reqs(node, has_prereq, kind, reqs.as_slice());
                 }
-                if let Some((_, v)) = self.lookup.get_index_mut(i) {
+                if let Some((_, v)) = self.targets.lookup.get_index_mut(i) {
                     *v = reqs;
                 }
             }
@@ -475,12 +542,7 @@ impl Graph {
     /// Adds the requisite edges of chunk `ci` (Salt's `add_requisites`).
     /// Returns Salt's error message for a missing target or a bad value.
     pub fn add_requisites(&mut self, ci: usize, disabled: &[String]) -> Option<String> {
-        let chunk = &self.chunks[ci];
-        // One pass over the chunk's few keys (cheaper than hashing every keyword).
-        if !chunk
-            .iter()
-            .any(|(key, _)| RequisiteKind::ALL.iter().any(|k| k.keyword() == key))
-        {
+        if !has_requisites(&self.chunks[ci]) {
             return None;
         }
         for kind in RequisiteKind::EDGE_KINDS {
