@@ -114,17 +114,39 @@ pub struct SmallDict {
 /// every chunk or return has ([`tests::probed_keys_miss_in_the_filter`]);
 /// a shared bit would only cost a scan.
 #[inline(always)]
-fn key_bit(key: &str) -> u64 {
+const fn key_bit(key: &str) -> u64 {
     const MIX: u64 = 0x5dc5_60cc_5e4c_25e5;
     let b = key.as_bytes();
     let Some((&last, _)) = b.split_last() else {
         return 1;
     };
     let x = (b.len() as u64 & 0xff)
-        | u64::from(b[0]) << 8
-        | u64::from(b[b.len() / 2]) << 16
-        | u64::from(last) << 24;
+        | (b[0] as u64) << 8
+        | (b[b.len() / 2] as u64) << 16
+        | (last as u64) << 24;
     1 << (x.wrapping_mul(MIX) >> 58)
+}
+
+/// A fixed set of keys a dict is asked whether it has any of (the
+/// requisite keywords, for every chunk): their filter bits are computed
+/// once, so that a dict with none of them mostly answers with one test.
+#[derive(Debug)]
+pub struct KeySet {
+    keys: &'static [&'static str],
+    filter: u64,
+}
+
+impl KeySet {
+    /// The set of `keys`.
+    pub const fn new(keys: &'static [&'static str]) -> KeySet {
+        let mut filter = 0;
+        let mut i = 0;
+        while i < keys.len() {
+            filter |= key_bit(keys[i]);
+            i += 1;
+        }
+        KeySet { keys, filter }
+    }
 }
 
 impl SmallDict {
@@ -165,6 +187,11 @@ impl SmallDict {
             .iter_mut()
             .find(|(k, _)| k.as_ref() == key)
             .map(|(_, v)| v)
+    }
+    /// Whether the dict has any key of `set`.
+    #[inline]
+    pub fn contains_any(&self, set: &KeySet) -> bool {
+        self.filter & set.filter != 0 && set.keys.iter().any(|k| self.contains_key(k))
     }
     /// Whether the dict has `key`.
     #[inline]
@@ -401,6 +428,21 @@ mod tests {
                 "{key} shares a bit with a return key"
             );
         }
+    }
+
+    #[test]
+    fn contains_any_finds_each_key_of_the_set() {
+        const SET: KeySet = KeySet::new(&["require", "watch_any", "listen"]);
+        let chunk: SmallDict = CHUNK_KEYS.iter().map(|k| (*k, Value::Null)).collect();
+        assert!(!chunk.contains_any(&SET));
+        for key in SET.keys {
+            let mut with = chunk.clone();
+            with.insert(*key, Value::Null);
+            assert!(with.contains_any(&SET), "{key}");
+            with.shift_remove(key);
+            assert!(!with.contains_any(&SET), "{key} removed");
+        }
+        assert!(!SmallDict::new().contains_any(&KeySet::new(&[])));
     }
 
     #[test]

@@ -20,6 +20,7 @@ type FxIndexMap<K, V> = IndexMap<K, V, FxBuildHasher>;
 /// An insertion-ordered set with the same hasher.
 type FxIndexSet<T> = indexmap::IndexSet<T, FxBuildHasher>;
 
+use crate::dict::KeySet;
 use crate::fnmatch::{fnmatch, is_pattern};
 use crate::requisite::{py_repr, py_str, RequisiteKind};
 use crate::{LowChunk, Map, Value};
@@ -154,9 +155,8 @@ pub struct ChunkKeys {
 
 /// Whether `chunk` has a requisite (Salt's `add_requisites` has work).
 pub fn has_requisites(chunk: &LowChunk) -> bool {
-    RequisiteKind::ALL
-        .iter()
-        .any(|k| chunk.contains_key(k.keyword()))
+    const REQUISITES: KeySet = KeySet::new(&RequisiteKind::KEYWORDS);
+    chunk.contains_any(&REQUISITES)
 }
 
 impl ChunkKeys {

@@ -340,8 +340,7 @@ fn handle_state_decl(
             return;
         }
         if let Value::String(s) = body {
-            if let Some((module, rest)) = s.split_once('.') {
-                let fun = rest.split('.').next().unwrap_or(rest);
+            if let Some((module, fun)) = module_fun(s) {
                 let mut m = Map::new();
                 m.insert("__sls__".into(), Value::from(sls));
                 m.insert("__env__".into(), Value::from(saltenv));
@@ -368,8 +367,8 @@ fn handle_state_decl(
         if !body.get(&key).is_some_and(Value::is_array) {
             continue;
         }
-        if let Some((module, rest)) = key.split_once('.') {
-            let fun = rest.split('.').next().unwrap_or(rest).to_string();
+        if let Some((module, fun)) = module_fun(&key) {
+            let fun = fun.to_string();
             if skeys.iter().any(|k| k == module) {
                 errors.push(format!(
                         "ID '{name}' in SLS '{sls}' contains multiple state declarations of the same type"
@@ -395,6 +394,17 @@ fn handle_state_decl(
     }
 }
 
+/// `module.fun` split at its first dot, the function ending at the next
+/// (`pkg.installed.extra` is `pkg`, `installed`); `None` without a dot.
+/// Byte searches: a state key is short, and `str::split` sets up a
+/// searcher per call (a few percent of rendering a 10k-state tree).
+fn module_fun(key: &str) -> Option<(&str, &str)> {
+    let dot = key.bytes().position(|b| b == b'.')?;
+    let (module, rest) = (&key[..dot], &key[dot + 1..]);
+    let end = rest.bytes().position(|b| b == b'.').unwrap_or(rest.len());
+    Some((module, &rest[..end]))
+}
+
 /// The common declaration, one `mod.fun: [args]` and nothing else,
 /// rebuilt as `_handle_state_decls` leaves it (`mod: [args, fun]`,
 /// `__sls__`, `__env__`) without the general path's key copies and
@@ -404,12 +414,11 @@ fn single_declaration(body: &mut Map, sls: &str, saltenv: &str) -> Option<Map> {
         return None;
     }
     let (key, value) = body.iter().next()?;
-    if key.starts_with('_') || !value.is_array() || !key.contains('.') {
+    if key.starts_with('_') || !value.is_array() || module_fun(key).is_none() {
         return None;
     }
     let (key, mut run) = std::mem::take(body).into_iter().next()?;
-    let (module, rest) = key.split_once('.')?;
-    let fun = rest.split('.').next().unwrap_or(rest);
+    let (module, fun) = module_fun(&key)?;
     if let Value::Array(a) = &mut run {
         // Room for the function and the `{order: N}` that auto-order
         // (on by default) appends next: the list grows once, to its final
@@ -454,8 +463,8 @@ fn handle_extend(state: &mut Map, sls: &str, saltenv: &str, errors: &mut Vec<Str
             if key.starts_with('_') || !body.get(&key).is_some_and(Value::is_array) {
                 continue;
             }
-            if let Some((module, rest)) = key.split_once('.') {
-                let fun = rest.split('.').next().unwrap_or(rest).to_string();
+            if let Some((module, fun)) = module_fun(&key) {
+                let fun = fun.to_string();
                 // Moved to the end under the module's name (no copy).
                 let mut run = body.shift_remove(&key).unwrap_or(Value::Null);
                 if let Value::Array(a) = &mut run {

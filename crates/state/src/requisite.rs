@@ -53,8 +53,19 @@ impl RequisiteKind {
         RequisiteKind::OnchangesAny,
     ];
 
+    /// The keywords of [`RequisiteKind::ALL`], in its order.
+    pub const KEYWORDS: [&'static str; 12] = {
+        let mut keywords = [""; 12];
+        let mut i = 0;
+        while i < keywords.len() {
+            keywords[i] = RequisiteKind::ALL[i].keyword();
+            i += 1;
+        }
+        keywords
+    };
+
     /// The SLS keyword (`require`, `onfail_any`...).
-    pub fn keyword(self) -> &'static str {
+    pub const fn keyword(self) -> &'static str {
         match self {
             RequisiteKind::Onfail => "onfail",
             RequisiteKind::OnfailAny => "onfail_any",
