@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use rustc_hash::FxHashSet;
+use rustc_hash::{FxHashMap, FxHashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -152,7 +152,11 @@ pub trait StateModule: Send + Sync {
 /// The registry of state modules, filled by `halite-modules`' table.
 #[derive(Default, Clone)]
 pub struct StateModules {
+    /// The modules by name, in name order (for [`StateModules::names`]).
     modules: BTreeMap<&'static str, Arc<dyn StateModule>>,
+    /// The same, hashed: asked for twice per state, a tree walk compared
+    /// a few names each time.
+    by_name: FxHashMap<&'static str, Arc<dyn StateModule>>,
     /// Every (module, function) pair, for [`StateModules::has`]: asked a
     /// few times per state, it was a tree walk and a scan of the
     /// module's function list each time.
@@ -170,11 +174,12 @@ impl StateModules {
         self.functions.retain(|(m, _)| *m != name);
         self.functions
             .extend(module.functions().iter().map(|f| (name, *f)));
+        self.by_name.insert(name, module.clone());
         self.modules.insert(name, module);
     }
     /// The module named `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn StateModule>> {
-        self.modules.get(name)
+        self.by_name.get(name)
     }
     /// Whether `module.fun` exists.
     pub fn has(&self, module: &str, fun: &str) -> bool {

@@ -199,13 +199,9 @@ impl<'a> Executor<'a> {
         self.running.reserve(order.len());
         let (mut parallel, mut aggregate) = (false, false);
         for &ci in order {
-            for (key, value) in self.graph.chunks[ci].iter() {
-                match key {
-                    "parallel" => parallel = parallel || truthy(value),
-                    "aggregate" => aggregate = aggregate || truthy(value),
-                    _ => {}
-                }
-            }
+            let chunk = &self.graph.chunks[ci];
+            parallel = parallel || chunk.get("parallel").is_some_and(truthy);
+            aggregate = aggregate || chunk.get("aggregate").is_some_and(truthy);
         }
         if aggregate || self.env.opts().get("state_aggregate").is_some_and(truthy) {
             warn_no_aggregation();
@@ -907,11 +903,12 @@ impl<'a> Executor<'a> {
                 None => self.call_module(low, test, None, None),
             };
         }
-        let own_check = self
-            .modules
-            .get(low.state())
-            .is_some_and(|m| m.runs_own_check_cmd(low.fun()));
-        if low.contains("check_cmd") && !own_check {
+        let own_check = || {
+            self.modules
+                .get(low.state())
+                .is_some_and(|m| m.runs_own_check_cmd(low.fun()))
+        };
+        if low.contains("check_cmd") && !own_check() {
             for (k, v) in self.run_check_cmd(low) {
                 ret.insert(k, v);
             }
