@@ -176,8 +176,14 @@ pub fn make_parent_dirs(
         cur = dir.parent();
     }
     for dir in missing.iter().rev() {
-        std::fs::create_dir(dir)
-            .map_err(|e| format!("Unable to create directory {}: {e}", dir.display()))?;
+        match std::fs::create_dir(dir) {
+            Ok(()) => {}
+            // Made meanwhile by another run on this host (two minions'
+            // states, a parallel state): there now, as the parents found
+            // above, and left as it is (as Salt's makedirs does).
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && dir.is_dir() => continue,
+            Err(e) => return Err(format!("Unable to create directory {}: {e}", dir.display())),
+        }
         if user.is_some() || group.is_some() {
             meta::chown(dir, user, group, true).map_err(|e| e.to_string())?;
         }
@@ -199,4 +205,39 @@ pub fn dir_mode_from_file_mode(mode: &str) -> String {
             Some(d) => char::from_digit(d | 1, 8).unwrap_or(*c),
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Two runs on one host (two minions, `parallel: True` states) making
+    /// the same missing parents at once: neither fails because the other
+    /// made a directory first.
+    #[test]
+    fn parents_made_at_once_by_several_runs_all_succeed() {
+        for _ in 0..40 {
+            let root = tempfile::tempdir().expect("temp dir");
+            let file = root.path().join("a/b/c/d/file");
+            let barrier = std::sync::Barrier::new(8);
+            let results: Vec<Result<(), String>> = std::thread::scope(|scope| {
+                let workers: Vec<_> = (0..8)
+                    .map(|_| {
+                        scope.spawn(|| {
+                            barrier.wait();
+                            make_parent_dirs(&file, None, None, None)
+                        })
+                    })
+                    .collect();
+                workers
+                    .into_iter()
+                    .map(|w| w.join().expect("no panic"))
+                    .collect()
+            });
+            for r in results {
+                assert_eq!(r, Ok(()));
+            }
+            assert!(root.path().join("a/b/c/d").is_dir());
+        }
+    }
 }
