@@ -806,22 +806,33 @@ impl Graph {
             if let Some(ci) = self.nodes[node].chunk {
                 out.push(ci);
             }
-            let targets: Vec<(usize, usize)> = self.out_edges[node]
-                .iter()
-                .map(|(t, ks)| (*t, ks.len()))
-                .collect();
-            for (t, count) in targets {
-                in_degree[t] -= count;
-                if in_degree[t] == 0 {
-                    let k = self.key(cap, t);
-                    heap.push(k);
-                }
-            }
+            self.release_dependents(node, &mut in_degree, cap, |k| heap.push(k));
         }
         if processed != n {
             return None;
         }
         Some(out)
+    }
+
+    /// Takes `node`'s edges off its dependents' in-degrees: each whose last
+    /// dependency it was is ready, and `ready` gets its key.
+    fn release_dependents(
+        &mut self,
+        node: usize,
+        in_degree: &mut [usize],
+        cap: f64,
+        mut ready: impl FnMut(OrderKey),
+    ) {
+        let targets: Vec<(usize, usize)> = self.out_edges[node]
+            .iter()
+            .map(|(t, ks)| (*t, ks.len()))
+            .collect();
+        for (t, count) in targets {
+            in_degree[t] -= count;
+            if in_degree[t] == 0 {
+                ready(self.key(cap, t));
+            }
+        }
     }
 
     /// Finds one cycle (DFS, back edges), as (source, target, kind) node edges.
@@ -1110,16 +1121,7 @@ mod tests {
         let mut out = Vec::new();
         while let Some(k) = heap.pop() {
             out.extend(graph.nodes[k.node].chunk);
-            let targets: Vec<(usize, usize)> = graph.out_edges[k.node]
-                .iter()
-                .map(|(t, ks)| (*t, ks.len()))
-                .collect();
-            for (t, count) in targets {
-                in_degree[t] -= count;
-                if in_degree[t] == 0 {
-                    heap.push(graph.key(cap, t));
-                }
-            }
+            graph.release_dependents(k.node, &mut in_degree, cap, |k| heap.push(k));
         }
         out
     }
