@@ -98,7 +98,7 @@ fn intern(key: DictKey) -> DictKey {
 /// state seldom has (`unless`, `retry`, `parallel`, `__prereq__`...) and
 /// each new key of a return is looked up before it is added. A 64-bit
 /// filter of the keys present ([`key_bit`]) answers most misses without
-/// comparing a key: a third of a run's lookups compared every key.
+/// comparing a key (a 10k-state apply: 3.5% fewer instructions).
 #[derive(Debug, Clone, Default)]
 pub struct SmallDict {
     entries: Vec<(DictKey, Value)>,

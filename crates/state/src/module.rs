@@ -6,8 +6,6 @@
 //! [`StateCall`]: the chunk, test mode, and a [`StateEnv`] giving access to
 //! the host (commands, execution functions, files, templates, events).
 
-use std::collections::BTreeMap;
-
 use rustc_hash::{FxHashMap, FxHashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -152,11 +150,9 @@ pub trait StateModule: Send + Sync {
 /// The registry of state modules, filled by `halite-modules`' table.
 #[derive(Default, Clone)]
 pub struct StateModules {
-    /// The modules by name, in name order (for [`StateModules::names`]).
-    modules: BTreeMap<&'static str, Arc<dyn StateModule>>,
-    /// The same, hashed: asked for twice per state, a tree walk compared
-    /// a few names each time.
-    by_name: FxHashMap<&'static str, Arc<dyn StateModule>>,
+    /// The modules by name, hashed: asked for twice per state (an ordered
+    /// tree compared a few names each time).
+    modules: FxHashMap<&'static str, Arc<dyn StateModule>>,
     /// Every (module, function) pair, for [`StateModules::has`]: asked a
     /// few times per state, it was a tree walk and a scan of the
     /// module's function list each time.
@@ -174,12 +170,11 @@ impl StateModules {
         self.functions.retain(|(m, _)| *m != name);
         self.functions
             .extend(module.functions().iter().map(|f| (name, *f)));
-        self.by_name.insert(name, module.clone());
         self.modules.insert(name, module);
     }
     /// The module named `name`.
     pub fn get(&self, name: &str) -> Option<&Arc<dyn StateModule>> {
-        self.by_name.get(name)
+        self.modules.get(name)
     }
     /// Whether `module.fun` exists.
     pub fn has(&self, module: &str, fun: &str) -> bool {
@@ -187,9 +182,11 @@ impl StateModules {
         let functions: &FxHashSet<(&str, &str)> = &self.functions;
         functions.contains(&(module, fun))
     }
-    /// Every registered module name.
-    pub fn names(&self) -> impl Iterator<Item = &'static str> + '_ {
-        self.modules.keys().copied()
+    /// Every registered module name, in name order.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> {
+        let mut names: Vec<&'static str> = self.modules.keys().copied().collect();
+        names.sort_unstable();
+        names.into_iter()
     }
 }
 
