@@ -244,16 +244,14 @@ impl<'a> FastParser<'a> {
     /// none or one the subset does not allow.
     fn new(text: &'a str) -> Option<Self> {
         let bytes = text.as_bytes();
-        let mut lines = Vec::with_capacity(bytes.iter().filter(|&&b| b == b'\n').count() + 1);
-        // Lines split by a byte scan (the text is ASCII, so every byte index
-        // is a char boundary): `str::split` and `trim_start_matches` set up a
-        // char searcher per call, most of the cost of these short lines.
+        let mut lines = Vec::with_capacity(memchr::memchr_iter(b'\n', bytes).count() + 1);
+        // Lines split at the newlines `memchr` finds (the text is ASCII, so
+        // every byte index is a char boundary): `str::split` and
+        // `trim_start_matches` set up a char searcher per call, most of the
+        // cost of these short lines.
+        let ends = memchr::memchr_iter(b'\n', bytes).chain(std::iter::once(bytes.len()));
         let mut start = 0;
-        while start <= bytes.len() {
-            let end = bytes[start..]
-                .iter()
-                .position(|&b| b == b'\n')
-                .map_or(bytes.len(), |i| start + i);
+        for end in ends {
             let raw = &text[start..end];
             start = end + 1;
             let content = skip_spaces(raw);
