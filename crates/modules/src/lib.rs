@@ -1,11 +1,25 @@
 //! Execution modules, state modules, pkg providers and grains: everything
 //! that touches the machine halite runs on.
 //!
-//! Each module is one file behind a trait ([`ExecModule`] here,
-//! [`halite_state::StateModule`] in the engine) and is registered with one
-//! line in [`table`]. [`Host`] bundles what a run needs (opts, grains,
+//! Each module is one file declaring one table of its functions
+//! ([`exec::ExecTable`] here, [`halite_state::StateTable`] in the engine)
+//! and is registered by its name in the list of its directory
+//! ([`exec::modules`], [`states::modules`]). [`Host`] bundles what a run needs (opts, grains,
 //! pillar, file client, the registries) and is the engine's
 //! [`halite_state::StateEnv`].
+
+/// Declares the module files of a directory and the function listing each
+/// file's `MODULE`: adding a module is its file and its name in the list.
+#[macro_export]
+macro_rules! module_list {
+    ($(#[$doc:meta])* $list:ident: $ty:ty = [$($m:ident),* $(,)?]) => {
+        $(pub mod $m;)*
+        $(#[$doc])*
+        pub fn $list() -> Vec<$ty> {
+            vec![$(::std::sync::Arc::new($m::MODULE)),*]
+        }
+    };
+}
 
 pub mod exec;
 pub mod fileclient;

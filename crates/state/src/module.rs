@@ -133,7 +133,8 @@ pub trait StateModule: Send + Sync {
     /// The module name used in SLS (`file`, `pkg`...).
     fn name(&self) -> &'static str;
     /// The functions it provides; `mod_watch` included when it has one.
-    fn functions(&self) -> &'static [&'static str];
+    /// Asked once, when the module is registered.
+    fn functions(&self) -> Vec<&'static str>;
     /// Runs `fun`. Unknown functions are filtered out at compile time.
     fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError>;
     /// Whether `fun` consumes the `check_cmd` argument itself (Salt: the
@@ -144,6 +145,83 @@ pub trait StateModule: Send + Sync {
     fn runs_own_check_cmd(&self, fun: &str) -> bool {
         let _ = fun;
         false
+    }
+}
+
+/// The handler of one state function: the call in, Salt's return out.
+pub type StateHandler = fn(&StateCall<'_>) -> Result<StateResult, StateError>;
+
+/// One row of a state module's table: a function name and its handler.
+///
+/// Why a table: the names a module lists and the functions it dispatches
+/// to are the same data, so they cannot drift apart.
+#[derive(Clone, Copy)]
+pub struct StateFunction {
+    /// The function name used in SLS (`present`, `mod_watch`...).
+    pub name: &'static str,
+    /// What runs it.
+    pub run: StateHandler,
+    /// Whether the function consumes `check_cmd` itself
+    /// ([`StateModule::runs_own_check_cmd`]).
+    pub own_check_cmd: bool,
+}
+
+impl StateFunction {
+    /// A function named `name` run by `run`.
+    pub const fn new(name: &'static str, run: StateHandler) -> Self {
+        Self {
+            name,
+            run,
+            own_check_cmd: false,
+        }
+    }
+
+    /// The same function, consuming `check_cmd` itself.
+    pub const fn with_own_check_cmd(self) -> Self {
+        Self {
+            own_check_cmd: true,
+            ..self
+        }
+    }
+}
+
+/// A state module written as one table: its name and its functions.
+///
+/// Each module file of `halite-modules` declares one `pub static MODULE:
+/// StateTable` and is registered by its name in one list there.
+#[derive(Clone, Copy)]
+pub struct StateTable {
+    /// The module name used in SLS (`file`, `pkg`...).
+    pub name: &'static str,
+    /// Every function of the module, `mod_watch` included when it has one.
+    pub functions: &'static [StateFunction],
+}
+
+impl StateTable {
+    /// The row of `fun`, if the module has it.
+    pub fn function(&self, fun: &str) -> Option<&'static StateFunction> {
+        self.functions.iter().find(|f| f.name == fun)
+    }
+}
+
+impl StateModule for StateTable {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn functions(&self) -> Vec<&'static str> {
+        self.functions.iter().map(|f| f.name).collect()
+    }
+    fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
+        match self.function(fun) {
+            Some(f) => (f.run)(call),
+            None => Err(StateError::Other(format!(
+                "{}.{fun} is not available",
+                self.name
+            ))),
+        }
+    }
+    fn runs_own_check_cmd(&self, fun: &str) -> bool {
+        self.function(fun).is_some_and(|f| f.own_check_cmd)
     }
 }
 
@@ -169,7 +247,7 @@ impl StateModules {
         let name = module.name();
         self.functions.retain(|(m, _)| *m != name);
         self.functions
-            .extend(module.functions().iter().map(|f| (name, *f)));
+            .extend(module.functions().into_iter().map(|f| (name, f)));
         self.modules.insert(name, module);
     }
     /// The module named `name`.

@@ -36,8 +36,8 @@ impl ExecModule for AlternativesExec {
         "alternatives"
     }
 
-    fn functions(&self) -> &'static [&'static str] {
-        &["show_current"]
+    fn functions(&self) -> Vec<&'static str> {
+        vec!["show_current"]
     }
 
     fn call(&self, fun: &str, args: &Args, _host: &Host) -> Result<Value, ExecError> {
@@ -50,3 +50,6 @@ impl ExecModule for AlternativesExec {
         }
     }
 }
+
+/// This module, as registered.
+pub const MODULE: AlternativesExec = AlternativesExec;

@@ -227,8 +227,8 @@ impl ExecModule for CmdExec {
         "cmd"
     }
 
-    fn functions(&self) -> &'static [&'static str] {
-        &[
+    fn functions(&self) -> Vec<&'static str> {
+        vec![
             "run",
             "run_all",
             "run_stdout",
@@ -336,3 +336,6 @@ pub fn which(cmd: &str) -> Option<String> {
         .find(|p| is_exec(p))
         .map(|p| p.to_string_lossy().into_owned())
 }
+
+/// This module, as registered.
+pub const MODULE: CmdExec = CmdExec;

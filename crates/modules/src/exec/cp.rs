@@ -88,8 +88,8 @@ impl ExecModule for CpExec {
         "cp"
     }
 
-    fn functions(&self) -> &'static [&'static str] {
-        &[
+    fn functions(&self) -> Vec<&'static str> {
+        vec![
             "list_master",
             "list_master_dirs",
             "list_states",
@@ -179,3 +179,6 @@ impl ExecModule for CpExec {
         Ok(Value::Array(out.into_iter().map(Value::from).collect()))
     }
 }
+
+/// This module, as registered.
+pub const MODULE: CpExec = CpExec;

@@ -16,8 +16,8 @@ impl ExecModule for GroupExec {
     fn name(&self) -> &'static str {
         "group"
     }
-    fn functions(&self) -> &'static [&'static str] {
-        &[
+    fn functions(&self) -> Vec<&'static str> {
+        vec![
             "info", "add", "delete", "adduser", "deluser", "members", "getent", "chgid",
         ]
     }
@@ -191,3 +191,6 @@ pub fn set_members(name: &str, users: &[String]) -> Result<bool, ExecError> {
     }
     Ok(run(&["gpasswd", "-M", &users.join(","), name])?.retcode == 0)
 }
+
+/// This module, as registered.
+pub const MODULE: GroupExec = GroupExec;

@@ -16,8 +16,8 @@ impl ExecModule for LowpkgExec {
         "lowpkg"
     }
 
-    fn functions(&self) -> &'static [&'static str] {
-        &[
+    fn functions(&self) -> Vec<&'static str> {
+        vec![
             "list_pkgs",
             "verify",
             "file_list",
@@ -42,3 +42,6 @@ impl ExecModule for LowpkgExec {
         }
     }
 }
+
+/// This module, as registered.
+pub const MODULE: LowpkgExec = LowpkgExec;

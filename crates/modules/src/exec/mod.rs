@@ -1,11 +1,14 @@
-//! The execution-module contract (`test.ping`, `cmd.run`, `pkg.install`...).
+//! The execution-module contract (`test.ping`, `cmd.run`, `pkg.install`...)
+//! and the list of execution modules: a module is one file here declaring
+//! `pub const MODULE: ExecTable`, registered by its name in [`modules`].
 
-pub mod file;
-pub mod group;
-pub mod lowpkg;
-pub mod pkg;
-pub mod service;
-pub mod user;
+crate::module_list! {
+    /// Every execution module of this directory, in name order.
+    modules: Arc<dyn ExecModule> = [
+        alternatives, cmd, cp, file, group, lowpkg, pillar, pkg, service, state, status, sys,
+        test, user,
+    ]
+}
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -13,15 +16,6 @@ use std::sync::Arc;
 use halite_state::{Map, Value};
 
 use crate::Host;
-
-pub mod alternatives;
-pub mod cmd;
-pub mod cp;
-pub mod pillar;
-pub mod state;
-pub mod status;
-pub mod sys;
-pub mod test;
 
 thread_local! {
     /// Salt's `__context__["retcode"]`: what the last function run on this
@@ -127,10 +121,68 @@ pub enum ExecError {
 pub trait ExecModule: Send + Sync {
     /// The module name (`cmd`, `pkg`...).
     fn name(&self) -> &'static str;
-    /// Its functions, for `sys.list_functions` and existence checks.
-    fn functions(&self) -> &'static [&'static str];
+    /// Its functions, for `sys.list_functions` and existence checks; asked
+    /// once, when the module is registered.
+    fn functions(&self) -> Vec<&'static str>;
     /// Runs `fun` on `host`. Must not panic on any input.
     fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError>;
+}
+
+/// The handler of one execution function: the arguments and the host in,
+/// the function's return out.
+pub type ExecHandler = fn(&Args, &Host) -> Result<Value, ExecError>;
+
+/// One row of an execution module's table: a function name and its handler.
+///
+/// Why a table: the names a module lists and the functions it dispatches
+/// to are the same data, so they cannot drift apart.
+#[derive(Clone, Copy)]
+pub struct ExecFunction {
+    /// The function name (`run_all` of `cmd.run_all`).
+    pub name: &'static str,
+    /// What runs it.
+    pub run: ExecHandler,
+}
+
+impl ExecFunction {
+    /// A function named `name` run by `run`.
+    pub const fn new(name: &'static str, run: ExecHandler) -> Self {
+        Self { name, run }
+    }
+}
+
+/// An execution module written as one table: its name and its functions.
+///
+/// Each module file declares one `pub static MODULE: ExecTable` and is
+/// registered by its name in the list of [`crate::exec`].
+#[derive(Clone, Copy)]
+pub struct ExecTable {
+    /// The module name (`cmd`, `pkg`...).
+    pub name: &'static str,
+    /// Every function of the module.
+    pub functions: &'static [ExecFunction],
+}
+
+impl ExecTable {
+    /// The row of `fun`, if the module has it.
+    pub fn function(&self, fun: &str) -> Option<&'static ExecFunction> {
+        self.functions.iter().find(|f| f.name == fun)
+    }
+}
+
+impl ExecModule for ExecTable {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn functions(&self) -> Vec<&'static str> {
+        self.functions.iter().map(|f| f.name).collect()
+    }
+    fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
+        match self.function(fun) {
+            Some(f) => (f.run)(args, host),
+            None => Err(ExecError::NotAvailable(format!("{}.{fun}", self.name))),
+        }
+    }
 }
 
 /// Where a function that needs the minion's host goes when SLS is
@@ -183,6 +235,8 @@ pub const ANSWERED_ON_MASTER: &[&str] = &[
 #[derive(Default, Clone)]
 pub struct ExecModules {
     modules: BTreeMap<&'static str, Arc<dyn ExecModule>>,
+    /// Every function of each module, asked on every call.
+    functions: BTreeMap<&'static str, Vec<&'static str>>,
     /// Set on the master while compiling for a minion.
     remote: Option<Arc<dyn RemoteExec>>,
 }
@@ -190,24 +244,25 @@ pub struct ExecModules {
 impl ExecModules {
     /// Adds a module.
     pub fn register(&mut self, module: Arc<dyn ExecModule>) {
+        self.functions.insert(module.name(), module.functions());
         self.modules.insert(module.name(), module);
     }
     /// Whether `mod.fun` exists.
     pub fn has(&self, fun: &str) -> bool {
         fun.split_once('.')
-            .and_then(|(m, f)| self.modules.get(m).map(|m| m.functions().contains(&f)))
+            .and_then(|(m, f)| self.functions.get(m).map(|fs| fs.contains(&f)))
             .unwrap_or(false)
+    }
+    /// The functions of module `name`, `None` when there is no such module.
+    pub fn functions_of(&self, name: &str) -> Option<&[&'static str]> {
+        self.functions.get(name).map(Vec::as_slice)
     }
     /// Every `mod.fun`, sorted.
     pub fn list_functions(&self) -> Vec<String> {
         let mut out: Vec<String> = self
-            .modules
-            .values()
-            .flat_map(|m| {
-                m.functions()
-                    .iter()
-                    .map(move |f| format!("{}.{f}", m.name()))
-            })
+            .functions
+            .iter()
+            .flat_map(|(m, fs)| fs.iter().map(move |f| format!("{m}.{f}")))
             .collect();
         out.sort();
         out
@@ -217,6 +272,7 @@ impl ExecModules {
     pub fn with_remote(&self, remote: Arc<dyn RemoteExec>) -> Self {
         Self {
             modules: self.modules.clone(),
+            functions: self.functions.clone(),
             remote: Some(remote),
         }
     }
@@ -235,7 +291,7 @@ impl ExecModules {
             .modules
             .get(m)
             .ok_or_else(|| ExecError::NotAvailable(fun.to_string()))?;
-        if !module.functions().contains(&f) {
+        if !self.has(fun) {
             return Err(ExecError::NotAvailable(fun.to_string()));
         }
         module.call(f, args, host)

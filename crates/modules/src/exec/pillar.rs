@@ -62,8 +62,8 @@ impl ExecModule for PillarExec {
         "pillar"
     }
 
-    fn functions(&self) -> &'static [&'static str] {
-        &["items", "get", "item", "raw", "keys", "ls", "data", "fetch"]
+    fn functions(&self) -> Vec<&'static str> {
+        vec!["items", "get", "item", "raw", "keys", "ls", "data", "fetch"]
     }
 
     fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
@@ -102,3 +102,6 @@ impl ExecModule for PillarExec {
         }
     }
 }
+
+/// This module, as registered.
+pub const MODULE: PillarExec = PillarExec;

@@ -84,8 +84,8 @@ impl ExecModule for PkgExec {
         "pkg"
     }
 
-    fn functions(&self) -> &'static [&'static str] {
-        &[
+    fn functions(&self) -> Vec<&'static str> {
+        vec![
             "list_pkgs",
             "latest_version",
             "available_version",
@@ -233,3 +233,6 @@ impl ExecModule for PkgExec {
         }
     }
 }
+
+/// This module, as registered.
+pub const MODULE: PkgExec = PkgExec;

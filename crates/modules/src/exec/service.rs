@@ -81,8 +81,8 @@ impl ExecModule for ServiceExec {
     fn name(&self) -> &'static str {
         "service"
     }
-    fn functions(&self) -> &'static [&'static str] {
-        &[
+    fn functions(&self) -> Vec<&'static str> {
+        vec![
             "start",
             "stop",
             "restart",
@@ -485,3 +485,6 @@ pub fn mask(p: Provider, name: &str, runtime: bool, on: bool) -> Result<bool, Ex
     }
     Ok(true)
 }
+
+/// This module, as registered.
+pub const MODULE: ServiceExec = ServiceExec;

@@ -525,8 +525,8 @@ impl ExecModule for StateExec {
         "state"
     }
 
-    fn functions(&self) -> &'static [&'static str] {
-        &[
+    fn functions(&self) -> Vec<&'static str> {
+        vec![
             "apply",
             "sls",
             "highstate",
@@ -638,3 +638,6 @@ impl ExecModule for StateExec {
         }
     }
 }
+
+/// This module, as registered.
+pub const MODULE: StateExec = StateExec;

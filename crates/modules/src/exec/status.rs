@@ -3,11 +3,8 @@
 
 use halite_state::Value;
 
-use crate::exec::{Args, ExecError, ExecModule};
+use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::Host;
-
-/// `status.time`.
-pub struct StatusExec;
 
 /// Salt's default format: "Monday, 27. July 2015 07:55AM".
 const DEFAULT_FORMAT: &str = "%A, %d. %B %Y %I:%M%p";
@@ -23,24 +20,16 @@ pub fn strftime_now(fmt: &str) -> Result<String, ExecError> {
     Ok(s)
 }
 
-impl ExecModule for StatusExec {
-    fn name(&self) -> &'static str {
-        "status"
-    }
+/// The module's table.
+pub const MODULE: ExecTable = ExecTable {
+    name: "status",
+    functions: &[ExecFunction::new("time", time)],
+};
 
-    fn functions(&self) -> &'static [&'static str] {
-        &["time"]
-    }
-
-    fn call(&self, fun: &str, args: &Args, _host: &Host) -> Result<Value, ExecError> {
-        match fun {
-            "time" => {
-                let fmt = args
-                    .get_str(0, "format")
-                    .unwrap_or_else(|| DEFAULT_FORMAT.to_string());
-                strftime_now(&fmt).map(Value::from)
-            }
-            other => Err(ExecError::NotAvailable(format!("status.{other}"))),
-        }
-    }
+/// `status.time [format]`: the local time formatted with strftime.
+fn time(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    let fmt = args
+        .get_str(0, "format")
+        .unwrap_or_else(|| DEFAULT_FORMAT.to_string());
+    strftime_now(&fmt).map(Value::from)
 }

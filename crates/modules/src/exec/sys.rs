@@ -13,8 +13,8 @@ impl ExecModule for SysExec {
         "sys"
     }
 
-    fn functions(&self) -> &'static [&'static str] {
-        &[
+    fn functions(&self) -> Vec<&'static str> {
+        vec![
             "list_functions",
             "list_modules",
             "list_state_modules",
@@ -71,3 +71,6 @@ impl ExecModule for SysExec {
         }
     }
 }
+
+/// This module, as registered.
+pub const MODULE: SysExec = SysExec;

@@ -17,8 +17,8 @@ impl ExecModule for TestExec {
         "test"
     }
 
-    fn functions(&self) -> &'static [&'static str] {
-        &[
+    fn functions(&self) -> Vec<&'static str> {
+        vec![
             "ping",
             "echo",
             "true",
@@ -88,3 +88,6 @@ impl ExecModule for TestExec {
         }
     }
 }
+
+/// This module, as registered.
+pub const MODULE: TestExec = TestExec;

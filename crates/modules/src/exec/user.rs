@@ -16,8 +16,8 @@ impl ExecModule for UserExec {
     fn name(&self) -> &'static str {
         "user"
     }
-    fn functions(&self) -> &'static [&'static str] {
-        &[
+    fn functions(&self) -> Vec<&'static str> {
+        vec![
             "info",
             "add",
             "delete",
@@ -569,6 +569,9 @@ pub fn int_arg(args: &Args, i: usize, key: &str, fun: &str) -> Result<Option<i64
         ))),
     }
 }
+
+/// This module, as registered.
+pub const MODULE: UserExec = UserExec;
 
 #[cfg(test)]
 mod tests {

@@ -19,8 +19,8 @@ impl ExecModule for GrainsExec {
     fn name(&self) -> &'static str {
         "grains"
     }
-    fn functions(&self) -> &'static [&'static str] {
-        &["items", "item", "get", "ls", "has_value", "filter_by"]
+    fn functions(&self) -> Vec<&'static str> {
+        vec!["items", "item", "get", "ls", "has_value", "filter_by"]
     }
     fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
         let grains = &host.grains;

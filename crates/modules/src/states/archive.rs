@@ -29,8 +29,8 @@ impl StateModule for ArchiveState {
     fn name(&self) -> &'static str {
         "archive"
     }
-    fn functions(&self) -> &'static [&'static str] {
-        &["extracted"]
+    fn functions(&self) -> Vec<&'static str> {
+        vec!["extracted"]
     }
     fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
         match fun {
@@ -1369,6 +1369,9 @@ fn rm_rf(path: &Path) -> io::Result<()> {
         Ok(_) => fs::remove_file(path),
     }
 }
+
+/// This module, as registered.
+pub const MODULE: ArchiveState = ArchiveState;
 
 #[cfg(test)]
 mod tests {

@@ -241,8 +241,8 @@ impl StateModule for CmdState {
         "cmd"
     }
 
-    fn functions(&self) -> &'static [&'static str] {
-        &["run", "wait", "script", "wait_script", "mod_watch"]
+    fn functions(&self) -> Vec<&'static str> {
+        vec!["run", "wait", "script", "wait_script", "mod_watch"]
     }
 
     fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
@@ -264,3 +264,6 @@ impl StateModule for CmdState {
         }
     }
 }
+
+/// This module, as registered.
+pub const MODULE: CmdState = CmdState;

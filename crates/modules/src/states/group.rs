@@ -1,29 +1,19 @@
 //! Salt's `group` state: `group.present` and `group.absent`, with Salt's
 //! comments and changes.
 
-use halite_state::{Map, StateCall, StateError, StateModule, StateResult, Value};
+use halite_state::{Map, StateCall, StateError, StateFunction, StateResult, StateTable, Value};
 
 use crate::exec::group as grp;
 use crate::states::user::{py_str, string_list_arg};
 
-/// `group.present` / `group.absent`.
-pub struct GroupState;
-
-impl StateModule for GroupState {
-    fn name(&self) -> &'static str {
-        "group"
-    }
-    fn functions(&self) -> &'static [&'static str] {
-        &["present", "absent"]
-    }
-    fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
-        match fun {
-            "present" => present(call),
-            "absent" => absent(call),
-            other => Err(StateError::Other(format!("group.{other} is not available"))),
-        }
-    }
-}
+/// The module's table: `group.present` and `group.absent`.
+pub const MODULE: StateTable = StateTable {
+    name: "group",
+    functions: &[
+        StateFunction::new("present", present),
+        StateFunction::new("absent", absent),
+    ],
+};
 
 /// One pending change, in Salt's key order.
 type Changes = Vec<(&'static str, Value)>;

@@ -1,12 +1,13 @@
-//! State modules, one file each; registered in [`crate::table`].
+//! State modules: each is one file here declaring `pub const MODULE:
+//! StateTable`, registered by its name in [`modules`].
 
-pub mod archive;
-pub mod cmd;
-pub mod file;
-pub mod group;
-pub mod module;
-pub mod pkg;
-pub mod pkgrepo;
-pub mod service;
-pub mod test;
-pub mod user;
+use std::sync::Arc;
+
+use halite_state::StateModule;
+
+crate::module_list! {
+    /// Every state module of this directory, in name order.
+    modules: Arc<dyn StateModule> = [
+        archive, cmd, file, group, module, pkg, pkgrepo, service, test, user,
+    ]
+}

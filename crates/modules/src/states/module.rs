@@ -133,8 +133,8 @@ impl StateModule for ModuleState {
         "module"
     }
 
-    fn functions(&self) -> &'static [&'static str] {
-        &["run", "wait", "mod_watch"]
+    fn functions(&self) -> Vec<&'static str> {
+        vec!["run", "wait", "mod_watch"]
     }
 
     fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
@@ -152,3 +152,6 @@ impl StateModule for ModuleState {
         }
     }
 }
+
+/// This module, as registered.
+pub const MODULE: ModuleState = ModuleState;

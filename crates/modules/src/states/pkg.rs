@@ -22,8 +22,8 @@ impl StateModule for PkgState {
     fn name(&self) -> &'static str {
         "pkg"
     }
-    fn functions(&self) -> &'static [&'static str] {
-        &[
+    fn functions(&self) -> Vec<&'static str> {
+        vec![
             "installed",
             "latest",
             "removed",
@@ -948,3 +948,6 @@ impl StateRun<'_> {
         Ok(r)
     }
 }
+
+/// This module, as registered.
+pub const MODULE: PkgState = PkgState;

@@ -14,8 +14,8 @@ impl StateModule for PkgrepoState {
     fn name(&self) -> &'static str {
         "pkgrepo"
     }
-    fn functions(&self) -> &'static [&'static str] {
-        &["managed", "absent"]
+    fn functions(&self) -> Vec<&'static str> {
+        vec!["managed", "absent"]
     }
     fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
         let provider = match provider_for(call.env.grains(), call.env.opts()) {
@@ -416,3 +416,6 @@ fn absent(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<StateResul
     r.changes.insert("repo".into(), json!(name));
     Ok(r)
 }
+
+/// This module, as registered.
+pub const MODULE: PkgrepoState = PkgrepoState;

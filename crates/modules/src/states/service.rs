@@ -16,8 +16,8 @@ impl StateModule for ServiceState {
     fn name(&self) -> &'static str {
         "service"
     }
-    fn functions(&self) -> &'static [&'static str] {
-        &[
+    fn functions(&self) -> Vec<&'static str> {
+        vec![
             "running",
             "dead",
             "enabled",
@@ -575,3 +575,6 @@ fn mod_watch(ctx: &Ctx, call: &StateCall<'_>) -> Result<StateResult, StateError>
     };
     Ok(ret)
 }
+
+/// This module, as registered.
+pub const MODULE: ServiceState = ServiceState;

@@ -151,8 +151,8 @@ impl StateModule for TestState {
         "test"
     }
 
-    fn functions(&self) -> &'static [&'static str] {
-        &[
+    fn functions(&self) -> Vec<&'static str> {
+        vec![
             "nop",
             "succeed_without_changes",
             "fail_without_changes",
@@ -259,3 +259,6 @@ fn check_pillar(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     Ok(ret)
 }
+
+/// This module, as registered.
+pub const MODULE: TestState = TestState;

@@ -18,8 +18,8 @@ impl StateModule for UserState {
     fn name(&self) -> &'static str {
         "user"
     }
-    fn functions(&self) -> &'static [&'static str] {
-        &["present", "absent"]
+    fn functions(&self) -> Vec<&'static str> {
+        vec!["present", "absent"]
     }
     fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
         match fun {
@@ -621,3 +621,6 @@ fn absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     ret.changes.insert(name.clone(), Value::from("removed"));
     Ok(ret)
 }
+
+/// This module, as registered.
+pub const MODULE: UserState = UserState;

@@ -201,8 +201,8 @@ impl ExecModule for FileExec {
     fn name(&self) -> &'static str {
         "file"
     }
-    fn functions(&self) -> &'static [&'static str] {
-        FUNCTIONS
+    fn functions(&self) -> Vec<&'static str> {
+        FUNCTIONS.to_vec()
     }
     fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
         let dry_run = host.test_mode();
@@ -516,3 +516,6 @@ impl ExecModule for FileExec {
         }
     }
 }
+
+/// This module, as registered.
+pub const MODULE: FileExec = FileExec;

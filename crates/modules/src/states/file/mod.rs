@@ -46,8 +46,8 @@ impl StateModule for FileState {
     fn name(&self) -> &'static str {
         "file"
     }
-    fn functions(&self) -> &'static [&'static str] {
-        FUNCTIONS
+    fn functions(&self) -> Vec<&'static str> {
+        FUNCTIONS.to_vec()
     }
     fn runs_own_check_cmd(&self, fun: &str) -> bool {
         matches!(fun, "managed" | "serialize")
@@ -136,3 +136,6 @@ pub(crate) fn dirname(path: &str) -> String {
         None => String::new(),
     }
 }
+
+/// This module, as registered.
+pub const MODULE: FileState = FileState;
