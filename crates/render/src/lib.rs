@@ -9,7 +9,9 @@
 use std::sync::Arc;
 
 mod jinja;
-pub mod pyfmt;
+/// Python's `str()`/`repr()`/`json.dumps` of values, from the leaf crate of
+/// Salt's rules (the renderer's filters and YAML dumper print with them).
+pub use halite_salt_rules::pyfmt;
 mod shebang;
 pub mod yaml;
 

@@ -10,7 +10,6 @@ pub(crate) mod scalar;
 use crate::Value;
 
 pub use dump::{dump_with, DumpOptions, DumpStyle};
-pub(crate) use load::python_number;
 
 /// A YAML document that Salt would refuse. The message is shaped like
 /// PyYAML's (context, mark, problem, mark) so users recognise it.

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::{LowChunk, Map, StateResult, Value};
+pub(crate) use halite_salt_rules::truthy;
 
 /// Why a state function could not produce a normal result.
 ///
@@ -93,21 +94,6 @@ impl<'a> StateCall<'a> {
             Some(Value::Array(a)) => a.clone(),
             Some(v) => vec![v.clone()],
         }
-    }
-}
-
-/// Python-like truthiness of a Salt value (strings: `true/yes/on/1` are true).
-pub fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().map(|f| f != 0.0).unwrap_or(false),
-        Value::String(s) => matches!(
-            s.to_ascii_lowercase().as_str(),
-            "true" | "yes" | "on" | "1" | "y"
-        ),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
     }
 }
 

@@ -1,6 +1,6 @@
 //! Requisite kinds and the references that name their targets.
 
-use crate::{Map, Value};
+use crate::Value;
 
 /// A direct requisite kind, in Salt's precedence order.
 ///
@@ -210,32 +210,8 @@ impl RequisiteRef {
     }
 }
 
-/// Python's `str()` of a JSON value, for error messages that quote Salt.
-pub fn py_repr(v: &Value) -> String {
-    match v {
-        Value::Null => "None".into(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
-        Value::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
-        Value::Object(m) => py_dict(m),
-    }
-}
-
-/// Python's `str()` of a dict.
-pub fn py_dict(m: &Map) -> String {
-    let inner: Vec<String> = m
-        .iter()
-        .map(|(k, v)| format!("'{k}': {}", py_repr(v)))
-        .collect();
-    format!("{{{}}}", inner.join(", "))
-}
-
-/// Python's `str()` of a value as it appears in `'...'.format(x)`: strings bare.
-pub fn py_str(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => py_repr(other),
-    }
-}
+/// The engine's `repr()`/`str()` of values in messages that quote Salt
+/// (one implementation, in the leaf crate of Salt's rules).
+pub use halite_salt_rules::pyfmt::{
+    quoted_dict as py_dict, quoted_repr as py_repr, quoted_str as py_str,
+};

@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 
 use regex::Regex;
 
-use crate::fnmatch::Glob;
 use crate::requisite::py_str;
 use crate::{Map, Value};
+use halite_salt_rules::fnmatch::Glob;
 
 /// What a target is matched against: one minion's id, grains and pillar.
 /// A minion whose grains (or pillar) are unknown is given `Value::Null`,

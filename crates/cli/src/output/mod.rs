@@ -126,5 +126,5 @@ fn txt(v: &Value) -> String {
 
 /// Python's `repr()` of data (Salt's txt/raw outputters print that).
 pub fn python_repr(v: &Value) -> String {
-    halite_state::requisite::py_repr(v)
+    halite_salt_rules::pyfmt::quoted_repr(v)
 }

@@ -73,7 +73,7 @@ fn glob_match(store: &KeyStore, pattern: &str) -> anyhow::Result<BTreeMap<String
         let ids: Vec<String> = store
             .ids(status)?
             .into_iter()
-            .filter(|id| halite_state::fnmatch::fnmatch(id, pattern))
+            .filter(|id| halite_salt_rules::fnmatch(id, pattern))
             .collect();
         if !ids.is_empty() {
             out.insert(status_dir(status).to_string(), ids);

@@ -64,10 +64,8 @@ pub fn retcode(fun: &str, ret: &Value) -> i32 {
     }
 }
 
-/// Python's `str()` of a value (strings bare), for messages and echoes.
-pub fn py_str(v: &Value) -> String {
-    halite_state::requisite::py_str(v)
-}
+/// The engine's `str()` of a value (strings bare), for messages and echoes.
+pub use halite_salt_rules::pyfmt::quoted_str as py_str;
 
 /// Arguments of an execution function call: positional, then `key=value`.
 ///
