@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use halite_master::local::{LocalBody, LocalReply};
-use halite_master::MasterConfig;
+use halite_client::local::{LocalBody, LocalReply};
+use halite_client::MasterConfig;
 use serde_json::{json, Map, Value};
 
 use super::progress::{self, Progress};

@@ -5,9 +5,9 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 
-use halite_master::keys::{status_dir, KeyStore, ALL_STATUSES};
-use halite_master::local::LocalBody;
-use halite_master::MasterConfig;
+use halite_client::keys::{status_dir, KeyStore, ALL_STATUSES};
+use halite_client::local::LocalBody;
+use halite_client::MasterConfig;
 use halite_proto::msg::KeyStatus;
 use serde_json::{json, Value};
 

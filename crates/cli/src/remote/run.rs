@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use halite_master::jobcache::JobCache;
-use halite_master::keys::KeyStore;
-use halite_master::local::{LocalBody, LocalReply};
-use halite_master::MasterConfig;
+use halite_client::jobcache::JobCache;
+use halite_client::keys::KeyStore;
+use halite_client::local::{LocalBody, LocalReply};
+use halite_client::MasterConfig;
 use halite_proto::msg::KeyStatus;
 use serde_json::{json, Map, Value};
 
