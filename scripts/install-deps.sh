@@ -25,4 +25,13 @@ fi
 if ! command -v cargo >/dev/null 2>&1; then
   rustup default stable
 fi
+# The gates of scripts/test.sh need rustfmt and clippy.
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  if command -v rustup >/dev/null 2>&1; then
+    rustup component add rustfmt clippy
+  else
+    echo "install-deps: cargo fmt and cargo clippy are needed; install the rustfmt and clippy components" >&2
+    exit 1
+  fi
+fi
 cargo --version
