@@ -6,7 +6,7 @@
 set -euo pipefail
 
 need=()
-for pkg in python3 dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps; do
+for pkg in python3 patch dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ! command -v cargo >/dev/null 2>&1; then

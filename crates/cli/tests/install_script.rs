@@ -3,6 +3,11 @@
 //! a changed config (and writes `.new` beside it), that the shipped units
 //! pass `systemd-analyze verify`, and that the example configs show the
 //! daemons' real keys and defaults.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
