@@ -32,12 +32,19 @@ impl EventSink for LogEvents {
 /// pillar override clones it and replaces `pillar`.
 #[derive(Clone)]
 pub struct Host {
+    /// The minion's config (Salt's `__opts__`).
     pub opts: Value,
+    /// The minion's grains (`__grains__`).
     pub grains: Value,
+    /// The minion's pillar (`__pillar__`).
     pub pillar: Value,
+    /// Where `salt://` files come from (the master, or the local file roots).
     pub files: Arc<dyn FileClient>,
+    /// The execution modules (`__salt__`).
     pub exec: ExecModules,
+    /// The state modules (`__states__`).
     pub states: StateModules,
+    /// Where events go (the master's bus, or nowhere when masterless).
     pub events: Arc<dyn EventSink>,
 }
 

@@ -16,6 +16,7 @@ pub use dump::{dump_with, DumpOptions, DumpStyle};
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct YamlError {
+    /// The error as PyYAML words it (with line and column).
     pub message: String,
     /// 1-based line of the problem, when known.
     pub line: Option<usize>,

@@ -16,7 +16,9 @@ pub const MAX_UNPACKED_BYTES: u64 = 512 * 1024 * 1024;
 /// What a member of the archive is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemberKind {
+    /// A directory.
     Dir,
+    /// A regular file and its content.
     File(Vec<u8>),
     /// A symbolic link and its (relative, checked) target.
     Symlink(String),
@@ -26,16 +28,22 @@ pub enum MemberKind {
 /// (`apache/init.sls` for the tar member `apache/apache/init.sls`).
 #[derive(Debug, Clone)]
 pub struct Member {
+    /// The path below the package's top directory.
     pub path: String,
+    /// What the member is.
     pub kind: MemberKind,
+    /// Its permission bits.
     pub mode: u32,
+    /// Its modification time, seconds since the epoch.
     pub mtime: u64,
 }
 
 /// A checked package: its FORMULA and its members, in archive order.
 #[derive(Debug, Clone)]
 pub struct Package {
+    /// The package's FORMULA.
     pub formula: Formula,
+    /// Its members, in archive order.
     pub members: Vec<Member>,
 }
 

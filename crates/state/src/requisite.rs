@@ -8,17 +8,29 @@ use crate::Value;
 /// when pulling a prerequisite up to just before its earliest dependent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RequisiteKind {
+    /// `onfail`: run only when the target failed.
     Onfail,
+    /// `onfail_any`: run when any target failed.
     OnfailAny,
+    /// `onfail_all`: run when every target failed.
     OnfailAll,
+    /// `require`: run after the targets, only if they succeeded.
     Require,
+    /// `require_any`: run if any target succeeded.
     RequireAny,
+    /// `onchanges`: run only when a target changed something.
     Onchanges,
+    /// `onchanges_any`: run when any target changed something.
     OnchangesAny,
+    /// `watch`: like `require`, and call `mod_watch` when a target changed.
     Watch,
+    /// `watch_any`: `watch` satisfied by any target.
     WatchAny,
+    /// `prereq`: run before the target, only if it would change something.
     Prereq,
+    /// The reverse of `prereq`, added to the target.
     Prerequired,
+    /// `listen`: call `mod_watch` at the end of the run when a target changed.
     Listen,
 }
 
@@ -183,7 +195,9 @@ pub fn is_internal_keyword(key: &str) -> bool {
 /// `- foo` (module omitted) is (`id`, `foo`); `- sls: bar` is (`sls`, `bar`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequisiteRef {
+    /// What the reference matches on: a state module name, `id`, `name` or `sls`.
     pub key: String,
+    /// The id, name, sls or glob matched.
     pub value: Value,
 }
 

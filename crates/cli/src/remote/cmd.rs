@@ -15,16 +15,25 @@ use crate::output::{self, OutputOptions, Outputter};
 /// One `halite` invocation.
 #[derive(Debug, Clone)]
 pub struct Command {
+    /// The target expression.
     pub tgt: String,
+    /// How the target is read (`-G`, `-L`, `-C`... as `glob`, `grain`, `list`).
     pub tgt_type: String,
+    /// The function to run (`mod.fun`).
     pub fun: String,
+    /// Its arguments as typed (`key=value` for keyword ones).
     pub args: Vec<String>,
+    /// `--out`: the outputter (default: the function's).
     pub out: Option<String>,
+    /// `-t`: how long to wait for the minions' returns.
     pub timeout: Duration,
     /// How long to wait for `saltutil.find_job` answers once `timeout` ran out.
     pub gather_job_timeout: Duration,
+    /// `--async`: print the jid and return without waiting.
     pub asynchronous: bool,
+    /// `-v`: say which job was published and which minions did not answer.
     pub verbose: bool,
+    /// `-b`: run on this many (or this percent) of the minions at a time.
     pub batch: Option<String>,
     /// `--progress` (`Some(true)`), `--no-progress` (`Some(false)`), or
     /// neither: live progress when stderr and stdout are terminals.

@@ -68,9 +68,13 @@ pub fn python_json(v: &Value, indent: Option<usize>, sort_keys: bool) -> String 
 /// One `halite-run` invocation.
 #[derive(Debug, Clone)]
 pub struct RunnerCall {
+    /// The runner function (`jobs.lookup_jid`, `manage.up`...).
     pub fun: String,
+    /// Its arguments as typed.
     pub args: Vec<String>,
+    /// `--out`: the outputter.
     pub out: Option<String>,
+    /// `-t`: how long to wait for the minions (`manage.*`).
     pub timeout: Duration,
 }
 

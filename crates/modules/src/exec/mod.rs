@@ -73,7 +73,9 @@ pub use halite_salt_rules::pyfmt::quoted_str as py_str;
 /// (`test.echo 1` passes the integer 1).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Args {
+    /// Positional arguments, in order.
     pub positional: Vec<Value>,
+    /// Keyword arguments (`key=value`).
     pub kwargs: Map,
 }
 

@@ -203,11 +203,17 @@ fn rpmvercmp(a: &str, b: &str) -> Ordering {
 /// A comparison operator in a version spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Oper {
+    /// `==` (or no operator).
     Eq,
+    /// `!=`.
     Ne,
+    /// `<`.
     Lt,
+    /// `<=`.
     Le,
+    /// `>`.
     Gt,
+    /// `>=`.
     Ge,
 }
 
