@@ -6,7 +6,7 @@
 set -euo pipefail
 
 need=()
-for pkg in python3 dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps; do
+for pkg in python3 patch dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ! command -v cargo >/dev/null 2>&1; then
@@ -24,5 +24,14 @@ if [ "${#need[@]}" -gt 0 ]; then
 fi
 if ! command -v cargo >/dev/null 2>&1; then
   rustup default stable
+fi
+# The gates of scripts/test.sh need rustfmt and clippy.
+if ! cargo fmt --version >/dev/null 2>&1 || ! cargo clippy --version >/dev/null 2>&1; then
+  if command -v rustup >/dev/null 2>&1; then
+    rustup component add rustfmt clippy
+  else
+    echo "install-deps: cargo fmt and cargo clippy are needed; install the rustfmt and clippy components" >&2
+    exit 1
+  fi
 fi
 cargo --version

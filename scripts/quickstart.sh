@@ -7,6 +7,8 @@
 # writes only under /tmp/halite-demo.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/as-root.sh
+as_root scripts/quickstart.sh "$@"
 repo=$PWD
 if [ -z "${HALITE_SKIP_BUILD:-}" ]; then
   bash scripts/install-deps.sh

@@ -1,10 +1,19 @@
 #!/usr/bin/env bash
-# The one test command: installs the test prerequisites, builds every
-# binary, then runs every test of the workspace, including the conformance
-# ratchet against ../shared/conformance (a cargo integration test).
+# The one test command (README, .ci/run): `bash scripts/test.sh`, as root
+# or as a user with sudo. Installs the test prerequisites, checks the
+# formatting and the lints (the gates: rustfmt, clippy with -D warnings,
+# which includes the workspace lints of Cargo.toml), builds every binary,
+# then runs every test of the workspace, including the conformance ratchet
+# against ../shared/conformance (a cargo integration test).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+. scripts/as-root.sh
+as_root scripts/test.sh "$@"
 bash scripts/install-deps.sh
 export CARGO_TERM_COLOR=never
+echo "==> cargo fmt --all --check"
+cargo fmt --all --check
+echo "==> cargo clippy --workspace --all-targets -- -D warnings"
+cargo clippy --workspace --all-targets -- -D warnings
 cargo build --workspace --bins
 cargo test --workspace --no-fail-fast

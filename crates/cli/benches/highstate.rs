@@ -11,6 +11,11 @@
 //! `../shared/bench/install-salt.sh`), or `--salt-bin-dir`; without it only
 //! halite is measured. Every daemon runs in its own process group, killed
 //! when the bench ends, fails or panics.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;

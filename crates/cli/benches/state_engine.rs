@@ -8,6 +8,11 @@
 //! Salt is found at `$SALT_CALL` or `~/.venvs/salt/bin/salt-call`
 //! (install it with `../shared/bench/install-salt.sh`); without it only
 //! halite is measured.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};

@@ -3,6 +3,11 @@
 //! (`tests/conformance/cases`) through the real `halite-call`, and fails
 //! when a case listed in `tests/conformance/passing.txt` (semantics level)
 //! or `exact.txt` (exact level) stops passing. The lists only grow.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

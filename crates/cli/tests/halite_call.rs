@@ -1,6 +1,11 @@
 //! `halite-call` as a user runs it: the highstate outputter's text in every
 //! `--state-output` mode compared with what salt-call 3008.5 printed for
 //! the same tree (timing lines removed), return codes, and errors.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::path::Path;
 use std::process::Command;

@@ -3,6 +3,11 @@
 //! a changed config (and writes `.new` beside it), that the shipped units
 //! pass `systemd-analyze verify`, and that the example configs show the
 //! daemons' real keys and defaults.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::collections::BTreeSet;
 use std::os::unix::fs::PermissionsExt;
@@ -331,11 +336,11 @@ fn the_master_example_shows_the_real_keys_and_defaults() {
     let yaml = uncommented(&example, &["nodegroups"]);
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("master"), &yaml).unwrap();
-    let loaded = halite_master::MasterConfig::load(dir.path(), &serde_json::Map::new()).unwrap();
-    assert_eq!(loaded, halite_master::MasterConfig::default(), "{yaml}");
+    let loaded = halite_client::MasterConfig::load(dir.path(), &serde_json::Map::new()).unwrap();
+    assert_eq!(loaded, halite_client::MasterConfig::default(), "{yaml}");
     // Every key the master reads is shown.
     let documented: BTreeSet<String> = example_keys(&example).into_iter().map(|(k, _)| k).collect();
-    let all = serde_json::to_value(halite_master::MasterConfig::default()).unwrap();
+    let all = serde_json::to_value(halite_client::MasterConfig::default()).unwrap();
     for key in all.as_object().unwrap().keys() {
         assert!(
             documented.contains(key),

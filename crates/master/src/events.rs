@@ -10,7 +10,9 @@ use tokio::sync::broadcast;
 /// One event: Salt's tag and data (with `_stamp`).
 #[derive(Debug, Clone)]
 pub struct BusEvent {
+    /// The event's tag.
     pub tag: String,
+    /// The event's data.
     pub data: Value,
 }
 

@@ -26,15 +26,21 @@ pub struct FileServer {
 /// Why a file could not be served.
 #[derive(Debug, thiserror::Error)]
 pub enum FileServerError {
+    /// The path is not served (outside the file roots, or refused); the text says why.
     #[error("{0}")]
     Refused(String),
+    /// A file could not be read.
     #[error("cannot read {path}: {source}")]
     Io {
+        /// The path below `salt://`.
         path: String,
+        /// The system's error.
         source: std::io::Error,
     },
+    /// A file exists but cannot be served (the text says why).
     #[error("{0}")]
     Unreadable(String),
+    /// The file changed between two chunks; the minion must start again.
     #[error("salt://{0} changed on the master while it was being sent; fetch it again")]
     Changed(String),
 }

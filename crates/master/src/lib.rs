@@ -3,13 +3,11 @@
 //! acknowledging them, and serves the CLI and the event bus on a local socket.
 
 pub mod compiler;
-pub mod config;
 pub mod events;
 pub mod fileserver;
-pub mod jobcache;
-pub mod keys;
-pub mod local;
 pub mod server;
 pub mod targeting;
 
-pub use config::MasterConfig;
+/// The master's config, key store, job cache and local socket protocol
+/// live in `halite-client`, shared with the CLI tools.
+pub use halite_client::{config, jobcache, keys, local, MasterConfig};

@@ -17,6 +17,7 @@ pub use halite_state::target::TargetError;
 /// What the master knows about one accepted minion for targeting.
 #[derive(Debug, Clone, Copy)]
 pub struct MinionFacts<'a> {
+    /// The minion's id.
     pub id: &'a str,
     /// `None` when the minion has never reported its grains.
     pub grains: Option<&'a Value>,

@@ -1,6 +1,11 @@
 //! Trust end to end: a new minion waits pending, `halite-key -a` accepts
 //! it, it answers; `-d` deletes it and it runs nothing after; the bus
 //! carries salt/auth, salt/key and salt/minion/<id>/start.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 

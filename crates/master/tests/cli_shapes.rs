@@ -1,5 +1,10 @@
 //! The CLI's shapes against real daemons: outputters, `-v`, `--async`,
 //! batches, jobs.* and failover to the second master of a list.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 

@@ -1,6 +1,11 @@
 //! Faults: the master restarted during a job loses no return, even one
 //! that ends while the master is down; a minion killed mid-job is named as
 //! not returned and the master stays healthy.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 

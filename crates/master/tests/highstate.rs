@@ -2,6 +2,11 @@
 //! top file and pillar for two minions with different grains, `salt://`
 //! files over the session (and not twice), requisites across the wire,
 //! render-time calls on the minion, prog and fire_event events, test mode.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 

@@ -2,6 +2,11 @@
 //! CVE-2020-11651/11652): unauthenticated requests, path-like ids,
 //! replayed and tampered messages, jobs forged by a peer that holds the
 //! publish key, garbage and oversized frames. Both daemons stay up.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 

@@ -1,5 +1,10 @@
 //! Targeting against real minions: ten minions with varied ids and
 //! grains; every target form selects exactly the right set.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 

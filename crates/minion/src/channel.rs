@@ -12,17 +12,22 @@ use tokio::sync::mpsc;
 pub struct JobRequest {
     /// The identity (agent index in the link) asking.
     pub agent: usize,
+    /// What the job asks.
     pub body: RequestBody,
+    /// Where the master's answer goes.
     pub reply: std_mpsc::Sender<ReplyBody>,
 }
 
 /// Why a request to the master got no answer.
 #[derive(Debug, thiserror::Error)]
 pub enum ChannelError {
+    /// No answer within this many seconds.
     #[error("the master did not answer within {0} s")]
     Timeout(u64),
+    /// The session ended before the answer came.
     #[error("the connection to the master was lost")]
     Lost,
+    /// The master refused the request (the text says why).
     #[error("the master refused: {0}")]
     Refused(String),
 }

@@ -23,10 +23,15 @@ pub struct MinionConfig {
     pub publish_port: u16,
     /// This minion's id; empty means the host's FQDN.
     pub id: String,
+    /// Where the minion's keys live (`pki_dir`).
     pub pki_dir: PathBuf,
+    /// Where it caches files and returns (`cachedir`).
     pub cachedir: PathBuf,
+    /// Where its local sockets live (`sock_dir`).
     pub sock_dir: PathBuf,
+    /// `log_level`: `debug`, `info`, `warning`, `error`...
     pub log_level: String,
+    /// `log_file`: a path, or empty for standard error.
     pub log_file: String,
     /// The master key fingerprint to insist on (`halite-key -F master`).
     pub master_finger: String,
@@ -94,11 +99,15 @@ impl Default for MinionConfig {
 /// Why the configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// A config value is wrong (the text says which and how to fix it).
     #[error("invalid minion configuration: {0}; fix the key named above in the config file, minion.d/*.conf or HALITE_* variables")]
     Invalid(String),
+    /// A config directory could not be listed.
     #[error("cannot list {path}: {source}")]
     Io {
+        /// The directory.
         path: PathBuf,
+        /// The system's error.
         source: std::io::Error,
     },
 }

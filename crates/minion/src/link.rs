@@ -26,9 +26,13 @@ use crate::store::ReturnStore;
 
 /// One minion identity: who it is, its grains, its unacknowledged returns.
 pub struct Agent {
+    /// This minion's id.
     pub id: String,
+    /// Its identity key pair.
     pub identity: Identity,
+    /// Its grains, sent when a session opens.
     pub grains: Value,
+    /// Returns kept until the master acknowledges them.
     pub store: ReturnStore,
     phase: Phase,
     seen_jids: VecDeque<String>,
@@ -105,15 +109,21 @@ impl Agent {
 /// How a link reaches its master and how patient it is.
 #[derive(Clone)]
 pub struct LinkSettings {
+    /// The master's address (`master`).
     pub master: String,
+    /// The master's request port (`master_port`).
     pub master_port: u16,
+    /// The master's publish port (`publish_port`).
     pub publish_port: u16,
     /// `master_finger`: when set, only a master with this fingerprint is trusted.
     pub master_finger: String,
     /// Where the master key is pinned on first contact (`minion_master.pub`).
     pub pinned_master_path: Option<PathBuf>,
+    /// How long to wait for the master during a handshake (`auth_timeout`).
     pub auth_timeout: Duration,
+    /// How long to wait before asking again while the key is pending (`acceptance_wait_time`).
     pub acceptance_wait_time: Duration,
+    /// How often to check the master is alive.
     pub alive_interval: Duration,
     /// Jobs run at once (0: no limit).
     pub max_concurrent_jobs: usize,
@@ -122,7 +132,9 @@ pub struct LinkSettings {
 /// Why a link ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum LinkEnd {
+    /// The daemon is stopping.
     Shutdown,
+    /// The master stopped answering (the text says how).
     MasterLost(String),
 }
 

@@ -11,7 +11,9 @@ use halite_proto::msg::JobReturn;
 
 /// Where unacknowledged returns wait.
 pub enum ReturnStore {
+    /// One file per return in this directory (survives a restart).
     Disk(PathBuf),
+    /// In memory (tests, and when no cachedir can be written).
     Memory(Mutex<BTreeMap<String, JobReturn>>),
 }
 

@@ -32,12 +32,19 @@ impl EventSink for LogEvents {
 /// pillar override clones it and replaces `pillar`.
 #[derive(Clone)]
 pub struct Host {
+    /// The minion's config (Salt's `__opts__`).
     pub opts: Value,
+    /// The minion's grains (`__grains__`).
     pub grains: Value,
+    /// The minion's pillar (`__pillar__`).
     pub pillar: Value,
+    /// Where `salt://` files come from (the master, or the local file roots).
     pub files: Arc<dyn FileClient>,
+    /// The execution modules (`__salt__`).
     pub exec: ExecModules,
+    /// The state modules (`__states__`).
     pub states: StateModules,
+    /// Where events go (the master's bus, or nowhere when masterless).
     pub events: Arc<dyn EventSink>,
 }
 
@@ -156,65 +163,10 @@ fn trim_newline(mut s: String) -> String {
     s
 }
 
-/// Quotes `s` for a POSIX shell.
-pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
-/// Splits a command line into words like a POSIX shell (quotes, backslashes).
-pub fn shell_words(s: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                for c in chars.by_ref() {
-                    if c == '\'' {
-                        break;
-                    }
-                    cur.push(c);
-                }
-            }
-            '"' => {
-                in_word = true;
-                while let Some(c) = chars.next() {
-                    match c {
-                        '"' => break,
-                        '\\' => {
-                            if let Some(n) = chars.next() {
-                                cur.push(n);
-                            }
-                        }
-                        _ => cur.push(c),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                }
-            }
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    words
-}
+/// Quotes `s` for a POSIX shell, always in single quotes (the shared rule).
+pub use halite_salt_rules::shell::single_quote as shell_quote;
+/// Splits a command line into words like a POSIX shell (the shared rule).
+pub use halite_salt_rules::shell::split_words as shell_words;
 
 struct HostSalt(Host);
 

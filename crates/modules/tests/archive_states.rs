@@ -3,6 +3,11 @@
 //! halite-call runs them: files on disk, Salt's comments and changes,
 //! idempotence, test mode, hash checks and refusal of archives that try to
 //! write outside the destination.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::collections::BTreeMap;
 use std::fs;

@@ -1,5 +1,10 @@
 //! The state engine end to end on real SLS files in temp dirs, through the
 //! same `state.*` functions halite-call and the minion use.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};

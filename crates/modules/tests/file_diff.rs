@@ -2,6 +2,11 @@
 //! `difflib.unified_diff`. This compares our diff with the real difflib on
 //! generated edits, including files long enough (200+ lines) for difflib's
 //! "popular line" heuristic to matter.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::io::Write;
 use std::process::{Command, Stdio};

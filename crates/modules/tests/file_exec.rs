@@ -1,5 +1,10 @@
 //! The `file` execution module on real files, through the registry as
 //! templates and `unless: - fun:` call it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::collections::BTreeMap;
 use std::fs;

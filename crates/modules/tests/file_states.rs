@@ -1,6 +1,11 @@
 //! The `file` states on real files in temp dirs, compared with what Salt
 //! 3008.5 returned for the same input (expected strings captured from
 //! `salt-call --local state.apply`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::collections::BTreeMap;
 use std::fs;

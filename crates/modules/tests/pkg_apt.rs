@@ -7,6 +7,11 @@
 //! `halite-test-*` package when it ends (even on failure), and skips with a
 //! printed reason unless it runs as root with dpkg-deb, dpkg-scanpackages
 //! and apt-get available.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

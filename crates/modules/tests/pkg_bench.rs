@@ -1,6 +1,11 @@
 //! `list_pkgs` timing beside `dpkg-query -W`, for docs/pkg.md. Ignored by
 //! default (it measures, it does not assert timings):
 //! `cargo test -p halite-modules --test pkg_bench -- --ignored --nocapture`.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::process::Command;
 use std::time::{Duration, Instant};

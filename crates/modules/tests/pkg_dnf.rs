@@ -3,6 +3,11 @@
 //! host's rpm database and repos are never touched. Skips with a printed
 //! reason unless it runs as root with dnf, createrepo_c and rpmbuild
 //! (Debian: `apt-get install dnf createrepo-c rpm`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

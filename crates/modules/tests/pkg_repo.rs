@@ -1,5 +1,10 @@
 //! apt repo functions and `pkgrepo` states on a temp basedir: real files,
 //! no root, no apt run (`refresh: False`).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::collections::BTreeMap;
 use std::path::Path;

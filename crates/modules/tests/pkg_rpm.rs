@@ -3,6 +3,11 @@
 //! never into the host. Also checks halite's version ordering against
 //! `rpm` and `dpkg` themselves, and the yum `.repo` functions on a temp
 //! directory. dnf/yum are not installable here; see docs/pkg.md.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,5 +1,10 @@
 //! Execution functions real formulas call at render time: `cp.list_master_dirs`
 //! (users-formula) and `status.time` (postgres-formula's pillar.example).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

@@ -3,6 +3,11 @@
 //! processes started and stopped), unit files enabled/disabled/masked by a
 //! real `systemctl`, and, where systemd is PID 1, real units started and
 //! stopped. Everything uses throwaway `halite-t-*` names removed by a guard.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

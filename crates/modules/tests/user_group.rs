@@ -1,6 +1,11 @@
 //! `user` and `group` states and execution functions against the real
 //! account database, as root, with throwaway `halite-t-*` names that a
 //! guard removes even when an assertion fails.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::path::Path;
 use std::process::Command;

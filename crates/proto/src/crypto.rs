@@ -20,18 +20,35 @@ use crate::msg::{Confirm, Hello, Publication, PublishKey, Sealed, Welcome};
 /// Why a cryptographic step failed. Every variant means "drop the message".
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CryptoError {
+    /// The system's random generator failed.
     #[error("the system random generator failed")]
     Random,
+    /// A key has the wrong length or encoding (named here).
     #[error("key material is malformed: {0}")]
     BadKey(&'static str),
+    /// A signature does not verify.
     #[error("signature does not verify")]
     BadSignature,
+    /// A message does not decrypt (tampered, or the wrong key).
     #[error("message does not decrypt (tampered, or sealed with another key)")]
     Decrypt,
     #[error("message counter {got} is not above {last}: replay refused")]
-    Replay { got: u64, last: u64 },
+    /// A counter that does not grow: a replayed message.
+    Replay {
+        /// The counter received.
+        got: u64,
+        /// The last counter accepted.
+        last: u64,
+    },
     #[error("session mismatch: expected {expected}, got {got}")]
-    WrongSession { expected: u64, got: u64 },
+    /// A message for another session.
+    WrongSession {
+        /// The session this side holds.
+        expected: u64,
+        /// The session the message names.
+        got: u64,
+    },
+    /// A publication sealed with a publish key this side does not hold.
     #[error("no publish key for epoch {0}")]
     UnknownEpoch(u32),
 }
@@ -286,7 +303,9 @@ impl MinionHandshake {
 
 /// The master's half of a handshake waiting for the minion's [`Confirm`].
 pub struct PendingSession {
+    /// The minion id the hello claimed.
     pub id: String,
+    /// The minion's identity key.
     pub minion_key: PublicKey,
     transcript: [u8; 32],
     cipher: SessionCipher,
@@ -370,6 +389,7 @@ fn aad_for(session: u64, counter: u64) -> [u8; 16] {
 /// One side of an open session: seals what it sends, opens what it
 /// receives, and refuses any counter that does not grow (replays).
 pub struct SessionCipher {
+    /// The session number both sides use.
     pub session: u64,
     send: LessSafeKey,
     recv: LessSafeKey,

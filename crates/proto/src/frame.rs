@@ -10,9 +10,17 @@ pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
     #[error("frame of {size} bytes exceeds the {max}-byte limit; it was dropped")]
-    TooLarge { size: usize, max: usize },
+    /// A frame longer than the limit; it is dropped unread.
+    TooLarge {
+        /// Its length in bytes.
+        size: usize,
+        /// The limit.
+        max: usize,
+    },
+    /// The bytes are not a message of this protocol.
     #[error("frame is not a valid halite message: {0}")]
     Malformed(String),
+    /// A message could not be encoded.
     #[error("message could not be encoded: {0}")]
     Encode(String),
 }

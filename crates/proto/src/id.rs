@@ -3,10 +3,16 @@
 /// Why a minion id was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InvalidMinionId {
+    /// The id is empty.
     #[error("minion id is empty; set `id` in the minion config")]
     Empty,
     #[error("minion id is longer than {max} bytes; choose a shorter `id`")]
-    TooLong { max: usize },
+    /// The id is longer than the limit.
+    TooLong {
+        /// The limit in bytes.
+        max: usize,
+    },
+    /// The id could escape the key directory (named here).
     #[error("minion id {0:?} contains '/', '\\\\', '..', NUL or a control character; such ids are refused because they could escape the key directory")]
     Unsafe(String),
 }

@@ -13,13 +13,23 @@ pub enum KeyFileError {
     #[error(
         "cannot {action} {path}: {source}; check that pki_dir exists and is writable by this user"
     )]
+    /// Reading or writing a key file failed.
     Io {
+        /// What was being done (`read`, `write`...).
         action: &'static str,
+        /// The key file.
         path: PathBuf,
+        /// The system's error.
         source: std::io::Error,
     },
     #[error("{path} is not a halite key ({reason}); move it away to have a new key generated")]
-    Malformed { path: PathBuf, reason: String },
+    /// A key file that is not a halite key.
+    Malformed {
+        /// The key file.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 fn io<'a>(

@@ -10,11 +10,15 @@ use serde_json::{Map, Value};
 /// the minion says it is, its identity key and a fresh X25519 key.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Hello {
+    /// The minion id it claims; the master checks it against the accepted key.
     pub id: String,
+    /// The minion's Ed25519 identity key (public), as `halite-key` lists it.
     #[serde(with = "serde_bytes")]
     pub minion_key: Vec<u8>,
+    /// A fresh X25519 public key for this session's key agreement.
     #[serde(with = "serde_bytes")]
     pub ephemeral: Vec<u8>,
+    /// Random bytes that make this handshake's transcript unique.
     #[serde(with = "serde_bytes")]
     pub nonce: Vec<u8>,
 }
@@ -23,14 +27,20 @@ pub struct Hello {
 /// ephemeral keys and its signature over the transcript.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Welcome {
+    /// The master's id, bound into the transcript it signs.
     pub id: String,
+    /// The session number later [`Sealed`] messages name.
     pub session: u64,
+    /// The master's Ed25519 identity key (public), pinned by the minion.
     #[serde(with = "serde_bytes")]
     pub master_key: Vec<u8>,
+    /// The master's fresh X25519 public key for this session.
     #[serde(with = "serde_bytes")]
     pub ephemeral: Vec<u8>,
+    /// The master's random bytes for the transcript.
     #[serde(with = "serde_bytes")]
     pub nonce: Vec<u8>,
+    /// The master's signature over the transcript, proving its identity.
     #[serde(with = "serde_bytes")]
     pub signature: Vec<u8>,
 }
@@ -39,7 +49,9 @@ pub struct Welcome {
 /// the same transcript, proving it holds the key it presented.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Confirm {
+    /// The session being confirmed (from [`Welcome::session`]).
     pub session: u64,
+    /// The minion's signature over the transcript.
     #[serde(with = "serde_bytes")]
     pub signature: Vec<u8>,
 }
@@ -48,8 +60,11 @@ pub struct Confirm {
 /// must grow strictly, so a replay is refused.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Sealed {
+    /// The session whose key sealed this message.
     pub session: u64,
+    /// The message's nonce: strictly growing, so a replay is refused.
     pub counter: u64,
+    /// The AES-256-GCM ciphertext (message and tag).
     #[serde(with = "serde_bytes")]
     pub ciphertext: Vec<u8>,
 }
@@ -57,35 +72,48 @@ pub struct Sealed {
 /// Everything a minion may send to the master's ROUTER socket.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub enum ToMaster {
+    /// The first handshake message.
     Hello(Hello),
+    /// The third handshake message.
     Confirm(Confirm),
+    /// A message inside an open session.
     Sealed(Sealed),
 }
 
 /// The state of a minion's key on the master, as `halite-key -L` lists it.
 #[derive(Debug, Clone, Copy, Serialize, Deserialize, PartialEq, Eq, Hash)]
 pub enum KeyStatus {
+    /// Known but not yet accepted (`halite-key -a` accepts it).
     Pending,
+    /// Trusted: the minion may open sessions.
     Accepted,
+    /// Refused by an operator; the minion may not connect.
     Rejected,
+    /// A second key for an id already accepted: refused until resolved.
     Denied,
 }
 
 /// Everything the master's ROUTER socket may send to a minion.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub enum ToMinion {
+    /// The second handshake message.
     Welcome(Welcome),
     /// The master will not open a session for `id` (key pending, rejected,
     /// denied, or the hello was invalid).
     Refused {
+        /// The minion id the hello claimed.
         id: String,
+        /// The key's state on the master, when the master knows the key.
         status: Option<KeyStatus>,
+        /// Why the session was refused, for the minion's log.
         reason: String,
     },
+    /// A message inside an open session.
     Sealed(Sealed),
     /// The master has no such session (it restarted, or dropped the key):
     /// authenticate again.
     UnknownSession {
+        /// The session the master does not know.
         session: u64,
     },
 }
@@ -94,20 +122,35 @@ pub enum ToMinion {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub enum MinionRequest {
     /// The minion is up (fires `salt/minion/<id>/start`) and these are its grains.
-    Start { grains: Value },
+    Start {
+        /// The minion's grains, for targeting and the start event.
+        grains: Value,
+    },
     /// A job's result; the master acknowledges it once it is committed.
     Return(JobReturn),
     /// An event to forward onto the master's bus.
-    Event { tag: String, data: Value },
+    Event {
+        /// The event's tag (`salt/...` or a custom one).
+        tag: String,
+        /// The event's data.
+        data: Value,
+    },
     /// Liveness check; the master answers `Pong`.
     Ping,
     /// A job of this minion asks the master for something (its compiled
     /// bundle, a file); the master answers [`MasterMessage::Reply`] with
     /// the same `req`.
-    Request { req: u64, body: RequestBody },
+    Request {
+        /// The minion's number for this request, echoed in the reply.
+        req: u64,
+        /// What the job asks for.
+        body: RequestBody,
+    },
     /// The result of a [`MasterMessage::RenderCall`].
     RenderReply {
+        /// The number of the [`MasterMessage::RenderCall`] answered.
         call: u64,
+        /// The function's return, or why it failed.
         result: Result<Value, String>,
     },
 }
@@ -116,21 +159,36 @@ pub enum MinionRequest {
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub enum RequestBody {
     /// This minion's compiled bundle for job `jid` (a job targeting it).
-    Bundle { jid: String },
+    Bundle {
+        /// The job whose bundle is asked for.
+        jid: String,
+    },
     /// Size and sha256 of `salt://path` in `saltenv` (`None`: no such file).
-    FileStat { saltenv: String, path: String },
+    FileStat {
+        /// The environment the file is looked up in.
+        saltenv: String,
+        /// The path below `salt://`.
+        path: String,
+    },
     /// Up to one chunk of the file from `offset`; `sha256` names the
     /// version the minion expects (the master refuses another).
     FileChunk {
+        /// The environment the file is looked up in.
         saltenv: String,
+        /// The path below `salt://`.
         path: String,
+        /// Where in the file the chunk starts.
         offset: u64,
+        /// The sha256 of the version the minion expects.
         sha256: String,
     },
     /// Files (or, with `dirs`, directories) below `prefix` in `saltenv`.
     FileList {
+        /// The environment listed.
         saltenv: String,
+        /// Only paths below this prefix are listed.
         prefix: String,
+        /// Whether to list directories instead of files.
         dirs: bool,
     },
     /// The saltenvs the master serves.
@@ -140,7 +198,9 @@ pub enum RequestBody {
 /// A file on the master's fileserver.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct FileStat {
+    /// The file's size in bytes.
     pub size: u64,
+    /// The file's sha256, naming the version chunks are read from.
     pub sha256: String,
     /// Unix permission bits of the source (`file.managed` `mode: keep`).
     pub mode: u32,
@@ -149,9 +209,13 @@ pub struct FileStat {
 /// The master's answer to a [`RequestBody`].
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub enum ReplyBody {
+    /// The compiled bundle asked for.
     Bundle(Bundle),
+    /// The file's size and sha256 (`None`: no such file).
     FileStat(Option<FileStat>),
+    /// One chunk of the file.
     FileChunk(#[serde(with = "serde_bytes")] Vec<u8>),
+    /// A list of paths or saltenvs.
     List(Vec<String>),
     /// The request was refused or failed; the text says why.
     Error(String),
@@ -161,8 +225,11 @@ pub enum ReplyBody {
 /// rendered for that minion alone, and what the minion is to do.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Bundle {
+    /// The job this bundle is for.
     pub jid: String,
+    /// The pillar rendered for this minion alone.
     pub pillar: Value,
+    /// What the minion is to do.
     pub action: BundleAction,
 }
 
@@ -173,12 +240,17 @@ pub enum BundleAction {
     /// `files` maps `saltenv` -> `salt://` path -> sha256 of every
     /// file they reference, so cached files need no round trip.
     Run {
+        /// The compiled low chunks, in compile order.
         chunks: Vec<Value>,
+        /// `saltenv` -> `salt://` path -> sha256 of each file the chunks use.
         files: BTreeMap<String, BTreeMap<String, String>>,
     },
     /// The job's return was computed on the master (a `show_*` view, a
     /// render error): return it as is.
-    Return { ret: Value },
+    Return {
+        /// The return, ready to send back.
+        ret: Value,
+    },
     /// Run the function on the minion with this pillar (`pillar.items`).
     Call,
 }
@@ -188,27 +260,37 @@ pub enum BundleAction {
 pub enum MasterMessage {
     /// The session is open; here is the current publish key.
     Ready {
+        /// The current publish key.
         publish_key: PublishKey,
     },
     /// A new publish key (the old one was retired because a key was rejected or deleted).
     PublishKey(PublishKey),
     /// The return of `jid` is committed to the job cache.
     Ack {
+        /// The job whose return was committed.
         jid: String,
     },
+    /// The answer to [`MinionRequest::Ping`].
     Pong,
     /// The answer to [`MinionRequest::Request`] `req`.
     Reply {
+        /// The number of the request answered.
         req: u64,
+        /// The answer.
         body: ReplyBody,
     },
     /// While compiling job `jid`, a template called `fun`, which needs the
     /// minion's host: run it and answer [`MinionRequest::RenderReply`].
     RenderCall {
+        /// The job being compiled.
         jid: String,
+        /// The master's number for this call, echoed in the reply.
         call: u64,
+        /// The execution function a template called (`mod.fun`).
         fun: String,
+        /// Its positional arguments.
         args: Vec<Value>,
+        /// Its keyword arguments.
         kwargs: Map<String, Value>,
     },
 }
@@ -216,7 +298,9 @@ pub enum MasterMessage {
 /// The symmetric key publications are encrypted with, and its epoch.
 #[derive(Clone, Serialize, Deserialize, PartialEq)]
 pub struct PublishKey {
+    /// Which key this is: publications name the epoch they were sealed with.
     pub epoch: u32,
+    /// The AES-256-GCM key.
     #[serde(with = "serde_bytes")]
     pub key: Vec<u8>,
 }
@@ -233,10 +317,14 @@ impl std::fmt::Debug for PublishKey {
 /// key and signed by the master's identity key.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Publication {
+    /// The epoch of the publish key that sealed this publication.
     pub epoch: u32,
+    /// The publication's nonce: strictly growing, so a replay is refused.
     pub counter: u64,
+    /// The sealed [`Job`].
     #[serde(with = "serde_bytes")]
     pub ciphertext: Vec<u8>,
+    /// The master's Ed25519 signature over epoch, counter and ciphertext.
     #[serde(with = "serde_bytes")]
     pub signature: Vec<u8>,
 }
@@ -244,12 +332,19 @@ pub struct Publication {
 /// A job as the master publishes it (Salt's load: jid, fun, arg, tgt...).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Job {
+    /// The job id (Salt's `jid`, a timestamp).
     pub jid: String,
+    /// The function to run (`mod.fun`).
     pub fun: String,
+    /// Its positional arguments.
     pub arg: Vec<Value>,
+    /// Its keyword arguments.
     pub kwarg: Map<String, Value>,
+    /// The target expression as given (`web*`, a list...).
     pub tgt: String,
+    /// How the target is read (`glob`, `list`, `grain`...).
     pub tgt_type: String,
+    /// Who published the job.
     pub user: String,
     /// The minions the master resolved the target to; only they run it.
     pub minions: Vec<String>,
@@ -258,12 +353,19 @@ pub struct Job {
 /// A minion's result for one job (Salt's return load).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct JobReturn {
+    /// The job answered.
     pub jid: String,
+    /// The minion that answers.
     pub id: String,
+    /// The function it ran.
     pub fun: String,
+    /// The arguments it ran it with.
     pub fun_args: Vec<Value>,
+    /// What the function returned (Salt's `return`).
     #[serde(rename = "return")]
     pub ret: Value,
+    /// The process exit code Salt would give (0: success).
     pub retcode: i64,
+    /// Whether the function succeeded.
     pub success: bool,
 }

@@ -33,7 +33,7 @@ pub fn tag_matches(pattern: &str, tag: &str) -> bool {
         return true;
     }
     if pattern.contains(['*', '?', '[']) {
-        halite_state::fnmatch::fnmatch(tag, pattern)
+        halite_salt_rules::fnmatch(tag, pattern)
     } else {
         tag.starts_with(pattern)
     }

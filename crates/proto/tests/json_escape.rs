@@ -3,6 +3,11 @@
 //! prints or sends goes through that scan: these tests hold it to the
 //! escaping upstream does byte by byte, for every ASCII byte at every
 //! position of a word and across word boundaries, and for non-ASCII text.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 /// What upstream serde_json writes for `s`: `"` and `\` escaped with a
 /// backslash, the control characters with a short escape where JSON has

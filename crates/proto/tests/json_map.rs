@@ -3,6 +3,11 @@
 //! everywhere in halite depends on that map behaving exactly as upstream's
 //! `IndexMap`-backed one: these tests hold it to that, on maps small enough
 //! to be scanned and large enough to be indexed.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use serde_json::{json, Map, Value};
 

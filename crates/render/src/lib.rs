@@ -9,7 +9,9 @@
 use std::sync::Arc;
 
 mod jinja;
-pub mod pyfmt;
+/// Python's `str()`/`repr()`/`json.dumps` of values, from the leaf crate of
+/// Salt's rules (the renderer's filters and YAML dumper print with them).
+pub use halite_salt_rules::pyfmt;
 mod shebang;
 pub mod yaml;
 
@@ -40,9 +42,13 @@ pub trait TemplateSource: Send + Sync {
 /// Everything a template sees.
 #[derive(Clone)]
 pub struct RenderContext {
+    /// The minion's grains (`grains` in templates).
     pub grains: Value,
+    /// The minion's pillar (`pillar` in templates).
     pub pillar: Value,
+    /// The minion's config (`opts`, `salt['config.get']`).
     pub opts: Value,
+    /// The environment rendered (`saltenv`).
     pub saltenv: String,
     /// The SLS name being rendered (`apache.config`); empty for non-SLS templates.
     pub sls: String,
@@ -51,7 +57,9 @@ pub struct RenderContext {
     pub source_path: String,
     /// Extra top-level variables (file.managed `context`/`defaults`, FORMULA variables).
     pub extra: Map,
+    /// Where `salt['mod.fun']()` calls go.
     pub salt: Arc<dyn SaltFunctions>,
+    /// Where `{% include %}`/`{% import %}` read templates.
     pub files: Arc<dyn TemplateSource>,
 }
 
@@ -59,10 +67,13 @@ pub struct RenderContext {
 /// (the caller prefixes `Rendering SLS 'env:sls' failed: `).
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
+    /// A Jinja error, worded as Salt words it.
     #[error("{0}")]
     Jinja(String),
+    /// A YAML error.
     #[error("{0}")]
     Yaml(#[from] yaml::YamlError),
+    /// Anything else (a renderer pipe, a shebang).
     #[error("{0}")]
     Other(String),
 }

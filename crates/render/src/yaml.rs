@@ -10,13 +10,13 @@ pub(crate) mod scalar;
 use crate::Value;
 
 pub use dump::{dump_with, DumpOptions, DumpStyle};
-pub(crate) use load::python_number;
 
 /// A YAML document that Salt would refuse. The message is shaped like
 /// PyYAML's (context, mark, problem, mark) so users recognise it.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
 pub struct YamlError {
+    /// The error as PyYAML words it (with line and column).
     pub message: String,
     /// 1-based line of the problem, when known.
     pub line: Option<usize>,

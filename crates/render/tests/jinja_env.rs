@@ -1,5 +1,10 @@
 //! Salt's Jinja environment: variables, filters, tests, tags, Python data
 //! semantics, imports through a real template tree, and error shapes.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 use common::*;

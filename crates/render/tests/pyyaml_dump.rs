@@ -2,6 +2,11 @@
 //! quotes, line breaks, unicode, long text, nesting) dumped by PyYAML 6.0.3
 //! (`safe_dump(v, default_flow_style=True/False, allow_unicode=True)`);
 //! halite's dumper must write the same bytes, and its loader read them back.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use halite_render::yaml::{dump_with, load, DumpOptions, DumpStyle};
 use serde_json::Value;

@@ -1,5 +1,10 @@
 //! Bad input is an error, never a panic: every prefix of real templates and
 //! YAML documents goes through the loader and the renderer.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 use common::*;

@@ -8,6 +8,11 @@
 //! (Python internals such as `range(0, 3)`, `dict_keys([...])`, iterator
 //! reprs and set ordering; see docs/renderer.md). Where Salt raises (mostly
 //! Python type errors such as `1|md5`), halite may be more lenient.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 use common::*;

@@ -2,6 +2,11 @@
 //! slsutil.renderer path=salt://checks.jinja default_renderer=jinja`, with an
 //! empty pillar); halite must print the same text. The fixture covers
 //! filters, tests, Python methods and printing, and the pure functions.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 use common::*;

@@ -1,6 +1,11 @@
 //! 477 plain scalars (fixed tricky ones plus random strings of digits, signs,
 //! `_ : . e x b`, letters) loaded by Salt 3008.5's own `SaltYamlSafeLoader`
 //! as `k: <scalar>`; halite's loader must resolve each the same way.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use serde_json::{json, Value};
 

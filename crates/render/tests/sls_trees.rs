@@ -2,6 +2,11 @@
 //! idioms, imports with and without context, import_yaml rendered with
 //! Jinja first, includes, shebangs. The `apache` tree's expected data is what
 //! `salt-call --local state.show_sls apache` (Salt 3008.5) rendered for it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 use common::*;

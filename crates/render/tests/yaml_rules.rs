@@ -1,4 +1,9 @@
 //! Salt's YAML rules, checked through the public loader and dumper.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use halite_render::yaml;
 use serde_json::json;

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use crate::error::{Result, SpmError};
 use crate::formula::{Formula, REQUIRED_AT_INSTALL};
+use halite_salt_rules::archive_path::{resolve_below, strict_components, Unsafe};
 
 /// The most a package may unpack to; formulas are text, this stops bombs.
 pub const MAX_UNPACKED_BYTES: u64 = 512 * 1024 * 1024;
@@ -15,7 +16,9 @@ pub const MAX_UNPACKED_BYTES: u64 = 512 * 1024 * 1024;
 /// What a member of the archive is.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum MemberKind {
+    /// A directory.
     Dir,
+    /// A regular file and its content.
     File(Vec<u8>),
     /// A symbolic link and its (relative, checked) target.
     Symlink(String),
@@ -25,16 +28,22 @@ pub enum MemberKind {
 /// (`apache/init.sls` for the tar member `apache/apache/init.sls`).
 #[derive(Debug, Clone)]
 pub struct Member {
+    /// The path below the package's top directory.
     pub path: String,
+    /// What the member is.
     pub kind: MemberKind,
+    /// Its permission bits.
     pub mode: u32,
+    /// Its modification time, seconds since the epoch.
     pub mtime: u64,
 }
 
 /// A checked package: its FORMULA and its members, in archive order.
 #[derive(Debug, Clone)]
 pub struct Package {
+    /// The package's FORMULA.
     pub formula: Formula,
+    /// Its members, in archive order.
     pub members: Vec<Member>,
 }
 
@@ -226,23 +235,14 @@ fn read_members(bytes: &[u8]) -> Result<Vec<RawMember>, String> {
     Ok(members)
 }
 
-/// Splits a member name into components, refusing absolute paths and `..`.
+/// Splits a member name into components, refusing absolute paths and `..`
+/// (the shared rule of [`halite_salt_rules::archive_path`]).
 fn clean_member_path(full: &str) -> Result<Vec<String>, String> {
-    if full.starts_with('/') || full.starts_with('\\') {
-        return Err(format!("member {full} has an absolute path"));
-    }
-    let mut parts = Vec::new();
-    for part in full.split('/') {
-        match part {
-            "" | "." => continue,
-            ".." => return Err(format!("member {full} contains '..'")),
-            other if other.contains('\0') => {
-                return Err(format!("member {full} contains a NUL byte"))
-            }
-            other => parts.push(other.to_string()),
-        }
-    }
-    Ok(parts)
+    strict_components(full).map_err(|why| match why {
+        Unsafe::Absolute => format!("member {full} has an absolute path"),
+        Unsafe::ParentDir => format!("member {full} contains '..'"),
+        Unsafe::Nul => format!("member {full} contains a NUL byte"),
+    })
 }
 
 /// A link's target must be relative and, resolved from the link's own
@@ -257,19 +257,16 @@ pub(crate) fn check_link_target(link_parts: &[String], target: &str) -> Result<(
     if target.is_empty() {
         return Err(format!("symbolic link {link} has an empty target"));
     }
-    // Depth inside the top directory of the link's parent directory.
-    let mut depth: i64 = link_parts.len() as i64 - 2;
-    for part in target.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => depth -= 1,
-            _ => depth += 1,
-        }
-        if depth < 0 {
-            return Err(format!(
-                "symbolic link {link} points to {target}, outside the package"
-            ));
-        }
+    // The link's directory, below the package's top directory; a link that
+    // is itself the top directory has nowhere inside to point.
+    let inside = match link_parts {
+        [_top, dir @ .., _name] => resolve_below(dir, target).is_some(),
+        _ => false,
+    };
+    if !inside {
+        return Err(format!(
+            "symbolic link {link} points to {target}, outside the package"
+        ));
     }
     Ok(())
 }

@@ -45,8 +45,11 @@ CREATE INDEX IF NOT EXISTS files_by_path ON files (path);
 /// What kind of filesystem entry a row describes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileKind {
+    /// A regular file.
     File,
+    /// A directory.
     Dir,
+    /// A symbolic link.
     Symlink,
 }
 
@@ -71,33 +74,48 @@ impl FileKind {
 /// One file (or directory, or link) a package installed.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstalledFile {
+    /// Where the file was installed.
     pub path: PathBuf,
+    /// What it is.
     pub kind: FileKind,
+    /// Its size in bytes.
     pub size: u64,
     /// Octal permission bits, `0644`.
     pub mode: String,
     /// sha256 of the content as installed (of the target for a link; empty for a dir).
     pub sha256: String,
+    /// The owner it was installed with.
     pub owner: String,
+    /// The group it was installed with.
     pub group: String,
     /// The FORMULA `files` tag letter, empty when untagged.
     pub file_type: String,
+    /// A link's target (empty for files and dirs).
     pub link_target: String,
+    /// Its modification time, seconds since the epoch.
     pub mtime: u64,
 }
 
 /// An installed package as recorded.
 #[derive(Debug, Clone)]
 pub struct InstalledPackage {
+    /// The package name.
     pub name: String,
+    /// Its version.
     pub version: String,
+    /// Its release.
     pub release: String,
     /// When it was installed, Salt's format (`Sat, 21 Nov 2026 21:15:20 GMT`).
     pub installed: String,
+    /// The OS it was built for, if limited to one.
     pub os: Option<String>,
+    /// The OS family it was built for, if limited to one.
     pub os_family: Option<String>,
+    /// The packages it depends on.
     pub dependencies: Vec<String>,
+    /// Its one-line summary.
     pub summary: String,
+    /// Its description.
     pub description: String,
 }
 

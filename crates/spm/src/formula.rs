@@ -24,12 +24,19 @@ pub const REQUIRED_AT_INSTALL: [&str; 5] = ["name", "version", "release", "summa
 /// as in RPM: it decides where the file is installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FileType {
+    /// `c`: a config file.
     Config,
+    /// `d`: documentation.
     Doc,
+    /// `g`: a ghost (recorded, not installed).
     Ghost,
+    /// `l`: a licence.
     License,
+    /// `r`: a readme.
     Readme,
+    /// `s`: a state file (the default).
     Sls,
+    /// `m`: a Salt module.
     Module,
 }
 
@@ -77,7 +84,9 @@ impl FileType {
 /// and its optional type tag.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FileEntry {
+    /// The type tag, when the entry has one.
     pub tag: Option<FileType>,
+    /// The path below the formula's top directory.
     pub path: String,
 }
 
@@ -102,8 +111,11 @@ impl FileEntry {
 /// A `*_tgt_state` section: SLS text published to `tgt` through the master.
 #[derive(Debug, Clone, PartialEq)]
 pub struct TargetedState {
+    /// The target expression.
     pub tgt: String,
+    /// How the target is read (`glob`, `list`...).
     pub tgt_type: String,
+    /// The SLS text to apply.
     pub data: String,
 }
 
@@ -111,24 +123,43 @@ pub struct TargetedState {
 /// pre/post state templates, as Salt passes the whole FORMULA to them.
 #[derive(Debug, Clone)]
 pub struct Formula {
+    /// The package name.
     pub name: String,
+    /// The formula's version (`201506`).
     pub version: String,
+    /// The release of that version (`2`).
     pub release: String,
+    /// One line saying what the formula does.
     pub summary: String,
+    /// A longer description.
     pub description: String,
+    /// The OS the formula is for, if it is limited to one.
     pub os: Option<String>,
+    /// The OS family the formula is for, if limited to one.
     pub os_family: Option<String>,
+    /// The directory holding the formula's files (default: the name).
     pub top_level_dir: String,
+    /// Packages that must be installed first.
     pub dependencies: Vec<String>,
+    /// Packages that may be installed alongside.
     pub optional: Vec<String>,
+    /// Packages that should be installed alongside.
     pub recommended: Vec<String>,
+    /// The oldest SPM that can install it.
     pub minimum_version: Option<String>,
+    /// Which files to package, with their type tags (default: all).
     pub files: Option<Vec<FileEntry>>,
+    /// SLS applied on this host before installing.
     pub pre_local_state: Option<String>,
+    /// SLS applied to a target through the master before installing.
     pub pre_tgt_state: Option<TargetedState>,
+    /// SLS applied on this host after installing.
     pub post_local_state: Option<String>,
+    /// SLS applied to a target through the master after installing.
     pub post_tgt_state: Option<TargetedState>,
+    /// The renderer pipe for the states (default `jinja|yaml`).
     pub renderer: Option<String>,
+    /// Other FORMULA keys, passed to the states as variables.
     pub variables: Map<String, Value>,
 }
 

@@ -26,6 +26,7 @@ pub const SALT_COMPAT_VERSION: &str = "3008.5";
 /// What an install did, for the user.
 #[derive(Debug, Clone, Default)]
 pub struct InstallReport {
+    /// The package installed.
     pub package: String,
     /// Files, links and directories now recorded for the package.
     pub installed: Vec<PathBuf>,

@@ -12,8 +12,11 @@ use crate::formula::{FileType, Formula};
 /// to, `relative` its path below that root.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Destination {
+    /// The directory the file type installs below.
     pub root: PathBuf,
+    /// The path below that root.
     pub relative: PathBuf,
+    /// The FORMULA type tag that chose the root.
     pub file_type: Option<FileType>,
 }
 

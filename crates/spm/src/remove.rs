@@ -12,7 +12,9 @@ use crate::error::{Result, SpmError};
 /// What a removal did.
 #[derive(Debug, Clone, Default)]
 pub struct RemoveReport {
+    /// The package removed.
     pub package: String,
+    /// The files and directories removed.
     pub removed: Vec<PathBuf>,
     /// Files changed since install, left in place.
     pub kept_modified: Vec<PathBuf>,

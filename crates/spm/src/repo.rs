@@ -20,18 +20,26 @@ const MAX_DOWNLOAD_BYTES: u64 = 256 * 1024 * 1024;
 /// One repository from `spm_repos_config` (or `<it>.d/*.repo`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RepoConfig {
+    /// The repository's name (its file's key in `spm.repos.d`).
     pub name: String,
+    /// Where it is (`file://`, `http(s)://`).
     pub url: String,
+    /// The user for an HTTP repository, if it needs one.
     pub username: Option<String>,
+    /// The password for an HTTP repository, if it needs one.
     pub password: Option<String>,
 }
 
 /// A package a repository offers.
 #[derive(Debug, Clone)]
 pub struct RepoPackage {
+    /// The repository offering it.
     pub repo: RepoConfig,
+    /// The package name.
     pub name: String,
+    /// The `.spm` file's name in the repository.
     pub filename: String,
+    /// The package's FORMULA fields, as the repository's metadata lists them.
     pub info: Map<String, Value>,
 }
 

@@ -15,7 +15,9 @@ use crate::formula::Formula;
 /// Which hook is running.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Stage {
+    /// `pre_local_state`/`pre_tgt_state`: before the files are installed.
     Pre,
+    /// `post_local_state`/`post_tgt_state`: after.
     Post,
 }
 
@@ -179,6 +181,7 @@ impl halite_render::TemplateSource for NoTemplates {
 /// private temporary file root.
 #[derive(Debug, Clone)]
 pub struct HaliteCallRunner {
+    /// The `halite-call` binary that applies the states.
     pub halite_call: PathBuf,
 }
 

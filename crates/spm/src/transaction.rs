@@ -36,18 +36,24 @@ pub fn journal_path(config: &SpmConfig) -> PathBuf {
 /// moved to `backup` first.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct JournalEntry {
+    /// The new file, written beside its destination.
     pub temp: PathBuf,
+    /// Where it goes.
     pub dest: PathBuf,
+    /// Where the file it replaces was moved (`None`: there was none).
     pub backup: Option<PathBuf>,
 }
 
 /// The journal of an install whose renames have started.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Journal {
+    /// The package being installed.
     pub package: String,
     /// Matches the `txn` column once the database commit is done.
     pub txn: String,
+    /// The renames, in the order they are done.
     pub entries: Vec<JournalEntry>,
+    /// Directories the install created, removed again on a rollback.
     pub created_dirs: Vec<PathBuf>,
 }
 

@@ -1,5 +1,10 @@
 //! An install killed midway (a real abort of the real binary at a
 //! failpoint) is undone, or finished, by the next halite-spm run.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 

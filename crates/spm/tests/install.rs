@@ -1,4 +1,9 @@
 //! Installing into temp roots, the database rows, removal, and conflicts.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 

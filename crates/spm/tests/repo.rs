@@ -1,5 +1,10 @@
 //! Repositories: `create_repo`, `update_repo`, and `install NAME` pulling
 //! dependencies first from file:// and http:// repositories.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 

@@ -1,5 +1,10 @@
 //! Hostile, corrupt and truncated packages are refused before anything is
 //! written; a failure midway through an install leaves disk and db as they were.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 

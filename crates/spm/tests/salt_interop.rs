@@ -1,6 +1,11 @@
 //! Interop with Salt's own `spm` (3008.x, installed from PyPI outside the
 //! repo at /root/.venvs/salt): packages and repositories made by one are
 //! installed by the other. Skips, saying why, when Salt's spm is absent.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 

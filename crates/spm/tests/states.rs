@@ -1,6 +1,11 @@
 //! Pre/post states: rendered with the FORMULA's variables, run in order
 //! around the file writes; a failing pre state (or a targeted state with no
 //! master) stops the install with nothing written.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 

@@ -6,11 +6,11 @@ use std::cell::Cell;
 
 use indexmap::IndexMap;
 
-use crate::fnmatch::fnmatch;
 use crate::graph::{has_requisites, ChunkKeys, Graph};
 use crate::pieces::{fold_on_helper, piece_count, split_vec};
 use crate::requisite::{py_repr, py_str, REQUISITE_KEYWORDS};
 use crate::{LowChunk, Map, Value};
+use halite_salt_rules::fnmatch::fnmatch;
 
 fn first_key(v: &Value) -> Option<&str> {
     v.as_object()

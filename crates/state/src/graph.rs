@@ -21,9 +21,9 @@ type FxIndexMap<K, V> = IndexMap<K, V, FxBuildHasher>;
 type FxIndexSet<T> = indexmap::IndexSet<T, FxBuildHasher>;
 
 use crate::dict::KeySet;
-use crate::fnmatch::{fnmatch, is_pattern};
 use crate::requisite::{py_repr, py_str, RequisiteKind};
 use crate::{LowChunk, Map, Value};
+use halite_salt_rules::fnmatch::{fnmatch, is_pattern};
 
 /// A node: a chunk, or the test-mode "prereq check" twin of a chunk.
 #[derive(Debug, Clone)]

@@ -6,8 +6,8 @@ use std::collections::HashSet;
 
 use indexmap::IndexMap;
 
-use crate::fnmatch::fnmatch;
 use crate::{Map, Value};
+use halite_salt_rules::fnmatch::fnmatch;
 
 /// One rendered SLS file.
 #[derive(Debug, Clone)]
@@ -67,7 +67,7 @@ impl<'a> HighBuilder<'a> {
     /// `fnmatch.filter(avail[saltenv], pattern)`.
     fn filter_avail(&mut self, saltenv: &str, pattern: &str) -> Vec<String> {
         let (list, set) = self.avail(saltenv);
-        if !crate::fnmatch::is_pattern(pattern) {
+        if !halite_salt_rules::is_pattern(pattern) {
             return if set.contains(pattern) {
                 vec![pattern.to_string()]
             } else {

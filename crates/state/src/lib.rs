@@ -9,7 +9,6 @@
 pub mod chunk;
 pub mod compile;
 pub mod dict;
-pub mod fnmatch;
 pub mod graph;
 pub mod high;
 pub mod module;
@@ -21,13 +20,18 @@ pub mod run;
 pub mod target;
 pub mod top;
 
+/// Salt's `fnmatch`, from the leaf crate of Salt's rules (re-exported for
+/// the crates that reach it through the engine).
+pub use halite_salt_rules::fnmatch;
+/// Salt's truthiness, from the leaf crate of Salt's rules.
+pub use halite_salt_rules::truthy;
+
 pub use chunk::LowChunk;
 pub use dict::SmallDict;
 pub use high::{HighBuilder, Matches, RenderedSls, SlsSource};
 pub use module::{
-    strip_salt_url, truthy, type_name, CmdOptions, CmdOutput, FileClient, FileClientError,
-    StateCall, StateEnv, StateError, StateFunction, StateHandler, StateModule, StateModules,
-    StateTable,
+    strip_salt_url, type_name, CmdOptions, CmdOutput, FileClient, FileClientError, StateCall,
+    StateEnv, StateError, StateFunction, StateHandler, StateModule, StateModules, StateTable,
 };
 pub use pipeline::{call_high, compile_chunks, prepare_high, Compiled};
 pub use ret::{state_tag, StateResult};

@@ -11,6 +11,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use crate::{LowChunk, Map, StateResult, Value};
+pub(crate) use halite_salt_rules::truthy;
 
 /// Why a state function could not produce a normal result.
 ///
@@ -93,21 +94,6 @@ impl<'a> StateCall<'a> {
             Some(Value::Array(a)) => a.clone(),
             Some(v) => vec![v.clone()],
         }
-    }
-}
-
-/// Python-like truthiness of a Salt value (strings: `true/yes/on/1` are true).
-pub fn truthy(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().map(|f| f != 0.0).unwrap_or(false),
-        Value::String(s) => matches!(
-            s.to_ascii_lowercase().as_str(),
-            "true" | "yes" | "on" | "1" | "y"
-        ),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
     }
 }
 
@@ -272,36 +258,51 @@ impl StateModules {
 /// state modules that shell out.
 #[derive(Debug, Clone, Default)]
 pub struct CmdOptions {
+    /// The directory to run in (Salt's `cwd`).
     pub cwd: Option<String>,
+    /// The user to run as (Salt's `runas`).
     pub runas: Option<String>,
+    /// The shell for `python_shell` commands (default `/bin/sh`).
     pub shell: Option<String>,
+    /// Extra environment variables (Salt's `env`).
     pub env: Vec<(String, String)>,
+    /// Text fed to the command's standard input.
     pub stdin: Option<String>,
     /// Run through the shell (`/bin/sh -c`) — Salt's `python_shell=True`.
     pub python_shell: bool,
+    /// Seconds before the command is killed (Salt's `timeout`).
     pub timeout_secs: Option<u64>,
 }
 
 /// What a command did.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CmdOutput {
+    /// The exit code (Salt's `retcode`).
     pub retcode: i32,
+    /// What it printed on standard output.
     pub stdout: String,
+    /// What it printed on standard error.
     pub stderr: String,
+    /// Its process id (Salt's `pid`).
     pub pid: u32,
 }
 
 /// Why a file could not be fetched from the file server.
 #[derive(Debug, thiserror::Error)]
 pub enum FileClientError {
+    /// The master refused the file (the text says why).
     #[error("{0}")]
     Refused(String),
+    /// Reading or writing a cached file failed.
     #[error("I/O error on {path}: {source}")]
     Io {
+        /// The file.
         path: String,
+        /// The system's error.
         #[source]
         source: std::io::Error,
     },
+    /// Anything else, worded for the user.
     #[error("{0}")]
     Other(String),
 }

@@ -1,6 +1,6 @@
 //! Requisite kinds and the references that name their targets.
 
-use crate::{Map, Value};
+use crate::Value;
 
 /// A direct requisite kind, in Salt's precedence order.
 ///
@@ -8,17 +8,29 @@ use crate::{Map, Value};
 /// when pulling a prerequisite up to just before its earliest dependent.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum RequisiteKind {
+    /// `onfail`: run only when the target failed.
     Onfail,
+    /// `onfail_any`: run when any target failed.
     OnfailAny,
+    /// `onfail_all`: run when every target failed.
     OnfailAll,
+    /// `require`: run after the targets, only if they succeeded.
     Require,
+    /// `require_any`: run if any target succeeded.
     RequireAny,
+    /// `onchanges`: run only when a target changed something.
     Onchanges,
+    /// `onchanges_any`: run when any target changed something.
     OnchangesAny,
+    /// `watch`: like `require`, and call `mod_watch` when a target changed.
     Watch,
+    /// `watch_any`: `watch` satisfied by any target.
     WatchAny,
+    /// `prereq`: run before the target, only if it would change something.
     Prereq,
+    /// The reverse of `prereq`, added to the target.
     Prerequired,
+    /// `listen`: call `mod_watch` at the end of the run when a target changed.
     Listen,
 }
 
@@ -183,7 +195,9 @@ pub fn is_internal_keyword(key: &str) -> bool {
 /// `- foo` (module omitted) is (`id`, `foo`); `- sls: bar` is (`sls`, `bar`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RequisiteRef {
+    /// What the reference matches on: a state module name, `id`, `name` or `sls`.
     pub key: String,
+    /// The id, name, sls or glob matched.
     pub value: Value,
 }
 
@@ -210,32 +224,8 @@ impl RequisiteRef {
     }
 }
 
-/// Python's `str()` of a JSON value, for error messages that quote Salt.
-pub fn py_repr(v: &Value) -> String {
-    match v {
-        Value::Null => "None".into(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
-        Value::Array(a) => format!("[{}]", a.iter().map(py_repr).collect::<Vec<_>>().join(", ")),
-        Value::Object(m) => py_dict(m),
-    }
-}
-
-/// Python's `str()` of a dict.
-pub fn py_dict(m: &Map) -> String {
-    let inner: Vec<String> = m
-        .iter()
-        .map(|(k, v)| format!("'{k}': {}", py_repr(v)))
-        .collect();
-    format!("{{{}}}", inner.join(", "))
-}
-
-/// Python's `str()` of a value as it appears in `'...'.format(x)`: strings bare.
-pub fn py_str(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => py_repr(other),
-    }
-}
+/// The engine's `repr()`/`str()` of values in messages that quote Salt
+/// (one implementation, in the leaf crate of Salt's rules).
+pub use halite_salt_rules::pyfmt::{
+    quoted_dict as py_dict, quoted_repr as py_repr, quoted_str as py_str,
+};

@@ -22,10 +22,15 @@ pub fn state_tag(state: &str, id: &str, name: &str, fun: &str) -> String {
 /// `__run_num__`, `__sls__`, `__id__`, `start_time` and `duration` itself.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StateResult {
+    /// The state's `name` argument.
     pub name: String,
+    /// `True`, `False`, or `None` (test mode: would change).
     pub result: Option<bool>,
+    /// What changed (Salt's `changes`).
     pub changes: Map,
+    /// What happened, for the user (Salt's `comment`).
     pub comment: String,
+    /// Any other keys the module returns (`warnings`, `skip_watch`...).
     pub extra: Map,
 }
 

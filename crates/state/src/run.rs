@@ -1559,9 +1559,13 @@ enum Condition {
 /// A validated `retry` argument (Salt's `verify_retry_data`).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RetrySpec {
+    /// `until` (Salt's default `True`): the result that ends the retries.
     pub until: bool,
+    /// How many times to try at most.
     pub attempts: u64,
+    /// Seconds between attempts.
     pub interval: u64,
+    /// Up to this many extra seconds at random between attempts.
     pub splay: u64,
 }
 

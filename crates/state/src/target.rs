@@ -14,9 +14,9 @@ use std::collections::BTreeMap;
 
 use regex::Regex;
 
-use crate::fnmatch::Glob;
 use crate::requisite::py_str;
 use crate::{Map, Value};
+use halite_salt_rules::fnmatch::Glob;
 
 /// What a target is matched against: one minion's id, grains and pillar.
 /// A minion whose grains (or pillar) are unknown is given `Value::Null`,
@@ -24,8 +24,11 @@ use crate::{Map, Value};
 /// without cached data.
 #[derive(Debug, Clone, Copy)]
 pub struct MinionFacts<'a> {
+    /// The minion's id.
     pub id: &'a str,
+    /// Its grains.
     pub grains: &'a Value,
+    /// Its pillar.
     pub pillar: &'a Value,
 }
 
@@ -39,18 +42,34 @@ pub enum TargetError {
     #[error(
         "unknown target type {0:?}; use glob, pcre, list, grain, grain_pcre, pillar, pillar_pcre, compound or nodegroup"
     )]
+    /// A `tgt_type` halite does not know.
     UnknownType(String),
     #[error("invalid regular expression {pattern:?}: {reason}")]
-    BadRegex { pattern: String, reason: String },
+    /// A pattern that is not a valid regular expression.
+    BadRegex {
+        /// The pattern.
+        pattern: String,
+        /// Why it does not compile.
+        reason: String,
+    },
     #[error("invalid compound target {target:?}: {reason}")]
-    BadCompound { target: String, reason: String },
+    /// A compound expression that does not parse.
+    BadCompound {
+        /// The expression.
+        target: String,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A nodegroup the config does not define.
     #[error("unknown nodegroup {0:?}; define it under `nodegroups` in the config")]
     UnknownNodegroup(String),
+    /// A compound engine letter halite does not support.
     #[error("target engine {0}@ is not supported by halite; use G@, P@, I@, J@, E@, L@ or N@")]
     UnsupportedEngine(char),
     #[error(
         "target engine {0}@ matches pillar data, which halite's master does not cache; target by grains (G@, P@), ids (globs, E@, L@) or nodegroups (N@)"
     )]
+    /// A compound engine that needs the pillar cache halite's master lacks.
     NoPillarCache(char),
 }
 

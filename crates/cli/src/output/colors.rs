@@ -3,12 +3,19 @@
 /// ANSI sequences, or empty strings when colour is off.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Colors {
+    /// Unchanged successes (Salt's GREEN).
     pub green: &'static str,
+    /// Headings and ids (Salt's CYAN).
     pub cyan: &'static str,
+    /// Failures (Salt's RED).
     pub red: &'static str,
+    /// Failed details (Salt's LIGHT_RED).
     pub light_red: &'static str,
+    /// Changes and warnings (Salt's YELLOW).
     pub yellow: &'static str,
+    /// Changes in test mode (Salt's LIGHT_YELLOW).
     pub light_yellow: &'static str,
+    /// Back to the terminal's color (Salt's ENDC).
     pub endc: &'static str,
 }
 

@@ -6,7 +6,7 @@
 use serde_json::{Map, Value};
 
 use super::{nested, OutputOptions};
-use halite_state::requisite::py_str;
+use halite_salt_rules::pyfmt::quoted_str as py_str;
 
 fn py_result(v: Option<&Value>) -> String {
     match v {

@@ -17,11 +17,17 @@ pub use json::{json, write_json};
 /// Which outputter to use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Outputter {
+    /// `--out json`: Salt's JSON, indented.
     Json,
+    /// `--out yaml`.
     Yaml,
+    /// `--out nested`: Salt's default for execution functions.
     Nested,
+    /// `--out highstate`: Salt's state run summary.
     Highstate,
+    /// `--out txt`: one `minion: value` line each.
     Txt,
+    /// `--out raw`: Python's repr of the data.
     Raw,
 }
 
@@ -61,10 +67,15 @@ impl Outputter {
 /// Options the outputters read (Salt's `state_output`, `state_verbose`...).
 #[derive(Debug, Clone)]
 pub struct OutputOptions {
+    /// Whether and how to color the output (`--no-color`, `--force-color`).
     pub colors: Colors,
+    /// `state_output`: `full`, `terse`, `mixed`, `changes` (with `_id` variants).
     pub state_output: String,
+    /// `state_verbose`: `False` hides states that succeeded without changes.
     pub state_verbose: bool,
+    /// `state_output_profile`: show each state's duration.
     pub state_output_profile: bool,
+    /// `state_output_pct`: show the summary's percentages.
     pub state_output_pct: bool,
     /// `--out-indent` for JSON (Salt's default is 4).
     pub json_indent: usize,
@@ -126,5 +137,5 @@ fn txt(v: &Value) -> String {
 
 /// Python's `repr()` of data (Salt's txt/raw outputters print that).
 pub fn python_repr(v: &Value) -> String {
-    halite_state::requisite::py_repr(v)
+    halite_salt_rules::pyfmt::quoted_repr(v)
 }

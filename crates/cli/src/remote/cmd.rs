@@ -5,8 +5,8 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use halite_master::local::{LocalBody, LocalReply};
-use halite_master::MasterConfig;
+use halite_client::local::{LocalBody, LocalReply};
+use halite_client::MasterConfig;
 use serde_json::{json, Map, Value};
 
 use super::progress::{self, Progress};
@@ -15,16 +15,25 @@ use crate::output::{self, OutputOptions, Outputter};
 /// One `halite` invocation.
 #[derive(Debug, Clone)]
 pub struct Command {
+    /// The target expression.
     pub tgt: String,
+    /// How the target is read (`-G`, `-L`, `-C`... as `glob`, `grain`, `list`).
     pub tgt_type: String,
+    /// The function to run (`mod.fun`).
     pub fun: String,
+    /// Its arguments as typed (`key=value` for keyword ones).
     pub args: Vec<String>,
+    /// `--out`: the outputter (default: the function's).
     pub out: Option<String>,
+    /// `-t`: how long to wait for the minions' returns.
     pub timeout: Duration,
     /// How long to wait for `saltutil.find_job` answers once `timeout` ran out.
     pub gather_job_timeout: Duration,
+    /// `--async`: print the jid and return without waiting.
     pub asynchronous: bool,
+    /// `-v`: say which job was published and which minions did not answer.
     pub verbose: bool,
+    /// `-b`: run on this many (or this percent) of the minions at a time.
     pub batch: Option<String>,
     /// `--progress` (`Some(true)`), `--no-progress` (`Some(false)`), or
     /// neither: live progress when stderr and stdout are terminals.

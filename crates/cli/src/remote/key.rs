@@ -5,29 +5,39 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 
-use halite_master::keys::{status_dir, KeyStore, ALL_STATUSES};
-use halite_master::local::LocalBody;
-use halite_master::MasterConfig;
+use halite_client::keys::{status_dir, KeyStore, ALL_STATUSES};
+use halite_client::local::LocalBody;
+use halite_client::MasterConfig;
 use halite_proto::msg::KeyStatus;
 use serde_json::{json, Value};
 
 /// What `halite-key` was asked to do.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum KeyAction {
+    /// `-L`/`-l`: list keys (of this status, or `all`).
     List(String),
+    /// `-a`: accept the keys matching this glob.
     Accept(String),
+    /// `-r`: reject the keys matching this glob.
     Reject(String),
+    /// `-d`: delete the keys matching this glob.
     Delete(String),
+    /// `-f`: print the fingerprints of the keys matching this glob.
     Finger(String),
 }
 
 /// The options that change how an action runs.
 #[derive(Debug, Clone, Default)]
 pub struct KeyOptions {
+    /// `-y`: do not ask before changing keys.
     pub yes: bool,
+    /// `--out json`: print JSON instead of text.
     pub json: bool,
+    /// `--include-accepted`: `-a`/`-r` also act on accepted keys.
     pub include_accepted: bool,
+    /// `--include-rejected`: `-a`/`-r` also act on rejected keys.
     pub include_rejected: bool,
+    /// `--include-denied`: `-a`/`-r` also act on denied keys.
     pub include_denied: bool,
 }
 
@@ -73,7 +83,7 @@ fn glob_match(store: &KeyStore, pattern: &str) -> anyhow::Result<BTreeMap<String
         let ids: Vec<String> = store
             .ids(status)?
             .into_iter()
-            .filter(|id| halite_state::fnmatch::fnmatch(id, pattern))
+            .filter(|id| halite_salt_rules::fnmatch(id, pattern))
             .collect();
         if !ids.is_empty() {
             out.insert(status_dir(status).to_string(), ids);

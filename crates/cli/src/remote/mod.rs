@@ -10,8 +10,8 @@ pub mod run;
 
 use std::path::Path;
 
-use halite_master::local::{LocalClient, LocalError};
-use halite_master::MasterConfig;
+use halite_client::local::{LocalClient, LocalError};
+use halite_client::MasterConfig;
 
 /// Loads the master config of `config_dir` (as `-c` gives it).
 pub fn master_config(config_dir: &Path) -> anyhow::Result<MasterConfig> {

@@ -6,10 +6,10 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use halite_master::jobcache::JobCache;
-use halite_master::keys::KeyStore;
-use halite_master::local::{LocalBody, LocalReply};
-use halite_master::MasterConfig;
+use halite_client::jobcache::JobCache;
+use halite_client::keys::KeyStore;
+use halite_client::local::{LocalBody, LocalReply};
+use halite_client::MasterConfig;
 use halite_proto::msg::KeyStatus;
 use serde_json::{json, Map, Value};
 
@@ -68,9 +68,13 @@ pub fn python_json(v: &Value, indent: Option<usize>, sort_keys: bool) -> String 
 /// One `halite-run` invocation.
 #[derive(Debug, Clone)]
 pub struct RunnerCall {
+    /// The runner function (`jobs.lookup_jid`, `manage.up`...).
     pub fun: String,
+    /// Its arguments as typed.
     pub args: Vec<String>,
+    /// `--out`: the outputter.
     pub out: Option<String>,
+    /// `-t`: how long to wait for the minions (`manage.*`).
     pub timeout: Duration,
 }
 

@@ -58,10 +58,8 @@ pub fn retcode(fun: &str, ret: &Value) -> i32 {
     }
 }
 
-/// Python's `str()` of a value (strings bare), for messages and echoes.
-pub fn py_str(v: &Value) -> String {
-    halite_state::requisite::py_str(v)
-}
+/// The engine's `str()` of a value (strings bare), for messages and echoes.
+pub use halite_salt_rules::pyfmt::quoted_str as py_str;
 
 /// Arguments of an execution function call: positional, then `key=value`.
 ///
@@ -69,7 +67,9 @@ pub fn py_str(v: &Value) -> String {
 /// (`test.echo 1` passes the integer 1).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Args {
+    /// Positional arguments, in order.
     pub positional: Vec<Value>,
+    /// Keyword arguments (`key=value`).
     pub kwargs: Map,
 }
 

@@ -27,7 +27,7 @@ impl ExecModule for SysExec {
         let filter = args.get_str(0, "module");
         let keep = |f: &str| match &filter {
             None => true,
-            Some(m) if m.contains('*') => halite_state::fnmatch::fnmatch(f, m),
+            Some(m) if m.contains('*') => halite_salt_rules::fnmatch(f, m),
             Some(m) => f.starts_with(&format!("{m}.")) || f == m,
         };
         match fun {

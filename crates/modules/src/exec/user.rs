@@ -185,15 +185,25 @@ pub fn list_users() -> Result<Vec<String>, ExecError> {
 /// What `user.add` creates.
 #[derive(Debug, Default, Clone)]
 pub struct AddUser {
+    /// The user name.
     pub name: String,
+    /// The uid (`None`: the system picks).
     pub uid: Option<i64>,
+    /// The primary group, a name or number (`None`: per `usergroup`).
     pub gid: Option<String>,
+    /// Supplementary groups.
     pub groups: Vec<String>,
+    /// The home directory (`None`: the system's default).
     pub home: Option<String>,
+    /// Whether to create the home directory.
     pub createhome: bool,
+    /// The login shell (`None`: the system's default).
     pub shell: Option<String>,
+    /// `False` allows a duplicate uid (`useradd -o`).
     pub unique: bool,
+    /// Create a system account.
     pub system: bool,
+    /// Create a group named after the user (`None`: the system's default).
     pub usergroup: Option<bool>,
     /// GECOS fields by name (`fullname`...), empty ones skipped.
     pub gecos: Vec<(String, String)>,
@@ -502,8 +512,11 @@ pub fn delete_password(name: &str) -> Result<bool, ExecError> {
 /// What a command printed and returned.
 #[derive(Debug, Clone)]
 pub struct Ran {
+    /// The exit code.
     pub retcode: i32,
+    /// What it printed on standard output.
     pub stdout: String,
+    /// What it printed on standard error.
     pub stderr: String,
 }
 

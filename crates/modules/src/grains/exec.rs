@@ -8,9 +8,10 @@
 use halite_state::{Map, Value};
 
 use super::deep_update;
-use super::match_expr::fnmatch;
 use crate::exec::{Args, ExecError, ExecModule};
 use crate::Host;
+use halite_salt_rules::fnmatch;
+use halite_salt_rules::pyfmt::str_json as python_str;
 
 /// `grains.*` functions over [`Host::grains`].
 pub struct GrainsExec;
@@ -189,17 +190,6 @@ pub fn filter_by(
         };
     }
     Ok(ret.unwrap_or(Value::Null))
-}
-
-/// Python's `str()` of a grain value, used to glob-match it.
-fn python_str(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Null => "None".into(),
-        other => other.to_string(),
-    }
 }
 
 #[cfg(test)]

@@ -24,8 +24,11 @@ pub struct SourceEntry {
     pub kind: String,
     /// The `[key=value ...]` options in order (`arch`, `signed-by`, `trusted`).
     pub options: Vec<(String, String)>,
+    /// The repository's URI.
     pub uri: String,
+    /// The distribution (`bookworm`, `stable`...).
     pub dist: String,
+    /// The components (`main contrib`...).
     pub comps: Vec<String>,
     /// A trailing `# comment`.
     pub comment: String,
@@ -173,7 +176,9 @@ pub fn parse_repo(repo: &str) -> PkgResult<SourceEntry> {
 /// One sources file: its path and its lines, entries parsed.
 #[derive(Debug, Clone)]
 pub struct SourcesFile {
+    /// The file.
     pub path: PathBuf,
+    /// Its lines, as they are, to be changed in place.
     pub lines: Vec<String>,
 }
 

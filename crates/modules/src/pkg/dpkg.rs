@@ -19,11 +19,15 @@ pub const DEFAULT_ADMINDIR: &str = "/var/lib/dpkg";
 /// One package record of dpkg's status file.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct StatusEntry {
+    /// The package name.
     pub package: String,
+    /// Its installed version.
     pub version: String,
+    /// Its architecture (`amd64`, `all`...).
     pub architecture: String,
     /// `Status:` words: want, error flag, state (`install ok installed`).
     pub want: String,
+    /// The package's state (`installed`, `config-files`...).
     pub state: String,
 }
 

@@ -32,7 +32,9 @@ pub enum PkgError {
     /// The package tool could not be started at all.
     #[error("could not run {program}: {source}; is it installed and on PATH?")]
     Spawn {
+        /// The program that could not start (`apt-get`, `dpkg`...).
         program: String,
+        /// The system's error.
         #[source]
         source: std::io::Error,
     },
@@ -40,14 +42,19 @@ pub enum PkgError {
     /// (Salt's CommandExecutionError with `info={"errors", "changes"}`).
     #[error("{message}{}", errors_suffix(.errors))]
     Failed {
+        /// Salt's error message.
         message: String,
+        /// The tool's errors, one per item.
         errors: Vec<String>,
+        /// What changed anyway.
         changes: Map,
     },
     /// Reading or writing a package database or repo file failed.
     #[error("{path}: {source}")]
     Io {
+        /// The file.
         path: String,
+        /// The system's error.
         #[source]
         source: std::io::Error,
     },

@@ -19,8 +19,11 @@ pub const DPKG_ENV: &[(&str, &str)] = &[
 /// What a package tool printed and returned.
 #[derive(Debug, Clone)]
 pub struct ToolOutput {
+    /// The exit code.
     pub retcode: i32,
+    /// What it printed on standard output.
     pub stdout: String,
+    /// What it printed on standard error.
     pub stderr: String,
 }
 

@@ -30,7 +30,9 @@ impl TargetKind {
 /// (file), in the order they were given.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Targets {
+    /// What the names are (repository packages, files, or sources).
     pub kind: TargetKind,
+    /// Each name with the version asked for (`None`: any).
     pub items: IndexMap<String, Option<String>>,
 }
 

@@ -203,11 +203,17 @@ fn rpmvercmp(a: &str, b: &str) -> Ordering {
 /// A comparison operator in a version spec.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Oper {
+    /// `==` (or no operator).
     Eq,
+    /// `!=`.
     Ne,
+    /// `<`.
     Lt,
+    /// `<=`.
     Le,
+    /// `>`.
     Gt,
+    /// `>=`.
     Ge,
 }
 
@@ -300,14 +306,11 @@ pub fn best_match(
     matching.last().map(|s| s.to_string())
 }
 
-/// Shell-style glob (`*`, `?`) as Python's fnmatch for version strings.
+/// Shell-style glob (`*`, `?`) for version strings, with the shared
+/// `fnmatch`. A `[` is taken literally (as this rule always has here, where
+/// Python's fnmatch would read a set): it is written as the set `[[]`.
 fn glob_match(pattern: &str, text: &str) -> bool {
-    let pattern = regex::escape(pattern)
-        .replace("\\*", ".*")
-        .replace("\\?", ".");
-    regex::Regex::new(&format!("^{pattern}$"))
-        .map(|r| r.is_match(text))
-        .unwrap_or(false)
+    halite_salt_rules::fnmatch(text, &pattern.replace('[', "[[]"))
 }
 
 #[cfg(test)]

@@ -170,23 +170,8 @@ fn refuse(source: &str, member: &str, why: impl std::fmt::Display) -> String {
 }
 
 /// Normalises an archive path lexically below a root: `None` when it is
-/// absolute or climbs out with `..`.
-fn normalize(base: &[String], path: &str) -> Option<Vec<String>> {
-    if path.starts_with('/') {
-        return None;
-    }
-    let mut parts: Vec<String> = base.to_vec();
-    for seg in path.split('/') {
-        match seg {
-            "" | "." => {}
-            ".." => {
-                parts.pop()?;
-            }
-            s => parts.push(s.to_string()),
-        }
-    }
-    Some(parts)
-}
+/// absolute or climbs out with `..` (the rule shared with SPM).
+use halite_salt_rules::archive_path::resolve_below as normalize;
 
 /// Drops the first `n` path components (tar's `--strip-components`);
 /// `None` when nothing is left.
@@ -749,8 +734,13 @@ struct Resolved {
 
 /// Salt's `file.source_list` plus caching: the first source that exists.
 fn resolve_source(call: &StateCall<'_>, source: &Value, saltenv: &str) -> Result<Resolved, String> {
-    let candidates = crate::states::file::managed::source_candidates(source, false)
-        .ok_or_else(|| format!("Invalid source \"{}\"", py_repr(source)))?;
+    let candidates =
+        crate::states::file::managed::source_candidates(source, false).ok_or_else(|| {
+            format!(
+                "Invalid source \"{}\"",
+                halite_salt_rules::pyfmt::str_json(source)
+            )
+        })?;
     for url in &candidates {
         if let Some((path, env)) = strip_salt_url(url) {
             let found = call
@@ -794,14 +784,6 @@ fn resolve_source(call: &StateCall<'_>, source: &Value, saltenv: &str) -> Result
             candidates.join(", ")
         ),
     })
-}
-
-fn py_repr(v: &Value) -> String {
-    match v {
-        Value::Null => "None".into(),
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    }
 }
 
 /// Reads `<type>=<hex>` or a bare hex digest.
@@ -1385,18 +1367,6 @@ mod tests {
         assert_eq!(guess_format("a.txz"), Some("tar"));
         assert_eq!(guess_format("a.zip"), Some("zip"));
         assert_eq!(guess_format("a.gz"), None);
-    }
-
-    #[test]
-    fn normalize_refuses_escapes() {
-        assert_eq!(
-            normalize(&[], "a/./b/../c"),
-            Some(vec!["a".into(), "c".into()])
-        );
-        assert_eq!(normalize(&[], "a/../../x"), None);
-        assert_eq!(normalize(&[], "/etc/passwd"), None);
-        assert_eq!(normalize(&["a".into()], "../b"), Some(vec!["b".into()]));
-        assert_eq!(normalize(&["a".into()], "../../b"), None);
     }
 
     #[test]

@@ -32,38 +32,9 @@ impl StateModule for UserState {
 
 const REDACTED: &str = "XXX-REDACTED-XXX";
 
-/// Python's `str()` of a value, for comments that Salt builds with
-/// `"{}".format(value)`: strings bare, lists as `['a', 'b']`.
-pub fn py_str(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        other => py_repr(other),
-    }
-}
-
-/// Python's `repr()` of a value.
-pub fn py_repr(v: &Value) -> String {
-    match v {
-        Value::Null => "None".into(),
-        Value::Bool(true) => "True".into(),
-        Value::Bool(false) => "False".into(),
-        Value::Number(n) => n.to_string(),
-        Value::String(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
-        Value::Array(items) => format!(
-            "[{}]",
-            items.iter().map(py_repr).collect::<Vec<_>>().join(", ")
-        ),
-        Value::Object(map) => {
-            format!(
-                "{{{}}}",
-                map.iter()
-                    .map(|(k, v)| format!("'{k}': {}", py_repr(v)))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            )
-        }
-    }
-}
+/// The engine's `str()`/`repr()` of values in comments that Salt builds
+/// with `"{}".format(value)` (the shared rule).
+pub use halite_salt_rules::pyfmt::{quoted_repr as py_repr, quoted_str as py_str};
 
 /// A list-of-strings argument (a YAML list or a comma-separated string).
 pub fn string_list_arg(call: &StateCall<'_>, key: &str) -> Vec<String> {

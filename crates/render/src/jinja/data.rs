@@ -145,58 +145,6 @@ pub fn update(dest: &MjValue, upd: &MjValue, merge_lists: bool) -> Result<MjValu
     Ok(dest)
 }
 
-/// Python's `fnmatch.fnmatchcase`: `*`, `?`, `[seq]`, `[!seq]`, no braces.
-pub fn fnmatch(name: &str, pattern: &str) -> bool {
-    let mut regex = String::from("(?s)^");
-    let chars: Vec<char> = pattern.chars().collect();
-    let mut index = 0;
-    while index < chars.len() {
-        match chars[index] {
-            '*' => regex.push_str(".*"),
-            '?' => regex.push('.'),
-            '[' => {
-                let mut end = index + 1;
-                if end < chars.len() && chars[end] == '!' {
-                    end += 1;
-                }
-                if end < chars.len() && chars[end] == ']' {
-                    end += 1;
-                }
-                while end < chars.len() && chars[end] != ']' {
-                    end += 1;
-                }
-                if end >= chars.len() {
-                    regex.push_str("\\[");
-                } else {
-                    let inner: String = chars[index + 1..end].iter().collect();
-                    let inner = inner.replace('\\', "\\\\");
-                    let class = match inner.strip_prefix('!') {
-                        Some(rest) => format!("[^{rest}]"),
-                        None => format!("[{inner}]"),
-                    };
-                    regex.push_str(&class);
-                    index = end;
-                }
-            }
-            other => regex.push_str(&regex::escape(&other.to_string())),
-        }
-        index += 1;
-    }
-    regex.push('$');
-    regex::Regex::new(&regex).is_ok_and(|re| re.is_match(name))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fnmatch_follows_python() {
-        assert!(fnmatch("Debian", "Deb*"));
-        assert!(fnmatch("a/b", "a*"));
-        assert!(fnmatch("x1", "x[0-9]"));
-        assert!(!fnmatch("xa", "x[!a]"));
-        assert!(!fnmatch("debian", "Debian"));
-        assert!(fnmatch("{a}", "{a}"));
-    }
-}
+/// Python's `fnmatch.fnmatchcase(name, pattern)` (the one implementation,
+/// in the leaf crate of Salt's rules).
+pub use halite_salt_rules::fnmatch;

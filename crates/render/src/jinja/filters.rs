@@ -93,7 +93,7 @@ pub fn register(env: &mut Environment<'static>) {
     env.add_filter("quote", |v: MjValue| {
         // shlex.quote: an empty (or falsy) argument is ''.
         if v.is_true() {
-            shell_quote(&python_str(&v))
+            halite_salt_rules::shell::shlex_quote(&python_str(&v))
         } else {
             "''".to_string()
         }
@@ -543,20 +543,6 @@ fn base64_decode(value: MjValue) -> Result<String, Error> {
         .decode(python_str(&value).trim())
         .map_err(|e| invalid(format!("base64_decode: {e}")))?;
     Ok(String::from_utf8_lossy(&bytes).into_owned())
-}
-
-/// Python's `shlex.quote`.
-pub fn shell_quote(text: &str) -> String {
-    if text.is_empty() {
-        return "''".to_string();
-    }
-    if text
-        .chars()
-        .all(|c| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c))
-    {
-        return text.to_string();
-    }
-    format!("'{}'", text.replace('\'', "'\"'\"'"))
 }
 
 /// Jinja2's `default(default_value='', boolean=False)`, keywords included.

@@ -22,6 +22,7 @@ pub enum DumpStyle {
 /// Options of one dump.
 #[derive(Debug, Clone, Copy)]
 pub struct DumpOptions {
+    /// Block or flow style, as Salt's dumpers choose.
     pub style: DumpStyle,
     /// Sort mapping keys (PyYAML's `sort_keys=True`, used for plain dicts).
     pub sort_keys: bool,

@@ -524,11 +524,4 @@ fn key_string(value: Value) -> Option<String> {
     })
 }
 
-/// Python's `str()` of a number (`1.0` keeps its `.0`).
-pub(crate) fn python_number(number: &serde_json::Number) -> String {
-    if let Some(f) = number.as_f64().filter(|_| number.is_f64()) {
-        crate::pyfmt::float_repr(f)
-    } else {
-        number.to_string()
-    }
-}
+pub(crate) use halite_salt_rules::pyfmt::python_number;

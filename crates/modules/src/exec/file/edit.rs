@@ -21,8 +21,11 @@ pub enum EditError {
     /// Reading or writing the file failed.
     #[error("Unable to {what} '{path}': {source}")]
     Io {
+        /// What was being done (`read`, `write`...), for the message.
         what: &'static str,
+        /// The file.
         path: String,
+        /// The system's error.
         #[source]
         source: std::io::Error,
     },
@@ -42,9 +45,13 @@ fn io_err<'a>(what: &'static str, path: &'a Path) -> impl FnOnce(std::io::Error)
 /// Python `re` flags (Salt's `flags` argument: an int, a name or a list of names).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReFlags {
+    /// Python's `re.IGNORECASE`.
     pub ignore_case: bool,
+    /// Python's `re.MULTILINE`: `^` and `$` match at every line.
     pub multi_line: bool,
+    /// Python's `re.DOTALL`: `.` matches a newline too.
     pub dot_all: bool,
+    /// Python's `re.VERBOSE`: whitespace and `#` comments in the pattern.
     pub verbose: bool,
 }
 
@@ -195,25 +202,36 @@ fn commit(path: &Path, old: &str, text: &str, backup: Option<&str>) -> Result<()
 /// Arguments of `file.replace`.
 #[derive(Debug, Clone, Default)]
 pub struct ReplaceArgs {
+    /// The regular expression searched for (Python syntax).
     pub pattern: String,
+    /// The replacement (with `\1` group references unless `backslash_literal`).
     pub repl: String,
     /// 0 = every match.
     pub count: usize,
+    /// The regular expression's flags.
     pub flags: ReFlags,
+    /// Append `not_found_content` when the pattern is not found.
     pub append_if_not_found: bool,
+    /// Prepend `not_found_content` when the pattern is not found.
     pub prepend_if_not_found: bool,
+    /// What to add when the pattern is not found (default: `repl`).
     pub not_found_content: Option<String>,
     /// Backup suffix (Salt's default `.bak`); `None` for no backup.
     pub backup: Option<String>,
+    /// Report what would change without writing.
     pub dry_run: bool,
+    /// Only say whether the pattern is found.
     pub search_only: bool,
+    /// Take `repl` literally (no group references).
     pub backslash_literal: bool,
 }
 
 /// What `replace` found: whether the file changes and the diff.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EditOutcome {
+    /// Whether the file changed (or would, in a dry run).
     pub changed: bool,
+    /// The unified diff of the change.
     pub diff: String,
 }
 
@@ -287,15 +305,23 @@ pub fn replace(path: &Path, args: &ReplaceArgs) -> Result<EditOutcome, EditError
 /// Where `file.line` puts or finds its line.
 #[derive(Debug, Clone, Default)]
 pub struct LineArgs {
+    /// The line to put in (`mode` ensure/insert/replace).
     pub content: Option<String>,
+    /// The regular expression that finds the line(s) acted on.
     pub match_: Option<String>,
+    /// What to do: `ensure`, `replace`, `insert` or `delete`.
     pub mode: String,
+    /// `start` or `end` for `insert` without `before`/`after`.
     pub location: Option<String>,
+    /// A regular expression for the line the content goes before.
     pub before: Option<String>,
+    /// A regular expression for the line the content goes after.
     pub after: Option<String>,
+    /// Keep the indentation of the line matched.
     pub indent: bool,
     /// Back up to `path.<timestamp>` when changing.
     pub backup: bool,
+    /// Report what would change without writing.
     pub dry_run: bool,
 }
 
@@ -593,15 +619,25 @@ pub fn line(path: &Path, args: &LineArgs) -> Result<EditOutcome, EditError> {
 /// Arguments of `file.blockreplace`.
 #[derive(Debug, Clone, Default)]
 pub struct BlockArgs {
+    /// The line that starts the block.
     pub marker_start: String,
+    /// The line that ends the block.
     pub marker_end: String,
+    /// What goes between the markers.
     pub content: String,
+    /// Append the block (with markers) when the markers are not found.
     pub append_if_not_found: bool,
+    /// Prepend the block (with markers) when the markers are not found.
     pub prepend_if_not_found: bool,
+    /// Put a missing block before the first line matching this.
     pub insert_before_match: Option<String>,
+    /// Put a missing block after the first line matching this.
     pub insert_after_match: Option<String>,
+    /// Whether the content ends with a newline (`None`: as Salt decides).
     pub append_newline: Option<bool>,
+    /// Backup suffix; `None` for no backup.
     pub backup: Option<String>,
+    /// Report what would change without writing.
     pub dry_run: bool,
 }
 

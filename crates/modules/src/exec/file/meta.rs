@@ -35,8 +35,11 @@ pub enum MetaError {
     /// The system refused the operation.
     #[error("{what} {path}: {source}")]
     Io {
+        /// What was being done, for the message.
         what: &'static str,
+        /// The file.
         path: String,
+        /// The system's error.
         #[source]
         source: std::io::Error,
     },
@@ -144,11 +147,17 @@ pub fn metadata(path: &Path, follow_symlinks: bool) -> Result<fs::Metadata, Meta
 /// Owner, group and mode of a path as Salt compares them.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ownership {
+    /// The owner's name.
     pub user: String,
+    /// The owner's uid.
     pub uid: u32,
+    /// The group's name.
     pub group: String,
+    /// The group's gid.
     pub gid: u32,
+    /// The permission bits, as Salt prints them (`0644`).
     pub mode: String,
+    /// Whether the path is a symbolic link.
     pub is_link: bool,
 }
 
@@ -207,11 +216,17 @@ pub fn umask() -> u32 {
 /// The hash algorithms Salt accepts for `get_hash` and `source_hash`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum HashType {
+    /// MD5 (32 hex digits).
     Md5,
+    /// SHA-1 (40 hex digits).
     Sha1,
+    /// SHA-224 (56 hex digits).
     Sha224,
+    /// SHA-256 (64 hex digits).
     Sha256,
+    /// SHA-384 (96 hex digits).
     Sha384,
+    /// SHA-512 (128 hex digits).
     Sha512,
 }
 

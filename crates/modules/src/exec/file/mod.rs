@@ -110,9 +110,10 @@ pub fn remove(path: &Path) -> std::io::Result<()> {
     }
 }
 
-/// Python's `fnmatch.fnmatchcase(name, pattern)` (the engine's implementation).
+/// `fnmatch.fnmatchcase(name, pattern)` with the pattern first, as
+/// `file.find`'s and `file.recurse`'s callers hold them (the shared rule).
 pub fn fnmatch(pattern: &str, name: &str) -> bool {
-    halite_state::fnmatch::fnmatch(name, pattern)
+    halite_salt_rules::fnmatch(name, pattern)
 }
 
 fn find(args: &Args) -> Result<Value, ExecError> {

@@ -14,10 +14,14 @@ pub enum JobCacheError {
     #[error(
         "job cache {path}: {source}; check that cachedir is writable and the disk is not full"
     )]
+    /// The SQLite database could not be used.
     Sqlite {
+        /// The database file.
         path: String,
+        /// SQLite's error.
         source: rusqlite::Error,
     },
+    /// A stored return is not valid JSON.
     #[error("job cache holds malformed JSON: {0}")]
     Json(#[from] serde_json::Error),
 }

@@ -1,7 +1,15 @@
-//! Python's textual forms of values (`str()`/`repr()`), which Salt users see
-//! whenever a template prints data: `True`, `None`, `1.0`, `{'a': 1}`.
+//! Python's textual forms of values (`str()`/`repr()`, `json.dumps`), which
+//! Salt users see whenever a template or a message prints data: `True`,
+//! `None`, `1.0`, `{'a': 1}`.
+//!
+//! [`python_repr`] and [`python_str`] are Python's own rules. Two older
+//! spellings that halite's outputs already carry are kept beside them under
+//! their own names, so that nothing a user sees changes:
+//! [`quoted_repr`]/[`quoted_str`] (the state engine's messages, the CLI's
+//! `txt`/`raw` outputters) and [`str_json`] (grain values matched by
+//! `grains.filter_by`, archive sources in messages).
 
-use crate::Value;
+use crate::{Map, Value};
 
 /// Python's `repr(float)`: shortest round-trip digits, always with a `.0` or
 /// an exponent, `inf`/`nan` spelled as Python does.
@@ -59,6 +67,16 @@ pub fn string_repr(text: &str) -> String {
     out
 }
 
+/// Python's `str()` of a number (`1.0` keeps its `.0`, `1e+16`), as YAML
+/// keys and printed data show it.
+pub fn python_number(number: &serde_json::Number) -> String {
+    if let Some(f) = number.as_f64().filter(|_| number.is_f64()) {
+        float_repr(f)
+    } else {
+        number.to_string()
+    }
+}
+
 /// Python's `str()` of Salt data: strings bare, everything else as `repr()`.
 pub fn python_str(value: &Value) -> String {
     match value {
@@ -94,7 +112,7 @@ pub fn python_repr(value: &Value) -> String {
         Value::Null => "None".to_string(),
         Value::Bool(true) => "True".to_string(),
         Value::Bool(false) => "False".to_string(),
-        Value::Number(n) => crate::yaml::python_number(n),
+        Value::Number(n) => python_number(n),
         Value::String(s) => string_repr(s),
         Value::Array(items) => {
             let inner: Vec<String> = items.iter().map(python_repr).collect();
@@ -168,7 +186,7 @@ fn write_json(
     match value {
         Value::Null => out.push_str("null"),
         Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) => out.push_str(&crate::yaml::python_number(n)),
+        Value::Number(n) => out.push_str(&python_number(n)),
         Value::String(s) => write_json_string(out, s, ensure_ascii),
         Value::Array(items) => {
             if items.is_empty() {
@@ -211,6 +229,59 @@ fn write_json(
     }
 }
 
+/// The state engine's `repr()` of a value in messages that quote Salt
+/// (requisite errors, `user.present` comments, the CLI's `raw` outputter).
+///
+/// It differs from Python's [`python_repr`] in two ways that halite's
+/// outputs already show: every string is in single quotes with `\\` and `'`
+/// backslash-escaped (Python switches to double quotes), and numbers print
+/// in JSON form (`1e16`, not `1e+16`); dict keys are not escaped.
+pub fn quoted_repr(v: &Value) -> String {
+    match v {
+        Value::Null => "None".into(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Number(n) => n.to_string(),
+        Value::String(s) => format!("'{}'", s.replace('\\', "\\\\").replace('\'', "\\'")),
+        Value::Array(a) => format!(
+            "[{}]",
+            a.iter().map(quoted_repr).collect::<Vec<_>>().join(", ")
+        ),
+        Value::Object(m) => quoted_dict(m),
+    }
+}
+
+/// [`quoted_repr`] of a dict: `{'key': value}` with keys as they are.
+pub fn quoted_dict(m: &Map) -> String {
+    let inner: Vec<String> = m
+        .iter()
+        .map(|(k, v)| format!("'{k}': {}", quoted_repr(v)))
+        .collect();
+    format!("{{{}}}", inner.join(", "))
+}
+
+/// `'{}'.format(x)` in the engine's messages: strings bare, everything else
+/// as [`quoted_repr`].
+pub fn quoted_str(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => quoted_repr(other),
+    }
+}
+
+/// `str()` of a scalar as Salt prints it (`True`, `None`, strings bare),
+/// with numbers, lists and dicts in JSON form: what `grains.filter_by`
+/// globs a grain value against and how an invalid archive source is named.
+pub fn str_json(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Bool(true) => "True".into(),
+        Value::Bool(false) => "False".into(),
+        Value::Null => "None".into(),
+        other => other.to_string(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -232,5 +303,18 @@ mod tests {
             python_repr(&value),
             "{'a': [1, True, None, \"it's\"], 'b': 1.5}"
         );
+    }
+
+    #[test]
+    fn quoted_forms_keep_the_engines_spelling() {
+        let value = json!({"a": ["it's", 1.5, null, false]});
+        assert_eq!(quoted_repr(&value), "{'a': ['it\\'s', 1.5, None, False]}");
+        assert_eq!(quoted_str(&json!("bare")), "bare");
+        assert_eq!(quoted_str(&json!(["x"])), "['x']");
+        assert_eq!(str_json(&json!(true)), "True");
+        assert_eq!(str_json(&json!(null)), "None");
+        assert_eq!(str_json(&json!(["x"])), "[\"x\"]");
+        assert_eq!(python_number(&serde_json::Number::from(3)), "3");
+        assert_eq!(python_str(&json!(1e16)), "1e+16");
     }
 }

@@ -18,6 +18,7 @@ use halite_proto::MAX_FRAME_BYTES;
 pub struct LocalRequest {
     /// The contents of `cachedir/.root_key`.
     pub key: String,
+    /// What the tool asks.
     pub body: LocalBody,
 }
 
@@ -26,22 +27,40 @@ pub struct LocalRequest {
 pub enum LocalBody {
     /// Resolve the target, publish the job; with `watch`, stream its returns.
     Publish {
+        /// The target expression.
         tgt: String,
+        /// How the target is read (`glob`, `list`, `grain`...).
         tgt_type: String,
+        /// The function to run (`mod.fun`).
         fun: String,
+        /// Its positional arguments.
         arg: Vec<Value>,
+        /// Its keyword arguments.
         kwarg: Map<String, Value>,
+        /// Who publishes (the CLI's user, for the job's `user`).
         user: String,
+        /// Whether to stream the returns back on this connection.
         watch: bool,
     },
     /// Stream bus events whose tag matches `tagmatch` (empty: all).
-    Events { tagmatch: String },
+    Events {
+        /// The tag pattern (fnmatch) to stream; empty: every event.
+        tagmatch: String,
+    },
     /// `halite-key` changed keys: reread them now and fire these events.
-    KeysChanged { events: Vec<(String, Value)> },
+    KeysChanged {
+        /// The events to fire (tag, data), as Salt's key changes fire them.
+        events: Vec<(String, Value)>,
+    },
     /// `jobs.active`.
     Active,
     /// The ids a target selects, without publishing (batch mode).
-    Resolve { tgt: String, tgt_type: String },
+    Resolve {
+        /// The target expression.
+        tgt: String,
+        /// How the target is read.
+        tgt_type: String,
+    },
 }
 
 /// What the master answers (one reply, or a stream of them).
@@ -49,40 +68,59 @@ pub enum LocalBody {
 pub enum LocalReply {
     /// The job was published to these minions.
     Started {
+        /// The job id.
         jid: String,
+        /// The minions the target selected.
         minions: Vec<String>,
     },
     /// One minion's return event payload (Salt's `_return` shape).
     Return {
+        /// The minion.
         id: String,
+        /// Its return event's data.
         data: Value,
     },
+    /// A bus event (for `Events`).
     Event {
+        /// The event's tag.
         tag: String,
+        /// The event's data.
         data: Value,
     },
+    /// A single value answered (`Active`, `Resolve`).
     Value(Value),
+    /// Done, nothing to answer.
     Ok,
+    /// The master refused or failed the request; the text says why.
     Error(String),
 }
 
 /// Why talking to the master failed.
 #[derive(Debug, thiserror::Error)]
 pub enum LocalError {
+    /// The root key could not be read (not root, or not the master's host).
     #[error("cannot read the master's root key {path}: {source}; run as root (or the master's user) on the master host")]
     RootKey {
+        /// The key file.
         path: String,
+        /// The system's error.
         source: std::io::Error,
     },
+    /// Nothing listens on the master's socket.
     #[error("cannot connect to the master at {path}: {source}; is halite-master running with this config?")]
     Connect {
+        /// The socket.
         path: String,
+        /// The system's error.
         source: std::io::Error,
     },
+    /// The connection broke mid-request.
     #[error("lost the connection to the master: {0}")]
     Io(#[from] std::io::Error),
+    /// A frame was too large or not valid msgpack.
     #[error(transparent)]
     Frame(#[from] halite_proto::FrameError),
+    /// The master answered with an error.
     #[error("the master refused the request: {0}")]
     Refused(String),
 }

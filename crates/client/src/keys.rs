@@ -13,14 +13,20 @@ use halite_proto::{validate_minion_id, InvalidMinionId, PublicKey};
 /// Why a key operation failed.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyError {
+    /// A minion id that could escape the key directory.
     #[error(transparent)]
     InvalidId(#[from] InvalidMinionId),
+    /// A key file could not be read or written.
     #[error(transparent)]
     File(#[from] KeyFileError),
+    /// The key directory could not be changed.
     #[error("cannot {action} {path}: {source}")]
     Io {
+        /// What was being done (`move`, `delete`...).
         action: &'static str,
+        /// The path.
         path: PathBuf,
+        /// The system's error.
         source: std::io::Error,
     },
 }

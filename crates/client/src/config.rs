@@ -89,11 +89,15 @@ impl Default for MasterConfig {
 /// Why the configuration could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// A config value is wrong (the text says which and how to fix it).
     #[error("invalid configuration: {0}; fix the key named above in the config file, master.d/*.conf or HALITE_* variables")]
     Invalid(String),
+    /// A config directory could not be listed.
     #[error("cannot list {path}: {source}")]
     Io {
+        /// The directory.
         path: PathBuf,
+        /// The system's error.
         source: std::io::Error,
     },
 }

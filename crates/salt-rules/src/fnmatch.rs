@@ -236,4 +236,27 @@ mod tests {
         assert!(!g.matches("db1"));
         assert!(is_pattern("web*") && is_pattern("a[b]") && !is_pattern("web1"));
     }
+
+    /// The cases of the copies this replaced (the renderer's `fnmatch`, the
+    /// grains' `expr_match`), which compiled patterns to regular
+    /// expressions and agreed with this one on every well-formed pattern.
+    #[test]
+    fn cases_of_the_former_copies() {
+        assert!(fnmatch("Debian", "Deb*"));
+        assert!(fnmatch("a/b", "a*"));
+        assert!(fnmatch("x1", "x[0-9]"));
+        assert!(!fnmatch("xa", "x[!a]"));
+        assert!(!fnmatch("debian", "Debian"));
+        assert!(fnmatch("{a}", "{a}"));
+        assert!(fnmatch("ip4_interfaces", "ip*"));
+        assert!(fnmatch("osfinger", "os[!a]inger"));
+        assert!(!fnmatch("osainger", "os[!a]inger"));
+        assert!(fnmatch("x[", "x["));
+        assert!(!fnmatch("Debian", "debian"));
+        // Where those copies' regular expressions failed to compile (and so
+        // matched nothing), Python matches, and so does this.
+        assert!(fnmatch("[", "[[]"));
+        assert!(fnmatch("b", "[z-ab]"));
+        assert!(fnmatch("&", "[&&]"));
+    }
 }
