@@ -7,6 +7,7 @@ crate::module_list! {
     modules: Arc<dyn ExecModule> = [
         alternatives, cmd, cp, file, group, lowpkg, pillar, pkg, service, state, status, sys,
         test, user,
+        grains,
     ]
 }
 
