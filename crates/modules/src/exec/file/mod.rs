@@ -198,22 +198,22 @@ pub const MODULE: ExecTable = ExecTable {
     ],
 };
 
-/// `file.file_exists`.
+/// `file.file_exists <path>`: whether it is a regular file.
 fn file_exists_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     Ok(json!(path_arg(args, 0, "path", "file_exists")?.is_file()))
 }
 
-/// `file.directory_exists`.
+/// `file.directory_exists <path>`: whether it is a directory.
 fn directory_exists_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     Ok(json!(path_arg(args, 0, "path", "directory_exists")?.is_dir()))
 }
 
-/// `file.exists`.
+/// `file.exists <path>`: whether anything is there.
 fn exists_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     Ok(json!(path_arg(args, 0, "path", "exists")?.exists()))
 }
 
-/// `file.join`.
+/// `file.join <parts...>`: Python's `os.path.join`.
 fn join_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let mut out = String::new();
     for part in &args.positional {
@@ -232,7 +232,7 @@ fn join_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     Ok(json!(out))
 }
 
-/// `file.dirname`.
+/// `file.dirname <path>`: Python's `os.path.dirname`.
 fn dirname_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let p = args.require_str(0, "path", "dirname")?;
     let head = match p.rfind('/') {
@@ -250,13 +250,13 @@ fn dirname_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     Ok(json!(head))
 }
 
-/// `file.basename`.
+/// `file.basename <path>`: Python's `os.path.basename`.
 fn basename_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let p = args.require_str(0, "path", "basename")?;
     Ok(json!(p.rsplit('/').next().unwrap_or("")))
 }
 
-/// `file.read`.
+/// `file.read <path>`: the file's text.
 fn read_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let p = path_arg(args, 0, "path", "read")?;
     let bytes = fs::read(&p)
@@ -264,7 +264,7 @@ fn read_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     Ok(json!(String::from_utf8_lossy(&bytes)))
 }
 
-/// `file.write`.
+/// `file.write <path> <lines...>`: replaces the file with the lines.
 fn write_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let p = path_arg(args, 0, "path", "write")?;
     let lines: Vec<String> = args
@@ -288,7 +288,7 @@ fn write_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     )))
 }
 
-/// `file.touch`.
+/// `file.touch <name> [atime] [mtime]`: creates it or sets its times.
 fn touch_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let p = path_arg(args, 0, "name", "touch")?;
     let at = args.get(1, "atime").and_then(Value::as_i64);
@@ -297,7 +297,7 @@ fn touch_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     Ok(json!(true))
 }
 
-/// `file.remove`.
+/// `file.remove <path>`: removes a file, link or tree; `False` when absent.
 fn remove_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let p = path_arg(args, 0, "path", "remove")?;
     if !p.is_absolute() {
@@ -314,7 +314,7 @@ fn remove_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     Ok(json!(true))
 }
 
-/// `file.mkdir`.
+/// `file.mkdir <dir_path> [user] [group] [mode]`: creates it with parents.
 fn mkdir_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let p = path_arg(args, 0, "dir_path", "mkdir")?;
     if !p.is_dir() {
@@ -332,7 +332,7 @@ fn mkdir_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     Ok(json!(true))
 }
 
-/// `file.get_hash`.
+/// `file.get_hash <path> [form]`: the file's hash (sha256 by default).
 fn get_hash_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let p = path_arg(args, 0, "path", "get_hash")?;
     let form = args.get_str(1, "form").unwrap_or_else(|| "sha256".into());
@@ -352,7 +352,7 @@ fn owner_fn(fun: &str, args: &Args, _host: &Host) -> Result<Value, ExecError> {
     }))
 }
 
-/// `file.stats`.
+/// `file.stats <path> [hash_type] [follow_symlinks]`: metadata, as Salt's.
 fn stats_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let p = path_arg(args, 0, "path", "stats")?;
     let hash = args
@@ -366,7 +366,7 @@ fn stats_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     ))
 }
 
-/// `file.contains`.
+/// `file.contains <path> <text>`: whether the text occurs in it.
 fn contains_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let p = path_arg(args, 0, "path", "contains")?;
     let text = args.require_str(1, "text", "contains")?;
@@ -375,7 +375,7 @@ fn contains_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
         .unwrap_or(false)))
 }
 
-/// `file.search`.
+/// `file.search <path> <pattern> [flags]`: whether the regex matches.
 fn search_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let p = path_arg(args, 0, "path", "search")?;
     if !p.exists() && args.get_bool(usize::MAX, "ignore_if_missing", false) {
@@ -396,7 +396,7 @@ fn search_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     Ok(json!(re.is_match(&String::from_utf8_lossy(&text))))
 }
 
-/// `file.replace`.
+/// `file.replace <path> <pattern> <repl>`: regex replacement in place, the diff.
 fn replace_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let dry_run = host.test_mode();
     let p = path_arg(args, 0, "path", "replace")?;
@@ -445,7 +445,7 @@ fn comment_fn(fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
     })
 }
 
-/// `file.line`.
+/// `file.line <path> [content] [match] [mode]...`: edits one line, the diff.
 fn line_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let dry_run = host.test_mode();
     let p = path_arg(args, 0, "path", "line")?;
@@ -468,7 +468,7 @@ fn line_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
     }
 }
 
-/// `file.blockreplace`.
+/// `file.blockreplace <path> [marker_start] [marker_end] [content]...`: a managed block.
 fn blockreplace_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let dry_run = host.test_mode();
     let p = path_arg(args, 0, "path", "blockreplace")?;
@@ -502,7 +502,7 @@ fn blockreplace_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
     }
 }
 
-/// `file.symlink`.
+/// `file.symlink <src> <path> [force=]`: creates the link.
 fn symlink_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let src = args.require_str(0, "src", "symlink")?;
     let p = path_arg(args, 1, "path", "symlink")?;
@@ -529,7 +529,7 @@ fn symlink_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     Ok(json!(true))
 }
 
-/// `file.readlink`.
+/// `file.readlink <path> [canonicalize]`: the link's target.
 fn readlink_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let p = path_arg(args, 0, "path", "readlink")?;
     if !p.is_absolute() {
@@ -556,7 +556,7 @@ fn readlink_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     }
 }
 
-/// `file.find`.
+/// `file.find <path> [name=] [type=]...`: Salt's `find`.
 fn find_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     find(args)
 }
