@@ -957,7 +957,8 @@ fn check_cmd_vets_new_content_before_it_lands() {
     );
     assert_eq!(r.result, Some(true), "{}", r.comment);
     assert_eq!(fs::read_to_string(&p).expect("read"), "good new\n");
-    assert!(FILE.runs_own_check_cmd("managed") && !FILE.runs_own_check_cmd("directory"));
+    assert!(FILE.runs_own_check_cmd("managed") && FILE.runs_own_check_cmd("serialize"));
+    assert!(!FILE.runs_own_check_cmd("directory") && !FILE.runs_own_check_cmd("absent"));
 }
 
 #[test]
