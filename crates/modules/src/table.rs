@@ -21,6 +21,5 @@ pub fn exec_modules() -> ExecModules {
     for m in crate::exec::modules() {
         t.register(m);
     }
-    t.register(std::sync::Arc::new(crate::grains::exec::GrainsExec));
     t
 }

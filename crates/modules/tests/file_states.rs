@@ -14,7 +14,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use halite_modules::host::LogEvents;
-use halite_modules::states::file::FileState;
+use halite_modules::states::file::MODULE as FILE;
 use halite_modules::{table, Host, LocalFileClient};
 use halite_state::{LowChunk, Map, StateCall, StateModule, StateResult, Value};
 use serde_json::json;
@@ -58,7 +58,7 @@ fn try_run(
         sfun: None,
         reqs: None,
     };
-    FileState.call(fun, &call).map_err(|e| e.to_string())
+    FILE.call(fun, &call).map_err(|e| e.to_string())
 }
 
 fn run(host: &Host, fun: &str, name: &str, args: Value, test: bool) -> StateResult {
@@ -962,7 +962,8 @@ fn check_cmd_vets_new_content_before_it_lands() {
     );
     assert_eq!(r.result, Some(true), "{}", r.comment);
     assert_eq!(fs::read_to_string(&p).expect("read"), "good new\n");
-    assert!(FileState.runs_own_check_cmd("managed") && !FileState.runs_own_check_cmd("directory"));
+    assert!(FILE.runs_own_check_cmd("managed") && FILE.runs_own_check_cmd("serialize"));
+    assert!(!FILE.runs_own_check_cmd("directory") && !FILE.runs_own_check_cmd("absent"));
 }
 
 #[test]
@@ -1275,7 +1276,7 @@ fn clean_resolves_required_ids_through_the_lowstate() {
         sfun: None,
         reqs: None,
     };
-    let r = FileState.call("directory", &call).expect("directory");
+    let r = FILE.call("directory", &call).expect("directory");
     assert_eq!(
         r.changes["removed"],
         json!([d.join("junk").display().to_string()])

@@ -1,8 +1,10 @@
 //! The plugin contract between the executor and state modules.
 //!
-//! A state module (`test`, `cmd`, `file`, `pkg`...) implements
-//! [`StateModule`] in one file of `halite-modules` and is added to the
-//! registry table there with one line. The executor hands it a
+//! A state module (`test`, `cmd`, `file`, `pkg`...) is one file of
+//! `halite-modules` declaring a [`StateTable`] of its functions (name ->
+//! handler), registered by its name in one list there; the registry lists
+//! the names of the rows and dispatches through the same rows, so the two
+//! cannot disagree. The executor hands it a
 //! [`StateCall`]: the chunk, test mode, and a [`StateEnv`] giving access to
 //! the host (commands, execution functions, files, templates, events).
 
@@ -112,8 +114,8 @@ pub fn type_name(v: &Value) -> &'static str {
 
 /// A state module: a named set of state functions.
 ///
-/// Implementations live one per file in `halite-modules` and are registered
-/// in its table. `call` must not panic on any input: bad arguments come back
+/// Every shipped module is a [`StateTable`], one per file in
+/// `halite-modules`; the trait is what the registry holds. `call` must not panic on any input: bad arguments come back
 /// as `Err(StateError)`, which the executor reports as a failed state.
 pub trait StateModule: Send + Sync {
     /// The module name used in SLS (`file`, `pkg`...).
@@ -173,8 +175,9 @@ impl StateFunction {
 
 /// A state module written as one table: its name and its functions.
 ///
-/// Each module file of `halite-modules` declares one `pub static MODULE:
-/// StateTable` and is registered by its name in one list there.
+/// Each module file of `halite-modules` declares one `pub const MODULE:
+/// StateTable` and is registered by its name in one list there (see
+/// docs/adding-a-module.md).
 #[derive(Clone, Copy)]
 pub struct StateTable {
     /// The module name used in SLS (`file`, `pkg`...).

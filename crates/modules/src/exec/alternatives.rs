@@ -5,14 +5,11 @@ use std::path::Path;
 
 use halite_state::Value;
 
-use crate::exec::{Args, ExecError, ExecModule};
+use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::Host;
 
 /// Where Debian's update-alternatives keeps its links.
 const ALTERNATIVES_DIR: &str = "/etc/alternatives";
-
-/// `alternatives.show_current`.
-pub struct AlternativesExec;
 
 /// The target of `/etc/alternatives/<name>` as `os.readlink` gives it
 /// (not canonicalised), or `False` when it is not a link, as Salt returns.
@@ -31,25 +28,14 @@ pub fn show_current(dir: &Path, name: &str) -> Value {
     }
 }
 
-impl ExecModule for AlternativesExec {
-    fn name(&self) -> &'static str {
-        "alternatives"
-    }
+/// The module's table.
+pub const MODULE: ExecTable = ExecTable {
+    name: "alternatives",
+    functions: &[ExecFunction::new("show_current", show_current_fn)],
+};
 
-    fn functions(&self) -> Vec<&'static str> {
-        vec!["show_current"]
-    }
-
-    fn call(&self, fun: &str, args: &Args, _host: &Host) -> Result<Value, ExecError> {
-        match fun {
-            "show_current" => {
-                let name = args.require_str(0, "name", "show_current")?;
-                Ok(show_current(Path::new(ALTERNATIVES_DIR), &name))
-            }
-            other => Err(ExecError::NotAvailable(format!("alternatives.{other}"))),
-        }
-    }
+/// `alternatives.show_current <name>`: the current target of an alternative.
+fn show_current_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    let name = args.require_str(0, "name", "show_current")?;
+    Ok(show_current(Path::new(ALTERNATIVES_DIR), &name))
 }
-
-/// This module, as registered.
-pub const MODULE: AlternativesExec = AlternativesExec;

@@ -4,12 +4,27 @@ use std::path::Path;
 
 use halite_state::{strip_salt_url, CmdOptions, CmdOutput, Map, StateEnv, Value};
 
-use crate::exec::{Args, ExecError, ExecModule};
+use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::host::run_command;
 use crate::Host;
 
-/// `cmd.*` functions.
-pub struct CmdExec;
+/// The module's table.
+pub const MODULE: ExecTable = ExecTable {
+    name: "cmd",
+    functions: &[
+        ExecFunction::new("run", |a, h| run_fn("run", a, h)),
+        ExecFunction::new("run_all", |a, h| run_fn("run_all", a, h)),
+        ExecFunction::new("run_stdout", |a, h| run_fn("run_stdout", a, h)),
+        ExecFunction::new("run_stderr", |a, h| run_fn("run_stderr", a, h)),
+        ExecFunction::new("retcode", |a, h| run_fn("retcode", a, h)),
+        ExecFunction::new("script", |a, h| script_fn("script", a, h)),
+        ExecFunction::new("script_retcode", |a, h| script_fn("script_retcode", a, h)),
+        ExecFunction::new("has_exec", |a, _| which_fn("has_exec", a)),
+        ExecFunction::new("which", |a, _| which_fn("which", a)),
+        ExecFunction::new("shell", |a, h| run_fn("shell", a, h)),
+        ExecFunction::new("exec_code", exec_code_fn),
+    ],
+};
 
 /// Reads `env` the ways Salt accepts it: a mapping, or a list of one-key mappings.
 pub fn env_pairs(v: Option<&Value>) -> Result<Vec<(String, String)>, String> {
@@ -222,100 +237,84 @@ pub fn run_script(
     result
 }
 
-impl ExecModule for CmdExec {
-    fn name(&self) -> &'static str {
-        "cmd"
+/// `cmd.run`, `shell`, `run_all`, `run_stdout`, `run_stderr` and
+/// `retcode` (`fun`) `<cmd>`: runs the command and returns what `fun` asks for.
+fn run_fn(fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let mut kwargs = args.kwargs.clone();
+    let cmd = args.require_str(0, "cmd", &format!("cmd.{fun}"))?;
+    if fun != "retcode" && fun != "run_all" && !kwargs.contains_key("python_shell") {
+        kwargs.insert("python_shell".into(), Value::Bool(true));
     }
-
-    fn functions(&self) -> Vec<&'static str> {
-        vec![
-            "run",
-            "run_all",
-            "run_stdout",
-            "run_stderr",
-            "retcode",
-            "script",
-            "script_retcode",
-            "has_exec",
-            "which",
-            "shell",
-            "exec_code",
-        ]
+    if fun == "retcode" && !kwargs.contains_key("python_shell") {
+        kwargs.insert("python_shell".into(), Value::Bool(true));
     }
-
-    fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
-        let mut kwargs = args.kwargs.clone();
-        let saltenv = kwargs
-            .get("saltenv")
-            .and_then(Value::as_str)
-            .unwrap_or("base")
-            .to_string();
-        match fun {
-            "run" | "shell" | "run_all" | "run_stdout" | "run_stderr" | "retcode" => {
-                let cmd = args.require_str(0, "cmd", &format!("cmd.{fun}"))?;
-                if fun != "retcode" && fun != "run_all" && !kwargs.contains_key("python_shell") {
-                    kwargs.insert("python_shell".into(), Value::Bool(true));
+    let out = run_all(&cmd, &kwargs, &host.grains)?;
+    context_retcode(&kwargs, out.retcode);
+    Ok(match fun {
+        "run" | "shell" => {
+            let mut s = out.stdout.clone();
+            if !out.stderr.is_empty() {
+                if !s.is_empty() {
+                    s.push('\n');
                 }
-                if fun == "retcode" && !kwargs.contains_key("python_shell") {
-                    kwargs.insert("python_shell".into(), Value::Bool(true));
-                }
-                let out = run_all(&cmd, &kwargs, &host.grains)?;
-                context_retcode(&kwargs, out.retcode);
-                Ok(match fun {
-                    "run" | "shell" => {
-                        let mut s = out.stdout.clone();
-                        if !out.stderr.is_empty() {
-                            if !s.is_empty() {
-                                s.push('\n');
-                            }
-                            s.push_str(&out.stderr);
-                        }
-                        Value::from(s)
-                    }
-                    "run_stdout" => Value::from(out.stdout),
-                    "run_stderr" => Value::from(out.stderr),
-                    "retcode" => Value::from(out.retcode),
-                    _ => run_all_value(&out),
-                })
+                s.push_str(&out.stderr);
             }
-            "script" | "script_retcode" => {
-                let source = args.require_str(0, "source", &format!("cmd.{fun}"))?;
-                if let Some(a) = args.positional.get(1) {
-                    kwargs.entry("args").or_insert_with(|| a.clone());
-                }
-                let out = run_script(host, &source, &kwargs, &saltenv)?;
-                context_retcode(&kwargs, out.retcode);
-                Ok(if fun == "script" {
-                    run_all_value(&out)
-                } else {
-                    Value::from(out.retcode)
-                })
-            }
-            "has_exec" | "which" => {
-                let cmd = args.require_str(0, "cmd", &format!("cmd.{fun}"))?;
-                let found = which(&cmd);
-                Ok(if fun == "has_exec" {
-                    Value::Bool(found.is_some())
-                } else {
-                    found.map(Value::from).unwrap_or(Value::Null)
-                })
-            }
-            "exec_code" => {
-                let lang = args.require_str(0, "lang", "cmd.exec_code")?;
-                let code = args.require_str(1, "code", "cmd.exec_code")?;
-                let out = run_command(
-                    &format!("{lang} -c {}", crate::host::shell_quote(&code)),
-                    &CmdOptions {
-                        python_shell: true,
-                        ..Default::default()
-                    },
-                )
-                .map_err(|e| ExecError::Execution(e.to_string()))?;
-                Ok(Value::from(out.stdout))
-            }
-            other => Err(ExecError::NotAvailable(format!("cmd.{other}"))),
+            Value::from(s)
         }
+        "run_stdout" => Value::from(out.stdout),
+        "run_stderr" => Value::from(out.stderr),
+        "retcode" => Value::from(out.retcode),
+        _ => run_all_value(&out),
+    })
+}
+
+/// `cmd.script` and `cmd.script_retcode` (`fun`) `<source> [args]`: runs
+/// a script fetched from the file server.
+fn script_fn(fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let mut kwargs = args.kwargs.clone();
+    let saltenv = kwargs
+        .get("saltenv")
+        .and_then(Value::as_str)
+        .unwrap_or("base")
+        .to_string();
+    let source = args.require_str(0, "source", &format!("cmd.{fun}"))?;
+    if let Some(a) = args.positional.get(1) {
+        kwargs.entry("args").or_insert_with(|| a.clone());
     }
+    let out = run_script(host, &source, &kwargs, &saltenv)?;
+    context_retcode(&kwargs, out.retcode);
+    Ok(if fun == "script" {
+        run_all_value(&out)
+    } else {
+        Value::from(out.retcode)
+    })
+}
+
+/// `cmd.has_exec` and `cmd.which` (`fun`) `<cmd>`: whether / where the
+/// command is on `PATH`.
+fn which_fn(fun: &str, args: &Args) -> Result<Value, ExecError> {
+    let cmd = args.require_str(0, "cmd", &format!("cmd.{fun}"))?;
+    let found = which(&cmd);
+    Ok(if fun == "has_exec" {
+        Value::Bool(found.is_some())
+    } else {
+        found.map(Value::from).unwrap_or(Value::Null)
+    })
+}
+
+/// `cmd.exec_code <lang> <code>`: runs code through an interpreter.
+fn exec_code_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    let lang = args.require_str(0, "lang", "cmd.exec_code")?;
+    let code = args.require_str(1, "code", "cmd.exec_code")?;
+    let out = run_command(
+        &format!("{lang} -c {}", crate::host::shell_quote(&code)),
+        &CmdOptions {
+            python_shell: true,
+            ..Default::default()
+        },
+    )
+    .map_err(|e| ExecError::Execution(e.to_string()))?;
+    Ok(Value::from(out.stdout))
 }
 
 /// Finds an executable on `PATH` (or checks an absolute path).
@@ -336,6 +335,3 @@ pub fn which(cmd: &str) -> Option<String> {
         .find(|p| is_exec(p))
         .map(|p| p.to_string_lossy().into_owned())
 }
-
-/// This module, as registered.
-pub const MODULE: CmdExec = CmdExec;

@@ -8,12 +8,22 @@ use std::path::{Path, PathBuf};
 use halite_state::{strip_salt_url, Map, Value};
 
 use crate::exec::file::meta::sha256_file;
-use crate::exec::{Args, ExecError, ExecModule};
+use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::Host;
 
-/// `cp.list_master`, `cp.list_master_dirs`, `cp.list_states`,
-/// `cp.get_file`, `cp.get_file_str`, `cp.cache_file`, `cp.hash_file`.
-pub struct CpExec;
+/// The module's table.
+pub const MODULE: ExecTable = ExecTable {
+    name: "cp",
+    functions: &[
+        ExecFunction::new("list_master", |a, h| list_master(a, h, false)),
+        ExecFunction::new("list_master_dirs", |a, h| list_master(a, h, true)),
+        ExecFunction::new("list_states", list_states),
+        ExecFunction::new("get_file", |a, h| get_file(h, a, &file_env(a, h))),
+        ExecFunction::new("get_file_str", |a, h| cached_fun("get_file_str", a, h)),
+        ExecFunction::new("cache_file", |a, h| cached_fun("cache_file", a, h)),
+        ExecFunction::new("hash_file", |a, h| cached_fun("hash_file", a, h)),
+    ],
+};
 
 /// The local copy of `source` (`salt://` through the file client, else a
 /// local path), `None` when there is no such file.
@@ -83,102 +93,94 @@ fn local_name(source: &str) -> Option<String> {
         .map(|n| n.to_string_lossy().into_owned())
 }
 
-impl ExecModule for CpExec {
-    fn name(&self) -> &'static str {
-        "cp"
-    }
-
-    fn functions(&self) -> Vec<&'static str> {
-        vec![
-            "list_master",
-            "list_master_dirs",
-            "list_states",
-            "get_file",
-            "get_file_str",
-            "cache_file",
-            "hash_file",
-        ]
-    }
-
-    fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
-        let saltenv = args
-            .get_str(0, "saltenv")
-            .filter(|s| !s.is_empty())
-            .or_else(|| {
-                host.opt("saltenv")
-                    .and_then(|v| v.as_str().map(String::from))
-            })
-            .unwrap_or_else(|| "base".to_string());
-        // Salt's fileserver strips '/' from the prefix, then keeps every
-        // path that starts with it as a string ('users/files/user/' keeps
-        // 'users/files/user'); the result is sorted.
-        // The file functions take the path first; saltenv only by keyword.
-        let file_env = args
-            .kwargs
-            .get("saltenv")
-            .or_else(|| host.opt("saltenv"))
-            .and_then(Value::as_str)
-            .filter(|s| !s.is_empty())
-            .unwrap_or("base")
-            .to_string();
-        match fun {
-            "get_file" => return get_file(host, args, &file_env),
-            "get_file_str" | "cache_file" | "hash_file" => {
-                let source = args.require_str(0, "path", &format!("cp.{fun}"))?;
-                let local = cached(host, &source, &file_env)?;
-                return Ok(match (fun, local) {
-                    ("hash_file", None) => Value::Object(Map::new()),
-                    (_, None) => Value::Bool(false),
-                    ("cache_file", Some(p)) => Value::from(p.display().to_string()),
-                    ("get_file_str", Some(p)) => Value::from(
-                        std::fs::read_to_string(&p)
-                            .map_err(|e| ExecError::Execution(e.to_string()))?,
-                    ),
-                    (_, Some(p)) => serde_json::json!({
-                        "hash_type": "sha256",
-                        "hsum": sha256_file(&p).map_err(|e| ExecError::Execution(e.to_string()))?,
-                    }),
-                });
-            }
-            _ => {}
-        }
-        if fun == "list_states" {
-            // Salt's Client.list_states: every .sls, `a/init.sls` as `a`,
-            // slashes to dots, sorted and unique.
-            let files = host
-                .files
-                .list_files(&saltenv, "")
-                .map_err(|e| ExecError::Execution(e.to_string()))?;
-            let mut out: Vec<String> = files
-                .iter()
-                .filter(|p| p.ends_with(".sls"))
-                .map(|p| {
-                    let dotted = p.replace('/', ".");
-                    if p.ends_with("/init.sls") {
-                        dotted[..dotted.len() - 9].to_string()
-                    } else {
-                        dotted[..dotted.len() - 4].to_string()
-                    }
-                })
-                .collect();
-            out.sort();
-            out.dedup();
-            return Ok(Value::Array(out.into_iter().map(Value::from).collect()));
-        }
-        let prefix = args.get_str(1, "prefix").unwrap_or_default();
-        let prefix = prefix.trim_matches('/').to_string();
-        let all = match fun {
-            "list_master" => host.files.list_files(&saltenv, ""),
-            "list_master_dirs" => host.files.list_dirs(&saltenv, ""),
-            other => return Err(ExecError::NotAvailable(format!("cp.{other}"))),
-        }
-        .map_err(|e| ExecError::Execution(e.to_string()))?;
-        let mut out: Vec<String> = all.into_iter().filter(|p| p.starts_with(&prefix)).collect();
-        out.sort();
-        out.dedup();
-        Ok(Value::Array(out.into_iter().map(Value::from).collect()))
-    }
+/// The saltenv of the listings: the first argument, else the minion's
+/// `saltenv` option, else `base`.
+fn saltenv(args: &Args, host: &Host) -> String {
+    args.get_str(0, "saltenv")
+        .filter(|s| !s.is_empty())
+        .or_else(|| {
+            host.opt("saltenv")
+                .and_then(|v| v.as_str().map(String::from))
+        })
+        .unwrap_or_else(|| "base".to_string())
 }
 
-/// This module, as registered.
-pub const MODULE: CpExec = CpExec;
+/// The saltenv of the file functions, which take the path first: the
+/// `saltenv` keyword only, else the minion's option, else `base`.
+fn file_env(args: &Args, host: &Host) -> String {
+    args.kwargs
+        .get("saltenv")
+        .or_else(|| host.opt("saltenv"))
+        .and_then(Value::as_str)
+        .filter(|s| !s.is_empty())
+        .unwrap_or("base")
+        .to_string()
+}
+
+/// `cp.get_file_str`, `cp.cache_file` and `cp.hash_file` (`fun`) `<path>`:
+/// the file's text, its local copy or its hash; `False` (`{}` for the
+/// hash) when there is no such file.
+fn cached_fun(fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let file_env = file_env(args, host);
+    let source = args.require_str(0, "path", &format!("cp.{fun}"))?;
+    let local = cached(host, &source, &file_env)?;
+    Ok(match (fun, local) {
+        ("hash_file", None) => Value::Object(Map::new()),
+        (_, None) => Value::Bool(false),
+        ("cache_file", Some(p)) => Value::from(p.display().to_string()),
+        ("get_file_str", Some(p)) => Value::from(
+            std::fs::read_to_string(&p).map_err(|e| ExecError::Execution(e.to_string()))?,
+        ),
+        (_, Some(p)) => serde_json::json!({
+            "hash_type": "sha256",
+            "hsum": sha256_file(&p).map_err(|e| ExecError::Execution(e.to_string()))?,
+        }),
+    })
+}
+
+/// `cp.list_states [saltenv]`: every SLS of the saltenv.
+fn list_states(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let saltenv = saltenv(args, host);
+    // Salt's Client.list_states: every .sls, `a/init.sls` as `a`,
+    // slashes to dots, sorted and unique.
+    let files = host
+        .files
+        .list_files(&saltenv, "")
+        .map_err(|e| ExecError::Execution(e.to_string()))?;
+    let mut out: Vec<String> = files
+        .iter()
+        .filter(|p| p.ends_with(".sls"))
+        .map(|p| {
+            let dotted = p.replace('/', ".");
+            if p.ends_with("/init.sls") {
+                dotted[..dotted.len() - 9].to_string()
+            } else {
+                dotted[..dotted.len() - 4].to_string()
+            }
+        })
+        .collect();
+    out.sort();
+    out.dedup();
+    Ok(Value::Array(out.into_iter().map(Value::from).collect()))
+}
+
+/// `cp.list_master [saltenv] [prefix]` (files) and `cp.list_master_dirs`
+/// (`dirs`): the fileserver's paths under a prefix.
+fn list_master(args: &Args, host: &Host, dirs: bool) -> Result<Value, ExecError> {
+    let saltenv = saltenv(args, host);
+    // Salt's fileserver strips '/' from the prefix, then keeps every
+    // path that starts with it as a string ('users/files/user/' keeps
+    // 'users/files/user'); the result is sorted.
+    let prefix = args.get_str(1, "prefix").unwrap_or_default();
+    let prefix = prefix.trim_matches('/').to_string();
+    let all = if dirs {
+        host.files.list_dirs(&saltenv, "")
+    } else {
+        host.files.list_files(&saltenv, "")
+    }
+    .map_err(|e| ExecError::Execution(e.to_string()))?;
+    let mut out: Vec<String> = all.into_iter().filter(|p| p.starts_with(&prefix)).collect();
+    out.sort();
+    out.dedup();
+    Ok(Value::Array(out.into_iter().map(Value::from).collect()))
+}

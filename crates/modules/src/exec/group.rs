@@ -6,68 +6,84 @@ use halite_state::{Map, Value};
 use nix::unistd::Group;
 
 use crate::exec::user::{check_account_name, int_arg, run, string_list};
-use crate::exec::{Args, ExecError, ExecModule};
+use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::Host;
 
-/// `group.*` functions.
-pub struct GroupExec;
+/// The module's table.
+pub const MODULE: ExecTable = ExecTable {
+    name: "group",
+    functions: &[
+        ExecFunction::new("info", info_fn),
+        ExecFunction::new("add", add_fn),
+        ExecFunction::new("delete", delete_fn),
+        ExecFunction::new("adduser", |a, _| adduser_fn("adduser", a)),
+        ExecFunction::new("deluser", |a, _| adduser_fn("deluser", a)),
+        ExecFunction::new("members", members_fn),
+        ExecFunction::new("getent", getent_fn),
+        ExecFunction::new("chgid", chgid_fn),
+    ],
+};
 
-impl ExecModule for GroupExec {
-    fn name(&self) -> &'static str {
-        "group"
+/// `group.info <name>`: the group, `{}` when absent.
+fn info_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    Ok(Value::Object(
+        info(&args.require_str(0, "name", "info")?).unwrap_or_default(),
+    ))
+}
+
+/// `group.add <name> [gid] [system]`.
+fn add_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    let fun = "add";
+    let name = args.require_str(0, "name", fun)?;
+    let gid = int_arg(args, 1, "gid", fun)?;
+    add(
+        &name,
+        gid,
+        args.get_bool(2, "system", false),
+        args.get_bool(usize::MAX, "non_unique", false),
+    )
+    .map(Value::Bool)
+}
+
+/// `group.delete <name>`.
+fn delete_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    delete(&args.require_str(0, "name", "delete")?).map(Value::Bool)
+}
+
+/// `group.adduser` and `group.deluser` (`fun`) `<name> <username>`.
+fn adduser_fn(fun: &str, args: &Args) -> Result<Value, ExecError> {
+    let name = args.require_str(0, "name", fun)?;
+    let user = args.require_str(1, "username", fun)?;
+    if fun == "adduser" {
+        adduser(&name, &user)
+    } else {
+        deluser(&name, &user)
     }
-    fn functions(&self) -> Vec<&'static str> {
-        vec![
-            "info", "add", "delete", "adduser", "deluser", "members", "getent", "chgid",
-        ]
-    }
-    fn call(&self, fun: &str, args: &Args, _host: &Host) -> Result<Value, ExecError> {
-        match fun {
-            "info" => Ok(Value::Object(
-                info(&args.require_str(0, "name", fun)?).unwrap_or_default(),
-            )),
-            "add" => {
-                let name = args.require_str(0, "name", fun)?;
-                let gid = int_arg(args, 1, "gid", fun)?;
-                add(
-                    &name,
-                    gid,
-                    args.get_bool(2, "system", false),
-                    args.get_bool(usize::MAX, "non_unique", false),
-                )
-                .map(Value::Bool)
-            }
-            "delete" => delete(&args.require_str(0, "name", fun)?).map(Value::Bool),
-            "adduser" | "deluser" => {
-                let name = args.require_str(0, "name", fun)?;
-                let user = args.require_str(1, "username", fun)?;
-                if fun == "adduser" {
-                    adduser(&name, &user)
-                } else {
-                    deluser(&name, &user)
-                }
-                .map(Value::Bool)
-            }
-            "members" => {
-                let name = args.require_str(0, "name", fun)?;
-                let members = string_list(args.get(1, "members_list"));
-                set_members(&name, &members).map(Value::Bool)
-            }
-            "chgid" => {
-                let name = args.require_str(0, "name", fun)?;
-                let gid = int_arg(args, 1, "gid", fun)?.ok_or_else(|| {
-                    ExecError::Invocation(
-                        "chgid() missing 1 required positional argument: 'gid'".into(),
-                    )
-                })?;
-                chgid(&name, gid, args.get_bool(2, "non_unique", false)).map(Value::Bool)
-            }
-            "getent" => Ok(Value::Array(
-                getent()?.into_iter().map(Value::Object).collect(),
-            )),
-            other => Err(ExecError::NotAvailable(format!("group.{other}"))),
-        }
-    }
+    .map(Value::Bool)
+}
+
+/// `group.members <name> <members_list>`: sets the members.
+fn members_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    let name = args.require_str(0, "name", "members")?;
+    let members = string_list(args.get(1, "members_list"));
+    set_members(&name, &members).map(Value::Bool)
+}
+
+/// `group.chgid <name> <gid>`.
+fn chgid_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    let fun = "chgid";
+    let name = args.require_str(0, "name", fun)?;
+    let gid = int_arg(args, 1, "gid", fun)?.ok_or_else(|| {
+        ExecError::Invocation("chgid() missing 1 required positional argument: 'gid'".into())
+    })?;
+    chgid(&name, gid, args.get_bool(2, "non_unique", false)).map(Value::Bool)
+}
+
+/// `group.getent`: every group.
+fn getent_fn(_args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    Ok(Value::Array(
+        getent()?.into_iter().map(Value::Object).collect(),
+    ))
 }
 
 /// Salt's `group.info`: `name, passwd, gid, members`; `None` when absent.
@@ -191,6 +207,3 @@ pub fn set_members(name: &str, users: &[String]) -> Result<bool, ExecError> {
     }
     Ok(run(&["gpasswd", "-M", &users.join(","), name])?.retcode == 0)
 }
-
-/// This module, as registered.
-pub const MODULE: GroupExec = GroupExec;

@@ -4,44 +4,50 @@
 use halite_state::Value;
 
 use crate::exec::pkg::names_of;
-use crate::exec::{Args, ExecError, ExecModule};
+use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::pkg::{lowpkg_for, pkg_versions_to_value};
 use crate::Host;
 
-/// `lowpkg.*`: the database chosen from the host's `os_family` grain.
-pub struct LowpkgExec;
+/// The module's table; each function asks the package database chosen
+/// from the host's `os_family` grain.
+pub const MODULE: ExecTable = ExecTable {
+    name: "lowpkg",
+    functions: &[
+        ExecFunction::new("list_pkgs", list_pkgs),
+        ExecFunction::new("verify", verify),
+        ExecFunction::new("file_list", file_list),
+        ExecFunction::new("file_dict", file_dict),
+        ExecFunction::new("bin_pkg_info", bin_pkg_info),
+    ],
+};
 
-impl ExecModule for LowpkgExec {
-    fn name(&self) -> &'static str {
-        "lowpkg"
-    }
-
-    fn functions(&self) -> Vec<&'static str> {
-        vec![
-            "list_pkgs",
-            "verify",
-            "file_list",
-            "file_dict",
-            "bin_pkg_info",
-        ]
-    }
-
-    fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
-        let low = lowpkg_for(&host.grains)?;
-        let names = names_of(args);
-        match fun {
-            "list_pkgs" => Ok(pkg_versions_to_value(&low.list_pkgs(&names)?, false)),
-            "verify" => Ok(Value::Object(low.verify(&names)?)),
-            "file_list" => Ok(Value::Object(low.file_list(&names)?)),
-            "file_dict" => Ok(Value::Object(low.file_dict(&names)?)),
-            "bin_pkg_info" => {
-                let path = args.require_str(0, "path", fun)?;
-                Ok(Value::Object(low.bin_pkg_info(&path)?))
-            }
-            other => Err(ExecError::NotAvailable(format!("lowpkg.{other}"))),
-        }
-    }
+/// `lowpkg.list_pkgs [names...]`: installed packages and their versions.
+fn list_pkgs(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let low = lowpkg_for(&host.grains)?;
+    Ok(pkg_versions_to_value(&low.list_pkgs(&names_of(args))?, false))
 }
 
-/// This module, as registered.
-pub const MODULE: LowpkgExec = LowpkgExec;
+/// `lowpkg.verify [names...]`: files that differ from the package database.
+fn verify(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let low = lowpkg_for(&host.grains)?;
+    Ok(Value::Object(low.verify(&names_of(args))?))
+}
+
+/// `lowpkg.file_list [names...]`: the files of packages, in one list.
+fn file_list(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let low = lowpkg_for(&host.grains)?;
+    Ok(Value::Object(low.file_list(&names_of(args))?))
+}
+
+/// `lowpkg.file_dict [names...]`: the files of packages, by package.
+fn file_dict(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let low = lowpkg_for(&host.grains)?;
+    Ok(Value::Object(low.file_dict(&names_of(args))?))
+}
+
+/// `lowpkg.bin_pkg_info <path>`: what a package file is.
+fn bin_pkg_info(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let low = lowpkg_for(&host.grains)?;
+    let path = args.require_str(0, "path", "bin_pkg_info")?;
+    Ok(Value::Object(low.bin_pkg_info(&path)?))
+}

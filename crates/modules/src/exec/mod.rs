@@ -7,6 +7,7 @@ crate::module_list! {
     modules: Arc<dyn ExecModule> = [
         alternatives, cmd, cp, file, group, lowpkg, pillar, pkg, service, state, status, sys,
         test, user,
+        grains,
     ]
 }
 
@@ -118,6 +119,9 @@ pub enum ExecError {
 
 /// An execution module: a named set of functions callable from the CLI,
 /// from templates (`salt['mod.fun']`) and from states (`unless: - fun: ...`).
+///
+/// Every shipped module is an [`ExecTable`]; the trait is what the
+/// registry holds.
 pub trait ExecModule: Send + Sync {
     /// The module name (`cmd`, `pkg`...).
     fn name(&self) -> &'static str;
@@ -153,8 +157,12 @@ impl ExecFunction {
 
 /// An execution module written as one table: its name and its functions.
 ///
-/// Each module file declares one `pub static MODULE: ExecTable` and is
-/// registered by its name in the list of [`crate::exec`].
+/// Each module file declares one `pub const MODULE: ExecTable` and is
+/// registered by its name in the list of [`crate::exec`]. The registry
+/// lists the names of the rows and dispatches through the same rows, so
+/// listed names and dispatch cannot disagree; `tests/registry.rs` checks
+/// that no handler answers "not available" for a name it is listed under
+/// (see docs/adding-a-module.md).
 #[derive(Clone, Copy)]
 pub struct ExecTable {
     /// The module name (`cmd`, `pkg`...).

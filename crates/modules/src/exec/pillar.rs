@@ -2,11 +2,8 @@
 
 use halite_state::Value;
 
-use crate::exec::{Args, ExecError, ExecModule};
+use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::Host;
-
-/// `pillar.*` functions.
-pub struct PillarExec;
 
 /// Looks up `a:b:c` (or another delimiter) in nested data; list indexes work.
 pub fn traverse<'v>(data: &'v Value, key: &str, delimiter: &str) -> Option<&'v Value> {
@@ -57,51 +54,63 @@ pub fn get_with_default(data: &Value, args: &Args) -> Value {
     }
 }
 
-impl ExecModule for PillarExec {
-    fn name(&self) -> &'static str {
-        "pillar"
-    }
+/// The module's table.
+pub const MODULE: ExecTable = ExecTable {
+    name: "pillar",
+    functions: &[
+        ExecFunction::new("items", items),
+        ExecFunction::new("get", get),
+        ExecFunction::new("item", item),
+        ExecFunction::new("raw", items),
+        ExecFunction::new("keys", keys),
+        ExecFunction::new("ls", ls),
+        ExecFunction::new("data", items),
+        ExecFunction::new("fetch", get),
+    ],
+};
 
-    fn functions(&self) -> Vec<&'static str> {
-        vec!["items", "get", "item", "raw", "keys", "ls", "data", "fetch"]
-    }
+/// `pillar.items`, `pillar.raw` and `pillar.data`: the whole pillar.
+fn items(_args: &Args, host: &Host) -> Result<Value, ExecError> {
+    Ok(host.pillar.clone())
+}
 
-    fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
-        match fun {
-            "items" | "raw" | "data" => Ok(host.pillar.clone()),
-            "get" | "fetch" => Ok(get_with_default(&host.pillar, args)),
-            "item" => {
-                let mut out = halite_state::Map::new();
-                for k in &args.positional {
-                    let key = crate::exec::py_str(k);
-                    let v = traverse(&host.pillar, &key, ":")
-                        .cloned()
-                        .unwrap_or(Value::from(""));
-                    out.insert(key, v);
-                }
-                Ok(Value::Object(out))
-            }
-            "keys" => {
-                let key = args.require_str(0, "key", "pillar.keys")?;
-                match traverse(&host.pillar, &key, ":") {
-                    Some(Value::Object(m)) => Ok(Value::Array(
-                        m.keys().map(|k| Value::from(k.clone())).collect(),
-                    )),
-                    _ => Err(ExecError::Execution(format!(
-                        "Pillar key '{key}' is not a dictionary"
-                    ))),
-                }
-            }
-            "ls" => Ok(Value::Array(
-                host.pillar
-                    .as_object()
-                    .map(|m| m.keys().map(|k| Value::from(k.clone())).collect())
-                    .unwrap_or_default(),
-            )),
-            other => Err(ExecError::NotAvailable(format!("pillar.{other}"))),
-        }
+/// `pillar.get` and `pillar.fetch`: one key, with a default.
+fn get(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    Ok(get_with_default(&host.pillar, args))
+}
+
+/// `pillar.item <keys...>`: the keys given, `""` for missing ones.
+fn item(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let mut out = halite_state::Map::new();
+    for k in &args.positional {
+        let key = crate::exec::py_str(k);
+        let v = traverse(&host.pillar, &key, ":")
+            .cloned()
+            .unwrap_or(Value::from(""));
+        out.insert(key, v);
+    }
+    Ok(Value::Object(out))
+}
+
+/// `pillar.keys <key>`: the keys of a mapping in the pillar.
+fn keys(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let key = args.require_str(0, "key", "pillar.keys")?;
+    match traverse(&host.pillar, &key, ":") {
+        Some(Value::Object(m)) => Ok(Value::Array(
+            m.keys().map(|k| Value::from(k.clone())).collect(),
+        )),
+        _ => Err(ExecError::Execution(format!(
+            "Pillar key '{key}' is not a dictionary"
+        ))),
     }
 }
 
-/// This module, as registered.
-pub const MODULE: PillarExec = PillarExec;
+/// `pillar.ls`: the top-level keys of the pillar.
+fn ls(_args: &Args, host: &Host) -> Result<Value, ExecError> {
+    Ok(Value::Array(
+        host.pillar
+            .as_object()
+            .map(|m| m.keys().map(|k| Value::from(k.clone())).collect())
+            .unwrap_or_default(),
+    ))
+}

@@ -13,7 +13,7 @@ use halite_state::{Map, Value};
 use regex::Regex;
 
 use crate::exec::user::{run, Ran};
-use crate::exec::{Args, ExecError, ExecModule};
+use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::Host;
 
 /// Which init system the service functions drive.
@@ -74,72 +74,122 @@ impl Provider {
     }
 }
 
-/// `service.*` functions.
-pub struct ServiceExec;
+/// The module's table.
+pub const MODULE: ExecTable = ExecTable {
+    name: "service",
+    functions: &[
+        ExecFunction::new("start", |a, h| action_fn("start", a, h)),
+        ExecFunction::new("stop", |a, h| action_fn("stop", a, h)),
+        ExecFunction::new("restart", |a, h| action_fn("restart", a, h)),
+        ExecFunction::new("reload", |a, h| action_fn("reload", a, h)),
+        ExecFunction::new("force_reload", |a, h| action_fn("force_reload", a, h)),
+        ExecFunction::new("full_restart", |a, h| action_fn("full_restart", a, h)),
+        ExecFunction::new("status", status_fn),
+        ExecFunction::new("enabled", |a, h| enabled_fn("enabled", a, h)),
+        ExecFunction::new("disabled", |a, h| enabled_fn("disabled", a, h)),
+        ExecFunction::new("enable", enable_fn),
+        ExecFunction::new("disable", disable_fn),
+        ExecFunction::new("available", |a, h| available_fn("available", a, h)),
+        ExecFunction::new("missing", |a, h| available_fn("missing", a, h)),
+        ExecFunction::new("get_all", get_all_fn),
+        ExecFunction::new("get_enabled", get_enabled_fn),
+        ExecFunction::new("get_disabled", get_disabled_fn),
+        ExecFunction::new("show", show_fn),
+        ExecFunction::new("masked", masked_fn),
+        ExecFunction::new("mask", |a, h| mask_fn("mask", a, h)),
+        ExecFunction::new("unmask", |a, h| mask_fn("unmask", a, h)),
+        ExecFunction::new("offline", offline_fn),
+    ],
+};
 
-impl ExecModule for ServiceExec {
-    fn name(&self) -> &'static str {
-        "service"
-    }
-    fn functions(&self) -> Vec<&'static str> {
-        vec![
-            "start",
-            "stop",
-            "restart",
-            "reload",
-            "force_reload",
-            "full_restart",
-            "status",
-            "enabled",
-            "disabled",
-            "enable",
-            "disable",
-            "available",
-            "missing",
-            "get_all",
-            "get_enabled",
-            "get_disabled",
-            "show",
-            "masked",
-            "mask",
-            "unmask",
-            "offline",
-        ]
-    }
-    fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
-        let p = Provider::for_opts(&host.opts);
-        let name = || args.require_str(0, "name", fun);
-        let runtime = args.get_bool(1, "runtime", false);
-        match fun {
-            "start" | "stop" | "restart" | "reload" | "force_reload" | "full_restart" => {
-                action(p, fun, &name()?).map(Value::Bool)
-            }
-            "status" => status(p, &name()?, args.get_str(1, "sig").as_deref()).map(Value::Bool),
-            "enabled" => enabled(p, &name()?).map(Value::Bool),
-            "disabled" => enabled(p, &name()?).map(|e| Value::Bool(!e)),
-            "enable" => enable(p, &name()?).map(Value::Bool),
-            "disable" => disable(p, &name()?).map(Value::Bool),
-            "available" => available(p, &name()?).map(Value::Bool),
-            "missing" => available(p, &name()?).map(|a| Value::Bool(!a)),
-            "get_all" => get_all(p).map(Value::from),
-            "get_enabled" => get_enabled(p).map(Value::from),
-            "get_disabled" => {
-                let enabled = get_enabled(p)?;
-                Ok(Value::from(
-                    get_all(p)?
-                        .into_iter()
-                        .filter(|s| !enabled.contains(s))
-                        .collect::<Vec<_>>(),
-                ))
-            }
-            "show" => show(p, &name()?).map(Value::Object),
-            "masked" => masked(p, &name()?, runtime).map(Value::Bool),
-            "mask" => mask(p, &name()?, runtime, true).map(Value::Bool),
-            "unmask" => mask(p, &name()?, runtime, false).map(Value::Bool),
-            "offline" => Ok(Value::Bool(p.offline())),
-            other => Err(ExecError::NotAvailable(format!("service.{other}"))),
-        }
-    }
+/// The host's init system and the `name` argument of `service.<fun>`.
+fn provider_and_name(fun: &str, args: &Args, host: &Host) -> Result<(Provider, String), ExecError> {
+    Ok((
+        Provider::for_opts(&host.opts),
+        args.require_str(0, "name", fun)?,
+    ))
+}
+
+/// `service.start`, `stop`, `restart`, `reload`, `force_reload` and
+/// `full_restart` (`fun`) `<name>`.
+fn action_fn(fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let (p, name) = provider_and_name(fun, args, host)?;
+    action(p, fun, &name).map(Value::Bool)
+}
+
+/// `service.status <name> [sig]`: whether it runs.
+fn status_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let (p, name) = provider_and_name("status", args, host)?;
+    status(p, &name, args.get_str(1, "sig").as_deref()).map(Value::Bool)
+}
+
+/// `service.enabled` and `service.disabled` (`fun`) `<name>`.
+fn enabled_fn(fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let (p, name) = provider_and_name(fun, args, host)?;
+    enabled(p, &name).map(|e| Value::Bool(if fun == "enabled" { e } else { !e }))
+}
+
+/// `service.enable <name>`.
+fn enable_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let (p, name) = provider_and_name("enable", args, host)?;
+    enable(p, &name).map(Value::Bool)
+}
+
+/// `service.disable <name>`.
+fn disable_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let (p, name) = provider_and_name("disable", args, host)?;
+    disable(p, &name).map(Value::Bool)
+}
+
+/// `service.available` and `service.missing` (`fun`) `<name>`.
+fn available_fn(fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let (p, name) = provider_and_name(fun, args, host)?;
+    available(p, &name).map(|a| Value::Bool(if fun == "available" { a } else { !a }))
+}
+
+/// `service.get_all`: every service.
+fn get_all_fn(_args: &Args, host: &Host) -> Result<Value, ExecError> {
+    get_all(Provider::for_opts(&host.opts)).map(Value::from)
+}
+
+/// `service.get_enabled`: every enabled service.
+fn get_enabled_fn(_args: &Args, host: &Host) -> Result<Value, ExecError> {
+    get_enabled(Provider::for_opts(&host.opts)).map(Value::from)
+}
+
+/// `service.get_disabled`: every service not enabled.
+fn get_disabled_fn(_args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let p = Provider::for_opts(&host.opts);
+    let enabled = get_enabled(p)?;
+    Ok(Value::from(
+        get_all(p)?
+            .into_iter()
+            .filter(|s| !enabled.contains(s))
+            .collect::<Vec<_>>(),
+    ))
+}
+
+/// `service.show <name>`: the unit's properties.
+fn show_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let (p, name) = provider_and_name("show", args, host)?;
+    show(p, &name).map(Value::Object)
+}
+
+/// `service.masked <name> [runtime]`.
+fn masked_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let (p, name) = provider_and_name("masked", args, host)?;
+    masked(p, &name, args.get_bool(1, "runtime", false)).map(Value::Bool)
+}
+
+/// `service.mask` and `service.unmask` (`fun`) `<name> [runtime]`.
+fn mask_fn(fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let (p, name) = provider_and_name(fun, args, host)?;
+    mask(p, &name, args.get_bool(1, "runtime", false), fun == "mask").map(Value::Bool)
+}
+
+/// `service.offline`: whether systemd is driven without running.
+fn offline_fn(_args: &Args, host: &Host) -> Result<Value, ExecError> {
+    Ok(Value::Bool(Provider::for_opts(&host.opts).offline()))
 }
 
 const UNIT_SUFFIXES: &[&str] = &[
@@ -485,6 +535,3 @@ pub fn mask(p: Provider, name: &str, runtime: bool, on: bool) -> Result<bool, Ex
     }
     Ok(true)
 }
-
-/// This module, as registered.
-pub const MODULE: ServiceExec = ServiceExec;

@@ -7,12 +7,38 @@ use halite_state::run::{Executor, RunOptions};
 use halite_state::target::MinionFacts;
 use halite_state::{LowChunk, Map, Matches, Value};
 
-use crate::exec::{py_str, Args, ExecError, ExecModule};
+use crate::exec::{py_str, Args, ExecError, ExecFunction, ExecModule, ExecTable};
 use crate::sls::FileSls;
 use crate::Host;
 
-/// `state.*` functions.
+/// The `state.*` entry points the minion, the master and `halite-call`
+/// call directly (planning on the master, running planned chunks on the
+/// minion); the module's table ([`MODULE`]) dispatches to them too.
 pub struct StateExec;
+
+/// The module's table.
+pub const MODULE: ExecTable = ExecTable {
+    name: "state",
+    functions: &[
+        ExecFunction::new("apply", |a, h| apply_fn("apply", a, h)),
+        ExecFunction::new("sls", |a, h| apply_fn("sls", a, h)),
+        ExecFunction::new("highstate", |a, h| apply_fn("highstate", a, h)),
+        ExecFunction::new("single", |a, h| StateExec::single(h, a)),
+        ExecFunction::new("show_sls", show_sls),
+        ExecFunction::new("show_low_sls", |a, h| {
+            StateExec::low_sls(h, a).map(StateOutput::into_value)
+        }),
+        ExecFunction::new("show_highstate", show_highstate),
+        ExecFunction::new("show_lowstate", |a, h| {
+            StateExec::lowstate(h, a).map(StateOutput::into_value)
+        }),
+        ExecFunction::new("show_top", show_top),
+        ExecFunction::new("show_states", show_states),
+        ExecFunction::new("sls_exists", sls_exists),
+        ExecFunction::new("graph", graph),
+        ExecFunction::new("test", |a, h| apply_fn("test", a, h)),
+    ],
+};
 
 /// The return code Salt sets for a `state.*` function's return: 1 for a
 /// compile error list, 2 when a state failed (or nothing ran), else 0.
@@ -353,7 +379,7 @@ impl StateExec {
                     Err(ret) => StatePlan::Return(ret),
                 });
             }
-            _ => return Ok(StatePlan::Return(Self.call(f, &args, host)?)),
+            _ => return Ok(StatePlan::Return(MODULE.call(f, &args, host)?)),
         };
         let disabled = run_options(host, &args).disabled_requisites;
         let mut high = high;
@@ -520,124 +546,101 @@ impl StateExec {
     }
 }
 
-impl ExecModule for StateExec {
-    fn name(&self) -> &'static str {
-        "state"
+/// `state.apply`, `state.sls`, `state.highstate` and `state.test` (`fun`):
+/// renders and runs states (`test` with `test=True`).
+fn apply_fn(fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let mut args = args.clone();
+    if fun == "test" {
+        args.kwargs.insert("test".into(), Value::Bool(true));
     }
+    StateExec::apply(host, &args, runs_highstate(fun, &args)).map(StateOutput::into_value)
+}
 
-    fn functions(&self) -> Vec<&'static str> {
-        vec![
-            "apply",
-            "sls",
-            "highstate",
-            "single",
-            "show_sls",
-            "show_low_sls",
-            "show_highstate",
-            "show_lowstate",
-            "show_top",
-            "show_states",
-            "sls_exists",
-            "graph",
-            "test",
-        ]
+/// `state.show_sls <mods>`: the high data of SLS files.
+fn show_sls(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let host = run_host(host, args)?;
+    let mods = split_mods(args.get(0, "mods"));
+    let (high, mut errors) = render_mods(&host, &saltenv(&host, args), mods);
+    errors.extend(halite_state::compile::verify_high(&high));
+    if !errors.is_empty() {
+        return Ok(errors_value(errors));
     }
+    Ok(Value::Object(high))
+}
 
-    fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
-        match fun {
-            "apply" | "test" | "sls" | "highstate" => {
-                let mut args = args.clone();
-                if fun == "test" {
-                    args.kwargs.insert("test".into(), Value::Bool(true));
-                }
-                Self::apply(host, &args, runs_highstate(fun, &args)).map(StateOutput::into_value)
-            }
-            "single" => Self::single(host, args),
-            "show_sls" => {
-                let host = run_host(host, args)?;
-                let mods = split_mods(args.get(0, "mods"));
-                let (high, mut errors) = render_mods(&host, &saltenv(&host, args), mods);
-                errors.extend(halite_state::compile::verify_high(&high));
-                if !errors.is_empty() {
-                    return Ok(errors_value(errors));
-                }
-                Ok(Value::Object(high))
-            }
-            "show_low_sls" => Self::low_sls(host, args).map(StateOutput::into_value),
-            "show_highstate" => {
-                let host = run_host(host, args)?;
-                let matches = match top_matches(&host, None) {
-                    Ok(m) => m,
-                    Err(e) => return Ok(errors_value(e)),
-                };
-                let (high, errors) = render_highstate(&host, &matches);
-                if errors.is_empty() {
-                    Ok(Value::Object(high))
-                } else {
-                    Ok(errors_value(errors))
-                }
-            }
-            "show_lowstate" => Self::lowstate(host, args).map(StateOutput::into_value),
-            "graph" => {
-                let host = run_host(host, args)?;
-                let high = match Self::prepared(&host, args) {
-                    Ok(h) => h,
-                    Err(e) => return Ok(errors_value(e)),
-                };
-                match compile_chunks(high, &host.states, &[]) {
-                    Ok(c) => {
-                        let format = args
-                            .kwargs
-                            .get("format")
-                            .map(py_str)
-                            .unwrap_or_else(|| "dot".into());
-                        Ok(Value::from(if format == "mermaid" {
-                            c.graph.to_mermaid()
-                        } else {
-                            c.graph.to_dot()
-                        }))
-                    }
-                    Err(e) => Ok(errors_value(e)),
-                }
-            }
-            "show_top" => {
-                let host = run_host(host, args)?;
-                match top_matches(&host, None) {
-                    Ok(m) => Ok(Value::Object(
-                        m.into_iter()
-                            .map(|(k, v)| {
-                                (k, Value::Array(v.into_iter().map(Value::from).collect()))
-                            })
-                            .collect(),
-                    )),
-                    Err(e) => Ok(errors_value(e)),
-                }
-            }
-            "show_states" => {
-                let host = run_host(host, args)?;
-                let high = match Self::prepared(&host, args) {
-                    Ok(h) => h,
-                    Err(e) => return Ok(errors_value(e)),
-                };
-                let mut sls: Vec<String> = high
-                    .values()
-                    .filter_map(|b| b.get("__sls__").and_then(Value::as_str).map(String::from))
-                    .collect();
-                sls.dedup();
-                Ok(Value::Array(sls.into_iter().map(Value::from).collect()))
-            }
-            "sls_exists" => {
-                let mods = split_mods(args.get(0, "mods"));
-                let source = FileSls::new(host);
-                let env = saltenv(host, args);
-                Ok(Value::Bool(
-                    !mods.is_empty() && mods.iter().all(|m| source.locate(m, &env).is_some()),
-                ))
-            }
-            other => Err(ExecError::NotAvailable(format!("state.{other}"))),
-        }
+/// `state.show_highstate`: the high data of the highstate.
+fn show_highstate(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let host = run_host(host, args)?;
+    let matches = match top_matches(&host, None) {
+        Ok(m) => m,
+        Err(e) => return Ok(errors_value(e)),
+    };
+    let (high, errors) = render_highstate(&host, &matches);
+    if errors.is_empty() {
+        Ok(Value::Object(high))
+    } else {
+        Ok(errors_value(errors))
     }
 }
 
-/// This module, as registered.
-pub const MODULE: StateExec = StateExec;
+/// `state.graph [format=dot|mermaid]`: the requisite graph of the run.
+fn graph(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let host = run_host(host, args)?;
+    let high = match StateExec::prepared(&host, args) {
+        Ok(h) => h,
+        Err(e) => return Ok(errors_value(e)),
+    };
+    match compile_chunks(high, &host.states, &[]) {
+        Ok(c) => {
+            let format = args
+                .kwargs
+                .get("format")
+                .map(py_str)
+                .unwrap_or_else(|| "dot".into());
+            Ok(Value::from(if format == "mermaid" {
+                c.graph.to_mermaid()
+            } else {
+                c.graph.to_dot()
+            }))
+        }
+        Err(e) => Ok(errors_value(e)),
+    }
+}
+
+/// `state.show_top`: the SLS the top file gives this minion, by saltenv.
+fn show_top(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let host = run_host(host, args)?;
+    match top_matches(&host, None) {
+        Ok(m) => Ok(Value::Object(
+            m.into_iter()
+                .map(|(k, v)| (k, Value::Array(v.into_iter().map(Value::from).collect())))
+                .collect(),
+        )),
+        Err(e) => Ok(errors_value(e)),
+    }
+}
+
+/// `state.show_states`: the SLS the run would apply.
+fn show_states(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let host = run_host(host, args)?;
+    let high = match StateExec::prepared(&host, args) {
+        Ok(h) => h,
+        Err(e) => return Ok(errors_value(e)),
+    };
+    let mut sls: Vec<String> = high
+        .values()
+        .filter_map(|b| b.get("__sls__").and_then(Value::as_str).map(String::from))
+        .collect();
+    sls.dedup();
+    Ok(Value::Array(sls.into_iter().map(Value::from).collect()))
+}
+
+/// `state.sls_exists <mods>`: whether every SLS exists.
+fn sls_exists(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let mods = split_mods(args.get(0, "mods"));
+    let source = FileSls::new(host);
+    let env = saltenv(host, args);
+    Ok(Value::Bool(
+        !mods.is_empty() && mods.iter().all(|m| source.locate(m, &env).is_some()),
+    ))
+}

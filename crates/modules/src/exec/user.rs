@@ -6,114 +6,139 @@ use std::process::Command;
 use halite_state::{Map, Value};
 use nix::unistd::{Gid, Group, User};
 
-use crate::exec::{Args, ExecError, ExecModule};
+use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::Host;
 
-/// `user.*` functions.
-pub struct UserExec;
+/// The module's table.
+pub const MODULE: ExecTable = ExecTable {
+    name: "user",
+    functions: &[
+        ExecFunction::new("info", info_fn),
+        ExecFunction::new("add", add_fn),
+        ExecFunction::new("delete", delete_fn),
+        ExecFunction::new("chuid", |a, _| chid_fn("chuid", a)),
+        ExecFunction::new("chgid", |a, _| chid_fn("chgid", a)),
+        ExecFunction::new("chshell", chshell_fn),
+        ExecFunction::new("chhome", chhome_fn),
+        ExecFunction::new("chgroups", chgroups_fn),
+        ExecFunction::new("chfullname", |a, _| gecos_fn("chfullname", a)),
+        ExecFunction::new("chroomnumber", |a, _| gecos_fn("chroomnumber", a)),
+        ExecFunction::new("chworkphone", |a, _| gecos_fn("chworkphone", a)),
+        ExecFunction::new("chhomephone", |a, _| gecos_fn("chhomephone", a)),
+        ExecFunction::new("chother", |a, _| gecos_fn("chother", a)),
+        ExecFunction::new("list_users", list_users_fn),
+        ExecFunction::new("list_groups", list_groups_fn),
+        ExecFunction::new("getent", getent_fn),
+        ExecFunction::new("primary_group", primary_group_fn),
+    ],
+};
 
-impl ExecModule for UserExec {
-    fn name(&self) -> &'static str {
-        "user"
+/// `user.info <name>`: the account, `{}` when absent.
+fn info_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    Ok(info(&args.require_str(0, "name", "info")?)
+        .map(Value::Object)
+        .unwrap_or_else(|| Value::Object(Map::new())))
+}
+
+/// `user.add <name> ...`.
+fn add_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    add(&AddUser::from_args(args)?).map(Value::Bool)
+}
+
+/// `user.delete <name> [remove] [force]`.
+fn delete_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    let name = args.require_str(0, "name", "delete")?;
+    delete(
+        &name,
+        args.get_bool(1, "remove", false),
+        args.get_bool(2, "force", false),
+    )
+    .map(Value::Bool)
+}
+
+/// `user.chuid` and `user.chgid` (`fun`) `<name> <id>`.
+fn chid_fn(fun: &str, args: &Args) -> Result<Value, ExecError> {
+    let name = args.require_str(0, "name", fun)?;
+    let id = int_arg(args, 1, if fun == "chuid" { "uid" } else { "gid" }, fun)?.ok_or_else(
+        || ExecError::Invocation(format!("{fun}() missing 1 required positional argument")),
+    )?;
+    if fun == "chuid" {
+        chuid(&name, id)
+    } else {
+        chgid(&name, id)
     }
-    fn functions(&self) -> Vec<&'static str> {
-        vec![
-            "info",
-            "add",
-            "delete",
-            "chuid",
-            "chgid",
-            "chshell",
-            "chhome",
-            "chgroups",
-            "chfullname",
-            "chroomnumber",
-            "chworkphone",
-            "chhomephone",
-            "chother",
-            "list_users",
-            "list_groups",
-            "getent",
-            "primary_group",
-        ]
-    }
-    fn call(&self, fun: &str, args: &Args, _host: &Host) -> Result<Value, ExecError> {
-        match fun {
-            "info" => Ok(info(&args.require_str(0, "name", "info")?)
-                .map(Value::Object)
-                .unwrap_or_else(|| Value::Object(Map::new()))),
-            "add" => add(&AddUser::from_args(args)?).map(Value::Bool),
-            "delete" => {
-                let name = args.require_str(0, "name", "delete")?;
-                delete(
-                    &name,
-                    args.get_bool(1, "remove", false),
-                    args.get_bool(2, "force", false),
-                )
-                .map(Value::Bool)
-            }
-            "chuid" | "chgid" => {
-                let name = args.require_str(0, "name", fun)?;
-                let id = int_arg(args, 1, if fun == "chuid" { "uid" } else { "gid" }, fun)?
-                    .ok_or_else(|| {
-                        ExecError::Invocation(format!(
-                            "{fun}() missing 1 required positional argument"
-                        ))
-                    })?;
-                if fun == "chuid" {
-                    chuid(&name, id)
-                } else {
-                    chgid(&name, id)
-                }
-                .map(Value::Bool)
-            }
-            "chshell" => {
-                let name = args.require_str(0, "name", fun)?;
-                chshell(&name, &args.require_str(1, "shell", fun)?).map(Value::Bool)
-            }
-            "chhome" => {
-                let name = args.require_str(0, "name", fun)?;
-                chhome(
-                    &name,
-                    &args.require_str(1, "home", fun)?,
-                    args.get_bool(2, "persist", false),
-                )
-                .map(Value::Bool)
-            }
-            "chgroups" => {
-                let name = args.require_str(0, "name", fun)?;
-                let groups = string_list(args.get(1, "groups"));
-                chgroups(&name, &groups, args.get_bool(2, "append", false)).map(Value::Bool)
-            }
-            "chfullname" | "chroomnumber" | "chworkphone" | "chhomephone" | "chother" => {
-                let name = args.require_str(0, "name", fun)?;
-                let field = &fun[2..];
-                let value = args.get_str(1, field).unwrap_or_default();
-                set_gecos_field(&name, field, &value).map(Value::Bool)
-            }
-            "list_users" => Ok(Value::from(list_users()?)),
-            "list_groups" => Ok(Value::from(group_list(&args.require_str(0, "name", fun)?))),
-            "getent" => {
-                let mut all = Vec::new();
-                for name in list_users()? {
-                    if let Some(i) = info(&name) {
-                        all.push(Value::Object(i));
-                    }
-                }
-                Ok(Value::Array(all))
-            }
-            "primary_group" => {
-                let name = args.require_str(0, "name", fun)?;
-                Ok(User::from_name(&name)
-                    .ok()
-                    .flatten()
-                    .and_then(|u| Group::from_gid(u.gid).ok().flatten())
-                    .map(|g| Value::from(g.name))
-                    .unwrap_or_else(|| Value::from("")))
-            }
-            other => Err(ExecError::NotAvailable(format!("user.{other}"))),
+    .map(Value::Bool)
+}
+
+/// `user.chshell <name> <shell>`.
+fn chshell_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    let fun = "chshell";
+    let name = args.require_str(0, "name", fun)?;
+    chshell(&name, &args.require_str(1, "shell", fun)?).map(Value::Bool)
+}
+
+/// `user.chhome <name> <home> [persist]`.
+fn chhome_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    let fun = "chhome";
+    let name = args.require_str(0, "name", fun)?;
+    chhome(
+        &name,
+        &args.require_str(1, "home", fun)?,
+        args.get_bool(2, "persist", false),
+    )
+    .map(Value::Bool)
+}
+
+/// `user.chgroups <name> <groups> [append]`.
+fn chgroups_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    let name = args.require_str(0, "name", "chgroups")?;
+    let groups = string_list(args.get(1, "groups"));
+    chgroups(&name, &groups, args.get_bool(2, "append", false)).map(Value::Bool)
+}
+
+/// `user.chfullname`, `chroomnumber`, `chworkphone`, `chhomephone` and
+/// `chother` (`fun`) `<name> <value>`: one GECOS field.
+fn gecos_fn(fun: &str, args: &Args) -> Result<Value, ExecError> {
+    let name = args.require_str(0, "name", fun)?;
+    let field = &fun[2..];
+    let value = args.get_str(1, field).unwrap_or_default();
+    set_gecos_field(&name, field, &value).map(Value::Bool)
+}
+
+/// `user.list_users`: every account name.
+fn list_users_fn(_args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    Ok(Value::from(list_users()?))
+}
+
+/// `user.list_groups <name>`: the groups of an account.
+fn list_groups_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    Ok(Value::from(group_list(&args.require_str(
+        0,
+        "name",
+        "list_groups",
+    )?)))
+}
+
+/// `user.getent`: every account, as [`info`] gives it.
+fn getent_fn(_args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    let mut all = Vec::new();
+    for name in list_users()? {
+        if let Some(i) = info(&name) {
+            all.push(Value::Object(i));
         }
     }
+    Ok(Value::Array(all))
+}
+
+/// `user.primary_group <name>`: the name of the account's primary group.
+fn primary_group_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    let name = args.require_str(0, "name", "primary_group")?;
+    Ok(User::from_name(&name)
+        .ok()
+        .flatten()
+        .and_then(|u| Group::from_gid(u.gid).ok().flatten())
+        .map(|g| Value::from(g.name))
+        .unwrap_or_else(|| Value::from("")))
 }
 
 /// The five comma-separated GECOS fields, in order.
@@ -582,9 +607,6 @@ pub fn int_arg(args: &Args, i: usize, key: &str, fun: &str) -> Result<Option<i64
         ))),
     }
 }
-
-/// This module, as registered.
-pub const MODULE: UserExec = UserExec;
 
 #[cfg(test)]
 mod tests {

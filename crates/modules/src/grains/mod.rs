@@ -5,9 +5,8 @@
 //! [`core_grains`] is what the host reports; [`grains_for`] applies the
 //! minion config on top (`grains_blacklist`, then `grains:` overrides),
 //! which is what states and templates see. The `grains.*` execution module
-//! lives in [`exec`].
+//! lives in [`crate::exec::grains`].
 
-pub mod exec;
 pub mod hw;
 pub mod match_expr;
 pub mod net;

@@ -16,31 +16,19 @@ use std::io::{self, BufReader, Read, Seek, SeekFrom};
 use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 
-use halite_state::{strip_salt_url, StateCall, StateError, StateModule, StateResult, Value};
+use halite_state::{
+    strip_salt_url, StateCall, StateError, StateFunction, StateResult, StateTable, Value,
+};
 use serde_json::json;
 
 use crate::exec::file::expand_user;
 use crate::exec::file::meta::{self, HashType};
 
-/// The `archive` state module.
-pub struct ArchiveState;
-
-impl StateModule for ArchiveState {
-    fn name(&self) -> &'static str {
-        "archive"
-    }
-    fn functions(&self) -> Vec<&'static str> {
-        vec!["extracted"]
-    }
-    fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
-        match fun {
-            "extracted" => extracted(call),
-            other => Err(StateError::Other(format!(
-                "archive.{other} is not available"
-            ))),
-        }
-    }
-}
+/// The module's table: `archive.extracted`.
+pub const MODULE: StateTable = StateTable {
+    name: "archive",
+    functions: &[StateFunction::new("extracted", extracted)],
+};
 
 /// The archive formats `archive.extracted` reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -1351,9 +1339,6 @@ fn rm_rf(path: &Path) -> io::Result<()> {
         Ok(_) => fs::remove_file(path),
     }
 }
-
-/// This module, as registered.
-pub const MODULE: ArchiveState = ArchiveState;
 
 #[cfg(test)]
 mod tests {

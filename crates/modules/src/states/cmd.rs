@@ -1,12 +1,25 @@
 //! Salt's `cmd` state module: `run`, `wait`, `script`, `wait_script` and
 //! `mod_watch`.
 
-use halite_state::{Map, StateCall, StateError, StateModule, StateResult, Value};
+use halite_state::{Map, StateCall, StateError, StateFunction, StateResult, StateTable, Value};
 
 use crate::exec::cmd::{apply_success_retcodes, cmd_options, env_pairs, run_all_value};
 
-/// `cmd.*` states.
-pub struct CmdState;
+/// The module's table.
+pub const MODULE: StateTable = StateTable {
+    name: "cmd",
+    functions: &[
+        StateFunction::new("run", CmdState::run),
+        StateFunction::new("wait", wait),
+        StateFunction::new("script", CmdState::script),
+        StateFunction::new("wait_script", wait),
+        StateFunction::new("mod_watch", mod_watch),
+    ],
+};
+
+/// Namespace of `cmd.run` and `cmd.script`: their bodies keep their place
+/// (and indentation) while command execution moves into one module.
+struct CmdState;
 
 fn chunk_kwargs(call: &StateCall<'_>) -> Map {
     let mut kw = Map::new();
@@ -236,34 +249,22 @@ impl CmdState {
     }
 }
 
-impl StateModule for CmdState {
-    fn name(&self) -> &'static str {
-        "cmd"
-    }
-
-    fn functions(&self) -> Vec<&'static str> {
-        vec!["run", "wait", "script", "wait_script", "mod_watch"]
-    }
-
-    fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
-        match fun {
-            "run" => Self::run(call),
-            "script" => Self::script(call),
-            "wait" | "wait_script" => Ok(StateResult::ok(call.name(), "")),
-            "mod_watch" => match call.sfun.unwrap_or("") {
-                "wait" | "run" | "watch" => Self::run(call),
-                "wait_script" | "script" => Self::script(call),
-                other => Ok(StateResult::fail(
-                    call.name(),
-                    format!(
-                        "cmd.{other} does not work with the watch requisite, please use cmd.wait or cmd.wait_script"
-                    ),
-                )),
-            },
-            other => Err(StateError::Other(format!("'cmd.{other}' is not available."))),
-        }
-    }
+/// `cmd.wait` and `cmd.wait_script`: nothing by themselves; they run as
+/// `mod_watch` when a watched state changed.
+fn wait(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    Ok(StateResult::ok(call.name(), ""))
 }
 
-/// This module, as registered.
-pub const MODULE: CmdState = CmdState;
+/// `cmd.mod_watch`: runs the command or script of the watching state.
+fn mod_watch(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    match call.sfun.unwrap_or("") {
+        "wait" | "run" | "watch" => CmdState::run(call),
+        "wait_script" | "script" => CmdState::script(call),
+        other => Ok(StateResult::fail(
+            call.name(),
+            format!(
+                "cmd.{other} does not work with the watch requisite, please use cmd.wait or cmd.wait_script"
+            ),
+        )),
+    }
+}

@@ -3,10 +3,17 @@
 //! that Salt 3008 uses by default).
 
 use halite_state::requisite::{is_internal_keyword, py_repr, py_str};
-use halite_state::{Map, StateCall, StateError, StateModule, StateResult, Value};
+use halite_state::{Map, StateCall, StateError, StateFunction, StateResult, StateTable, Value};
 
-/// `module.*` states.
-pub struct ModuleState;
+/// The module's table.
+pub const MODULE: StateTable = StateTable {
+    name: "module",
+    functions: &[
+        StateFunction::new("run", |c| run(c, &[])),
+        StateFunction::new("wait", wait),
+        StateFunction::new("mod_watch", mod_watch),
+    ],
+};
 
 /// Splits a function's argument list the way Salt's `call_function`
 /// does: mappings are keyword arguments, anything else positional.
@@ -38,120 +45,108 @@ fn succeeded(ret: &Value) -> bool {
     }
 }
 
-impl ModuleState {
-    /// `module.run` with the new syntax. `extra_names` are the engine's
-    /// own keyword arguments Salt lists in the return's `name` when the
-    /// call comes from `mod_watch`.
-    fn run(call: &StateCall<'_>, extra_names: &[&str]) -> Result<StateResult, StateError> {
-        let keys: Vec<&str> = call
-            .chunk
-            .iter()
-            .map(|(k, _)| k)
-            .filter(|k| !is_internal_keyword(k) && *k != "name")
-            .collect();
-        let mut names: Vec<Value> = keys.iter().map(|k| Value::from(*k)).collect();
-        names.extend(extra_names.iter().map(|n| Value::from(*n)));
-        let mut ret = StateResult::new(call.name(), None);
-        ret.extra.insert("name".into(), Value::Array(names));
-        let functions: Vec<&str> = keys.into_iter().filter(|k| k.contains('.')).collect();
-        if functions.is_empty() {
+/// `module.run` with the new syntax. `extra_names` are the engine's
+/// own keyword arguments Salt lists in the return's `name` when the
+/// call comes from `mod_watch`.
+fn run(call: &StateCall<'_>, extra_names: &[&str]) -> Result<StateResult, StateError> {
+    let keys: Vec<&str> = call
+        .chunk
+        .iter()
+        .map(|(k, _)| k)
+        .filter(|k| !is_internal_keyword(k) && *k != "name")
+        .collect();
+    let mut names: Vec<Value> = keys.iter().map(|k| Value::from(*k)).collect();
+    names.extend(extra_names.iter().map(|n| Value::from(*n)));
+    let mut ret = StateResult::new(call.name(), None);
+    ret.extra.insert("name".into(), Value::Array(names));
+    let functions: Vec<&str> = keys.into_iter().filter(|k| k.contains('.')).collect();
+    if functions.is_empty() {
+        ret.result = Some(false);
+        ret.comment = "No function provided.".into();
+        return Ok(ret);
+    }
+    let mut missing = Vec::new();
+    let mut tests = Vec::new();
+    for f in &functions {
+        let base = f.split(':').next().unwrap_or(f);
+        if !call.env.has_function(base) {
+            missing.push(base.to_string());
+        } else if call.test {
+            tests.push(base.to_string());
+        }
+    }
+    if !missing.is_empty() || !tests.is_empty() {
+        // Salt's own wording, plural quirk included ("FunctionTrue ...").
+        let plural = |n: usize| if n > 1 { "True" } else { "" };
+        let mut parts = Vec::new();
+        if !missing.is_empty() {
+            parts.push(format!(
+                "Unavailable function{}: {}.",
+                plural(missing.len()),
+                missing.join(", ")
+            ));
+        }
+        if !tests.is_empty() {
+            parts.push(format!(
+                "Function{} {} to be executed.",
+                plural(tests.len()),
+                tests.join(", ")
+            ));
+        }
+        ret.comment = parts.join(" ").trim().to_string();
+        if !missing.is_empty() {
             ret.result = Some(false);
-            ret.comment = "No function provided.".into();
-            return Ok(ret);
         }
-        let mut missing = Vec::new();
-        let mut tests = Vec::new();
-        for f in &functions {
-            let base = f.split(':').next().unwrap_or(f);
-            if !call.env.has_function(base) {
-                missing.push(base.to_string());
-            } else if call.test {
-                tests.push(base.to_string());
-            }
-        }
-        if !missing.is_empty() || !tests.is_empty() {
-            // Salt's own wording, plural quirk included ("FunctionTrue ...").
-            let plural = |n: usize| if n > 1 { "True" } else { "" };
-            let mut parts = Vec::new();
-            if !missing.is_empty() {
-                parts.push(format!(
-                    "Unavailable function{}: {}.",
-                    plural(missing.len()),
-                    missing.join(", ")
-                ));
-            }
-            if !tests.is_empty() {
-                parts.push(format!(
-                    "Function{} {} to be executed.",
-                    plural(tests.len()),
-                    tests.join(", ")
-                ));
-            }
-            ret.comment = parts.join(" ").trim().to_string();
-            if !missing.is_empty() {
-                ret.result = Some(false);
-            }
-            return Ok(ret);
-        }
-        let mut failures = Vec::new();
-        let mut success = Vec::new();
-        for f in functions {
-            let base = f.split(':').next().unwrap_or(f);
-            let (args, kwargs) = split_args(call.chunk.get(f));
-            match call.env.call_function(base, &args, &kwargs) {
-                Ok(value) if succeeded(&value) => {
-                    let shown = match &value {
-                        Value::Object(m) => m
-                            .get("comment")
-                            .map(py_str)
-                            .unwrap_or_else(|| "Success".into()),
-                        Value::String(s) => s.clone(),
-                        other => py_repr(other),
-                    };
-                    success.push(format!("{f}: {shown}"));
-                    ret.changes.insert(f.to_string(), value);
-                }
-                Ok(Value::Object(m)) => failures.push(format!(
-                    "'{f}' failed: {}",
-                    m.get("comment")
+        return Ok(ret);
+    }
+    let mut failures = Vec::new();
+    let mut success = Vec::new();
+    for f in functions {
+        let base = f.split(':').next().unwrap_or(f);
+        let (args, kwargs) = split_args(call.chunk.get(f));
+        match call.env.call_function(base, &args, &kwargs) {
+            Ok(value) if succeeded(&value) => {
+                let shown = match &value {
+                    Value::Object(m) => m
+                        .get("comment")
                         .map(py_str)
-                        .unwrap_or_else(|| "(error message N/A)".into())
-                )),
-                Ok(other) => failures.push(format!("'{f}': {}", py_repr(&other))),
-                Err(e) => failures.push(format!("'{f}' failed: {e}")),
+                        .unwrap_or_else(|| "Success".into()),
+                    Value::String(s) => s.clone(),
+                    other => py_repr(other),
+                };
+                success.push(format!("{f}: {shown}"));
+                ret.changes.insert(f.to_string(), value);
             }
-        }
-        ret.result = Some(failures.is_empty());
-        failures.extend(success);
-        ret.comment = failures.join(", ");
-        Ok(ret)
-    }
-}
-
-impl StateModule for ModuleState {
-    fn name(&self) -> &'static str {
-        "module"
-    }
-
-    fn functions(&self) -> Vec<&'static str> {
-        vec!["run", "wait", "mod_watch"]
-    }
-
-    fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
-        match fun {
-            "run" => Self::run(call, &[]),
-            "wait" => Ok(StateResult::ok(call.name(), "")),
-            "mod_watch" => match call.sfun.unwrap_or("") {
-                "run" | "wait" | "watch" => Self::run(call, &["sfun", "__reqs__"]),
-                other => Ok(StateResult::fail(
-                    call.name(),
-                    format!("module.{other} does not work with the watch requisite, please use module.wait or module.run"),
-                )),
-            },
-            other => Err(StateError::Other(format!("'module.{other}' is not available."))),
+            Ok(Value::Object(m)) => failures.push(format!(
+                "'{f}' failed: {}",
+                m.get("comment")
+                    .map(py_str)
+                    .unwrap_or_else(|| "(error message N/A)".into())
+            )),
+            Ok(other) => failures.push(format!("'{f}': {}", py_repr(&other))),
+            Err(e) => failures.push(format!("'{f}' failed: {e}")),
         }
     }
+    ret.result = Some(failures.is_empty());
+    failures.extend(success);
+    ret.comment = failures.join(", ");
+    Ok(ret)
 }
 
-/// This module, as registered.
-pub const MODULE: ModuleState = ModuleState;
+/// `module.wait`: nothing by itself; runs as `mod_watch` when a watched
+/// state changed.
+fn wait(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    Ok(StateResult::ok(call.name(), ""))
+}
+
+/// `module.mod_watch`: runs the functions of a `module.run` or
+/// `module.wait` whose watched state changed.
+fn mod_watch(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    match call.sfun.unwrap_or("") {
+        "run" | "wait" | "watch" => run(call, &["sfun", "__reqs__"]),
+        other => Ok(StateResult::fail(
+            call.name(),
+            format!("module.{other} does not work with the watch requisite, please use module.wait or module.run"),
+        )),
+    }
+}

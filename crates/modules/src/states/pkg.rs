@@ -5,7 +5,7 @@
 //! never one process per package; with `test=True` it predicts the
 //! changes from the package lists and repository candidates only.
 
-use halite_state::{Map, StateCall, StateError, StateModule, StateResult, Value};
+use halite_state::{Map, StateCall, StateError, StateFunction, StateResult, StateTable, Value};
 use indexmap::IndexMap;
 use serde_json::json;
 
@@ -15,57 +15,52 @@ use crate::pkg::{
     PkgVersions, TargetKind, Targets,
 };
 
-/// `pkg.*` states.
-pub struct PkgState;
+/// The module's table; every function runs over the provider chosen from
+/// the host's `os_family` grain ([`with_run`]).
+pub const MODULE: StateTable = StateTable {
+    name: "pkg",
+    functions: &[
+        StateFunction::new("installed", |c| with_run(c, |r| r.installed())),
+        StateFunction::new("latest", |c| with_run(c, |r| r.latest())),
+        StateFunction::new("removed", |c| with_run(c, |r| r.uninstall(false))),
+        StateFunction::new("purged", |c| with_run(c, |r| r.uninstall(true))),
+        StateFunction::new("uptodate", |c| with_run(c, |r| r.uptodate())),
+        StateFunction::new("mod_watch", |c| with_run(c, mod_watch)),
+    ],
+};
 
-impl StateModule for PkgState {
-    fn name(&self) -> &'static str {
-        "pkg"
-    }
-    fn functions(&self) -> Vec<&'static str> {
-        vec![
-            "installed",
-            "latest",
-            "removed",
-            "purged",
-            "uptodate",
-            "mod_watch",
-        ]
-    }
-    fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
-        let provider = match provider_for(call.env.grains(), call.env.opts()) {
-            Ok(p) => p,
-            Err(e) => return Ok(StateResult::fail(call.name(), e.to_string())),
-        };
-        let fun = if fun == "mod_watch" {
-            match call.sfun {
-                Some(s @ ("installed" | "latest" | "removed" | "purged")) => s,
-                other => {
-                    return Ok(StateResult::fail(
-                        call.name(),
-                        format!(
-                            "pkg.{} does not work with the watch requisite",
-                            other.unwrap_or("")
-                        ),
-                    ))
-                }
-            }
-        } else {
-            fun
-        };
-        let run = StateRun {
-            call,
-            provider: provider.as_ref(),
-        };
-        let result = match fun {
-            "installed" => run.installed(),
-            "latest" => run.latest(),
-            "removed" => run.uninstall(false),
-            "purged" => run.uninstall(true),
-            "uptodate" => run.uptodate(),
-            other => return Err(StateError::Other(format!("pkg.{other} is not available"))),
-        };
-        Ok(result.unwrap_or_else(|e| StateResult::fail(call.name(), e.to_string())))
+/// A `pkg` state function over the host's provider.
+type PkgStateFn = fn(&StateRun<'_>) -> Result<StateResult, PkgError>;
+
+/// Runs `f` over the provider of the host's `os_family`; no provider, or
+/// a provider error, is a failed state with the error as its comment.
+fn with_run(call: &StateCall<'_>, f: PkgStateFn) -> Result<StateResult, StateError> {
+    let provider = match provider_for(call.env.grains(), call.env.opts()) {
+        Ok(p) => p,
+        Err(e) => return Ok(StateResult::fail(call.name(), e.to_string())),
+    };
+    let run = StateRun {
+        call,
+        provider: provider.as_ref(),
+    };
+    Ok(f(&run).unwrap_or_else(|e| StateResult::fail(call.name(), e.to_string())))
+}
+
+/// `pkg.mod_watch`: runs the watching state's function again
+/// (`installed`, `latest`, `removed`, `purged`); the others do not watch.
+fn mod_watch(run: &StateRun<'_>) -> Result<StateResult, PkgError> {
+    match run.call.sfun {
+        Some("installed") => run.installed(),
+        Some("latest") => run.latest(),
+        Some("removed") => run.uninstall(false),
+        Some("purged") => run.uninstall(true),
+        other => Ok(StateResult::fail(
+            run.call.name(),
+            format!(
+                "pkg.{} does not work with the watch requisite",
+                other.unwrap_or("")
+            ),
+        )),
     }
 }
 
@@ -948,6 +943,3 @@ impl StateRun<'_> {
         Ok(r)
     }
 }
-
-/// This module, as registered.
-pub const MODULE: PkgState = PkgState;

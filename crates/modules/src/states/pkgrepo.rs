@@ -1,38 +1,33 @@
 //! Salt's `pkgrepo` state module: `managed` and `absent` over the
 //! provider's repo functions (apt source lines, yum `.repo` sections).
 
-use halite_state::{Map, StateCall, StateError, StateModule, StateResult, Value};
+use halite_state::{Map, StateCall, StateError, StateFunction, StateResult, StateTable, Value};
 use serde_json::json;
 
 use crate::pkg::aptsources::{apply_settings, SourceEntry};
 use crate::pkg::{provider_for, PkgError, PkgProvider, RepoOptions};
 
-/// `pkgrepo.*` states.
-pub struct PkgrepoState;
+/// The module's table; both functions run over the provider chosen from
+/// the host's `os_family` grain ([`with_provider`]).
+pub const MODULE: StateTable = StateTable {
+    name: "pkgrepo",
+    functions: &[
+        StateFunction::new("managed", |c| with_provider(c, managed)),
+        StateFunction::new("absent", |c| with_provider(c, absent)),
+    ],
+};
 
-impl StateModule for PkgrepoState {
-    fn name(&self) -> &'static str {
-        "pkgrepo"
-    }
-    fn functions(&self) -> Vec<&'static str> {
-        vec!["managed", "absent"]
-    }
-    fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
-        let provider = match provider_for(call.env.grains(), call.env.opts()) {
-            Ok(p) => p,
-            Err(e) => return Ok(StateResult::fail(call.name(), e.to_string())),
-        };
-        let result = match fun {
-            "managed" => managed(call, provider.as_ref()),
-            "absent" => absent(call, provider.as_ref()),
-            other => {
-                return Err(StateError::Other(format!(
-                    "pkgrepo.{other} is not available"
-                )))
-            }
-        };
-        Ok(result.unwrap_or_else(|e| StateResult::fail(call.name(), e.to_string())))
-    }
+/// A `pkgrepo` state function over the host's provider.
+type RepoStateFn = fn(&StateCall<'_>, &dyn PkgProvider) -> Result<StateResult, PkgError>;
+
+/// Runs `f` over the provider of the host's `os_family`; no provider, or
+/// a provider error, is a failed state with the error as its comment.
+fn with_provider(call: &StateCall<'_>, f: RepoStateFn) -> Result<StateResult, StateError> {
+    let provider = match provider_for(call.env.grains(), call.env.opts()) {
+        Ok(p) => p,
+        Err(e) => return Ok(StateResult::fail(call.name(), e.to_string())),
+    };
+    Ok(f(call, provider.as_ref()).unwrap_or_else(|e| StateResult::fail(call.name(), e.to_string())))
 }
 
 /// Keyword arguments that are not repo settings.
@@ -416,6 +411,3 @@ fn absent(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<StateResul
     r.changes.insert("repo".into(), json!(name));
     Ok(r)
 }
-
-/// This module, as registered.
-pub const MODULE: PkgrepoState = PkgrepoState;

@@ -4,65 +4,57 @@
 
 use std::time::Duration;
 
-use halite_state::{Map, StateCall, StateError, StateModule, StateResult, Value};
+use halite_state::{Map, StateCall, StateError, StateFunction, StateResult, StateTable, Value};
 
 use crate::exec::service::{self as svc, Provider};
 use crate::ExecError;
 
-/// `service.*` states.
-pub struct ServiceState;
+/// The module's table.
+pub const MODULE: StateTable = StateTable {
+    name: "service",
+    functions: &[
+        StateFunction::new("running", |c| running(&ctx(c), c)),
+        StateFunction::new("dead", |c| dead(&ctx(c), c)),
+        StateFunction::new("enabled", enabled),
+        StateFunction::new("disabled", disabled),
+        StateFunction::new("masked", |c| masked(&ctx(c), c.arg_bool("runtime", false))),
+        StateFunction::new("unmasked", |c| {
+            unmasked(&ctx(c), c.arg_bool("runtime", false))
+        }),
+        StateFunction::new("mod_watch", |c| mod_watch(&ctx(c), c)),
+    ],
+};
 
-impl StateModule for ServiceState {
-    fn name(&self) -> &'static str {
-        "service"
+/// The [`Ctx`] of a call: the host's init system, test mode, the name.
+fn ctx(call: &StateCall<'_>) -> Ctx {
+    Ctx {
+        p: Provider::for_opts(call.env.opts()),
+        test: call.test,
+        name: call.name().to_string(),
     }
-    fn functions(&self) -> Vec<&'static str> {
-        vec![
-            "running",
-            "dead",
-            "enabled",
-            "disabled",
-            "masked",
-            "unmasked",
-            "mod_watch",
-        ]
+}
+
+/// `service.enabled`: the service starts at boot.
+fn enabled(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    let ctx = ctx(call);
+    let mut ret = StateResult::ok(&ctx.name, "");
+    apply(&mut ret, enable(&ctx, None, true));
+    if ctx.test && ret.comment == format!("The named service {} is not available", ctx.name) {
+        ret.result = None;
+        ret.comment = format!(
+            "Service {} not present; if created in this state run, it would have been enabled",
+            ctx.name
+        );
     }
-    fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
-        let ctx = Ctx {
-            p: Provider::for_opts(call.env.opts()),
-            test: call.test,
-            name: call.name().to_string(),
-        };
-        match fun {
-            "running" => running(&ctx, call),
-            "dead" => dead(&ctx, call),
-            "enabled" => {
-                let mut ret = StateResult::ok(&ctx.name, "");
-                apply(&mut ret, enable(&ctx, None, true));
-                if ctx.test
-                    && ret.comment == format!("The named service {} is not available", ctx.name)
-                {
-                    ret.result = None;
-                    ret.comment = format!(
-                        "Service {} not present; if created in this state run, it would have been enabled",
-                        ctx.name
-                    );
-                }
-                Ok(ret)
-            }
-            "disabled" => {
-                let mut ret = StateResult::ok(&ctx.name, "");
-                apply(&mut ret, disable(&ctx, None, true));
-                Ok(ret)
-            }
-            "masked" => masked(&ctx, call.arg_bool("runtime", false)),
-            "unmasked" => unmasked(&ctx, call.arg_bool("runtime", false)),
-            "mod_watch" => mod_watch(&ctx, call),
-            other => Err(StateError::Other(format!(
-                "service.{other} is not available"
-            ))),
-        }
-    }
+    Ok(ret)
+}
+
+/// `service.disabled`: the service does not start at boot.
+fn disabled(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    let ctx = ctx(call);
+    let mut ret = StateResult::ok(&ctx.name, "");
+    apply(&mut ret, disable(&ctx, None, true));
+    Ok(ret)
 }
 
 /// What every function needs: the provider, test mode and the service name.
@@ -575,6 +567,3 @@ fn mod_watch(ctx: &Ctx, call: &StateCall<'_>) -> Result<StateResult, StateError>
     };
     Ok(ret)
 }
-
-/// This module, as registered.
-pub const MODULE: ServiceState = ServiceState;

@@ -5,30 +5,20 @@
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use halite_state::{Map, StateCall, StateError, StateModule, StateResult, Value};
+use halite_state::{Map, StateCall, StateError, StateFunction, StateResult, StateTable, Value};
 use nix::unistd::{Gid, Group};
 
 use crate::exec::group as grp;
 use crate::exec::user::{self as usr, AddUser, GECOS_FIELDS};
 
-/// `user.present` / `user.absent`.
-pub struct UserState;
-
-impl StateModule for UserState {
-    fn name(&self) -> &'static str {
-        "user"
-    }
-    fn functions(&self) -> Vec<&'static str> {
-        vec!["present", "absent"]
-    }
-    fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
-        match fun {
-            "present" => present(call),
-            "absent" => absent(call),
-            other => Err(StateError::Other(format!("user.{other} is not available"))),
-        }
-    }
-}
+/// The module's table: `user.present` and `user.absent`.
+pub const MODULE: StateTable = StateTable {
+    name: "user",
+    functions: &[
+        StateFunction::new("present", present),
+        StateFunction::new("absent", absent),
+    ],
+};
 
 const REDACTED: &str = "XXX-REDACTED-XXX";
 
@@ -592,6 +582,3 @@ fn absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     ret.changes.insert(name.clone(), Value::from("removed"));
     Ok(ret)
 }
-
-/// This module, as registered.
-pub const MODULE: UserState = UserState;

@@ -15,66 +15,34 @@ mod perms;
 mod serialize;
 mod tree;
 
-use halite_state::{StateCall, StateError, StateModule, StateResult, Value};
+use halite_state::{StateCall, StateError, StateFunction, StateResult, StateTable, Value};
 
 use crate::exec::file::expand_user;
 
-/// The `file` state module.
-pub struct FileState;
-
-const FUNCTIONS: &[&str] = &[
-    "managed",
-    "directory",
-    "absent",
-    "exists",
-    "missing",
-    "append",
-    "prepend",
-    "replace",
-    "line",
-    "blockreplace",
-    "comment",
-    "uncomment",
-    "symlink",
-    "recurse",
-    "copy",
-    "touch",
-    "serialize",
-];
-
-impl StateModule for FileState {
-    fn name(&self) -> &'static str {
-        "file"
-    }
-    fn functions(&self) -> Vec<&'static str> {
-        FUNCTIONS.to_vec()
-    }
-    fn runs_own_check_cmd(&self, fun: &str) -> bool {
-        matches!(fun, "managed" | "serialize")
-    }
-    fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
-        match fun {
-            "managed" => managed::managed(call),
-            "directory" => tree::directory(call),
-            "recurse" => tree::recurse(call),
-            "absent" => paths::absent(call),
-            "exists" => paths::exists(call),
-            "missing" => paths::missing(call),
-            "symlink" => paths::symlink(call),
-            "copy" => paths::copy(call),
-            "touch" => paths::touch(call),
-            "append" => edits::append(call),
-            "prepend" => edits::prepend(call),
-            "replace" => edits::replace(call),
-            "line" => edits::line(call),
-            "blockreplace" => edits::blockreplace(call),
-            "comment" => edits::comment(call),
-            "uncomment" => edits::uncomment(call),
-            "serialize" => serialize::serialize(call),
-            other => Err(StateError::Other(format!("file.{other} is not available"))),
-        }
-    }
-}
+/// The module's table. `managed` and `serialize` check the new content
+/// with `check_cmd` themselves, in a temp file before writing it.
+pub const MODULE: StateTable = StateTable {
+    name: "file",
+    functions: &[
+        StateFunction::new("managed", managed::managed).with_own_check_cmd(),
+        StateFunction::new("directory", tree::directory),
+        StateFunction::new("absent", paths::absent),
+        StateFunction::new("exists", paths::exists),
+        StateFunction::new("missing", paths::missing),
+        StateFunction::new("append", edits::append),
+        StateFunction::new("prepend", edits::prepend),
+        StateFunction::new("replace", edits::replace),
+        StateFunction::new("line", edits::line),
+        StateFunction::new("blockreplace", edits::blockreplace),
+        StateFunction::new("comment", edits::comment),
+        StateFunction::new("uncomment", edits::uncomment),
+        StateFunction::new("symlink", paths::symlink),
+        StateFunction::new("recurse", tree::recurse),
+        StateFunction::new("copy", paths::copy),
+        StateFunction::new("touch", paths::touch),
+        StateFunction::new("serialize", serialize::serialize).with_own_check_cmd(),
+    ],
+};
 
 /// The `name` argument with `~` expanded (Salt's `os.path.expanduser`).
 pub(crate) fn target_name(call: &StateCall<'_>) -> String {
@@ -136,6 +104,3 @@ pub(crate) fn dirname(path: &str) -> String {
         None => String::new(),
     }
 }
-
-/// This module, as registered.
-pub const MODULE: FileState = FileState;

@@ -7,104 +7,118 @@
 
 use halite_state::{Map, Value};
 
-use super::deep_update;
-use crate::exec::{Args, ExecError, ExecModule};
-use crate::Host;
+use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
+use crate::grains::deep_update;
 use halite_salt_rules::fnmatch;
 use halite_salt_rules::pyfmt::str_json as python_str;
+use crate::Host;
 
-/// `grains.*` functions over [`Host::grains`].
-pub struct GrainsExec;
+/// The module's table: read-only lookups in [`Host::grains`].
+pub const MODULE: ExecTable = ExecTable {
+    name: "grains",
+    functions: &[
+        ExecFunction::new("items", items),
+        ExecFunction::new("item", item),
+        ExecFunction::new("get", get),
+        ExecFunction::new("ls", ls),
+        ExecFunction::new("has_value", has_value),
+        ExecFunction::new("filter_by", filter_by_fn),
+    ],
+};
 
-impl ExecModule for GrainsExec {
-    fn name(&self) -> &'static str {
-        "grains"
+/// `grains.items`: every grain.
+fn items(_args: &Args, host: &Host) -> Result<Value, ExecError> {
+    Ok(host.grains.clone())
+}
+
+/// `grains.ls`: the grain names, sorted.
+fn ls(_args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let grains = &host.grains;
+    let mut keys: Vec<&String> = grains
+        .as_object()
+        .map(|m| m.keys().collect())
+        .unwrap_or_default();
+    keys.sort();
+    Ok(Value::from(keys.into_iter().cloned().collect::<Vec<_>>()))
+}
+
+/// `grains.get <key> [default] [delimiter]`: one grain, by a `a:b` path.
+fn get(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let grains = &host.grains;
+    let key = args.require_str(0, "key", "get")?;
+    let default = args
+        .get(1, "default")
+        .cloned()
+        .unwrap_or_else(|| Value::from(""));
+    let delimiter = args.get_str(2, "delimiter").unwrap_or_else(|| ":".into());
+    Ok(traverse(grains, &key, &delimiter)
+        .cloned()
+        .unwrap_or(default))
+}
+
+/// `grains.item <keys...>`: the grains named, `default=` for missing ones.
+fn item(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let grains = &host.grains;
+    let default = args
+        .kwargs
+        .get("default")
+        .cloned()
+        .unwrap_or_else(|| Value::from(""));
+    let delimiter = args
+        .kwargs
+        .get("delimiter")
+        .and_then(Value::as_str)
+        .unwrap_or(":");
+    let mut out = Map::new();
+    for arg in &args.positional {
+        let key = match arg {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let value = traverse(grains, &key, delimiter)
+            .cloned()
+            .unwrap_or_else(|| default.clone());
+        out.insert(key, value);
     }
-    fn functions(&self) -> Vec<&'static str> {
-        vec!["items", "item", "get", "ls", "has_value", "filter_by"]
-    }
-    fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
-        let grains = &host.grains;
-        match fun {
-            "items" => Ok(grains.clone()),
-            "ls" => {
-                let mut keys: Vec<&String> = grains
-                    .as_object()
-                    .map(|m| m.keys().collect())
-                    .unwrap_or_default();
-                keys.sort();
-                Ok(Value::from(keys.into_iter().cloned().collect::<Vec<_>>()))
-            }
-            "get" => {
-                let key = args.require_str(0, "key", "get")?;
-                let default = args
-                    .get(1, "default")
-                    .cloned()
-                    .unwrap_or_else(|| Value::from(""));
-                let delimiter = args.get_str(2, "delimiter").unwrap_or_else(|| ":".into());
-                Ok(traverse(grains, &key, &delimiter)
-                    .cloned()
-                    .unwrap_or(default))
-            }
-            "item" => {
-                let default = args
-                    .kwargs
-                    .get("default")
-                    .cloned()
-                    .unwrap_or_else(|| Value::from(""));
-                let delimiter = args
-                    .kwargs
-                    .get("delimiter")
-                    .and_then(Value::as_str)
-                    .unwrap_or(":");
-                let mut out = Map::new();
-                for arg in &args.positional {
-                    let key = match arg {
-                        Value::String(s) => s.clone(),
-                        other => other.to_string(),
-                    };
-                    let value = traverse(grains, &key, delimiter)
-                        .cloned()
-                        .unwrap_or_else(|| default.clone());
-                    out.insert(key, value);
-                }
-                Ok(Value::Object(out))
-            }
-            "has_value" => {
-                let key = args.require_str(0, "key", "has_value")?;
-                Ok(Value::Bool(traverse(grains, &key, ":").is_some()))
-            }
-            "filter_by" => {
-                let lookup = match args.get(0, "lookup_dict") {
-                    Some(Value::Object(m)) => m.clone(),
-                    Some(other) => {
-                        return Err(ExecError::Invocation(format!(
-                            "filter_by: lookup_dict must be a dictionary, not {}",
-                            halite_state::type_name(other)
-                        )))
-                    }
-                    None => {
-                        return Err(ExecError::Invocation(
-                            "filter_by() missing 1 required positional argument: 'lookup_dict'"
-                                .into(),
-                        ))
-                    }
-                };
-                let grain = args
-                    .get_str(1, "grain")
-                    .unwrap_or_else(|| "os_family".into());
-                // Salt: `if merge:` — an empty mapping is no merge.
-                let merge = args.get(2, "merge").filter(|v| halite_state::truthy(v));
-                let default = args
-                    .get_str(3, "default")
-                    .unwrap_or_else(|| "default".into());
-                let base = args.get_str(4, "base");
-                filter_by(&lookup, grains, &grain, merge, &default, base.as_deref())
-                    .map_err(ExecError::Execution)
-            }
-            other => Err(ExecError::NotAvailable(format!("grains.{other}"))),
+    Ok(Value::Object(out))
+}
+
+/// `grains.has_value <key>`: whether the grain exists.
+fn has_value(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let grains = &host.grains;
+    let key = args.require_str(0, "key", "has_value")?;
+    Ok(Value::Bool(traverse(grains, &key, ":").is_some()))
+}
+
+/// `grains.filter_by <lookup_dict> [grain] [merge] [default] [base]`.
+fn filter_by_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let grains = &host.grains;
+    let lookup = match args.get(0, "lookup_dict") {
+        Some(Value::Object(m)) => m.clone(),
+        Some(other) => {
+            return Err(ExecError::Invocation(format!(
+                "filter_by: lookup_dict must be a dictionary, not {}",
+                halite_state::type_name(other)
+            )))
         }
-    }
+        None => {
+            return Err(ExecError::Invocation(
+                "filter_by() missing 1 required positional argument: 'lookup_dict'"
+                    .into(),
+            ))
+        }
+    };
+    let grain = args
+        .get_str(1, "grain")
+        .unwrap_or_else(|| "os_family".into());
+    // Salt: `if merge:` — an empty mapping is no merge.
+    let merge = args.get(2, "merge").filter(|v| halite_salt_rules::truthy(v));
+    let default = args
+        .get_str(3, "default")
+        .unwrap_or_else(|| "default".into());
+    let base = args.get_str(4, "base");
+    filter_by(&lookup, grains, &grain, merge, &default, base.as_deref())
+        .map_err(ExecError::Execution)
 }
 
 /// Salt's `traverse_dict_and_list`: follows `key` split on `delimiter`
