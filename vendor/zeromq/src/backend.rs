@@ -1,8 +1,9 @@
 use crate::async_rt;
 use crate::codec::{FramedIo, Message, ZmqFramedRead};
 use crate::fair_queue::QueueInner;
+use crate::limits::{message_cost, ByteBudget, SendAccount};
 use crate::util::PeerIdentity;
-use crate::write_queue::write_message_queue;
+use crate::write_queue::write_message_queue_accounted;
 use crate::{
     MultiPeerBackend, SocketBackend, SocketEvent, SocketOptions, SocketType, ZmqError, ZmqResult,
 };
@@ -23,6 +24,8 @@ const PEER_SEND_QUEUE_CAPACITY: usize = 100_000;
 
 pub(crate) struct Peer {
     pub(crate) send_queue: mpsc::Sender<Message>,
+    // halite patch: bytes queued for this peer, when the socket has send limits.
+    pub(crate) account: Option<SendAccount>,
 }
 
 #[derive(Clone)]
@@ -154,6 +157,9 @@ impl GenericSocketBackend {
         peer_id: &PeerIdentity,
         message: Message,
     ) -> ZmqResult<()> {
+        if self.socket_options.send_limits.is_some() {
+            return self.send_to_peer_limited(peer_id, message).await;
+        }
         let message = match self
             .finish_cached_send(self.try_send_cached_single_peer(message, Some(peer_id)))
             .await?
@@ -171,6 +177,43 @@ impl GenericSocketBackend {
             Err(e) => {
                 self.peer_disconnected(peer_id);
                 Err(e.into())
+            }
+        }
+    }
+
+    /// halite patch: queues `message` for `peer_id` only if it fits under
+    /// the socket's send limits; otherwise drops it, never waiting for a
+    /// peer that does not read.
+    async fn send_to_peer_limited(
+        &self,
+        peer_id: &PeerIdentity,
+        message: Message,
+    ) -> ZmqResult<()> {
+        let cost = message_cost(&message);
+        let Some(mut peer) = self.peers.get_async(peer_id).await else {
+            return Err(ZmqError::Other("Destination client not found by identity"));
+        };
+        let Some(account) = peer.account.clone() else {
+            return Err(ZmqError::Other("Peer has no send account"));
+        };
+        if !account.try_take(cost) {
+            return Err(ZmqError::BufferFull(
+                "Send limit reached (the peer does not read): message dropped",
+            ));
+        }
+        match peer.send_queue.try_send(message) {
+            Ok(()) => Ok(()),
+            Err(error) if error.is_full() => {
+                account.give_back(cost);
+                Err(ZmqError::BufferFull(
+                    "Send queue of the peer is full (it does not read): message dropped",
+                ))
+            }
+            Err(error) => {
+                account.give_back(cost);
+                drop(peer);
+                self.peer_disconnected(peer_id);
+                Err(error.into_send_error().into())
             }
         }
     }
@@ -287,12 +330,21 @@ impl SocketBackend for GenericSocketBackend {
 impl MultiPeerBackend for GenericSocketBackend {
     async fn peer_connected(self: Arc<Self>, peer_id: &PeerIdentity, io: FramedIo) {
         let (recv_queue, send_queue) = io.into_parts();
-        let (queue_sender, queue_receiver) = mpsc::channel(PEER_SEND_QUEUE_CAPACITY);
+        let limits = self.socket_options.send_limits.clone();
+        let capacity = limits
+            .as_ref()
+            .map_or(PEER_SEND_QUEUE_CAPACITY, |l| l.peer_messages);
+        let account = limits.map(|l| SendAccount {
+            peer: Arc::new(ByteBudget::new(l.peer_bytes)),
+            total: l.total,
+        });
+        let (queue_sender, queue_receiver) = mpsc::channel(capacity);
         self.peers
             .upsert_async(
                 peer_id.clone(),
                 Peer {
                     send_queue: queue_sender,
+                    account: account.clone(),
                 },
             )
             .await;
@@ -300,7 +352,9 @@ impl MultiPeerBackend for GenericSocketBackend {
         let writer_backend = self.clone();
         let writer_peer_id = peer_id.clone();
         async_rt::task::spawn(async move {
-            if let Err(error) = write_message_queue(queue_receiver, send_queue).await {
+            if let Err(error) =
+                write_message_queue_accounted(queue_receiver, send_queue, account).await
+            {
                 log::debug!(
                     "Error sending message to peer {:?}: {:?}",
                     writer_peer_id,
@@ -369,7 +423,13 @@ mod tests {
         let (send_queue, recv_queue) = mpsc::channel(8);
         backend
             .peers
-            .upsert_async(peer_id.clone(), Peer { send_queue })
+            .upsert_async(
+                peer_id.clone(),
+                Peer {
+                    send_queue,
+                    account: None,
+                },
+            )
             .await;
         backend.refresh_single_peer_cache();
         backend.round_robin.push(peer_id.clone());
@@ -453,7 +513,13 @@ mod tests {
             .expect("prefill peer queue");
         backend
             .peers
-            .upsert_async(peer_id.clone(), Peer { send_queue })
+            .upsert_async(
+                peer_id.clone(),
+                Peer {
+                    send_queue,
+                    account: None,
+                },
+            )
             .await;
         backend.refresh_single_peer_cache();
         backend.round_robin.push(peer_id.clone());
@@ -484,7 +550,13 @@ mod tests {
         drop(recv_queue);
         backend
             .peers
-            .upsert_async(peer_id.clone(), Peer { send_queue })
+            .upsert_async(
+                peer_id.clone(),
+                Peer {
+                    send_queue,
+                    account: None,
+                },
+            )
             .await;
         backend.refresh_single_peer_cache();
         backend.round_robin.push(peer_id.clone());

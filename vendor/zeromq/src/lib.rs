@@ -7,6 +7,7 @@ mod dealer;
 mod endpoint;
 mod error;
 mod fair_queue;
+mod limits;
 mod message;
 mod r#pub;
 mod pull;
@@ -71,7 +72,13 @@ pub mod __bench {
                 let (send_queue, recv_queue) = mpsc::channel(queue_capacity);
                 backend
                     .peers
-                    .upsert_async(peer_id.clone(), Peer { send_queue })
+                    .upsert_async(
+                        peer_id.clone(),
+                        Peer {
+                            send_queue,
+                            account: None,
+                        },
+                    )
                     .await;
                 backend.round_robin.push(peer_id);
                 receivers.push(recv_queue);
@@ -199,6 +206,7 @@ pub mod __bench {
 pub use crate::dealer::*;
 pub use crate::endpoint::{Endpoint, Host, Transport, TryIntoEndpoint};
 pub use crate::error::{ZmqError, ZmqResult};
+pub use crate::limits::ByteBudget;
 pub use crate::message::*;
 pub use crate::pull::*;
 pub use crate::push::*;
@@ -353,6 +361,10 @@ pub struct SocketOptions {
     // Shared by read preparation and decoder reservation.
     pub(crate) read_buffer_max_size: usize,
     pub(crate) read_buffer_short_reads: usize,
+    // halite patch: receive and send limits (none by default, as upstream).
+    pub(crate) max_message_size: Option<usize>,
+    pub(crate) receive_budget: Option<Arc<crate::limits::ByteBudget>>,
+    pub(crate) send_limits: Option<crate::limits::SendLimits>,
 }
 
 impl Default for SocketOptions {
@@ -363,6 +375,9 @@ impl Default for SocketOptions {
             read_buffer_initial_size: 128,
             read_buffer_max_size: 64 * 1024,
             read_buffer_short_reads: 2,
+            max_message_size: None,
+            receive_budget: None,
+            send_limits: None,
         }
     }
 }
@@ -416,6 +431,44 @@ impl SocketOptions {
         self.read_buffer_initial_size = initial_size;
         self.read_buffer_max_size = max_size;
         self.read_buffer_short_reads = short_reads;
+        self
+    }
+
+    /// The largest message (all its frames) a peer may send, like libzmq's
+    /// `ZMQ_MAXMSGSIZE`: a peer whose frame header claims more is
+    /// disconnected before any memory is reserved for the claim. Each frame
+    /// also counts a fixed overhead, so many tiny frames add up too.
+    pub fn max_message_size(&mut self, bytes: usize) -> &mut Self {
+        self.max_message_size = Some(bytes);
+        self
+    }
+
+    /// Bytes that all connections of this socket together may hold in
+    /// messages they are still receiving; a connection whose next frame
+    /// does not fit is disconnected. The budget is returned when the
+    /// message is complete (it is then the application's) or the
+    /// connection ends.
+    pub fn receive_budget(&mut self, budget: Arc<crate::limits::ByteBudget>) -> &mut Self {
+        self.receive_budget = Some(budget);
+        self
+    }
+
+    /// What a ROUTER may queue for sending: at most `peer_messages`
+    /// messages and `peer_bytes` bytes per peer, `total` for all peers. A
+    /// message over a limit is dropped with `ZmqError::BufferFull` (libzmq's
+    /// ROUTER drops at its high-water mark too) instead of waiting for a
+    /// peer that may never read.
+    pub fn send_limits(
+        &mut self,
+        peer_messages: usize,
+        peer_bytes: usize,
+        total: Arc<crate::limits::ByteBudget>,
+    ) -> &mut Self {
+        self.send_limits = Some(crate::limits::SendLimits {
+            peer_messages: peer_messages.max(1),
+            peer_bytes,
+            total,
+        });
         self
     }
 

@@ -1,4 +1,5 @@
 use crate::codec::{CodecResult, Message, ZmqFramedWrite};
+use crate::limits::{message_cost, SendAccount};
 
 use futures::channel::mpsc;
 use futures::{SinkExt, StreamExt};
@@ -8,25 +9,54 @@ const WRITE_BATCH_LIMIT: usize = 128;
 /// Writes queued socket messages into the underlying framed sink in small batches.
 #[inline]
 pub(crate) async fn write_message_queue(
+    queue_receiver: mpsc::Receiver<Message>,
+    send_queue: ZmqFramedWrite,
+) -> CodecResult<()> {
+    write_message_queue_accounted(queue_receiver, send_queue, None).await
+}
+
+/// halite patch: as `write_message_queue`, giving each message's bytes back
+/// to the peer's send account once written (or once the peer is gone).
+pub(crate) async fn write_message_queue_accounted(
     mut queue_receiver: mpsc::Receiver<Message>,
     mut send_queue: ZmqFramedWrite,
+    account: Option<SendAccount>,
 ) -> CodecResult<()> {
-    while let Some(message) = queue_receiver.next().await {
-        // When backlog already exists, feed a batch before flushing once to avoid per-message flush cost during bursts.
-        send_queue.feed(message).await?;
-
-        for _ in 1..WRITE_BATCH_LIMIT {
-            let message = match queue_receiver.try_recv() {
-                Ok(message) => message,
-                Err(_) => break,
-            };
+    // Bytes fed to the sink but not yet flushed, still counted.
+    let mut in_flight = 0usize;
+    let result = async {
+        while let Some(message) = queue_receiver.next().await {
+            // When backlog already exists, feed a batch before flushing once to avoid per-message flush cost during bursts.
+            in_flight += message_cost(&message);
             send_queue.feed(message).await?;
+
+            for _ in 1..WRITE_BATCH_LIMIT {
+                let message = match queue_receiver.try_recv() {
+                    Ok(message) => message,
+                    Err(_) => break,
+                };
+                in_flight += message_cost(&message);
+                send_queue.feed(message).await?;
+            }
+
+            send_queue.flush().await?;
+            if let Some(account) = &account {
+                account.give_back(in_flight);
+            }
+            in_flight = 0;
         }
-
-        send_queue.flush().await?;
+        Ok(())
     }
-
-    Ok(())
+    .await;
+    if let Some(account) = &account {
+        // The peer is gone or failed: what it never got is no longer queued.
+        queue_receiver.close();
+        while let Ok(message) = queue_receiver.try_recv() {
+            in_flight += message_cost(&message);
+        }
+        account.give_back(in_flight);
+    }
+    result
 }
 
 #[cfg(test)]

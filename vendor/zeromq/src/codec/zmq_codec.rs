@@ -2,12 +2,14 @@ use super::command::ZmqCommand;
 use super::error::CodecError;
 use super::greeting::ZmqGreeting;
 use super::Message;
+use crate::limits::{ByteBudget, FRAME_OVERHEAD};
 use crate::{SocketOptions, ZmqMessage};
 
 use asynchronous_codec::{Decoder, Encoder};
 use bytes::{Buf, Bytes, BytesMut};
 
 use std::convert::TryFrom;
+use std::sync::Arc;
 
 #[derive(Debug, Clone, Copy)]
 struct Frame {
@@ -33,6 +35,13 @@ pub struct ZmqCodec {
     // internal details to higher levels
     buffered_message: Option<ZmqMessage>,
     max_read_chunk_size: usize,
+    // halite patch: the message size limit and the socket's receive budget.
+    max_message_size: Option<usize>,
+    budget: Option<Arc<ByteBudget>>,
+    /// Bytes (with per-frame overhead) of the message being received.
+    message_bytes: usize,
+    /// Bytes of `budget` this connection holds for that message.
+    held: usize,
 }
 
 impl ZmqCodec {
@@ -46,12 +55,53 @@ impl ZmqCodec {
             waiting_for: 64, // len of the greeting frame
             buffered_message: None,
             max_read_chunk_size: options.read_buffer_max_size,
+            max_message_size: options.max_message_size,
+            budget: options.receive_budget.clone(),
+            message_bytes: 0,
+            held: 0,
         }
+    }
+
+    /// Admits the next frame of `frame_len` bytes under the message size
+    /// limit and the socket's budget, before anything is reserved for it.
+    fn admit(&mut self, frame_len: usize) -> Result<(), CodecError> {
+        let cost = frame_len.saturating_add(FRAME_OVERHEAD);
+        let total = self.message_bytes.saturating_add(cost);
+        if self.max_message_size.is_some_and(|max| total > max) {
+            return Err(CodecError::Decode(
+                "Message exceeds the size limit of the socket",
+            ));
+        }
+        if let Some(budget) = &self.budget {
+            if !budget.try_take(cost) {
+                return Err(CodecError::Decode(
+                    "Receive memory budget of the socket exhausted",
+                ));
+            }
+            self.held += cost;
+        }
+        self.message_bytes = total;
+        Ok(())
+    }
+
+    /// The message (or command) is complete: it is the caller's now.
+    fn message_done(&mut self) {
+        if let Some(budget) = &self.budget {
+            budget.give_back(self.held);
+        }
+        self.held = 0;
+        self.message_bytes = 0;
     }
 
     /// Returns the minimum additional bytes needed before decode can progress.
     pub(crate) fn bytes_needed(&self, buffered_len: usize) -> usize {
         self.waiting_for.saturating_sub(buffered_len)
+    }
+}
+
+impl Drop for ZmqCodec {
+    fn drop(&mut self) {
+        self.message_done();
     }
 }
 
@@ -123,6 +173,7 @@ impl Decoder for ZmqCodec {
                     } else {
                         usize::from(src.get_u8())
                     };
+                    self.admit(frame_len)?;
                     self.state = DecoderState::Frame(frame);
                     self.waiting_for = frame_len;
                 }
@@ -131,6 +182,7 @@ impl Decoder for ZmqCodec {
                     self.state = DecoderState::FrameHeader;
                     self.waiting_for = 1;
                     if frame.command {
+                        self.message_done();
                         return Ok(Some(Message::Command(ZmqCommand::try_from(data.freeze())?)));
                     }
 
@@ -141,6 +193,7 @@ impl Decoder for ZmqCodec {
                     }
 
                     if !frame.more {
+                        self.message_done();
                         // Quoth the Raven “Nevermore.”
                         return Ok(Some(Message::Message(
                             self.buffered_message
