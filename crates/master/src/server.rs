@@ -149,6 +149,20 @@ struct Master {
     next_call: u64,
 }
 
+/// At most the first 300 bytes of `text` (on a character boundary), for
+/// quoting what an unauthenticated peer sent.
+fn clip(text: &str) -> String {
+    const MAX: usize = 300;
+    if text.len() <= MAX {
+        return text.to_string();
+    }
+    let mut end = MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes)", &text[..end], text.len())
+}
+
 /// Creates `dir` with `mode` if missing.
 fn ensure_dir(dir: &Path, mode: u32) -> anyhow::Result<()> {
     if !dir.exists() {
@@ -582,8 +596,16 @@ impl Master {
             reason,
         };
         if let Err(e) = validate_minion_id(&id) {
-            tracing::warn!(error = %e, "hello with an invalid id refused");
-            self.send(&routing, &refuse(None, e.to_string()));
+            // The reply and the log line quote at most the id's first bytes:
+            // a peer that never reads must not have its megabyte id echoed.
+            let reason = clip(&e.to_string());
+            tracing::warn!(error = %reason, "hello with an invalid id refused");
+            let reply = ToMinion::Refused {
+                id: clip(&id),
+                status: None,
+                reason,
+            };
+            self.send(&routing, &reply);
             return;
         }
         let Ok(key) = PublicKey::from_slice(&hello.minion_key) else {
