@@ -6,6 +6,7 @@ pub mod compiler;
 pub mod config;
 pub mod events;
 pub mod fileserver;
+pub mod intake;
 pub mod jobcache;
 pub mod keys;
 pub mod local;

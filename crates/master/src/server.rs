@@ -567,9 +567,12 @@ impl Master {
                     let request: MinionRequest = match decode(&plain) {
                         Ok(r) => r,
                         Err(e) => {
-                            tracing::debug!(error = %e, "undecodable request in a valid session");
+                            tracing::warn!(id = %session.id, error = %e, "undecodable request in a valid session dropped");
                             continue;
                         }
+                    };
+                    let Some(request) = crate::intake::bound_request(&session.id, request) else {
+                        continue;
                     };
                     if let Some(ret) = self.on_request(sid, request) {
                         returns.push((sid, ret));

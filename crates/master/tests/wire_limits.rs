@@ -9,9 +9,11 @@ use std::net::{TcpListener, TcpStream};
 use std::time::Duration;
 
 use common::*;
-use halite_proto::crypto::MinionHandshake;
-use halite_proto::msg::ToMaster;
+use halite_master::jobcache::JobCache;
+use halite_proto::crypto::{MinionHandshake, SessionCipher};
+use halite_proto::msg::{JobReturn, MinionRequest, ToMaster, ToMinion};
 use halite_proto::{encode, Identity};
+use zeromq::{DealerSocket, Socket, SocketRecv, SocketSend, ZmqMessage};
 
 /// A ZMTP 3.0 greeting with the NULL mechanism.
 fn greeting(as_server: bool) -> Vec<u8> {
@@ -237,4 +239,154 @@ fn peers_that_do_not_read_their_replies_cost_bounded_memory() {
     // The real minion is still served while they hang on.
     fleet.wait_responding("real");
     drop(peers);
+}
+
+/// A value nested `levels` deep: `[[[...1...]]]`.
+fn nested(levels: usize) -> serde_json::Value {
+    let mut v = serde_json::json!(1);
+    for _ in 1..levels {
+        v = serde_json::json!([v]);
+    }
+    v
+}
+
+fn job_return(jid: &str, id: &str, ret: serde_json::Value) -> JobReturn {
+    JobReturn {
+        jid: jid.into(),
+        id: id.into(),
+        fun: "test.arg".into(),
+        fun_args: vec![],
+        ret,
+        retcode: 0,
+        success: true,
+    }
+}
+
+/// An authenticated session on the master's ROUTER, driven by hand.
+async fn authenticate(port: u16, identity: &Identity, id: &str) -> (DealerSocket, SessionCipher) {
+    let mut socket = DealerSocket::new();
+    socket
+        .connect(&format!("tcp://127.0.0.1:{port}"))
+        .await
+        .expect("connect");
+    for _ in 0..50 {
+        let (state, hello) = MinionHandshake::start(identity, id).expect("hello");
+        let bytes = encode(&ToMaster::Hello(hello)).expect("encode");
+        socket.send(ZmqMessage::from(bytes)).await.expect("send");
+        if let Some(ToMinion::Welcome(w)) = recv(&mut socket).await {
+            let (cipher, confirm) = state.finish(identity, &w).expect("finish");
+            let bytes = encode(&ToMaster::Confirm(confirm)).expect("encode");
+            socket.send(ZmqMessage::from(bytes)).await.expect("send");
+            if let Some(ToMinion::Sealed(_)) = recv(&mut socket).await {
+                return (socket, cipher);
+            }
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    panic!("could not authenticate {id}");
+}
+
+async fn recv(socket: &mut DealerSocket) -> Option<ToMinion> {
+    let msg = tokio::time::timeout(Duration::from_secs(5), socket.recv())
+        .await
+        .ok()?
+        .ok()?;
+    halite_proto::decode(msg.get(0)?).ok()
+}
+
+/// Sends `request` sealed, with the nesting `plain` already encoded.
+async fn send_sealed(socket: &mut DealerSocket, cipher: &mut SessionCipher, plain: &[u8]) {
+    let sealed = cipher.seal(plain).expect("seal");
+    let bytes = encode(&ToMaster::Sealed(sealed)).expect("encode");
+    socket.send(ZmqMessage::from(bytes)).await.expect("send");
+}
+
+/// msgpack of `{"Return": {...}}` whose `ret` is nested `levels` deep,
+/// written by hand: rmp-serde would refuse to build one past its limit.
+fn deep_return_msgpack(jid: &str, id: &str, levels: usize) -> Vec<u8> {
+    let mut shallow = encode(&MinionRequest::Return(job_return(
+        jid,
+        id,
+        serde_json::json!("X"),
+    )))
+    .expect("encode");
+    // Replace the msgpack string "X" (0xa1 0x58) by the deep array.
+    let at = shallow
+        .windows(2)
+        .position(|w| w == [0xa1, b'X'])
+        .expect("the placeholder");
+    let mut deep = vec![0x91u8; levels - 1];
+    deep.push(0x01);
+    shallow.splice(at..at + 2, deep);
+    shallow
+}
+
+#[test]
+fn deep_values_neither_stop_a_restart_nor_break_lookups() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    // Recent jids: the restart's keep_jobs cleanup must not remove them.
+    let jids = halite_proto::JidGenerator::new();
+    let jid: Vec<String> = (0..5).map(|_| jids.next_jid()).collect();
+    let mut master = fleet.start_master("auto_accept: True");
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    runtime.block_on(async {
+        let me = Identity::generate().expect("identity");
+        let (mut socket, mut cipher) = authenticate(fleet.ret_port, &me, "deep").await;
+        // Grains 100 deep: refused where they arrive.
+        let start = MinionRequest::Start {
+            grains: nested(100),
+        };
+        send_sealed(&mut socket, &mut cipher, &encode(&start).expect("encode")).await;
+        // A return 100 deep: kept as an error return (and acknowledged).
+        let plain = deep_return_msgpack(&jid[1], "deep", 100);
+        send_sealed(&mut socket, &mut cipher, &plain).await;
+        // A return 300 deep: past the decoder's limit, dropped.
+        let plain = deep_return_msgpack(&jid[2], "deep", 300);
+        send_sealed(&mut socket, &mut cipher, &plain).await;
+        tokio::time::sleep(Duration::from_secs(1)).await;
+    });
+    master.kill();
+    // What a master before the limits could have stored: values past
+    // serde_json's recursion limit, next to another minion's good ones.
+    {
+        let mut cache =
+            JobCache::open(&fleet.path("master-cache/jobs.sqlite")).expect("open the cache");
+        cache.store_grains("deep", &nested(300)).expect("grains");
+        cache
+            .store_returns(&[
+                job_return(&jid[3], "deep", nested(300)),
+                job_return(&jid[3], "fine", serde_json::json!("ok3")),
+                job_return(&jid[4], "fine", serde_json::json!("ok4")),
+            ])
+            .expect("returns");
+    }
+    let _ = std::fs::remove_file(fleet.path("master-sock/master.sock"));
+    let mut master = fleet.start_master("auto_accept: True");
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        master.alive(),
+        "the master did not restart: {}",
+        master.log_text()
+    );
+    let lookup = |jid: &str| {
+        let out = fleet.cli("halite-run", &["jobs.lookup_jid", jid, "--out", "json"]);
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let good = lookup(&jid[4]);
+    assert!(good.contains("ok4"), "{good}");
+    let mixed = lookup(&jid[3]);
+    assert!(mixed.contains("ok3"), "{mixed}");
+    let refused = lookup(&jid[1]);
+    assert!(refused.contains("nested more than 64"), "{refused}");
+    assert!(!lookup(&jid[2]).contains("deep"));
+    assert!(master.log_text().contains("cannot be read; skipped"));
+    // And it still serves.
+    let _minion = fleet.start_minion("after-restart", "");
+    fleet.wait_responding("after-restart");
 }
