@@ -390,3 +390,36 @@ fn deep_values_neither_stop_a_restart_nor_break_lookups() {
     let _minion = fleet.start_minion("after-restart", "");
     fleet.wait_responding("after-restart");
 }
+
+#[test]
+fn a_subscription_flood_on_the_publish_port_costs_bounded_memory() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let mut master = fleet.start_master("");
+    let (rss_before, _) = memory_kb(master.child.id());
+    // 2000 subscriptions of 64 KiB each (125 MiB), kept by the PUB forever
+    // before the subscription limits.
+    let mut s = TcpStream::connect(("127.0.0.1", fleet.publish_port)).expect("connect");
+    let mut bytes = greeting(false);
+    bytes.extend(ready("SUB"));
+    s.write_all(&bytes).expect("handshake");
+    let mut subscription = vec![1u8];
+    subscription.extend(std::iter::repeat_n(b's', 64 * 1024));
+    let one = frame(&subscription, false);
+    for _ in 0..2000 {
+        if s.write_all(&one).is_err() {
+            break;
+        }
+    }
+    std::thread::sleep(Duration::from_secs(2));
+    let (rss_after, _) = memory_kb(master.child.id());
+    eprintln!("master RSS: {rss_before} kB before, {rss_after} kB after 2000 subscriptions");
+    assert!(master.alive());
+    assert!(
+        rss_after < rss_before + 50 * 1024,
+        "the master grew from {rss_before} kB to {rss_after} kB"
+    );
+    drop(s);
+}

@@ -42,6 +42,10 @@ pub const PEER_SEND_MESSAGES: usize = 1000;
 pub const PEER_SEND_BYTES: usize = 2 * MAX_MESSAGE_BYTES;
 /// Bytes a ROUTER queues for all its peers together.
 pub const SEND_TOTAL_BYTES: usize = 512 * 1024 * 1024;
+/// Subscriptions one subscriber of the PUB may hold (a minion holds one).
+pub const MAX_SUBSCRIPTIONS: usize = 16;
+/// Bytes of subscriptions one subscriber of the PUB may hold.
+pub const MAX_SUBSCRIPTION_BYTES: usize = 4096;
 /// How long one send may wait for a DEALER's queue (the master not reading).
 pub const SEND_TIMEOUT: Duration = Duration::from_secs(2);
 
@@ -87,7 +91,18 @@ impl PubChannel {
     /// subscriptions) are held to the same size limit as everything else,
     /// so a fake subscriber cannot claim a huge frame either.
     pub async fn bind(endpoint: &str) -> Result<Self, TransportError> {
-        let mut socket = zeromq::PubSocket::with_options(receive_options());
+        let mut options = receive_options();
+        // A subscriber that does not read holds at most this many
+        // publications (their bytes are shared with the other subscribers),
+        // and may subscribe only a little: a halite minion subscribes once.
+        options
+            .send_limits(
+                PEER_SEND_MESSAGES,
+                PEER_SEND_BYTES,
+                Arc::new(ByteBudget::new(SEND_TOTAL_BYTES)),
+            )
+            .subscription_limits(MAX_SUBSCRIPTIONS, MAX_SUBSCRIPTION_BYTES);
+        let mut socket = zeromq::PubSocket::with_options(options);
         socket
             .bind(endpoint)
             .await

@@ -365,6 +365,7 @@ pub struct SocketOptions {
     pub(crate) max_message_size: Option<usize>,
     pub(crate) receive_budget: Option<Arc<crate::limits::ByteBudget>>,
     pub(crate) send_limits: Option<crate::limits::SendLimits>,
+    pub(crate) subscription_limits: Option<(usize, usize)>,
 }
 
 impl Default for SocketOptions {
@@ -378,6 +379,7 @@ impl Default for SocketOptions {
             max_message_size: None,
             receive_budget: None,
             send_limits: None,
+            subscription_limits: None,
         }
     }
 }
@@ -457,7 +459,9 @@ impl SocketOptions {
     /// messages and `peer_bytes` bytes per peer, `total` for all peers. A
     /// message over a limit is dropped with `ZmqError::BufferFull` (libzmq's
     /// ROUTER drops at its high-water mark too) instead of waiting for a
-    /// peer that may never read.
+    /// peer that may never read. A PUB takes `peer_messages` as the queue
+    /// of each subscriber (it drops for a full one already); its messages
+    /// share their bytes between subscribers, so only the count matters.
     pub fn send_limits(
         &mut self,
         peer_messages: usize,
@@ -469,6 +473,13 @@ impl SocketOptions {
             peer_bytes,
             total,
         });
+        self
+    }
+
+    /// What one subscriber of a PUB may subscribe to: at most `count`
+    /// subscriptions of `bytes` in all; more are ignored (logged).
+    pub fn subscription_limits(&mut self, count: usize, bytes: usize) -> &mut Self {
+        self.subscription_limits = Some((count, bytes));
         self
     }
 

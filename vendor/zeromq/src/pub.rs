@@ -163,6 +163,14 @@ impl PubSocketBackend {
             Some(1) => {
                 // Subscribe
                 if let Some(mut entry) = self.subscribers.get_sync(peer_id) {
+                    // halite patch: a subscriber's subscriptions are bounded.
+                    if let Some((count, bytes)) = self.socket_options.subscription_limits {
+                        let held: usize = entry.subscriptions.iter().map(Vec::len).sum();
+                        if entry.subscriptions.len() >= count || held + data.len() - 1 > bytes {
+                            log::warn!("Subscription over the limit of the socket ignored");
+                            return;
+                        }
+                    }
                     entry.subscriptions.push(Vec::from(&data[1..]));
                 }
             }
@@ -207,7 +215,13 @@ impl MultiPeerBackend for PubSocketBackend {
     async fn peer_connected(self: Arc<Self>, peer_id: &PeerIdentity, io: FramedIo) {
         let (mut recv_queue, send_queue) = io.into_parts();
         // TODO provide handling for recv_queue
-        let (queue_sender, queue_receiver) = mpsc::channel(PUB_SEND_QUEUE_CAPACITY);
+        // halite patch: the socket's per-peer message limit, when set.
+        let capacity = self
+            .socket_options
+            .send_limits
+            .as_ref()
+            .map_or(PUB_SEND_QUEUE_CAPACITY, |l| l.peer_messages);
+        let (queue_sender, queue_receiver) = mpsc::channel(capacity);
         let (sender, stop_receiver) = oneshot::channel();
         let old_subscriber = self
             .subscribers
