@@ -2,8 +2,9 @@
 //! publications arrive on their own task so a busy DEALER never delays them.
 
 use bytes::Bytes;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit, Semaphore};
 use tokio::task::JoinHandle;
 use zeromq::{DealerSocket, Socket, SocketRecv, SocketSend, SubSocket, ZmqMessage};
 
@@ -11,6 +12,10 @@ use crate::{connect, receive_options, TransportError, SEND_TIMEOUT};
 
 /// Publications held for the minion's task before the SUB stops reading.
 const PUBLICATION_QUEUE: usize = 1024;
+/// Bytes of publications held for the minion's task before the SUB stops
+/// reading (a fake master sending 16 MiB publications faster than their
+/// signatures are checked must not fill 1024 of them).
+const PUBLICATION_QUEUE_BYTES: usize = 64 * 1024 * 1024;
 
 /// A DEALER connected to a master's ROUTER, with the receive limits.
 pub struct Dealer {
@@ -46,7 +51,7 @@ impl Dealer {
 /// A SUB connected to a master's PUB, subscribed to everything, read by its
 /// own task.
 pub struct Subscriber {
-    publications: mpsc::Receiver<Bytes>,
+    publications: mpsc::Receiver<(Bytes, OwnedSemaphorePermit)>,
     task: JoinHandle<()>,
 }
 
@@ -63,6 +68,7 @@ impl Subscriber {
                 source,
             })?;
         let (tx, publications) = mpsc::channel(PUBLICATION_QUEUE);
+        let queued = Arc::new(Semaphore::new(PUBLICATION_QUEUE_BYTES));
         let task = tokio::spawn(async move {
             loop {
                 match socket.recv().await {
@@ -70,7 +76,13 @@ impl Subscriber {
                         let Some(frame) = msg.into_vec().into_iter().next() else {
                             continue;
                         };
-                        if tx.send(frame).await.is_err() {
+                        let cost = u32::try_from(frame.len().min(PUBLICATION_QUEUE_BYTES))
+                            .unwrap_or(u32::MAX);
+                        // Waits while the minion is behind: the master then waits on TCP.
+                        let Ok(permit) = queued.clone().acquire_many_owned(cost).await else {
+                            break;
+                        };
+                        if tx.send((frame, permit)).await.is_err() {
                             break;
                         }
                     }
@@ -87,7 +99,7 @@ impl Subscriber {
 
     /// The next publication's frame; `None` once the stream has ended.
     pub async fn recv(&mut self) -> Option<Bytes> {
-        self.publications.recv().await
+        self.publications.recv().await.map(|(frame, _permit)| frame)
     }
 }
 
