@@ -26,6 +26,19 @@ pub enum JobCacheError {
     Json(#[from] serde_json::Error),
 }
 
+/// Parses a JSON column; a value that cannot be read (written by an older
+/// master before values were depth-limited, or damaged) is skipped with a
+/// log line instead of failing the start or the whole lookup.
+fn stored_json(text: &str, what: &str, key: &str) -> Option<Value> {
+    match serde_json::from_str(text) {
+        Ok(value) => Some(value),
+        Err(e) => {
+            tracing::warn!(%key, error = %e, "the job cache's {what} {key} cannot be read; skipped");
+            None
+        }
+    }
+}
+
 /// An open job cache.
 pub struct JobCache {
     conn: Connection,
@@ -187,7 +200,9 @@ impl JobCache {
         let mut out = Vec::new();
         for row in rows {
             let (id, grains) = row.map_err(self.err())?;
-            out.push((id, serde_json::from_str(&grains)?));
+            if let Some(grains) = stored_json(&grains, "grains", &id) {
+                out.push((id, grains));
+            }
         }
         Ok(out)
     }
@@ -221,12 +236,15 @@ impl JobCache {
         let mut out = Map::new();
         for row in rows {
             let (jid, fun, arg, tgt, tgt_type, user) = row.map_err(self.err())?;
+            let Some(arg) = stored_json(&arg, "job arguments", &jid) else {
+                continue;
+            };
             let start = halite_proto::jid::jid_start_time(&jid);
             out.insert(
                 jid,
                 json!({
                     "Function": fun,
-                    "Arguments": serde_json::from_str::<Value>(&arg)?,
+                    "Arguments": arg,
                     "Target": tgt,
                     "Target-type": tgt_type,
                     "User": user,
@@ -257,18 +275,24 @@ impl JobCache {
             )
             .optional()
             .map_err(self.err())?;
-        Ok(match row {
-            None => None,
-            Some((fun, arg, tgt, tgt_type, user, minions)) => Some(json!({
-                "jid": jid,
-                "fun": fun,
-                "arg": serde_json::from_str::<Value>(&arg)?,
-                "tgt": tgt,
-                "tgt_type": tgt_type,
-                "user": user,
-                "minions": serde_json::from_str::<Value>(&minions)?,
-            })),
-        })
+        let Some((fun, arg, tgt, tgt_type, user, minions)) = row else {
+            return Ok(None);
+        };
+        let (Some(arg), Some(minions)) = (
+            stored_json(&arg, "job arguments", jid),
+            stored_json(&minions, "job targets", jid),
+        ) else {
+            return Ok(None);
+        };
+        Ok(Some(json!({
+            "jid": jid,
+            "fun": fun,
+            "arg": arg,
+            "tgt": tgt,
+            "tgt_type": tgt_type,
+            "user": user,
+            "minions": minions,
+        })))
     }
 
     /// Every stored return of `jid`: `[(minion id, full return record)]`, by id.
@@ -292,12 +316,19 @@ impl JobCache {
         let mut out = Vec::new();
         for row in rows {
             let (id, fun, fun_args, ret, retcode, success) = row.map_err(self.err())?;
+            let what = format!("return of {id} for job");
+            let (Some(fun_args), Some(ret)) = (
+                stored_json(&fun_args, &what, jid),
+                stored_json(&ret, &what, jid),
+            ) else {
+                continue;
+            };
             out.push((
                 id.clone(),
                 json!({
                     "id": id, "jid": jid, "fun": fun,
-                    "fun_args": serde_json::from_str::<Value>(&fun_args)?,
-                    "return": serde_json::from_str::<Value>(&ret)?,
+                    "fun_args": fun_args,
+                    "return": ret,
                     "retcode": retcode, "success": success,
                 }),
             ));

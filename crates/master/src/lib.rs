@@ -5,6 +5,7 @@
 pub mod compiler;
 pub mod events;
 pub mod fileserver;
+pub mod intake;
 pub mod server;
 pub mod targeting;
 

@@ -20,11 +20,11 @@ use halite_proto::msg::{
     ToMaster, ToMinion,
 };
 use halite_proto::{decode, encode, tags, validate_minion_id, Identity, JidGenerator, PublicKey};
+use halite_transport::{Inbound, PubChannel, Router, RouterSender};
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
-use zeromq::{PubSocket, RouterSocket, Socket, SocketRecv, SocketSend, ZmqMessage};
 
 use crate::compiler::Compiler;
 use crate::config::MasterConfig;
@@ -138,8 +138,8 @@ struct Master {
     active: HashMap<String, ActiveJob>,
     jids: JidGenerator,
     bus: EventBus,
-    to_router: mpsc::Sender<(Bytes, Vec<u8>)>,
-    publications: PubSocket,
+    to_router: RouterSender,
+    publications: PubChannel,
     compiler: Arc<Compiler>,
     fileserver: Arc<FileServer>,
     /// Compiles and file reads at once (the rest wait): one per core.
@@ -147,6 +147,20 @@ struct Master {
     internal: mpsc::UnboundedSender<Internal>,
     render_calls: HashMap<u64, PendingCall>,
     next_call: u64,
+}
+
+/// At most the first 300 bytes of `text` (on a character boundary), for
+/// quoting what an unauthenticated peer sent.
+fn clip(text: &str) -> String {
+    const MAX: usize = 300;
+    if text.len() <= MAX {
+        return text.to_string();
+    }
+    let mut end = MAX;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}... ({} bytes)", &text[..end], text.len())
 }
 
 /// Creates `dir` with `mode` if missing.
@@ -196,16 +210,10 @@ pub async fn run(
     let grains: HashMap<String, Value> = jobs.all_grains()?.into_iter().collect();
     let root_key = Arc::new(root_key(&cfg)?);
 
-    let mut router = RouterSocket::new();
     let ret_endpoint = format!("tcp://{}:{}", cfg.interface, cfg.ret_port);
-    router.bind(&ret_endpoint).await.with_context(|| {
-        format!("cannot bind the ROUTER socket to {ret_endpoint}; is the port free?")
-    })?;
-    let mut publications = PubSocket::new();
+    let mut router = Router::bind(&ret_endpoint).await?;
     let pub_endpoint = format!("tcp://{}:{}", cfg.interface, cfg.publish_port);
-    publications.bind(&pub_endpoint).await.with_context(|| {
-        format!("cannot bind the PUB socket to {pub_endpoint}; is the port free?")
-    })?;
+    let publications = PubChannel::bind(&pub_endpoint).await?;
 
     let socket_path = cfg.local_socket();
     let _ = std::fs::remove_file(&socket_path);
@@ -214,43 +222,7 @@ pub async fn run(
     std::fs::set_permissions(&socket_path, std::fs::Permissions::from_mode(0o600))?;
     tracing::info!(ret = %ret_endpoint, publish = %pub_endpoint, socket = %socket_path.display(), "halite-master listening");
 
-    let (router_tx, mut router_rx) = router.split();
-    let (incoming_tx, mut incoming) = mpsc::channel::<(Bytes, Bytes)>(8192);
-    let (to_router, mut outgoing) = mpsc::channel::<(Bytes, Vec<u8>)>(65536);
-    let mut router_tx = router_tx;
-    let recv_task = tokio::spawn(async move {
-        loop {
-            match router_rx.recv().await {
-                Ok(msg) => {
-                    // Exactly [routing id, payload]; anything else is dropped.
-                    if msg.len() != 2 {
-                        continue;
-                    }
-                    let mut frames = msg.into_vec().into_iter();
-                    if let (Some(routing), Some(payload)) = (frames.next(), frames.next()) {
-                        if incoming_tx.send((routing, payload)).await.is_err() {
-                            break;
-                        }
-                    }
-                }
-                Err(e) => {
-                    tracing::debug!(error = %e, "router receive error");
-                }
-            }
-        }
-    });
-    let send_task = tokio::spawn(async move {
-        while let Some((routing, payload)) = outgoing.recv().await {
-            let mut msg = ZmqMessage::from(payload);
-            msg.push_front(routing);
-            // A stuck peer must not stall every other minion.
-            match tokio::time::timeout(Duration::from_secs(2), router_tx.send(msg)).await {
-                Ok(Ok(())) => {}
-                Ok(Err(e)) => tracing::debug!(error = %e, "router send failed"),
-                Err(_) => tracing::debug!("router send timed out"),
-            }
-        }
-    });
+    let to_router = router.sender();
 
     let bus = EventBus::new(65536);
     let (local_tx, mut local_rx) = mpsc::channel::<LocalCommand>(1024);
@@ -301,10 +273,10 @@ pub async fn run(
     loop {
         tokio::select! {
             _ = &mut shutdown => break,
-            Some(first) = incoming.recv() => {
+            Some(first) = router.incoming.recv() => {
                 let mut batch = vec![first];
                 while batch.len() < RETURN_BATCH {
-                    match incoming.try_recv() {
+                    match router.incoming.try_recv() {
                         Ok(m) => batch.push(m),
                         Err(_) => break,
                     }
@@ -329,8 +301,7 @@ pub async fn run(
         }
     }
     tracing::info!("halite-master shutting down");
-    recv_task.abort();
-    send_task.abort();
+    drop(router);
     accept_task.abort();
     let _ = std::fs::remove_file(master.cfg.local_socket());
     Ok(())
@@ -340,7 +311,7 @@ impl Master {
     fn send(&self, routing: &Bytes, msg: &ToMinion) {
         match encode(msg) {
             Ok(bytes) => {
-                if self.to_router.try_send((routing.clone(), bytes)).is_err() {
+                if !self.to_router.try_send(routing.clone(), bytes) {
                     tracing::warn!("outgoing queue full; a reply was dropped");
                 }
             }
@@ -542,9 +513,12 @@ impl Master {
         });
     }
 
-    fn handle_batch(&mut self, batch: Vec<(Bytes, Bytes)>) {
+    fn handle_batch(&mut self, batch: Vec<Inbound>) {
         let mut returns: Vec<(u64, JobReturn)> = Vec::new();
-        for (routing, payload) in batch {
+        for Inbound {
+            routing, payload, ..
+        } in batch
+        {
             let msg: ToMaster = match decode(&payload) {
                 Ok(m) => m,
                 Err(e) => {
@@ -593,9 +567,12 @@ impl Master {
                     let request: MinionRequest = match decode(&plain) {
                         Ok(r) => r,
                         Err(e) => {
-                            tracing::debug!(error = %e, "undecodable request in a valid session");
+                            tracing::warn!(id = %session.id, error = %e, "undecodable request in a valid session dropped");
                             continue;
                         }
+                    };
+                    let Some(request) = crate::intake::bound_request(&session.id, request) else {
+                        continue;
                     };
                     if let Some(ret) = self.on_request(sid, request) {
                         returns.push((sid, ret));
@@ -622,8 +599,16 @@ impl Master {
             reason,
         };
         if let Err(e) = validate_minion_id(&id) {
-            tracing::warn!(error = %e, "hello with an invalid id refused");
-            self.send(&routing, &refuse(None, e.to_string()));
+            // The reply and the log line quote at most the id's first bytes:
+            // a peer that never reads must not have its megabyte id echoed.
+            let reason = clip(&e.to_string());
+            tracing::warn!(error = %reason, "hello with an invalid id refused");
+            let reply = ToMinion::Refused {
+                id: clip(&id),
+                status: None,
+                reason,
+            };
+            self.send(&routing, &reply);
             return;
         }
         let Ok(key) = PublicKey::from_slice(&hello.minion_key) else {
@@ -960,7 +945,7 @@ impl Master {
                 .and_then(|publication| encode(&publication).map_err(|e| e.to_string()));
             match sealed {
                 Ok(bytes) => {
-                    if let Err(e) = send_now(&mut self.publications, bytes) {
+                    if let Err(e) = self.publications.publish_now(bytes) {
                         return LocalReply::Error(format!("publish failed: {e}"));
                     }
                 }
@@ -979,21 +964,6 @@ impl Master {
         LocalReply::Started { jid, minions }
     }
 }
-
-/// Sends on the PUB socket from synchronous code: a PUB send only queues
-/// (slow subscribers drop), so its future is ready on the first poll.
-fn send_now(socket: &mut PubSocket, bytes: Vec<u8>) -> Result<(), zeromq::ZmqError> {
-    let fut = socket.send(ZmqMessage::from(bytes));
-    let waker = std::task::Waker::noop();
-    let mut cx = std::task::Context::from_waker(waker);
-    let mut fut = std::pin::pin!(fut);
-    match fut.as_mut().poll(&mut cx) {
-        std::task::Poll::Ready(r) => r,
-        std::task::Poll::Pending => Err(zeromq::ZmqError::Other("publish queue is busy")),
-    }
-}
-
-use std::future::Future;
 
 async fn accept_local(
     listener: UnixListener,

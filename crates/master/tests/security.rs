@@ -139,8 +139,12 @@ fn the_wire_refuses_what_it_must() {
         peer.send_raw(vec![vec![]]).await;
         peer.send_raw(vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec()])
             .await;
-        peer.send_raw(vec![vec![0x92; 17 * 1024 * 1024]]).await;
         assert!(peer.recv(Duration::from_millis(500)).await.is_none());
+        // An oversized frame disconnects its sender (ZMQ_MAXMSGSIZE): it gets
+        // nothing, and everyone else is served.
+        let mut big = Peer::connect(fleet.ret_port).await;
+        big.send_raw(vec![vec![0x92; 17 * 1024 * 1024]]).await;
+        assert!(big.recv(Duration::from_millis(500)).await.is_none());
 
         // Unauthenticated sealed requests and confirms: refused, no effect.
         let forged = Sealed {

@@ -16,9 +16,9 @@ use halite_proto::msg::{
     ToMinion,
 };
 use halite_proto::{decode, encode, Identity, PublicKey};
+use halite_transport::{Dealer, Subscriber};
 use serde_json::Value;
 use tokio::sync::{mpsc, watch, Semaphore};
-use zeromq::{DealerSocket, Socket, SocketRecv, SocketSend, SubSocket, ZmqMessage};
 
 use crate::channel::{JobRequest, MasterChannel};
 use crate::runner::JobRunner;
@@ -217,7 +217,7 @@ struct Link<'a> {
     by_id: HashMap<String, usize>,
     /// Session id -> agent (entries are checked against the agent on use).
     sessions: HashMap<u64, usize>,
-    dealer: DealerSocket,
+    dealer: Dealer,
     trusted_master: Option<PublicKey>,
     openers: Vec<PublicationOpener>,
     held: VecDeque<(Instant, Publication)>,
@@ -248,31 +248,15 @@ pub async fn run_link(
     keep_finished_returns(agents, outputs);
     let ret_endpoint = format!("tcp://{}:{}", settings.master, settings.master_port);
     let pub_endpoint = format!("tcp://{}:{}", settings.master, settings.publish_port);
-    let mut dealer = DealerSocket::new();
-    let connect = tokio::time::timeout(settings.auth_timeout, dealer.connect(&ret_endpoint)).await;
-    if !matches!(connect, Ok(Ok(()))) {
-        return LinkEnd::MasterLost(format!("cannot connect to {ret_endpoint}"));
-    }
-    let mut sub = SubSocket::new();
-    let connect = tokio::time::timeout(settings.auth_timeout, sub.connect(&pub_endpoint)).await;
-    if !matches!(connect, Ok(Ok(()))) {
-        return LinkEnd::MasterLost(format!("cannot connect to {pub_endpoint}"));
-    }
-    if sub.subscribe("").await.is_err() {
-        return LinkEnd::MasterLost("cannot subscribe".into());
-    }
+    let dealer = match Dealer::connect(&ret_endpoint, settings.auth_timeout).await {
+        Ok(dealer) => dealer,
+        Err(e) => return LinkEnd::MasterLost(e.to_string()),
+    };
     // Publications arrive on their own task so a busy DEALER never delays them.
-    let (pub_tx, mut pub_rx) = mpsc::channel::<Vec<u8>>(1024);
-    let sub_task = tokio::spawn(async move {
-        while let Ok(msg) = sub.recv().await {
-            let Some(frame) = msg.into_vec().into_iter().next() else {
-                continue;
-            };
-            if pub_tx.send(frame.to_vec()).await.is_err() {
-                break;
-            }
-        }
-    });
+    let mut publications = match Subscriber::connect(&pub_endpoint, settings.auth_timeout).await {
+        Ok(sub) => sub,
+        Err(e) => return LinkEnd::MasterLost(e.to_string()),
+    };
     let jobs_tx = outputs.tx.clone();
     let (requests_tx, mut requests_rx) = mpsc::unbounded_channel();
     let by_id = agents
@@ -308,17 +292,19 @@ pub async fn run_link(
         tokio::select! {
             _ = shutdown.changed() => break LinkEnd::Shutdown,
             msg = link.dealer.recv() => match msg {
-                Ok(msg) => {
-                    for frame in msg.into_vec() {
+                Ok(frames) => {
+                    for frame in frames {
                         if let Err(end) = link.on_master_frame(&frame).await {
-                            sub_task.abort();
                             return end;
                         }
                     }
                 }
                 Err(e) => break LinkEnd::MasterLost(format!("receive failed: {e}")),
             },
-            Some(frame) = pub_rx.recv() => link.on_publication_frame(&frame),
+            publication = publications.recv() => match publication {
+                Some(frame) => link.on_publication_frame(&frame),
+                None => break LinkEnd::MasterLost("the publication stream ended".into()),
+            },
             Some(done) = outputs.rx.recv() => link.on_job_output(done).await,
             Some(request) = requests_rx.recv() => link.on_job_request(request).await,
             _ = tick.tick() => {
@@ -328,22 +314,12 @@ pub async fn run_link(
             }
         }
     };
-    sub_task.abort();
     end
 }
 
 impl Link<'_> {
     async fn send(&mut self, bytes: Vec<u8>) {
-        match tokio::time::timeout(
-            Duration::from_secs(2),
-            self.dealer.send(ZmqMessage::from(bytes)),
-        )
-        .await
-        {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::debug!(error = %e, "send to master failed"),
-            Err(_) => tracing::debug!("send to master timed out"),
-        }
+        self.dealer.send(bytes).await;
     }
 
     async fn send_request(&mut self, idx: usize, request: &MinionRequest) {

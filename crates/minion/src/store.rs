@@ -75,11 +75,23 @@ impl ReturnStore {
                     .unwrap_or_default();
                 names.retain(|n| halite_proto::jid::is_jid(n));
                 names.sort();
-                names
-                    .iter()
-                    .filter_map(|n| std::fs::read(dir.join(n)).ok())
-                    .filter_map(|b| halite_proto::decode::<JobReturn>(&b).ok())
-                    .collect()
+                let mut out = Vec::new();
+                for name in &names {
+                    let path = dir.join(name);
+                    let read = std::fs::read(&path)
+                        .map_err(|e| e.to_string())
+                        .and_then(|b| {
+                            halite_proto::decode::<JobReturn>(&b).map_err(|e| e.to_string())
+                        });
+                    match read {
+                        Ok(ret) => out.push(ret),
+                        // Kept for a look; never blocks the other returns.
+                        Err(e) => {
+                            tracing::warn!(path = %path.display(), error = %e, "a stored return cannot be read; skipped")
+                        }
+                    }
+                }
+                out
             }
             ReturnStore::Memory(m) => m
                 .lock()

@@ -6,6 +6,33 @@ use serde::{de::DeserializeOwned, Serialize};
 /// command output fits; a garbage 1 GiB frame does not).
 pub const MAX_FRAME_BYTES: usize = 16 * 1024 * 1024;
 
+/// How deeply a decoded frame may nest (arrays and maps): deep enough for
+/// any message with a value of [`MAX_VALUE_DEPTH`] inside, shallow enough
+/// that decoding (which recurses) can never exhaust a thread's stack.
+pub const MAX_DECODE_DEPTH: usize = 128;
+
+/// How deeply a value from a minion (grains, a return, event data) may
+/// nest to be kept. Below serde_json's recursion limit (128) with room
+/// for the records it is stored and sent in, so whatever is accepted can
+/// be read back from the job cache and shown by the CLI.
+pub const MAX_VALUE_DEPTH: usize = 64;
+
+/// The nesting depth of `value`: 1 for a scalar, one more per array or
+/// object level. Iterative, so no input can overflow the stack.
+pub fn value_depth(value: &serde_json::Value) -> usize {
+    let mut deepest = 0;
+    let mut stack = vec![(value, 1usize)];
+    while let Some((v, depth)) = stack.pop() {
+        deepest = deepest.max(depth);
+        match v {
+            serde_json::Value::Array(items) => stack.extend(items.iter().map(|i| (i, depth + 1))),
+            serde_json::Value::Object(map) => stack.extend(map.values().map(|i| (i, depth + 1))),
+            _ => {}
+        }
+    }
+    deepest
+}
+
 /// Why a frame was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum FrameError {
@@ -47,7 +74,9 @@ pub fn decode<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, FrameError> {
             max: MAX_FRAME_BYTES,
         });
     }
-    rmp_serde::from_slice(bytes).map_err(|e| FrameError::Malformed(e.to_string()))
+    let mut de = rmp_serde::Deserializer::from_read_ref(bytes);
+    de.set_max_depth(MAX_DECODE_DEPTH);
+    T::deserialize(&mut de).map_err(|e| FrameError::Malformed(e.to_string()))
 }
 
 #[cfg(test)]
@@ -66,5 +95,23 @@ mod tests {
         ));
         // A msgpack array header announcing 4 billion elements must not allocate them.
         assert!(decode::<ToMaster>(b"\xdd\xff\xff\xff\xff").is_err());
+    }
+
+    #[test]
+    fn nesting_is_bounded_when_decoding_and_measured_without_recursion() {
+        // 100 000 nested one-element arrays: refused, not a stack overflow.
+        let mut deep = vec![0x91u8; 100_000];
+        deep.push(0xc0);
+        assert!(decode::<serde_json::Value>(&deep).is_err());
+        // Past the limit (rmp-serde's own default would allow 1024).
+        let mut over = vec![0x91u8; MAX_DECODE_DEPTH + 1];
+        over.push(0xc0);
+        assert!(decode::<serde_json::Value>(&over).is_err());
+        let mut ok = vec![0x91u8; MAX_DECODE_DEPTH - 1];
+        ok.push(0xc0);
+        let value = decode::<serde_json::Value>(&ok).expect("within the limit");
+        assert_eq!(value_depth(&value), MAX_DECODE_DEPTH);
+        assert_eq!(value_depth(&serde_json::json!({"a": [1, {"b": 2}]})), 4);
+        assert_eq!(value_depth(&serde_json::json!(1)), 1);
     }
 }

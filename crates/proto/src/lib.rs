@@ -19,6 +19,8 @@ pub mod msg;
 pub mod tags;
 
 pub use crypto::{CryptoError, Identity, PublicKey};
-pub use frame::{decode, encode, FrameError, MAX_FRAME_BYTES};
+pub use frame::{
+    decode, encode, value_depth, FrameError, MAX_DECODE_DEPTH, MAX_FRAME_BYTES, MAX_VALUE_DEPTH,
+};
 pub use id::{validate_minion_id, InvalidMinionId};
 pub use jid::JidGenerator;

@@ -1,0 +1,98 @@
+//! The depth limit on values a minion sends, applied where they arrive
+//! (before they are cached, stored or fired): whatever the master keeps
+//! it can read back on its next start, and the CLI can show.
+
+use halite_proto::msg::MinionRequest;
+use halite_proto::{value_depth, MAX_VALUE_DEPTH};
+use serde_json::Value;
+
+/// `request` with its values within [`MAX_VALUE_DEPTH`], or `None` when it
+/// is dropped (logged). A return too deep is kept as an error return, so
+/// the minion's job is not lost and not resent forever; grains or event
+/// data too deep are dropped.
+pub fn bound_request(id: &str, request: MinionRequest) -> Option<MinionRequest> {
+    match request {
+        MinionRequest::Start { grains } if value_depth(&grains) > MAX_VALUE_DEPTH => {
+            tracing::warn!(%id, max = MAX_VALUE_DEPTH, "grains nested too deeply; not cached (the previous grains stay)");
+            None
+        }
+        MinionRequest::Event { tag, data } if value_depth(&data) > MAX_VALUE_DEPTH => {
+            tracing::warn!(%id, tag = %clip_tag(&tag), max = MAX_VALUE_DEPTH, "event data nested too deeply; event dropped");
+            None
+        }
+        MinionRequest::Return(mut ret)
+            if value_depth(&ret.ret) > MAX_VALUE_DEPTH
+                || ret
+                    .fun_args
+                    .iter()
+                    .any(|a| value_depth(a) >= MAX_VALUE_DEPTH) =>
+        {
+            tracing::warn!(%id, jid = %ret.jid, max = MAX_VALUE_DEPTH, "return nested too deeply; stored as an error");
+            ret.ret = Value::String(format!(
+                "The return of {} from minion {id} was nested more than {MAX_VALUE_DEPTH} levels deep and was refused by the master",
+                ret.fun
+            ));
+            ret.fun_args.clear();
+            ret.success = false;
+            if ret.retcode == 0 {
+                ret.retcode = 1;
+            }
+            Some(MinionRequest::Return(ret))
+        }
+        other => Some(other),
+    }
+}
+
+/// A tag for a log line: at most 200 bytes of it.
+fn clip_tag(tag: &str) -> &str {
+    let mut end = tag.len().min(200);
+    while !tag.is_char_boundary(end) {
+        end -= 1;
+    }
+    &tag[..end]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use halite_proto::msg::JobReturn;
+    use serde_json::json;
+
+    fn nested(levels: usize) -> Value {
+        let mut v = json!(1);
+        for _ in 1..levels {
+            v = json!([v]);
+        }
+        v
+    }
+
+    #[test]
+    fn deep_values_are_refused_and_deep_returns_become_errors() {
+        assert!(bound_request("m", MinionRequest::Start { grains: nested(65) }).is_none());
+        assert!(bound_request("m", MinionRequest::Start { grains: nested(64) }).is_some());
+        let event = MinionRequest::Event {
+            tag: "my/tag".into(),
+            data: nested(100),
+        };
+        assert!(bound_request("m", event).is_none());
+        let ret = JobReturn {
+            jid: "20260101000000000001".into(),
+            id: "m".into(),
+            fun: "test.arg".into(),
+            fun_args: vec![],
+            ret: nested(100),
+            retcode: 0,
+            success: true,
+        };
+        match bound_request("m", MinionRequest::Return(ret)) {
+            Some(MinionRequest::Return(r)) => {
+                assert!(r
+                    .ret
+                    .as_str()
+                    .is_some_and(|s| s.contains("nested more than 64")));
+                assert_eq!((r.retcode, r.success), (1, false));
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+}

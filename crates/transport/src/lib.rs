@@ -1,0 +1,147 @@
+//! The ZeroMQ layer of both daemons, in one place: which sockets, with
+//! which limits, and the loops that move frames between them and the
+//! daemons' tasks (the master's ROUTER and PUB, the minion's DEALER and
+//! SUB).
+//!
+//! The limits are what an unauthenticated peer cannot get past (issue 17;
+//! `docs/wire.md`):
+//! - a message over [`MAX_MESSAGE_BYTES`] is refused by the decoder from its
+//!   frame header, before any memory is reserved for it (the peer is
+//!   disconnected);
+//! - all connections of a socket together hold at most
+//!   [`RECEIVE_BUDGET_BYTES`] in messages still arriving;
+//! - received messages wait for the daemon within [`QUEUED_INCOMING_BYTES`];
+//!   past it the receive loop stops reading (TCP pushes back on the peers);
+//! - a ROUTER queues at most [`PEER_SEND_MESSAGES`] messages and
+//!   [`PEER_SEND_BYTES`] bytes per peer and [`SEND_TOTAL_BYTES`] in all;
+//!   a reply that does not fit is dropped, never queued without end.
+
+mod router;
+mod subscriber;
+
+pub use router::{Inbound, Router, RouterSender};
+pub use subscriber::{Dealer, Subscriber};
+pub use zeromq::ZmqError;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use zeromq::{ByteBudget, Socket, SocketOptions};
+
+/// The largest ZeroMQ message a peer may send: one halite frame
+/// ([`halite_proto::MAX_FRAME_BYTES`]) plus a routing id and the framing
+/// overhead the decoder counts.
+pub const MAX_MESSAGE_BYTES: usize = halite_proto::MAX_FRAME_BYTES + 64 * 1024;
+/// Bytes all connections of one socket may hold in messages still arriving.
+pub const RECEIVE_BUDGET_BYTES: usize = 256 * 1024 * 1024;
+/// Bytes of received messages waiting for the daemon's task.
+pub const QUEUED_INCOMING_BYTES: usize = 256 * 1024 * 1024;
+/// Messages a ROUTER queues for one peer (libzmq's default high-water mark).
+pub const PEER_SEND_MESSAGES: usize = 1000;
+/// Bytes a ROUTER queues for one peer: two of the largest frames.
+pub const PEER_SEND_BYTES: usize = 2 * MAX_MESSAGE_BYTES;
+/// Bytes a ROUTER queues for all its peers together.
+pub const SEND_TOTAL_BYTES: usize = 512 * 1024 * 1024;
+/// Subscriptions one subscriber of the PUB may hold (a minion holds one).
+pub const MAX_SUBSCRIPTIONS: usize = 16;
+/// Bytes of subscriptions one subscriber of the PUB may hold.
+pub const MAX_SUBSCRIPTION_BYTES: usize = 4096;
+/// How long one send may wait for a DEALER's queue (the master not reading).
+pub const SEND_TIMEOUT: Duration = Duration::from_secs(2);
+
+/// Why a socket could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum TransportError {
+    #[error("cannot bind {endpoint}: {source}; is the port free and the address local?")]
+    Bind {
+        endpoint: String,
+        source: zeromq::ZmqError,
+    },
+    #[error("cannot connect to {endpoint}: {source}")]
+    Connect {
+        endpoint: String,
+        source: zeromq::ZmqError,
+    },
+    #[error("no answer from {endpoint} within {} s", .timeout.as_secs())]
+    ConnectTimeout { endpoint: String, timeout: Duration },
+    #[error("cannot subscribe on {endpoint}: {source}")]
+    Subscribe {
+        endpoint: String,
+        source: zeromq::ZmqError,
+    },
+}
+
+/// Receive limits every halite socket gets: the message size limit and a
+/// receive budget of its own.
+fn receive_options() -> SocketOptions {
+    let mut options = SocketOptions::default();
+    options
+        .max_message_size(MAX_MESSAGE_BYTES)
+        .receive_budget(Arc::new(ByteBudget::new(RECEIVE_BUDGET_BYTES)));
+    options
+}
+
+/// The master's PUB socket (publications).
+pub struct PubChannel {
+    socket: zeromq::PubSocket,
+}
+
+impl PubChannel {
+    /// Binds a PUB on `endpoint`. Subscribers' messages (their
+    /// subscriptions) are held to the same size limit as everything else,
+    /// so a fake subscriber cannot claim a huge frame either.
+    pub async fn bind(endpoint: &str) -> Result<Self, TransportError> {
+        let mut options = receive_options();
+        // A subscriber that does not read holds at most this many
+        // publications (their bytes are shared with the other subscribers),
+        // and may subscribe only a little: a halite minion subscribes once.
+        options
+            .send_limits(
+                PEER_SEND_MESSAGES,
+                PEER_SEND_BYTES,
+                Arc::new(ByteBudget::new(SEND_TOTAL_BYTES)),
+            )
+            .subscription_limits(MAX_SUBSCRIPTIONS, MAX_SUBSCRIPTION_BYTES);
+        let mut socket = zeromq::PubSocket::with_options(options);
+        socket
+            .bind(endpoint)
+            .await
+            .map_err(|source| TransportError::Bind {
+                endpoint: endpoint.to_string(),
+                source,
+            })?;
+        Ok(PubChannel { socket })
+    }
+
+    /// Publishes `frame` from synchronous code: a PUB send only queues
+    /// (slow subscribers drop), so its future is ready on the first poll.
+    pub fn publish_now(&mut self, frame: Vec<u8>) -> Result<(), zeromq::ZmqError> {
+        use zeromq::SocketSend;
+        let fut = self.socket.send(zeromq::ZmqMessage::from(frame));
+        let mut cx = std::task::Context::from_waker(std::task::Waker::noop());
+        let mut fut = std::pin::pin!(fut);
+        match std::future::Future::poll(fut.as_mut(), &mut cx) {
+            std::task::Poll::Ready(r) => r,
+            std::task::Poll::Pending => Err(zeromq::ZmqError::Other("publish queue is busy")),
+        }
+    }
+}
+
+/// Connects `socket` to `endpoint` within `timeout`.
+async fn connect<S: Socket>(
+    socket: &mut S,
+    endpoint: &str,
+    timeout: Duration,
+) -> Result<(), TransportError> {
+    match tokio::time::timeout(timeout, socket.connect(endpoint)).await {
+        Ok(Ok(())) => Ok(()),
+        Ok(Err(source)) => Err(TransportError::Connect {
+            endpoint: endpoint.to_string(),
+            source,
+        }),
+        Err(_) => Err(TransportError::ConnectTimeout {
+            endpoint: endpoint.to_string(),
+            timeout,
+        }),
+    }
+}
