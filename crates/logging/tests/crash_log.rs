@@ -1,6 +1,11 @@
 //! A daemon's panic or failed allocation reaches its `log_file`, not only
 //! stderr (issue 17). Each case runs in a child process (this test binary
 //! run again with an environment variable), which then dies for real.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::process::Command;
 

@@ -8,6 +8,11 @@
 //! abort or a stack overflow fails the test; proptest shrinks the input
 //! and records it in `fuzz_decoders.proptest-regressions`, and the inputs
 //! it found are kept below as explicit regression cases.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::collections::BTreeMap;
 use std::path::Path;

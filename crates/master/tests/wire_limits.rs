@@ -1,6 +1,11 @@
 //! Issue 17, the transport: what an unauthenticated peer can send to a
 //! daemon's ZeroMQ ports without crashing it or growing its memory without
 //! bound. Raw ZMTP over TCP, as an attacker would write it.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 

@@ -13,6 +13,11 @@
 //! that has no package provider and file roots in a temp dir, so nothing
 //! on the machine is changed: the calls fail on their arguments, which is
 //! all a dispatch check needs.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -52,21 +52,36 @@ pub const SEND_TIMEOUT: Duration = Duration::from_secs(2);
 /// Why a socket could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum TransportError {
+    /// The listening socket could not be bound.
     #[error("cannot bind {endpoint}: {source}; is the port free and the address local?")]
     Bind {
+        /// The address asked for.
         endpoint: String,
+        /// What ZeroMQ said.
         source: zeromq::ZmqError,
     },
+    /// The connection to the master could not be set up.
     #[error("cannot connect to {endpoint}: {source}")]
     Connect {
+        /// The address asked for.
         endpoint: String,
+        /// What ZeroMQ said.
         source: zeromq::ZmqError,
     },
+    /// The master did not answer the connection in time.
     #[error("no answer from {endpoint} within {} s", .timeout.as_secs())]
-    ConnectTimeout { endpoint: String, timeout: Duration },
+    ConnectTimeout {
+        /// The address asked for.
+        endpoint: String,
+        /// How long was waited.
+        timeout: Duration,
+    },
+    /// The subscription to publications could not be set up.
     #[error("cannot subscribe on {endpoint}: {source}")]
     Subscribe {
+        /// The address asked for.
         endpoint: String,
+        /// What ZeroMQ said.
         source: zeromq::ZmqError,
     },
 }

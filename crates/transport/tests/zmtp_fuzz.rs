@@ -2,6 +2,11 @@
 //! commands and frames with random bytes and random length claims
 //! (including 2^62 and 1 TiB). The socket must keep serving a well-behaved
 //! peer, and this process must never reserve memory for a claimed length.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::io::Write;
 use std::net::{TcpListener, TcpStream};
