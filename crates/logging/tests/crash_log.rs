@@ -9,7 +9,7 @@
 
 use std::process::Command;
 
-halite_logging::fast_allocator!();
+halite_perf::fast_allocator!();
 
 const CHILD: &str = "HALITE_CRASH_LOG_CHILD";
 

@@ -27,7 +27,7 @@ struct Cli {
     swarm_prefix: String,
 }
 
-halite_logging::fast_allocator!();
+halite_perf::fast_allocator!();
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();

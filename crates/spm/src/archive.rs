@@ -286,6 +286,8 @@ mod tests {
         assert!(check_link_target(&parts("apache/apache/a"), "../../x").is_err());
         assert!(check_link_target(&parts("apache/apache/a"), "/etc/passwd").is_err());
         assert!(check_link_target(&parts("apache/a"), "x/../../y").is_err());
+        // The package's top directory itself as a link points nowhere inside.
+        assert!(check_link_target(&parts("apache"), "x").is_err());
     }
 
     #[test]

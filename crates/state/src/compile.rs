@@ -7,9 +7,9 @@ use std::cell::Cell;
 use indexmap::IndexMap;
 
 use crate::graph::{has_requisites, ChunkKeys, Graph};
-use crate::pieces::{fold_on_helper, piece_count, split_vec};
 use crate::requisite::{py_repr, py_str, REQUISITE_KEYWORDS};
 use crate::{LowChunk, Map, Value};
+use halite_perf::pipeline::{fold_on_helper, piece_count, split_vec};
 use halite_salt_rules::fnmatch::fnmatch;
 
 fn first_key(v: &Value) -> Option<&str> {
@@ -860,7 +860,7 @@ mod tests {
     /// graph's index of tags.
     #[test]
     fn a_large_tree_compiled_in_pieces_keeps_definition_order() {
-        let n = 3 * crate::pieces::SPLIT_MIN;
+        let n = 3 * halite_perf::options::SPLIT_MIN;
         let mut data = Map::new();
         for i in 0..n {
             let body = match i % 3 {
@@ -894,7 +894,7 @@ mod tests {
     /// with every chunk indexed gives.
     #[test]
     fn targets_are_found_however_late_the_first_requisite_comes() {
-        let n = 2 * crate::pieces::SPLIT_MIN + 7;
+        let n = 2 * halite_perf::options::SPLIT_MIN + 7;
         for at in [0, n / 2, n - 1] {
             let mut data = Map::new();
             for i in 0..n {

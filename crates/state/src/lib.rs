@@ -12,7 +12,6 @@ pub mod dict;
 pub mod graph;
 pub mod high;
 pub mod module;
-pub mod pieces;
 pub mod pipeline;
 pub mod requisite;
 pub mod ret;

@@ -17,7 +17,7 @@ use halite_modules::host::EventSink;
 use halite_modules::ExecError;
 use serde_json::{json, Map, Value};
 
-halite_logging::fast_allocator!(short_lived);
+halite_perf::fast_allocator!(short_lived);
 
 /// Run a function on this host (salt-call).
 #[derive(Parser, Debug)]

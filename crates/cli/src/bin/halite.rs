@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Parser;
 use halite_cli::remote::{self, cmd};
 
-halite_logging::fast_allocator!(short_lived);
+halite_perf::fast_allocator!(short_lived);
 
 /// Run a function on the minions a target selects.
 #[derive(Parser, Debug)]

@@ -41,8 +41,8 @@ struct Line<'a> {
 }
 
 /// Below this size a text is read on one thread (a thread costs more
-/// than reading this much).
-const SPLIT_MIN: usize = 64 * 1024;
+/// than reading this much): a named option of the performance boundary.
+use halite_perf::options::YAML_SPLIT_MIN_BYTES as SPLIT_MIN;
 
 /// Loads `text` when it is in the subset, `None` otherwise.
 ///
@@ -74,24 +74,12 @@ fn load_on(text: &str, threads: usize) -> Option<Value> {
         let value = parser.block(indent, false)?;
         return (parser.pos == parser.lines.len()).then_some(value);
     }
-    let entries: Vec<Option<Vec<(String, Value)>>> = std::thread::scope(|scope| {
-        // A piece whose thread cannot start is read here, after the first.
-        let workers: Vec<_> = pieces[1..]
-            .iter()
-            .map(|&piece| {
-                std::thread::Builder::new()
-                    .spawn_scoped(scope, move || top_level_entries(piece))
-                    .map_err(|_| piece)
-            })
+    // A piece whose thread panicked reads as not taken.
+    let entries: Vec<Option<Vec<(String, Value)>>> =
+        halite_perf::scoped::map_on_threads(&pieces, |piece| top_level_entries(piece))
+            .into_iter()
+            .map(Option::flatten)
             .collect();
-        let first = top_level_entries(pieces[0]);
-        std::iter::once(first)
-            .chain(workers.into_iter().map(|worker| match worker {
-                Ok(thread) => thread.join().ok().flatten(),
-                Err(piece) => top_level_entries(piece),
-            }))
-            .collect()
-    });
     // A piece the subset does not take gives the whole text up.
     let all: Vec<Vec<(String, Value)>> = entries.into_iter().collect::<Option<_>>()?;
     let mut map = Map::with_capacity(all.iter().map(Vec::len).sum());
@@ -103,11 +91,10 @@ fn load_on(text: &str, threads: usize) -> Option<Value> {
     Some(Value::Object(map))
 }
 
-/// How many threads a large text is read on: the machine's cores (looked
-/// up once), at most four.
+/// How many threads a large text is read on: the machine's cores, at most
+/// the performance boundary's `YAML_MAX_THREADS`.
 fn threads() -> usize {
-    static THREADS: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
-    *THREADS.get_or_init(|| std::thread::available_parallelism().map_or(1, |n| n.get().min(4)))
+    halite_perf::threads_up_to(halite_perf::options::YAML_MAX_THREADS)
 }
 
 /// `text` cut into up to `n` pieces of about equal size, each cut just

@@ -1,42 +1,31 @@
-//! Per-state work of a large run spread over the machine's cores.
+//! Per-state work of a large run as a two-stage pipeline on two threads.
 //!
 //! Turning declarations into chunks is independent from one ID to the
 //! next, and adding them to the graph is a separate step: for a tree of
 //! thousands of states, the two run as a pipeline on two threads, which
 //! takes a good part of the compile off the critical path. Results are
 //! taken in the pieces' order, so what a run sees does not depend on how
-//! many cores did the work. [`SPLIT_MIN`] and [`second_core`] are
-//! public for the other per-state work that goes on two cores (the
-//! printing of a large run's JSON).
+//! many cores did the work.
 
-use std::sync::{Mutex, OnceLock};
+use std::sync::Mutex;
 
-/// From this many items the work is split: below it, starting a thread
-/// (~50 µs) costs more than it saves. (`halite-call` splits the printing
-/// of a run from the same size.)
-pub const SPLIT_MIN: usize = 2048;
-
-/// Whether the machine has a second core for a helper thread (looked up
-/// once; the CPU affinity counts, so `taskset -c 0` says no).
-pub fn second_core() -> bool {
-    static SECOND: OnceLock<bool> = OnceLock::new();
-    *SECOND.get_or_init(|| std::thread::available_parallelism().is_ok_and(|n| n.get() > 1))
-}
+use crate::options::{COMPILE_PIECES, SPLIT_MIN};
+use crate::second_core;
 
 /// How many pieces [`fold_on_helper`] gets for `len` items: one below
 /// [`SPLIT_MIN`] or on one core (no helper thread), else small enough
 /// that the helper waits little for the first.
-pub(crate) fn piece_count(len: usize) -> usize {
+pub fn piece_count(len: usize) -> usize {
     if len < SPLIT_MIN || !second_core() {
         1
     } else {
-        16
+        COMPILE_PIECES
     }
 }
 
 /// `items` cut into `n` runs of consecutive items of about equal length
 /// (fewer when there are fewer items), in order.
-pub(crate) fn split_vec<T>(mut items: Vec<T>, n: usize) -> Vec<Vec<T>> {
+pub fn split_vec<T>(mut items: Vec<T>, n: usize) -> Vec<Vec<T>> {
     let n = n.clamp(1, items.len().max(1));
     let (size, longer) = (items.len() / n, items.len() % n);
     // Cut from the end: the first `longer` pieces have one item more.
@@ -57,7 +46,7 @@ pub(crate) fn split_vec<T>(mut items: Vec<T>, n: usize) -> Vec<Vec<T>> {
 /// times as much). Without a helper thread everything runs on the
 /// calling thread, in the same order. A panic in `take` is passed on as
 /// if the calling thread had run it.
-pub(crate) fn fold_on_helper<P, R: Send, A: Send + Default>(
+pub fn fold_on_helper<P, R: Send, A: Send + Default>(
     pieces: Vec<P>,
     work: impl Fn(P) -> R,
     acc: A,
