@@ -6,7 +6,7 @@ crate::module_list! {
     /// Every execution module of this directory, in name order.
     modules: Arc<dyn ExecModule> = [
         alternatives, cmd, cp, file, group, lowpkg, pillar, pkg, service, state, status, sys,
-        cron, sysctl, ssh, mount,
+        cron, sysctl, ssh, mount, kmod,
         test, user,
     ]
 }

@@ -9,6 +9,6 @@ crate::module_list! {
     /// Every state module of this directory, in name order.
     modules: Arc<dyn StateModule> = [
         archive, cmd, file, group, module, pkg, pkgrepo, service, test, user,
-        cron, sysctl, ssh_auth, ssh_known_hosts, mount,
+        cron, sysctl, ssh_auth, ssh_known_hosts, mount, kmod,
     ]
 }
