@@ -183,7 +183,7 @@ fn remove_persistent(module: &str, comment: bool, conf: &str) -> Result<BTreeSet
     let lines: Vec<String> = text
         .lines()
         .filter_map(|l| {
-            let is_it = l.trim_start().split_whitespace().next() == Some(module);
+            let is_it = l.split_whitespace().next() == Some(module);
             match (is_it, comment) {
                 (true, true) => Some(format!("#{l}")),
                 (true, false) => None,
