@@ -339,7 +339,17 @@ fn bad_input_gets_salts_errors_not_a_panic() {
     );
     assert_eq!(
         missing,
-        Err("set_job() missing 1 required positional argument: 'hour'".to_string())
+        Err("set_job() missing 5 required positional arguments: 'hour', 'daymonth', 'month', 'dayweek', and 'cmd'".to_string())
+    );
+    let unknown = exec(
+        &host,
+        "cron.list_tab",
+        vec![user.clone()],
+        json!({"foo": "bar"}),
+    );
+    assert_eq!(
+        unknown,
+        Err("The following keyword arguments are not valid: foo=bar".to_string())
     );
     let nouser = exec(
         &host,

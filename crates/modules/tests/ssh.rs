@@ -378,7 +378,7 @@ fn ssh_known_hosts_key_form_add_update_remove() {
     let found = exec(
         &host,
         "ssh.get_known_host_entries",
-        json!({"hostname": "other.test", "config": c}),
+        json!({"user": null, "hostname": "other.test", "config": c}),
     );
     assert_eq!(found[0]["key"], json!(k2));
 

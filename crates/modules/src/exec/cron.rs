@@ -9,6 +9,7 @@ use std::io::Write;
 use halite_state::{Map, Value};
 
 use crate::exec::user::scalar_text;
+use crate::exec::signature::{self, Signature};
 use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::Host;
 
@@ -38,6 +39,21 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("write_cron_file_verbose", write_cron_file_verbose_fn),
     ],
 };
+
+/// The Python signatures of the functions, for Salt's argument errors.
+const SIGNATURES: &[Signature] = &[
+    Signature::new("raw_cron", &["user"], &[]),
+    Signature::new("list_tab", &["user"], &[]),
+    Signature::new("get_entry", &["user"], &["identifier", "cmd"]),
+    Signature::new("set_job", &["user", "minute", "hour", "daymonth", "month", "dayweek", "cmd"], &["commented", "comment", "identifier"]),
+    Signature::new("set_special", &["user", "special", "cmd"], &["commented", "comment", "identifier"]),
+    Signature::new("rm_job", &["user", "cmd"], &["minute", "hour", "daymonth", "month", "dayweek", "identifier"]),
+    Signature::new("rm_special", &["user", "cmd"], &["special", "identifier"]),
+    Signature::new("set_env", &["user", "name"], &["value"]),
+    Signature::new("rm_env", &["user", "name"], &[]),
+    Signature::new("write_cron_file", &["user", "path"], &[]),
+    Signature::new("write_cron_file_verbose", &["user", "path"], &[]),
+];
 
 /// A parsed crontab, as Salt's `cron.list_tab` returns it: the lines above
 /// the tag (`pre`), the timed jobs (`crons`), the `@reboot`-style jobs
@@ -662,14 +678,17 @@ fn text_arg(args: &Args, i: usize, key: &str) -> Option<String> {
 }
 
 fn raw_cron_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "raw_cron", args)?;
     raw_cron(&args.require_str(0, "user", "raw_cron")?).map(Value::from)
 }
 
 fn list_tab_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "list_tab", args)?;
     list_tab(&args.require_str(0, "user", "list_tab")?).map(|t| t.to_value())
 }
 
 fn get_entry_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "get_entry", args)?;
     let user = args.require_str(0, "user", "get_entry")?;
     let identifier = text_arg(args, 1, "identifier");
     let cmd = if identifier.is_some() {
@@ -693,6 +712,7 @@ fn get_entry_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 }
 
 fn set_job_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "set_job", args)?;
     let user = args.require_str(0, "user", "set_job")?;
     let mut times: [String; 5] = Default::default();
     for (i, key) in TIME_KEYS.iter().enumerate() {
@@ -712,6 +732,7 @@ fn set_job_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 }
 
 fn set_special_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "set_special", args)?;
     let user = args.require_str(0, "user", "set_special")?;
     let special = args.require_str(1, "special", "set_special")?;
     let cmd = args.require_str(2, "cmd", "set_special")?;
@@ -727,6 +748,7 @@ fn set_special_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 }
 
 fn rm_job_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "rm_job", args)?;
     let user = args.require_str(0, "user", "rm_job")?;
     let cmd = args.require_str(1, "cmd", "rm_job")?;
     let mut times: [Option<String>; 5] = Default::default();
@@ -737,6 +759,7 @@ fn rm_job_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 }
 
 fn rm_special_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "rm_special", args)?;
     let user = args.require_str(0, "user", "rm_special")?;
     let cmd = args.require_str(1, "cmd", "rm_special")?;
     rm_special(
@@ -749,24 +772,28 @@ fn rm_special_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 }
 
 fn set_env_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "set_env", args)?;
     let user = args.require_str(0, "user", "set_env")?;
     let name = args.require_str(1, "name", "set_env")?;
     set_env(&user, &name, text_arg(args, 2, "value").as_deref()).map(Value::from)
 }
 
 fn rm_env_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "rm_env", args)?;
     let user = args.require_str(0, "user", "rm_env")?;
     let name = args.require_str(1, "name", "rm_env")?;
     rm_env(&user, &name).map(Value::from)
 }
 
 fn write_cron_file_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "write_cron_file", args)?;
     let user = args.require_str(0, "user", "write_cron_file")?;
     let path = args.require_str(1, "path", "write_cron_file")?;
     Ok(Value::Bool(write_cron_file(&user, &path)?.retcode == 0))
 }
 
 fn write_cron_file_verbose_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "write_cron_file_verbose", args)?;
     let user = args.require_str(0, "user", "write_cron_file_verbose")?;
     let path = args.require_str(1, "path", "write_cron_file_verbose")?;
     let ran = write_cron_file(&user, &path)?;

@@ -8,6 +8,7 @@ use std::path::Path;
 
 use halite_state::{Map, Value};
 
+use crate::exec::signature::{self, Signature};
 use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::Host;
 
@@ -24,6 +25,17 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("remove", remove_fn),
     ],
 };
+
+/// The Python signatures of the functions, for Salt's argument errors.
+const SIGNATURES: &[Signature] = &[
+    Signature::new("available", &[], &[]),
+    Signature::new("check_available", &["mod"], &[]),
+    Signature::new("lsmod", &[], &[]),
+    Signature::new("mod_list", &[], &["only_persist"]),
+    Signature::new("load", &["mod"], &["persist"]),
+    Signature::new("is_loaded", &["mod"], &[]),
+    Signature::new("remove", &["mod"], &["persist", "comment"]),
+];
 
 fn exec_err(msg: impl Into<String>) -> ExecError {
     ExecError::Execution(msg.into())
@@ -234,16 +246,19 @@ fn strings(v: Vec<String>) -> Value {
     Value::Array(v.into_iter().map(Value::from).collect())
 }
 
-fn available_fn(_args: &Args, _host: &Host) -> Result<Value, ExecError> {
+fn available_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "available", args)?;
     Ok(strings(available()))
 }
 
 fn check_available_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "check_available", args)?;
     let m = args.require_str(0, "mod", "check_available")?;
     Ok(Value::Bool(available().contains(&m)))
 }
 
-fn lsmod_fn(_args: &Args, _host: &Host) -> Result<Value, ExecError> {
+fn lsmod_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "lsmod", args)?;
     Ok(Value::Array(
         lsmod()?
             .into_iter()
@@ -260,15 +275,18 @@ fn lsmod_fn(_args: &Args, _host: &Host) -> Result<Value, ExecError> {
 }
 
 fn mod_list_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "mod_list", args)?;
     mod_list(args.get_bool(0, "only_persist", false), modules_conf(&host.grains)).map(strings)
 }
 
 fn is_loaded_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "is_loaded", args)?;
     let m = args.require_str(0, "mod", "is_loaded")?;
     Ok(Value::Bool(mod_list(false, "")?.contains(&m)))
 }
 
 fn load_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "load", args)?;
     let m = args.require_str(0, "mod", "load")?;
     let persist = args.get_bool(1, "persist", false);
     Ok(match load(&m, persist, modules_conf(&host.grains))? {
@@ -278,6 +296,7 @@ fn load_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
 }
 
 fn remove_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "remove", args)?;
     let m = args.require_str(0, "mod", "remove")?;
     let persist = args.get_bool(1, "persist", false);
     let comment = args.get_bool(2, "comment", true);

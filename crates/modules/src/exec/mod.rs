@@ -11,6 +11,8 @@ crate::module_list! {
     ]
 }
 
+pub mod signature;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 

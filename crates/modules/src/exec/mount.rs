@@ -8,6 +8,7 @@ use std::path::Path;
 use halite_state::{Map, Value};
 
 use crate::exec::user::{scalar_text, string_list};
+use crate::exec::signature::{self, Signature};
 use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::Host;
 
@@ -28,6 +29,21 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("swapoff", swapoff_fn),
     ],
 };
+
+/// The Python signatures of the functions, for Salt's argument errors.
+const SIGNATURES: &[Signature] = &[
+    Signature::new("active", &[], &["extended"]),
+    Signature::new("fstab", &[], &["config"]),
+    Signature::new("set_fstab", &["name", "device", "fstype"], &["opts", "dump", "pass_num", "config", "test", "match_on", "not_change"]).with_kwargs(),
+    Signature::new("rm_fstab", &["name", "device"], &["config"]),
+    Signature::new("mount", &["name"], &["device", "mkmnt", "fstype", "opts", "user", "util"]),
+    Signature::new("umount", &["name"], &["device", "user", "util", "lazy"]),
+    Signature::new("remount", &["name", "device"], &["mkmnt", "fstype", "opts", "user"]),
+    Signature::new("is_mounted", &["name"], &[]),
+    Signature::new("swaps", &[], &[]),
+    Signature::new("swapon", &["name"], &["priority"]),
+    Signature::new("swapoff", &["name"], &[]),
+];
 
 /// The default fstab.
 pub const DEFAULT_FSTAB: &str = "/etc/fstab";
@@ -536,10 +552,12 @@ fn opts_arg(v: Option<&Value>) -> Vec<String> {
 }
 
 fn active_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "active", args)?;
     active(args.get_bool(0, "extended", false)).map(Value::Object)
 }
 
 fn fstab_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "fstab", args)?;
     let config = args
         .get_str(0, "config")
         .unwrap_or_else(|| DEFAULT_FSTAB.into());
@@ -553,6 +571,7 @@ fn text(args: &Args, i: usize, key: &str, default: &str) -> String {
 }
 
 fn set_fstab_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "set_fstab", args)?;
     let match_on = match args.get(usize::MAX, "match_on") {
         None => vec!["auto".to_string()],
         Some(Value::Array(a)) => a.iter().filter_map(scalar_text).collect(),
@@ -577,6 +596,7 @@ fn set_fstab_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 }
 
 fn rm_fstab_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "rm_fstab", args)?;
     let name = args.require_str(0, "name", "rm_fstab")?;
     let device = args.require_str(1, "device", "rm_fstab")?;
     rm_fstab(&name, Some(&device), &text(args, 2, "config", DEFAULT_FSTAB)).map(Value::Bool)
@@ -590,6 +610,7 @@ fn outcome(r: Option<String>) -> Value {
 }
 
 fn mount_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "mount", args)?;
     let name = args.require_str(0, "name", "mount")?;
     let device = args.get_str(1, "device").filter(|d| d != "False");
     mount(
@@ -603,6 +624,7 @@ fn mount_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 }
 
 fn umount_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "umount", args)?;
     let name = args.require_str(0, "name", "umount")?;
     umount(
         &name,
@@ -613,6 +635,7 @@ fn umount_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 }
 
 fn remount_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "remount", args)?;
     let name = args.require_str(0, "name", "remount")?;
     let device = args.require_str(1, "device", "remount")?;
     remount(
@@ -626,19 +649,23 @@ fn remount_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 }
 
 fn is_mounted_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "is_mounted", args)?;
     is_mounted(&args.require_str(0, "name", "is_mounted")?).map(Value::Bool)
 }
 
-fn swaps_fn(_args: &Args, _host: &Host) -> Result<Value, ExecError> {
+fn swaps_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "swaps", args)?;
     swaps().map(Value::Object)
 }
 
 fn swapon_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "swapon", args)?;
     let name = args.require_str(0, "name", "swapon")?;
     swapon(&name, args.get_str(1, "priority").as_deref()).map(Value::Object)
 }
 
 fn swapoff_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "swapoff", args)?;
     let name = args.require_str(0, "name", "swapoff")?;
     Ok(swapoff(&name)?.map(Value::Bool).unwrap_or(Value::Null))
 }

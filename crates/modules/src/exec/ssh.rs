@@ -14,6 +14,7 @@ use regex::Regex;
 
 use crate::exec::file::meta::HashType;
 use crate::exec::user::{scalar_text, string_list};
+use crate::exec::signature::{self, Signature};
 use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::Host;
 
@@ -36,6 +37,23 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("hash_known_hosts", hash_known_hosts_fn),
     ],
 };
+
+/// The Python signatures of the functions, for Salt's argument errors.
+const SIGNATURES: &[Signature] = &[
+    Signature::new("auth_keys", &[], &["user", "config", "fingerprint_hash_type"]),
+    Signature::new("check_key", &["user", "key", "enc", "comment", "options"], &["config", "cache_keys", "fingerprint_hash_type"]),
+    Signature::new("set_auth_key", &["user", "key"], &["enc", "comment", "options", "config", "cache_keys", "fingerprint_hash_type"]),
+    Signature::new("rm_auth_key", &["user", "key"], &["config", "fingerprint_hash_type"]),
+    Signature::new("check_key_file", &["user", "source"], &["config", "saltenv", "fingerprint_hash_type"]),
+    Signature::new("set_auth_key_from_file", &["user", "source"], &["config", "saltenv", "fingerprint_hash_type"]).with_kwargs(),
+    Signature::new("rm_auth_key_from_file", &["user", "source"], &["config", "saltenv", "fingerprint_hash_type"]),
+    Signature::new("get_known_host_entries", &["user", "hostname"], &["config", "port", "fingerprint_hash_type"]),
+    Signature::new("recv_known_host_entries", &["hostname"], &["enc", "port", "hash_known_hosts", "timeout", "fingerprint_hash_type"]),
+    Signature::new("check_known_host", &[], &["user", "hostname", "key", "fingerprint", "config", "port", "fingerprint_hash_type"]),
+    Signature::new("set_known_host", &[], &["user", "hostname", "fingerprint", "key", "port", "enc", "config", "hash_known_hosts", "timeout", "fingerprint_hash_type"]),
+    Signature::new("rm_known_host", &[], &["user", "hostname", "config", "port"]),
+    Signature::new("hash_known_hosts", &[], &["user", "config"]),
+];
 
 /// The default `authorized_keys`, relative to the user's home.
 pub const DEFAULT_AUTH_CONFIG: &str = ".ssh/authorized_keys";
@@ -436,6 +454,7 @@ fn keys_value(keys: &[(String, AuthKey)]) -> Value {
 }
 
 fn auth_keys_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "auth_keys", args)?;
     let config = config_arg(args, 1);
     let hash = hash_arg(args, 2);
     match args.get(0, "user") {
@@ -469,6 +488,7 @@ fn auth_keys_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 }
 
 fn check_key_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "check_key", args)?;
     let user = args.require_str(0, "user", "check_key")?;
     let key = args.require_str(1, "key", "check_key")?;
     let enc = args.require_str(2, "enc", "check_key")?;
@@ -487,6 +507,7 @@ fn check_key_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 }
 
 fn set_auth_key_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "set_auth_key", args)?;
     let user = args.require_str(0, "user", "set_auth_key")?;
     let key = args.require_str(1, "key", "set_auth_key")?;
     set_auth_key(
@@ -502,6 +523,7 @@ fn set_auth_key_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 }
 
 fn rm_auth_key_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "rm_auth_key", args)?;
     let user = args.require_str(0, "user", "rm_auth_key")?;
     let key = args.require_str(1, "key", "rm_auth_key")?;
     rm_auth_key(&user, &key, &config_arg(args, 2), hash_arg(args, 3).as_deref()).map(Value::from)
@@ -552,6 +574,7 @@ pub fn check_key_file(
 }
 
 fn check_key_file_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "check_key_file", args)?;
     let user = args.require_str(0, "user", "check_key_file")?;
     let source = args.require_str(1, "source", "check_key_file")?;
     let saltenv = args.get_str(3, "saltenv").unwrap_or_else(|| "base".into());
@@ -601,6 +624,7 @@ pub fn set_auth_key_from_file(
 }
 
 fn set_auth_key_from_file_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "set_auth_key_from_file", args)?;
     let user = args.require_str(0, "user", "set_auth_key_from_file")?;
     let source = args.require_str(1, "source", "set_auth_key_from_file")?;
     let saltenv = args.get_str(3, "saltenv").unwrap_or_else(|| "base".into());
@@ -643,6 +667,7 @@ pub fn rm_auth_key_from_file(
 }
 
 fn rm_auth_key_from_file_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "rm_auth_key_from_file", args)?;
     let user = args.require_str(0, "user", "rm_auth_key_from_file")?;
     let source = args.require_str(1, "source", "rm_auth_key_from_file")?;
     let saltenv = args.get_str(3, "saltenv").unwrap_or_else(|| "base".into());
@@ -790,6 +815,7 @@ fn opt_str(args: &Args, i: usize, key: &str) -> Option<String> {
 }
 
 fn get_known_host_entries_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "get_known_host_entries", args)?;
     let user = opt_str(args, 0, "user");
     let hostname = args.require_str(1, "hostname", "get_known_host_entries")?;
     Ok(
@@ -808,6 +834,7 @@ fn get_known_host_entries_fn(args: &Args, _host: &Host) -> Result<Value, ExecErr
 }
 
 fn recv_known_host_entries_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "recv_known_host_entries", args)?;
     let hostname = args.require_str(0, "hostname", "recv_known_host_entries")?;
     let timeout = args
         .get_str(4, "timeout")
@@ -858,6 +885,7 @@ pub fn check_known_host(
 }
 
 fn check_known_host_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "check_known_host", args)?;
     let Some(hostname) = opt_str(args, 1, "hostname") else {
         return Ok(status_error("hostname argument required"));
     };
@@ -904,6 +932,7 @@ pub fn rm_known_host(
 }
 
 fn rm_known_host_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "rm_known_host", args)?;
     let Some(hostname) = opt_str(args, 1, "hostname") else {
         return Ok(status_error("hostname argument required"));
     };
@@ -936,6 +965,7 @@ pub fn hash_known_hosts(user: Option<&str>, config: Option<&str>) -> Result<Valu
 }
 
 fn hash_known_hosts_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "hash_known_hosts", args)?;
     hash_known_hosts(
         opt_str(args, 0, "user").as_deref(),
         opt_str(args, 1, "config").as_deref(),
@@ -1149,6 +1179,7 @@ pub fn set_known_host(req: &KnownHost) -> Result<Value, ExecError> {
 }
 
 fn set_known_host_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "set_known_host", args)?;
     let req = KnownHost {
         user: opt_str(args, 0, "user"),
         hostname: opt_str(args, 1, "hostname").unwrap_or_default(),

@@ -7,6 +7,7 @@ use std::path::Path;
 
 use halite_state::{Map, Value};
 
+use crate::exec::signature::{self, Signature};
 use crate::exec::{py_str, Args, ExecError, ExecFunction, ExecTable};
 use crate::Host;
 
@@ -21,6 +22,15 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("persist", persist_fn),
     ],
 };
+
+/// The Python signatures of the functions, for Salt's argument errors.
+const SIGNATURES: &[Signature] = &[
+    Signature::new("default_config", &[], &[]),
+    Signature::new("show", &[], &["config_file"]),
+    Signature::new("get", &["name"], &[]),
+    Signature::new("assign", &["name", "value"], &[]),
+    Signature::new("persist", &["name", "value"], &["config"]),
+];
 
 /// Salt's `sysctl.default_config`: the drop-in file when systemd runs the
 /// host (systemd reads `/etc/sysctl.d`), else `/etc/sysctl.conf`.
@@ -188,11 +198,13 @@ pub fn persist(name: &str, value: &str, config: Option<&str>) -> Result<&'static
     Ok("Updated")
 }
 
-fn default_config_fn(_args: &Args, _host: &Host) -> Result<Value, ExecError> {
+fn default_config_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "default_config", args)?;
     Ok(Value::from(default_config()))
 }
 
 fn show_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "show", args)?;
     match args.get_str(0, "config_file").filter(|c| !c.is_empty() && c != "False") {
         Some(config) => Ok(show_config(&config)?
             .map(Value::Object)
@@ -210,16 +222,19 @@ fn value_arg(args: &Args, i: usize, fun: &str) -> Result<String, ExecError> {
 }
 
 fn get_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "get", args)?;
     get(&args.require_str(0, "name", "get")?).map(Value::from)
 }
 
 fn assign_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "assign", args)?;
     let name = args.require_str(0, "name", "assign")?;
     let value = value_arg(args, 1, "assign")?;
     assign(&name, &value).map(Value::Object)
 }
 
 fn persist_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    signature::check(SIGNATURES, "persist", args)?;
     let name = args.require_str(0, "name", "persist")?;
     let value = value_arg(args, 1, "persist")?;
     let config = args.get_str(2, "config");
