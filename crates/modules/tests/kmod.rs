@@ -108,6 +108,19 @@ fn a_missing_module_is_reported_as_salt_does() {
         )
     );
 
+    let typo = state(
+        &host,
+        "absent",
+        MISSING,
+        json!({"persit": true, "require": []}),
+        false,
+    );
+    assert_eq!(typo.result, Some(false));
+    assert_eq!(
+        typo.comment,
+        "'persit' is an invalid keyword argument for 'kmod.absent'"
+    );
+
     let load = exec(&host, "kmod.load", vec![json!(MISSING)]);
     let text = load.as_str().unwrap_or_default();
     assert!(

@@ -61,6 +61,7 @@ fn check_cron(tab: &CronTab, cmd: &str, want: &[(&str, Value)], special: bool) -
 }
 
 fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    crate::states::signature::check(call, &["user", "minute", "hour", "daymonth", "month", "dayweek", "comment", "commented", "identifier", "special"])?;
     let name = call.name().trim().to_string();
     let user = user_arg(call)?;
     let identifier = identifier_arg(call, &name);
@@ -187,6 +188,7 @@ fn check_env(tab: &CronTab, name: &str, value: &str) -> &'static str {
 }
 
 fn env_present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    crate::states::signature::check(call, &["value", "user"])?;
     let name = call.name().to_string();
     let user = user_arg(call)?;
     let value = text_arg(call, "value");
@@ -225,6 +227,7 @@ fn env_present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
 }
 
 fn env_absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    crate::states::signature::check(call, &["user"])?;
     let name = call.name().trim().to_string();
     let user = user_arg(call)?;
     let mut ret = StateResult::ok(&name, "");

@@ -45,6 +45,7 @@ fn modules(list: &[String]) -> String {
 }
 
 fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    crate::states::signature::check(call, &["persist", "mods"])?;
     let name = call.name().to_string();
     let mods = mods_arg(call);
     let persist = call.arg_bool("persist", false);
@@ -126,6 +127,7 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
 }
 
 fn absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    crate::states::signature::check(call, &["persist", "comment", "mods"])?;
     let name = call.name().to_string();
     let mods = mods_arg(call);
     let persist = call.arg_bool("persist", false);

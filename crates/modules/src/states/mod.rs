@@ -1,6 +1,8 @@
 //! State modules: each is one file here declaring `pub const MODULE:
 //! StateTable`, registered by its name in [`modules`].
 
+pub mod signature;
+
 use std::sync::Arc;
 
 use halite_state::StateModule;

@@ -549,6 +549,7 @@ fn unmounted(call: &StateCall<'_>) -> Result<StateResult, StateError> {
 }
 
 fn swap(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    crate::states::signature::check(call, &["persist", "config"])?;
     let name = call.name().to_string();
     let config = text(call, "config").unwrap_or_else(|| exec::DEFAULT_FSTAB.into());
     let mut ret = StateResult::ok(&name, "");

@@ -330,6 +330,7 @@ fn absent_one(call: &StateCall<'_>, raw_name: &str, args: &KeyArgs) -> Result<St
 }
 
 fn absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    crate::states::signature::check(call, &["user", "enc", "comment", "source", "options", "config", "fingerprint_hash_type"])?;
     let a = KeyArgs::from_call(call)?;
     absent_one(call, call.name(), &a)
 }

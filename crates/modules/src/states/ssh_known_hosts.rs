@@ -52,6 +52,7 @@ fn port_arg(call: &StateCall<'_>) -> Result<Option<i64>, StateError> {
 }
 
 fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    crate::states::signature::check(call, &["user", "fingerprint", "key", "port", "enc", "config", "hash_known_hosts", "timeout", "fingerprint_hash_type"])?;
     let name = call.name().to_string();
     let user = text(call, "user");
     let config = match config_arg(call, user.as_deref()) {
@@ -153,6 +154,7 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
 }
 
 fn absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    crate::states::signature::check(call, &["user", "config"])?;
     let name = call.name().to_string();
     let user = text(call, "user");
     let config = match config_arg(call, user.as_deref()) {

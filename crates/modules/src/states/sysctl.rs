@@ -27,6 +27,7 @@ fn squeeze(s: &str) -> String {
 }
 
 fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    crate::states::signature::check(call, &["value", "config"])?;
     let name = call.name().to_string();
     let value = call
         .chunk
