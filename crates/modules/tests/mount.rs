@@ -174,7 +174,10 @@ fn mounted_tmpfs_persists_remounts_on_change_and_unmounts() {
 
     // A watched mounted state remounts (mod_watch with sfun mounted).
     let w = state(&host, "mod_watch", &m, args("2m"), false);
-    assert_eq!((w.result, w.comment.clone()), (Some(true), format!("{m} remounted")));
+    assert_eq!(
+        (w.result, w.comment.clone()),
+        (Some(true), format!("{m} remounted"))
+    );
     assert_eq!(live_opts(&m).as_deref(), Some("rw,relatime,size=2048k"));
 
     let unmount = json!({"config": c, "persist": true});

@@ -484,3 +484,80 @@ fn ssh_known_hosts_unreachable_host_is_an_error() {
         "argument port can not be used in conjunction with argument hash_known_hosts"
     );
 }
+
+/// A user with its home in a temp dir, removed afterwards.
+struct TestUser(String);
+
+impl Drop for TestUser {
+    fn drop(&mut self) {
+        let _ = Command::new("userdel").args(["-f", &self.0]).output();
+    }
+}
+
+#[test]
+fn ssh_auth_default_config_lands_in_the_users_home_owned_by_them() {
+    if !ready() {
+        return;
+    }
+    let host = host();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let home = dir.path().join("home");
+    let name = format!("hssh{}", std::process::id() % 100000);
+    let ok = Command::new("useradd")
+        .args(["-m", "-d"])
+        .arg(&home)
+        .arg(&name)
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "useradd {name}");
+    let _user = TestUser(name.clone());
+    let (line, key) = keypair(dir.path(), "k", "me@box");
+    let r = state(
+        &host,
+        "ssh_auth",
+        "present",
+        &line,
+        json!({"user": name}),
+        false,
+    );
+    assert_eq!(
+        r.comment,
+        format!("The authorized host key {key} for user {name} was added")
+    );
+    let file = home.join(".ssh/authorized_keys");
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(&file).expect("authorized_keys in the home");
+    let uid = nix::unistd::User::from_name(&name)
+        .ok()
+        .flatten()
+        .map(|u| u.uid.as_raw());
+    assert_eq!(Some(meta.uid()), uid, "owned by the user");
+    assert_eq!(meta.mode() & 0o777, 0o600);
+    let dmeta = std::fs::metadata(home.join(".ssh")).expect(".ssh");
+    assert_eq!((Some(dmeta.uid()), dmeta.mode() & 0o777), (uid, 0o700));
+    let keys = exec(&host, "ssh.auth_keys", json!({"user": name}));
+    assert_eq!(keys[&key]["enc"], json!("ssh-ed25519"));
+    let gone = state(
+        &host,
+        "ssh_auth",
+        "absent",
+        &line,
+        json!({"user": name}),
+        false,
+    );
+    assert_eq!(gone.comment, "Key removed");
+    let nouser = state(
+        &host,
+        "ssh_auth",
+        "present",
+        &line,
+        json!({"user": "halite-no-such-user"}),
+        false,
+    );
+    assert_eq!(nouser.result, Some(false));
+    assert_eq!(
+        nouser.comment,
+        "Failed to add the ssh key. Is the home directory available, and/or does the key file exist?"
+    );
+}
