@@ -6,7 +6,9 @@
 set -euo pipefail
 
 need=()
-for pkg in python3 patch dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps; do
+# cron, openssh-client, kmod and mount: the cron, ssh, kmod and mount modules drive
+# the real crontab, ssh-keygen/ssh-keyscan, modprobe/lsmod and mount/swapon.
+for pkg in python3 patch dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps cron openssh-client kmod mount; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ! command -v cargo >/dev/null 2>&1; then

@@ -6,10 +6,13 @@ crate::module_list! {
     /// Every execution module of this directory, in name order.
     modules: Arc<dyn ExecModule> = [
         alternatives, cmd, cp, file, group, lowpkg, pillar, pkg, service, state, status, sys,
+        cron, sysctl, ssh, mount, kmod,
         test, user,
         grains,
     ]
 }
+
+pub mod signature;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -1,6 +1,8 @@
 //! State modules: each is one file here declaring `pub const MODULE:
 //! StateTable`, registered by its name in [`modules`].
 
+pub mod signature;
+
 use std::sync::Arc;
 
 use halite_state::StateModule;
@@ -9,5 +11,6 @@ crate::module_list! {
     /// Every state module of this directory, in name order.
     modules: Arc<dyn StateModule> = [
         archive, cmd, file, group, module, pkg, pkgrepo, service, test, user,
+        cron, sysctl, ssh_auth, ssh_known_hosts, mount, kmod,
     ]
 }

@@ -1,0 +1,5 @@
+missing_key:
+  sysctl.present:
+    - name: net.halite.nosuchkey
+    - value: 1
+    - config: /tmp/halite-oracle/sysctl_config_file_test/sysctl.d/99-salt.conf
