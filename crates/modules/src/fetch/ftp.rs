@@ -85,11 +85,12 @@ fn error(url: &str, e: FtpError) -> FetchError {
         FtpError::UnexpectedResponse(r) if r.status == Status::FileUnavailable => {
             FetchError::NotFound {
                 url: url.to_string(),
+                message: format!("Could not retrieve {url} from FTP server: file unavailable"),
             }
         }
-        other => FetchError::Transport {
+        other => FetchError::Failed {
             url: url.to_string(),
-            reason: other.to_string(),
+            message: format!("Could not retrieve {url} from FTP server: {other}"),
         },
     }
 }
@@ -97,14 +98,14 @@ fn error(url: &str, e: FtpError) -> FetchError {
 fn connect(cfg: &FetchConfig, url: &str, parts: &FtpUrl) -> Result<FtpStream, FetchError> {
     let addr = (parts.host.as_str(), parts.port)
         .to_socket_addrs()
-        .map_err(|e| FetchError::Transport {
+        .map_err(|e| FetchError::Failed {
             url: url.to_string(),
-            reason: format!("cannot resolve {}: {e}", parts.host),
+            message: format!("Could not connect to {}: {e}", parts.host),
         })?
         .next()
-        .ok_or_else(|| FetchError::Transport {
+        .ok_or_else(|| FetchError::Failed {
             url: url.to_string(),
-            reason: format!("{} has no address", parts.host),
+            message: format!("Could not connect to {}: it has no address", parts.host),
         })?;
     let mut ftp =
         FtpStream::connect_timeout(addr, cfg.connect_timeout).map_err(|e| error(url, e))?;
@@ -133,9 +134,9 @@ pub(super) fn download(
     });
     let _ = ftp.quit();
     result.map_err(|e| error(url, e))?;
-    copied.map_err(|e| FetchError::Transport {
+    copied.map_err(|e| FetchError::Failed {
         url: url.to_string(),
-        reason: e.to_string(),
+        message: format!("Could not retrieve {url} from FTP server: {e}"),
     })
 }
 

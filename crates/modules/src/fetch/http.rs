@@ -66,10 +66,7 @@ pub(crate) fn url_host(url: &str) -> &str {
 /// A client for `url` under `cfg`. Status codes are returned, not raised,
 /// so callers tell a 404 (try the next source) from other failures.
 pub fn agent(cfg: &FetchConfig, url: &str, verify_ssl: bool) -> Result<Agent, FetchError> {
-    let transport = |reason: String| FetchError::Transport {
-        url: url.to_string(),
-        reason,
-    };
+    let transport = |reason: String| transport(url, reason);
     let roots = match &cfg.ca_bundle {
         Some(p) => bundle_roots(p).map_err(transport)?,
         None => system_roots(),
@@ -98,10 +95,41 @@ pub fn agent(cfg: &FetchConfig, url: &str, verify_ssl: bool) -> Result<Agent, Fe
     Ok(builder.build().into())
 }
 
+/// The path part of a URL, as Salt names it in its errors.
+pub(crate) fn url_path(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let path = rest.find('/').map_or("", |i| &rest[i..]);
+    path.split(['?', '#']).next().unwrap_or(path)
+}
+
+/// A failure to talk to the server, worded as Salt's fileclient words it
+/// (`Error: Timeout during request reading /path`).
 fn transport(url: &str, e: impl std::fmt::Display) -> FetchError {
-    FetchError::Transport {
+    let reason = e.to_string();
+    let reason = if reason.starts_with("timeout") {
+        "Timeout during request".to_string()
+    } else {
+        reason
+    };
+    FetchError::Failed {
         url: url.to_string(),
-        reason: e.to_string(),
+        message: format!("Error: {reason} reading {}", url_path(url)),
+    }
+}
+
+/// An error status, worded as Salt's (`Error: HTTP 404: Not Found reading /x`).
+fn status_error(url: &str, status: ureq::http::StatusCode) -> FetchError {
+    let message = format!(
+        "Error: HTTP {}: {} reading {}",
+        status.as_u16(),
+        status.canonical_reason().unwrap_or("Unknown"),
+        url_path(url)
+    );
+    let url = url.to_string();
+    if matches!(status.as_u16(), 404 | 410) {
+        FetchError::NotFound { url, message }
+    } else {
+        FetchError::Failed { url, message }
     }
 }
 
@@ -113,20 +141,8 @@ pub(super) fn download(
 ) -> Result<u64, FetchError> {
     let agent = agent(cfg, url, true)?;
     let resp = agent.get(url).call().map_err(|e| transport(url, e))?;
-    let status = resp.status().as_u16();
-    match status {
-        200..=299 => {}
-        404 | 410 => {
-            return Err(FetchError::NotFound {
-                url: url.to_string(),
-            })
-        }
-        _ => {
-            return Err(FetchError::Status {
-                url: url.to_string(),
-                status,
-            })
-        }
+    if !resp.status().is_success() {
+        return Err(status_error(url, resp.status()));
     }
     let mut reader = resp.into_body().into_reader();
     copy(&mut reader, out).map_err(|e| transport(url, e))

@@ -23,30 +23,27 @@ pub use source_hash::SourceSum;
 
 use crate::exec::file::meta::file_hash;
 
-/// Why a remote file could not be fetched.
+/// Why a remote file could not be fetched. The messages are Salt's
+/// (`Error: HTTP 404: Not Found reading /path`), since states put them in
+/// their comments.
 #[derive(Debug, thiserror::Error)]
 pub enum FetchError {
     /// The server answered that the file does not exist (HTTP 404/410, FTP 550).
-    #[error("{url} was not found on the server")]
+    #[error("{message}")]
     NotFound {
         /// The URL asked for.
         url: String,
+        /// Salt's wording of the failure.
+        message: String,
     },
-    /// The server answered with an error status.
-    #[error("HTTP error {status} reading {url}")]
-    Status {
+    /// Any other failure: an error status, connecting, TLS, a timeout, the
+    /// transfer.
+    #[error("{message}")]
+    Failed {
         /// The URL asked for.
         url: String,
-        /// The HTTP status code.
-        status: u16,
-    },
-    /// Connecting, TLS, a timeout or the transfer failed.
-    #[error("Error reading {url}: {reason}")]
-    Transport {
-        /// The URL asked for.
-        url: String,
-        /// What went wrong, as the client reported it.
-        reason: String,
+        /// Salt's wording of the failure.
+        message: String,
     },
     /// The URL is not one this layer understands.
     #[error("Invalid URL '{0}': give an http://, https:// or ftp:// URL")]

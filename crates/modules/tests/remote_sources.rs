@@ -1,0 +1,388 @@
+//! Remote sources on a real loopback HTTP(S) server: `file.managed` with
+//! `https://` sources and hash files, lists with a 404, a redirect, a
+//! server that stalls, a wrong hash (old file kept), TLS verified against
+//! a CA the test makes. Expected comments are what Salt 3008.5 returned
+//! for the same SLS against the same server (`salt-call --local` with
+//! `ca_bundle` set), with the port substituted.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use halite_modules::host::LogEvents;
+use halite_modules::states::file::FileState;
+use halite_modules::{table, Host, LocalFileClient};
+use halite_state::{LowChunk, Map, StateCall, StateModule, StateResult, Value};
+use serde_json::json;
+
+const GOOD_SHA: &str = "12543eb212bfaeb4ba048745a032a4d4ad9f61231c89f503ef57228d5af52c8a";
+
+/// A python3 file server on 127.0.0.1 (tests/fixtures/http_server.py),
+/// killed when dropped.
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    fn start(dir: &Path, tls: Option<(&Path, &Path)>) -> Server {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/http_server.py");
+        let mut cmd = Command::new("python3");
+        cmd.arg(script).arg("--dir").arg(dir);
+        if let Some((cert, key)) = tls {
+            cmd.arg("--cert").arg(cert).arg("--key").arg(key);
+        }
+        let mut child = cmd
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start python3 http server");
+        let mut line = String::new();
+        let out = child.stdout.take().expect("server stdout");
+        BufReader::new(out)
+            .read_line(&mut line)
+            .expect("server port");
+        let port = line.trim().parse().expect("server printed its port");
+        Server { child, port }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A CA and a server certificate for 127.0.0.1 made with openssl.
+fn make_certs(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    let run = |args: &[&str]| {
+        let st = Command::new("openssl")
+            .args(args)
+            .current_dir(dir)
+            .stderr(Stdio::null())
+            .status()
+            .expect("run openssl");
+        assert!(st.success(), "openssl {args:?} failed");
+    };
+    run(&[
+        "req",
+        "-x509",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "ca.key",
+        "-out",
+        "ca.pem",
+        "-days",
+        "2",
+        "-subj",
+        "/CN=halite test CA",
+        "-addext",
+        "basicConstraints=critical,CA:TRUE",
+        "-addext",
+        "keyUsage=critical,keyCertSign,cRLSign",
+    ]);
+    run(&[
+        "req",
+        "-newkey",
+        "rsa:2048",
+        "-nodes",
+        "-keyout",
+        "srv.key",
+        "-out",
+        "srv.csr",
+        "-subj",
+        "/CN=127.0.0.1",
+    ]);
+    fs::write(
+        dir.join("ext"),
+        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
+    )
+    .expect("write ext");
+    run(&[
+        "x509",
+        "-req",
+        "-in",
+        "srv.csr",
+        "-CA",
+        "ca.pem",
+        "-CAkey",
+        "ca.key",
+        "-CAcreateserial",
+        "-out",
+        "srv.pem",
+        "-days",
+        "2",
+        "-extfile",
+        "ext",
+    ]);
+    (dir.join("ca.pem"), dir.join("srv.pem"), dir.join("srv.key"))
+}
+
+struct Fixture {
+    _dir: tempfile::TempDir,
+    www: PathBuf,
+    out: PathBuf,
+    cache: PathBuf,
+    https: Server,
+    http: Server,
+    host: Host,
+}
+
+fn fixture() -> Fixture {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let root = dir.path();
+    let www = root.join("www");
+    let out = root.join("out");
+    let roots = root.join("roots");
+    for d in [&www, &out, &roots] {
+        fs::create_dir_all(d).expect("mkdir");
+    }
+    fs::write(www.join("good.txt"), "hello remote\n").expect("write");
+    fs::write(
+        www.join("SHA256SUMS"),
+        format!("{}  other.txt\n{GOOD_SHA}  good.txt\n", "0".repeat(64)),
+    )
+    .expect("write");
+    let (ca, cert, key) = make_certs(root);
+    let https = Server::start(&www, Some((&cert, &key)));
+    let http = Server::start(&www, None);
+    let cache = root.join("cache");
+    let mut file_roots = BTreeMap::new();
+    file_roots.insert("base".to_string(), vec![roots]);
+    let host = Host {
+        opts: json!({
+            "cachedir": cache.display().to_string(),
+            "ca_bundle": ca.display().to_string(),
+            "http_request_timeout": 2,
+        }),
+        grains: json!({}),
+        pillar: json!({}),
+        files: Arc::new(LocalFileClient::new(file_roots)),
+        exec: table::exec_modules(),
+        states: table::state_modules(),
+        events: Arc::new(LogEvents),
+    };
+    Fixture {
+        _dir: dir,
+        www,
+        out,
+        cache,
+        https,
+        http,
+        host,
+    }
+}
+
+fn managed(host: &Host, name: &Path, args: Value) -> StateResult {
+    let mut m = Map::new();
+    m.insert("state".into(), json!("file"));
+    m.insert("name".into(), json!(name.display().to_string()));
+    m.insert("__env__".into(), json!("base"));
+    m.insert("__id__".into(), json!("t"));
+    m.insert("__sls__".into(), json!("t"));
+    if let Value::Object(a) = args {
+        m.extend(a);
+    }
+    m.insert("fun".into(), json!("managed"));
+    let chunk = LowChunk::from(m);
+    let call = StateCall {
+        chunk: &chunk,
+        test: false,
+        env: host,
+        sfun: None,
+        reqs: None,
+    };
+    match FileState.call("managed", &call) {
+        Ok(r) => r,
+        Err(e) => panic!("file.managed returned an error: {e}"),
+    }
+}
+
+impl Fixture {
+    fn https(&self, path: &str) -> String {
+        format!("https://127.0.0.1:{}/{path}", self.https.port)
+    }
+    fn http(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}/{path}", self.http.port)
+    }
+}
+
+#[test]
+fn https_source_with_a_hash_file_is_downloaded_cached_and_written() {
+    let f = fixture();
+    let dest = f.out.join("good.txt");
+    let r = managed(
+        &f.host,
+        &dest,
+        json!({"source": f.https("good.txt"), "source_hash": f.https("SHA256SUMS")}),
+    );
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(r.comment, format!("File {} updated", dest.display()));
+    assert_eq!(
+        Value::Object(r.changes.clone()),
+        json!({"diff": "New file", "mode": "0644"})
+    );
+    assert_eq!(fs::read_to_string(&dest).unwrap(), "hello remote\n");
+    // Salt's extrn_files layout: <cachedir>/extrn_files/<saltenv>/<host><port>/<path>.
+    let cached = f.cache.join(format!(
+        "extrn_files/base/127.0.0.1{}/good.txt",
+        f.https.port
+    ));
+    assert_eq!(fs::read_to_string(&cached).unwrap(), "hello remote\n");
+
+    // The cached copy has the wanted hash: it is used without asking the
+    // server (which no longer has the file).
+    fs::remove_file(f.www.join("good.txt")).unwrap();
+    let again = f.out.join("again.txt");
+    let r = managed(
+        &f.host,
+        &again,
+        json!({"source": f.https("good.txt"), "source_hash": GOOD_SHA}),
+    );
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(fs::read_to_string(&again).unwrap(), "hello remote\n");
+}
+
+#[test]
+fn wrong_hash_fails_and_keeps_the_old_file() {
+    let f = fixture();
+    let dest = f.out.join("wrong.txt");
+    fs::write(&dest, "old\n").unwrap();
+    let bad = "1".repeat(64);
+    let url = f.https("good.txt");
+    let r = managed(
+        &f.host,
+        &dest,
+        json!({"source": url, "source_hash": format!("sha256={bad}")}),
+    );
+    assert_eq!(r.result, Some(false));
+    assert_eq!(r.comment, format!("Specified sha256 checksum for {url} ({bad}) does not match actual checksum ({GOOD_SHA}). If the 'source_hash' value refers to a remote file with multiple possible matches, then it may be necessary to set 'source_hash_name'."));
+    assert!(r.changes.is_empty());
+    assert_eq!(fs::read_to_string(&dest).unwrap(), "old\n");
+}
+
+#[test]
+fn source_hash_name_picks_the_line_of_a_multi_file_hash_list() {
+    let f = fixture();
+    let dest = f.out.join("hashname.txt");
+    let r = managed(
+        &f.host,
+        &dest,
+        json!({"source": f.http("good.txt"), "source_hash": f.http("SHA256SUMS"),
+               "source_hash_name": "other.txt"}),
+    );
+    assert_eq!(r.result, Some(false));
+    assert_eq!(
+        r.comment,
+        format!(
+            "Specified sha256 checksum for {} ({}) does not match actual checksum ({GOOD_SHA})",
+            dest.display(),
+            "0".repeat(64)
+        )
+    );
+    assert!(!dest.exists());
+}
+
+#[test]
+fn a_404_in_a_list_falls_through_to_the_next_source() {
+    let f = fixture();
+    let dest = f.out.join("listed.txt");
+    let r = managed(
+        &f.host,
+        &dest,
+        json!({"source": [f.https("missing.txt"), f.https("good.txt")], "source_hash": GOOD_SHA}),
+    );
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(fs::read_to_string(&dest).unwrap(), "hello remote\n");
+
+    let none = f.out.join("allmissing.txt");
+    let r = managed(
+        &f.host,
+        &none,
+        json!({"source": [f.https("missing1.txt"), f.https("missing2.txt")], "skip_verify": true}),
+    );
+    assert_eq!(r.result, Some(false));
+    assert_eq!(
+        r.comment,
+        "Unable to manage file: none of the specified sources were found"
+    );
+}
+
+#[test]
+fn a_missing_single_source_and_a_missing_hash_get_salts_errors() {
+    let f = fixture();
+    let url = f.https("missing.txt");
+    let r = managed(
+        &f.host,
+        &f.out.join("onemissing.txt"),
+        json!({"source": url, "skip_verify": true}),
+    );
+    assert_eq!(r.result, Some(false));
+    // Salt prints the server's reason phrase ("File not found" from
+    // python's http.server); halite prints the standard one.
+    assert_eq!(
+        r.comment,
+        format!("Unable to manage file: Failed to cache {url}: Error: HTTP 404: Not Found reading /missing.txt")
+    );
+
+    let url = f.https("good.txt");
+    let r = managed(&f.host, &f.out.join("nohash.txt"), json!({"source": url}));
+    assert_eq!(r.result, Some(false));
+    assert_eq!(r.comment, format!("Unable to manage file: Unable to verify upstream hash of source file {url}, please set source_hash or set skip_verify to True"));
+}
+
+#[test]
+fn redirects_are_followed() {
+    let f = fixture();
+    let dest = f.out.join("redirected.txt");
+    let r = managed(
+        &f.host,
+        &dest,
+        json!({"source": f.https("redirect/good.txt"), "skip_verify": true}),
+    );
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(fs::read_to_string(&dest).unwrap(), "hello remote\n");
+}
+
+#[test]
+fn a_stalled_server_times_out_with_salts_error() {
+    let f = fixture();
+    let url = f.http("stall/x");
+    let dest = f.out.join("stalled.txt");
+    let r = managed(&f.host, &dest, json!({"source": url, "skip_verify": true}));
+    assert_eq!(r.result, Some(false));
+    assert_eq!(
+        r.comment,
+        format!("Unable to manage file: Failed to cache {url}: Error: Timeout during request reading /stall/x")
+    );
+    assert!(!dest.exists());
+}
+
+#[test]
+fn tls_is_verified_against_the_trusted_cas() {
+    let f = fixture();
+    // Without the test CA (only the system store) the server is refused.
+    let mut host = f.host.clone();
+    if let Value::Object(o) = &mut host.opts {
+        o.remove("ca_bundle");
+    }
+    let dest = f.out.join("untrusted.txt");
+    let r = managed(
+        &host,
+        &dest,
+        json!({"source": f.https("good.txt"), "skip_verify": true}),
+    );
+    assert_eq!(r.result, Some(false));
+    assert!(
+        r.comment.contains("Failed to cache") && r.comment.to_lowercase().contains("certificate"),
+        "{}",
+        r.comment
+    );
+    assert!(!dest.exists());
+}
