@@ -12,9 +12,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
+use halite_modules::exec::file::meta::{file_hash, HashType};
 use halite_modules::host::LogEvents;
 use halite_modules::states::file::FileState;
-use halite_modules::{table, Host, LocalFileClient};
+use halite_modules::{table, Args, Host, LocalFileClient};
 use halite_state::{LowChunk, Map, StateCall, StateModule, StateResult, Value};
 use serde_json::json;
 
@@ -144,9 +145,24 @@ fn fixture() -> Fixture {
         fs::create_dir_all(d).expect("mkdir");
     }
     fs::write(www.join("good.txt"), "hello remote\n").expect("write");
+    fs::create_dir_all(root.join("t/app")).expect("mkdir");
+    fs::write(root.join("t/app/readme"), "hi\n").expect("write");
+    let st = Command::new("tar")
+        .arg("-czf")
+        .arg(www.join("app.tar.gz"))
+        .arg("-C")
+        .arg(root.join("t"))
+        .arg("app")
+        .status()
+        .expect("run tar");
+    assert!(st.success());
+    let app_sha = file_hash(&www.join("app.tar.gz"), HashType::Sha256).expect("hash");
     fs::write(
         www.join("SHA256SUMS"),
-        format!("{}  other.txt\n{GOOD_SHA}  good.txt\n", "0".repeat(64)),
+        format!(
+            "{}  other.txt\n{GOOD_SHA}  good.txt\n{app_sha}  app.tar.gz\n",
+            "0".repeat(64)
+        ),
     )
     .expect("write");
     let (ca, cert, key) = make_certs(root);
@@ -385,4 +401,90 @@ fn tls_is_verified_against_the_trusted_cas() {
         r.comment
     );
     assert!(!dest.exists());
+}
+
+fn extracted(host: &Host, name: &Path, args: Value, test: bool) -> Value {
+    let mut kwargs = args.as_object().cloned().unwrap_or_default();
+    if test {
+        kwargs.insert("test".into(), json!(true));
+    }
+    let args = Args {
+        positional: vec![
+            json!("archive.extracted"),
+            json!(name.display().to_string()),
+        ],
+        kwargs,
+    };
+    let ret = host.call("state.single", &args).expect("state.single");
+    let obj = ret.as_object().expect("a state return");
+    obj.values().next().cloned().expect("one state")
+}
+
+#[test]
+fn archive_extracted_from_https_with_salts_comments() {
+    let f = fixture();
+    let url = f.https("app.tar.gz");
+    let x1 = f.out.join("x1");
+    // Test mode does not download (Salt's wording).
+    let r = extracted(
+        &f.host,
+        &x1,
+        json!({"source": url, "source_hash": f.https("SHA256SUMS")}),
+        true,
+    );
+    assert_eq!(r["result"], Value::Null, "{r}");
+    assert_eq!(r["comment"], json!(format!("Archive {url} would be cached (if necessary) and checked to discover if extraction is needed")));
+    assert!(!f.cache.join("extrn_files").exists());
+
+    let r = extracted(
+        &f.host,
+        &x1,
+        json!({"source": url, "source_hash": f.https("SHA256SUMS")}),
+        false,
+    );
+    assert_eq!(r["result"], json!(true), "{r}");
+    assert_eq!(
+        r["comment"],
+        json!(format!(
+            "{url} extracted to {}/, due to absence of one or more files/dirs",
+            x1.display()
+        ))
+    );
+    assert_eq!(
+        r["changes"]["extracted_files"],
+        json!(["app", "app/readme"])
+    );
+    assert_eq!(fs::read_to_string(x1.join("app/readme")).unwrap(), "hi\n");
+
+    let bad = "1".repeat(64);
+    let x2 = f.out.join("x2");
+    let r = extracted(
+        &f.host,
+        &x2,
+        json!({"source": url, "source_hash": format!("sha256={bad}")}),
+        false,
+    );
+    assert_eq!(r["result"], json!(false));
+    let cached = f.cache.join(format!(
+        "extrn_files/base/127.0.0.1{}/app.tar.gz",
+        f.https.port
+    ));
+    let app_sha = file_hash(&cached, HashType::Sha256).unwrap();
+    assert_eq!(r["comment"], json!(format!("File is cached to {}, but the hash ({app_sha}) does not match the specified hash ({bad})", cached.display())));
+    assert!(!x2.exists());
+
+    let r = extracted(&f.host, &f.out.join("x3"), json!({"source": url}), false);
+    assert_eq!(r["comment"], json!(format!("Unable to verify upstream hash of source file {url}, please set source_hash or set skip_verify or use_etag to True")));
+
+    let r = extracted(
+        &f.host,
+        &f.out.join("x4"),
+        json!({"source": f.https("nope.tar.gz"), "skip_verify": true}),
+        false,
+    );
+    assert_eq!(r["result"], json!(false));
+    assert_eq!(
+        r["comment"],
+        json!("Error: HTTP 404: Not Found reading /nope.tar.gz")
+    );
 }

@@ -12,7 +12,7 @@ mod edits;
 pub(crate) mod managed;
 mod paths;
 mod perms;
-mod remote;
+pub(crate) mod remote;
 mod serialize;
 mod tree;
 

@@ -131,3 +131,57 @@ pub(crate) fn check_sum(
         )
     })
 }
+
+/// Salt's `file.cached` for a remote URL, as `archive.extracted` uses it:
+/// a hash is required unless `skip_verify`; a cached copy with the wanted
+/// hash is reused; a download that does not have it fails with Salt's
+/// comment.
+pub(crate) fn cached_remote(
+    call: &StateCall<'_>,
+    url: &str,
+    saltenv: &str,
+    source_hash: Option<&str>,
+    source_hash_name: Option<&str>,
+    skip_verify: bool,
+) -> Result<PathBuf, String> {
+    let want = match (source_hash.filter(|s| !s.is_empty()), skip_verify) {
+        (_, true) => None,
+        (None, false) => {
+            return Err(format!(
+                "Unable to verify upstream hash of source file {url}, please set source_hash or set skip_verify or use_etag to True"
+            ))
+        }
+        (Some(spec), false) => Some(source_hash::get_source_sum(
+            call.env.file_client(),
+            call.env.opts(),
+            spec,
+            "",
+            url,
+            source_hash_name,
+            saltenv,
+        )?),
+    };
+    let cfg = FetchConfig::from_opts(call.env.opts());
+    let local = fetch::cache_url(&cfg, url, saltenv, want.as_ref()).map_err(|e| e.to_string())?;
+    if let Some(want) = want {
+        let got = crate::exec::file::meta::file_hash(&local, want.hash_type)
+            .map_err(|e| e.to_string())?;
+        if got != want.hsum {
+            return Err(format!(
+                "File is cached to {}, but the hash ({got}) does not match the specified hash ({})",
+                local.display(),
+                want.hsum
+            ));
+        }
+    }
+    Ok(local)
+}
+
+/// Whether the first source of `source` is a remote URL (states that do
+/// not download in test mode ask this).
+pub(crate) fn first_is_remote(source: &Value) -> Option<String> {
+    source_candidates(source, false)?
+        .into_iter()
+        .next()
+        .filter(|u| fetch::is_remote(u))
+}
