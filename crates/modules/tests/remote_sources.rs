@@ -488,3 +488,60 @@ fn archive_extracted_from_https_with_salts_comments() {
         json!("Error: HTTP 404: Not Found reading /nope.tar.gz")
     );
 }
+
+fn call(host: &Host, fun: &str, positional: Vec<Value>) -> Result<Value, String> {
+    let args = Args {
+        positional,
+        kwargs: Map::new(),
+    };
+    host.call(fun, &args).map_err(|e| e.to_string())
+}
+
+#[test]
+fn cp_get_url_and_cache_file_fetch_urls() {
+    let f = fixture();
+    let url = f.https("good.txt");
+    let cached = f.cache.join(format!(
+        "extrn_files/base/127.0.0.1{}/good.txt",
+        f.https.port
+    ));
+    // No destination: the cached copy, as Salt answers.
+    let got = call(&f.host, "cp.get_url", vec![json!(url)]).unwrap();
+    assert_eq!(got, json!(cached.display().to_string()));
+    let dest = f.out.join("dl.txt");
+    let got = call(
+        &f.host,
+        "cp.get_url",
+        vec![json!(url), json!(dest.display().to_string())],
+    )
+    .unwrap();
+    assert_eq!(got, json!(dest.display().to_string()));
+    assert_eq!(fs::read_to_string(&dest).unwrap(), "hello remote\n");
+    // A directory destination gets the URL's basename.
+    let got = call(
+        &f.host,
+        "cp.get_url",
+        vec![json!(url), json!(format!("{}/", f.out.display()))],
+    )
+    .unwrap();
+    assert_eq!(got, json!(f.out.join("good.txt").display().to_string()));
+    let got = call(&f.host, "cp.cache_file", vec![json!(url)]).unwrap();
+    assert_eq!(got, json!(cached.display().to_string()));
+    let got = call(&f.host, "cp.get_file_str", vec![json!(url)]).unwrap();
+    assert_eq!(got, json!("hello remote\n"));
+    // A 404 is an error with Salt's wording, and nothing is written.
+    let err = call(
+        &f.host,
+        "cp.get_url",
+        vec![
+            json!(f.https("nope.txt")),
+            json!(f.out.join("n.txt").display().to_string()),
+        ],
+    )
+    .unwrap_err();
+    assert!(
+        err.contains("Error: HTTP 404: Not Found reading /nope.txt"),
+        "{err}"
+    );
+    assert!(!f.out.join("n.txt").exists());
+}

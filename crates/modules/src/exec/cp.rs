@@ -23,6 +23,12 @@ fn cached(host: &Host, source: &str, saltenv: &str) -> Result<Option<PathBuf>, E
             .files
             .cache_file(path, env.unwrap_or(saltenv))
             .map_err(|e| ExecError::Execution(e.to_string())),
+        None if crate::fetch::is_remote(source) => {
+            let cfg = crate::fetch::FetchConfig::from_opts(&host.opts);
+            crate::fetch::cache_url(&cfg, source, saltenv, None)
+                .map(Some)
+                .map_err(|e| ExecError::Execution(e.to_string()))
+        }
         None => {
             let p = PathBuf::from(source);
             Ok(p.is_file().then_some(p))
@@ -97,6 +103,7 @@ impl ExecModule for CpExec {
             "get_file_str",
             "cache_file",
             "hash_file",
+            "get_url",
         ]
     }
 
@@ -123,6 +130,11 @@ impl ExecModule for CpExec {
             .to_string();
         match fun {
             "get_file" => return get_file(host, args, &file_env),
+            "get_url" => return crate::fetch::cp::get_url(host, args, &file_env),
+            "hash_file" if crate::fetch::is_remote(&args.require_str(0, "path", "cp.hash_file")?) => {
+                // Salt hashes only files of its fileserver or local paths.
+                return Ok(Value::Object(Map::new()));
+            }
             "get_file_str" | "cache_file" | "hash_file" => {
                 let source = args.require_str(0, "path", &format!("cp.{fun}"))?;
                 let local = cached(host, &source, &file_env)?;

@@ -8,6 +8,7 @@
 //! the cached copy already has the wanted hash.
 
 mod config;
+pub mod cp;
 mod ftp;
 pub mod http;
 pub mod source_hash;
@@ -117,6 +118,15 @@ pub fn cache_url(
             return Ok(dest);
         }
     }
+    download_to(cfg, url, &dest)?;
+    tracing::debug!(%url, path = %dest.display(), "downloaded");
+    Ok(dest)
+}
+
+/// Downloads `url` to `dest` through a temp file beside it, replacing
+/// `dest` only once the transfer is complete (the parent must exist or is
+/// created).
+pub fn download_to(cfg: &FetchConfig, url: &str, dest: &Path) -> Result<(), FetchError> {
     let io = |source: std::io::Error| FetchError::Io {
         url: url.to_string(),
         path: dest.display().to_string(),
@@ -133,9 +143,8 @@ pub fn cache_url(
         download(cfg, url, &mut out)?;
         out.flush().map_err(io)?;
     }
-    tmp.persist(&dest).map_err(|e| io(e.error))?;
-    tracing::debug!(%url, path = %dest.display(), "downloaded");
-    Ok(dest)
+    tmp.persist(dest).map_err(|e| io(e.error))?;
+    Ok(())
 }
 
 /// Streams the body of `url` into `out`.
