@@ -5,11 +5,12 @@
 //! for the same SLS against the same server (`salt-call --local` with
 //! `ca_bundle` set), with the port substituted.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::sync::Arc;
 
 use halite_modules::exec::file::meta::{file_hash, HashType};
@@ -18,112 +19,9 @@ use halite_modules::states::file::FileState;
 use halite_modules::{table, Args, Host, LocalFileClient};
 use halite_state::{LowChunk, Map, StateCall, StateModule, StateResult, Value};
 use serde_json::json;
+use support::{make_certs, Server};
 
 const GOOD_SHA: &str = "12543eb212bfaeb4ba048745a032a4d4ad9f61231c89f503ef57228d5af52c8a";
-
-/// A python3 file server on 127.0.0.1 (tests/fixtures/http_server.py),
-/// killed when dropped.
-struct Server {
-    child: Child,
-    port: u16,
-}
-
-impl Server {
-    fn start(dir: &Path, tls: Option<(&Path, &Path)>) -> Server {
-        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/http_server.py");
-        let mut cmd = Command::new("python3");
-        cmd.arg(script).arg("--dir").arg(dir);
-        if let Some((cert, key)) = tls {
-            cmd.arg("--cert").arg(cert).arg("--key").arg(key);
-        }
-        let mut child = cmd
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start python3 http server");
-        let mut line = String::new();
-        let out = child.stdout.take().expect("server stdout");
-        BufReader::new(out)
-            .read_line(&mut line)
-            .expect("server port");
-        let port = line.trim().parse().expect("server printed its port");
-        Server { child, port }
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A CA and a server certificate for 127.0.0.1 made with openssl.
-fn make_certs(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
-    let run = |args: &[&str]| {
-        let st = Command::new("openssl")
-            .args(args)
-            .current_dir(dir)
-            .stderr(Stdio::null())
-            .status()
-            .expect("run openssl");
-        assert!(st.success(), "openssl {args:?} failed");
-    };
-    run(&[
-        "req",
-        "-x509",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "ca.key",
-        "-out",
-        "ca.pem",
-        "-days",
-        "2",
-        "-subj",
-        "/CN=halite test CA",
-        "-addext",
-        "basicConstraints=critical,CA:TRUE",
-        "-addext",
-        "keyUsage=critical,keyCertSign,cRLSign",
-    ]);
-    run(&[
-        "req",
-        "-newkey",
-        "rsa:2048",
-        "-nodes",
-        "-keyout",
-        "srv.key",
-        "-out",
-        "srv.csr",
-        "-subj",
-        "/CN=127.0.0.1",
-    ]);
-    fs::write(
-        dir.join("ext"),
-        "subjectAltName=IP:127.0.0.1\nbasicConstraints=CA:FALSE\nextendedKeyUsage=serverAuth\n",
-    )
-    .expect("write ext");
-    run(&[
-        "x509",
-        "-req",
-        "-in",
-        "srv.csr",
-        "-CA",
-        "ca.pem",
-        "-CAkey",
-        "ca.key",
-        "-CAcreateserial",
-        "-out",
-        "srv.pem",
-        "-days",
-        "2",
-        "-extfile",
-        "ext",
-    ]);
-    (dir.join("ca.pem"), dir.join("srv.pem"), dir.join("srv.key"))
-}
 
 struct Fixture {
     _dir: tempfile::TempDir,

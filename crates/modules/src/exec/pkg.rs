@@ -63,6 +63,7 @@ fn targets_of(args: &Args, host: &Host, fun: &str) -> Result<crate::pkg::Targets
     Ok(localize_sources(
         &targets,
         host.files.as_ref(),
+        &host.opts,
         &saltenv(args),
     )?)
 }
