@@ -443,3 +443,165 @@ fn cp_get_url_and_cache_file_fetch_urls() {
     );
     assert!(!f.out.join("n.txt").exists());
 }
+
+fn single(host: &Host, fun: &str, name: &str, args: Value, test: bool) -> Value {
+    let mut kwargs = args.as_object().cloned().unwrap_or_default();
+    if test {
+        kwargs.insert("test".into(), json!(true));
+    }
+    let args = Args {
+        positional: vec![json!(fun), json!(name)],
+        kwargs,
+    };
+    let ret = host.call("state.single", &args).expect("state.single");
+    ret.as_object()
+        .and_then(|o| o.values().next().cloned())
+        .expect("one state")
+}
+
+#[test]
+fn http_query_exec_answers_salts_dict() {
+    let f = fixture();
+    let q = |args: Value| {
+        let a = Args {
+            positional: vec![],
+            kwargs: args.as_object().cloned().unwrap_or_default(),
+        };
+        f.host.call("http.query", &a).expect("http.query")
+    };
+    assert_eq!(
+        q(json!({"url": f.https("good.txt")})),
+        json!({"body": "hello remote\n"})
+    );
+    assert_eq!(
+        q(json!({"url": f.https("good.txt"), "status": true})),
+        json!({"body": "hello remote\n", "status": 200})
+    );
+    let nope = q(json!({"url": f.https("nope.txt")}));
+    assert_eq!(nope["status"], json!(404));
+    assert_eq!(nope["error"], json!("HTTP 404: Not Found"));
+    assert!(nope["body"].as_str().is_some_and(|b| b.contains("404")));
+    // POST with a body, params and headers reach the server; JSON decodes.
+    let echo = q(
+        json!({"url": f.https("echo"), "method": "POST", "data": "abc",
+                        "params": {"q": 1}, "header_dict": {"X-A": "b"},
+                        "decode": true, "decode_type": "json", "status": true}),
+    );
+    assert_eq!(echo["status"], json!(200));
+    assert_eq!(echo["dict"]["method"], json!("POST"));
+    assert_eq!(echo["dict"]["path"], json!("/echo?q=1"));
+    assert_eq!(echo["dict"]["body"], json!("abc"));
+    assert_eq!(echo["dict"]["headers"]["x-a"], json!("b"));
+    assert_eq!(
+        echo["dict"]["headers"]["content-type"],
+        json!("application/x-www-form-urlencoded")
+    );
+    // test=True without test_url asks nothing.
+    assert_eq!(
+        q(json!({"url": f.https("good.txt"), "test": true})),
+        json!({})
+    );
+    // Nothing listening: an error entry, not a failure of the call.
+    let down = q(json!({"url": "http://127.0.0.1:9/x"}));
+    assert!(
+        down["error"].as_str().is_some_and(|e| !e.is_empty()),
+        "{down}"
+    );
+}
+
+#[test]
+fn http_query_state_matches_salt() {
+    let f = fixture();
+    let good = f.https("good.txt");
+    let nope = f.https("nope.txt");
+    // (args, Salt 3008.5's result and comment for the same SLS and server)
+    let cases = [
+        (
+            json!({"match": "hello", "status": 200}),
+            json!(true),
+            "Match text \"hello\" was found. Status 200 was found.",
+        ),
+        (
+            json!({"match": "goodbye"}),
+            json!(false),
+            "Match text \"goodbye\" was not found.",
+        ),
+        (
+            json!({"match": "hel+o\\s", "match_type": "pcre", "status": "2..", "status_type": "pcre"}),
+            json!(true),
+            "Match pattern \"hel+o\\s\" was found. Status pattern \"2..\" was found.",
+        ),
+        (
+            json!({}),
+            json!(false),
+            " Either match text (match) or a status code (status) is required.",
+        ),
+    ];
+    for (args, result, comment) in cases {
+        let r = single(&f.host, "http.query", &good, args.clone(), false);
+        assert_eq!(r["result"], result, "{args}: {r}");
+        assert_eq!(r["comment"], json!(comment), "{args}");
+        assert_eq!(r["changes"], json!({}));
+    }
+    let r = single(
+        &f.host,
+        "http.query",
+        &good,
+        json!({"match": "hello", "status": 200}),
+        false,
+    );
+    assert_eq!(
+        r["data"],
+        json!({"body": "hello remote\n", "status": 200, "text": "hello remote\n"})
+    );
+    let r = single(&f.host, "http.query", &nope, json!({"status": 404}), false);
+    assert_eq!(
+        (r["result"].clone(), r["comment"].clone()),
+        (json!(true), json!("Status 404 was found."))
+    );
+    let r = single(
+        &f.host,
+        "http.query",
+        &nope,
+        json!({"status": [200, 201], "status_type": "list"}),
+        false,
+    );
+    assert_eq!(
+        (r["result"].clone(), r["comment"].clone()),
+        (json!(false), json!("Statuses [200, 201] were not found."))
+    );
+    // Test mode asks nothing and says so, as Salt does.
+    let r = single(
+        &f.host,
+        "http.query",
+        &good,
+        json!({"match": "hello", "status": 200}),
+        true,
+    );
+    assert_eq!(r["result"], Value::Null);
+    assert_eq!(
+        r["comment"],
+        json!("Match text \"hello\" was not found. Status 200 was not found. (TEST MODE)")
+    );
+}
+
+#[test]
+fn wait_for_successful_query_returns_once_it_passes() {
+    let f = fixture();
+    // The file appears only after a first failed query.
+    let www = f.www.clone();
+    let later = std::thread::spawn(move || {
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        fs::write(www.join("late.txt"), "now\n").expect("write");
+    });
+    let r = single(
+        &f.host,
+        "http.wait_for_successful_query",
+        &f.https("late.txt"),
+        json!({"status": 200, "wait_for": 60, "request_interval": 0.2}),
+        false,
+    );
+    later.join().expect("writer");
+    assert_eq!(r["result"], json!(true), "{r}");
+    assert_eq!(r["comment"], json!("Status 200 was found."));
+}
