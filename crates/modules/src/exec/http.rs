@@ -103,11 +103,13 @@ fn headers(args: &Args) -> Result<Vec<(String, String)>, ExecError> {
 /// `{status, error, body}`; a failure to connect `{error}`.
 pub fn query(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let mut url = args.require_str(0, "url", "http.query")?;
+    let mut out = Map::new();
     if flag(args, "test") {
         match kw(args, "test_url").map(py_str) {
             Some(t) => url = t,
             None => return Ok(Value::Object(Map::new())),
         }
+        out.insert("test".into(), json!(true));
     }
     let url = with_params(&url, kw(args, "params"))?;
     let method = kw(args, "method")
@@ -140,10 +142,11 @@ pub fn query(args: &Args, host: &Host) -> Result<Value, ExecError> {
         Ok(r) => r,
         Err(e) => {
             tracing::debug!(%url, "http.query failed: {e}");
-            return Ok(json!({ "error": e.to_string() }));
+            out.insert("status".into(), json!(0));
+            out.insert("error".into(), json!(e));
+            return Ok(Value::Object(out));
         }
     };
-    let mut out = Map::new();
     if reply.status >= 400 {
         let reason = ureq::http::StatusCode::from_u16(reply.status)
             .ok()

@@ -177,9 +177,28 @@ pub struct Reply {
     pub body: String,
 }
 
+/// Python's wording of a failed request, as Salt's `http.query` puts it
+/// in `error`: `[Errno 111] Connection refused` for an OS error.
+fn python_error(e: &ureq::Error) -> String {
+    if let ureq::Error::Io(io) = e {
+        if let Some(code) = io.raw_os_error() {
+            let text = io.to_string();
+            let text = text
+                .strip_suffix(&format!(" (os error {code})"))
+                .unwrap_or(&text)
+                .to_string();
+            return format!("[Errno {code}] {text}");
+        }
+    }
+    match e {
+        ureq::Error::Timeout(_) => "Timeout during request".to_string(),
+        other => other.to_string(),
+    }
+}
+
 /// One request of `http.query`: `method` to `url` with `headers` and
-/// `body`; basic auth when `auth` is given. The body is read whole, so it
-/// is capped at `limit` bytes.
+/// `body`. The body is read whole, so it is capped at `limit` bytes. The
+/// error is worded as Python's (Salt's `error` entry).
 pub fn request(
     cfg: &FetchConfig,
     url: &str,
@@ -188,8 +207,8 @@ pub fn request(
     body: Option<&[u8]>,
     verify_ssl: bool,
     limit: u64,
-) -> Result<Reply, FetchError> {
-    let agent = agent(cfg, url, verify_ssl)?;
+) -> Result<Reply, String> {
+    let agent = agent(cfg, url, verify_ssl).map_err(|e| e.to_string())?;
     let mut req = ureq::http::Request::builder()
         .method(method.to_ascii_uppercase().as_str())
         .uri(url);
@@ -198,8 +217,8 @@ pub fn request(
     }
     let req = req
         .body(body.map(<[u8]>::to_vec).unwrap_or_default())
-        .map_err(|e| transport(url, e))?;
-    let mut resp = agent.run(req).map_err(|e| transport(url, e))?;
+        .map_err(|e| e.to_string())?;
+    let mut resp = agent.run(req).map_err(|e| python_error(&e))?;
     let status = resp.status().as_u16();
     let headers = resp
         .headers()
@@ -216,7 +235,7 @@ pub fn request(
         .with_config()
         .limit(limit)
         .read_to_vec()
-        .map_err(|e| transport(url, e))?;
+        .map_err(|e| python_error(&e))?;
     Ok(Reply {
         status,
         headers,

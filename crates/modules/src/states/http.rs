@@ -53,7 +53,7 @@ fn query(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     let mut kwargs = Map::new();
     for (k, v) in call.chunk.iter() {
-        if !is_internal_keyword(k) && !OWN.contains(&k.as_ref()) {
+        if !is_internal_keyword(k) && !OWN.contains(&k) {
             kwargs.insert(k.to_string(), v.clone());
         }
     }
