@@ -106,11 +106,6 @@ pub(crate) fn url_path(url: &str) -> &str {
 /// (`Error: Timeout during request reading /path`).
 fn transport(url: &str, e: impl std::fmt::Display) -> FetchError {
     let reason = e.to_string();
-    let reason = if reason.starts_with("timeout") {
-        "Timeout during request".to_string()
-    } else {
-        reason
-    };
     FetchError::Failed {
         url: url.to_string(),
         message: format!("Error: {reason} reading {}", url_path(url)),
@@ -140,7 +135,10 @@ pub(super) fn download(
     out: &mut dyn Write,
 ) -> Result<u64, FetchError> {
     let agent = agent(cfg, url, true)?;
-    let resp = agent.get(url).call().map_err(|e| transport(url, e))?;
+    let resp = agent
+        .get(url)
+        .call()
+        .map_err(|e| transport(url, python_error(&e)))?;
     if !resp.status().is_success() {
         return Err(status_error(url, resp.status()));
     }

@@ -89,6 +89,9 @@ pub(crate) fn wanted_sum(
         saltenv,
     )
     .map(Some)
+    // Salt's get_managed words this one itself, and the state adds its
+    // own "Unable to manage file: " in front again.
+    .map_err(|e| format!("Unable to manage file: {e}"))
 }
 
 /// Downloads `url` into the cache (reusing a cached copy that already has
