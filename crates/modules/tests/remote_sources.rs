@@ -605,3 +605,51 @@ fn wait_for_successful_query_returns_once_it_passes() {
     assert_eq!(r["result"], json!(true), "{r}");
     assert_eq!(r["comment"], json!("Status 200 was found."));
 }
+
+#[test]
+fn proxy_keys_route_requests_and_no_proxy_bypasses_them() {
+    let f = fixture();
+    // The test server doubles as a forward proxy. The target host does not
+    // exist: only the proxy can answer for it.
+    let mut host = f.host.clone();
+    host.opts = json!({
+        "cachedir": f.cache.display().to_string(),
+        "proxy_host": "127.0.0.1",
+        "proxy_port": f.http.port,
+    });
+    let url = "http://halite-proxied.test/good.txt";
+    let got = call(&host, "cp.get_url", vec![json!(url)]).expect("through the proxy");
+    let cached = f
+        .cache
+        .join("extrn_files/base/halite-proxied.test/good.txt");
+    assert_eq!(got, json!(cached.display().to_string()));
+    assert_eq!(fs::read_to_string(&cached).unwrap(), "hello remote\n");
+    let a = Args {
+        positional: vec![json!(url)],
+        kwargs: json!({"headers": true})
+            .as_object()
+            .cloned()
+            .unwrap_or_default(),
+    };
+    let q = host.call("http.query", &a).expect("http.query");
+    assert_eq!(
+        q["headers"]["X-Proxied"],
+        json!("halite-proxied.test"),
+        "{q}"
+    );
+
+    // A proxy nobody listens on: fetching fails, unless no_proxy names the host.
+    host.opts = json!({
+        "cachedir": f.cache.display().to_string(),
+        "proxy_host": "127.0.0.1",
+        "proxy_port": 9,
+    });
+    let direct = f.http("good.txt");
+    assert!(call(&host, "cp.get_url", vec![json!(direct)]).is_err());
+    host.opts["no_proxy"] = json!(["127.0.0.1"]);
+    let got = call(&host, "cp.get_url", vec![json!(direct)]).expect("bypassing the proxy");
+    assert!(
+        got.as_str().is_some_and(|p| p.ends_with("/good.txt")),
+        "{got}"
+    );
+}
