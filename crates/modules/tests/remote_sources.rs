@@ -94,6 +94,10 @@ fn fixture() -> Fixture {
 }
 
 fn managed(host: &Host, name: &Path, args: Value) -> StateResult {
+    managed_mode(host, name, args, false)
+}
+
+fn managed_mode(host: &Host, name: &Path, args: Value, test: bool) -> StateResult {
     let mut m = Map::new();
     m.insert("state".into(), json!("file"));
     m.insert("name".into(), json!(name.display().to_string()));
@@ -107,7 +111,7 @@ fn managed(host: &Host, name: &Path, args: Value) -> StateResult {
     let chunk = LowChunk::from(m);
     let call = StateCall {
         chunk: &chunk,
-        test: false,
+        test,
         env: host,
         sfun: None,
         reqs: None,
@@ -652,4 +656,38 @@ fn proxy_keys_route_requests_and_no_proxy_bypasses_them() {
         got.as_str().is_some_and(|p| p.ends_with("/good.txt")),
         "{got}"
     );
+}
+
+#[test]
+fn test_mode_predicts_from_the_download_without_checking_the_hash() {
+    let f = fixture();
+    let good = f.out.join("good.txt");
+    let r = managed_mode(
+        &f.host,
+        &good,
+        json!({"source": f.https("good.txt"), "source_hash": f.https("SHA256SUMS")}),
+        true,
+    );
+    assert_eq!(r.result, None, "{}", r.comment);
+    assert_eq!(r.comment, format!("The file {} is set to be changed\nNote: No changes made, actual changes may\nbe different due to other states.", good.display()));
+    assert_eq!(
+        Value::Object(r.changes),
+        json!({"newfile": good.display().to_string()})
+    );
+    assert!(!good.exists());
+    // Salt verifies the hash only when it writes: test mode shows the diff.
+    let wrong = f.out.join("wrong.txt");
+    fs::write(&wrong, "old\n").unwrap();
+    let r = managed_mode(
+        &f.host,
+        &wrong,
+        json!({"source": f.https("good.txt"), "source_hash": format!("sha256={}", "1".repeat(64))}),
+        true,
+    );
+    assert_eq!(r.result, None, "{}", r.comment);
+    assert_eq!(
+        Value::Object(r.changes),
+        json!({"diff": "--- \n+++ \n@@ -1 +1 @@\n-old\n+hello remote\n"})
+    );
+    assert_eq!(fs::read_to_string(&wrong).unwrap(), "old\n");
 }
