@@ -59,6 +59,7 @@ fn a_large_download_is_streamed_to_disk() {
     )
     .expect("cp.get_url");
     let grown_kib = vm_hwm_kib().saturating_sub(before);
+    eprintln!("peak resident memory grew by {grown_kib} KiB for the download");
     assert_eq!(fs::metadata(&dest).expect("dest").len(), SIZE);
     assert!(
         grown_kib < 32 * 1024,
