@@ -691,3 +691,20 @@ fn test_mode_predicts_from_the_download_without_checking_the_hash() {
     );
     assert_eq!(fs::read_to_string(&wrong).unwrap(), "old\n");
 }
+
+#[test]
+fn cmd_script_runs_a_script_from_an_https_url() {
+    let f = fixture();
+    fs::write(
+        f.www.join("hello.sh"),
+        "#!/bin/sh\necho \"from the web $1\"\n",
+    )
+    .unwrap();
+    let a = Args {
+        positional: vec![json!(f.https("hello.sh")), json!("arg1")],
+        kwargs: Map::new(),
+    };
+    let r = f.host.call("cmd.script", &a).expect("cmd.script");
+    assert_eq!(r["retcode"], json!(0), "{r}");
+    assert_eq!(r["stdout"], json!("from the web arg1"));
+}
