@@ -29,7 +29,9 @@ pub(crate) fn pick_source(
 ) -> Result<Picked, String> {
     let candidates =
         source_candidates(source, true).ok_or_else(|| format!("Invalid source: {source}"))?;
-    let single = candidates.len() == 1;
+    // Salt's source_list checks the entries of a list (even of one); a
+    // plain string is taken as it is and fails later if missing.
+    let single = !matches!(source, Value::Array(_));
     for url in &candidates {
         if fetch::is_remote(url) {
             if single || fetch::exists(&FetchConfig::from_opts(call.env.opts()), url) {
@@ -48,8 +50,8 @@ pub(crate) fn pick_source(
             });
         }
     }
-    match candidates.as_slice() {
-        [one] => Err(format!(
+    match (single, candidates.as_slice()) {
+        (true, [one]) => Err(format!(
             "Source file {one} not found in saltenv '{saltenv}'"
         )),
         _ => Err("none of the specified sources were found".to_string()),
