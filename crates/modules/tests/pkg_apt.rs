@@ -13,6 +13,8 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -229,7 +231,7 @@ fn fixture() -> Option<Fixture> {
     let mut roots = BTreeMap::new();
     roots.insert("base".to_string(), vec![files_root]);
     let host = Host {
-        opts: json!({}),
+        opts: json!({"cachedir": root.join("cache").display().to_string()}),
         grains: json!({"os_family": "Debian"}),
         pillar: json!({}),
         files: Arc::new(LocalFileClient::new(roots)),
@@ -500,6 +502,41 @@ fn sources_from_a_path_and_from_salt_url() {
     assert_eq!(missing.result, Some(false));
     assert!(
         missing.comment.contains("Unable to cache salt://nope.deb"),
+        "{}",
+        missing.comment
+    );
+}
+
+#[test]
+fn sources_from_an_http_url() {
+    let Some(f) = fixture() else { return };
+    let srv = support::Server::start(&f.root.join("repo-stable"), None);
+    let url = format!("http://127.0.0.1:{}/{DEP}_1.0_all.deb", srv.port);
+    let r = f.state(
+        "pkg",
+        "installed",
+        "web",
+        json!({"sources": [{DEP: url}]}),
+        false,
+    );
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(
+        r.comment,
+        format!("The following packages were installed/updated: {DEP}")
+    );
+    assert!(f.installed(DEP).is_some());
+    let missing = f.state(
+        "pkg",
+        "installed",
+        "web2",
+        json!({"sources": [{BASE: format!("http://127.0.0.1:{}/nope.deb", srv.port)}]}),
+        false,
+    );
+    assert_eq!(missing.result, Some(false));
+    assert!(
+        missing
+            .comment
+            .contains("Unable to cache http://127.0.0.1:"),
         "{}",
         missing.comment
     );

@@ -6,6 +6,8 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -364,6 +366,23 @@ fn signing_key_from_key_url_and_key_text() {
         ".asc keys are kept armored"
     );
 
+    // key_url over http from a loopback server, cached under cachedir.
+    let web = support::Server::start(&srv, None);
+    let mut h_web = h.clone();
+    h_web.opts = json!({"cachedir": tmp.path().join("cache").display().to_string()});
+    let web_ring = tmp.path().join("keyrings/web.gpg");
+    let mut web_args = args.clone();
+    web_args["signedby"] = json!(web_ring.display().to_string());
+    web_args["key_url"] = json!(format!("http://127.0.0.1:{}/keys/repo.asc", web.port));
+    let r = state(&h_web, "managed", "repo", web_args.clone(), false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(std::fs::read(&web_ring).unwrap_or_default(), raw);
+    web_args["key_url"] = json!(format!("http://127.0.0.1:{}/keys/nope.asc", web.port));
+    web_args["signedby"] = json!(tmp.path().join("keyrings/nope.gpg").display().to_string());
+    let r = state(&h_web, "managed", "repo", web_args, false);
+    assert_eq!(r.result, Some(false));
+    assert!(r.comment.contains("nope.asc"), "{}", r.comment);
+
     let mut no_path = args;
     no_path.as_object_mut().map(|m| m.remove("signedby"));
     let r = state(&h, "managed", "repo", no_path, false);
@@ -423,10 +442,10 @@ fn pkg_states_refuse_bad_arguments_without_touching_the_system() {
     );
     let r = run(
         "installed",
-        json!({"sources": [{"a": "https://example.invalid/a.deb"}]}),
+        json!({"sources": [{"a": "gopher://example.invalid/a.deb"}]}),
     );
     assert_eq!(r.result, Some(false));
-    assert!(r.comment.contains("file.managed"), "{}", r.comment);
+    assert!(r.comment.contains("must be a salt://"), "{}", r.comment);
     let unsupported = Host {
         grains: json!({"os_family": "Windows"}),
         ..host()

@@ -135,7 +135,7 @@ fn context_retcode(kwargs: &Map, retcode: i32) {
     super::set_retcode(if ignore { 0 } else { retcode });
 }
 
-/// Caches a `salt://` (or local) script, renders it when `template` is
+/// Caches a `salt://`, `http(s)://` or `ftp://` (or local) script, renders it when `template` is
 /// set, and returns the local path to run.
 pub fn prepare_script(
     host: &Host,
@@ -153,6 +153,12 @@ pub fn prepare_script(
                     "Unable to cache script {source} from saltenv '{saltenv}'"
                 ))
             })?,
+        None if crate::fetch::is_remote(source) => {
+            let cfg = crate::fetch::FetchConfig::from_opts(&host.opts);
+            crate::fetch::cache_url(&cfg, source, saltenv, None).map_err(|e| {
+                ExecError::Execution(format!("Unable to cache script {source}: {e}"))
+            })?
+        }
         None => std::path::PathBuf::from(source),
     };
     let text = std::fs::read_to_string(&path).map_err(|e| {

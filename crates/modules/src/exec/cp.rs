@@ -22,6 +22,9 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("get_file_str", |a, h| cached_fun("get_file_str", a, h)),
         ExecFunction::new("cache_file", |a, h| cached_fun("cache_file", a, h)),
         ExecFunction::new("hash_file", |a, h| cached_fun("hash_file", a, h)),
+        ExecFunction::new("get_url", |a, h| {
+            crate::fetch::cp::get_url(h, a, &file_env(a, h))
+        }),
     ],
 };
 
@@ -33,6 +36,12 @@ fn cached(host: &Host, source: &str, saltenv: &str) -> Result<Option<PathBuf>, E
             .files
             .cache_file(path, env.unwrap_or(saltenv))
             .map_err(|e| ExecError::Execution(e.to_string())),
+        None if crate::fetch::is_remote(source) => {
+            let cfg = crate::fetch::FetchConfig::from_opts(&host.opts);
+            crate::fetch::cache_url(&cfg, source, saltenv, None)
+                .map(Some)
+                .map_err(|e| ExecError::Execution(e.to_string()))
+        }
         None => {
             let p = PathBuf::from(source);
             Ok(p.is_file().then_some(p))
@@ -123,6 +132,10 @@ fn file_env(args: &Args, host: &Host) -> String {
 fn cached_fun(fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
     let file_env = file_env(args, host);
     let source = args.require_str(0, "path", &format!("cp.{fun}"))?;
+    if fun == "hash_file" && crate::fetch::is_remote(&source) {
+        // Salt hashes only files of its fileserver or local paths.
+        return Ok(Value::Object(Map::new()));
+    }
     let local = cached(host, &source, &file_env)?;
     Ok(match (fun, local) {
         ("hash_file", None) => Value::Object(Map::new()),

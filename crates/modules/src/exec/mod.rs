@@ -5,10 +5,27 @@
 crate::module_list! {
     /// Every execution module of this directory, in name order.
     modules: Arc<dyn ExecModule> = [
-        alternatives, cmd, cp, file, group, lowpkg, pillar, pkg, service, state, status, sys,
-        cron, sysctl, ssh, mount, kmod,
-        test, user,
+        alternatives,
+        cmd,
+        cp,
+        cron,
+        file,
         grains,
+        group,
+        http,
+        kmod,
+        lowpkg,
+        mount,
+        pillar,
+        pkg,
+        service,
+        ssh,
+        state,
+        status,
+        sys,
+        sysctl,
+        test,
+        user,
     ]
 }
 

@@ -104,6 +104,7 @@ fn targets_of(args: &Args, host: &Host, fun: &str) -> Result<crate::pkg::Targets
     Ok(localize_sources(
         &targets,
         host.files.as_ref(),
+        &host.opts,
         &saltenv(args),
     )?)
 }

@@ -309,10 +309,13 @@ impl RepoOptions {
 }
 
 /// Turns `sources` into local paths: `salt://` files are fetched through the
-/// file client, `file://` URLs lose their scheme, plain paths stay.
+/// file client, `http(s)://` and `ftp://` through the fetch layer's cache
+/// (`opts` gives its `cachedir`, proxy and CA keys), `file://` URLs lose
+/// their scheme, plain paths stay.
 pub fn localize_sources(
     targets: &Targets,
     files: &dyn halite_state::FileClient,
+    opts: &halite_state::Value,
     saltenv: &str,
 ) -> PkgResult<Targets> {
     if targets.kind != TargetKind::File {
@@ -321,11 +324,9 @@ pub fn localize_sources(
     let mut out = targets.clone();
     for (name, source) in out.items.iter_mut() {
         let Some(src) = source.clone() else { continue };
-        let local = if let Some((path, env)) = halite_state::strip_salt_url(&src) {
-            let fetched = files
-                .cache_file(path, env.unwrap_or(saltenv))
-                .map_err(|e| PkgError::Invocation(format!("Unable to cache {src}: {e}")))?;
-            fetched
+        let local = if src.starts_with("salt://") || crate::fetch::is_remote(&src) {
+            crate::fetch::resolve(files, opts, &src, saltenv, None)
+                .map_err(|e| PkgError::Invocation(format!("Unable to cache {src}: {e}")))?
                 .ok_or_else(|| {
                     PkgError::Invocation(format!("Unable to cache {src}: file not found"))
                 })?
@@ -335,7 +336,7 @@ pub fn localize_sources(
             path.to_string()
         } else if src.contains("://") {
             return Err(PkgError::Unsupported(format!(
-                "source of {name} ({src}) must be a salt://, file:// URL or a local path; fetch other URLs with file.managed first"
+                "source of {name} ({src}) must be a salt://, http(s)://, ftp://, file:// URL or a local path"
             )));
         } else {
             src

@@ -745,6 +745,25 @@ fn resolve_source(call: &StateCall<'_>, source: &Value, saltenv: &str) -> Result
             }
             continue;
         }
+        if crate::fetch::is_remote(url) {
+            let cfg = crate::fetch::FetchConfig::from_opts(call.env.opts());
+            if candidates.len() > 1 && !crate::fetch::exists(&cfg, url) {
+                continue;
+            }
+            let local = crate::states::file::remote::cached_remote(
+                call,
+                url,
+                saltenv,
+                call.arg("source_hash").and_then(Value::as_str),
+                call.arg("source_hash_name").and_then(Value::as_str),
+                call.arg_bool("skip_verify", false),
+            )?;
+            return Ok(Resolved {
+                url: url.clone(),
+                local,
+                is_local: false,
+            });
+        }
         let local = expand_user(url.strip_prefix("file://").unwrap_or(url));
         if !local.starts_with('/') {
             return Err(if url.contains("://") {
@@ -798,8 +817,10 @@ fn source_sum(
     source_url: &str,
     saltenv: &str,
 ) -> Result<(HashType, String), String> {
-    let is_file =
-        spec.starts_with("salt://") || spec.starts_with("file://") || spec.starts_with('/');
+    let is_file = spec.starts_with("salt://")
+        || spec.starts_with("file://")
+        || spec.starts_with('/')
+        || crate::fetch::is_remote(spec);
     if !is_file {
         return parse_hash(spec).ok_or_else(|| {
             format!("Invalid source_hash '{spec}': give <hash_type>=<hex digest> (e.g. sha256=...) or a bare hex digest, or a salt:// or absolute path to a hash file")
@@ -811,6 +832,10 @@ fn source_sum(
             .read_text(path, env.unwrap_or(saltenv))
             .map_err(|e| format!("Unable to read source_hash file {spec}: {e}"))?
             .ok_or_else(|| format!("Source hash file {spec} not found in saltenv '{saltenv}'"))?
+    } else if crate::fetch::is_remote(spec) {
+        let local = crate::fetch::resolve(call.env.file_client(), call.env.opts(), spec, saltenv, None)?
+            .ok_or_else(|| format!("Source hash file {spec} not found"))?;
+        fs::read_to_string(&local).map_err(|e| format!("Unable to read source_hash file {spec}: {e}"))?
     } else {
         let p = spec.strip_prefix("file://").unwrap_or(spec);
         fs::read_to_string(p).map_err(|e| format!("Unable to read source_hash file {spec}: {e}"))?
@@ -937,6 +962,11 @@ fn extract(
         "" => "base",
         e => e,
     };
+    if let (true, Some(url)) = (test, crate::states::file::remote::first_is_remote(&a.source)) {
+        ret.result = None;
+        ret.comment = format!("Archive {url} would be cached (if necessary) and checked to discover if extraction is needed");
+        return Ok(());
+    }
     let resolved = match resolve_source(call, &a.source, saltenv) {
         Ok(r) => r,
         Err(e) => return fail(ret, e),

@@ -10,7 +10,22 @@ use halite_state::StateModule;
 crate::module_list! {
     /// Every state module of this directory, in name order.
     modules: Arc<dyn StateModule> = [
-        archive, cmd, file, group, module, pkg, pkgrepo, service, test, user,
-        cron, sysctl, ssh_auth, ssh_known_hosts, mount, kmod,
+        archive,
+        cmd,
+        cron,
+        file,
+        group,
+        http,
+        kmod,
+        module,
+        mount,
+        pkg,
+        pkgrepo,
+        service,
+        ssh_auth,
+        ssh_known_hosts,
+        sysctl,
+        test,
+        user,
     ]
 }

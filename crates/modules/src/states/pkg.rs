@@ -119,7 +119,12 @@ impl StateRun<'_> {
         } else {
             self.call.chunk.env()
         };
-        localize_sources(&targets, self.call.env.file_client(), saltenv)
+        localize_sources(
+            &targets,
+            self.call.env.file_client(),
+            self.call.env.opts(),
+            saltenv,
+        )
     }
 
     fn installed(&self) -> Result<StateResult, PkgError> {

@@ -103,7 +103,7 @@ fn normalized(line: &str) -> Option<SourceEntry> {
 }
 
 /// Puts the repository's signing key (`key_text`, or `key_url`: `salt://`,
-/// `file://` or a local path) at the `signedby` path, de-armoring it with
+/// `http(s)://`, `ftp://`, `file://` or a local path) at the `signedby` path, de-armoring it with
 /// `gpg --dearmor` unless the path ends in `.asc`. Returns the path when
 /// the key is (or, under test, would be) written; `None` when there is no
 /// key to manage or it is already in place.
@@ -121,23 +121,14 @@ fn signing_key(call: &StateCall<'_>, test: bool) -> Result<Option<String>, Strin
     let content: Vec<u8> = match (key_text, key_url) {
         (Some(text), _) => text.into_bytes(),
         (None, Some(url)) => {
-            let local = if let Some((path, env)) = halite_state::strip_salt_url(&url) {
-                let saltenv = env.unwrap_or(if call.chunk.env().is_empty() {
-                    "base"
-                } else {
-                    call.chunk.env()
-                });
-                call.env
-                    .file_client()
-                    .cache_file(path, saltenv)
-                    .map_err(|e| e.to_string())?
+            let saltenv = if call.chunk.env().is_empty() {
+                "base"
+            } else {
+                call.chunk.env()
+            };
+            let local = if url.contains("://") || url.starts_with('/') {
+                crate::fetch::resolve(call.env.file_client(), call.env.opts(), &url, saltenv, None)?
                     .ok_or_else(|| format!("key_url {url} not found"))?
-            } else if let Some(p) = url.strip_prefix("file://") {
-                std::path::PathBuf::from(p)
-            } else if url.contains("://") {
-                return Err(format!(
-                    "key_url {url}: only salt://, file:// and local paths are fetched; download the key with file.managed"
-                ));
             } else {
                 std::path::PathBuf::from(&url)
             };

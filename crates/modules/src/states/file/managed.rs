@@ -6,13 +6,13 @@ use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use halite_state::{strip_salt_url, Map, StateCall, StateError, StateResult, Value};
+use halite_state::{Map, StateCall, StateError, StateResult, Value};
 use serde_json::json;
 
 use super::perms::{self, Wanted};
 use super::{error, opt_str, owner_arg, target_name};
 use crate::exec::file::diff::file_diff;
-use crate::exec::file::meta::{self, HashType};
+use crate::exec::file::meta;
 
 /// Where the new content of a managed file comes from once resolved.
 pub(crate) enum NewContent {
@@ -95,75 +95,21 @@ pub(crate) fn source_candidates(source: &Value, allow_empty: bool) -> Option<Vec
 
 /// The first source of `source` (a URL or a list) that exists, with its
 /// local path: `salt://` through the file client, absolute paths and
-/// `file://` directly.
+/// `file://` directly, `http(s)://`/`ftp://` downloaded into the cache
+/// (unverified: states that check a hash use [`super::remote`] directly).
 pub(crate) fn resolve_source(
     call: &StateCall<'_>,
     source: &Value,
     saltenv: &str,
 ) -> Result<(String, PathBuf), String> {
-    let candidates =
-        source_candidates(source, true).ok_or_else(|| format!("Invalid source: {source}"))?;
-    for url in &candidates {
-        if let Some(path) = local_source(call, url, saltenv)? {
-            return Ok((url.clone(), path));
-        }
-    }
-    match candidates.as_slice() {
-        [one] => Err(format!(
-            "Source file {one} not found in saltenv '{saltenv}'"
-        )),
-        _ => Err(format!(
-            "none of the specified sources were found: {}",
-            candidates.join(", ")
-        )),
-    }
-}
-
-fn local_source(call: &StateCall<'_>, url: &str, saltenv: &str) -> Result<Option<PathBuf>, String> {
-    if let Some((path, env)) = strip_salt_url(url) {
-        return call
-            .env
-            .file_client()
-            .cache_file(path, env.unwrap_or(saltenv))
-            .map_err(|e| e.to_string());
-    }
-    let local = url.strip_prefix("file://").unwrap_or(url);
-    if local.starts_with('/') {
-        return Ok(Path::new(local).is_file().then(|| PathBuf::from(local)));
-    }
-    if url.contains("://") {
-        return Err(format!(
-            "Unable to fetch {url}: only salt://, file:// and local sources are supported"
-        ));
-    }
-    Err(format!(
-        "Invalid source '{url}': give a salt:// URL or an absolute path"
-    ))
-}
-
-/// Checks `source_hash` (`<hash>`, `<type>=<hash>`) against the data.
-fn verify_hash(source: &str, spec: &str, data: &[u8]) -> Result<(), String> {
-    let (kind, want) = match spec.split_once('=') {
-        Some((k, h)) => (
-            HashType::parse(k).map_err(|e| e.to_string())?,
-            h.trim().to_ascii_lowercase(),
-        ),
+    let picked = super::remote::pick_source(call, source, saltenv)?;
+    match picked.local {
+        Some(local) => Ok((picked.url, local)),
         None => {
-            let h = spec.trim().to_ascii_lowercase();
-            let k = HashType::from_hex_len(h.len()).ok_or_else(|| {
-                format!("Invalid source_hash '{spec}': give a hex digest or <type>=<digest>")
-            })?;
-            (k, h)
+            let local = super::remote::fetch(call, &picked.url, saltenv, None)?;
+            Ok((picked.url, local))
         }
-    };
-    let got = kind.digest(data);
-    if got != want {
-        let name = format!("{kind:?}").to_ascii_lowercase();
-        return Err(format!(
-            "Specified {name} checksum for {source} ({want}) does not match actual checksum ({got})"
-        ));
     }
-    Ok(())
 }
 
 /// Renders `text` with the template engine named by `template`.
@@ -339,10 +285,39 @@ fn new_content(
     let Some(source) = source else {
         return Ok(Ok(NewContent::Nothing));
     };
-    let (url, local) = match resolve_source(call, source, saltenv) {
-        Ok(found) => found,
+    let picked = match super::remote::pick_source(call, source, saltenv) {
+        Ok(p) => p,
         Err(e) => return Ok(Err(format!("Unable to manage file: {e}"))),
     };
+    let url = picked.url;
+    let skip_verify = call.arg_bool("skip_verify", false);
+    let has_hash = call
+        .arg("source_hash")
+        .is_some_and(|v| !matches!(v, Value::Null) && v.as_str() != Some(""));
+    // Salt's get_managed: a remote source needs a hash (or skip_verify); a
+    // local one is checked only when a source_hash is given.
+    let want = if url.starts_with("salt://") || (picked.local.is_some() && !has_hash) {
+        None
+    } else {
+        match super::remote::wanted_sum(call, name, &url, saltenv) {
+            Ok(w) => w,
+            Err(e) => return Ok(Err(format!("Unable to manage file: {e}"))),
+        }
+    };
+    let local = match picked.local {
+        Some(l) => l,
+        None => match super::remote::fetch(call, &url, saltenv, want.as_ref()) {
+            Ok(l) => l,
+            Err(e) => return Ok(Err(format!("Unable to manage file: {e}"))),
+        },
+    };
+    // Salt checks the downloaded hash only when it writes (manage_file);
+    // test mode predicts the change from the download as it is.
+    if let (Some(want), false, false) = (&want, skip_verify, call.test) {
+        if let Err(e) = super::remote::check_sum(&local, want, &url, name) {
+            return Ok(Err(e));
+        }
+    }
     let data = match fs::read(&local) {
         Ok(d) => d,
         Err(e) => {
@@ -352,13 +327,6 @@ fn new_content(
             )))
         }
     };
-    if !url.starts_with("salt://") && !call.arg_bool("skip_verify", false) {
-        if let Some(spec) = opt_str(call, "source_hash")? {
-            if let Err(e) = verify_hash(&url, &spec, &data) {
-                return Ok(Err(e));
-            }
-        }
-    }
     let data = match template.as_deref() {
         Some(t) => {
             let text = String::from_utf8_lossy(&data);
@@ -369,7 +337,6 @@ fn new_content(
         }
         None => data,
     };
-    let _ = name;
     Ok(Ok(NewContent::Bytes {
         data,
         source: Some(local),

@@ -12,6 +12,7 @@ mod edits;
 pub(crate) mod managed;
 mod paths;
 mod perms;
+pub(crate) mod remote;
 mod serialize;
 mod tree;
 
