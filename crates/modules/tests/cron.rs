@@ -1,5 +1,10 @@
 //! `cron` states and execution functions against real crontabs of a
 //! throwaway user, through the real `crontab` binary, as root.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::process::Command;
 use std::sync::Arc;

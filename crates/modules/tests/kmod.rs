@@ -1,6 +1,11 @@
 //! `kmod` states and execution functions with the real `modprobe`,
 //! `rmmod` and `lsmod`. Loading a real module is tested only where this
 //! kernel has loadable modules; the error paths run everywhere.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::sync::Arc;
 

@@ -3,6 +3,11 @@
 //! swap file (as root; skipped with the reason when mounting or swapping
 //! is not permitted here). Expected comments are what Salt 3008.5
 //! answered for the same states on this host.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::path::Path;
 use std::process::Command;

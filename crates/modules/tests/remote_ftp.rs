@@ -3,6 +3,11 @@
 //! real sockets), since no FTP server package is installed here. It checks
 //! the client's login, passive data connection, binary transfer, the 550
 //! "not found" path and the cache layout.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::collections::BTreeMap;
 use std::fs;

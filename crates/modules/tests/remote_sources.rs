@@ -4,6 +4,11 @@
 //! a CA the test makes. Expected comments are what Salt 3008.5 returned
 //! for the same SLS against the same server (`salt-call --local` with
 //! `ca_bundle` set), with the port substituted.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod support;
 
@@ -15,7 +20,6 @@ use std::sync::Arc;
 
 use halite_modules::exec::file::meta::{file_hash, HashType};
 use halite_modules::host::LogEvents;
-use halite_modules::states::file::FileState;
 use halite_modules::{table, Args, Host, LocalFileClient};
 use halite_state::{LowChunk, Map, StateCall, StateModule, StateResult, Value};
 use serde_json::json;
@@ -116,7 +120,7 @@ fn managed_mode(host: &Host, name: &Path, args: Value, test: bool) -> StateResul
         sfun: None,
         reqs: None,
     };
-    match FileState.call("managed", &call) {
+    match halite_modules::states::file::MODULE.call("managed", &call) {
         Ok(r) => r,
         Err(e) => panic!("file.managed returned an error: {e}"),
     }

@@ -2,6 +2,11 @@
 //! 256 MiB download through `cp.get_url` must not raise this process's
 //! peak resident memory (VmHWM) by more than a small fraction of its size.
 //! (Its own test binary, so no other test's allocations count.)
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod support;
 

@@ -2,6 +2,11 @@
 //! functions on real `authorized_keys`/`known_hosts` files in temp dirs,
 //! with keys made by the real `ssh-keygen`. The expected comments are
 //! what Salt 3008.5 answered for the same calls on this host.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::path::Path;
 use std::process::Command;

@@ -1,6 +1,11 @@
 //! `sysctl` state and execution functions against the real kernel: each
 //! test moves its thread into a network namespace of its own, so setting
 //! `net.ipv4.ip_forward` there changes nothing on the host.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::sync::Arc;
 
