@@ -283,6 +283,24 @@ fn builtin_filters_formulas_use() {
 }
 
 #[test]
+fn dictsort_takes_positional_arguments_as_jinja2_does() {
+    // Public formulas write `dictsort(true)`: Jinja2's first positional
+    // argument is case_sensitive, then by, then reverse.
+    assert_eq!(
+        ok("{{ {'b': 1, 'A': 2, 'a': 3}|dictsort(true) }}"),
+        "[('A', 2), ('a', 3), ('b', 1)]"
+    );
+    assert_eq!(
+        ok("{{ {'x': 2, 'y': 1}|dictsort(false, 'value') }} {{ {'a': 1, 'b': 2}|dictsort(false, 'key', true) }}"),
+        "[('y', 1), ('x', 2)] [('b', 2), ('a', 1)]"
+    );
+    assert_eq!(
+        ok("{{ {'b': 1, 'a': 2}|dictsort(case_sensitive=true, reverse=true) }}"),
+        "[('b', 1), ('a', 2)]"
+    );
+}
+
+#[test]
 fn do_accepts_any_expression() {
     // nginx-formula: `{%- do _nginx.pop('snippets') if nginx.snippets is defined %}`
     assert_eq!(ok("{% set d = {'a': 1, 'b': 2} %}{%- do d.pop('a') if d.a is defined %}{% do d.pop('zz') if d.zz is defined %}{{ d }}"), "{'b': 2}");
