@@ -22,6 +22,20 @@ fn trailing_newline_is_kept_and_blocks_are_not_trimmed() {
 }
 
 #[test]
+fn final_newline_survives_a_trimming_tag_as_in_salt() {
+    // Salt renders with keep_trailing_newline=False, then appends the
+    // source's final newline: `-%}` before it has nothing to eat.
+    assert_eq!(ok("a\n{%- if true -%}\nb\n{%- endif -%}\n"), "ab\n");
+    assert_eq!(ok("x = 1\n{%- set y = 2 -%}\n"), "x = 1\n");
+    assert_eq!(ok("no newline{{ '' }}"), "no newline");
+    // An included template loses its own final newline, as in Jinja2.
+    let tree = Tree::new(&[("inc.j2", "inc\n")]);
+    let out =
+        halite_render::render_text("{% include 'inc.j2' %}|\n", "jinja", &tree.context("", ""));
+    assert_eq!(out.ok().as_deref(), Some("inc|\n"));
+}
+
+#[test]
 fn dicts_and_lists_are_mutable_and_shared() {
     assert_eq!(
         ok("{% set d = {} %}{% do d.update({'a': 1}) %}{% do d.update(b=2) %}{{ d }}"),
