@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # Installs what building and testing halite needs on Debian: a Rust
 # toolchain (only if cargo is missing), python3 for the conformance runner,
-# and the package tools the pkg tests drive for real (dpkg-dev, apt, rpm).
+# the package tools the pkg tests drive for real (dpkg-dev, apt, rpm), and
+# dig (bind9-dnsutils) for the dig module.
 # Idempotent: installs only what is missing.
 set -euo pipefail
 
 need=()
-for pkg in python3 dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps; do
+for pkg in python3 dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps bind9-dnsutils; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ! command -v cargo >/dev/null 2>&1; then
