@@ -63,6 +63,21 @@ pub fn py_str(v: &Value) -> String {
     halite_state::requisite::py_str(v)
 }
 
+/// Python's `bool(value)`: empty strings, lists and dicts, zero and None
+/// are false, anything else true (unlike Salt's `is_true` of config
+/// strings, [`halite_state::truthy`], where `"no"` is false). Salt's module
+/// code writes `if expire:` and `if grain:` with this meaning.
+pub fn py_truth(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
+
 /// Arguments of an execution function call: positional, then `key=value`.
 ///
 /// On the command line each is parsed as YAML, as Salt does

@@ -2,8 +2,8 @@
 //! (`grains.items`, `grains.get`, `grains.item`, `grains.ls`,
 //! `grains.has_value`, `grains.filter_by`).
 //!
-//! Salt's writers (`grains.setval`, `grains.append`...) persist to
-//! `/etc/salt/grains`; halite does not ship them (see docs/grains.md).
+//! Salt's writers (`grains.setval`, `grains.append`...) live in
+//! [`super::custom`], which persists them to the config dir's `grains`.
 
 use halite_state::{Map, Value};
 
@@ -20,10 +20,17 @@ impl ExecModule for GrainsExec {
         "grains"
     }
     fn functions(&self) -> Vec<&'static str> {
-        vec!["items", "item", "get", "ls", "has_value", "filter_by"]
+        let mut functions = vec!["items", "item", "get", "ls", "has_value", "filter_by"];
+        functions.extend(super::custom::FUNCTIONS);
+        functions
     }
     fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
-        let grains = &host.grains;
+        if let Some(done) = super::custom::call(fun, args, host) {
+            return done;
+        }
+        // The grains with what this process wrote to the grains file.
+        let current = super::custom::current(super::custom::Src::of(host));
+        let grains = &current;
         match fun {
             "items" => Ok(grains.clone()),
             "ls" => {

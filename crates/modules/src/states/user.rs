@@ -325,7 +325,7 @@ fn ageing_changes(w: &Wanted) -> Changes {
     let current = shadow::info(&w.name);
     w.ageing
         .iter()
-        .filter(|(arg, value)| *arg != "expire" || halite_state::truthy(value))
+        .filter(|(arg, value)| *arg != "expire" || crate::exec::py_truth(value))
         .filter_map(|(arg, value)| {
             let key = AGEING_ARGS.iter().find(|(a, ..)| a == arg)?.1;
             (!shadow::same(current.get(key), value)).then(|| ((*arg).to_string(), value.clone()))
@@ -634,7 +634,7 @@ fn create(
     // Salt applies the ageing arguments after creating the account: `date`
     // when given, the others when truthy, each checked afterwards.
     for (arg, value) in &w.ageing {
-        if *arg != "date" && !halite_state::truthy(value) {
+        if *arg != "date" && !crate::exec::py_truth(value) {
             continue;
         }
         set_ageing(name, arg, value)?;
