@@ -8,6 +8,7 @@ use halite_state::StateModule;
 crate::module_list! {
     /// Every state module of this directory, in name order.
     modules: Arc<dyn StateModule> = [
-        archive, cmd, file, grains, group, host, module, pkg, pkgrepo, service, test, user,
+        alternatives, archive, cmd, file, grains, group, host, module, pkg, pkgrepo, service, test,
+        user,
     ]
 }
