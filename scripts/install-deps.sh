@@ -2,12 +2,12 @@
 # Installs what building and testing halite needs on Debian: a Rust
 # toolchain (only if cargo is missing), python3 for the conformance runner,
 # the package tools the pkg tests drive for real (dpkg-dev, apt, rpm), and
-# dig (bind9-dnsutils) for the dig module.
+# dig (bind9-dnsutils) for the dig module, debconf-utils for debconf.
 # Idempotent: installs only what is missing.
 set -euo pipefail
 
 need=()
-for pkg in python3 dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps bind9-dnsutils; do
+for pkg in python3 dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps bind9-dnsutils debconf-utils; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ! command -v cargo >/dev/null 2>&1; then
