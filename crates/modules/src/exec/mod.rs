@@ -5,7 +5,7 @@
 crate::module_list! {
     /// Every execution module of this directory, in name order.
     modules: Arc<dyn ExecModule> = [
-        alternatives, cmd, cp, debconf, dig, file, group, hosts, lowpkg, pillar, pkg, service, shadow, state, status, sys, timezone,
+        alternatives, cmd, cp, debconf, dig, file, group, hosts, locale, lowpkg, pillar, pkg, service, shadow, state, status, sys, timezone,
         test, user,
     ]
 }

@@ -8,7 +8,7 @@ use halite_state::StateModule;
 crate::module_list! {
     /// Every state module of this directory, in name order.
     modules: Arc<dyn StateModule> = [
-        alternatives, archive, cmd, debconf, file, grains, group, host, module, pkg, pkgrepo, service, test, timezone,
+        alternatives, archive, cmd, debconf, file, grains, group, host, locale, module, pkg, pkgrepo, service, test, timezone,
         user,
     ]
 }
