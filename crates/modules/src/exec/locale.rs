@@ -40,7 +40,7 @@ pub struct LocaleParts {
     pub charmap: String,
 }
 
-fn split_once_or_empty<'a>(text: &'a str, sep: char) -> (&'a str, &'a str) {
+fn split_once_or_empty(text: &str, sep: char) -> (&str, &str) {
     text.split_once(sep).unwrap_or((text, ""))
 }
 
