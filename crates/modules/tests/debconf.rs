@@ -117,4 +117,39 @@ fn debconf_set_preseeds_answers_like_salt() {
     assert!(std::fs::read_to_string(dir.path().join("config.dat"))
         .expect("the temp database")
         .contains("Value: red"));
+
+    // set_file: a selections template rendered, then fed to debconf.
+    let sel = dir.path().join("sel.j2");
+    std::fs::write(&sel, "halite-t-pkg halite-t-pkg/color string {{ color }}\n").expect("write");
+    let mut chunk = serde_json::Map::new();
+    chunk.insert("state".into(), json!("debconf"));
+    chunk.insert("name".into(), json!("preseed"));
+    chunk.insert("__id__".into(), json!("preseed"));
+    chunk.insert("source".into(), json!(sel.display().to_string()));
+    chunk.insert("template".into(), json!("jinja"));
+    chunk.insert("context".into(), json!({"color": "green"}));
+    chunk.insert("fun".into(), json!("set_file"));
+    let chunk = LowChunk::from(chunk);
+    for (test, result, comment) in [
+        (true, None, "Debconf selections would have been set."),
+        (false, Some(true), "Debconf selections were set."),
+    ] {
+        let call = StateCall {
+            chunk: &chunk,
+            test,
+            env: &host,
+            sfun: None,
+            reqs: None,
+        };
+        let r = host
+            .states
+            .get("debconf")
+            .expect("debconf states")
+            .call("set_file", &call)
+            .expect("debconf.set_file");
+        assert_eq!((r.result, r.comment.as_str()), (result, comment));
+    }
+    assert!(std::fs::read_to_string(dir.path().join("config.dat"))
+        .expect("the temp database")
+        .contains("Value: green"));
 }

@@ -68,13 +68,24 @@ pub fn show(name: &str) -> Result<Value, ExecError> {
 }
 
 /// Feeds one file to `debconf-set-selections`.
-fn set_file_path(path: &std::path::Path) -> Result<bool, ExecError> {
+pub fn set_file_path(path: &std::path::Path) -> Result<bool, ExecError> {
     need_tools()?;
     let ran = run(&["debconf-set-selections", &path.display().to_string()])?;
     if ran.retcode != 0 {
         tracing::warn!(stderr = %ran.stderr, "debconf-set-selections failed");
     }
     Ok(ran.retcode == 0)
+}
+
+/// Feeds selections text (a rendered template) to `debconf-set-selections`.
+pub fn set_text(text: &str) -> Result<bool, ExecError> {
+    let mut file = tempfile::Builder::new()
+        .prefix("salt-")
+        .tempfile()
+        .map_err(|e| ExecError::Execution(format!("cannot make a temp file: {e}")))?;
+    file.write_all(text.as_bytes())
+        .map_err(|e| ExecError::Execution(format!("cannot write the temp file: {e}")))?;
+    set_file_path(file.path())
 }
 
 /// Salt's `set`: one `package question type value` line through a temp

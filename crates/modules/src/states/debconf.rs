@@ -8,11 +8,71 @@ use crate::exec::{debconf, py_str};
 /// The module's table.
 pub const MODULE: StateTable = StateTable {
     name: "debconf",
-    functions: &[StateFunction::new("set", set)],
+    functions: &[
+        StateFunction::new("set", set),
+        StateFunction::new("set_file", set_file),
+    ],
 };
 
 fn err(e: crate::ExecError) -> StateError {
     StateError::Other(e.to_string())
+}
+
+/// `debconf.set_file`: a selections file (`salt://` or local), rendered
+/// first when `template` is given, fed to `debconf-set-selections`.
+fn set_file(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    let name = call.name().to_string();
+    let source = call.arg_str("source")?.ok_or_else(|| {
+        StateError::BadArg("Missing parameter source for debconf.set_file".into())
+    })?;
+    let mut context = halite_state::Map::new();
+    for (key, wrong) in [
+        ("defaults", "Defaults must be formed as a dict"),
+        ("context", "Context must be formed as a dict"),
+    ] {
+        match call.arg(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::Object(m)) => context.extend(m.clone()),
+            Some(_) => return Ok(StateResult::fail(&name, wrong)),
+        }
+    }
+    if call.test {
+        let mut ret = StateResult::new(&name, None);
+        ret.comment = "Debconf selections would have been set.".into();
+        return Ok(ret);
+    }
+    let saltenv = call
+        .chunk
+        .get("__env__")
+        .and_then(Value::as_str)
+        .unwrap_or("base")
+        .to_string();
+    let local = match halite_state::strip_salt_url(&source) {
+        Some((path, env)) => call
+            .env
+            .file_client()
+            .cache_file(path, env.unwrap_or(&saltenv))
+            .map_err(|e| StateError::Other(e.to_string()))?,
+        None => Some(std::path::PathBuf::from(&source)).filter(|p| p.is_file()),
+    };
+    let done = match (local, call.arg_str("template")?) {
+        (None, _) => false,
+        (Some(path), None) => debconf::set_file_path(&path).map_err(err)?,
+        (Some(path), Some(engine)) => {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|e| StateError::Other(format!("cannot read {}: {e}", path.display())))?;
+            let rendered = call
+                .env
+                .render_template(&text, &engine, &context, &saltenv)
+                .map_err(StateError::Other)?;
+            debconf::set_text(&rendered).map_err(err)?
+        }
+    };
+    Ok(if done {
+        StateResult::ok(&name, "Debconf selections were set.")
+    } else {
+        StateResult::fail(&name, "Unable to set debconf selections from file.")
+    })
 }
 
 fn set(call: &StateCall<'_>) -> Result<StateResult, StateError> {
