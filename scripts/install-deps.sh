@@ -1,14 +1,16 @@
 #!/usr/bin/env bash
 # Installs what building and testing halite needs on Debian: a Rust
 # toolchain (only if cargo is missing), python3 for the conformance runner,
-# and the package tools the pkg tests drive for real (dpkg-dev, apt, rpm).
+# the package tools the pkg tests drive for real (dpkg-dev, apt, rpm), and
+# dig (bind9-dnsutils) for the dig module, debconf-utils for debconf.
 # Idempotent: installs only what is missing.
 set -euo pipefail
 
 need=()
-# cron, openssh-client, kmod and mount: the cron, ssh, kmod and mount modules drive
-# the real crontab, ssh-keygen/ssh-keyscan, modprobe/lsmod and mount/swapon.
-for pkg in python3 patch dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps cron openssh-client kmod mount; do
+# cron, openssh-client, kmod, mount, dig and debconf: the cron, ssh, kmod and mount modules drive
+# the real crontab, ssh-keygen/ssh-keyscan, modprobe/lsmod and mount/swapon, dig and
+# debconf-set-selections.
+for pkg in python3 patch dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps cron openssh-client kmod mount bind9-dnsutils debconf-utils; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ! command -v cargo >/dev/null 2>&1; then

@@ -712,3 +712,58 @@ fn systemd_units_start_stop_and_restart_when_systemd_is_pid_1() {
     );
     assert_eq!(exec(&host, "service.status", &name), json!(false));
 }
+
+#[test]
+fn offline_systemd_watch_starts_and_restarts_the_init_script_like_salt() {
+    if booted_with_systemd() || !has("systemctl") || !is_root() || !has("service") {
+        println!("skipped: needs root, service and systemctl installed with systemd not PID 1");
+        return;
+    }
+    let host = host(json!({}));
+    assert_eq!(Provider::for_opts(&host.opts), Provider::SystemdOffline);
+    let script = InitScript::install(&unique("watch"));
+    let name = script.name.clone();
+    // Salt 3008.5 here: service.running says OFFLINE, then its mod_watch
+    // runs `service <name> status`, `stop` and `start` (debian_service).
+    let r = state(&host, "running", &name, json!({}), false);
+    assert_eq!(r.comment, "Running in OFFLINE mode. Nothing to do");
+    assert!(!script.process_alive());
+    let r = state_with(&host, "mod_watch", &name, json!({}), true, Some("running"));
+    assert_eq!(
+        outcome(&r),
+        (None, "Service is set to be started".into(), json!({}))
+    );
+    assert!(!script.process_alive());
+    let r = state_with(&host, "mod_watch", &name, json!({}), false, Some("running"));
+    assert_eq!(
+        outcome(&r),
+        (
+            Some(true),
+            "Service started".into(),
+            json!({name.clone(): true})
+        )
+    );
+    assert!(script.process_alive(), "the init script's process runs");
+    let first = script.pid();
+    let r = state_with(&host, "mod_watch", &name, json!({}), false, Some("running"));
+    assert_eq!(
+        outcome(&r),
+        (
+            Some(true),
+            "Service restarted".into(),
+            json!({name.clone(): true})
+        )
+    );
+    assert!(script.process_alive());
+    assert_ne!(script.pid(), first, "a restart made a new process");
+    let r = state_with(&host, "mod_watch", &name, json!({}), false, Some("dead"));
+    assert_eq!(
+        outcome(&r),
+        (
+            Some(true),
+            "Service stopped".into(),
+            json!({name.clone(): true})
+        )
+    );
+    assert!(!script.process_alive());
+}

@@ -27,6 +27,20 @@ fn trailing_newline_is_kept_and_blocks_are_not_trimmed() {
 }
 
 #[test]
+fn final_newline_survives_a_trimming_tag_as_in_salt() {
+    // Salt renders with keep_trailing_newline=False, then appends the
+    // source's final newline: `-%}` before it has nothing to eat.
+    assert_eq!(ok("a\n{%- if true -%}\nb\n{%- endif -%}\n"), "ab\n");
+    assert_eq!(ok("x = 1\n{%- set y = 2 -%}\n"), "x = 1\n");
+    assert_eq!(ok("no newline{{ '' }}"), "no newline");
+    // An included template loses its own final newline, as in Jinja2.
+    let tree = Tree::new(&[("inc.j2", "inc\n")]);
+    let out =
+        halite_render::render_text("{% include 'inc.j2' %}|\n", "jinja", &tree.context("", ""));
+    assert_eq!(out.ok().as_deref(), Some("inc|\n"));
+}
+
+#[test]
 fn dicts_and_lists_are_mutable_and_shared() {
     assert_eq!(
         ok("{% set d = {} %}{% do d.update({'a': 1}) %}{% do d.update(b=2) %}{{ d }}"),
@@ -285,6 +299,24 @@ fn builtin_filters_formulas_use() {
         "a\n    b|  a\n  b"
     );
     assert_eq!(ok("{% filter indent(2) %}x\ny{% endfilter %}"), "x\n  y");
+}
+
+#[test]
+fn dictsort_takes_positional_arguments_as_jinja2_does() {
+    // Public formulas write `dictsort(true)`: Jinja2's first positional
+    // argument is case_sensitive, then by, then reverse.
+    assert_eq!(
+        ok("{{ {'b': 1, 'A': 2, 'a': 3}|dictsort(true) }}"),
+        "[('A', 2), ('a', 3), ('b', 1)]"
+    );
+    assert_eq!(
+        ok("{{ {'x': 2, 'y': 1}|dictsort(false, 'value') }} {{ {'a': 1, 'b': 2}|dictsort(false, 'key', true) }}"),
+        "[('y', 1), ('x', 2)] [('b', 2), ('a', 1)]"
+    );
+    assert_eq!(
+        ok("{{ {'b': 1, 'a': 2}|dictsort(case_sensitive=true, reverse=true) }}"),
+        "[('b', 1), ('a', 2)]"
+    );
 }
 
 #[test]

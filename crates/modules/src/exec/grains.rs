@@ -2,13 +2,13 @@
 //! (`grains.items`, `grains.get`, `grains.item`, `grains.ls`,
 //! `grains.has_value`, `grains.filter_by`).
 //!
-//! Salt's writers (`grains.setval`, `grains.append`...) persist to
-//! `/etc/salt/grains`; halite does not ship them (see docs/grains.md).
+//! Salt's writers (`grains.setval`, `grains.append`...) live in
+//! [`super::custom`], which persists them to the config dir's `grains`.
 
 use halite_state::{Map, Value};
 
 use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
-use crate::grains::deep_update;
+use crate::grains::{custom, deep_update};
 use halite_salt_rules::fnmatch;
 use halite_salt_rules::pyfmt::str_json as python_str;
 use crate::Host;
@@ -23,17 +23,33 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("ls", ls),
         ExecFunction::new("has_value", has_value),
         ExecFunction::new("filter_by", filter_by_fn),
+        ExecFunction::new("setval", |a, h| writer("setval", a, h)),
+        ExecFunction::new("setvals", |a, h| writer("setvals", a, h)),
+        ExecFunction::new("set", |a, h| writer("set", a, h)),
+        ExecFunction::new("append", |a, h| writer("append", a, h)),
+        ExecFunction::new("remove", |a, h| writer("remove", a, h)),
+        ExecFunction::new("delval", |a, h| writer("delval", a, h)),
+        ExecFunction::new("delkey", |a, h| writer("delkey", a, h)),
     ],
 };
 
+/// The writers (`grains.setval`, `grains.append`...), which persist to the
+/// config dir's `grains` file ([`custom`]).
+fn writer(fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
+    custom::call(fun, args, host)
+        .unwrap_or_else(|| Err(ExecError::NotAvailable(format!("grains.{fun}"))))
+}
+
 /// `grains.items`: every grain.
 fn items(_args: &Args, host: &Host) -> Result<Value, ExecError> {
-    Ok(host.grains.clone())
+    Ok(custom::current(custom::Src::of(host)))
 }
 
 /// `grains.ls`: the grain names, sorted.
 fn ls(_args: &Args, host: &Host) -> Result<Value, ExecError> {
-    let grains = &host.grains;
+    // The grains with what this process wrote to the grains file.
+    let current = custom::current(custom::Src::of(host));
+    let grains = &current;
     let mut keys: Vec<&String> = grains
         .as_object()
         .map(|m| m.keys().collect())
@@ -44,7 +60,9 @@ fn ls(_args: &Args, host: &Host) -> Result<Value, ExecError> {
 
 /// `grains.get <key> [default] [delimiter]`: one grain, by a `a:b` path.
 fn get(args: &Args, host: &Host) -> Result<Value, ExecError> {
-    let grains = &host.grains;
+    // The grains with what this process wrote to the grains file.
+    let current = custom::current(custom::Src::of(host));
+    let grains = &current;
     let key = args.require_str(0, "key", "get")?;
     let default = args
         .get(1, "default")
@@ -58,7 +76,9 @@ fn get(args: &Args, host: &Host) -> Result<Value, ExecError> {
 
 /// `grains.item <keys...>`: the grains named, `default=` for missing ones.
 fn item(args: &Args, host: &Host) -> Result<Value, ExecError> {
-    let grains = &host.grains;
+    // The grains with what this process wrote to the grains file.
+    let current = custom::current(custom::Src::of(host));
+    let grains = &current;
     let default = args
         .kwargs
         .get("default")
@@ -85,14 +105,18 @@ fn item(args: &Args, host: &Host) -> Result<Value, ExecError> {
 
 /// `grains.has_value <key>`: whether the grain exists.
 fn has_value(args: &Args, host: &Host) -> Result<Value, ExecError> {
-    let grains = &host.grains;
+    // The grains with what this process wrote to the grains file.
+    let current = custom::current(custom::Src::of(host));
+    let grains = &current;
     let key = args.require_str(0, "key", "has_value")?;
     Ok(Value::Bool(traverse(grains, &key, ":").is_some()))
 }
 
 /// `grains.filter_by <lookup_dict> [grain] [merge] [default] [base]`.
 fn filter_by_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
-    let grains = &host.grains;
+    // The grains with what this process wrote to the grains file.
+    let current = custom::current(custom::Src::of(host));
+    let grains = &current;
     let lookup = match args.get(0, "lookup_dict") {
         Some(Value::Object(m)) => m.clone(),
         Some(other) => {

@@ -9,22 +9,28 @@ crate::module_list! {
         cmd,
         cp,
         cron,
+        debconf,
+        dig,
         file,
         grains,
         group,
+        hosts,
         http,
         kmod,
+        locale,
         lowpkg,
         mount,
         pillar,
         pkg,
         service,
+        shadow,
         ssh,
         state,
         status,
         sys,
         sysctl,
         test,
+        timezone,
         user,
     ]
 }
@@ -81,6 +87,21 @@ pub fn retcode(fun: &str, ret: &Value) -> i32 {
 
 /// The engine's `str()` of a value (strings bare), for messages and echoes.
 pub use halite_salt_rules::pyfmt::quoted_str as py_str;
+
+/// Python's `bool(value)`: empty strings, lists and dicts, zero and None
+/// are false, anything else true (unlike Salt's `is_true` of config
+/// strings, [`halite_state::truthy`], where `"no"` is false). Salt's module
+/// code writes `if expire:` and `if grain:` with this meaning.
+pub fn py_truth(v: &Value) -> bool {
+    match v {
+        Value::Null => false,
+        Value::Bool(b) => *b,
+        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
+        Value::String(s) => !s.is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Object(o) => !o.is_empty(),
+    }
+}
 
 /// Arguments of an execution function call: positional, then `key=value`.
 ///

@@ -7,6 +7,7 @@
 //! which is what states and templates see. The `grains.*` execution module
 //! lives in [`crate::exec::grains`].
 
+pub mod custom;
 pub mod hw;
 pub mod match_expr;
 pub mod net;
@@ -139,13 +140,17 @@ pub fn core_grains(opts: &Value) -> Map {
     g
 }
 
-/// The grains a run sees: [`core_grains`] minus the `grains_blacklist`
+/// The grains a run sees: [`core_grains`] and the config dir's `grains`
+/// file, minus the `grains_blacklist`
 /// patterns (globs, else regular expressions, as Salt's `expr_match`),
 /// then updated with the `grains:` mapping of the minion config (deeply
 /// merged when `grains_deep_merge` is set). Blacklisting applies to
 /// detected grains only; configured grains always win.
 pub fn grains_for(opts: &Value) -> Map {
     let mut grains = core_grains(opts);
+    // The `grains` file of the config dir, a grain source over the core
+    // grains as in Salt (its `config` grain).
+    grains.extend(custom::file_grains(opts));
     let patterns: Vec<&str> = match opts.get("grains_blacklist") {
         Some(Value::Array(list)) => list.iter().filter_map(Value::as_str).collect(),
         Some(Value::String(one)) => vec![one.as_str()],

@@ -10,13 +10,18 @@ use halite_state::StateModule;
 crate::module_list! {
     /// Every state module of this directory, in name order.
     modules: Arc<dyn StateModule> = [
+        alternatives,
         archive,
         cmd,
         cron,
+        debconf,
         file,
+        grains,
         group,
+        host,
         http,
         kmod,
+        locale,
         module,
         mount,
         pkg,
@@ -26,6 +31,7 @@ crate::module_list! {
         ssh_known_hosts,
         sysctl,
         test,
+        timezone,
         user,
     ]
 }

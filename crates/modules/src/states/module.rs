@@ -55,6 +55,9 @@ fn run(call: &StateCall<'_>, extra_names: &[&str]) -> Result<StateResult, StateE
         .map(|(k, _)| k)
         .filter(|k| !is_internal_keyword(k) && *k != "name")
         .collect();
+    if is_legacy(&keys) {
+        return Ok(legacy_run(call));
+    }
     let mut names: Vec<Value> = keys.iter().map(|k| Value::from(*k)).collect();
     names.extend(extra_names.iter().map(|n| Value::from(*n)));
     let mut ret = StateResult::new(call.name(), None);
@@ -150,3 +153,100 @@ fn mod_watch(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         )),
     }
 }
+
+/// Salt's test for the legacy syntax (`- name: mod.fun` plus the
+/// function's arguments): an argument that is not a function name, or no
+/// argument at all besides `name`.
+fn is_legacy(keys: &[&str]) -> bool {
+    keys.is_empty()
+        || keys
+            .iter()
+            .any(|k| !k.contains('.') && !matches!(*k, "sfun" | "__reqs__"))
+}
+
+/// Legacy `module.run` (Salt's `_legacy_run`, still run by Salt 3008):
+/// `name` is the function; `m_name`, `m_fun`, `m_names`, `m_state` and
+/// `m_saltenv` stand for the function's arguments of those names (which
+/// the state itself uses), `args` is a list of extra positional arguments
+/// and `kwargs` a mapping of extra keyword arguments.
+fn legacy_run(call: &StateCall<'_>) -> StateResult {
+    let fun = call.name().to_string();
+    let mut ret = StateResult::new(&fun, None);
+    if !call.env.has_function(&fun) {
+        ret.result = Some(false);
+        ret.comment = format!("Module function {fun} is not available");
+        return ret;
+    }
+    if call.test {
+        ret.comment = format!("Module function {fun} is set to execute");
+        return ret;
+    }
+    let mut args = Vec::new();
+    let mut kwargs = Map::new();
+    for (key, value) in call.chunk.iter() {
+        if is_internal_keyword(key) || matches!(key, "name" | "sfun" | "__reqs__" | "returner") {
+            continue;
+        }
+        match key {
+            "args" => match value {
+                Value::Array(items) => args.extend(items.iter().cloned()),
+                _ => {
+                    ret.result = Some(false);
+                    ret.comment = "'args' must be a list.".into();
+                    return ret;
+                }
+            },
+            "kwargs" => match value {
+                Value::Object(map) => kwargs.extend(map.clone()),
+                _ => {
+                    ret.result = Some(false);
+                    ret.comment = "'kwargs' must be a dict.".into();
+                    return ret;
+                }
+            },
+            other => {
+                let arg = match other {
+                    "m_name" | "m_fun" | "m_names" | "m_state" | "m_saltenv" => &other[2..],
+                    plain => plain,
+                };
+                kwargs.insert(arg.to_string(), value.clone());
+            }
+        }
+    }
+    match call.env.call_function(&fun, &args, &kwargs) {
+        Ok(value) => {
+            ret.result = Some(legacy_result(&value));
+            ret.changes.insert("ret".into(), value);
+            ret.comment = format!("Module function {fun} executed");
+        }
+        Err(e) => {
+            ret.result = Some(false);
+            ret.comment = format!("Module function {fun} threw an exception. Exception: {e}");
+        }
+    }
+    ret
+}
+
+/// Salt's `_get_result` for the legacy syntax: False when the function
+/// returned False, or a mapping (at any depth) holds `result: False` or a
+/// non-zero `retcode`.
+fn legacy_result(ret: &Value) -> bool {
+    match ret {
+        Value::Bool(b) => *b,
+        Value::Object(map) => {
+            for (key, value) in map {
+                if (key == "result" && *value == Value::Bool(false))
+                    || (key == "retcode" && value.as_i64() != Some(0))
+                {
+                    return false;
+                }
+                if value.is_object() && !legacy_result(value) {
+                    return false;
+                }
+            }
+            true
+        }
+        _ => true,
+    }
+}
+

@@ -502,12 +502,16 @@ fn mod_watch(ctx: &Ctx, call: &StateCall<'_>) -> Result<StateResult, StateError>
     let sig = call.arg_str("sig")?;
     let delay = init_delay(call)?;
     let sfun = call.sfun.unwrap_or("");
-    if ctx.p.offline() {
-        return Ok(StateResult::ok(
-            &name,
-            "Running in OFFLINE mode. Nothing to do",
-        ));
-    }
+    // With systemd installed but not PID 1, Salt's `service.running`/`dead`
+    // do nothing, but its `mod_watch` reaches `service.status`/`start`/
+    // `restart` of the SysV module loaded beside the offline systemd one
+    // (debian_service), so a watch starts or restarts the init script.
+    let offline_sysv = Ctx {
+        p: Provider::SysV,
+        test: ctx.test,
+        name: ctx.name.clone(),
+    };
+    let ctx = if ctx.p.offline() { &offline_sysv } else { ctx };
     let is_running =
         || svc::status(ctx.p, &name, sig.as_deref()).map_err(|e| StateError::Other(e.to_string()));
     let (verb, participle, fun) = match sfun {

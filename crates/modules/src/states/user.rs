@@ -9,6 +9,7 @@ use halite_state::{Map, StateCall, StateError, StateFunction, StateResult, State
 use nix::unistd::{Gid, Group};
 
 use crate::exec::group as grp;
+use crate::exec::shadow::{self, AGEING_ARGS};
 use crate::exec::user::{self as usr, AddUser, GECOS_FIELDS};
 
 /// The module's table: `user.present` and `user.absent`.
@@ -53,6 +54,8 @@ struct Wanted {
     gecos: Vec<(&'static str, Option<String>)>,
     allow_uid_change: bool,
     allow_gid_change: bool,
+    /// The password-ageing arguments given (`mindays: 7`...), in Salt's order.
+    ageing: Vec<(&'static str, Value)>,
 }
 
 impl Wanted {
@@ -103,6 +106,14 @@ impl Wanted {
                 .collect::<Result<Vec<_>, StateError>>()?,
             allow_uid_change: call.arg_bool("allow_uid_change", false),
             allow_gid_change: call.arg_bool("allow_gid_change", false),
+            ageing: AGEING_ARGS
+                .iter()
+                .filter_map(|(arg, ..)| {
+                    call.arg(arg)
+                        .filter(|v| !v.is_null())
+                        .map(|v| (*arg, v.clone()))
+                })
+                .collect(),
         })
     }
 }
@@ -231,6 +242,7 @@ fn changes(
     if w.empty_password && !current_hash.is_empty() {
         change.push(("empty_password".into(), Value::Bool(true)));
     }
+    change.extend(ageing_changes(w));
     for (field, value) in &w.gecos {
         if let Some(value) = value {
             if text(field) != *value {
@@ -266,6 +278,29 @@ fn changes(
         }
     }
     Ok(Some(change))
+}
+
+/// Salt's shadow checks of `_changes`: each ageing argument given whose
+/// `shadow.info` value differs (`expire` only when truthy).
+fn ageing_changes(w: &Wanted) -> Changes {
+    let current = shadow::info(&w.name);
+    w.ageing
+        .iter()
+        .filter(|(arg, value)| *arg != "expire" || crate::exec::py_truth(value))
+        .filter_map(|(arg, value)| {
+            let key = AGEING_ARGS.iter().find(|(a, ..)| a == arg)?.1;
+            (!shadow::same(current.get(key), value)).then(|| ((*arg).to_string(), value.clone()))
+        })
+        .collect()
+}
+
+/// Sets one ageing argument through `shadow.set_*` (chage).
+fn set_ageing(name: &str, arg: &str, value: &Value) -> Result<bool, StateError> {
+    let Some((_, key, flag, validate)) = AGEING_ARGS.iter().find(|(a, ..)| *a == arg) else {
+        return Ok(false);
+    };
+    shadow::set_attrib(name, key, value, flag, *validate)
+        .map_err(|e| StateError::Other(e.to_string()))
 }
 
 fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
@@ -374,6 +409,7 @@ fn update(
     let err = |e: crate::ExecError| StateError::Other(e.to_string());
     let pre = usr::info(name).unwrap_or_default();
     let pre_hash = usr::shadow_hash(name).unwrap_or_default();
+    let pre_shadow = shadow::info(name);
     let has = |k: &str| pending.iter().any(|(key, _)| key == k);
     let value = |k: &str| {
         pending
@@ -422,6 +458,11 @@ fn update(
             _ => {}
         }
     }
+    for (arg, _, _, _) in AGEING_ARGS {
+        if let Some(v) = value(arg) {
+            set_ageing(name, arg, &v)?;
+        }
+    }
     if let Some(groups) = value("groups") {
         let list = usr::string_list(Some(&groups));
         usr::chgroups(name, &list, !w.remove_groups).map_err(err)?;
@@ -429,6 +470,14 @@ fn update(
     let post = usr::info(name).unwrap_or_default();
     for (key, after) in &post {
         if pre.get(key) != Some(after) {
+            ret.changes.insert(key.clone(), after.clone());
+        }
+    }
+    // Salt reports the shadow fields that moved under their shadow.info
+    // names (`min`, `expire`...), the hash as passwd (handled below).
+    let post_shadow = shadow::info(name);
+    for (key, after) in &post_shadow {
+        if key != "passwd" && pre_shadow.get(key) != Some(after) {
             ret.changes.insert(key.clone(), after.clone());
         }
     }
@@ -542,6 +591,33 @@ fn create(
             ret.result = Some(false);
         }
         ret.changes.insert("password".into(), Value::from(""));
+    }
+    // Salt applies the ageing arguments after creating the account: `date`
+    // when given, the others when truthy, each checked afterwards.
+    for (arg, value) in &w.ageing {
+        if *arg != "date" && !crate::exec::py_truth(value) {
+            continue;
+        }
+        set_ageing(name, arg, value)?;
+        let Some((_, key, ..)) = AGEING_ARGS.iter().find(|(a, ..)| a == arg) else {
+            continue;
+        };
+        if !shadow::same(shadow::info(name).get(*key), value) {
+            let what = match *arg {
+                "date" => "last change date",
+                "mindays" => "minimum days",
+                "maxdays" => "maximum days",
+                "inactdays" => "inactive days",
+                "warndays" => "warn days",
+                _ => "expire days",
+            };
+            ret.comment = format!(
+                "User {name} created but failed to set {what} to {}",
+                py_str(value)
+            );
+            ret.result = Some(false);
+        }
+        ret.changes.insert((*arg).to_string(), value.clone());
     }
     Ok(ret)
 }

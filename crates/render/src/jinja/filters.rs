@@ -3,7 +3,7 @@
 
 use base64::Engine as _;
 use md5::Digest as _;
-use minijinja::value::{Rest, ValueKind, ValueOrKwargs};
+use minijinja::value::{Kwargs, Rest, ValueKind, ValueOrKwargs};
 use minijinja::{Environment, Error, ErrorKind, Value as MjValue};
 
 use super::args::CallArgs;
@@ -41,6 +41,7 @@ pub fn register(env: &mut Environment<'static>) {
             PyList::new_value(vec![v])
         }
     });
+    env.add_filter("dictsort", dictsort_filter);
     env.add_filter("default", default_filter);
     env.add_filter("d", default_filter);
     env.add_filter("int", int_filter);
@@ -178,6 +179,35 @@ pub fn register(env: &mut Environment<'static>) {
             ValueKind::Seq | ValueKind::String | ValueKind::Map | ValueKind::Iterable
         )
     });
+}
+
+/// Jinja2's `dictsort(case_sensitive=False, by='key', reverse=False)`,
+/// whose arguments Python also takes by position (`dictsort(true)`, seen
+/// in public formulas); minijinja's own filter takes keywords only.
+fn dictsort_filter(value: MjValue, args: Rest<ValueOrKwargs>) -> Result<MjValue, Error> {
+    let call = CallArgs::new("dictsort", &args.into_values())?;
+    let names = ["case_sensitive", "by", "reverse"];
+    if call.positional().len() > names.len() {
+        return Err(invalid(format!(
+            "dictsort() takes at most {} positional arguments ({} given)",
+            names.len(),
+            call.positional().len()
+        )));
+    }
+    if let Some(unknown) = call
+        .keywords()
+        .keys()
+        .find(|k| !names.contains(&k.as_str()))
+    {
+        return Err(invalid(format!(
+            "dictsort() got an unexpected keyword argument '{unknown}'"
+        )));
+    }
+    let kwargs = names
+        .iter()
+        .enumerate()
+        .filter_map(|(index, name)| call.get(index, name).map(|v| (*name, v)));
+    minijinja::filters::dictsort(&value, Kwargs::from_iter(kwargs))
 }
 
 /// `|yaml` / `|yaml(False)`: PyYAML's safe_dump, stripped, without `...`.

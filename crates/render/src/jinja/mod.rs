@@ -1,5 +1,5 @@
 //! Jinja as Salt configures it, on minijinja: strict undefined, `do`, loop
-//! controls, the trailing newline kept, Salt's filters, tests, tags and
+//! controls, the final newline handled as Salt does, Salt's filters, tests, tags and
 //! context variables, Python-like mutable data, and Salt-shaped errors.
 
 mod args;
@@ -49,7 +49,8 @@ pub fn render(text: &str, ctx: &RenderContext) -> Result<String, RenderError> {
     let prepared = prepass::prepare(text);
     let result = env
         .template_from_named_str(&name, &prepared)
-        .and_then(|template| template.render(MjValue::from(())));
+        .and_then(|template| template.render(MjValue::from(())))
+        .map(|output| restore_final_newline(text, output));
     result.map_err(|error| {
         let failure = salt_data
             .last_failure
@@ -76,7 +77,7 @@ fn build_environment(
     env.set_undefined_behavior(UndefinedBehavior::Strict);
     env.set_auto_escape_callback(|_| AutoEscape::None);
     let syntax = minijinja::syntax::SyntaxConfig::builder()
-        .keep_trailing_newline(true)
+        .keep_trailing_newline(false)
         .build();
     if let Ok(syntax) = syntax {
         env.set_syntax(syntax);
@@ -161,6 +162,18 @@ fn build_environment(
         Err(Error::new(ErrorKind::InvalidOperation, message))
     });
     env
+}
+
+/// Salt renders with Jinja2's default `keep_trailing_newline=False` (so a
+/// `-%}` before the source's last newline has nothing to eat, and included
+/// templates lose theirs) and then appends the newline the source ended with
+/// (salt/utils/templates.py `render_jinja_tmpl`). Doing the same keeps files
+/// byte-identical with Salt's, so the two do not rewrite them in turn.
+fn restore_final_newline(source: &str, mut output: String) -> String {
+    if source.ends_with('\n') {
+        output.push('\n');
+    }
+    output
 }
 
 /// Relative template names (`./x`, `../x`) resolve against the including

@@ -139,6 +139,28 @@ pub(crate) fn template_context(call: &StateCall<'_>) -> Result<Map, String> {
     Ok(ctx)
 }
 
+/// The variables Salt's `file.get_managed` passes a source template beside
+/// `context`/`defaults` (which win over them): `name`, the `source` that was
+/// found, and `user`, `group`, `mode` (normalized, `0644`), `attrs` as given
+/// (None when absent). Templates of formulas read them (`{{ name }}`).
+fn source_template_context(
+    call: &StateCall<'_>,
+    name: &str,
+    source: &str,
+    context: Map,
+) -> Result<Map, StateError> {
+    let mut ctx = Map::new();
+    ctx.insert("name".into(), Value::from(name));
+    ctx.insert("source".into(), Value::from(source));
+    for key in ["user", "group", "attrs"] {
+        ctx.insert(key.into(), call.arg(key).cloned().unwrap_or(Value::Null));
+    }
+    let mode = super::mode_arg(call, "mode")?;
+    ctx.insert("mode".into(), mode.map_or(Value::Null, Value::from));
+    ctx.extend(context);
+    Ok(ctx)
+}
+
 /// Writes `data` to `path` through a temp file in the same directory, so a
 /// reader never sees a half-written file. A new file gets `new_mode` bits.
 pub(crate) fn write_atomic(path: &Path, data: &[u8], new_mode: u32) -> std::io::Result<()> {
@@ -330,6 +352,7 @@ fn new_content(
     let data = match template.as_deref() {
         Some(t) => {
             let text = String::from_utf8_lossy(&data);
+            let context = source_template_context(call, name, &url, context)?;
             match render(call, &text, t, &context, saltenv) {
                 Ok(out) => out.into_bytes(),
                 Err(e) => return Ok(Err(format!("Unable to manage file: {e}"))),

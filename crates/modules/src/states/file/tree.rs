@@ -621,11 +621,10 @@ pub fn recurse(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         {
             continue;
         }
-        let mut parent = dirname(&rel);
-        while !parent.is_empty() && parent != "/" {
-            managed_dirs.insert(parent.clone());
-            parent = dirname(&parent);
-        }
+        // Salt manages only the directory holding each file (its parents
+        // are made by makedirs): the target itself only when a file sits
+        // at the top of the source.
+        managed_dirs.insert(dirname(&rel));
         managed_files.push((rel, f.clone()));
     }
     if include_empty {
@@ -637,14 +636,12 @@ pub fn recurse(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             }
         }
     }
-    // The target itself comes first, as in Salt (it only shows up as a
-    // change in test mode: a real run has created it above).
-    // With include_empty Salt also lists the source root as `.` (first).
+    // The target itself (`""`, first) is managed when a file sits at the
+    // top of the source; it only shows up as a change in test mode, as a
+    // real run has created it above. With include_empty Salt also lists
+    // the source root as `.` (first).
     let dot = include_empty.then(|| ".".to_string());
-    let all_dirs = dot
-        .into_iter()
-        .chain(std::iter::once(String::new()))
-        .chain(managed_dirs.iter().cloned());
+    let all_dirs = dot.into_iter().chain(managed_dirs.iter().cloned());
     for rel in all_dirs {
         let dest = if rel.is_empty() {
             path.clone()
