@@ -1,6 +1,11 @@
 //! The `alternatives` execution functions and states against the real
 //! `update-alternatives`, with a throwaway link group (root only; removed
 //! with `--remove-all` by a guard).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::process::Command;
 use std::sync::Arc;

@@ -3,6 +3,11 @@
 //! debconf database: `DEBCONF_SYSTEMRC` points debconf at a config whose
 //! databases live in a temp dir, so the host's database is never touched.
 //! The expected returns are what Salt 3008.5 gave with the same database.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::sync::Arc;
 

@@ -2,6 +2,11 @@
 //! DNS responder this test runs on 127.0.0.1 (never an outside resolver).
 //! dig reads `~/.digrc`, so the test points HOME at a directory whose
 //! `.digrc` holds the responder's port: Salt's functions take no port.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::collections::BTreeMap;
 use std::net::UdpSocket;

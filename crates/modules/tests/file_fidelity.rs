@@ -1,6 +1,11 @@
 //! Fidelity bugs of the `file` states found by applying public formulas
 //! beside Salt 3008.5, on real files in temp dirs: each case here is what
 //! Salt returned for the same input.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -8,7 +13,6 @@ use std::path::Path;
 use std::sync::Arc;
 
 use halite_modules::host::LogEvents;
-use halite_modules::states::file::FileState;
 use halite_modules::{table, Host, LocalFileClient};
 use halite_state::{LowChunk, Map, StateCall, StateModule, StateResult, Value};
 use serde_json::json;
@@ -46,7 +50,7 @@ fn run(host: &Host, fun: &str, name: &str, args: Value, test: bool) -> StateResu
         sfun: None,
         reqs: None,
     };
-    match FileState.call(fun, &call) {
+    match halite_modules::states::file::MODULE.call(fun, &call) {
         Ok(r) => r,
         Err(e) => panic!("file.{fun} returned an error: {e}"),
     }

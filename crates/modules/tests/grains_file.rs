@@ -1,6 +1,11 @@
 //! The config dir's `grains` file: read at start as a grain source, and
 //! written by `grains.setval`/`setvals`/`append`/`remove`/`delval`/
 //! `delkey` as Salt writes `/etc/salt/grains` (real files in a temp dir).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::sync::Arc;
 

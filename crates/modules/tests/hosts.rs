@@ -1,5 +1,10 @@
 //! The `hosts` execution module on a copy of a hosts file (`hosts.file`),
 //! with the line formats Salt 3008.5 writes.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::sync::Arc;
 

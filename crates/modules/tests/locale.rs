@@ -3,6 +3,11 @@
 //! `locale-gen` and the system `LANG` set with `update-locale`; a guard
 //! restores `/etc/locale.gen`, `/etc/default/locale` and deletes the
 //! generated locale from the archive.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::process::Command;
 use std::sync::Arc;

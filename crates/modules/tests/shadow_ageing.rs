@@ -2,6 +2,11 @@
 //! `date`/`mindays`/`maxdays`/`inactdays`/`warndays`/`expire`, on a real
 //! throwaway account through the real `chage` (root only). The expected
 //! returns are what Salt 3008.5 gave for the same states on this host.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::process::Command;
 use std::sync::Arc;

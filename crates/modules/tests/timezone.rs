@@ -1,6 +1,11 @@
 //! `timezone.system` and the timezone execution functions on this host
 //! (root only): the zone is changed for real (`/etc/localtime`,
 //! `/etc/timezone`) and a guard puts the host's zone back.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -33,10 +33,15 @@ const SUPPORTED: &str = "/usr/share/i18n/SUPPORTED";
 /// Salt's `split_locale`: `language[_territory][.codeset][@modifier] [charmap]`.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct LocaleParts {
+    /// `en` of `en_US.UTF-8`.
     pub language: String,
+    /// `US` of `en_US.UTF-8`, empty when absent.
     pub territory: String,
+    /// `UTF-8` of `en_US.UTF-8`, empty when absent.
     pub codeset: String,
+    /// What follows `@`, empty when absent.
     pub modifier: String,
+    /// The charmap after a space (`locale.gen`'s second column), empty when absent.
     pub charmap: String,
 }
 

@@ -15,7 +15,7 @@ use std::sync::Mutex;
 
 use halite_state::{Map, Value};
 
-use super::exec::traverse;
+use crate::exec::grains::traverse;
 use crate::exec::{py_str, Args, ExecError};
 use crate::Host;
 
@@ -23,7 +23,9 @@ use crate::Host;
 /// the grains the run started with.
 #[derive(Clone, Copy)]
 pub struct Src<'a> {
+    /// The run's options: where the grains file is.
     pub opts: &'a Value,
+    /// The grains the run started with.
     pub grains: &'a Value,
 }
 
@@ -174,8 +176,11 @@ pub fn setval(
 /// What `grains.set` returns: Salt's `{comment, changes, result}`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SetResult {
+    /// Whether the grain was set.
     pub result: bool,
+    /// Salt's comment (empty on success).
     pub comment: String,
+    /// The grains changed, Salt's `changes`.
     pub changes: Value,
 }
 
