@@ -776,15 +776,10 @@ impl Master {
                 self.send_sealed(sid, &MasterMessage::Pong);
             }
             MinionRequest::Event { tag, data } => {
-                // A minion may speak for itself only.
-                let own_job_event =
-                    tag.starts_with("salt/job/") && tag.contains(&format!("/prog/{id}/"));
-                let own_state_event = tag.starts_with("salt/state_result/")
-                    && tag.split('/').nth(3) == Some(id.as_str());
-                if own_job_event || own_state_event || !tag.starts_with("salt/") {
-                    self.bus.fire(&tag, data);
-                } else {
-                    tracing::warn!(%id, %tag, "minion event with a reserved tag dropped");
+                // A minion may speak for itself only (tags::check_minion_tag).
+                match tags::check_minion_tag(&tag, &id) {
+                    Ok(()) => self.bus.fire(&tag, data),
+                    Err(e) => tracing::warn!(%id, error = %e, "minion event dropped"),
                 }
             }
             MinionRequest::Request { req, body } => self.on_minion_request(sid, &id, req, body),
@@ -1123,8 +1118,12 @@ async fn stream_events(
         tokio::select! {
             event = rx.recv() => match event {
                 Ok(event) if wanted(&event.tag) => {
-                    let reply = if as_returns && event.tag.contains("/ret/") {
-                        let id = event.data.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+                    // The id comes from the tag's own segment (only the master fires returns).
+                    let ret_of = match tags::parse(&event.tag) {
+                        tags::Tag::JobRet { minion, .. } if as_returns => Some(minion.to_string()),
+                        _ => None,
+                    };
+                    let reply = if let Some(id) = ret_of {
                         LocalReply::Return { id, data: event.data.clone() }
                     } else {
                         LocalReply::Event { tag: event.tag.clone(), data: event.data.clone() }
