@@ -54,6 +54,10 @@ pub struct MasterConfig {
     /// Seconds a render-time call on a minion may take before the compile
     /// of that minion's job fails.
     pub render_call_timeout: u64,
+    /// Seconds between rotations of the publish key (Salt's
+    /// `publish_session`): a publication captured under an old key cannot
+    /// be opened once its epoch is retired. 0 never rotates on a schedule.
+    pub publish_session: u64,
     /// Everything else, passed to the renderer as `opts` (Salt's keys).
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -81,6 +85,7 @@ impl Default for MasterConfig {
             pillar_roots: BTreeMap::from([("base".into(), vec!["/srv/pillar".into()])]),
             file_buffer_size: 1_048_576,
             render_call_timeout: 120,
+            publish_session: 86400,
             extra: serde_json::Map::new(),
         }
     }

@@ -129,6 +129,8 @@ struct Master {
     accepted: HashMap<String, PublicKey>,
     accepted_stamp: Option<(std::time::SystemTime, u64)>,
     publisher: Publisher,
+    /// When the publish key was made (rotated every `publish_session` s).
+    publisher_since: Instant,
     sessions: HashMap<u64, Session>,
     by_id: HashMap<String, u64>,
     pending: HashMap<u64, (PendingSession, Bytes, Instant)>,
@@ -277,6 +279,7 @@ pub async fn run(
         accepted: HashMap::new(),
         accepted_stamp: None,
         publisher: Publisher::generate()?,
+        publisher_since: Instant::now(),
         sessions: HashMap::new(),
         by_id: HashMap::new(),
         pending: HashMap::new(),
@@ -319,6 +322,10 @@ pub async fn run(
             _ = tick.tick() => {
                 master.refresh_keys(false);
                 master.expire();
+                let session = master.cfg.publish_session;
+                if session > 0 && master.publisher_since.elapsed() >= Duration::from_secs(session) {
+                    master.rotate_publish_key();
+                }
                 if last_cleanup.elapsed() > Duration::from_secs(3600) {
                     last_cleanup = Instant::now();
                     if let Err(e) = master.jobs.clean_old_jobs(master.cfg.keep_jobs) {
@@ -431,7 +438,10 @@ impl Master {
 
     fn rotate_publish_key(&mut self) {
         match Publisher::generate() {
-            Ok(p) => self.publisher = p,
+            Ok(p) => {
+                self.publisher = p;
+                self.publisher_since = Instant::now();
+            }
             Err(e) => {
                 tracing::error!(error = %e, "cannot rotate the publish key");
                 return;

@@ -148,3 +148,132 @@ fn a_forged_tag_is_never_another_minions_return() {
     assert!(bus.contains("intruder-was-here"), "{bus}");
     assert!(master.log_text().contains("minion event dropped"));
 }
+
+/// Starts minion `id` whose publications come through `publish_port`
+/// (a relay the test controls) instead of the master's own port.
+fn start_minion_via(fleet: &Fleet, id: &str, publish_port: u16) -> Daemon {
+    let dir = fleet.path(&format!("minion-{id}"));
+    std::fs::create_dir_all(&dir).expect("minion dir");
+    let log = dir.join("minion.log");
+    std::fs::write(
+        dir.join("minion"),
+        format!(
+            "master: 127.0.0.1\nmaster_port: {}\npublish_port: {publish_port}\nid: {id}\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {}\nlog_level: debug\nacceptance_wait_time: 1\nauth_timeout: 2\nmaster_alive_interval: 1\nrecon_default: 200\nrecon_max: 1000\n",
+            fleet.ret_port,
+            log.display(),
+            d = dir.display()
+        ),
+    )
+    .expect("minion config");
+    let child = Command::new(bin("halite-minion"))
+        .arg("-c")
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start halite-minion");
+    Daemon { child, log }
+}
+
+/// How many times the minion's log says it ran job `jid`.
+fn runs_of(minion: &Daemon, jid: &str) -> usize {
+    minion
+        .log_text()
+        .lines()
+        .filter(|l| l.contains("running job") && l.contains(jid))
+        .count()
+}
+
+#[test]
+fn a_publication_replayed_after_a_minion_restart_does_not_run_again() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let _master = fleet.start_master("auto_accept: True");
+    let relay_port = free_port();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    // The attacker's position: on the path of the publish port, recording
+    // every frame, able to send any of them again later.
+    let (inject_tx, mut inject_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    let captured = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Vec<u8>>::new()));
+    let publish_port = fleet.publish_port;
+    let record = captured.clone();
+    rt.spawn(async move {
+        let mut upstream = zeromq::SubSocket::new();
+        upstream
+            .connect(&format!("tcp://127.0.0.1:{publish_port}"))
+            .await
+            .expect("relay connect");
+        upstream.subscribe("").await.expect("subscribe");
+        let mut downstream = zeromq::PubSocket::new();
+        downstream
+            .bind(&format!("tcp://127.0.0.1:{relay_port}"))
+            .await
+            .expect("relay bind");
+        loop {
+            let frame = tokio::select! {
+                Ok(msg) = upstream.recv() => {
+                    let Some(frame) = msg.get(0).map(|f| f.to_vec()) else { continue };
+                    record.lock().expect("lock").push(frame.clone());
+                    frame
+                }
+                Some(frame) = inject_rx.recv() => frame,
+            };
+            let _ = downstream.send(ZmqMessage::from(frame)).await;
+        }
+    });
+    let mut victim = start_minion_via(&fleet, "victim", relay_port);
+    fleet.wait_responding("victim");
+
+    let seen_before = captured.lock().expect("lock").len();
+    let (rets, _) = fleet.halite_json(&["victim", "test.arg", "replay-me"]);
+    assert!(rets.contains_key("victim"), "{rets:?}");
+    let jid = running_jid(&victim, "test.arg").expect("the job ran");
+    let frame = captured.lock().expect("lock")[seen_before..]
+        .first()
+        .cloned()
+        .expect("the publication was captured");
+
+    // Replayed while the minion runs: refused (in memory).
+    inject_tx.send(frame.clone()).expect("inject");
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(runs_of(&victim, &jid), 1);
+
+    // Restarted (SIGKILL, nothing saved on the way out), then replayed at
+    // once: before any newer publication could move its counter on.
+    victim.kill();
+    let authenticated = |m: &Daemon| {
+        m.log_text()
+            .matches("authenticated with the master")
+            .count()
+    };
+    let victim = start_minion_via(&fleet, "victim", relay_port);
+    assert!(wait_for(Duration::from_secs(20), || authenticated(&victim) >= 2));
+    let before = runs_of(&victim, &jid);
+    for _ in 0..4 {
+        inject_tx.send(frame.clone()).expect("inject");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(
+        victim.log_text().contains("replay refused"),
+        "the replay never reached the minion"
+    );
+    assert_eq!(
+        runs_of(&victim, &jid),
+        before,
+        "the replayed publication ran again after the restart"
+    );
+    fleet.wait_responding("victim");
+    assert_eq!(
+        mode(&fleet.path("minion-victim/cache")),
+        0o700,
+        "the minion's cachedir must not be world-readable"
+    );
+    rt.shutdown_background();
+}

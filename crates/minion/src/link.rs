@@ -21,6 +21,7 @@ use tokio::sync::{mpsc, watch, Semaphore};
 use zeromq::{DealerSocket, Socket, SocketRecv, SocketSend, SubSocket, ZmqMessage};
 
 use crate::channel::{JobRequest, MasterChannel};
+use crate::replay::ReplayGuard;
 use crate::runner::JobRunner;
 use crate::store::ReturnStore;
 
@@ -112,6 +113,9 @@ pub struct LinkSettings {
     pub master_finger: String,
     /// Where the master key is pinned on first contact (`minion_master.pub`).
     pub pinned_master_path: Option<PathBuf>,
+    /// Where the highest publication counter run per epoch is kept
+    /// (`cachedir/publications`), so a replay after a restart is refused.
+    pub replay_path: Option<PathBuf>,
     pub auth_timeout: Duration,
     pub acceptance_wait_time: Duration,
     pub alive_interval: Duration,
@@ -208,6 +212,7 @@ struct Link<'a> {
     dealer: DealerSocket,
     trusted_master: Option<PublicKey>,
     openers: Vec<PublicationOpener>,
+    replay: ReplayGuard,
     held: VecDeque<(Instant, Publication)>,
     runner: Arc<dyn JobRunner>,
     jobs_tx: mpsc::UnboundedSender<FromJob>,
@@ -281,6 +286,10 @@ pub async fn run_link(
         dealer,
         trusted_master: pinned_key(settings),
         openers: Vec::new(),
+        replay: match &settings.replay_path {
+            Some(path) => ReplayGuard::at(path.clone()),
+            None => ReplayGuard::memory(),
+        },
         held: VecDeque::new(),
         runner,
         jobs_tx,
@@ -500,7 +509,9 @@ impl Link<'_> {
         if self.openers.iter().any(|o| o.epoch() == key.epoch) {
             return;
         }
-        if let Ok(opener) = PublicationOpener::new(master, key) {
+        // Counters this minion already ran under this epoch stay refused.
+        let seen = self.replay.floor(key.epoch);
+        if let Ok(opener) = PublicationOpener::resume(master, key, seen) {
             // Only the newest key opens publications: a rotated-out key opens nothing.
             self.openers = vec![opener];
             let held: Vec<Publication> = self.held.drain(..).map(|(_, p)| p).collect();
@@ -658,6 +669,13 @@ impl Link<'_> {
         let idxs: Vec<usize> = (0..self.agents.len())
             .filter(|&i| targeted.contains(self.agents[i].id.as_str()) && self.agents[i].is_ready())
             .collect();
+        if idxs.is_empty() {
+            return;
+        }
+        // Kept on disk before the job runs: a replay after a restart is refused.
+        if let Err(e) = self.replay.record(publication.epoch, publication.counter) {
+            tracing::error!(error = %e, jid = %job.jid, "cannot record the publication counter in cachedir; the job runs, but a replay of it after a restart would not be refused");
+        }
         let job = Arc::new(job);
         for idx in idxs {
             self.start_job(idx, job.clone());

@@ -539,6 +539,14 @@ impl PublicationOpener {
             last_counter: 0,
         })
     }
+    /// An opener that refuses every counter up to `seen` as well: the
+    /// highest counter of this epoch a minion already ran, kept on disk so
+    /// a publication replayed after a restart is still refused.
+    pub fn resume(master: PublicKey, key: &PublishKey, seen: u64) -> Result<Self, CryptoError> {
+        let mut opener = Self::new(master, key)?;
+        opener.last_counter = seen;
+        Ok(opener)
+    }
     /// The epoch of the key held.
     pub fn epoch(&self) -> u32 {
         self.epoch
