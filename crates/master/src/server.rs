@@ -565,20 +565,26 @@ impl Master {
             match msg {
                 ToMaster::Hello(hello) => self.on_hello(routing, hello),
                 ToMaster::Confirm(confirm) => {
-                    let Some((pending, pending_routing, _)) = self.pending.remove(&confirm.session)
-                    else {
-                        self.send(
-                            &routing,
-                            &ToMinion::UnknownSession {
-                                session: confirm.session,
-                            },
-                        );
-                        continue;
+                    // Only the connection that sent the hello may finish (or spoil) its handshake.
+                    let from_its_connection = match self.pending.get(&confirm.session) {
+                        Some((_, pending_routing, _)) => *pending_routing == routing,
+                        None => {
+                            self.send(
+                                &routing,
+                                &ToMinion::UnknownSession {
+                                    session: confirm.session,
+                                },
+                            );
+                            continue;
+                        }
                     };
-                    if pending_routing != routing {
+                    if !from_its_connection {
                         tracing::debug!("confirm from another connection dropped");
                         continue;
                     }
+                    let Some((pending, _, _)) = self.pending.remove(&confirm.session) else {
+                        continue;
+                    };
                     let (id, key) = (pending.id.clone(), pending.minion_key);
                     match pending.confirm(&confirm) {
                         Ok(cipher) => self.open_session(routing, id, key, cipher),

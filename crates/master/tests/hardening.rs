@@ -277,3 +277,84 @@ fn a_publication_replayed_after_a_minion_restart_does_not_run_again() {
     );
     rt.shutdown_background();
 }
+
+#[test]
+fn handshakes_ids_and_files_follow_the_smaller_rules() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let mut master = fleet.start_master("auto_accept: True");
+    let longest = "l".repeat(255);
+    runtime().block_on(async {
+        let mut honest = Peer::connect(fleet.ret_port).await;
+        let mut meddler = Peer::connect(fleet.ret_port).await;
+
+        // A second connection's Confirm does not spoil the first one's handshake.
+        let me = Identity::generate().expect("identity");
+        let (state, hello) = MinionHandshake::start(&me, "honest").expect("hello");
+        honest.send(&ToMaster::Hello(hello)).await;
+        let Some(ToMinion::Welcome(welcome)) = honest.recv(Duration::from_secs(5)).await else {
+            panic!("no welcome");
+        };
+        meddler
+            .send(&ToMaster::Confirm(halite_proto::msg::Confirm {
+                session: welcome.session,
+                signature: vec![0; 64],
+            }))
+            .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (mut cipher, confirm) = state.finish(&me, &welcome).expect("finish");
+        honest.send(&ToMaster::Confirm(confirm)).await;
+        match honest.recv(Duration::from_secs(5)).await {
+            Some(ToMinion::Sealed(s)) => assert!(matches!(
+                decode(&cipher.open(&s).expect("open")),
+                Ok(MasterMessage::Ready { .. })
+            )),
+            other => panic!("the handshake was spoiled by another connection: {other:?}"),
+        }
+
+        // Ids that display as another are refused before any file is written.
+        for id in ["victim\u{202E}1", "\u{2066}victim", "vic\u{200B}tim"] {
+            let (_, hello) = MinionHandshake::start(&me, id).expect("hello");
+            meddler.send(&ToMaster::Hello(hello)).await;
+            match meddler.recv(Duration::from_secs(5)).await {
+                Some(ToMinion::Refused { status: None, .. }) => {}
+                other => panic!("id {id:?} was not refused: {other:?}"),
+            }
+        }
+
+        // The longest id (255 bytes) is stored and authenticates.
+        let long_identity = Identity::generate().expect("identity");
+        meddler.authenticate(&long_identity, &longest).await;
+    });
+    let accepted = std::fs::read_dir(fleet.path("master-pki/minions"))
+        .expect("accepted keys")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect::<Vec<_>>();
+    assert!(accepted.contains(&longest), "{accepted:?}");
+    assert!(!accepted.iter().any(|n| n.contains('\u{202E}')));
+    assert_eq!(
+        mode(&fleet.path("master.log")),
+        0o600,
+        "the master's log is world-readable"
+    );
+
+    // halite-key as another user says what to do.
+    use std::os::unix::process::CommandExt;
+    let out = Command::new(bin("halite-key"))
+        .arg("-c")
+        .arg(fleet.master_dir())
+        .arg("-L")
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .expect("halite-key");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("run this as root") && err.contains("owns pki_dir"),
+        "{err}"
+    );
+    assert!(master.alive());
+}
