@@ -790,6 +790,7 @@ impl Master {
                 let tag = tags::minion_start(&id);
                 self.bus.fire(&tag, data(&tag));
                 self.send_sealed(sid, &MasterMessage::Pong);
+                self.redeliver(&id);
             }
             MinionRequest::Event { tag, data } => {
                 // A minion may speak for itself only (tags::check_minion_tag).
@@ -961,21 +962,8 @@ impl Master {
             json!({"arg": job.arg, "fun": job.fun, "jid": jid, "minions": minions, "missing": [], "tgt": job.tgt, "tgt_type": job.tgt_type, "user": job.user}),
         );
         if !minions.is_empty() {
-            let sealed = encode(&job)
-                .map_err(|e| e.to_string())
-                .and_then(|payload| {
-                    self.publisher
-                        .seal(&self.identity, &payload)
-                        .map_err(|e| e.to_string())
-                })
-                .and_then(|publication| encode(&publication).map_err(|e| e.to_string()));
-            match sealed {
-                Ok(bytes) => {
-                    if let Err(e) = send_now(&mut self.publications, bytes) {
-                        return LocalReply::Error(format!("publish failed: {e}"));
-                    }
-                }
-                Err(e) => return LocalReply::Error(e),
+            if let Err(e) = self.send_publication(&job) {
+                return LocalReply::Error(e);
             }
             self.active.insert(
                 jid.clone(),
@@ -988,6 +976,45 @@ impl Master {
             );
         }
         LocalReply::Started { jid, minions }
+    }
+}
+
+impl Master {
+    /// Encrypts, signs and publishes `job`.
+    fn send_publication(&mut self, job: &Job) -> Result<(), String> {
+        let bytes = encode(job)
+            .map_err(|e| e.to_string())
+            .and_then(|payload| {
+                self.publisher
+                    .seal(&self.identity, &payload)
+                    .map_err(|e| e.to_string())
+            })
+            .and_then(|publication| encode(&publication).map_err(|e| e.to_string()))?;
+        send_now(&mut self.publications, bytes).map_err(|e| format!("publish failed: {e}"))
+    }
+
+    /// A minion (re)authenticated: the jobs published to it while it was
+    /// away, still waiting for its return and younger than `timeout`, are
+    /// published again for it alone (the minion skips jids it already ran).
+    fn redeliver(&mut self, id: &str) {
+        let window = Duration::from_secs(self.cfg.timeout.max(1));
+        let missed: Vec<Job> = self
+            .active
+            .values()
+            .filter(|a| a.waiting.contains(id) && a.started.elapsed() < window)
+            .map(|a| Job {
+                minions: vec![id.to_string()],
+                ..a.job.clone()
+            })
+            .collect();
+        for job in missed {
+            match self.send_publication(&job) {
+                Ok(()) => {
+                    tracing::info!(%id, jid = %job.jid, "job redelivered to a minion that came back")
+                }
+                Err(e) => tracing::warn!(%id, jid = %job.jid, error = %e, "cannot redeliver a job"),
+            }
+        }
     }
 }
 

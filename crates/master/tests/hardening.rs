@@ -150,15 +150,17 @@ fn a_forged_tag_is_never_another_minions_return() {
 }
 
 /// Starts minion `id` whose publications come through `publish_port`
-/// (a relay the test controls) instead of the master's own port.
-fn start_minion_via(fleet: &Fleet, id: &str, publish_port: u16) -> Daemon {
+/// (a relay the test controls, or the master's own port) with `extra`
+/// settings; unlike `Fleet::start_minion`, keepalive and reconnection
+/// settings are Salt's defaults unless `extra` sets them.
+fn start_minion_with(fleet: &Fleet, id: &str, publish_port: u16, extra: &str) -> Daemon {
     let dir = fleet.path(&format!("minion-{id}"));
     std::fs::create_dir_all(&dir).expect("minion dir");
     let log = dir.join("minion.log");
     std::fs::write(
         dir.join("minion"),
         format!(
-            "master: 127.0.0.1\nmaster_port: {}\npublish_port: {publish_port}\nid: {id}\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {}\nlog_level: debug\nacceptance_wait_time: 1\nauth_timeout: 2\nmaster_alive_interval: 1\nrecon_default: 200\nrecon_max: 1000\n",
+            "master: 127.0.0.1\nmaster_port: {}\npublish_port: {publish_port}\nid: {id}\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {}\nlog_level: debug\nacceptance_wait_time: 1\n{extra}\n",
             fleet.ret_port,
             log.display(),
             d = dir.display()
@@ -174,6 +176,16 @@ fn start_minion_via(fleet: &Fleet, id: &str, publish_port: u16) -> Daemon {
         .spawn()
         .expect("start halite-minion");
     Daemon { child, log }
+}
+
+/// [`start_minion_with`] and the test fleet's quick keepalive.
+fn start_minion_via(fleet: &Fleet, id: &str, publish_port: u16) -> Daemon {
+    start_minion_with(
+        fleet,
+        id,
+        publish_port,
+        "auth_timeout: 2\nmaster_alive_interval: 1\nrecon_default: 200\nrecon_max: 1000",
+    )
 }
 
 /// How many times the minion's log says it ran job `jid`.
@@ -357,4 +369,49 @@ fn handshakes_ids_and_files_follow_the_smaller_rules() {
         "{err}"
     );
     assert!(master.alive());
+}
+
+#[test]
+fn minions_come_back_at_once_after_a_master_restart_and_get_the_job_they_missed() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let mut master = fleet.start_master("auto_accept: True");
+    // Salt's default keepalive (30 s): only the transport can tell it in time.
+    // A fixed 3 s reconnection delay keeps it away while the job is published.
+    let steady = start_minion_with(
+        &fleet,
+        "steady",
+        fleet.publish_port,
+        "recon_default: 3000\nrecon_max: 3000\nrecon_randomize: False",
+    );
+    fleet.wait_responding("steady");
+    master.kill();
+    // A killed master leaves its socket: wait for the new one's.
+    let _ = std::fs::remove_file(fleet.path("master-sock/master.sock"));
+    let _master = fleet.start_master("auto_accept: True");
+    let out = fleet.cli(
+        "halite",
+        &["steady", "test.arg", "missed", "-t", "20", "--out", "json"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rets: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(rets["steady"]["args"], json!(["missed"]), "{rets:?}");
+    assert!(steady
+        .log_text()
+        .contains("the master closed the connection"));
+    assert!(
+        fleet
+            .path("master.log")
+            .exists()
+            .then(|| std::fs::read_to_string(fleet.path("master.log")).unwrap_or_default())
+            .is_some_and(|log| log.contains("job redelivered to a minion that came back")),
+        "the job was not published while the minion was away"
+    );
 }

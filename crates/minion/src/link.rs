@@ -246,6 +246,10 @@ pub async fn run_link(
     if !matches!(connect, Ok(Ok(()))) {
         return LinkEnd::MasterLost(format!("cannot connect to {ret_endpoint}"));
     }
+    // The transport tells us at once when the master closes the connection
+    // (a restart): the link ends and every identity authenticates again,
+    // instead of waiting for a ping to go unanswered.
+    let mut monitor = dealer.monitor();
     let mut sub = SubSocket::new();
     let connect = tokio::time::timeout(settings.auth_timeout, sub.connect(&pub_endpoint)).await;
     if !matches!(connect, Ok(Ok(()))) {
@@ -315,6 +319,11 @@ pub async fn run_link(
                 }
                 Err(e) => break LinkEnd::MasterLost(format!("receive failed: {e}")),
             },
+            Some(event) = futures_util::StreamExt::next(&mut monitor) => {
+                if let zeromq::SocketEvent::Disconnected(_) = event {
+                    break LinkEnd::MasterLost("the master closed the connection (restarted?)".into());
+                }
+            }
             Some(frame) = pub_rx.recv() => link.on_publication_frame(&frame),
             Some(done) = outputs.rx.recv() => link.on_job_output(done).await,
             Some(request) = requests_rx.recv() => link.on_job_request(request).await,
@@ -696,7 +705,9 @@ impl Link<'_> {
 
     fn start_job(&mut self, idx: usize, job: Arc<Job>) {
         let agent = &mut self.agents[idx];
-        if agent.seen_jids.contains(&job.jid) {
+        // Seen in this process, or run already and its return still unacknowledged
+        // (a job the master delivers again after a reconnection).
+        if agent.seen_jids.contains(&job.jid) || agent.store.has(&job.jid) {
             return;
         }
         agent.seen_jids.push_back(job.jid.clone());
