@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use halite_proto::keyfile::{ensure_private_dir, read_public, write_private, KeyFileError};
+use halite_proto::keyfile::{
+    ensure_private_dir, read_public, write_private, write_private_unsynced, KeyFileError,
+};
 use halite_proto::msg::KeyStatus;
 use halite_proto::{validate_minion_id, InvalidMinionId, PublicKey};
 
@@ -50,6 +52,17 @@ pub const ALL_STATUSES: [KeyStatus; 4] = [
     KeyStatus::Rejected,
     KeyStatus::Denied,
 ];
+
+/// Flushes the filesystem holding `dir` (syncfs(2)): one flush for a batch.
+fn sync_filesystem(dir: &Path) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let handle = fs::File::open(dir)?;
+    // SAFETY: syncfs takes an open descriptor, which `handle` keeps open.
+    if unsafe { libc::syncfs(handle.as_raw_fd()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
 
 /// Refuses a `pki_dir` this process cannot read and write (a non-root
 /// user running `halite-key`) with an error that says what to do, rather
@@ -127,6 +140,26 @@ impl KeyStore {
         let path = self.path(status, id)?;
         write_private(&path, format!("{}\n", key.to_hex()).as_bytes())?;
         Ok(())
+    }
+
+    /// Stores many keys at once with a single sync of the filesystem at the
+    /// end instead of one fsync per key (a burst of new minions, or a
+    /// flood of Hellos, costs one disk flush per batch). One result per key.
+    pub fn put_many(&self, keys: &[(KeyStatus, String, PublicKey)]) -> Vec<Result<(), KeyError>> {
+        let results: Vec<Result<(), KeyError>> = keys
+            .iter()
+            .map(|(status, id, key)| {
+                let path = self.path(*status, id)?;
+                write_private_unsynced(&path, format!("{}\n", key.to_hex()).as_bytes())?;
+                Ok(())
+            })
+            .collect();
+        if results.iter().any(Result::is_ok) {
+            if let Err(e) = sync_filesystem(&self.pki_dir) {
+                tracing::warn!(error = %e, "cannot sync the new keys to disk");
+            }
+        }
+        results
     }
 
     /// Moves `id` from `from` to `to`; `false` when it was not in `from`.

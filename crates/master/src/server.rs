@@ -26,6 +26,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 use zeromq::{PubSocket, RouterSocket, Socket, SocketRecv, SocketSend, ZmqMessage};
 
+use crate::admission::Admission;
 use crate::compiler::Compiler;
 use crate::config::MasterConfig;
 use crate::events::EventBus;
@@ -58,6 +59,16 @@ struct ActiveJob {
     /// Targeted minions that have not returned yet.
     waiting: HashSet<String>,
     started: Instant,
+}
+
+/// A key file a Hello asked for (pending or denied), written at the end
+/// of the batch with the others (one sync for all).
+struct NewKey {
+    routing: Bytes,
+    status: KeyStatus,
+    id: String,
+    key: PublicKey,
+    reason: &'static str,
 }
 
 /// A request from a local client connection to the state task.
@@ -149,6 +160,16 @@ struct Master {
     internal: mpsc::UnboundedSender<Internal>,
     render_calls: HashMap<u64, PendingCall>,
     next_call: u64,
+    /// Rate limits on Hellos and new key files.
+    admission: Admission,
+    /// Key files in `minions_pre` (recounted on every tick).
+    pending_keys: usize,
+    /// Key files queued by the current batch, and the pending ones by id.
+    new_keys: Vec<NewKey>,
+    queued: HashMap<String, PublicKey>,
+    /// When the pending-key cap was last logged, and refusals since.
+    cap_warned: Option<Instant>,
+    cap_refusals: u64,
 }
 
 /// Creates `dir` with `mode` if missing.
@@ -276,6 +297,12 @@ pub async fn run(
         internal,
         render_calls: HashMap::new(),
         next_call: 1,
+        admission: Admission::new(&cfg),
+        pending_keys: keys.ids(KeyStatus::Pending).map_or(0, |ids| ids.len()),
+        new_keys: Vec::new(),
+        queued: HashMap::new(),
+        cap_warned: None,
+        cap_refusals: 0,
         accepted: HashMap::new(),
         accepted_stamp: None,
         publisher: Publisher::generate()?,
@@ -322,6 +349,10 @@ pub async fn run(
             _ = tick.tick() => {
                 master.refresh_keys(false);
                 master.expire();
+                master.admission.tidy();
+                if let Ok(pending) = master.keys.ids(KeyStatus::Pending) {
+                    master.pending_keys = pending.len() + master.queued.len();
+                }
                 let session = master.cfg.publish_session;
                 if session > 0 && master.publisher_since.elapsed() >= Duration::from_secs(session) {
                     master.rotate_publish_key();
@@ -628,9 +659,14 @@ impl Master {
         if !returns.is_empty() {
             self.commit_returns(returns);
         }
+        self.flush_new_keys();
     }
 
     fn on_hello(&mut self, routing: Bytes, hello: Hello) {
+        // Unauthenticated work is bounded first (admission.rs).
+        if !self.admission.hello(&routing) {
+            return;
+        }
         let id = hello.id.clone();
         let refuse = |status: Option<KeyStatus>, reason: String| ToMinion::Refused {
             id: id.clone(),
@@ -647,26 +683,28 @@ impl Master {
             return;
         };
         let pub_text = key.to_hex();
-        let status = match self.keys.status(&id) {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::error!(error = %e, "key lookup failed");
-                return;
-            }
+        // A key queued in this batch is pending already.
+        let status = match self.queued.get(&id) {
+            Some(queued) => Some((KeyStatus::Pending, *queued)),
+            None => match self.keys.status(&id) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!(error = %e, "key lookup failed");
+                    return;
+                }
+            },
         };
         let auth_event = |act: &str, result: bool| json!({"act": act, "id": id, "pub": pub_text, "result": result});
         let accepted = match status {
             Some((KeyStatus::Accepted, known)) if known == key => true,
             Some((KeyStatus::Accepted, _)) | Some((KeyStatus::Denied, _)) => {
                 // A known id presenting a different key is denied (Salt's minions_denied).
-                let _ = self.keys.put(KeyStatus::Denied, &id, &key);
-                self.bus.fire(tags::AUTH, auth_event("denied", false));
-                self.send(
-                    &routing,
-                    &refuse(
-                        Some(KeyStatus::Denied),
-                        "key denied: this id is accepted with another key".into(),
-                    ),
+                self.queue_key(
+                    routing,
+                    KeyStatus::Denied,
+                    id.clone(),
+                    key,
+                    "key denied: this id is accepted with another key",
                 );
                 return;
             }
@@ -680,18 +718,16 @@ impl Master {
             }
             Some((KeyStatus::Pending, known)) => {
                 if known != key {
-                    let _ = self.keys.put(KeyStatus::Denied, &id, &key);
-                    self.bus.fire(tags::AUTH, auth_event("denied", false));
-                    self.send(
-                        &routing,
-                        &refuse(
-                            Some(KeyStatus::Denied),
-                            "key denied: another key is pending for this id".into(),
-                        ),
+                    self.queue_key(
+                        routing,
+                        KeyStatus::Denied,
+                        id.clone(),
+                        key,
+                        "key denied: another key is pending for this id",
                     );
                     return;
                 }
-                if self.cfg.auto_accept {
+                if self.cfg.auto_accept && !self.queued.contains_key(&id) {
                     let _ = self
                         .keys
                         .transition(&id, KeyStatus::Pending, KeyStatus::Accepted);
@@ -700,17 +736,49 @@ impl Master {
                     false
                 }
             }
-            None => {
-                let target = if self.cfg.auto_accept {
-                    KeyStatus::Accepted
-                } else {
-                    KeyStatus::Pending
-                };
-                if let Err(e) = self.keys.put(target, &id, &key) {
+            None if self.cfg.auto_accept => {
+                if !self.admission.new_key() {
+                    return;
+                }
+                if let Err(e) = self.keys.put(KeyStatus::Accepted, &id, &key) {
                     tracing::error!(error = %e, "cannot store a new key");
                     return;
                 }
-                self.cfg.auto_accept
+                true
+            }
+            None => {
+                let cap = self.cfg.max_pending_keys;
+                if cap > 0 && self.pending_keys >= cap {
+                    self.cap_refusals += 1;
+                    if self
+                        .cap_warned
+                        .is_none_or(|at| at.elapsed() >= Duration::from_secs(10))
+                    {
+                        tracing::warn!(
+                            %id,
+                            refused = self.cap_refusals,
+                            "pending key cap reached (max_pending_keys = {cap}): Hellos from new ids are refused until pending keys are accepted, rejected or deleted with halite-key"
+                        );
+                        self.cap_warned = Some(Instant::now());
+                        self.cap_refusals = 0;
+                    }
+                    self.send(
+                        &routing,
+                        &refuse(
+                            None,
+                            "the master holds too many pending keys (max_pending_keys); retrying later".into(),
+                        ),
+                    );
+                    return;
+                }
+                self.queue_key(
+                    routing,
+                    KeyStatus::Pending,
+                    id.clone(),
+                    key,
+                    "key pending acceptance",
+                );
+                return;
             }
         };
         if !accepted {
@@ -738,6 +806,90 @@ impl Master {
                 self.send(&routing, &ToMinion::Welcome(welcome));
             }
             Err(e) => tracing::debug!(%id, error = %e, "hello refused"),
+        }
+    }
+
+    /// Queues a key file (pending or denied) to be written with the rest of
+    /// this batch, within `pending_key_rate`; its refusal is sent once the
+    /// file is on disk. Over the rate, a denial is still answered (without
+    /// a file) and a new pending key is dropped (the minion retries).
+    fn queue_key(
+        &mut self,
+        routing: Bytes,
+        status: KeyStatus,
+        id: String,
+        key: PublicKey,
+        reason: &'static str,
+    ) {
+        if !self.admission.new_key() {
+            if status == KeyStatus::Denied {
+                self.answer_key(&routing, status, &id, &key, reason);
+            }
+            return;
+        }
+        if status == KeyStatus::Pending {
+            self.queued.insert(id.clone(), key);
+            self.pending_keys += 1;
+        }
+        self.new_keys.push(NewKey {
+            routing,
+            status,
+            id,
+            key,
+            reason,
+        });
+    }
+
+    /// Fires the auth event of a pending or denied key and refuses the Hello.
+    fn answer_key(
+        &mut self,
+        routing: &Bytes,
+        status: KeyStatus,
+        id: &str,
+        key: &PublicKey,
+        reason: &str,
+    ) {
+        let (act, result) = match status {
+            KeyStatus::Pending => ("pend", true),
+            _ => ("denied", false),
+        };
+        self.bus.fire(
+            tags::AUTH,
+            json!({"act": act, "id": id, "pub": key.to_hex(), "result": result}),
+        );
+        self.send(
+            routing,
+            &ToMinion::Refused {
+                id: id.to_string(),
+                status: Some(status),
+                reason: reason.to_string(),
+            },
+        );
+    }
+
+    /// Writes the key files queued by this batch with one filesystem sync,
+    /// then answers their Hellos.
+    fn flush_new_keys(&mut self) {
+        if self.new_keys.is_empty() {
+            return;
+        }
+        let batch = std::mem::take(&mut self.new_keys);
+        self.queued.clear();
+        let files: Vec<(KeyStatus, String, PublicKey)> = batch
+            .iter()
+            .map(|k| (k.status, k.id.clone(), k.key))
+            .collect();
+        let results = self.keys.put_many(&files);
+        for (new, result) in batch.into_iter().zip(results) {
+            match result {
+                Ok(()) => self.answer_key(&new.routing, new.status, &new.id, &new.key, new.reason),
+                Err(e) => {
+                    tracing::error!(id = %new.id, error = %e, "cannot store a new key");
+                    if new.status == KeyStatus::Pending {
+                        self.pending_keys = self.pending_keys.saturating_sub(1);
+                    }
+                }
+            }
         }
     }
 

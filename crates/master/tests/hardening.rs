@@ -415,3 +415,86 @@ fn minions_come_back_at_once_after_a_master_restart_and_get_the_job_they_missed(
         "the job was not published while the minion was away"
     );
 }
+
+/// Wall-clock milliseconds of one `halite ID test.ping`, and whether it returned.
+fn timed_ping(fleet: &Fleet, id: &str) -> (f64, bool) {
+    let started = std::time::Instant::now();
+    let (rets, _) = fleet.halite_json(&[id, "test.ping", "-t", "30"]);
+    (
+        started.elapsed().as_secs_f64() * 1000.0,
+        rets.get(id) == Some(&json!(true)),
+    )
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+#[test]
+fn a_hello_flood_is_bounded_and_real_jobs_still_return() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let _master = fleet.start_master("max_pending_keys: 300\npending_key_rate: 1000");
+    let steady = fleet.start_minion("steady", "");
+    fleet.accept("steady");
+    let quiet: Vec<f64> = (0..5).map(|_| timed_ping(&fleet, "steady").0).collect();
+
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flood_done = done.clone();
+    let ret_port = fleet.ret_port;
+    let flood = std::thread::spawn(move || {
+        runtime().block_on(async {
+            let identity = Identity::generate().expect("identity");
+            let mut peers = Vec::new();
+            for _ in 0..10 {
+                peers.push(Peer::connect(ret_port).await);
+            }
+            let mut sent = 0usize;
+            let mut round = 0;
+            // At least 5,000 new ids, and on until the jobs are measured.
+            while sent < 5000 || !flood_done.load(std::sync::atomic::Ordering::Relaxed) {
+                for (p, peer) in peers.iter_mut().enumerate() {
+                    for i in 0..100 {
+                        let id = format!("flood-{round}-{p}-{i}");
+                        let (_, hello) = MinionHandshake::start(&identity, &id).expect("hello");
+                        peer.send(&ToMaster::Hello(hello)).await;
+                        sent += 1;
+                    }
+                }
+                round += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            sent
+        })
+    });
+    let during: Vec<(f64, bool)> = (0..10).map(|_| timed_ping(&fleet, "steady")).collect();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let sent = flood.join().expect("flood");
+    let pending = std::fs::read_dir(fleet.path("master-pki/minions_pre"))
+        .expect("pending keys")
+        .count();
+    eprintln!(
+        "hello flood: {sent} Hellos; test.ping median {:.0} ms quiet, {:.0} ms during the flood (max {:.0} ms); {pending} pending key files",
+        median(quiet),
+        median(during.iter().map(|d| d.0).collect()),
+        during.iter().map(|d| d.0).fold(0.0, f64::max),
+    );
+    assert!(sent >= 5000);
+    assert!(
+        during.iter().all(|d| d.1),
+        "a job did not return during the flood"
+    );
+    assert!(
+        pending <= 300,
+        "{pending} pending key files: the cap did not hold"
+    );
+    assert!(pending > 0);
+    let log = std::fs::read_to_string(fleet.path("master.log")).unwrap_or_default();
+    assert!(log.contains("pending key cap reached (max_pending_keys = 300)"));
+    // The real minion is still served after the flood.
+    assert!(timed_ping(&fleet, "steady").1);
+    drop(steady);
+}

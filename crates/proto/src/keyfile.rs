@@ -47,15 +47,30 @@ fn temp_path(path: &Path) -> PathBuf {
 
 /// Writes `contents` to `path` with mode 0600, replacing it atomically.
 pub fn write_private(path: &Path, contents: &[u8]) -> Result<(), KeyFileError> {
+    write_private_with(path, contents, true)
+}
+
+/// [`write_private`] without the fsync: for writes made in a batch that
+/// the caller syncs once at its end (a burst of new pending keys).
+pub fn write_private_unsynced(path: &Path, contents: &[u8]) -> Result<(), KeyFileError> {
+    write_private_with(path, contents, false)
+}
+
+fn write_private_with(path: &Path, contents: &[u8], sync: bool) -> Result<(), KeyFileError> {
     let tmp = temp_path(path);
-    let written = write_then_rename(&tmp, path, contents);
+    let written = write_then_rename(&tmp, path, contents, sync);
     if written.is_err() {
         let _ = fs::remove_file(&tmp);
     }
     written
 }
 
-fn write_then_rename(tmp: &Path, path: &Path, contents: &[u8]) -> Result<(), KeyFileError> {
+fn write_then_rename(
+    tmp: &Path,
+    path: &Path,
+    contents: &[u8],
+    sync: bool,
+) -> Result<(), KeyFileError> {
     let mut file = fs::OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -63,7 +78,9 @@ fn write_then_rename(tmp: &Path, path: &Path, contents: &[u8]) -> Result<(), Key
         .open(tmp)
         .map_err(io("create", tmp))?;
     file.write_all(contents).map_err(io("write", tmp))?;
-    file.sync_all().map_err(io("sync", tmp))?;
+    if sync {
+        file.sync_all().map_err(io("sync", tmp))?;
+    }
     fs::set_permissions(tmp, fs::Permissions::from_mode(0o600)).map_err(io("chmod", tmp))?;
     fs::rename(tmp, path).map_err(io("rename into", path))?;
     Ok(())
