@@ -683,9 +683,12 @@ impl Master {
             return;
         };
         let pub_text = key.to_hex();
-        // A key queued in this batch is pending already.
+        // A key queued in this batch is pending already; an accepted key
+        // known in memory (reread whenever the directory changes) needs no
+        // disk read, so a fleet reconnecting at once costs no file I/O.
         let status = match self.queued.get(&id) {
             Some(queued) => Some((KeyStatus::Pending, *queued)),
+            None if self.accepted.get(&id) == Some(&key) => Some((KeyStatus::Accepted, key)),
             None => match self.keys.status(&id) {
                 Ok(s) => s,
                 Err(e) => {

@@ -498,3 +498,71 @@ fn a_hello_flood_is_bounded_and_real_jobs_still_return() {
     assert!(timed_ping(&fleet, "steady").1);
     drop(steady);
 }
+
+/// How many minions answered `test.ping` within `secs`.
+fn answering(fleet: &Fleet, secs: &str) -> usize {
+    let (rets, _) = fleet.halite_json(&["*", "test.ping", "-t", secs]);
+    rets.values().filter(|v| **v == json!(true)).count()
+}
+
+#[test]
+fn a_swarm_is_back_within_seconds_of_a_master_restart() {
+    if !can_run() {
+        return;
+    }
+    // 1,000 to 10,000: crates/master/bench/restart-bench.sh (docs/benchmarks.md).
+    const N: usize = 500;
+    let fleet = Fleet::new();
+    let mut master = fleet.start_master("auto_accept: True");
+    let dir = fleet.path("swarm");
+    std::fs::create_dir_all(&dir).expect("swarm dir");
+    std::fs::write(
+        dir.join("minion"),
+        format!(
+            "master: 127.0.0.1\nmaster_port: {}\npublish_port: {}\nid: swarm\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {d}/swarm.log\nlog_level: info\n",
+            fleet.ret_port,
+            fleet.publish_port,
+            d = dir.display()
+        ),
+    )
+    .expect("swarm config");
+    let _swarm = Daemon {
+        child: Command::new(bin("halite-minion"))
+            .arg("-c")
+            .arg(&dir)
+            .args(["--swarm", &N.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("swarm"),
+        log: dir.join("swarm.log"),
+    };
+    let authenticated = || {
+        std::fs::read_to_string(fleet.path("master.log"))
+            .unwrap_or_default()
+            .matches("minion authenticated")
+            .count()
+    };
+    assert!(
+        wait_for(Duration::from_secs(40), || authenticated() >= N),
+        "the swarm never came up"
+    );
+    assert_eq!(answering(&fleet, "20"), N);
+    master.kill();
+    let _ = std::fs::remove_file(fleet.path("master-sock/master.sock"));
+    let restarted = std::time::Instant::now();
+    let _master = fleet.start_master("auto_accept: True");
+    // Salt's default keepalive is 30 s: coming back sooner needs the transport's notice.
+    let back = wait_for(Duration::from_secs(25), || authenticated() >= 2 * N);
+    eprintln!(
+        "swarm of {N}: all authenticated again {:.1} s after the master restarted",
+        restarted.elapsed().as_secs_f64()
+    );
+    assert!(
+        back,
+        "the swarm did not authenticate again after the master restart"
+    );
+    assert_eq!(answering(&fleet, "20"), N);
+    assert!(back, "the swarm was not back after the master restart");
+}
