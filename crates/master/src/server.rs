@@ -914,7 +914,7 @@ impl Master {
                 routing,
             },
         );
-        let publish_key = self.publisher.key().clone();
+        let publish_key = self.publisher.key_now();
         self.send_sealed(sid, &MasterMessage::Ready { publish_key });
         self.bus.fire(
             tags::AUTH,

@@ -518,8 +518,10 @@ impl Link<'_> {
         if self.openers.iter().any(|o| o.epoch() == key.epoch) {
             return;
         }
-        // Counters this minion already ran under this epoch stay refused.
-        let seen = self.replay.floor(key.epoch);
+        // Counters this minion already ran under this epoch stay refused, and
+        // so do publications sealed before it joined (a job it missed comes
+        // again from the master, redelivered; an old frame is a replay).
+        let seen = self.replay.floor(key.epoch).max(key.sealed);
         if let Ok(opener) = PublicationOpener::resume(master, key, seen) {
             // Only the newest key opens publications: a rotated-out key opens nothing.
             self.openers = vec![opener];

@@ -455,6 +455,7 @@ impl Publisher {
             key: PublishKey {
                 epoch,
                 key: raw.to_vec(),
+                sealed: 0,
             },
             counter: 0,
         })
@@ -462,6 +463,14 @@ impl Publisher {
     /// The key to hand to authenticated minions.
     pub fn key(&self) -> &PublishKey {
         &self.key
+    }
+    /// The key with the number of publications sealed so far: what a
+    /// minion authenticating now receives, so it refuses every earlier one.
+    pub fn key_now(&self) -> PublishKey {
+        PublishKey {
+            sealed: self.counter,
+            ..self.key.clone()
+        }
     }
     /// Encrypts `payload` and signs the result with `identity`.
     pub fn seal(
