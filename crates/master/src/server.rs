@@ -82,6 +82,11 @@ struct LocalCommand {
 enum Internal {
     /// Send `body` as the answer to request `req` of session `sid`.
     Reply { sid: u64, req: u64, body: ReplyBody },
+    /// Key files of Hellos were written (one result per key).
+    KeysWritten {
+        batch: Vec<NewKey>,
+        results: Vec<Result<(), String>>,
+    },
     /// Run `fun` on the minion of session `sid` for the compile of `jid`.
     RenderCall {
         sid: u64,
@@ -167,6 +172,8 @@ struct Master {
     /// Key files queued by the current batch, and the pending ones by id.
     new_keys: Vec<NewKey>,
     queued: HashMap<String, PublicKey>,
+    /// A batch of key files is being written.
+    keys_in_flight: bool,
     /// When the pending-key cap was last logged, and refusals since.
     cap_warned: Option<Instant>,
     cap_refusals: u64,
@@ -301,6 +308,7 @@ pub async fn run(
         pending_keys: keys.ids(KeyStatus::Pending).map_or(0, |ids| ids.len()),
         new_keys: Vec::new(),
         queued: HashMap::new(),
+        keys_in_flight: false,
         cap_warned: None,
         cap_refusals: 0,
         accepted: HashMap::new(),
@@ -498,6 +506,7 @@ impl Master {
     fn on_internal(&mut self, work: Internal) {
         match work {
             Internal::Reply { sid, req, body } => self.send_reply(sid, req, body),
+            Internal::KeysWritten { batch, results } => self.keys_written(batch, results),
             Internal::RenderCall {
                 sid,
                 jid,
@@ -870,20 +879,39 @@ impl Master {
         );
     }
 
-    /// Writes the key files queued by this batch with one filesystem sync,
-    /// then answers their Hellos.
+    /// Writes the queued key files on a blocking thread with one
+    /// filesystem sync for all of them (never on this task: a slow disk
+    /// must not delay real minions' sessions); one write at a time, the
+    /// next batch waits for [`Internal::KeysWritten`].
     fn flush_new_keys(&mut self) {
-        if self.new_keys.is_empty() {
+        if self.new_keys.is_empty() || self.keys_in_flight {
             return;
         }
+        self.keys_in_flight = true;
         let batch = std::mem::take(&mut self.new_keys);
-        self.queued.clear();
         let files: Vec<(KeyStatus, String, PublicKey)> = batch
             .iter()
             .map(|k| (k.status, k.id.clone(), k.key))
             .collect();
-        let results = self.keys.put_many(&files);
+        let keys = self.keys.clone();
+        let internal = self.internal.clone();
+        tokio::task::spawn_blocking(move || {
+            let results = keys
+                .put_many(&files)
+                .into_iter()
+                .map(|r| r.map_err(|e| e.to_string()))
+                .collect();
+            let _ = internal.send(Internal::KeysWritten { batch, results });
+        });
+    }
+
+    /// Answers the Hellos whose key files are now on disk.
+    fn keys_written(&mut self, batch: Vec<NewKey>, results: Vec<Result<(), String>>) {
+        self.keys_in_flight = false;
         for (new, result) in batch.into_iter().zip(results) {
+            if new.status == KeyStatus::Pending && self.queued.get(&new.id) == Some(&new.key) {
+                self.queued.remove(&new.id);
+            }
             match result {
                 Ok(()) => self.answer_key(&new.routing, new.status, &new.id, &new.key, new.reason),
                 Err(e) => {
@@ -894,6 +922,7 @@ impl Master {
                 }
             }
         }
+        self.flush_new_keys();
     }
 
     fn open_session(&mut self, routing: Bytes, id: String, key: PublicKey, cipher: SessionCipher) {
