@@ -287,6 +287,38 @@ fn a_publication_replayed_after_a_minion_restart_does_not_run_again() {
         0o700,
         "the minion's cachedir must not be world-readable"
     );
+
+    // A job published while the minion is down, too old to be delivered
+    // again when it is back (the master's `timeout` is 10 s), captured and
+    // replayed after the minion is up: never run, though it never ran.
+    let mut victim = victim;
+    victim.kill();
+    let seen_before = captured.lock().expect("lock").len();
+    let (stale, _) = fleet.halite(&["victim", "test.arg", "stale-job", "-t", "1", "--async"]);
+    let stale_jid: String = stale.chars().filter(char::is_ascii_digit).collect();
+    assert_eq!(stale_jid.len(), 20, "{stale}");
+    assert!(wait_for(Duration::from_secs(5), || captured
+        .lock()
+        .expect("lock")
+        .len()
+        > seen_before));
+    let stale_frame = captured.lock().expect("lock")[seen_before].clone();
+    std::thread::sleep(Duration::from_secs(11));
+    let victim = start_minion_via(&fleet, "victim", relay_port);
+    assert!(wait_for(Duration::from_secs(20), || victim
+        .log_text()
+        .matches("authenticated with the master")
+        .count()
+        >= 3));
+    for _ in 0..4 {
+        inject_tx.send(stale_frame.clone()).expect("inject");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert_eq!(
+        runs_of(&victim, &stale_jid),
+        0,
+        "a publication sealed before the minion joined ran from a replayed frame"
+    );
     rt.shutdown_background();
 }
 
