@@ -54,6 +54,22 @@ pub struct MasterConfig {
     /// Seconds a render-time call on a minion may take before the compile
     /// of that minion's job fails.
     pub render_call_timeout: u64,
+    /// Seconds between rotations of the publish key (Salt's
+    /// `publish_session`): a publication captured under an old key cannot
+    /// be opened once its epoch is retired. 0 never rotates on a schedule.
+    pub publish_session: u64,
+    /// Most keys waiting in `minions_pre` (halite's own; Salt has no cap).
+    /// Hellos from new ids beyond it are refused with a log line until
+    /// keys are accepted, rejected or deleted. 0: no cap.
+    pub max_pending_keys: usize,
+    /// Key files (new pending keys, denied keys) written per second at
+    /// most, overall; the rest of a flood is dropped. 0: no limit.
+    pub pending_key_rate: u32,
+    /// Hellos handled per second at most, overall. 0: no limit.
+    pub hello_rate: u32,
+    /// Hellos handled per second at most from one connection (a swarm
+    /// carries many identities on one). 0: no limit.
+    pub hello_rate_per_peer: u32,
     /// Everything else, passed to the renderer as `opts` (Salt's keys).
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -81,6 +97,11 @@ impl Default for MasterConfig {
             pillar_roots: BTreeMap::from([("base".into(), vec!["/srv/pillar".into()])]),
             file_buffer_size: 1_048_576,
             render_call_timeout: 120,
+            publish_session: 86400,
+            max_pending_keys: 1000,
+            pending_key_rate: 100,
+            hello_rate: 5000,
+            hello_rate_per_peer: 2000,
             extra: serde_json::Map::new(),
         }
     }

@@ -6,7 +6,9 @@ use std::collections::{BTreeMap, HashMap};
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use halite_proto::keyfile::{ensure_private_dir, read_public, write_private, KeyFileError};
+use halite_proto::keyfile::{
+    ensure_private_dir, read_public, write_private, write_private_unsynced, KeyFileError,
+};
 use halite_proto::msg::KeyStatus;
 use halite_proto::{validate_minion_id, InvalidMinionId, PublicKey};
 
@@ -19,6 +21,16 @@ pub enum KeyError {
     /// A key file could not be read or written.
     #[error(transparent)]
     File(#[from] KeyFileError),
+    /// The key directory is not readable and writable by this user.
+    #[error("{} is not readable and writable by this user (uid {uid}; the directory belongs to uid {owner}): run this as root (sudo) or as the user that owns pki_dir", path.display())]
+    NotPermitted {
+        /// The directory.
+        path: PathBuf,
+        /// Who runs this.
+        uid: u32,
+        /// Who owns the directory.
+        owner: u32,
+    },
     /// The key directory could not be changed.
     #[error("cannot {action} {path}: {source}")]
     Io {
@@ -55,10 +67,56 @@ pub const ALL_STATUSES: [KeyStatus; 4] = [
     KeyStatus::Denied,
 ];
 
+/// Flushes the filesystem holding `dir` (syncfs(2)): one flush for a batch.
+fn sync_filesystem(dir: &Path) -> std::io::Result<()> {
+    use std::os::fd::AsRawFd;
+    let handle = fs::File::open(dir)?;
+    // SAFETY: syncfs takes an open descriptor, which `handle` keeps open.
+    if unsafe { libc::syncfs(handle.as_raw_fd()) } != 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// Refuses a `pki_dir` this process cannot read and write (a non-root
+/// user running `halite-key`) with an error that says what to do, rather
+/// than a failure to create a directory that exists.
+fn check_access(dir: &Path) -> Result<(), KeyError> {
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::MetadataExt;
+    let Ok(c_path) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else {
+        return Ok(());
+    };
+    // SAFETY: access(2) reads a NUL-terminated path and nothing else.
+    let ok = unsafe { libc::access(c_path.as_ptr(), libc::R_OK | libc::W_OK | libc::X_OK) } == 0;
+    if ok {
+        return Ok(());
+    }
+    Err(KeyError::NotPermitted {
+        path: dir.to_path_buf(),
+        // SAFETY: geteuid has no preconditions.
+        uid: unsafe { libc::geteuid() },
+        owner: fs::metadata(dir).map(|m| m.uid()).unwrap_or(0),
+    })
+}
+
 impl KeyStore {
     /// Opens (and creates) the key directories under `pki_dir`.
     pub fn open(pki_dir: &Path) -> Result<Self, KeyError> {
-        ensure_private_dir(pki_dir)?;
+        if let Err(e) = ensure_private_dir(pki_dir) {
+            // Not allowed to create it: say whose directory is in the way.
+            if let KeyFileError::Io { source, .. } = &e {
+                if source.kind() == std::io::ErrorKind::PermissionDenied {
+                    let mut existing = pki_dir;
+                    while !existing.exists() {
+                        existing = existing.parent().unwrap_or(Path::new("/"));
+                    }
+                    check_access(existing)?;
+                }
+            }
+            return Err(e.into());
+        }
+        check_access(pki_dir)?;
         for status in ALL_STATUSES {
             ensure_private_dir(&pki_dir.join(status_dir(status)))?;
         }
@@ -96,6 +154,26 @@ impl KeyStore {
         let path = self.path(status, id)?;
         write_private(&path, format!("{}\n", key.to_hex()).as_bytes())?;
         Ok(())
+    }
+
+    /// Stores many keys at once with a single sync of the filesystem at the
+    /// end instead of one fsync per key (a burst of new minions, or a
+    /// flood of Hellos, costs one disk flush per batch). One result per key.
+    pub fn put_many(&self, keys: &[(KeyStatus, String, PublicKey)]) -> Vec<Result<(), KeyError>> {
+        let results: Vec<Result<(), KeyError>> = keys
+            .iter()
+            .map(|(status, id, key)| {
+                let path = self.path(*status, id)?;
+                write_private_unsynced(&path, format!("{}\n", key.to_hex()).as_bytes())?;
+                Ok(())
+            })
+            .collect();
+        if results.iter().any(Result::is_ok) {
+            if let Err(e) = sync_filesystem(&self.pki_dir) {
+                tracing::warn!(error = %e, "cannot sync the new keys to disk");
+            }
+        }
+        results
     }
 
     /// Moves `id` from `from` to `to`; `false` when it was not in `from`.
@@ -142,7 +220,7 @@ impl KeyStore {
             .filter_map(|e| e.ok())
             .filter(|e| e.file_type().map(|t| t.is_file()).unwrap_or(false))
             .filter_map(|e| e.file_name().into_string().ok())
-            .filter(|name| validate_minion_id(name).is_ok() && !name.ends_with(".tmp"))
+            .filter(|name| validate_minion_id(name).is_ok())
             .collect();
         ids.sort();
         Ok(ids)
@@ -209,5 +287,37 @@ mod tests {
         ));
         assert!(matches!(store.status("a/b"), Err(KeyError::InvalidId(_))));
         assert!(!dir.path().join("evil").exists());
+    }
+
+    #[test]
+    fn the_longest_id_is_stored_and_temp_files_are_never_ids() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = KeyStore::open(&dir.path().join("pki")).unwrap();
+        let key = Identity::generate().unwrap().public();
+        let longest = "w".repeat(halite_proto::id::MAX_MINION_ID_BYTES);
+        store.put(KeyStatus::Pending, &longest, &key).unwrap();
+        assert_eq!(
+            store.status(&longest).unwrap(),
+            Some((KeyStatus::Pending, key))
+        );
+        // `web.tmp` is a valid id: writing `web` must neither touch nor hide it.
+        let other = Identity::generate().unwrap().public();
+        store.put(KeyStatus::Pending, "web.tmp", &other).unwrap();
+        store.put(KeyStatus::Pending, "web", &key).unwrap();
+        store.put(KeyStatus::Pending, "web", &key).unwrap();
+        assert_eq!(
+            store.status("web.tmp").unwrap(),
+            Some((KeyStatus::Pending, other))
+        );
+        let listed = store.ids(KeyStatus::Pending).unwrap();
+        assert_eq!(
+            listed,
+            vec!["web".to_string(), "web.tmp".to_string(), longest]
+        );
+        // No temporary file is left behind.
+        let files = std::fs::read_dir(dir.path().join("pki/minions_pre"))
+            .unwrap()
+            .count();
+        assert_eq!(files, 3);
     }
 }

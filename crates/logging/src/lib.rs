@@ -35,11 +35,21 @@ pub fn init(log_level: &str, log_file: &str) {
             if let Some(parent) = Path::new(log_file).parent() {
                 let _ = std::fs::create_dir_all(parent);
             }
-            std::fs::OpenOptions::new()
+            // Logs name minions, jobs and errors: not for every local user.
+            use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+            let file = std::fs::OpenOptions::new()
                 .create(true)
                 .append(true)
+                .mode(0o600)
                 .open(log_file)
-                .ok()
+                .ok()?;
+            if let Ok(meta) = file.metadata() {
+                let mode = meta.permissions().mode();
+                if mode & 0o077 != 0 {
+                    let _ = file.set_permissions(std::fs::Permissions::from_mode(mode & 0o700));
+                }
+            }
+            Some(file)
         })
         .flatten();
     if let Some(crash) = file.as_ref().and_then(|f| f.try_clone().ok()) {

@@ -2,6 +2,7 @@
 //! (encrypted and signed), stores returns in the job cache before
 //! acknowledging them, and serves the CLI and the event bus on a local socket.
 
+pub mod admission;
 pub mod compiler;
 pub mod events;
 pub mod fileserver;

@@ -26,6 +26,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::admission::Admission;
 use crate::compiler::Compiler;
 use crate::config::MasterConfig;
 use crate::events::EventBus;
@@ -60,6 +61,16 @@ struct ActiveJob {
     started: Instant,
 }
 
+/// A key file a Hello asked for (pending or denied), written at the end
+/// of the batch with the others (one sync for all).
+struct NewKey {
+    routing: Bytes,
+    status: KeyStatus,
+    id: String,
+    key: PublicKey,
+    reason: &'static str,
+}
+
 /// A request from a local client connection to the state task.
 struct LocalCommand {
     body: LocalBody,
@@ -71,6 +82,11 @@ struct LocalCommand {
 enum Internal {
     /// Send `body` as the answer to request `req` of session `sid`.
     Reply { sid: u64, req: u64, body: ReplyBody },
+    /// Key files of Hellos were written (one result per key).
+    KeysWritten {
+        batch: Vec<NewKey>,
+        results: Vec<Result<(), String>>,
+    },
     /// Run `fun` on the minion of session `sid` for the compile of `jid`.
     RenderCall {
         sid: u64,
@@ -129,6 +145,8 @@ struct Master {
     accepted: HashMap<String, PublicKey>,
     accepted_stamp: Option<(std::time::SystemTime, u64)>,
     publisher: Publisher,
+    /// When the publish key was made (rotated every `publish_session` s).
+    publisher_since: Instant,
     sessions: HashMap<u64, Session>,
     by_id: HashMap<String, u64>,
     pending: HashMap<u64, (PendingSession, Bytes, Instant)>,
@@ -147,6 +165,18 @@ struct Master {
     internal: mpsc::UnboundedSender<Internal>,
     render_calls: HashMap<u64, PendingCall>,
     next_call: u64,
+    /// Rate limits on Hellos and new key files.
+    admission: Admission,
+    /// Key files in `minions_pre` (recounted on every tick).
+    pending_keys: usize,
+    /// Key files queued by the current batch, and the pending ones by id.
+    new_keys: Vec<NewKey>,
+    queued: HashMap<String, PublicKey>,
+    /// A batch of key files is being written.
+    keys_in_flight: bool,
+    /// When the pending-key cap was last logged, and refusals since.
+    cap_warned: Option<Instant>,
+    cap_refusals: u64,
 }
 
 /// At most the first 300 bytes of `text` (on a character boundary), for
@@ -246,9 +276,17 @@ pub async fn run(
         internal,
         render_calls: HashMap::new(),
         next_call: 1,
+        admission: Admission::new(&cfg),
+        pending_keys: keys.ids(KeyStatus::Pending).map_or(0, |ids| ids.len()),
+        new_keys: Vec::new(),
+        queued: HashMap::new(),
+        keys_in_flight: false,
+        cap_warned: None,
+        cap_refusals: 0,
         accepted: HashMap::new(),
         accepted_stamp: None,
         publisher: Publisher::generate()?,
+        publisher_since: Instant::now(),
         sessions: HashMap::new(),
         by_id: HashMap::new(),
         pending: HashMap::new(),
@@ -291,6 +329,14 @@ pub async fn run(
             _ = tick.tick() => {
                 master.refresh_keys(false);
                 master.expire();
+                master.admission.tidy();
+                if let Ok(pending) = master.keys.ids(KeyStatus::Pending) {
+                    master.pending_keys = pending.len() + master.queued.len();
+                }
+                let session = master.cfg.publish_session;
+                if session > 0 && master.publisher_since.elapsed() >= Duration::from_secs(session) {
+                    master.rotate_publish_key();
+                }
                 if last_cleanup.elapsed() > Duration::from_secs(3600) {
                     last_cleanup = Instant::now();
                     if let Err(e) = master.jobs.clean_old_jobs(master.cfg.keep_jobs) {
@@ -402,7 +448,10 @@ impl Master {
 
     fn rotate_publish_key(&mut self) {
         match Publisher::generate() {
-            Ok(p) => self.publisher = p,
+            Ok(p) => {
+                self.publisher = p;
+                self.publisher_since = Instant::now();
+            }
             Err(e) => {
                 tracing::error!(error = %e, "cannot rotate the publish key");
                 return;
@@ -428,6 +477,7 @@ impl Master {
     fn on_internal(&mut self, work: Internal) {
         match work {
             Internal::Reply { sid, req, body } => self.send_reply(sid, req, body),
+            Internal::KeysWritten { batch, results } => self.keys_written(batch, results),
             Internal::RenderCall {
                 sid,
                 jid,
@@ -529,20 +579,26 @@ impl Master {
             match msg {
                 ToMaster::Hello(hello) => self.on_hello(routing, hello),
                 ToMaster::Confirm(confirm) => {
-                    let Some((pending, pending_routing, _)) = self.pending.remove(&confirm.session)
-                    else {
-                        self.send(
-                            &routing,
-                            &ToMinion::UnknownSession {
-                                session: confirm.session,
-                            },
-                        );
-                        continue;
+                    // Only the connection that sent the hello may finish (or spoil) its handshake.
+                    let from_its_connection = match self.pending.get(&confirm.session) {
+                        Some((_, pending_routing, _)) => *pending_routing == routing,
+                        None => {
+                            self.send(
+                                &routing,
+                                &ToMinion::UnknownSession {
+                                    session: confirm.session,
+                                },
+                            );
+                            continue;
+                        }
                     };
-                    if pending_routing != routing {
+                    if !from_its_connection {
                         tracing::debug!("confirm from another connection dropped");
                         continue;
                     }
+                    let Some((pending, _, _)) = self.pending.remove(&confirm.session) else {
+                        continue;
+                    };
                     let (id, key) = (pending.id.clone(), pending.minion_key);
                     match pending.confirm(&confirm) {
                         Ok(cipher) => self.open_session(routing, id, key, cipher),
@@ -589,9 +645,14 @@ impl Master {
         if !returns.is_empty() {
             self.commit_returns(returns);
         }
+        self.flush_new_keys();
     }
 
     fn on_hello(&mut self, routing: Bytes, hello: Hello) {
+        // Unauthenticated work is bounded first (admission.rs).
+        if !self.admission.hello(&routing) {
+            return;
+        }
         let id = hello.id.clone();
         let refuse = |status: Option<KeyStatus>, reason: String| ToMinion::Refused {
             id: id.clone(),
@@ -616,26 +677,31 @@ impl Master {
             return;
         };
         let pub_text = key.to_hex();
-        let status = match self.keys.status(&id) {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::error!(error = %e, "key lookup failed");
-                return;
-            }
+        // A key queued in this batch is pending already; an accepted key
+        // known in memory (reread whenever the directory changes) needs no
+        // disk read, so a fleet reconnecting at once costs no file I/O.
+        let status = match self.queued.get(&id) {
+            Some(queued) => Some((KeyStatus::Pending, *queued)),
+            None if self.accepted.get(&id) == Some(&key) => Some((KeyStatus::Accepted, key)),
+            None => match self.keys.status(&id) {
+                Ok(s) => s,
+                Err(e) => {
+                    tracing::error!(error = %e, "key lookup failed");
+                    return;
+                }
+            },
         };
         let auth_event = |act: &str, result: bool| json!({"act": act, "id": id, "pub": pub_text, "result": result});
         let accepted = match status {
             Some((KeyStatus::Accepted, known)) if known == key => true,
             Some((KeyStatus::Accepted, _)) | Some((KeyStatus::Denied, _)) => {
                 // A known id presenting a different key is denied (Salt's minions_denied).
-                let _ = self.keys.put(KeyStatus::Denied, &id, &key);
-                self.bus.fire(tags::AUTH, auth_event("denied", false));
-                self.send(
-                    &routing,
-                    &refuse(
-                        Some(KeyStatus::Denied),
-                        "key denied: this id is accepted with another key".into(),
-                    ),
+                self.queue_key(
+                    routing,
+                    KeyStatus::Denied,
+                    id.clone(),
+                    key,
+                    "key denied: this id is accepted with another key",
                 );
                 return;
             }
@@ -649,18 +715,16 @@ impl Master {
             }
             Some((KeyStatus::Pending, known)) => {
                 if known != key {
-                    let _ = self.keys.put(KeyStatus::Denied, &id, &key);
-                    self.bus.fire(tags::AUTH, auth_event("denied", false));
-                    self.send(
-                        &routing,
-                        &refuse(
-                            Some(KeyStatus::Denied),
-                            "key denied: another key is pending for this id".into(),
-                        ),
+                    self.queue_key(
+                        routing,
+                        KeyStatus::Denied,
+                        id.clone(),
+                        key,
+                        "key denied: another key is pending for this id",
                     );
                     return;
                 }
-                if self.cfg.auto_accept {
+                if self.cfg.auto_accept && !self.queued.contains_key(&id) {
                     let _ = self
                         .keys
                         .transition(&id, KeyStatus::Pending, KeyStatus::Accepted);
@@ -669,17 +733,49 @@ impl Master {
                     false
                 }
             }
-            None => {
-                let target = if self.cfg.auto_accept {
-                    KeyStatus::Accepted
-                } else {
-                    KeyStatus::Pending
-                };
-                if let Err(e) = self.keys.put(target, &id, &key) {
+            None if self.cfg.auto_accept => {
+                if !self.admission.new_key() {
+                    return;
+                }
+                if let Err(e) = self.keys.put(KeyStatus::Accepted, &id, &key) {
                     tracing::error!(error = %e, "cannot store a new key");
                     return;
                 }
-                self.cfg.auto_accept
+                true
+            }
+            None => {
+                let cap = self.cfg.max_pending_keys;
+                if cap > 0 && self.pending_keys >= cap {
+                    self.cap_refusals += 1;
+                    if self
+                        .cap_warned
+                        .is_none_or(|at| at.elapsed() >= Duration::from_secs(10))
+                    {
+                        tracing::warn!(
+                            %id,
+                            refused = self.cap_refusals,
+                            "pending key cap reached (max_pending_keys = {cap}): Hellos from new ids are refused until pending keys are accepted, rejected or deleted with halite-key"
+                        );
+                        self.cap_warned = Some(Instant::now());
+                        self.cap_refusals = 0;
+                    }
+                    self.send(
+                        &routing,
+                        &refuse(
+                            None,
+                            "the master holds too many pending keys (max_pending_keys); retrying later".into(),
+                        ),
+                    );
+                    return;
+                }
+                self.queue_key(
+                    routing,
+                    KeyStatus::Pending,
+                    id.clone(),
+                    key,
+                    "key pending acceptance",
+                );
+                return;
             }
         };
         if !accepted {
@@ -710,6 +806,110 @@ impl Master {
         }
     }
 
+    /// Queues a key file (pending or denied) to be written with the rest of
+    /// this batch, within `pending_key_rate`; its refusal is sent once the
+    /// file is on disk. Over the rate, a denial is still answered (without
+    /// a file) and a new pending key is dropped (the minion retries).
+    fn queue_key(
+        &mut self,
+        routing: Bytes,
+        status: KeyStatus,
+        id: String,
+        key: PublicKey,
+        reason: &'static str,
+    ) {
+        if !self.admission.new_key() {
+            if status == KeyStatus::Denied {
+                self.answer_key(&routing, status, &id, &key, reason);
+            }
+            return;
+        }
+        if status == KeyStatus::Pending {
+            self.queued.insert(id.clone(), key);
+            self.pending_keys += 1;
+        }
+        self.new_keys.push(NewKey {
+            routing,
+            status,
+            id,
+            key,
+            reason,
+        });
+    }
+
+    /// Fires the auth event of a pending or denied key and refuses the Hello.
+    fn answer_key(
+        &mut self,
+        routing: &Bytes,
+        status: KeyStatus,
+        id: &str,
+        key: &PublicKey,
+        reason: &str,
+    ) {
+        let (act, result) = match status {
+            KeyStatus::Pending => ("pend", true),
+            _ => ("denied", false),
+        };
+        self.bus.fire(
+            tags::AUTH,
+            json!({"act": act, "id": id, "pub": key.to_hex(), "result": result}),
+        );
+        self.send(
+            routing,
+            &ToMinion::Refused {
+                id: id.to_string(),
+                status: Some(status),
+                reason: reason.to_string(),
+            },
+        );
+    }
+
+    /// Writes the queued key files on a blocking thread with one
+    /// filesystem sync for all of them (never on this task: a slow disk
+    /// must not delay real minions' sessions); one write at a time, the
+    /// next batch waits for [`Internal::KeysWritten`].
+    fn flush_new_keys(&mut self) {
+        if self.new_keys.is_empty() || self.keys_in_flight {
+            return;
+        }
+        self.keys_in_flight = true;
+        let batch = std::mem::take(&mut self.new_keys);
+        let files: Vec<(KeyStatus, String, PublicKey)> = batch
+            .iter()
+            .map(|k| (k.status, k.id.clone(), k.key))
+            .collect();
+        let keys = self.keys.clone();
+        let internal = self.internal.clone();
+        tokio::task::spawn_blocking(move || {
+            let results = keys
+                .put_many(&files)
+                .into_iter()
+                .map(|r| r.map_err(|e| e.to_string()))
+                .collect();
+            let _ = internal.send(Internal::KeysWritten { batch, results });
+        });
+    }
+
+    /// Answers the Hellos whose key files are now on disk.
+    fn keys_written(&mut self, batch: Vec<NewKey>, results: Vec<Result<(), String>>) {
+        self.keys_in_flight = false;
+        for (new, result) in batch.into_iter().zip(results) {
+            if new.status == KeyStatus::Pending && self.queued.get(&new.id) == Some(&new.key) {
+                self.queued.remove(&new.id);
+            }
+            match result {
+                Ok(()) => self.answer_key(&new.routing, new.status, &new.id, &new.key, new.reason),
+                Err(e) => {
+                    tracing::error!(id = %new.id, error = %e, "cannot store a new key");
+                    if new.status == KeyStatus::Pending {
+                        self.pending_keys = self.pending_keys.saturating_sub(1);
+                    }
+                }
+            }
+        }
+        self.flush_new_keys();
+    }
+
     fn open_session(&mut self, routing: Bytes, id: String, key: PublicKey, cipher: SessionCipher) {
         // The key may have been removed between hello and confirm.
         if self.accepted.get(&id) != Some(&key) {
@@ -728,7 +928,7 @@ impl Master {
                 routing,
             },
         );
-        let publish_key = self.publisher.key().clone();
+        let publish_key = self.publisher.key_now();
         self.send_sealed(sid, &MasterMessage::Ready { publish_key });
         self.bus.fire(
             tags::AUTH,
@@ -759,17 +959,13 @@ impl Master {
                 let tag = tags::minion_start(&id);
                 self.bus.fire(&tag, data(&tag));
                 self.send_sealed(sid, &MasterMessage::Pong);
+                self.redeliver(&id);
             }
             MinionRequest::Event { tag, data } => {
-                // A minion may speak for itself only.
-                let own_job_event =
-                    tag.starts_with("salt/job/") && tag.contains(&format!("/prog/{id}/"));
-                let own_state_event = tag.starts_with("salt/state_result/")
-                    && tag.split('/').nth(3) == Some(id.as_str());
-                if own_job_event || own_state_event || !tag.starts_with("salt/") {
-                    self.bus.fire(&tag, data);
-                } else {
-                    tracing::warn!(%id, %tag, "minion event with a reserved tag dropped");
+                // A minion may speak for itself only (tags::check_minion_tag).
+                match tags::check_minion_tag(&tag, &id) {
+                    Ok(()) => self.bus.fire(&tag, data),
+                    Err(e) => tracing::warn!(%id, error = %e, "minion event dropped"),
                 }
             }
             MinionRequest::Request { req, body } => self.on_minion_request(sid, &id, req, body),
@@ -935,21 +1131,8 @@ impl Master {
             json!({"arg": job.arg, "fun": job.fun, "jid": jid, "minions": minions, "missing": [], "tgt": job.tgt, "tgt_type": job.tgt_type, "user": job.user}),
         );
         if !minions.is_empty() {
-            let sealed = encode(&job)
-                .map_err(|e| e.to_string())
-                .and_then(|payload| {
-                    self.publisher
-                        .seal(&self.identity, &payload)
-                        .map_err(|e| e.to_string())
-                })
-                .and_then(|publication| encode(&publication).map_err(|e| e.to_string()));
-            match sealed {
-                Ok(bytes) => {
-                    if let Err(e) = self.publications.publish_now(bytes) {
-                        return LocalReply::Error(format!("publish failed: {e}"));
-                    }
-                }
-                Err(e) => return LocalReply::Error(e),
+            if let Err(e) = self.send_publication(&job) {
+                return LocalReply::Error(e);
             }
             self.active.insert(
                 jid.clone(),
@@ -962,6 +1145,47 @@ impl Master {
             );
         }
         LocalReply::Started { jid, minions }
+    }
+}
+
+impl Master {
+    /// Encrypts, signs and publishes `job`.
+    fn send_publication(&mut self, job: &Job) -> Result<(), String> {
+        let bytes = encode(job)
+            .map_err(|e| e.to_string())
+            .and_then(|payload| {
+                self.publisher
+                    .seal(&self.identity, &payload)
+                    .map_err(|e| e.to_string())
+            })
+            .and_then(|publication| encode(&publication).map_err(|e| e.to_string()))?;
+        self.publications
+            .publish_now(bytes)
+            .map_err(|e| format!("publish failed: {e}"))
+    }
+
+    /// A minion (re)authenticated: the jobs published to it while it was
+    /// away, still waiting for its return and younger than `timeout`, are
+    /// published again for it alone (the minion skips jids it already ran).
+    fn redeliver(&mut self, id: &str) {
+        let window = Duration::from_secs(self.cfg.timeout.max(1));
+        let missed: Vec<Job> = self
+            .active
+            .values()
+            .filter(|a| a.waiting.contains(id) && a.started.elapsed() < window)
+            .map(|a| Job {
+                minions: vec![id.to_string()],
+                ..a.job.clone()
+            })
+            .collect();
+        for job in missed {
+            match self.send_publication(&job) {
+                Ok(()) => {
+                    tracing::info!(%id, jid = %job.jid, "job redelivered to a minion that came back")
+                }
+                Err(e) => tracing::warn!(%id, jid = %job.jid, error = %e, "cannot redeliver a job"),
+            }
+        }
     }
 }
 
@@ -1093,8 +1317,12 @@ async fn stream_events(
         tokio::select! {
             event = rx.recv() => match event {
                 Ok(event) if wanted(&event.tag) => {
-                    let reply = if as_returns && event.tag.contains("/ret/") {
-                        let id = event.data.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+                    // The id comes from the tag's own segment (only the master fires returns).
+                    let ret_of = match tags::parse(&event.tag) {
+                        tags::Tag::JobRet { minion, .. } if as_returns => Some(minion.to_string()),
+                        _ => None,
+                    };
+                    let reply = if let Some(id) = ret_of {
                         LocalReply::Return { id, data: event.data.clone() }
                     } else {
                         LocalReply::Event { tag: event.tag.clone(), data: event.data.clone() }

@@ -50,6 +50,7 @@ pub fn link_settings(cfg: &MinionConfig, master: &str) -> LinkSettings {
         publish_port: cfg.publish_port,
         master_finger: cfg.master_finger.clone(),
         pinned_master_path: Some(cfg.pki_dir.join("minion_master.pub")),
+        replay_path: Some(cfg.cachedir.join("publications")),
         auth_timeout: Duration::from_secs(cfg.auth_timeout.max(1)),
         acceptance_wait_time: Duration::from_secs(cfg.acceptance_wait_time.max(1)),
         alive_interval: Duration::from_secs(cfg.master_alive_interval.max(1)),
@@ -62,6 +63,16 @@ pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyh
     halite_proto::validate_minion_id(&cfg.id).context("the minion id is not usable")?;
     let identity = halite_proto::keyfile::load_or_create_identity(&cfg.pki_dir, "minion")?;
     tracing::info!(id = %cfg.id, fingerprint = %identity.public().fingerprint(), "minion identity loaded");
+    // Returns and publication counters live here: readable by root alone.
+    halite_proto::keyfile::ensure_private_dir(&cfg.cachedir)
+        .context("cannot create the minion's cachedir")?;
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&cfg.cachedir, std::fs::Permissions::from_mode(0o700))
+            .with_context(|| {
+                format!("cannot make {} private (mode 0700)", cfg.cachedir.display())
+            })?;
+    }
     let store = ReturnStore::disk(cfg.cachedir.join("returns"))
         .context("cannot create cachedir/returns")?;
     let runner = Arc::new(HostRunner::new(cfg.opts()));

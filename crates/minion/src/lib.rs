@@ -8,6 +8,7 @@ pub mod config;
 pub mod daemon;
 pub mod link;
 pub mod remote_files;
+pub mod replay;
 pub mod runner;
 pub mod store;
 pub mod swarm;

@@ -21,6 +21,7 @@ use serde_json::Value;
 use tokio::sync::{mpsc, watch, Semaphore};
 
 use crate::channel::{JobRequest, MasterChannel};
+use crate::replay::ReplayGuard;
 use crate::runner::JobRunner;
 use crate::store::ReturnStore;
 
@@ -119,6 +120,9 @@ pub struct LinkSettings {
     pub master_finger: String,
     /// Where the master key is pinned on first contact (`minion_master.pub`).
     pub pinned_master_path: Option<PathBuf>,
+    /// Where the highest publication counter run per epoch is kept
+    /// (`cachedir/publications`), so a replay after a restart is refused.
+    pub replay_path: Option<PathBuf>,
     /// How long to wait for the master during a handshake (`auth_timeout`).
     pub auth_timeout: Duration,
     /// How long to wait before asking again while the key is pending (`acceptance_wait_time`).
@@ -220,6 +224,7 @@ struct Link<'a> {
     dealer: Dealer,
     trusted_master: Option<PublicKey>,
     openers: Vec<PublicationOpener>,
+    replay: ReplayGuard,
     held: VecDeque<(Instant, Publication)>,
     runner: Arc<dyn JobRunner>,
     jobs_tx: mpsc::UnboundedSender<FromJob>,
@@ -252,6 +257,10 @@ pub async fn run_link(
         Ok(dealer) => dealer,
         Err(e) => return LinkEnd::MasterLost(e.to_string()),
     };
+    // The transport tells us at once when the master closes the connection
+    // (a restart): the link ends and every identity authenticates again,
+    // instead of waiting for a ping to go unanswered.
+    let mut watch = dealer.watch();
     // Publications arrive on their own task so a busy DEALER never delays them.
     let mut publications = match Subscriber::connect(&pub_endpoint, settings.auth_timeout).await {
         Ok(sub) => sub,
@@ -277,6 +286,10 @@ pub async fn run_link(
         dealer,
         trusted_master: pinned_key(settings),
         openers: Vec::new(),
+        replay: match &settings.replay_path {
+            Some(path) => ReplayGuard::at(path.clone()),
+            None => ReplayGuard::memory(),
+        },
         held: VecDeque::new(),
         runner,
         jobs_tx,
@@ -305,6 +318,9 @@ pub async fn run_link(
                 Some(frame) => link.on_publication_frame(&frame),
                 None => break LinkEnd::MasterLost("the publication stream ended".into()),
             },
+            _ = watch.disconnected() => {
+                break LinkEnd::MasterLost("the master closed the connection (restarted?)".into());
+            }
             Some(done) = outputs.rx.recv() => link.on_job_output(done).await,
             Some(request) = requests_rx.recv() => link.on_job_request(request).await,
             _ = tick.tick() => {
@@ -488,7 +504,11 @@ impl Link<'_> {
         if self.openers.iter().any(|o| o.epoch() == key.epoch) {
             return;
         }
-        if let Ok(opener) = PublicationOpener::new(master, key) {
+        // Counters this minion already ran under this epoch stay refused, and
+        // so do publications sealed before it joined (a job it missed comes
+        // again from the master, redelivered; an old frame is a replay).
+        let seen = self.replay.floor(key.epoch).max(key.sealed);
+        if let Ok(opener) = PublicationOpener::resume(master, key, seen) {
             // Only the newest key opens publications: a rotated-out key opens nothing.
             self.openers = vec![opener];
             let held: Vec<Publication> = self.held.drain(..).map(|(_, p)| p).collect();
@@ -646,6 +666,13 @@ impl Link<'_> {
         let idxs: Vec<usize> = (0..self.agents.len())
             .filter(|&i| targeted.contains(self.agents[i].id.as_str()) && self.agents[i].is_ready())
             .collect();
+        if idxs.is_empty() {
+            return;
+        }
+        // Kept on disk before the job runs: a replay after a restart is refused.
+        if let Err(e) = self.replay.record(publication.epoch, publication.counter) {
+            tracing::error!(error = %e, jid = %job.jid, "cannot record the publication counter in cachedir; the job runs, but a replay of it after a restart would not be refused");
+        }
         let job = Arc::new(job);
         for idx in idxs {
             self.start_job(idx, job.clone());
@@ -666,7 +693,9 @@ impl Link<'_> {
 
     fn start_job(&mut self, idx: usize, job: Arc<Job>) {
         let agent = &mut self.agents[idx];
-        if agent.seen_jids.contains(&job.jid) {
+        // Seen in this process, or run already and its return still unacknowledged
+        // (a job the master delivers again after a reconnection).
+        if agent.seen_jids.contains(&job.jid) || agent.store.has(&job.jid) {
             return;
         }
         agent.seen_jids.push_back(job.jid.clone());

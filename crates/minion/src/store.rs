@@ -48,6 +48,20 @@ impl ReturnStore {
         }
     }
 
+    /// Whether the return of `jid` waits here (the job already ran).
+    pub fn has(&self, jid: &str) -> bool {
+        if !halite_proto::jid::is_jid(jid) {
+            return false;
+        }
+        match self {
+            ReturnStore::Disk(dir) => dir.join(jid).is_file(),
+            ReturnStore::Memory(m) => m
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .contains_key(jid),
+        }
+    }
+
     /// Forgets the return of `jid` (the master committed it).
     pub fn remove(&self, jid: &str) {
         if !halite_proto::jid::is_jid(jid) {
@@ -123,6 +137,7 @@ mod tests {
         store.put(&ret).unwrap();
         let reopened = ReturnStore::disk(dir.path().join("returns")).unwrap();
         assert_eq!(reopened.pending(), vec![ret.clone()]);
+        assert!(reopened.has(&ret.jid) && !reopened.has("20261121211521000043"));
         reopened.remove("../../etc/passwd");
         reopened.remove(&ret.jid);
         assert!(store.pending().is_empty());

@@ -75,6 +75,7 @@ pub async fn run(
         cfg.master.first().map(String::as_str).unwrap_or("salt"),
     );
     settings.pinned_master_path = Some(root.join("minion_master.pub"));
+    settings.replay_path = Some(root.join("publications"));
     if settings.max_concurrent_jobs == 0 {
         settings.max_concurrent_jobs = 64;
     }

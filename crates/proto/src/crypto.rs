@@ -475,6 +475,7 @@ impl Publisher {
             key: PublishKey {
                 epoch,
                 key: raw.to_vec(),
+                sealed: 0,
             },
             counter: 0,
         })
@@ -482,6 +483,14 @@ impl Publisher {
     /// The key to hand to authenticated minions.
     pub fn key(&self) -> &PublishKey {
         &self.key
+    }
+    /// The key with the number of publications sealed so far: what a
+    /// minion authenticating now receives, so it refuses every earlier one.
+    pub fn key_now(&self) -> PublishKey {
+        PublishKey {
+            sealed: self.counter,
+            ..self.key.clone()
+        }
     }
     /// Encrypts `payload` and signs the result with `identity`.
     pub fn seal(
@@ -558,6 +567,14 @@ impl PublicationOpener {
             cipher: aes_key(&key.key)?,
             last_counter: 0,
         })
+    }
+    /// An opener that refuses every counter up to `seen` as well: the
+    /// highest counter of this epoch a minion already ran, kept on disk so
+    /// a publication replayed after a restart is still refused.
+    pub fn resume(master: PublicKey, key: &PublishKey, seen: u64) -> Result<Self, CryptoError> {
+        let mut opener = Self::new(master, key)?;
+        opener.last_counter = seen;
+        Ok(opener)
     }
     /// The epoch of the key held.
     pub fn epoch(&self) -> u32 {

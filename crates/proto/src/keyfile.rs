@@ -43,20 +43,56 @@ fn io<'a>(
     }
 }
 
+/// The temporary file `write_private` writes before renaming onto `path`:
+/// a short name (a 255-byte id still fits) that is never a valid minion id
+/// (it holds `..`), unique per write, in the same directory.
+fn temp_path(path: &Path) -> PathBuf {
+    let tag = crate::crypto::random_u64().unwrap_or_else(|_| u64::from(std::process::id()));
+    let name = format!("..tmp-{tag:016x}");
+    match path.parent() {
+        Some(dir) => dir.join(name),
+        None => PathBuf::from(name),
+    }
+}
+
 /// Writes `contents` to `path` with mode 0600, replacing it atomically.
 pub fn write_private(path: &Path, contents: &[u8]) -> Result<(), KeyFileError> {
-    let tmp = path.with_extension("tmp");
+    write_private_with(path, contents, true)
+}
+
+/// [`write_private`] without the fsync: for writes made in a batch that
+/// the caller syncs once at its end (a burst of new pending keys).
+pub fn write_private_unsynced(path: &Path, contents: &[u8]) -> Result<(), KeyFileError> {
+    write_private_with(path, contents, false)
+}
+
+fn write_private_with(path: &Path, contents: &[u8], sync: bool) -> Result<(), KeyFileError> {
+    let tmp = temp_path(path);
+    let written = write_then_rename(&tmp, path, contents, sync);
+    if written.is_err() {
+        let _ = fs::remove_file(&tmp);
+    }
+    written
+}
+
+fn write_then_rename(
+    tmp: &Path,
+    path: &Path,
+    contents: &[u8],
+    sync: bool,
+) -> Result<(), KeyFileError> {
     let mut file = fs::OpenOptions::new()
         .write(true)
-        .create(true)
-        .truncate(true)
+        .create_new(true)
         .mode(0o600)
-        .open(&tmp)
-        .map_err(io("create", &tmp))?;
-    file.write_all(contents).map_err(io("write", &tmp))?;
-    file.sync_all().map_err(io("sync", &tmp))?;
-    fs::set_permissions(&tmp, fs::Permissions::from_mode(0o600)).map_err(io("chmod", &tmp))?;
-    fs::rename(&tmp, path).map_err(io("rename into", path))?;
+        .open(tmp)
+        .map_err(io("create", tmp))?;
+    file.write_all(contents).map_err(io("write", tmp))?;
+    if sync {
+        file.sync_all().map_err(io("sync", tmp))?;
+    }
+    fs::set_permissions(tmp, fs::Permissions::from_mode(0o600)).map_err(io("chmod", tmp))?;
+    fs::rename(tmp, path).map_err(io("rename into", path))?;
     Ok(())
 }
 

@@ -303,6 +303,11 @@ pub struct PublishKey {
     /// The AES-256-GCM key.
     #[serde(with = "serde_bytes")]
     pub key: Vec<u8>,
+    /// Publications already sealed under this key when it was handed over:
+    /// a minion joining now refuses them (a job it missed reaches it again
+    /// from the master, never from a replay of the old frame).
+    #[serde(default)]
+    pub sealed: u64,
 }
 
 impl std::fmt::Debug for PublishKey {

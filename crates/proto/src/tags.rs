@@ -1,4 +1,9 @@
-//! Event tags, spelled as Salt spells them (see shared/reference/salt-events.txt).
+//! Event tags, spelled as Salt spells them (see shared/reference/salt-events.txt),
+//! and their grammar: the one place that says what a tag means and which
+//! tags a minion may fire onto the master's bus.
+
+use crate::id::validate_minion_id;
+use crate::jid::is_jid;
 
 /// `salt/job/<jid>/new`: a job was published.
 pub fn job_new(jid: &str) -> String {
@@ -26,6 +31,138 @@ pub fn minion_start(minion: &str) -> String {
     format!("salt/minion/{minion}/start")
 }
 
+/// The longest tag a minion may fire (Salt's own tags are far shorter; a
+/// longer one is garbage or an attempt to fill the bus).
+pub const MAX_MINION_TAG_BYTES: usize = 1024;
+
+/// A tag read segment by segment. Only the shapes halite gives a meaning
+/// to are named; every other `salt/...` tag is [`Tag::OtherSalt`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Tag<'a> {
+    /// `salt/job/<jid>/new`
+    JobNew { jid: &'a str },
+    /// `salt/job/<jid>/ret/<minion>`
+    JobRet { jid: &'a str, minion: &'a str },
+    /// `salt/job/<jid>/prog/<minion>/<run_num>`
+    JobProg {
+        jid: &'a str,
+        minion: &'a str,
+        run_num: u64,
+    },
+    /// `salt/state_result/<jid>/<minion>/<name or custom tag>` (`fire_event`).
+    StateResult {
+        jid: &'a str,
+        minion: &'a str,
+        rest: &'a str,
+    },
+    /// `salt/minion/<minion>/start`
+    MinionStart { minion: &'a str },
+    /// `salt/auth`
+    Auth,
+    /// `salt/key`
+    Key,
+    /// Any other tag in Salt's reserved `salt/` namespace.
+    OtherSalt,
+    /// A tag outside `salt/` (a user's `event.send`).
+    User,
+}
+
+/// A minion id segment: valid as an id (no `/`, so it is one segment).
+fn minion_segment(s: &str) -> Option<&str> {
+    validate_minion_id(s).ok().map(|()| s)
+}
+
+/// A jid segment: 20 digits.
+fn jid_segment(s: &str) -> Option<&str> {
+    is_jid(s).then_some(s)
+}
+
+/// A run number: decimal digits only (no sign, no spaces).
+fn run_segment(s: &str) -> Option<u64> {
+    if s.is_empty() || !s.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    s.parse().ok()
+}
+
+/// Reads `tag` segment by segment; a `salt/` tag whose segments do not
+/// fit one of the named shapes exactly is [`Tag::OtherSalt`].
+pub fn parse(tag: &str) -> Tag<'_> {
+    if tag != "salt" && !tag.starts_with("salt/") {
+        return Tag::User;
+    }
+    let segs: Vec<&str> = tag.split('/').collect();
+    let parsed = match segs.as_slice() {
+        ["salt", "auth"] => Some(Tag::Auth),
+        ["salt", "key"] => Some(Tag::Key),
+        ["salt", "job", jid, "new"] => jid_segment(jid).map(|jid| Tag::JobNew { jid }),
+        ["salt", "job", jid, "ret", minion] => jid_segment(jid)
+            .zip(minion_segment(minion))
+            .map(|(jid, minion)| Tag::JobRet { jid, minion }),
+        ["salt", "job", jid, "prog", minion, run] => {
+            match (jid_segment(jid), minion_segment(minion), run_segment(run)) {
+                (Some(jid), Some(minion), Some(run_num)) => Some(Tag::JobProg {
+                    jid,
+                    minion,
+                    run_num,
+                }),
+                _ => None,
+            }
+        }
+        ["salt", "minion", minion, "start"] => {
+            minion_segment(minion).map(|minion| Tag::MinionStart { minion })
+        }
+        ["salt", "state_result", jid, minion, ..] if segs.len() >= 5 => {
+            // The rest (a state's name or a custom tag) may hold slashes.
+            let prefix = "salt/state_result/".len() + jid.len() + 1 + minion.len() + 1;
+            jid_segment(jid)
+                .zip(minion_segment(minion))
+                .and_then(|(jid, minion)| {
+                    tag.get(prefix..)
+                        .map(|rest| Tag::StateResult { jid, minion, rest })
+                })
+        }
+        _ => None,
+    };
+    parsed.unwrap_or(Tag::OtherSalt)
+}
+
+/// Why the master refused an event a minion fired.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum TagRefused {
+    #[error("event tag is empty")]
+    Empty,
+    #[error("event tag is longer than {max} bytes")]
+    TooLong { max: usize },
+    #[error("event tag contains a control character")]
+    Control,
+    #[error("event tag {0:?} is in Salt's reserved salt/ namespace and is not one a minion may fire for itself (salt/job/<jid>/prog/<own id>/<n>, salt/state_result/<jid>/<own id>/...)")]
+    Reserved(String),
+}
+
+/// The allow-list of what minion `own_id` may fire onto the master's bus:
+/// its own job progress and state results, and any tag outside `salt/`.
+/// Everything else under `salt/` (returns, auth, key, another minion's
+/// progress) is the master's to fire, never a minion's.
+pub fn check_minion_tag(tag: &str, own_id: &str) -> Result<(), TagRefused> {
+    if tag.is_empty() {
+        return Err(TagRefused::Empty);
+    }
+    if tag.len() > MAX_MINION_TAG_BYTES {
+        return Err(TagRefused::TooLong {
+            max: MAX_MINION_TAG_BYTES,
+        });
+    }
+    if tag.chars().any(char::is_control) {
+        return Err(TagRefused::Control);
+    }
+    match parse(tag) {
+        Tag::User => Ok(()),
+        Tag::JobProg { minion, .. } | Tag::StateResult { minion, .. } if minion == own_id => Ok(()),
+        _ => Err(TagRefused::Reserved(tag.to_string())),
+    }
+}
+
 /// Whether `tag` matches `pattern` the way `state.event`'s tagmatch does:
 /// a glob (`*`, `?`, `[...]`) when it has one, else a prefix.
 pub fn tag_matches(pattern: &str, tag: &str) -> bool {
@@ -43,6 +180,8 @@ pub fn tag_matches(pattern: &str, tag: &str) -> bool {
 mod tests {
     use super::*;
 
+    const JID: &str = "20260101000000000001";
+
     #[test]
     fn tags_are_salts() {
         assert_eq!(job_new("1"), "salt/job/1/new");
@@ -52,5 +191,74 @@ mod tests {
         assert!(tag_matches("salt/job/*/ret/*", "salt/job/1/ret/web"));
         assert!(tag_matches("salt/auth", "salt/auth"));
         assert!(!tag_matches("salt/key", "salt/auth"));
+    }
+
+    #[test]
+    fn tags_parse_segment_by_segment() {
+        assert_eq!(
+            parse(&job_ret(JID, "web")),
+            Tag::JobRet {
+                jid: JID,
+                minion: "web"
+            }
+        );
+        assert_eq!(
+            parse(&job_prog(JID, "web", 7)),
+            Tag::JobProg {
+                jid: JID,
+                minion: "web",
+                run_num: 7
+            }
+        );
+        assert_eq!(
+            parse(&format!("salt/state_result/{JID}/web/my/tag")),
+            Tag::StateResult {
+                jid: JID,
+                minion: "web",
+                rest: "my/tag"
+            }
+        );
+        // The forged return of the issue: neither a return nor a progress event.
+        assert_eq!(
+            parse(&format!("salt/job/{JID}/ret/victim/prog/me/0")),
+            Tag::OtherSalt
+        );
+        assert_eq!(parse(&format!("salt/job/{JID}/prog/me/+1")), Tag::OtherSalt);
+        assert_eq!(parse(&format!("salt/job/{JID}/prog/../1")), Tag::OtherSalt);
+        assert_eq!(parse("salt/job/1/ret/web"), Tag::OtherSalt);
+        assert_eq!(parse("myapp/salt/job"), Tag::User);
+        assert_eq!(parse("saltish/x"), Tag::User);
+    }
+
+    #[test]
+    fn a_minion_fires_only_its_own_tags() {
+        let ok = [
+            job_prog(JID, "me", 0),
+            format!("salt/state_result/{JID}/me/pkg"),
+            "myapp/deploy/done".to_string(),
+        ];
+        for tag in &ok {
+            assert_eq!(check_minion_tag(tag, "me"), Ok(()), "{tag}");
+        }
+        let refused = [
+            format!("salt/job/{JID}/ret/victim/prog/me/0"),
+            format!("salt/job/{JID}/ret/me"),
+            job_prog(JID, "victim", 0),
+            format!("salt/job/{JID}/prog/me/0/extra"),
+            format!("salt/state_result/{JID}/victim/x"),
+            "salt/auth".to_string(),
+            "salt/key".to_string(),
+            minion_start("me"),
+            "salt".to_string(),
+            String::new(),
+            "a\nb".to_string(),
+            "x".repeat(MAX_MINION_TAG_BYTES + 1),
+        ];
+        for tag in &refused {
+            assert!(
+                check_minion_tag(tag, "me").is_err(),
+                "{tag:?} must be refused"
+            );
+        }
     }
 }

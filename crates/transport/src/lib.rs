@@ -20,7 +20,7 @@ mod router;
 mod subscriber;
 
 pub use router::{Inbound, Router, RouterSender};
-pub use subscriber::{Dealer, Subscriber};
+pub use subscriber::{ConnectionWatch, Dealer, Subscriber};
 pub use zeromq::ZmqError;
 
 use std::sync::Arc;

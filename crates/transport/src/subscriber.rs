@@ -20,6 +20,32 @@ const PUBLICATION_QUEUE_BYTES: usize = 64 * 1024 * 1024;
 /// A DEALER connected to a master's ROUTER, with the receive limits.
 pub struct Dealer {
     socket: DealerSocket,
+    /// The socket's events, until [`Dealer::watch`] takes them.
+    monitor: Option<futures_channel::mpsc::Receiver<zeromq::SocketEvent>>,
+}
+
+/// Tells the minion at once when the master closes its connection (a
+/// restart), instead of a ping going unanswered: taken from a [`Dealer`]
+/// so it can be awaited beside the dealer's own receive.
+pub struct ConnectionWatch {
+    events: Option<futures_channel::mpsc::Receiver<zeromq::SocketEvent>>,
+}
+
+impl ConnectionWatch {
+    /// Resolves when the transport reports the connection closed; never,
+    /// when the socket reports no more events.
+    pub async fn disconnected(&mut self) {
+        use futures_util::StreamExt;
+        if let Some(events) = self.events.as_mut() {
+            while let Some(event) = events.next().await {
+                if let zeromq::SocketEvent::Disconnected(_) = event {
+                    return;
+                }
+            }
+        }
+        self.events = None;
+        std::future::pending::<()>().await
+    }
 }
 
 impl Dealer {
@@ -27,7 +53,16 @@ impl Dealer {
     pub async fn connect(endpoint: &str, timeout: Duration) -> Result<Self, TransportError> {
         let mut socket = DealerSocket::with_options(receive_options());
         connect(&mut socket, endpoint, timeout).await?;
-        Ok(Dealer { socket })
+        let monitor = Some(socket.monitor());
+        Ok(Dealer { socket, monitor })
+    }
+
+    /// The watch on this connection (once; later calls get a watch that
+    /// never fires).
+    pub fn watch(&mut self) -> ConnectionWatch {
+        ConnectionWatch {
+            events: self.monitor.take(),
+        }
     }
 
     /// Sends one frame; a master that does not take it within

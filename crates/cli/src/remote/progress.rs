@@ -52,15 +52,17 @@ struct Prog {
 /// The payload is Salt's bus shape (`{"cmd": "_minion_event", "data":
 /// {"len", "ret"}, ...}`) or the bare `{"len", "ret"}` a minion sends.
 fn parse_prog(jid: &str, tag: &str, data: &Value) -> Option<Prog> {
-    let rest = tag
-        .strip_prefix("salt/job/")?
-        .strip_prefix(jid)?
-        .strip_prefix("/prog/")?;
-    let (minion, run_num) = rest.rsplit_once('/')?;
-    if minion.is_empty() {
+    let halite_proto::tags::Tag::JobProg {
+        jid: tag_jid,
+        minion,
+        run_num,
+    } = halite_proto::tags::parse(tag)
+    else {
+        return None;
+    };
+    if tag_jid != jid {
         return None;
     }
-    let run_num = run_num.parse().ok()?;
     let inner = match data.get("data") {
         Some(inner @ Value::Object(m)) if m.contains_key("ret") => inner,
         _ => data,

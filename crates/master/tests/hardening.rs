@@ -1,0 +1,600 @@
+//! Issue 17, the protocol part, against running daemons on loopback: no
+//! forged return through an event tag, no replay after a minion restart,
+//! Hello floods bounded, quick reconnection after a master restart, and
+//! the smaller rules (ids, temp files, handshakes, permissions).
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+use halite_proto::crypto::{MinionHandshake, SessionCipher};
+use halite_proto::msg::{MasterMessage, MinionRequest, ToMaster, ToMinion};
+use halite_proto::{decode, encode, Identity};
+use serde_json::json;
+use zeromq::{DealerSocket, Socket, SocketRecv, SocketSend, ZmqMessage};
+
+/// A hand-driven peer on the master's ROUTER port.
+struct Peer {
+    socket: DealerSocket,
+}
+
+impl Peer {
+    async fn connect(port: u16) -> Self {
+        let mut socket = DealerSocket::new();
+        socket
+            .connect(&format!("tcp://127.0.0.1:{port}"))
+            .await
+            .expect("connect");
+        Self { socket }
+    }
+    async fn send(&mut self, msg: &ToMaster) {
+        let bytes = encode(msg).expect("encode");
+        self.socket
+            .send(ZmqMessage::from(bytes))
+            .await
+            .expect("send");
+    }
+    async fn recv(&mut self, wait: Duration) -> Option<ToMinion> {
+        let msg = tokio::time::timeout(wait, self.socket.recv())
+            .await
+            .ok()?
+            .ok()?;
+        decode(msg.get(0)?).ok()
+    }
+    /// Authenticates `id` with `identity`: its session cipher.
+    async fn authenticate(&mut self, identity: &Identity, id: &str) -> SessionCipher {
+        for _ in 0..50 {
+            let (state, hello) = MinionHandshake::start(identity, id).expect("hello");
+            self.send(&ToMaster::Hello(hello)).await;
+            if let Some(ToMinion::Welcome(w)) = self.recv(Duration::from_secs(5)).await {
+                let (mut cipher, confirm) = state.finish(identity, &w).expect("finish");
+                self.send(&ToMaster::Confirm(confirm)).await;
+                if let Some(ToMinion::Sealed(s)) = self.recv(Duration::from_secs(5)).await {
+                    if let Ok(MasterMessage::Ready { .. }) = decode(&cipher.open(&s).expect("open"))
+                    {
+                        return cipher;
+                    }
+                }
+            }
+            tokio::time::sleep(Duration::from_millis(200)).await;
+        }
+        panic!("could not authenticate {id}");
+    }
+    async fn request(&mut self, cipher: &mut SessionCipher, req: &MinionRequest) {
+        let sealed = cipher.seal(&encode(req).expect("encode")).expect("seal");
+        self.send(&ToMaster::Sealed(sealed)).await;
+    }
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+/// The jid of the first job `fun` the minion logged as running.
+fn running_jid(minion: &Daemon, fun: &str) -> Option<String> {
+    let log = minion.log_text();
+    let line = log
+        .lines()
+        .find(|l| l.contains("running job") && l.contains(&format!("fun={fun}")))?;
+    let at = line.find("jid=")? + 4;
+    Some(line.get(at..at + 20)?.to_string())
+}
+
+#[test]
+fn a_forged_tag_is_never_another_minions_return() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let master = fleet.start_master("auto_accept: True");
+    let victim = fleet.start_minion("victim", "");
+    fleet.wait_responding("victim");
+    let events = fleet.watch_events();
+    let cli = Command::new(bin("halite"))
+        .arg("-c")
+        .arg(fleet.master_dir())
+        .args(["victim", "test.sleep", "3", "--out", "json"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("halite");
+    let mut jid = None;
+    assert!(wait_for(Duration::from_secs(10), || {
+        jid = running_jid(&victim, "test.sleep");
+        jid.is_some()
+    }));
+    let jid = jid.unwrap_or_default();
+    runtime().block_on(async {
+        let mut peer = Peer::connect(fleet.ret_port).await;
+        let me = Identity::generate().expect("identity");
+        let mut cipher = peer.authenticate(&me, "intruder").await;
+        let forged = json!({"id": "victim", "jid": jid, "return": "FORGED", "retcode": 0,
+            "success": true, "fun": "test.sleep", "fun_args": ["3"]});
+        for tag in [
+            format!("salt/job/{jid}/ret/victim/prog/intruder/0"),
+            format!("salt/job/{jid}/ret/victim"),
+            format!("salt/job/{jid}/prog/victim/0"),
+        ] {
+            let event = MinionRequest::Event {
+                tag,
+                data: forged.clone(),
+            };
+            peer.request(&mut cipher, &event).await;
+        }
+        // Its own progress and user events still pass.
+        let own = MinionRequest::Event {
+            tag: format!("myapp/{jid}/intruder-was-here"),
+            data: json!({}),
+        };
+        peer.request(&mut cipher, &own).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    });
+    let out = cli.wait_with_output().expect("halite");
+    let printed = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !printed.contains("FORGED"),
+        "the CLI printed a forged return: {printed}"
+    );
+    assert!(printed.contains("\"victim\": true"), "{printed}");
+    let bus = events.stop();
+    assert!(
+        !bus.contains("FORGED"),
+        "a forged event reached the bus: {bus}"
+    );
+    assert!(bus.contains("intruder-was-here"), "{bus}");
+    assert!(master.log_text().contains("minion event dropped"));
+}
+
+/// Starts minion `id` whose publications come through `publish_port`
+/// (a relay the test controls, or the master's own port) with `extra`
+/// settings; unlike `Fleet::start_minion`, keepalive and reconnection
+/// settings are Salt's defaults unless `extra` sets them.
+fn start_minion_with(fleet: &Fleet, id: &str, publish_port: u16, extra: &str) -> Daemon {
+    let dir = fleet.path(&format!("minion-{id}"));
+    std::fs::create_dir_all(&dir).expect("minion dir");
+    let log = dir.join("minion.log");
+    std::fs::write(
+        dir.join("minion"),
+        format!(
+            "master: 127.0.0.1\nmaster_port: {}\npublish_port: {publish_port}\nid: {id}\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {}\nlog_level: debug\nacceptance_wait_time: 1\n{extra}\n",
+            fleet.ret_port,
+            log.display(),
+            d = dir.display()
+        ),
+    )
+    .expect("minion config");
+    let child = Command::new(bin("halite-minion"))
+        .arg("-c")
+        .arg(&dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start halite-minion");
+    Daemon { child, log }
+}
+
+/// [`start_minion_with`] and the test fleet's quick keepalive.
+fn start_minion_via(fleet: &Fleet, id: &str, publish_port: u16) -> Daemon {
+    start_minion_with(
+        fleet,
+        id,
+        publish_port,
+        "auth_timeout: 2\nmaster_alive_interval: 1\nrecon_default: 200\nrecon_max: 1000",
+    )
+}
+
+/// How many times the minion's log says it ran job `jid`.
+fn runs_of(minion: &Daemon, jid: &str) -> usize {
+    minion
+        .log_text()
+        .lines()
+        .filter(|l| l.contains("running job") && l.contains(jid))
+        .count()
+}
+
+#[test]
+fn a_publication_replayed_after_a_minion_restart_does_not_run_again() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let _master = fleet.start_master("auto_accept: True");
+    let relay_port = free_port();
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    // The attacker's position: on the path of the publish port, recording
+    // every frame, able to send any of them again later.
+    let (inject_tx, mut inject_rx) = tokio::sync::mpsc::unbounded_channel::<Vec<u8>>();
+    let captured = std::sync::Arc::new(std::sync::Mutex::new(Vec::<Vec<u8>>::new()));
+    let publish_port = fleet.publish_port;
+    let record = captured.clone();
+    rt.spawn(async move {
+        let mut upstream = zeromq::SubSocket::new();
+        upstream
+            .connect(&format!("tcp://127.0.0.1:{publish_port}"))
+            .await
+            .expect("relay connect");
+        upstream.subscribe("").await.expect("subscribe");
+        let mut downstream = zeromq::PubSocket::new();
+        downstream
+            .bind(&format!("tcp://127.0.0.1:{relay_port}"))
+            .await
+            .expect("relay bind");
+        loop {
+            let frame = tokio::select! {
+                Ok(msg) = upstream.recv() => {
+                    let Some(frame) = msg.get(0).map(|f| f.to_vec()) else { continue };
+                    record.lock().expect("lock").push(frame.clone());
+                    frame
+                }
+                Some(frame) = inject_rx.recv() => frame,
+            };
+            let _ = downstream.send(ZmqMessage::from(frame)).await;
+        }
+    });
+    let mut victim = start_minion_via(&fleet, "victim", relay_port);
+    fleet.wait_responding("victim");
+
+    let seen_before = captured.lock().expect("lock").len();
+    let (rets, _) = fleet.halite_json(&["victim", "test.arg", "replay-me"]);
+    assert!(rets.contains_key("victim"), "{rets:?}");
+    let jid = running_jid(&victim, "test.arg").expect("the job ran");
+    let frame = captured.lock().expect("lock")[seen_before..]
+        .first()
+        .cloned()
+        .expect("the publication was captured");
+
+    // Replayed while the minion runs: refused (in memory).
+    inject_tx.send(frame.clone()).expect("inject");
+    std::thread::sleep(Duration::from_secs(1));
+    assert_eq!(runs_of(&victim, &jid), 1);
+
+    // Restarted (SIGKILL, nothing saved on the way out), then replayed at
+    // once: before any newer publication could move its counter on.
+    victim.kill();
+    let authenticated = |m: &Daemon| {
+        m.log_text()
+            .matches("authenticated with the master")
+            .count()
+    };
+    let victim = start_minion_via(&fleet, "victim", relay_port);
+    assert!(wait_for(Duration::from_secs(20), || authenticated(&victim) >= 2));
+    let before = runs_of(&victim, &jid);
+    for _ in 0..4 {
+        inject_tx.send(frame.clone()).expect("inject");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert!(
+        victim.log_text().contains("replay refused"),
+        "the replay never reached the minion"
+    );
+    assert_eq!(
+        runs_of(&victim, &jid),
+        before,
+        "the replayed publication ran again after the restart"
+    );
+    fleet.wait_responding("victim");
+    assert_eq!(
+        mode(&fleet.path("minion-victim/cache")),
+        0o700,
+        "the minion's cachedir must not be world-readable"
+    );
+
+    // A job published while the minion is down, too old to be delivered
+    // again when it is back (the master's `timeout` is 10 s), captured and
+    // replayed after the minion is up: never run, though it never ran.
+    let mut victim = victim;
+    victim.kill();
+    let seen_before = captured.lock().expect("lock").len();
+    let (stale, _) = fleet.halite(&["victim", "test.arg", "stale-job", "-t", "1", "--async"]);
+    let stale_jid: String = stale.chars().filter(char::is_ascii_digit).collect();
+    assert_eq!(stale_jid.len(), 20, "{stale}");
+    assert!(wait_for(Duration::from_secs(5), || captured
+        .lock()
+        .expect("lock")
+        .len()
+        > seen_before));
+    let stale_frame = captured.lock().expect("lock")[seen_before].clone();
+    std::thread::sleep(Duration::from_secs(11));
+    let victim = start_minion_via(&fleet, "victim", relay_port);
+    assert!(wait_for(Duration::from_secs(20), || victim
+        .log_text()
+        .matches("authenticated with the master")
+        .count()
+        >= 3));
+    for _ in 0..4 {
+        inject_tx.send(stale_frame.clone()).expect("inject");
+        std::thread::sleep(Duration::from_millis(300));
+    }
+    assert_eq!(
+        runs_of(&victim, &stale_jid),
+        0,
+        "a publication sealed before the minion joined ran from a replayed frame"
+    );
+    rt.shutdown_background();
+}
+
+#[test]
+fn handshakes_ids_and_files_follow_the_smaller_rules() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let mut master = fleet.start_master("auto_accept: True");
+    let longest = "l".repeat(255);
+    runtime().block_on(async {
+        let mut honest = Peer::connect(fleet.ret_port).await;
+        let mut meddler = Peer::connect(fleet.ret_port).await;
+
+        // A second connection's Confirm does not spoil the first one's handshake.
+        let me = Identity::generate().expect("identity");
+        let (state, hello) = MinionHandshake::start(&me, "honest").expect("hello");
+        honest.send(&ToMaster::Hello(hello)).await;
+        let Some(ToMinion::Welcome(welcome)) = honest.recv(Duration::from_secs(5)).await else {
+            panic!("no welcome");
+        };
+        meddler
+            .send(&ToMaster::Confirm(halite_proto::msg::Confirm {
+                session: welcome.session,
+                signature: vec![0; 64],
+            }))
+            .await;
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let (mut cipher, confirm) = state.finish(&me, &welcome).expect("finish");
+        honest.send(&ToMaster::Confirm(confirm)).await;
+        match honest.recv(Duration::from_secs(5)).await {
+            Some(ToMinion::Sealed(s)) => assert!(matches!(
+                decode(&cipher.open(&s).expect("open")),
+                Ok(MasterMessage::Ready { .. })
+            )),
+            other => panic!("the handshake was spoiled by another connection: {other:?}"),
+        }
+
+        // Ids that display as another are refused before any file is written.
+        for id in ["victim\u{202E}1", "\u{2066}victim", "vic\u{200B}tim"] {
+            let (_, hello) = MinionHandshake::start(&me, id).expect("hello");
+            meddler.send(&ToMaster::Hello(hello)).await;
+            match meddler.recv(Duration::from_secs(5)).await {
+                Some(ToMinion::Refused { status: None, .. }) => {}
+                other => panic!("id {id:?} was not refused: {other:?}"),
+            }
+        }
+
+        // The longest id (255 bytes) is stored and authenticates.
+        let long_identity = Identity::generate().expect("identity");
+        meddler.authenticate(&long_identity, &longest).await;
+    });
+    let accepted = std::fs::read_dir(fleet.path("master-pki/minions"))
+        .expect("accepted keys")
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .collect::<Vec<_>>();
+    assert!(accepted.contains(&longest), "{accepted:?}");
+    assert!(!accepted.iter().any(|n| n.contains('\u{202E}')));
+    assert_eq!(
+        mode(&fleet.path("master.log")),
+        0o600,
+        "the master's log is world-readable"
+    );
+
+    // halite-key as another user says what to do.
+    use std::os::unix::process::CommandExt;
+    let out = Command::new(bin("halite-key"))
+        .arg("-c")
+        .arg(fleet.master_dir())
+        .arg("-L")
+        .uid(65534)
+        .gid(65534)
+        .output()
+        .expect("halite-key");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("run this as root") && err.contains("owns pki_dir"),
+        "{err}"
+    );
+    assert!(master.alive());
+}
+
+#[test]
+fn minions_come_back_at_once_after_a_master_restart_and_get_the_job_they_missed() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let mut master = fleet.start_master("auto_accept: True");
+    // Salt's default keepalive (30 s): only the transport can tell it in time.
+    // A fixed 3 s reconnection delay keeps it away while the job is published.
+    let steady = start_minion_with(
+        &fleet,
+        "steady",
+        fleet.publish_port,
+        "recon_default: 3000\nrecon_max: 3000\nrecon_randomize: False",
+    );
+    fleet.wait_responding("steady");
+    master.kill();
+    // A killed master leaves its socket: wait for the new one's.
+    let _ = std::fs::remove_file(fleet.path("master-sock/master.sock"));
+    let _master = fleet.start_master("auto_accept: True");
+    let out = fleet.cli(
+        "halite",
+        &["steady", "test.arg", "missed", "-t", "20", "--out", "json"],
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    let rets: serde_json::Value = serde_json::from_str(&text).unwrap_or_default();
+    assert!(
+        out.status.success(),
+        "{text} {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(rets["steady"]["args"], json!(["missed"]), "{rets:?}");
+    assert!(steady
+        .log_text()
+        .contains("the master closed the connection"));
+    assert!(
+        fleet
+            .path("master.log")
+            .exists()
+            .then(|| std::fs::read_to_string(fleet.path("master.log")).unwrap_or_default())
+            .is_some_and(|log| log.contains("job redelivered to a minion that came back")),
+        "the job was not published while the minion was away"
+    );
+}
+
+/// Wall-clock milliseconds of one `halite ID test.ping`, and whether it returned.
+fn timed_ping(fleet: &Fleet, id: &str) -> (f64, bool) {
+    let started = std::time::Instant::now();
+    let (rets, _) = fleet.halite_json(&[id, "test.ping", "-t", "30"]);
+    (
+        started.elapsed().as_secs_f64() * 1000.0,
+        rets.get(id) == Some(&json!(true)),
+    )
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(0.0)
+}
+
+#[test]
+fn a_hello_flood_is_bounded_and_real_jobs_still_return() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let _master = fleet.start_master("max_pending_keys: 300\npending_key_rate: 1000");
+    let steady = fleet.start_minion("steady", "");
+    fleet.accept("steady");
+    let quiet: Vec<f64> = (0..5).map(|_| timed_ping(&fleet, "steady").0).collect();
+
+    let done = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flood_done = done.clone();
+    let ret_port = fleet.ret_port;
+    let flood = std::thread::spawn(move || {
+        runtime().block_on(async {
+            let identity = Identity::generate().expect("identity");
+            let mut peers = Vec::new();
+            for _ in 0..10 {
+                peers.push(Peer::connect(ret_port).await);
+            }
+            let mut sent = 0usize;
+            let mut round = 0;
+            // At least 5,000 new ids, and on until the jobs are measured.
+            while sent < 5000 || !flood_done.load(std::sync::atomic::Ordering::Relaxed) {
+                for (p, peer) in peers.iter_mut().enumerate() {
+                    for i in 0..100 {
+                        let id = format!("flood-{round}-{p}-{i}");
+                        let (_, hello) = MinionHandshake::start(&identity, &id).expect("hello");
+                        peer.send(&ToMaster::Hello(hello)).await;
+                        sent += 1;
+                    }
+                }
+                round += 1;
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+            sent
+        })
+    });
+    let during: Vec<(f64, bool)> = (0..10).map(|_| timed_ping(&fleet, "steady")).collect();
+    done.store(true, std::sync::atomic::Ordering::Relaxed);
+    let sent = flood.join().expect("flood");
+    let pending = std::fs::read_dir(fleet.path("master-pki/minions_pre"))
+        .expect("pending keys")
+        .count();
+    eprintln!(
+        "hello flood: {sent} Hellos; test.ping median {:.0} ms quiet, {:.0} ms during the flood (max {:.0} ms); {pending} pending key files",
+        median(quiet),
+        median(during.iter().map(|d| d.0).collect()),
+        during.iter().map(|d| d.0).fold(0.0, f64::max),
+    );
+    assert!(sent >= 5000);
+    assert!(
+        during.iter().all(|d| d.1),
+        "a job did not return during the flood"
+    );
+    assert!(
+        pending <= 300,
+        "{pending} pending key files: the cap did not hold"
+    );
+    assert!(pending > 0);
+    let log = std::fs::read_to_string(fleet.path("master.log")).unwrap_or_default();
+    assert!(log.contains("pending key cap reached (max_pending_keys = 300)"));
+    // The real minion is still served after the flood.
+    assert!(timed_ping(&fleet, "steady").1);
+    drop(steady);
+}
+
+/// How many minions answered `test.ping` within `secs`.
+fn answering(fleet: &Fleet, secs: &str) -> usize {
+    let (rets, _) = fleet.halite_json(&["*", "test.ping", "-t", secs]);
+    rets.values().filter(|v| **v == json!(true)).count()
+}
+
+#[test]
+fn a_swarm_is_back_within_seconds_of_a_master_restart() {
+    if !can_run() {
+        return;
+    }
+    // 1,000 to 10,000: crates/master/bench/restart-bench.sh (docs/benchmarks.md).
+    const N: usize = 500;
+    let fleet = Fleet::new();
+    let mut master = fleet.start_master("auto_accept: True");
+    let dir = fleet.path("swarm");
+    std::fs::create_dir_all(&dir).expect("swarm dir");
+    std::fs::write(
+        dir.join("minion"),
+        format!(
+            "master: 127.0.0.1\nmaster_port: {}\npublish_port: {}\nid: swarm\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {d}/swarm.log\nlog_level: info\n",
+            fleet.ret_port,
+            fleet.publish_port,
+            d = dir.display()
+        ),
+    )
+    .expect("swarm config");
+    let _swarm = Daemon {
+        child: Command::new(bin("halite-minion"))
+            .arg("-c")
+            .arg(&dir)
+            .args(["--swarm", &N.to_string()])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("swarm"),
+        log: dir.join("swarm.log"),
+    };
+    let authenticated = || {
+        std::fs::read_to_string(fleet.path("master.log"))
+            .unwrap_or_default()
+            .matches("minion authenticated")
+            .count()
+    };
+    assert!(
+        wait_for(Duration::from_secs(40), || authenticated() >= N),
+        "the swarm never came up"
+    );
+    assert_eq!(answering(&fleet, "20"), N);
+    master.kill();
+    let _ = std::fs::remove_file(fleet.path("master-sock/master.sock"));
+    let restarted = std::time::Instant::now();
+    let _master = fleet.start_master("auto_accept: True");
+    // Salt's default keepalive is 30 s: coming back sooner needs the transport's notice.
+    let back = wait_for(Duration::from_secs(25), || authenticated() >= 2 * N);
+    eprintln!(
+        "swarm of {N}: all authenticated again {:.1} s after the master restarted",
+        restarted.elapsed().as_secs_f64()
+    );
+    assert!(
+        back,
+        "the swarm did not authenticate again after the master restart"
+    );
+    assert_eq!(answering(&fleet, "20"), N);
+    assert!(back, "the swarm was not back after the master restart");
+}
