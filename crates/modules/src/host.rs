@@ -1,12 +1,14 @@
 //! The machine a run happens on, as modules and the engine see it.
 
-use std::io::{Read, Write};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 
 use halite_state::{CmdOptions, CmdOutput, FileClient, Map, StateEnv, StateModules, Value};
 
 use crate::exec::{Args, ExecModules};
+
+/// Command execution lives in [`crate::command`]; these names stay here for
+/// the callers that reach them through the host.
+pub use crate::command::{run_command, shell_quote, shell_words};
 
 /// Where events go: the minion's event channel, or a JSON-lines file /
 /// the log under `halite-call --local`.
@@ -59,161 +61,6 @@ impl Host {
             .map(halite_state::truthy)
             .unwrap_or(false)
     }
-}
-
-/// Runs a command the way Salt's `cmd.run` does: through `/bin/sh -c` when
-/// `python_shell` (or a `shell`) is set, else split like a shell would.
-pub fn run_command(cmd: &str, opts: &CmdOptions) -> std::io::Result<CmdOutput> {
-    let mut command = if opts.python_shell || opts.shell.is_some() {
-        let shell = opts.shell.clone().unwrap_or_else(|| "/bin/sh".to_string());
-        let mut c = Command::new(shell);
-        c.arg("-c").arg(cmd);
-        c
-    } else {
-        let words = shell_words(cmd);
-        let Some((prog, rest)) = words.split_first() else {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "empty command",
-            ));
-        };
-        let mut c = Command::new(prog);
-        c.args(rest);
-        c
-    };
-    if let Some(user) = &opts.runas {
-        // Run as another user through runuser/su, as Salt does with su.
-        let inner = format!(
-            "{} -c {}",
-            opts.shell.as_deref().unwrap_or("/bin/sh"),
-            shell_quote(cmd)
-        );
-        command = Command::new("su");
-        command
-            .arg("-s")
-            .arg("/bin/sh")
-            .arg("-")
-            .arg(user)
-            .arg("-c")
-            .arg(inner);
-    }
-    if let Some(cwd) = &opts.cwd {
-        command.current_dir(cwd);
-    }
-    for (k, v) in &opts.env {
-        command.env(k, v);
-    }
-    command
-        .stdin(if opts.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn()?;
-    let pid = child.id();
-    if let (Some(input), Some(mut stdin)) = (opts.stdin.as_ref(), child.stdin.take()) {
-        let _ = stdin.write_all(input.as_bytes());
-    }
-    // Read both pipes on threads so a chatty stderr cannot block stdout.
-    let mut out_pipe = child.stdout.take();
-    let mut err_pipe = child.stderr.take();
-    let out_t = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        if let Some(p) = out_pipe.as_mut() {
-            let _ = p.read_to_end(&mut s);
-        }
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        if let Some(p) = err_pipe.as_mut() {
-            let _ = p.read_to_end(&mut s);
-        }
-        s
-    });
-    let status = child.wait()?;
-    let stdout = out_t.join().unwrap_or_default();
-    let stderr = err_t.join().unwrap_or_default();
-    let retcode = status.code().unwrap_or_else(|| {
-        use std::os::unix::process::ExitStatusExt;
-        status.signal().map(|s| 128 + s).unwrap_or(1)
-    });
-    Ok(CmdOutput {
-        retcode,
-        stdout: trim_newline(String::from_utf8_lossy(&stdout).into_owned()),
-        stderr: trim_newline(String::from_utf8_lossy(&stderr).into_owned()),
-        pid,
-    })
-}
-
-fn trim_newline(mut s: String) -> String {
-    // Salt strips trailing whitespace-newlines from cmd output.
-    while s.ends_with('\n') || s.ends_with('\r') {
-        s.pop();
-    }
-    s
-}
-
-/// Quotes `s` for a POSIX shell.
-pub fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
-/// Splits a command line into words like a POSIX shell (quotes, backslashes).
-pub fn shell_words(s: &str) -> Vec<String> {
-    let mut words = Vec::new();
-    let mut cur = String::new();
-    let mut in_word = false;
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\'' => {
-                in_word = true;
-                for c in chars.by_ref() {
-                    if c == '\'' {
-                        break;
-                    }
-                    cur.push(c);
-                }
-            }
-            '"' => {
-                in_word = true;
-                while let Some(c) = chars.next() {
-                    match c {
-                        '"' => break,
-                        '\\' => {
-                            if let Some(n) = chars.next() {
-                                cur.push(n);
-                            }
-                        }
-                        _ => cur.push(c),
-                    }
-                }
-            }
-            '\\' => {
-                in_word = true;
-                if let Some(n) = chars.next() {
-                    cur.push(n);
-                }
-            }
-            c if c.is_whitespace() => {
-                if in_word {
-                    words.push(std::mem::take(&mut cur));
-                    in_word = false;
-                }
-            }
-            c => {
-                in_word = true;
-                cur.push(c);
-            }
-        }
-    }
-    if in_word {
-        words.push(cur);
-    }
-    words
 }
 
 struct HostSalt(Host);

@@ -21,6 +21,7 @@ macro_rules! module_list {
     };
 }
 
+pub mod command;
 pub mod exec;
 pub mod fileclient;
 pub mod grains;

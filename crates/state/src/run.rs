@@ -9,7 +9,9 @@ use std::time::Instant;
 use indexmap::IndexMap;
 
 use crate::graph::{chunk_tag, name_str, Graph};
-use crate::module::{truthy, CmdOptions, StateCall, StateEnv, StateError, StateModules};
+use crate::module::{
+    truthy, CmdOptions, CmdTimeout, StateCall, StateEnv, StateError, StateModules,
+};
 use crate::requisite::{py_str, RequisiteKind, REQUISITE_KEYWORDS};
 use crate::{LowChunk, Map, SmallDict, Value};
 use rustc_hash::FxBuildHasher;
@@ -970,7 +972,12 @@ impl<'a> Executor<'a> {
             env,
             stdin: None,
             python_shell: true,
-            timeout_secs: get("timeout").and_then(|t| t.parse().ok()),
+            // A timeout Salt would refuse runs the check unlimited, as before.
+            timeout: if excluded.iter().any(|e| e == "timeout") {
+                None
+            } else {
+                CmdTimeout::from_value(low.get("timeout")).unwrap_or(None)
+            },
         }
     }
 

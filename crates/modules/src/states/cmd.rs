@@ -74,7 +74,7 @@ fn reinterpret(mut state: StateResult) -> StateResult {
                 None => out.as_str(),
             };
             let mut m = Map::new();
-            for item in crate::host::shell_words(line) {
+            for item in crate::command::shell_words(line) {
                 match item.split_once('=') {
                     Some((k, v)) if !v.contains('=') => {
                         m.insert(k.into(), Value::from(v));
