@@ -29,7 +29,9 @@ pub mod host;
 pub mod local;
 pub mod pillar_render;
 pub mod pkg;
+pub mod render_context;
 pub mod sls;
+pub mod state_env;
 pub mod states;
 pub mod table;
 

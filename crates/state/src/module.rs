@@ -311,12 +311,8 @@ impl CmdTimeout {
                 None => return Err(format!("Error: timeout {n} must be a number")),
             },
             Some(Value::String(s)) => return Err(format!("Error: timeout {s} must be a number")),
-            Some(other) => {
-                return Err(format!(
-                    "Error: timeout {} must be a number",
-                    crate::requisite::py_repr(other)
-                ))
-            }
+            // A list or a mapping, shown as JSON.
+            Some(other) => return Err(format!("Error: timeout {other} must be a number")),
         };
         if secs == 0.0 {
             return Ok(None);
