@@ -3,7 +3,7 @@
 
 Usage: scripts/import-circles.py crates/modules/src
 
-A file "imports" another when it names `crate::<path>` (in a `use` or
+A file "imports" another when it names `crate::<path>` or `super::<path>` (in a `use` or
 inline, comments and `#[cfg(test)]` code left out; names re-exported by
 lib.rs count as their defining file). Prints each pair of files that import
 each other and each larger group of files in a cycle; exits 1 if any.
@@ -27,7 +27,7 @@ def resolve(path):
         if tuple(path[:n]) in files:
             return tuple(path[:n])
     return ()
-def uses(p):
+def uses(p, me):
     text = open(p).read()
     # strip test modules
     text = re.split(r'#\[cfg\(test\)\]', text)[0]
@@ -47,9 +47,18 @@ def uses(p):
             item = item.strip().split(' as ')[0]
             if item and item != 'self':
                 out.add(resolve(base + item.split('::')))
-    # lib.rs re-exports: `pub use` at crate root resolved to root
+    # `super::x` and `super::{x, y::z}`: relative to this file's parent module
+    parent = list(me[:-1])
+    for m in re.finditer(r'super::((?:\w+::)*\w+)', text):
+        out.add(resolve(parent + m.group(1).split('::')))
+    for m in re.finditer(r'super::((?:\w+::)*)\{([^}]*)\}', text):
+        base = parent + [x for x in m.group(1).split('::') if x]
+        for item in m.group(2).split(','):
+            item = item.strip().split(' as ')[0]
+            if item and item != 'self':
+                out.add(resolve(base + item.split('::')))
     return out
-graph = {k: {u for u in uses(p) if u != k} for k, p in files.items()}
+graph = {k: {u for u in uses(p, k) if u != k} for k, p in files.items()}
 # lib.rs re-exports (crate::Host) resolve to the root (); map root re-exports
 lib = files.get(())
 reexp = {}
