@@ -161,6 +161,18 @@ fn a_timeout_that_is_not_a_number_is_refused() {
         "{text}"
     );
     assert_eq!(out.status.code(), Some(1));
+
+    // In a state, Salt 3008.5 fails it with the message as comment.
+    std::fs::write(
+        d.path().join("bad.sls"),
+        "strto:\n  cmd.run:\n    - name: echo hi\n    - timeout: '5'\n",
+    )
+    .unwrap();
+    let (out, err, _) = halite_call(d.path(), &["state.apply", "bad"]);
+    let ret = &out["local"]["cmd_|-strto_|-echo hi_|-run"];
+    assert_eq!(ret["result"], false, "{err}");
+    assert_eq!(ret["comment"], "Error: timeout 5 must be a number");
+    assert_eq!(ret["changes"], serde_json::json!({}));
 }
 
 #[test]

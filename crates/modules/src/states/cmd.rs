@@ -146,7 +146,14 @@ impl CmdState {
                 return Ok(ret);
             }
         }
-        let opts = cmd_options(&kwargs, call.env.grains(), true).map_err(StateError::BadArg)?;
+        // A bad `timeout` fails the state with Salt's message as comment.
+        let opts = match cmd_options(&kwargs, call.env.grains(), true) {
+            Ok(opts) => opts,
+            Err(e) => {
+                ret.comment = e;
+                return Ok(ret);
+            }
+        };
         let mut out = match call.env.run_cmd(&name, &opts) {
             Ok(o) => o,
             Err(e) => {
