@@ -1,12 +1,21 @@
-//! The machine a run happens on, as modules and the engine see it.
+//! The machine a run happens on, as modules and the engine see it: plain
+//! data (options, grains, pillar) and the services a caller hands in (file
+//! client, module registries, event sink).
+//!
+//! What is built from a host lives beside it, each in its own file: the
+//! render context of its templates ([`crate::render_context`]) and the
+//! engine's view of it ([`crate::state_env`]); commands run through
+//! [`crate::command`].
 
-use std::io::{Read, Write};
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 
-use halite_state::{CmdOptions, CmdOutput, FileClient, Map, StateEnv, StateModules, Value};
+use halite_state::{FileClient, StateModules, Value};
 
 use crate::exec::{Args, ExecModules};
+
+/// Command execution lives in [`crate::command`]; these names stay here for
+/// the callers that reach them through the host.
+pub use crate::command::{run_command, shell_quote, shell_words};
 
 /// Where events go: the minion's event channel, or a JSON-lines file /
 /// the log under `halite-call --local`.
@@ -65,233 +74,5 @@ impl Host {
             .get("test")
             .map(halite_state::truthy)
             .unwrap_or(false)
-    }
-}
-
-/// Runs a command the way Salt's `cmd.run` does: through `/bin/sh -c` when
-/// `python_shell` (or a `shell`) is set, else split like a shell would.
-pub fn run_command(cmd: &str, opts: &CmdOptions) -> std::io::Result<CmdOutput> {
-    let mut command = if opts.python_shell || opts.shell.is_some() {
-        let shell = opts.shell.clone().unwrap_or_else(|| "/bin/sh".to_string());
-        let mut c = Command::new(shell);
-        c.arg("-c").arg(cmd);
-        c
-    } else {
-        let words = shell_words(cmd);
-        let Some((prog, rest)) = words.split_first() else {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "empty command",
-            ));
-        };
-        let mut c = Command::new(prog);
-        c.args(rest);
-        c
-    };
-    if let Some(user) = &opts.runas {
-        // Run as another user through runuser/su, as Salt does with su.
-        let inner = format!(
-            "{} -c {}",
-            opts.shell.as_deref().unwrap_or("/bin/sh"),
-            shell_quote(cmd)
-        );
-        command = Command::new("su");
-        command
-            .arg("-s")
-            .arg("/bin/sh")
-            .arg("-")
-            .arg(user)
-            .arg("-c")
-            .arg(inner);
-    }
-    if let Some(cwd) = &opts.cwd {
-        command.current_dir(cwd);
-    }
-    for (k, v) in &opts.env {
-        command.env(k, v);
-    }
-    command
-        .stdin(if opts.stdin.is_some() {
-            Stdio::piped()
-        } else {
-            Stdio::null()
-        })
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn()?;
-    let pid = child.id();
-    if let (Some(input), Some(mut stdin)) = (opts.stdin.as_ref(), child.stdin.take()) {
-        let _ = stdin.write_all(input.as_bytes());
-    }
-    // Read both pipes on threads so a chatty stderr cannot block stdout.
-    let mut out_pipe = child.stdout.take();
-    let mut err_pipe = child.stderr.take();
-    let out_t = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        if let Some(p) = out_pipe.as_mut() {
-            let _ = p.read_to_end(&mut s);
-        }
-        s
-    });
-    let err_t = std::thread::spawn(move || {
-        let mut s = Vec::new();
-        if let Some(p) = err_pipe.as_mut() {
-            let _ = p.read_to_end(&mut s);
-        }
-        s
-    });
-    let status = child.wait()?;
-    let stdout = out_t.join().unwrap_or_default();
-    let stderr = err_t.join().unwrap_or_default();
-    let retcode = status.code().unwrap_or_else(|| {
-        use std::os::unix::process::ExitStatusExt;
-        status.signal().map(|s| 128 + s).unwrap_or(1)
-    });
-    Ok(CmdOutput {
-        retcode,
-        stdout: trim_newline(String::from_utf8_lossy(&stdout).into_owned()),
-        stderr: trim_newline(String::from_utf8_lossy(&stderr).into_owned()),
-        pid,
-    })
-}
-
-fn trim_newline(mut s: String) -> String {
-    // Salt strips trailing whitespace-newlines from cmd output.
-    while s.ends_with('\n') || s.ends_with('\r') {
-        s.pop();
-    }
-    s
-}
-
-/// Quotes `s` for a POSIX shell, always in single quotes (the shared rule).
-pub use halite_salt_rules::shell::single_quote as shell_quote;
-/// Splits a command line into words like a POSIX shell (the shared rule).
-pub use halite_salt_rules::shell::split_words as shell_words;
-
-struct HostSalt(Host);
-
-impl halite_render::SaltFunctions for HostSalt {
-    fn has(&self, fun: &str) -> bool {
-        self.0.exec.has(fun)
-    }
-    fn call(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String> {
-        let args = Args {
-            positional: args.to_vec(),
-            kwargs: kwargs.clone(),
-        };
-        self.0.call(fun, &args).map_err(|e| e.to_string())
-    }
-}
-
-struct HostTemplates(Arc<dyn FileClient>);
-
-impl halite_render::TemplateSource for HostTemplates {
-    fn get(&self, path: &str, saltenv: &str) -> Result<Option<String>, String> {
-        let path = halite_state::strip_salt_url(path)
-            .map(|(p, _)| p)
-            .unwrap_or(path);
-        self.0.read_text(path, saltenv).map_err(|e| e.to_string())
-    }
-}
-
-impl Host {
-    /// The render context for a template or SLS of this host.
-    pub fn render_context(
-        &self,
-        saltenv: &str,
-        sls: &str,
-        source_path: &str,
-        extra: Map,
-    ) -> halite_render::RenderContext {
-        halite_render::RenderContext {
-            grains: self.grains.clone(),
-            pillar: self.pillar.clone(),
-            opts: self.opts.clone(),
-            saltenv: saltenv.to_string(),
-            sls: sls.to_string(),
-            source_path: source_path.to_string(),
-            extra,
-            salt: Arc::new(HostSalt(self.clone())),
-            files: Arc::new(HostTemplates(self.files.clone())),
-        }
-    }
-}
-
-impl StateEnv for Host {
-    fn opts(&self) -> &Value {
-        &self.opts
-    }
-    fn grains(&self) -> &Value {
-        &self.grains
-    }
-    fn pillar(&self) -> &Value {
-        &self.pillar
-    }
-    fn run_cmd(&self, cmd: &str, opts: &CmdOptions) -> std::io::Result<CmdOutput> {
-        run_command(cmd, opts)
-    }
-    fn call_function(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String> {
-        let args = Args {
-            positional: args.to_vec(),
-            kwargs: kwargs.clone(),
-        };
-        self.call(fun, &args).map_err(|e| e.to_string())
-    }
-    fn file_client(&self) -> &dyn FileClient {
-        self.files.as_ref()
-    }
-    fn render_template(
-        &self,
-        text: &str,
-        engine: &str,
-        context: &Map,
-        saltenv: &str,
-    ) -> Result<String, String> {
-        let ctx = self.render_context(saltenv, "", "", context.clone());
-        halite_render::render_text(text, engine, &ctx).map_err(|e| e.to_string())
-    }
-    fn fire_event(&self, tag: &str, data: &Value) {
-        self.events.fire(tag, data);
-    }
-    fn has_function(&self, fun: &str) -> bool {
-        self.exec.has(fun)
-    }
-    /// Grains are detected again from the options (as at start-up). The
-    /// pillar is compiled again from `pillar_roots` when this minion
-    /// serves its own files (`file_client: local`, as `halite-call
-    /// --local`); a job from the master keeps the pillar the master
-    /// compiled for it.
-    fn refreshed(
-        &self,
-        grains: bool,
-        pillar: bool,
-        pillar_override: Option<&Value>,
-    ) -> Option<Box<dyn StateEnv>> {
-        let mut host = self.clone();
-        if grains {
-            tracing::debug!("Refreshing grains...");
-            host.grains = Value::Object(crate::grains::grains_for(&host.opts));
-        }
-        let local = host.opts.get("file_client").and_then(Value::as_str) == Some("local");
-        if pillar && local {
-            tracing::debug!("Refreshing pillar...");
-            let (mut compiled, errors) = crate::local::local_pillar(&host)
-                .unwrap_or_else(|| (Value::Object(Map::new()), Vec::new()));
-            if !errors.is_empty() {
-                tracing::warn!("reloading the pillar: {}", errors.join("; "));
-                if let Value::Object(m) = &mut compiled {
-                    m.insert("_errors".into(), Value::from(errors));
-                }
-            }
-            if let Some(o @ Value::Object(_)) = pillar_override {
-                crate::exec::pillar::deep_merge(&mut compiled, o);
-            }
-            host.pillar = compiled;
-        } else if pillar {
-            tracing::debug!(
-                "reload_pillar: a job from the master keeps the pillar the master compiled for it"
-            );
-        }
-        Some(Box::new(host))
     }
 }

@@ -21,6 +21,7 @@ macro_rules! module_list {
     };
 }
 
+pub mod command;
 pub mod exec;
 pub mod fetch;
 pub mod fileclient;
@@ -29,7 +30,9 @@ pub mod host;
 pub mod local;
 pub mod pillar_render;
 pub mod pkg;
+pub mod render_context;
 pub mod sls;
+pub mod state_env;
 pub mod states;
 pub mod table;
 

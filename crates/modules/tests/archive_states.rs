@@ -747,3 +747,59 @@ fn a_chain_of_links_leading_out_is_removed_and_fails() {
         "escaping link removed"
     );
 }
+
+#[test]
+fn a_path_of_the_wrong_type_fails_without_force_and_is_only_predicted_in_test_mode() {
+    let f = fixture();
+    let dest = f.work.join("wrongtype");
+    fs::create_dir_all(dest.join("app")).expect("mkdir");
+    // A file where the archive has the directory `app/bin/`.
+    fs::write(dest.join("app/bin"), "not a dir").expect("write");
+    let src = f.work.join("app.tar.gz");
+    fs::write(&src, tar_gz(APP)).expect("write");
+    let source = src.display().to_string();
+
+    let r = extracted(&f.host, &dest, json!({"source": source}), false);
+    assert_eq!(r["result"], json!(false), "{r}");
+    assert!(
+        comment(&r).starts_with(&format!(
+            "The below paths (relative to {}/) exist, but are the incorrect type",
+            dest.display()
+        )),
+        "{r}"
+    );
+    assert!(
+        comment(&r).contains("To proceed with extraction, set 'force' to True."),
+        "{r}"
+    );
+    assert!(comment(&r).contains("\n- app/bin"), "{r}");
+
+    let r = extracted(
+        &f.host,
+        &dest,
+        json!({"source": source, "force": true}),
+        true,
+    );
+    assert_eq!(r["result"], Value::Null, "{r}");
+    assert!(
+        comment(&r).contains(
+            "Since 'force' is set, these paths would be removed and the archive would be extracted."
+        ),
+        "{r}"
+    );
+    // Neither run touched the file.
+    assert_eq!(
+        fs::read_to_string(dest.join("app/bin")).expect("read"),
+        "not a dir"
+    );
+    assert!(!dest.join("app/README").exists());
+
+    let r = extracted(
+        &f.host,
+        &dest,
+        json!({"source": source, "force": true}),
+        false,
+    );
+    assert_eq!(r["result"], json!(true), "{r}");
+    assert!(dest.join("app/bin/run.sh").is_file());
+}

@@ -273,8 +273,49 @@ pub struct CmdOptions {
     pub stdin: Option<String>,
     /// Run through the shell (`/bin/sh -c`) — Salt's `python_shell=True`.
     pub python_shell: bool,
-    /// Seconds before the command is killed (Salt's `timeout`).
-    pub timeout_secs: Option<u64>,
+    /// Salt's `timeout=`: the command (and every process it started) is
+    /// killed when it runs longer.
+    pub timeout: Option<CmdTimeout>,
+}
+
+/// A `timeout=` of a command, as the user gave it.
+///
+/// Why not a bare `Duration`: Salt's message for a timed-out command
+/// quotes the number as Python prints it ("Timed out after 1.5 seconds",
+/// "after 1 seconds"), so the text is kept beside the duration.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CmdTimeout {
+    /// How long the command may run.
+    pub duration: std::time::Duration,
+    /// Python's `str()` of the number given.
+    pub shown: String,
+}
+
+impl CmdTimeout {
+    /// Reads `timeout=` the way Salt's `TimedProc` does: a positive number
+    /// limits the run, `0`/`None`/`False` (falsy) means no limit, anything
+    /// else is refused with Salt's message.
+    pub fn from_value(v: Option<&Value>) -> Result<Option<Self>, String> {
+        let (secs, shown) = match v {
+            None | Some(Value::Null) | Some(Value::Bool(false)) => return Ok(None),
+            // Python's bool is an int: `timeout=True` is one second.
+            Some(Value::Bool(true)) => (1.0, "True".to_string()),
+            Some(Value::Number(n)) => match n.as_f64() {
+                Some(f) => (f, n.to_string()),
+                None => return Err(format!("Error: timeout {n} must be a number")),
+            },
+            Some(Value::String(s)) => return Err(format!("Error: timeout {s} must be a number")),
+            // A list or a mapping, shown as JSON.
+            Some(other) => return Err(format!("Error: timeout {other} must be a number")),
+        };
+        if secs == 0.0 {
+            return Ok(None);
+        }
+        // A negative limit has already passed, as Python's `join(-1)`.
+        let duration = std::time::Duration::try_from_secs_f64(secs.max(0.0))
+            .unwrap_or(std::time::Duration::MAX);
+        Ok(Some(Self { duration, shown }))
+    }
 }
 
 /// What a command did.
@@ -288,6 +329,10 @@ pub struct CmdOutput {
     pub stderr: String,
     /// Its process id (Salt's `pid`).
     pub pid: u32,
+    /// Killed for running past its `timeout=`: `stdout` then holds Salt's
+    /// "... : Timed out after N seconds" and `retcode` is 1, and Salt's
+    /// `cmd.*` functions leave the job's retcode alone.
+    pub timed_out: bool,
 }
 
 /// Why a file could not be fetched from the file server.

@@ -2,10 +2,10 @@
 
 use std::path::Path;
 
-use halite_state::{strip_salt_url, CmdOptions, CmdOutput, Map, StateEnv, Value};
+use halite_state::{strip_salt_url, CmdOptions, CmdOutput, CmdTimeout, Map, StateEnv, Value};
 
+use crate::command::{run_command, run_command_shown_as, shell_quote, shell_words};
 use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
-use crate::host::run_command;
 use crate::Host;
 
 /// The module's table.
@@ -83,12 +83,16 @@ pub fn cmd_options(
             .get("python_shell")
             .map(halite_state::truthy)
             .unwrap_or(default_python_shell),
-        timeout_secs: kwargs.get("timeout").and_then(Value::as_u64),
+        timeout: CmdTimeout::from_value(kwargs.get("timeout"))?,
     })
 }
 
-/// Applies `success_retcodes`: a listed non-zero code counts as success.
+/// Applies `success_retcodes`: a listed non-zero code counts as success
+/// (not for a command killed by its timeout: Salt returns before this).
 pub fn apply_success_retcodes(out: &mut CmdOutput, kwargs: &Map) {
+    if out.timed_out {
+        return;
+    }
     if let Some(codes) = kwargs.get("success_retcodes") {
         let codes: Vec<i64> = match codes {
             Value::Array(a) => a.iter().filter_map(Value::as_i64).collect(),
@@ -103,6 +107,14 @@ pub fn apply_success_retcodes(out: &mut CmdOutput, kwargs: &Map) {
 /// `cmd.run_all`'s return shape.
 pub fn run_all_value(out: &CmdOutput) -> Value {
     let mut m = Map::new();
+    if out.timed_out {
+        // Salt builds the timed-out return in this order.
+        m.insert("stdout".into(), Value::from(out.stdout.clone()));
+        m.insert("stderr".into(), Value::from(out.stderr.clone()));
+        m.insert("retcode".into(), Value::from(out.retcode));
+        m.insert("pid".into(), Value::from(out.pid));
+        return Value::Object(m);
+    }
     m.insert("pid".into(), Value::from(out.pid));
     m.insert("retcode".into(), Value::from(out.retcode));
     m.insert("stdout".into(), Value::from(out.stdout.clone()));
@@ -112,6 +124,16 @@ pub fn run_all_value(out: &CmdOutput) -> Value {
 
 /// Runs `cmd` with `kwargs` the way `cmd.run_all` does.
 pub fn run_all(cmd: &str, kwargs: &Map, grains: &Value) -> Result<CmdOutput, ExecError> {
+    run_all_shown_as(cmd, None, kwargs, grains)
+}
+
+/// [`run_all`], naming the command `shown` if it times out.
+fn run_all_shown_as(
+    cmd: &str,
+    shown: Option<&str>,
+    kwargs: &Map,
+    grains: &Value,
+) -> Result<CmdOutput, ExecError> {
     let opts = cmd_options(kwargs, grains, true).map_err(ExecError::Invocation)?;
     if let Some(cwd) = &opts.cwd {
         if !Path::new(cwd).is_dir() {
@@ -120,15 +142,20 @@ pub fn run_all(cmd: &str, kwargs: &Map, grains: &Value) -> Result<CmdOutput, Exe
             )));
         }
     }
-    let mut out = run_command(cmd, &opts)
+    let mut out = run_command_shown_as(cmd, shown, &opts)
         .map_err(|e| ExecError::Execution(format!("Unable to run command '{cmd}': {e}")))?;
     apply_success_retcodes(&mut out, kwargs);
     Ok(out)
 }
 
 /// Sets the job's retcode to the command's, as Salt's `cmd` functions do
-/// (`ignore_retcode=True` keeps it 0).
-fn context_retcode(kwargs: &Map, retcode: i32) {
+/// (`ignore_retcode=True` keeps it 0). A command killed by its timeout
+/// leaves it alone: Salt returns before setting it, so `salt-call` exits 0.
+fn context_retcode(kwargs: &Map, out: &CmdOutput) {
+    if out.timed_out {
+        return;
+    }
+    let retcode = out.retcode;
     let ignore = kwargs
         .get("ignore_retcode")
         .is_some_and(halite_state::truthy);
@@ -225,20 +252,22 @@ pub fn run_script(
                 .map(String::from)
         })
         .unwrap_or_else(|| "/bin/sh".into());
+    let path = file.to_string_lossy();
+    // Salt runs the script as the list [path, *args]; its timeout message
+    // shows that list.
+    let mut argv = vec![Value::from(path.as_ref())];
     let cmd = match args {
-        Some(a) if !a.is_empty() => format!(
-            "{shell} {} {a}",
-            crate::host::shell_quote(&file.to_string_lossy())
-        ),
-        _ => format!(
-            "{shell} {}",
-            crate::host::shell_quote(&file.to_string_lossy())
-        ),
+        Some(a) if !a.is_empty() => {
+            argv.extend(shell_words(&a).into_iter().map(Value::from));
+            format!("{shell} {} {a}", shell_quote(&path))
+        }
+        _ => format!("{shell} {}", shell_quote(&path)),
     };
+    let shown = halite_state::requisite::py_repr(&Value::Array(argv));
     let mut kw = kwargs.clone();
     kw.remove("shell");
     kw.insert("python_shell".into(), Value::Bool(true));
-    let result = run_all(&cmd, &kw, &Value::Null);
+    let result = run_all_shown_as(&cmd, Some(&shown), &kw, &Value::Null);
     let _ = std::fs::remove_file(&file);
     result
 }
@@ -255,7 +284,7 @@ fn run_fn(fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
         kwargs.insert("python_shell".into(), Value::Bool(true));
     }
     let out = run_all(&cmd, &kwargs, &host.grains)?;
-    context_retcode(&kwargs, out.retcode);
+    context_retcode(&kwargs, &out);
     Ok(match fun {
         "run" | "shell" => {
             let mut s = out.stdout.clone();
@@ -288,7 +317,7 @@ fn script_fn(fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
         kwargs.entry("args").or_insert_with(|| a.clone());
     }
     let out = run_script(host, &source, &kwargs, &saltenv)?;
-    context_retcode(&kwargs, out.retcode);
+    context_retcode(&kwargs, &out);
     Ok(if fun == "script" {
         run_all_value(&out)
     } else {
@@ -313,7 +342,7 @@ fn exec_code_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let lang = args.require_str(0, "lang", "cmd.exec_code")?;
     let code = args.require_str(1, "code", "cmd.exec_code")?;
     let out = run_command(
-        &format!("{lang} -c {}", crate::host::shell_quote(&code)),
+        &format!("{lang} -c {}", shell_quote(&code)),
         &CmdOptions {
             python_shell: true,
             ..Default::default()

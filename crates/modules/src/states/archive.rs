@@ -902,6 +902,10 @@ fn strip_from_options(options: &str) -> Option<usize> {
     re.captures(options)?.get(1)?.as_str().parse().ok()
 }
 
+/// `archive.extracted` once its arguments are read, phase by phase:
+/// [`check_targets`] (paths, owner), [`resolve_archive`] (source, format,
+/// hash, members), [`compare_with_disk`], [`clear_incorrect`] (paths of
+/// the wrong type), [`unpack`], [`enforce_ownership`], [`report`].
 fn extract(
     call: &StateCall<'_>,
     a: &Args,
@@ -909,16 +913,92 @@ fn extract(
     ret: &mut StateResult,
     warnings: &mut Vec<String>,
 ) -> Result<(), StateError> {
+    let Some((uid, gid)) = check_targets(call, a, ret, warnings)? else {
+        return Ok(());
+    };
+    let Some(archive) = resolve_archive(call, a, ret, warnings)? else {
+        return Ok(());
+    };
+    let Some(mut disk) = compare_with_disk(a, &archive, ret)? else {
+        return Ok(());
+    };
+    if clear_incorrect(a, test, &mut disk, ret)?.is_none() {
+        return Ok(());
+    }
+    let mut unpacked = Unpacked::default();
+    if disk.extraction_needed {
+        match unpack(a, test, uid, &archive, &disk, ret)? {
+            Some(u) => unpacked = u,
+            None => return Ok(()),
+        }
+    }
+    let owners = enforce_ownership(a, test, uid, gid, &archive.contents);
+    report(a, test, &archive, &disk, &unpacked, &owners, ret);
+    if !archive.resolved.is_local && !a.keep_source && !test {
+        drop_cached(call, &archive.resolved.local, warnings);
+    }
+    Ok(())
+}
+
+/// The archive to extract, resolved: where it is, what it holds.
+struct Archive {
+    resolved: Resolved,
+    /// Salt's `source_match`, as comments name the source.
+    src: String,
+    format: Format,
+    /// The `source_hash` to verify before extracting.
+    hash: Option<(HashType, String)>,
+    members: Vec<Member>,
+    contents: Listing,
+}
+
+/// How the destination compares with the archive.
+struct DiskState {
+    extraction_needed: bool,
+    /// Some member is absent (the comments then say so).
+    contents_missing: bool,
+    /// Members on disk with the wrong type (a file where a directory goes...).
+    incorrect: Vec<String>,
+}
+
+/// The uid and gid `user`/`group` name, when given.
+type Owner = (Option<u32>, Option<u32>);
+
+/// What [`unpack`] did.
+#[derive(Default)]
+struct Unpacked {
+    created_destdir: bool,
+    /// The members extracted (trimmed to `trim_output`).
+    files: Vec<String>,
+}
+
+/// What [`enforce_ownership`] found.
+struct Ownership {
+    missing: Vec<String>,
+    failed: Vec<String>,
+    changed: bool,
+}
+
+/// The check phase for the destination side: `if_missing` and
+/// `enforce_ownership_on` paths, `if_missing` already there, the owner's
+/// ids, unsupported options. `None` when the state is decided (in `ret`).
+fn check_targets(
+    call: &StateCall<'_>,
+    a: &Args,
+    ret: &mut StateResult,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Owner>, StateError> {
     let name = &a.dest;
     if a.if_missing.as_deref().is_some_and(|p| !p.starts_with('/')) {
-        return fail(ret, "Value for 'if_missing' is not an absolute path");
+        return fail(ret, "Value for 'if_missing' is not an absolute path").map(|()| None);
     }
     if let Some(on) = &a.enforce_ownership_on {
         if !on.starts_with('/') {
             return fail(
                 ret,
                 "Value for 'enforce_ownership_on' is not an absolute path",
-            );
+            )
+            .map(|()| None);
         }
         let abs = |p: &str| normalize(&[], p.trim_start_matches('/'));
         let base = abs(name).unwrap_or_default();
@@ -926,25 +1006,26 @@ fn extract(
             return fail(
                 ret,
                 format!("Value for 'enforce_ownership_on' must be within {name}"),
-            );
+            )
+            .map(|()| None);
         }
     }
     if let Some(p) = a.if_missing.as_deref().filter(|p| Path::new(p).exists()) {
         ret.result = Some(true);
         ret.comment = format!("Path {p} exists");
-        return Ok(());
+        return Ok(None);
     }
     let uid = match &a.user {
         Some(u) => match meta::user_to_uid(u) {
             Ok(id) => Some(id),
-            Err(_) => return fail(ret, format!("User {u} does not exist")),
+            Err(_) => return fail(ret, format!("User {u} does not exist")).map(|()| None),
         },
         None => None,
     };
     let gid = match &a.group {
         Some(g) => match meta::group_to_gid(g) {
             Ok(id) => Some(id),
-            Err(_) => return fail(ret, format!("Group {g} does not exist")),
+            Err(_) => return fail(ret, format!("Group {g} does not exist")).map(|()| None),
         },
         None => None,
     };
@@ -956,8 +1037,20 @@ fn extract(
         }
     }
     if call.arg("signature").is_some() || call.arg("source_hash_sig").is_some() {
-        return fail(ret, "Signature verification ('signature', 'source_hash_sig') is not supported by halite's archive.extracted; verify the archive with 'source_hash' instead");
+        return fail(ret, "Signature verification ('signature', 'source_hash_sig') is not supported by halite's archive.extracted; verify the archive with 'source_hash' instead").map(|()| None);
     }
+    Ok(Some((uid, gid)))
+}
+
+/// The resolve phase: the source cached, its format, options, hash and
+/// members, and the top-level and `clean` checks on them.
+fn resolve_archive(
+    call: &StateCall<'_>,
+    a: &Args,
+    ret: &mut StateResult,
+    warnings: &mut Vec<String>,
+) -> Result<Option<Archive>, StateError> {
+    let name = &a.dest;
     let saltenv = match call.chunk.env() {
         "" => "base",
         e => e,
@@ -969,7 +1062,7 @@ fn extract(
     }
     let resolved = match resolve_source(call, &a.source, saltenv) {
         Ok(r) => r,
-        Err(e) => return fail(ret, e),
+        Err(e) => return fail(ret, e).map(|()| None),
     };
     let src = resolved.url.clone();
     let valid = "tar, rar, zip";
@@ -979,27 +1072,29 @@ fn extract(
             let path = src.split('?').next().unwrap_or(&src);
             match guess_format(path) {
                 Some(f) => f.to_string(),
-                None => return fail(ret, format!("Could not guess archive_format from the value of the 'source' argument. Please set this archive_format to one of the following: {valid}")),
+                None => return fail(ret, format!("Could not guess archive_format from the value of the 'source' argument. Please set this archive_format to one of the following: {valid}")).map(|()| None),
             }
         }
     };
     let format = match format_name.as_str() {
         "tar" => Format::Tar,
         "zip" => Format::Zip,
-        "rar" => return fail(ret, "archive_format 'rar' is not supported by halite; repack the archive as tar or zip"),
-        other => return fail(ret, format!("Invalid archive_format '{other}'. Either set it to a supported value ({valid}) or remove this argument and the archive format will be guessed based on file extension.")),
+        "rar" => return fail(ret, "archive_format 'rar' is not supported by halite; repack the archive as tar or zip").map(|()| None),
+        other => return fail(ret, format!("Invalid archive_format '{other}'. Either set it to a supported value ({valid}) or remove this argument and the archive format will be guessed based on file extension.")).map(|()| None),
     };
     if a.password.is_some() {
         if format != Format::Zip {
             return fail(
                 ret,
                 "The 'password' argument is only supported for zip archives",
-            );
+            )
+            .map(|()| None);
         }
         return fail(
             ret,
             "Password-protected zip archives are not supported by halite's archive.extracted",
-        );
+        )
+        .map(|()| None);
     }
     let mut strip = 0;
     if let Some(options) = &a.options {
@@ -1023,14 +1118,14 @@ fn extract(
         (Some(spec), false) => {
             match source_sum(call, spec, a.source_hash_name.as_deref(), &src, saltenv) {
                 Ok(h) => Some(h),
-                Err(e) => return fail(ret, e),
+                Err(e) => return fail(ret, e).map(|()| None),
             }
         }
         _ => None,
     };
     let members = match list_members(&resolved, format, name, strip, a.password.is_some()) {
         Ok(m) => m,
-        Err(e) => return fail(ret, e),
+        Err(e) => return fail(ret, e).map(|()| None),
     };
     let contents = Listing::new(&members);
     if a.enforce_toplevel
@@ -1039,15 +1134,34 @@ fn extract(
         return fail(ret, format!(
             "Archive does not have a single top-level directory. To allow this archive to be extracted, set 'enforce_toplevel' to False. To avoid a '{}-bomb' it may also be advisable to set a top-level directory by adding it to the 'name' value (for example, setting 'name' to {}some_dir instead of {}).",
             format.as_str(), name, name
-        ));
+        )).map(|()| None);
     }
     if a.clean && a.clean_parent {
         return fail(
             ret,
             "Only one of 'clean' and 'clean_parent' can be set to True",
-        );
+        )
+        .map(|()| None);
     }
 
+    Ok(Some(Archive {
+        resolved,
+        src,
+        format,
+        hash,
+        members,
+        contents,
+    }))
+}
+
+/// The check phase for the archive side: which members are missing or of
+/// the wrong type on disk.
+fn compare_with_disk(
+    a: &Args,
+    archive: &Archive,
+    ret: &mut StateResult,
+) -> Result<Option<DiskState>, StateError> {
+    let (name, contents) = (&a.dest, &archive.contents);
     let mut extraction_needed = a.overwrite;
     let mut contents_missing = false;
     let mut incorrect = Vec::new();
@@ -1069,41 +1183,58 @@ fn extract(
                     contents_missing = true;
                 }
                 Err(e) if e.raw_os_error() == Some(libc::ENOTDIR) => {}
-                Err(e) => return fail(ret, e.to_string()),
+                Err(e) => return fail(ret, e.to_string()).map(|()| None),
             }
         }
     }
+    Ok(Some(DiskState {
+        extraction_needed,
+        contents_missing,
+        incorrect,
+    }))
+}
+
+/// Members of the wrong type on disk: reported under `test=True`, removed
+/// with `force` (or left to `clean`), else the state fails. `None` when
+/// the state is decided.
+fn clear_incorrect(
+    a: &Args,
+    test: bool,
+    disk: &mut DiskState,
+    ret: &mut StateResult,
+) -> Result<Option<()>, StateError> {
+    let (name, incorrect) = (&a.dest, &disk.incorrect);
     if !incorrect.is_empty() {
         let paths: String = incorrect.iter().map(|x| format!("\n- {x}")).collect();
         let mut comment = format!("The below paths (relative to {name}) exist, but are the incorrect type (file instead of directory, symlink instead of file, etc.).");
         if test && a.clean {
             ret.result = None;
             ret.comment = format!("{comment} Since the 'clean' option is enabled, the destination paths would be cleared and the archive would be extracted.\n{paths}");
-            return Ok(());
+            return Ok(None);
         }
         if test && a.clean_parent {
             ret.result = None;
             ret.comment = format!("{comment} Since the 'clean_parent' option is enabled, the destination parent directory would be removed first and then re-created and the archive would be extracted");
-            return Ok(());
+            return Ok(None);
         }
         if !a.clean {
             if !a.force {
                 comment.push_str(&format!(" To proceed with extraction, set 'force' to True. Note that this will remove these paths before extracting.\n{paths}"));
-                return fail(ret, comment);
+                return fail(ret, comment).map(|()| None);
             }
             if test {
                 ret.result = None;
                 ret.comment = format!("{comment} Since 'force' is set, these paths would be removed and the archive would be extracted.\n{paths}");
-                return Ok(());
+                return Ok(None);
             }
             let mut errors = Vec::new();
             let mut removed = Vec::new();
-            for path in &incorrect {
+            for path in incorrect {
                 let full = format!("{name}{path}");
                 match rm_rf(Path::new(full.trim_end_matches('/'))) {
                     Ok(()) => {
                         removed.push(json!(full));
-                        extraction_needed = true;
+                        disk.extraction_needed = true;
                     }
                     Err(e) => errors.push(e.to_string()),
                 }
@@ -1113,107 +1244,140 @@ fn extract(
             }
             if !errors.is_empty() {
                 let list: String = errors.iter().map(|e| format!("\n- {e}")).collect();
-                return fail(ret, format!("One or more paths existed by were the incorrect type (i.e. file instead of directory or vice-versa), but could not be removed. The following errors were observed:\n{list}"));
+                return fail(ret, format!("One or more paths existed by were the incorrect type (i.e. file instead of directory or vice-versa), but could not be removed. The following errors were observed:\n{list}")).map(|()| None);
             }
         }
     }
 
-    let explain = |comment: &mut String| {
-        if contents_missing {
-            comment.push_str(", due to absence of one or more files/dirs");
-        }
-    };
+    Ok(Some(()))
+}
+
+/// Salt's note that some members were absent.
+fn explain(disk: &DiskState, comment: &mut String) {
+    if disk.contents_missing {
+        comment.push_str(", due to absence of one or more files/dirs");
+    }
+}
+
+/// The act phase: the hash verified, the destination cleaned and created,
+/// the members extracted. `None` when the state is decided (test mode
+/// reports here).
+fn unpack(
+    a: &Args,
+    test: bool,
+    uid: Option<u32>,
+    archive: &Archive,
+    disk: &DiskState,
+    ret: &mut StateResult,
+) -> Result<Option<Unpacked>, StateError> {
+    let (name, src, contents, members) =
+        (&a.dest, &archive.src, &archive.contents, &archive.members);
+    let (resolved, format, hash) = (&archive.resolved, archive.format, &archive.hash);
     let mut created_destdir = false;
-    let mut files: Vec<String> = Vec::new();
-    if extraction_needed {
-        if let Some((kind, want)) = &hash {
-            let got = meta::file_hash(&resolved.local, *kind)
-                .map_err(|e| StateError::Other(e.to_string()))?;
-            if &got != want {
-                return fail(
-                    ret,
-                    format!("{src} does not match the desired source_hash {want}"),
-                );
-            }
-        }
-        if test {
-            ret.result = None;
-            ret.comment = format!("Archive {src} would be extracted to {name}");
-            if a.clean {
-                ret.comment.push_str(", after cleaning destination path(s)");
-            }
-            explain(&mut ret.comment);
-            return Ok(());
-        }
-        let dest_path = Path::new(&a.name);
-        if a.clean_parent {
-            if let Err(e) = rm_rf(dest_path) {
-                return fail(ret, format!("Unable to remove the directory {name}. The following errors were observed:\n\n- {e}"));
-            }
-            ret.changes.insert(
-                "removed".into(),
-                json!(format!(
-                    "Directory {name} was removed prior to the extraction"
-                )),
-            );
-        }
-        if a.clean {
-            let mut errors = Vec::new();
-            let mut removed: Vec<Value> = ret
-                .changes
-                .get("removed")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default();
-            for path in contents
-                .top_level_dirs
-                .iter()
-                .chain(&contents.top_level_files)
-            {
-                let full = format!("{name}{path}");
-                match rm_rf(Path::new(full.trim_end_matches('/'))) {
-                    Ok(()) => removed.push(json!(full)),
-                    Err(e) => errors.push(e.to_string()),
-                }
-            }
-            ret.changes.insert("removed".into(), json!(removed));
-            if !errors.is_empty() {
-                let list: String = errors.iter().map(|e| format!("\n- {e}")).collect();
-                return fail(ret, format!("One or more paths could not be cleaned. The following errors were observed:\n{list}"));
-            }
-        }
-        if !dest_path.is_dir() {
-            if let Err(e) = fs::create_dir_all(dest_path) {
-                return fail(ret, format!("Unable to create {name}: {e}"));
-            }
-            if uid.is_some() {
-                let _ = std::os::unix::fs::chown(dest_path, uid, None);
-            }
-            created_destdir = true;
-        }
-        let root = match fs::canonicalize(dest_path) {
-            Ok(r) => r,
-            Err(e) => return fail(ret, format!("Unable to resolve {name}: {e}")),
-        };
-        let done = match format {
-            Format::Tar => extract_tar(&resolved.local, &root, &members),
-            Format::Zip => extract_zip(&resolved.local, &root, &members),
-        };
-        // Runs even after a failure, so no escaping link stays behind.
-        let links = check_links(&root, &members);
-        let done = done.and(links);
-        if let Err(e) = done {
-            if created_destdir {
-                let _ = rm_rf(dest_path);
-            }
-            return fail(ret, format!("Failed to extract {src} to {name}: {e}"));
-        }
-        files = members.iter().map(|m| m.name.clone()).collect();
-        if let Some(n) = a.trim_output {
-            files.truncate(n);
+    if let Some((kind, want)) = &hash {
+        let got = meta::file_hash(&resolved.local, *kind)
+            .map_err(|e| StateError::Other(e.to_string()))?;
+        if &got != want {
+            return fail(
+                ret,
+                format!("{src} does not match the desired source_hash {want}"),
+            )
+            .map(|()| None);
         }
     }
+    if test {
+        ret.result = None;
+        ret.comment = format!("Archive {src} would be extracted to {name}");
+        if a.clean {
+            ret.comment.push_str(", after cleaning destination path(s)");
+        }
+        explain(disk, &mut ret.comment);
+        return Ok(None);
+    }
+    let dest_path = Path::new(&a.name);
+    if a.clean_parent {
+        if let Err(e) = rm_rf(dest_path) {
+            return fail(ret, format!("Unable to remove the directory {name}. The following errors were observed:\n\n- {e}")).map(|()| None);
+        }
+        ret.changes.insert(
+            "removed".into(),
+            json!(format!(
+                "Directory {name} was removed prior to the extraction"
+            )),
+        );
+    }
+    if a.clean {
+        let mut errors = Vec::new();
+        let mut removed: Vec<Value> = ret
+            .changes
+            .get("removed")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        for path in contents
+            .top_level_dirs
+            .iter()
+            .chain(&contents.top_level_files)
+        {
+            let full = format!("{name}{path}");
+            match rm_rf(Path::new(full.trim_end_matches('/'))) {
+                Ok(()) => removed.push(json!(full)),
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        ret.changes.insert("removed".into(), json!(removed));
+        if !errors.is_empty() {
+            let list: String = errors.iter().map(|e| format!("\n- {e}")).collect();
+            return fail(ret, format!("One or more paths could not be cleaned. The following errors were observed:\n{list}")).map(|()| None);
+        }
+    }
+    if !dest_path.is_dir() {
+        if let Err(e) = fs::create_dir_all(dest_path) {
+            return fail(ret, format!("Unable to create {name}: {e}")).map(|()| None);
+        }
+        if uid.is_some() {
+            let _ = std::os::unix::fs::chown(dest_path, uid, None);
+        }
+        created_destdir = true;
+    }
+    let root = match fs::canonicalize(dest_path) {
+        Ok(r) => r,
+        Err(e) => return fail(ret, format!("Unable to resolve {name}: {e}")).map(|()| None),
+    };
+    let done = match format {
+        Format::Tar => extract_tar(&resolved.local, &root, members),
+        Format::Zip => extract_zip(&resolved.local, &root, members),
+    };
+    // Runs even after a failure, so no escaping link stays behind.
+    let links = check_links(&root, members);
+    let done = done.and(links);
+    if let Err(e) = done {
+        if created_destdir {
+            let _ = rm_rf(dest_path);
+        }
+        return fail(ret, format!("Failed to extract {src} to {name}: {e}")).map(|()| None);
+    }
+    let mut files: Vec<String> = members.iter().map(|m| m.name.clone()).collect();
+    if let Some(n) = a.trim_output {
+        files.truncate(n);
+    }
 
+    Ok(Some(Unpacked {
+        created_destdir,
+        files,
+    }))
+}
+
+/// Ownership of what the archive put there (`user`/`group`, on
+/// `enforce_ownership_on` or the top-level members).
+fn enforce_ownership(
+    a: &Args,
+    test: bool,
+    uid: Option<u32>,
+    gid: Option<u32>,
+    contents: &Listing,
+) -> Ownership {
+    let name = &a.dest;
     // Ownership of what the archive put there.
     let mut enforce_missing = Vec::new();
     let mut enforce_failed = Vec::new();
@@ -1285,10 +1449,35 @@ fn extract(
             }
         }
     }
+
+    Ownership {
+        missing: enforce_missing,
+        failed: enforce_failed,
+        changed: ownership_changed,
+    }
+}
+
+/// The report phase: result, comment and changes.
+fn report(
+    a: &Args,
+    test: bool,
+    archive: &Archive,
+    disk: &DiskState,
+    unpacked: &Unpacked,
+    owners: &Ownership,
+    ret: &mut StateResult,
+) {
+    let (name, src) = (&a.dest, &archive.src);
+    let (extraction_needed, files, created_destdir) = (
+        disk.extraction_needed,
+        &unpacked.files,
+        unpacked.created_destdir,
+    );
+    let (enforce_missing, enforce_failed, ownership_changed) =
+        (&owners.missing, &owners.failed, owners.changed);
     if ownership_changed {
         ret.changes.insert("updated ownership".into(), json!(true));
     }
-
     if extraction_needed {
         if files.is_empty() {
             ret.result = Some(false);
@@ -1300,7 +1489,7 @@ fn extract(
             }
             ret.changes.insert("extracted_files".into(), json!(files));
             ret.comment = format!("{src} extracted to {name}");
-            explain(&mut ret.comment);
+            explain(disk, &mut ret.comment);
             if let Some(n) = a.trim_output {
                 ret.comment
                     .push_str(&format!(". Output was trimmed to {n} number of lines"));
@@ -1323,21 +1512,17 @@ fn extract(
         ret.comment.push_str(
             "\n\nWhile trying to enforce user/group ownership, the following paths were missing:\n",
         );
-        for item in &enforce_missing {
+        for item in enforce_missing {
             ret.comment.push_str(&format!("\n- {item}"));
         }
     }
     if !enforce_failed.is_empty() {
         ret.result = Some(false);
         ret.comment.push_str("\n\nWhile trying to enforce user/group ownership, Salt was unable to change ownership on the following paths:\n");
-        for item in &enforce_failed {
+        for item in enforce_failed {
             ret.comment.push_str(&format!("\n- {item}"));
         }
     }
-    if !resolved.is_local && !a.keep_source && !test {
-        drop_cached(call, &resolved.local, warnings);
-    }
-    Ok(())
 }
 
 /// `keep_source: False`: removes the cached copy of a `salt://` archive,

@@ -87,7 +87,7 @@ fn reinterpret(mut state: StateResult) -> StateResult {
                 None => out.as_str(),
             };
             let mut m = Map::new();
-            for item in crate::host::shell_words(line) {
+            for item in crate::command::shell_words(line) {
                 match item.split_once('=') {
                     Some((k, v)) if !v.contains('=') => {
                         m.insert(k.into(), Value::from(v));
@@ -159,7 +159,14 @@ impl CmdState {
                 return Ok(ret);
             }
         }
-        let opts = cmd_options(&kwargs, call.env.grains(), true).map_err(StateError::BadArg)?;
+        // A bad `timeout` fails the state with Salt's message as comment.
+        let opts = match cmd_options(&kwargs, call.env.grains(), true) {
+            Ok(opts) => opts,
+            Err(e) => {
+                ret.comment = e;
+                return Ok(ret);
+            }
+        };
         let mut out = match call.env.run_cmd(&name, &opts) {
             Ok(o) => o,
             Err(e) => {

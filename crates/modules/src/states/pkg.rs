@@ -64,6 +64,110 @@ fn mod_watch(run: &StateRun<'_>) -> Result<StateResult, PkgError> {
     }
 }
 
+/// What `pkg.installed` has to do: Salt's `targets` and `to_reinstall`.
+struct InstallPlan {
+    /// Missing, or not at the wanted version.
+    targets: IndexMap<String, Option<String>>,
+    /// Installed, and `reinstall=True`.
+    to_reinstall: IndexMap<String, Option<String>>,
+    /// Whether a version was asked for (the "already installed" comment
+    /// then says "and are at the desired version").
+    version_spec: bool,
+}
+
+/// The targets after the install, as the package database shows them.
+struct InstallOutcome {
+    modified: Vec<String>,
+    not_modified: Vec<String>,
+    failed: Vec<String>,
+}
+
+/// The report phase of `pkg.installed`: its result and comment.
+fn report_install(
+    desired: &IndexMap<String, Option<String>>,
+    plan: &InstallPlan,
+    outcome: &InstallOutcome,
+    pkg_ret: &Map,
+    sources: bool,
+    hold_comments: Vec<String>,
+    hold_failed: bool,
+) -> (bool, String) {
+    let to_reinstall = &plan.to_reinstall;
+    let (modified, not_modified, failed) =
+        (&outcome.modified, &outcome.not_modified, &outcome.failed);
+    let mut comment: Vec<String> = Vec::new();
+    let fmt = |list: &[String]| -> String {
+        list.iter()
+            .map(|x| {
+                if sources {
+                    x.clone()
+                } else {
+                    desired_pkg(x, desired.get(x).and_then(|v| v.as_deref()))
+                }
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !modified.is_empty() {
+        let summary = fmt(modified);
+        if summary.len() < 20 {
+            comment.push(format!(
+                "The following packages were installed/updated: {summary}"
+            ));
+        } else {
+            let n = modified.len();
+            comment.push(format!(
+                "{n} targeted package{} {} installed/updated.",
+                if n > 1 { "s" } else { "" },
+                if n > 1 { "were" } else { "was" }
+            ));
+        }
+    }
+    if !not_modified.is_empty() {
+        let n = not_modified.len();
+        if n <= 20 {
+            comment.push(format!(
+                "The following packages were already installed: {}",
+                fmt(not_modified)
+            ));
+        } else {
+            comment.push(format!(
+                "{n} targeted package{} {} already installed",
+                if n > 1 { "s" } else { "" },
+                if n > 1 { "were" } else { "was" }
+            ));
+        }
+    }
+    comment.extend(hold_comments);
+    let mut result = !hold_failed;
+    if !failed.is_empty() {
+        comment.insert(
+            0,
+            format!(
+                "The following packages failed to install/update: {}",
+                fmt(failed)
+            ),
+        );
+        result = false;
+    }
+    for pkg in to_reinstall.keys() {
+        let pkgstr = if sources {
+            pkg.clone()
+        } else {
+            desired_pkg(pkg, desired.get(pkg).and_then(|v| v.as_deref()))
+        };
+        if pkg_ret.contains_key(pkg) {
+            comment.push(format!("Package {pkgstr} was reinstalled."));
+        } else {
+            comment.push(format!(
+                "Reinstall was not successful for package {pkgstr}."
+            ));
+            result = false;
+        }
+    }
+    (result, comment.join("\n"))
+}
+
 struct StateRun<'a> {
     call: &'a StateCall<'a>,
     provider: &'a dyn PkgProvider,
@@ -127,6 +231,12 @@ impl StateRun<'_> {
         )
     }
 
+    /// `pkg.installed`, phase by phase: the targets and the versions they
+    /// resolve to ([`Self::resolve_latest`]), what needs installing
+    /// ([`Self::plan_install`]), the prediction under `test=True`
+    /// ([`Self::would_install`]), the install and `hold`
+    /// ([`Self::apply_hold`]), then what the package database says now
+    /// ([`Self::verify_install`]) and the report ([`report_install`]).
     fn installed(&self) -> Result<StateResult, PkgError> {
         let name = self.name();
         if self
@@ -149,12 +259,75 @@ impl StateRun<'_> {
             Err(e) => return Err(e),
         };
         let mut opts = InstallOptions::from_kwargs(&self.kwargs(), false);
-        let reinstall = opts.reinstall;
         let sources = targets_in.kind == TargetKind::File;
         let cur = self.provider.list_pkgs(false)?;
-        let cmp = self.cmp();
+        let desired = self.resolve_latest(&targets_in, &mut opts, &cur, sources)?;
+        let plan = self.plan_install(&desired, &cur, sources, opts.reinstall);
 
-        // Resolve "latest" to a version.
+        if plan.targets.is_empty() && plan.to_reinstall.is_empty() {
+            let suffix = if plan.version_spec && !sources {
+                " and are at the desired version"
+            } else {
+                ""
+            };
+            let r = StateResult::ok(
+                name,
+                format!("All specified packages are already installed{suffix}"),
+            );
+            return self.with_hold(r, &targets_in.names());
+        }
+        if self.call.test {
+            return self.would_install(name, &plan, sources);
+        }
+
+        let mut install_items = plan.targets.clone();
+        install_items.extend(plan.to_reinstall.clone());
+        opts.reinstall = !plan.to_reinstall.is_empty();
+        let install_targets = Targets {
+            kind: targets_in.kind,
+            items: install_items,
+        };
+        let mut changes = match self.provider.install(&install_targets, &opts) {
+            Ok(c) => c,
+            Err(e @ PkgError::Failed { .. }) => {
+                let mut r = StateResult::fail(name, e.to_string());
+                r.changes = e.changes();
+                return Ok(r);
+            }
+            Err(e) => {
+                return Ok(StateResult::fail(
+                    name,
+                    format!("An error was encountered while installing package(s): {e}"),
+                ))
+            }
+        };
+        let pkg_ret = changes.clone();
+        let (hold_comments, hold_failed) = self.apply_hold(&desired, &mut changes)?;
+        let outcome = self.verify_install(&desired, &plan, &pkg_ret, sources)?;
+        let (result, comment) = report_install(
+            &desired,
+            &plan,
+            &outcome,
+            &pkg_ret,
+            sources,
+            hold_comments,
+            hold_failed,
+        );
+        let mut r = StateResult::new(name, Some(result));
+        r.changes = changes;
+        r.comment = comment;
+        Ok(r)
+    }
+
+    /// The resolve phase: each target's wanted version, `latest` looked up
+    /// (one refresh at most: it is spent here when used).
+    fn resolve_latest(
+        &self,
+        targets_in: &Targets,
+        opts: &mut InstallOptions,
+        cur: &PkgVersions,
+        sources: bool,
+    ) -> Result<IndexMap<String, Option<String>>, PkgError> {
         let mut desired: IndexMap<String, Option<String>> = targets_in.items.clone();
         if !sources {
             let wants_latest: Vec<String> = desired
@@ -184,11 +357,23 @@ impl StateRun<'_> {
                 }
             }
         }
+        Ok(desired)
+    }
 
+    /// The check phase: which targets are missing or at the wrong version,
+    /// which are reinstalled, and whether any version was asked for.
+    fn plan_install(
+        &self,
+        desired: &IndexMap<String, Option<String>>,
+        cur: &PkgVersions,
+        sources: bool,
+        reinstall: bool,
+    ) -> InstallPlan {
+        let cmp = self.cmp();
         let mut targets: IndexMap<String, Option<String>> = IndexMap::new();
         let mut to_reinstall: IndexMap<String, Option<String>> = IndexMap::new();
         let mut version_spec = false;
-        for (pkg, spec) in &desired {
+        for (pkg, spec) in desired {
             let cver = cur.get(pkg).cloned().unwrap_or_default();
             if cver.is_empty() {
                 targets.insert(pkg.clone(), spec.clone());
@@ -223,83 +408,66 @@ impl StateRun<'_> {
                 targets.insert(pkg.clone(), spec.clone());
             }
         }
+        InstallPlan {
+            targets,
+            to_reinstall,
+            version_spec,
+        }
+    }
 
-        if targets.is_empty() && to_reinstall.is_empty() {
-            let suffix = if version_spec && !sources {
-                " and are at the desired version"
+    /// What `test=True` reports: the packages that would be installed,
+    /// updated or reinstalled.
+    fn would_install(
+        &self,
+        name: String,
+        plan: &InstallPlan,
+        sources: bool,
+    ) -> Result<StateResult, PkgError> {
+        let (targets, to_reinstall) = (&plan.targets, &plan.to_reinstall);
+        let mut changes = Map::new();
+        let mut comment = Vec::new();
+        if !targets.is_empty() {
+            if sources {
+                for t in targets.keys() {
+                    changes.insert(t.clone(), json!({"new": "installed", "old": ""}));
+                }
             } else {
-                ""
-            };
-            let r = StateResult::ok(
-                name,
-                format!("All specified packages are already installed{suffix}"),
-            );
-            return self.with_hold(r, &targets_in.names());
+                changes.extend(self.installable_versions(targets, &PkgVersions::new())?);
+            }
+            comment.push(format!(
+                "The following packages would be installed/updated: {}",
+                targets.keys().cloned().collect::<Vec<_>>().join(", ")
+            ));
         }
-
-        if self.call.test {
-            let mut changes = Map::new();
-            let mut comment = Vec::new();
-            if !targets.is_empty() {
-                if sources {
-                    for t in targets.keys() {
-                        changes.insert(t.clone(), json!({"new": "installed", "old": ""}));
+        if !to_reinstall.is_empty() {
+            let list: Vec<String> = to_reinstall
+                .iter()
+                .map(|(k, v)| {
+                    if sources {
+                        k.clone()
+                    } else {
+                        desired_pkg(k, v.as_deref())
                     }
-                } else {
-                    changes.extend(self.installable_versions(&targets, &PkgVersions::new())?);
-                }
-                comment.push(format!(
-                    "The following packages would be installed/updated: {}",
-                    targets.keys().cloned().collect::<Vec<_>>().join(", ")
-                ));
+                })
+                .collect();
+            for x in &list {
+                changes.insert(x.clone(), json!({"new": "installed", "old": ""}));
             }
-            if !to_reinstall.is_empty() {
-                let list: Vec<String> = to_reinstall
-                    .iter()
-                    .map(|(k, v)| {
-                        if sources {
-                            k.clone()
-                        } else {
-                            desired_pkg(k, v.as_deref())
-                        }
-                    })
-                    .collect();
-                for x in &list {
-                    changes.insert(x.clone(), json!({"new": "installed", "old": ""}));
-                }
-                comment.push(format!(
-                    "The following packages would be reinstalled: {}",
-                    list.join(", ")
-                ));
-            }
-            return Ok(StateResult::would_change(name, comment.join("\n"), changes));
+            comment.push(format!(
+                "The following packages would be reinstalled: {}",
+                list.join(", ")
+            ));
         }
+        Ok(StateResult::would_change(name, comment.join("\n"), changes))
+    }
 
-        let mut install_items = targets.clone();
-        install_items.extend(to_reinstall.clone());
-        opts.reinstall = !to_reinstall.is_empty();
-        let install_targets = Targets {
-            kind: targets_in.kind,
-            items: install_items,
-        };
-        let mut changes = match self.provider.install(&install_targets, &opts) {
-            Ok(c) => c,
-            Err(e @ PkgError::Failed { .. }) => {
-                let mut r = StateResult::fail(name, e.to_string());
-                r.changes = e.changes();
-                return Ok(r);
-            }
-            Err(e) => {
-                return Ok(StateResult::fail(
-                    name,
-                    format!("An error was encountered while installing package(s): {e}"),
-                ))
-            }
-        };
-        let pkg_ret = changes.clone();
-        let mut comment: Vec<String> = Vec::new();
-
-        // hold / unhold after installing.
+    /// `hold`/`unhold` after installing: the hold changes merged into
+    /// `changes`; the hold comments, and whether a hold failed.
+    fn apply_hold(
+        &self,
+        desired: &IndexMap<String, Option<String>>,
+        changes: &mut Map,
+    ) -> Result<(Vec<String>, bool), PkgError> {
         let mut hold_comments = Vec::new();
         let mut hold_failed = false;
         if let Some(hold) = self.call.arg("hold") {
@@ -351,7 +519,20 @@ impl StateRun<'_> {
                 hold_comments.push(c);
             }
         }
+        Ok((hold_comments, hold_failed))
+    }
 
+    /// The verify phase: which targets the package database now shows
+    /// installed as wanted, which were already, which failed.
+    fn verify_install(
+        &self,
+        desired: &IndexMap<String, Option<String>>,
+        plan: &InstallPlan,
+        pkg_ret: &Map,
+        sources: bool,
+    ) -> Result<InstallOutcome, PkgError> {
+        let (targets, to_reinstall) = (&plan.targets, &plan.to_reinstall);
+        let cmp = self.cmp();
         let (modified, not_modified, failed): (Vec<String>, Vec<String>, Vec<String>) = if sources {
             let modified: Vec<String> = pkg_ret
                 .keys()
@@ -373,7 +554,7 @@ impl StateRun<'_> {
             let new = self.provider.list_pkgs(false)?;
             let mut ok = Vec::new();
             let mut bad = Vec::new();
-            for (pkg, spec) in &desired {
+            for (pkg, spec) in desired {
                 let cver = new.get(pkg).cloned().unwrap_or_default();
                 let good = !cver.is_empty()
                     && match is_range_or_pinned(spec) {
@@ -402,79 +583,11 @@ impl StateRun<'_> {
                 .collect();
             (modified, not_modified, failed)
         };
-        let fmt = |list: &[String]| -> String {
-            list.iter()
-                .map(|x| {
-                    if sources {
-                        x.clone()
-                    } else {
-                        desired_pkg(x, desired.get(x).and_then(|v| v.as_deref()))
-                    }
-                })
-                .collect::<Vec<_>>()
-                .join(", ")
-        };
-        if !modified.is_empty() {
-            let summary = fmt(&modified);
-            if summary.len() < 20 {
-                comment.push(format!(
-                    "The following packages were installed/updated: {summary}"
-                ));
-            } else {
-                let n = modified.len();
-                comment.push(format!(
-                    "{n} targeted package{} {} installed/updated.",
-                    if n > 1 { "s" } else { "" },
-                    if n > 1 { "were" } else { "was" }
-                ));
-            }
-        }
-        if !not_modified.is_empty() {
-            let n = not_modified.len();
-            if n <= 20 {
-                comment.push(format!(
-                    "The following packages were already installed: {}",
-                    fmt(&not_modified)
-                ));
-            } else {
-                comment.push(format!(
-                    "{n} targeted package{} {} already installed",
-                    if n > 1 { "s" } else { "" },
-                    if n > 1 { "were" } else { "was" }
-                ));
-            }
-        }
-        comment.extend(hold_comments);
-        let mut result = !hold_failed;
-        if !failed.is_empty() {
-            comment.insert(
-                0,
-                format!(
-                    "The following packages failed to install/update: {}",
-                    fmt(&failed)
-                ),
-            );
-            result = false;
-        }
-        for pkg in to_reinstall.keys() {
-            let pkgstr = if sources {
-                pkg.clone()
-            } else {
-                desired_pkg(pkg, desired.get(pkg).and_then(|v| v.as_deref()))
-            };
-            if pkg_ret.contains_key(pkg) {
-                comment.push(format!("Package {pkgstr} was reinstalled."));
-            } else {
-                comment.push(format!(
-                    "Reinstall was not successful for package {pkgstr}."
-                ));
-                result = false;
-            }
-        }
-        let mut r = StateResult::new(name, Some(result));
-        r.changes = changes;
-        r.comment = comment.join("\n");
-        Ok(r)
+        Ok(InstallOutcome {
+            modified,
+            not_modified,
+            failed,
+        })
     }
 
     /// Salt's hold handling when nothing needed installing: each hold

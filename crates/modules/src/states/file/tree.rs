@@ -116,166 +116,265 @@ fn is_kept(p: &Path, keep: &BTreeSet<PathBuf>) -> bool {
     keep.iter().any(|k| k.starts_with(p))
 }
 
-/// `file.directory`.
+/// `file.directory`, phase by phase: [`DirectoryArgs::resolve`] the
+/// arguments, [`clear_the_way`] of a file or symlink where the directory
+/// goes, [`predict`] the changes (Salt's `_check_directory`), report them
+/// in test mode or when there are none, else act ([`create`] a missing
+/// directory, or [`apply`] ownership, modes and `clean`), then [`report`].
 pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
-    let mut name = target_name(call);
-    let mut ret = StateResult::new(name.clone(), Some(true));
-    if name.is_empty() {
-        return error(ret, "Must provide name to file.directory");
-    }
-    if name.len() > 1 && name.ends_with('/') {
-        name.pop();
-    }
-    let clean = call.arg_bool("clean", false);
-    let max_depth = call
-        .arg("max_depth")
-        .and_then(Value::as_u64)
-        .map(|d| d as usize);
-    if max_depth.is_some() && clean {
-        return error(ret, "Cannot specify both max_depth and clean");
-    }
-    let user = owner_arg(call, "user")?;
-    let group = owner_arg(call, "group")?;
-    let dir_mode = match super::mode_arg(call, "dir_mode")? {
-        Some(m) => Some(m),
-        None => super::mode_arg(call, "mode")?,
+    let mut ret = StateResult::new(target_name(call), Some(true));
+    let args = match DirectoryArgs::resolve(call)? {
+        Ok(args) => args,
+        Err(comment) => return error(ret, comment),
     };
-    let file_mode = super::mode_arg(call, "file_mode")?.or_else(|| dir_mode.clone());
-    let follow = call.arg_bool("follow_symlinks", false);
-    let makedirs = call.arg_bool("makedirs", false);
-    let force = call.arg_bool("force", false);
-    let allow_symlink = call.arg_bool("allow_symlink", true);
-    let children_only = call.arg_bool("children_only", false);
-    let exclude_pat = call.arg_str("exclude_pat")?;
-    let u_check = perms::check_user(user.as_deref(), group.as_deref(), call.test);
-    if !u_check.is_empty() {
-        return error(ret, u_check);
-    }
-    let path = PathBuf::from(&name);
-    if !path.is_absolute() {
-        return error(
-            ret,
-            format!("Specified file {name} is not an absolute path"),
-        );
-    }
-    let is_link = fs::symlink_metadata(&path).is_ok_and(|m| m.file_type().is_symlink());
-    if path.is_file() || (!allow_symlink && is_link) || (force && is_link) {
-        if let Some(backupname) = opt_str(call, "backupname")? {
-            let backup = Path::new(&backupname);
-            if fs::symlink_metadata(backup).is_ok() {
-                if !force {
-                    return error(
-                        ret,
-                        format!("File exists where the backup target {backupname} should go"),
-                    );
-                }
-                if call.test {
-                    ret.changes.insert(
-                        "forced".into(),
-                        json!(format!(
-                            "Existing file at backup path {backupname} would be removed"
-                        )),
-                    );
-                } else if let Err(e) = fexec::remove(backup) {
-                    return error(ret, format!("Could not remove '{backupname}': {e}"));
-                }
-            }
-            if call.test {
-                ret.changes.insert(
-                    "backup".into(),
-                    json!(format!("{name} would be renamed to {backupname}")),
-                );
-                ret.changes
-                    .insert(name.clone(), json!({"directory": "new"}));
-                ret.comment =
-                    format!("{name} would be backed up and replaced with a new directory");
-                ret.result = None;
-                return Ok(ret);
-            }
-            if let Err(e) = fs::rename(&path, backup) {
-                return error(ret, format!("Unable to rename {name} to {backupname}: {e}"));
-            }
-        } else if force {
-            let (what, verb) = if path.is_file() {
-                ("File", "forcibly replaced")
-            } else if is_link {
-                ("Symlink", "forcibly replaced")
-            } else {
-                ("Directory", "forcibly replaced")
-            };
-            if call.test {
-                ret.changes
-                    .insert("forced".into(), json!(format!("{what} would be {verb}")));
-            } else {
-                fexec::remove(&path)
-                    .map_err(|e| StateError::Other(format!("Could not remove '{name}': {e}")))?;
-                ret.changes
-                    .insert("forced".into(), json!(format!("{what} was {verb}")));
-            }
-        } else if path.is_file() {
-            return error(
-                ret,
-                format!("Specified location {name} exists and is a file"),
-            );
-        } else if is_link {
-            return error(
-                ret,
-                format!("Specified location {name} exists and is a symlink"),
-            );
-        }
+    match clear_the_way(call, &args, &mut ret)? {
+        Step::Next => {}
+        Step::Fail(comment) => return error(ret, comment),
+        Step::Done => return Ok(ret),
     }
     let rset = match recurse_set(call) {
         Ok(s) => s,
         Err(e) => {
-            if call.test || !path.is_dir() {
+            if call.test || !args.path.is_dir() {
                 return error(ret, e);
             }
             BTreeSet::new()
         }
     };
-    let wanted_top = Wanted {
-        user: user.as_deref(),
-        group: group.as_deref(),
-        mode: dir_mode.as_deref(),
-        follow_symlinks: follow,
-    };
-    // Prediction (Salt's _check_directory).
-    let mut tchanges = Map::new();
-    let entries = if !rset.is_empty() || clean {
-        walk(&path, max_depth)
+    let entries = if !rset.is_empty() || args.clean {
+        walk(&args.path, args.max_depth)
     } else {
         Vec::new()
     };
-    if !rset.is_empty() {
-        let r_user = if rset.contains("user") {
-            user.as_deref()
+    let (predicted, to_clean) = predict(call, &args, &rset, &entries);
+    let (tresult, tcomment) = prediction_comment(&args.name, &predicted);
+    ret.changes.extend(predicted);
+    if call.test || ret.changes.is_empty() {
+        ret.result = tresult;
+        ret.comment = tcomment;
+        return Ok(ret);
+    }
+    if !args.path.is_dir() {
+        return match create(&args, &mut ret) {
+            Step::Fail(comment) => error(ret, comment),
+            Step::Next | Step::Done => Ok(ret),
+        };
+    }
+    let errors = apply(&args, &rset, &entries, &to_clean, &mut ret);
+    report(&args, errors, &mut ret);
+    Ok(ret)
+}
+
+/// How a phase of `file.directory` ended.
+enum Step {
+    /// Go on to the next phase.
+    Next,
+    /// The state fails with this comment.
+    Fail(String),
+    /// The return is complete as it is.
+    Done,
+}
+
+/// The arguments of `file.directory`, read and checked in Salt's order.
+struct DirectoryArgs {
+    /// The path as given, without a trailing `/`.
+    name: String,
+    path: PathBuf,
+    clean: bool,
+    max_depth: Option<usize>,
+    user: Option<String>,
+    group: Option<String>,
+    dir_mode: Option<String>,
+    file_mode: Option<String>,
+    follow_symlinks: bool,
+    makedirs: bool,
+    force: bool,
+    allow_symlink: bool,
+    children_only: bool,
+    exclude_pat: Option<String>,
+}
+
+impl DirectoryArgs {
+    /// The resolve phase: the arguments, or the comment the state fails
+    /// with (a bad argument value is an error of the call itself).
+    fn resolve(call: &StateCall<'_>) -> Result<Result<Self, String>, StateError> {
+        let mut name = target_name(call);
+        if name.is_empty() {
+            return Ok(Err("Must provide name to file.directory".into()));
+        }
+        if name.len() > 1 && name.ends_with('/') {
+            name.pop();
+        }
+        let clean = call.arg_bool("clean", false);
+        let max_depth = call
+            .arg("max_depth")
+            .and_then(Value::as_u64)
+            .map(|d| d as usize);
+        if max_depth.is_some() && clean {
+            return Ok(Err("Cannot specify both max_depth and clean".into()));
+        }
+        let user = owner_arg(call, "user")?;
+        let group = owner_arg(call, "group")?;
+        let dir_mode = match super::mode_arg(call, "dir_mode")? {
+            Some(m) => Some(m),
+            None => super::mode_arg(call, "mode")?,
+        };
+        let file_mode = super::mode_arg(call, "file_mode")?.or_else(|| dir_mode.clone());
+        let args = Self {
+            path: PathBuf::from(&name),
+            name,
+            clean,
+            max_depth,
+            follow_symlinks: call.arg_bool("follow_symlinks", false),
+            makedirs: call.arg_bool("makedirs", false),
+            force: call.arg_bool("force", false),
+            allow_symlink: call.arg_bool("allow_symlink", true),
+            children_only: call.arg_bool("children_only", false),
+            exclude_pat: call.arg_str("exclude_pat")?,
+            user,
+            group,
+            dir_mode,
+            file_mode,
+        };
+        let u_check = perms::check_user(args.user.as_deref(), args.group.as_deref(), call.test);
+        if !u_check.is_empty() {
+            return Ok(Err(u_check));
+        }
+        if !args.path.is_absolute() {
+            return Ok(Err(format!(
+                "Specified file {} is not an absolute path",
+                args.name
+            )));
+        }
+        Ok(Ok(args))
+    }
+
+    /// What the directory itself should be.
+    fn wanted_top(&self) -> Wanted<'_> {
+        Wanted {
+            user: self.user.as_deref(),
+            group: self.group.as_deref(),
+            mode: self.dir_mode.as_deref(),
+            follow_symlinks: self.follow_symlinks,
+        }
+    }
+
+    /// What an entry below it should be under `recurse`, `None` when the
+    /// recursion leaves entries of its kind alone (`ignore_files`/`_dirs`).
+    fn wanted_below(&self, rset: &BTreeSet<String>, is_dir: bool) -> Option<Wanted<'_>> {
+        let ignored = if is_dir {
+            rset.contains("ignore_dirs")
         } else {
+            rset.contains("ignore_files")
+        };
+        if ignored {
+            return None;
+        }
+        let mode = if !rset.contains("mode") {
             None
-        };
-        let r_group = if rset.contains("group") {
-            group.as_deref()
+        } else if is_dir {
+            self.dir_mode.as_deref()
         } else {
-            None
+            self.file_mode.as_deref()
         };
-        let (r_dmode, r_fmode) = if rset.contains("mode") {
-            (dir_mode.as_deref(), file_mode.as_deref())
-        } else {
-            (None, None)
-        };
-        for (p, is_dir) in &entries {
-            let check = if *is_dir {
-                !rset.contains("ignore_dirs")
-            } else {
-                !rset.contains("ignore_files")
-            };
-            if !check {
-                continue;
+        Some(Wanted {
+            user: self.user.as_deref().filter(|_| rset.contains("user")),
+            group: self.group.as_deref().filter(|_| rset.contains("group")),
+            mode,
+            follow_symlinks: self.follow_symlinks,
+        })
+    }
+}
+
+/// A file, or a symlink not allowed, where the directory goes: backed up
+/// to `backupname`, removed with `force`, or the state fails.
+fn clear_the_way(
+    call: &StateCall<'_>,
+    args: &DirectoryArgs,
+    ret: &mut StateResult,
+) -> Result<Step, StateError> {
+    let (name, path, force) = (&args.name, &args.path, args.force);
+    let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
+    if !(path.is_file() || (!args.allow_symlink && is_link) || (force && is_link)) {
+        return Ok(Step::Next);
+    }
+    if let Some(backupname) = opt_str(call, "backupname")? {
+        let backup = Path::new(&backupname);
+        if fs::symlink_metadata(backup).is_ok() {
+            if !force {
+                return Ok(Step::Fail(format!(
+                    "File exists where the backup target {backupname} should go"
+                )));
             }
-            let w = Wanted {
-                user: r_user,
-                group: r_group,
-                mode: if *is_dir { r_dmode } else { r_fmode },
-                follow_symlinks: follow,
+            if call.test {
+                ret.changes.insert(
+                    "forced".into(),
+                    json!(format!(
+                        "Existing file at backup path {backupname} would be removed"
+                    )),
+                );
+            } else if let Err(e) = fexec::remove(backup) {
+                return Ok(Step::Fail(format!("Could not remove '{backupname}': {e}")));
+            }
+        }
+        if call.test {
+            ret.changes.insert(
+                "backup".into(),
+                json!(format!("{name} would be renamed to {backupname}")),
+            );
+            ret.changes
+                .insert(name.clone(), json!({"directory": "new"}));
+            ret.comment = format!("{name} would be backed up and replaced with a new directory");
+            ret.result = None;
+            return Ok(Step::Done);
+        }
+        if let Err(e) = fs::rename(path, backup) {
+            return Ok(Step::Fail(format!(
+                "Unable to rename {name} to {backupname}: {e}"
+            )));
+        }
+    } else if force {
+        let (what, verb) = if path.is_file() {
+            ("File", "forcibly replaced")
+        } else if is_link {
+            ("Symlink", "forcibly replaced")
+        } else {
+            ("Directory", "forcibly replaced")
+        };
+        if call.test {
+            ret.changes
+                .insert("forced".into(), json!(format!("{what} would be {verb}")));
+        } else {
+            fexec::remove(path)
+                .map_err(|e| StateError::Other(format!("Could not remove '{name}': {e}")))?;
+            ret.changes
+                .insert("forced".into(), json!(format!("{what} was {verb}")));
+        }
+    } else if path.is_file() {
+        return Ok(Step::Fail(format!(
+            "Specified location {name} exists and is a file"
+        )));
+    } else if is_link {
+        return Ok(Step::Fail(format!(
+            "Specified location {name} exists and is a symlink"
+        )));
+    }
+    Ok(Step::Next)
+}
+
+/// The check phase (Salt's `_check_directory`): the changes per path, and
+/// the entries `clean` would remove.
+fn predict(
+    call: &StateCall<'_>,
+    args: &DirectoryArgs,
+    rset: &BTreeSet<String>,
+    entries: &[(PathBuf, bool)],
+) -> (Map, Vec<PathBuf>) {
+    let mut tchanges = Map::new();
+    if !rset.is_empty() {
+        for (p, is_dir) in entries {
+            let Some(w) = args.wanted_below(rset, *is_dir) else {
+                continue;
             };
             let c = perms::dir_meta_changes(p, w);
             if !c.is_empty() {
@@ -283,24 +382,25 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             }
         }
     }
-    if !children_only {
-        let c = perms::dir_meta_changes(&path, wanted_top);
+    if !args.children_only {
+        let c = perms::dir_meta_changes(&args.path, args.wanted_top());
         if !c.is_empty() {
-            tchanges.insert(name.clone(), Value::Object(c));
+            tchanges.insert(args.name.clone(), Value::Object(c));
         }
     }
     let mut to_clean = Vec::new();
-    if clean {
+    if args.clean {
         let keep = required_keep(call);
-        for (p, _) in &entries {
+        for (p, _) in entries {
             if is_kept(p, &keep) {
                 continue;
             }
             let rel = p
-                .strip_prefix(&path)
+                .strip_prefix(&args.path)
                 .map(|r| r.display().to_string())
                 .unwrap_or_default();
-            if exclude_pat
+            if args
+                .exclude_pat
                 .as_deref()
                 .is_some_and(|pat| pattern_matches(pat, &rel))
             {
@@ -313,130 +413,117 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             );
         }
     }
-    if !path.is_dir() {
-        tchanges.insert(name.clone(), json!({"directory": "new"}));
+    if !args.path.is_dir() {
+        tchanges.insert(args.name.clone(), json!({"directory": "new"}));
     }
-    let (tresult, tcomment) = if tchanges.is_empty() {
-        (
+    (tchanges, to_clean)
+}
+
+/// The result and comment of the prediction, as test mode reports it.
+fn prediction_comment(name: &str, tchanges: &Map) -> (Option<bool>, String) {
+    if tchanges.is_empty() {
+        return (
             Some(true),
             format!("The directory {name} is in the correct state"),
-        )
-    } else {
-        let mut c = String::from("The following files will be changed:\n");
-        for (f, v) in &tchanges {
-            if let Value::Object(m) = v {
-                for (k, val) in m {
-                    let val = val
-                        .as_str()
-                        .map(str::to_string)
-                        .unwrap_or_else(|| val.to_string());
-                    c.push_str(&format!("{f}: {k} - {val}\n"));
-                }
+        );
+    }
+    let mut c = String::from("The following files will be changed:\n");
+    for (f, v) in tchanges {
+        if let Value::Object(m) = v {
+            for (k, val) in m {
+                let val = val
+                    .as_str()
+                    .map(str::to_string)
+                    .unwrap_or_else(|| val.to_string());
+                c.push_str(&format!("{f}: {k} - {val}\n"));
             }
         }
-        (None, c)
-    };
-    ret.changes.extend(tchanges);
-    if call.test || ret.changes.is_empty() {
-        ret.result = tresult;
-        ret.comment = tcomment;
-        return Ok(ret);
     }
-    if !path.is_dir() {
-        if !Path::new(&dirname(&name)).is_dir() {
-            if makedirs {
-                if let Err(e) = perms::make_parent_dirs(
-                    &path,
-                    user.as_deref(),
-                    group.as_deref(),
-                    dir_mode.as_deref(),
-                ) {
-                    return error(ret, e);
-                }
-            } else {
-                return error(ret, format!("No directory to create {name} in"));
-            }
+    (None, c)
+}
+
+/// The act phase for a missing directory: its parents (`makedirs`), the
+/// directory, its owner and mode.
+fn create(args: &DirectoryArgs, ret: &mut StateResult) -> Step {
+    let (name, path) = (&args.name, &args.path);
+    if !Path::new(&dirname(name)).is_dir() {
+        if !args.makedirs {
+            return Step::Fail(format!("No directory to create {name} in"));
         }
-        if let Err(e) = fs::create_dir(&path) {
-            return error(ret, format!("Failed to create directory {name}: {e}"));
+        if let Err(e) = perms::make_parent_dirs(
+            path,
+            args.user.as_deref(),
+            args.group.as_deref(),
+            args.dir_mode.as_deref(),
+        ) {
+            return Step::Fail(e);
         }
-        if user.is_some() || group.is_some() {
-            let _ = meta::chown(&path, user.as_deref(), group.as_deref(), true);
-        }
-        if let Some(m) = &dir_mode {
-            let _ = meta::chmod(&path, m);
-        }
-        ret.changes
-            .insert(name.clone(), json!({"directory": "new"}));
-        return Ok(ret);
     }
+    if let Err(e) = fs::create_dir(path) {
+        return Step::Fail(format!("Failed to create directory {name}: {e}"));
+    }
+    if args.user.is_some() || args.group.is_some() {
+        let _ = meta::chown(path, args.user.as_deref(), args.group.as_deref(), true);
+    }
+    if let Some(m) = &args.dir_mode {
+        let _ = meta::chmod(path, m);
+    }
+    ret.changes
+        .insert(name.clone(), json!({"directory": "new"}));
+    Step::Done
+}
+
+/// The act phase for an existing directory: its own ownership and mode,
+/// the recursion's, then `clean`. Returns the errors of entries below.
+fn apply(
+    args: &DirectoryArgs,
+    rset: &BTreeSet<String>,
+    entries: &[(PathBuf, bool)],
+    to_clean: &[PathBuf],
+    ret: &mut StateResult,
+) -> Vec<String> {
     // Salt keeps the predicted per-path changes and adds what check_perms
     // reports at the top level.
-    if !children_only {
-        perms::check_perms(&path, &mut ret, wanted_top, false);
+    if !args.children_only {
+        perms::check_perms(&args.path, ret, args.wanted_top(), false);
     }
     let mut errors = Vec::new();
     if !rset.is_empty() {
-        if rset.contains("user") && user.is_none() {
+        if rset.contains("user") && args.user.is_none() {
             ret.result = Some(false);
             ret.comment =
                 "user not specified, but configured as a target for recursive ownership management"
                     .into();
         }
-        if rset.contains("group") && group.is_none() {
+        if rset.contains("group") && args.group.is_none() {
             ret.result = Some(false);
             ret.comment = "group not specified, but configured as a target for recursive ownership management".into();
         }
-        let r_user = if rset.contains("user") {
-            user.as_deref()
-        } else {
-            None
-        };
-        let r_group = if rset.contains("group") {
-            group.as_deref()
-        } else {
-            None
-        };
-        let (r_dmode, r_fmode) = if rset.contains("mode") {
-            (dir_mode.as_deref(), file_mode.as_deref())
-        } else {
-            (None, None)
-        };
-        if rset.contains("silent") {
+        let silent = rset.contains("silent");
+        if silent {
             ret.changes = Map::new();
             ret.changes
                 .insert("recursion".into(), json!("Changes silenced"));
         }
-        for (p, is_dir) in &entries {
-            let check = if *is_dir {
-                !rset.contains("ignore_dirs")
-            } else {
-                !rset.contains("ignore_files")
-            };
-            if !check {
+        for (p, is_dir) in entries {
+            let Some(w) = args.wanted_below(rset, *is_dir) else {
                 continue;
-            }
-            let w = Wanted {
-                user: r_user,
-                group: r_group,
-                mode: if *is_dir { r_dmode } else { r_fmode },
-                follow_symlinks: follow,
             };
             let mut sub = StateResult::new(p.display().to_string(), Some(true));
             perms::check_perms(p, &mut sub, w, false);
             if sub.result == Some(false) && !sub.comment.is_empty() {
                 errors.push(sub.comment.clone());
             }
-            if !rset.contains("silent") {
+            if !silent {
                 ret.changes.extend(sub.changes);
             }
         }
     }
-    if clean {
+    if args.clean {
         let mut removed = Vec::new();
         // A removed directory takes its content with it; Salt lists only it.
         let mut gone: Vec<&PathBuf> = Vec::new();
-        for p in &to_clean {
+        for p in to_clean {
             if gone.iter().any(|g| p.starts_with(g)) {
                 continue;
             }
@@ -447,11 +534,18 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         }
         if !removed.is_empty() {
             ret.changes.insert("removed".into(), Value::Array(removed));
-            ret.comment = format!("Files cleaned from directory {name}");
+            ret.comment = format!("Files cleaned from directory {}", args.name);
         }
     }
+    errors
+}
+
+/// The report phase: the comment for what was done, and the errors of
+/// entries below appended.
+fn report(args: &DirectoryArgs, errors: Vec<String>, ret: &mut StateResult) {
+    let name = &args.name;
     if ret.comment.is_empty() {
-        if children_only {
+        if args.children_only {
             ret.comment = format!("Directory {name}/* updated");
         } else if !ret.changes.is_empty() {
             ret.comment = format!("Directory {name} updated");
@@ -472,7 +566,6 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             ret.comment.push_str(&format!("\n- {e}"));
         }
     }
-    Ok(ret)
 }
 
 /// Runs another `file` state function on `name` with `args`, as Salt's

@@ -1,0 +1,61 @@
+//! The render context of a host's templates and SLS files: its grains,
+//! pillar and options, `salt[...]` calls into its execution modules and
+//! `{% include %}`/`import` through its file client.
+
+use std::sync::Arc;
+
+use halite_state::{FileClient, Map, Value};
+
+use crate::exec::Args;
+use crate::Host;
+
+/// `salt[...]` in a template: the host's execution functions.
+struct HostSalt(Host);
+
+impl halite_render::SaltFunctions for HostSalt {
+    fn has(&self, fun: &str) -> bool {
+        self.0.exec.has(fun)
+    }
+    fn call(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String> {
+        let args = Args {
+            positional: args.to_vec(),
+            kwargs: kwargs.clone(),
+        };
+        self.0.call(fun, &args).map_err(|e| e.to_string())
+    }
+}
+
+/// `{% include %}` and `import` in a template: the host's file client.
+struct HostTemplates(Arc<dyn FileClient>);
+
+impl halite_render::TemplateSource for HostTemplates {
+    fn get(&self, path: &str, saltenv: &str) -> Result<Option<String>, String> {
+        let path = halite_state::strip_salt_url(path)
+            .map(|(p, _)| p)
+            .unwrap_or(path);
+        self.0.read_text(path, saltenv).map_err(|e| e.to_string())
+    }
+}
+
+impl Host {
+    /// The render context for a template or SLS of this host.
+    pub fn render_context(
+        &self,
+        saltenv: &str,
+        sls: &str,
+        source_path: &str,
+        extra: Map,
+    ) -> halite_render::RenderContext {
+        halite_render::RenderContext {
+            grains: self.grains.clone(),
+            pillar: self.pillar.clone(),
+            opts: self.opts.clone(),
+            saltenv: saltenv.to_string(),
+            sls: sls.to_string(),
+            source_path: source_path.to_string(),
+            extra,
+            salt: Arc::new(HostSalt(self.clone())),
+            files: Arc::new(HostTemplates(self.files.clone())),
+        }
+    }
+}

@@ -1,0 +1,47 @@
+//! The job's progress events (`state_events`) for each finished state.
+
+use super::{Executor, StateReturn};
+use crate::requisite::py_str;
+use crate::{Map, Value};
+
+impl<'a> Executor<'a> {
+    pub(super) fn fire_events(&self, ci: usize, ret: &StateReturn) {
+        let low = &self.graph.chunks[ci];
+        let fire = low.get("fire_event");
+        let wants_result = matches!(fire, Some(Value::Bool(true)))
+            || matches!(fire, Some(Value::String(s)) if !s.is_empty());
+        if !wants_result && !self.opts.state_events {
+            return;
+        }
+        let mut data = Map::new();
+        data.insert("ret".into(), ret.to_value());
+        match fire {
+            Some(Value::Bool(true)) => {
+                let tag = format!(
+                    "salt/state_result/{}/{}/{}",
+                    self.opts.jid,
+                    self.opts.minion_id,
+                    ret.get("name").map(py_str).unwrap_or_default()
+                );
+                self.env().fire_event(&tag, &Value::Object(data.clone()));
+            }
+            Some(Value::String(custom)) if !custom.is_empty() => {
+                let tag = format!(
+                    "salt/state_result/{}/{}/{custom}",
+                    self.opts.jid, self.opts.minion_id
+                );
+                self.env().fire_event(&tag, &Value::Object(data.clone()));
+            }
+            _ => {}
+        }
+        if self.opts.state_events {
+            let run_num = ret.get("__run_num__").map(py_str).unwrap_or_default();
+            let tag = format!(
+                "salt/job/{}/prog/{}/{run_num}",
+                self.opts.jid, self.opts.minion_id
+            );
+            data.insert("len".into(), Value::from(self.total));
+            self.env().fire_event(&tag, &Value::Object(data));
+        }
+    }
+}

@@ -1,0 +1,125 @@
+//! One call of a state module's function, turned into Salt's return
+//! dict; the environment the function sees.
+
+use super::StateReturn;
+use crate::module::{CmdOptions, StateCall, StateEnv, StateError, StateModules};
+use crate::{LowChunk, Map, Value};
+
+/// Calls the state function of `low` and shapes its return as Salt's dict.
+pub(super) fn call_module(
+    modules: &StateModules,
+    env: &dyn StateEnv,
+    low: &LowChunk,
+    test: bool,
+    sfun: Option<&str>,
+    reqs: Option<&Map>,
+) -> StateReturn {
+    let name = low.get("name").cloned().unwrap_or(Value::Null);
+    let Some(module) = modules.get(low.state()) else {
+        let mut ret = StateReturn::new();
+        ret.insert("result", Value::Bool(false));
+        ret.insert("name", name);
+        ret.insert("changes", Value::Object(Map::new()));
+        ret.insert(
+            "comment",
+            Value::from(format!("State '{}' is not available", low.state())),
+        );
+        return ret;
+    };
+    let sfun = sfun.or_else(|| low.get("sfun").and_then(Value::as_str));
+    let call = StateCall {
+        chunk: low,
+        test,
+        env,
+        sfun,
+        reqs,
+    };
+    let mut ret;
+    match module.call(low.fun(), &call) {
+        Ok(r) => {
+            // Room for the executor's five bookkeeping keys (no regrowth).
+            ret = StateReturn::with_capacity(9 + r.extra.len());
+            ret.insert("name", Value::from(r.name));
+            ret.insert("changes", Value::Object(r.changes));
+            ret.insert(
+                "result",
+                match r.result {
+                    Some(b) => Value::Bool(b),
+                    None => Value::Null,
+                },
+            );
+            ret.insert("comment", Value::from(r.comment));
+            for (k, v) in r.extra {
+                ret.insert(k, v);
+            }
+        }
+        Err(e) => {
+            ret = StateReturn::with_capacity(9);
+            ret.insert("result", Value::Bool(false));
+            ret.insert("name", name);
+            ret.insert("changes", Value::Object(Map::new()));
+            let comment = match e {
+                StateError::MissingArg(..) => format!("{e}\n"),
+                _ => format!("An exception occurred in this state: {e}"),
+            };
+            ret.insert("comment", Value::from(comment));
+        }
+    }
+    ret
+}
+
+/// Adds the keys every return of a chunk carries: `__sls__`, `__id__`, `name`.
+pub(super) fn stamp_identity(ret: &mut StateReturn, low: &LowChunk) {
+    ret.insert(
+        "__sls__",
+        low.get("__sls__").cloned().unwrap_or(Value::Null),
+    );
+    ret.insert("__id__", Value::from(low.id()));
+    ret.insert("name", low.get("name").cloned().unwrap_or(Value::Null));
+}
+
+/// The host as a state function sees it during a run: the real host plus
+/// the run's low chunks (for modules that resolve requisites themselves).
+pub(super) struct RunEnv<'a> {
+    pub(super) inner: &'a dyn StateEnv,
+    pub(super) lowstate: &'a [LowChunk],
+}
+
+impl StateEnv for RunEnv<'_> {
+    fn opts(&self) -> &Value {
+        self.inner.opts()
+    }
+    fn grains(&self) -> &Value {
+        self.inner.grains()
+    }
+    fn pillar(&self) -> &Value {
+        self.inner.pillar()
+    }
+    fn run_cmd(&self, cmd: &str, opts: &CmdOptions) -> std::io::Result<crate::CmdOutput> {
+        self.inner.run_cmd(cmd, opts)
+    }
+    fn call_function(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String> {
+        self.inner.call_function(fun, args, kwargs)
+    }
+    fn file_client(&self) -> &dyn crate::FileClient {
+        self.inner.file_client()
+    }
+    fn render_template(
+        &self,
+        text: &str,
+        engine: &str,
+        context: &Map,
+        saltenv: &str,
+    ) -> Result<String, String> {
+        self.inner.render_template(text, engine, context, saltenv)
+    }
+    fn fire_event(&self, tag: &str, data: &Value) {
+        self.inner.fire_event(tag, data)
+    }
+    fn lowstate(&self) -> &[LowChunk] {
+        self.lowstate
+    }
+    fn has_function(&self, fun: &str) -> bool {
+        self.inner.has_function(fun)
+    }
+}
