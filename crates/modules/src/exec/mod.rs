@@ -8,6 +8,7 @@ crate::module_list! {
         alternatives, cmd, cp, file, group, lowpkg, pillar, pkg, service, state, status, sys,
         test, user,
         grains,
+        config,
     ]
 }
 
