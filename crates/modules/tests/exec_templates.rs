@@ -94,3 +94,309 @@ fn config_get_and_option_answer_from_the_cli_as_templates_do() {
         "1001 m1"
     );
 }
+
+#[test]
+fn file_hashes_and_listing_answer_as_salt() {
+    let h = host();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let f = format!("{d}/f.txt");
+    std::fs::write(&f, "hello\n").unwrap();
+    std::os::unix::fs::symlink(&f, format!("{d}/l.txt")).unwrap();
+    let md5 = "b1946ac92492d2347c6235b4d2611184";
+    let sha256 = "5891b5b522d5df086d0ff0b110fbd9d21bb4fc7163af34d08286a2e846f6be03";
+    for (hash, want) in [
+        (md5.to_string(), true),
+        (format!("md5:{md5}"), true),
+        (format!("md5={md5}"), true),
+        (format!("sha256:{sha256}"), true),
+        ("sha256:bad".to_string(), false),
+    ] {
+        assert_eq!(
+            call(
+                &h,
+                "file.check_hash",
+                vec![json!(f), json!(hash)],
+                json!({})
+            ),
+            Ok(json!(want)),
+            "{hash}"
+        );
+    }
+    assert!(call(
+        &h,
+        "file.check_hash",
+        vec![json!(f), json!("abc")],
+        json!({})
+    )
+    .unwrap_err()
+    .starts_with("Hash abc (length: 3) could not be matched"));
+    assert_eq!(
+        call(&h, "file.get_sum", vec![json!(f)], json!({})),
+        Ok(json!(sha256))
+    );
+    assert_eq!(
+        call(&h, "file.get_sum", vec![json!(f), json!("md5")], json!({})),
+        Ok(json!(md5))
+    );
+    assert_eq!(
+        call(
+            &h,
+            "file.get_sum",
+            vec![json!(format!("{d}/none"))],
+            json!({})
+        ),
+        Ok(json!("File not found"))
+    );
+    let mut listed = call(&h, "file.readdir", vec![json!(d)], json!({})).unwrap();
+    listed.as_array_mut().unwrap()[2..].sort_by_key(|v| v.to_string());
+    assert_eq!(listed, json!([".", "..", "f.txt", "l.txt"]));
+    assert_eq!(
+        call(&h, "file.readdir", vec![json!("rel")], json!({})),
+        Err("Dir path must be absolute.".into())
+    );
+    assert_eq!(
+        call(
+            &h,
+            "file.readdir",
+            vec![json!(format!("{d}/none"))],
+            json!({})
+        ),
+        Err(format!("A valid directory was not specified: {d}/none"))
+    );
+    assert_eq!(
+        call(
+            &h,
+            "file.contains_regex",
+            vec![json!(f), json!("hel+o")],
+            json!({})
+        ),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        call(
+            &h,
+            "file.contains_regex",
+            vec![json!(f), json!("^ello"), json!("h")],
+            json!({})
+        ),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        call(
+            &h,
+            "file.contains_regex",
+            vec![json!(f), json!("^ello")],
+            json!({})
+        ),
+        Ok(json!(false))
+    );
+    assert_eq!(
+        call(
+            &h,
+            "file.is_link",
+            vec![json!(format!("{d}/l.txt"))],
+            json!({})
+        ),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        call(&h, "file.is_link", vec![json!(f)], json!({})),
+        Ok(json!(false))
+    );
+    let st = call(
+        &h,
+        "file.lstat",
+        vec![json!(format!("{d}/l.txt"))],
+        json!({}),
+    )
+    .unwrap();
+    assert_eq!(st["st_mode"], json!(0o120777));
+    assert_eq!(st.as_object().unwrap().len(), 8);
+    assert_eq!(
+        call(
+            &h,
+            "file.lstat",
+            vec![json!(format!("{d}/none"))],
+            json!({})
+        ),
+        Ok(json!({}))
+    );
+    assert_eq!(
+        call(&h, "file.access", vec![json!(f), json!("f")], json!({})),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        call(&h, "file.access", vec![json!(f), json!("x")], json!({})),
+        Ok(json!(false))
+    );
+    assert_eq!(
+        call(&h, "file.access", vec![json!(f), json!("rwx")], json!({})),
+        Err("Invalid mode specified.".into())
+    );
+}
+
+#[test]
+fn file_changes_answer_as_salt() {
+    let h = host();
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let f = format!("{d}/f.txt");
+    std::fs::write(&f, "hello\n").unwrap();
+    assert_eq!(
+        call(
+            &h,
+            "file.set_mode",
+            vec![json!(f), json!("0640")],
+            json!({})
+        ),
+        Ok(json!("0640"))
+    );
+    assert_eq!(
+        call(&h, "file.set_mode", vec![json!(f), json!("abc")], json!({})),
+        Ok(json!("Invalid Mode abc"))
+    );
+    assert_eq!(
+        call(
+            &h,
+            "file.set_mode",
+            vec![json!(format!("{d}/none")), json!(644)],
+            json!({})
+        ),
+        Err(format!("{d}/none: File not found"))
+    );
+    // copy keeps the source's mode
+    assert_eq!(
+        call(
+            &h,
+            "file.copy",
+            vec![json!(f), json!(format!("{d}/g.txt"))],
+            json!({})
+        ),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        std::fs::read_to_string(format!("{d}/g.txt")).unwrap(),
+        "hello\n"
+    );
+    assert_eq!(
+        call(
+            &h,
+            "file.get_mode",
+            vec![json!(format!("{d}/g.txt"))],
+            json!({})
+        ),
+        Ok(json!("0640"))
+    );
+    assert_eq!(
+        call(
+            &h,
+            "file.copy",
+            vec![json!(format!("{d}/none")), json!(format!("{d}/x"))],
+            json!({})
+        ),
+        Err(format!("No such file or directory '{d}/none'"))
+    );
+    std::fs::create_dir_all(format!("{d}/src/sub")).unwrap();
+    std::fs::write(format!("{d}/src/sub/a"), "a").unwrap();
+    assert_eq!(
+        call(
+            &h,
+            "file.copy",
+            vec![json!(format!("{d}/src")), json!(format!("{d}/dst"))],
+            json!({})
+        ),
+        Err("Cannot copy overwriting a directory without recurse flag set to true!".into())
+    );
+    assert_eq!(
+        call(
+            &h,
+            "file.copy",
+            vec![json!(format!("{d}/src")), json!(format!("{d}/dst"))],
+            json!({"recurse": true})
+        ),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        std::fs::read_to_string(format!("{d}/dst/sub/a")).unwrap(),
+        "a"
+    );
+    assert_eq!(
+        call(
+            &h,
+            "file.rename",
+            vec![json!(format!("{d}/g.txt")), json!(format!("{d}/h.txt"))],
+            json!({})
+        ),
+        Ok(json!(true))
+    );
+    assert!(std::path::Path::new(&format!("{d}/h.txt")).exists());
+    assert_eq!(
+        call(
+            &h,
+            "file.rename",
+            vec![json!(format!("{d}/none")), json!(format!("{d}/h2"))],
+            json!({})
+        ),
+        Err(format!("Could not rename '{d}/none' to '{d}/h2'"))
+    );
+    assert_eq!(
+        call(
+            &h,
+            "file.chown",
+            vec![json!(f), json!("nosuchuser-h19"), json!("root")],
+            json!({})
+        ),
+        Ok(json!("User does not exist\n"))
+    );
+    assert_eq!(
+        call(
+            &h,
+            "file.chown",
+            vec![json!(format!("{d}/none")), json!("root"), json!("root")],
+            json!({})
+        ),
+        Ok(json!("File not found"))
+    );
+    assert_eq!(
+        call(
+            &h,
+            "file.chown",
+            vec![json!(f), json!("root"), json!("root")],
+            json!({})
+        ),
+        Ok(Value::Null)
+    );
+    assert_eq!(
+        call(
+            &h,
+            "file.makedirs",
+            vec![json!(format!("{d}/m/n/o/"))],
+            json!({"mode": "0700"})
+        ),
+        Ok(Value::Null)
+    );
+    assert!(std::path::Path::new(&format!("{d}/m/n/o")).is_dir());
+    assert_eq!(
+        call(
+            &h,
+            "file.get_mode",
+            vec![json!(format!("{d}/m/n"))],
+            json!({})
+        ),
+        Ok(json!("0700"))
+    );
+    assert_eq!(
+        call(
+            &h,
+            "file.makedirs",
+            vec![json!(format!("{d}/m/n/o/"))],
+            json!({})
+        ),
+        Ok(json!(format!("Directory '{d}/m/n/o' already exists")))
+    );
+    assert_eq!(
+        call(&h, "file.makedirs", vec![json!("relative/x/")], json!({})),
+        Err("Recursive creation for path '' would result in an infinite loop. Please use an absolute path.".into())
+    );
+}
