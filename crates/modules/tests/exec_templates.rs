@@ -400,3 +400,118 @@ fn file_changes_answer_as_salt() {
         Err("Recursive creation for path '' would result in an infinite loop. Please use an absolute path.".into())
     );
 }
+
+#[test]
+fn hashutil_digests_base64_and_hmac_match_salt() {
+    let h = host();
+    let c = |fun: &str, args: Vec<Value>| call(&h, fun, args, json!({}));
+    assert_eq!(
+        c("hashutil.digest", vec![json!("hello")]),
+        Ok(json!("5d41402abc4b2a76b9719d911017c592"))
+    );
+    assert_eq!(
+        c("hashutil.digest", vec![json!("hello"), json!("sha1")]),
+        Err("Hash func 'sha1' is not supported.".into())
+    );
+    assert_eq!(
+        c("hashutil.md5_digest", vec![json!("hello")]),
+        Ok(json!("5d41402abc4b2a76b9719d911017c592"))
+    );
+    assert_eq!(
+        c("hashutil.sha256_digest", vec![json!("hello")]),
+        Ok(json!(
+            "2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824"
+        ))
+    );
+    assert_eq!(
+        c("hashutil.sha512_digest", vec![json!("hello")]),
+        Ok(json!("9b71d224bd62f3785d96d46ad3ea3d73319bfbc2890caadae2dff72519673ca72323c3d99ba5c11d7c7acc6e14b8c5da0c4663475c2e5c3adef46f73bcdec043"))
+    );
+    assert_eq!(
+        c("hashutil.md5_digest", vec![]),
+        Err("md5_digest() missing 1 required positional argument: 'instr'".into())
+    );
+    assert_eq!(
+        c("hashutil.base64_b64encode", vec![json!("hello")]),
+        Ok(json!("aGVsbG8="))
+    );
+    assert_eq!(
+        c("hashutil.base64_b64decode", vec![json!("aGVsbG8=")]),
+        Ok(json!("hello"))
+    );
+    assert_eq!(
+        c("hashutil.base64_b64decode", vec![json!("!!!")]),
+        Ok(json!(""))
+    );
+    assert_eq!(
+        c("hashutil.base64_encodestring", vec![json!("x".repeat(100))]),
+        Ok(json!("eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4\neHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eHh4eA==\n"))
+    );
+    assert_eq!(
+        c(
+            "hashutil.hmac_compute",
+            vec![json!("hello"), json!("secret")]
+        ),
+        Ok(json!(
+            "88aab3ede8d3adf94d26ab90d3bafd4a2083070c3bcce9c014ee04a443847c0b"
+        ))
+    );
+    assert_eq!(
+        c(
+            "hashutil.hmac_signature",
+            vec![
+                json!("hello"),
+                json!("secret"),
+                json!("iKqz7ejTrflNJquQ07r9SiCDBww7zOnAFO4EpEOEfAs=")
+            ]
+        ),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        c(
+            "hashutil.hmac_signature",
+            vec![json!("hello"), json!("secret"), json!("nope")]
+        ),
+        Ok(json!(false))
+    );
+    assert_eq!(
+        c(
+            "hashutil.github_signature",
+            vec![
+                json!("hello"),
+                json!("secret"),
+                json!("sha1=5112055c05f944f85755efc5cd8970e194e9f45b")
+            ]
+        ),
+        Ok(json!(true))
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("f.txt").display().to_string();
+    std::fs::write(&f, "hello\n").unwrap();
+    assert_eq!(
+        c("hashutil.digest_file", vec![json!(f)]),
+        Ok(json!("b1946ac92492d2347c6235b4d2611184"))
+    );
+    assert_eq!(
+        c("hashutil.digest_file", vec![json!(format!("{f}.none"))]),
+        Err(format!("File path '{f}.none' not found."))
+    );
+    assert_eq!(
+        c("hashutil.base64_encodefile", vec![json!(f)]),
+        Ok(json!("aGVsbG8K\n"))
+    );
+    let out = dir.path().join("out").display().to_string();
+    assert_eq!(
+        c(
+            "hashutil.base64_decodefile",
+            vec![json!("aGVsbG8K"), json!(out)]
+        ),
+        Ok(json!(true))
+    );
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "hello\n");
+    // templates reach the same functions
+    assert_eq!(
+        render(&h, "{{ salt['hashutil.base64_b64encode']('hello') }}"),
+        "aGVsbG8="
+    );
+}

@@ -9,6 +9,7 @@ crate::module_list! {
         test, user,
         grains,
         config,
+        hashutil,
     ]
 }
 
