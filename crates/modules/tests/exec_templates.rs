@@ -515,3 +515,77 @@ fn hashutil_digests_base64_and_hmac_match_salt() {
         "aGVsbG8="
     );
 }
+
+#[test]
+fn status_reads_the_real_proc() {
+    let h = host();
+    let c = |fun: &str, args: Vec<Value>| call(&h, fun, args, json!({}));
+    let up = c("status.uptime", vec![]).unwrap();
+    let proc_up: f64 = std::fs::read_to_string("/proc/uptime")
+        .unwrap()
+        .split_whitespace()
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    let seconds = up["seconds"].as_i64().unwrap();
+    assert!(seconds <= proc_up as i64 && seconds > 0, "{up}");
+    assert_eq!(up["days"], json!(seconds / 86400));
+    assert!(up["since_iso"].as_str().unwrap().contains('T'));
+    assert!(up["time"].as_str().unwrap().contains(':'));
+    let load = c("status.loadavg", vec![]).unwrap();
+    let keys: Vec<&String> = load.as_object().unwrap().keys().collect();
+    assert_eq!(keys, ["1-min", "5-min", "15-min"]);
+    assert!(load["1-min"].is_f64());
+    let mem = c("status.meminfo", vec![]).unwrap();
+    assert_eq!(mem["MemTotal"]["unit"], json!("kB"));
+    assert!(
+        mem["MemTotal"]["value"]
+            .as_str()
+            .unwrap()
+            .parse::<u64>()
+            .unwrap()
+            > 0
+    );
+    let cpu = c("status.cpuinfo", vec![]).unwrap();
+    assert!(cpu["processor"].is_string());
+    assert!(cpu["flags"].is_array(), "{}", cpu["flags"]);
+    let root = c("status.diskusage", vec![json!("/")]).unwrap();
+    let st = nix::sys::statvfs::statvfs("/").unwrap();
+    assert_eq!(root["/"]["total"], json!(st.blocks() * st.block_size()));
+    assert_eq!(root.as_object().unwrap().len(), 1);
+    let all = c("status.diskusage", vec![]).unwrap();
+    assert!(
+        all.get("/").is_some() && all.get("/proc").is_some(),
+        "{all}"
+    );
+    let proc_only = c("status.diskusage", vec![json!("proc")]).unwrap();
+    assert!(proc_only.get("/proc").is_some() && proc_only.get("/").is_none());
+}
+
+#[test]
+fn disk_usage_parses_the_real_df() {
+    let h = host();
+    let usage = call(&h, "disk.usage", vec![], json!({})).unwrap();
+    let root = &usage["/"];
+    assert!(
+        root["1K-blocks"].as_str().unwrap().parse::<u64>().is_ok(),
+        "{usage}"
+    );
+    assert!(root["capacity"].as_str().unwrap().ends_with('%'));
+    assert_eq!(
+        call(&h, "disk.usage", vec![], json!({"args": "z"})),
+        Err("Invalid flag passed to disk.usage".into())
+    );
+    let inodes = call(&h, "disk.usage", vec![], json!({"args": "i"})).unwrap();
+    assert!(inodes.get("/").is_some());
+    // a filesystem name with spaces, and a line wrapped after a long name
+    let parsed = halite_modules::exec::disk::parse_df(
+        "Filesystem 1024-blocks Used Available Capacity Mounted on\n\
+         my fs 10 5 5 50% /mnt/a\n\
+         /dev/very-long-name\n 20 10 10 50% /mnt/b\n",
+    );
+    assert_eq!(parsed["/mnt/a"]["filesystem"], json!("my fs"));
+    assert_eq!(parsed["/mnt/b"]["filesystem"], json!("/dev/very-long-name"));
+    assert_eq!(parsed["/mnt/b"]["1K-blocks"], json!("20"));
+}

@@ -10,6 +10,7 @@ crate::module_list! {
         grains,
         config,
         hashutil,
+        disk,
     ]
 }
 
