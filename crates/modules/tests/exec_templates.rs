@@ -589,3 +589,102 @@ fn disk_usage_parses_the_real_df() {
     assert_eq!(parsed["/mnt/b"]["filesystem"], json!("/dev/very-long-name"));
     assert_eq!(parsed["/mnt/b"]["1K-blocks"], json!("20"));
 }
+
+#[test]
+fn environ_and_slsutil_answer_as_salt() {
+    let h = host();
+    let c = |fun: &str, args: Vec<Value>, kw: Value| call(&h, fun, args, kw);
+    let home = std::env::var("HOME").unwrap_or_default();
+    assert_eq!(
+        c("environ.get", vec![json!("HOME")], json!({})),
+        Ok(json!(home))
+    );
+    assert_eq!(
+        c("environ.get", vec![json!("H19_NOPE_X")], json!({})),
+        Ok(json!(""))
+    );
+    assert_eq!(
+        c(
+            "environ.get",
+            vec![json!("H19_NOPE_X"), json!("dflt")],
+            json!({})
+        ),
+        Ok(json!("dflt"))
+    );
+    assert_eq!(
+        c("environ.has_value", vec![json!("HOME")], json!({})),
+        Ok(json!(true))
+    );
+    assert_eq!(
+        c("environ.has_value", vec![json!("H19_NOPE_X")], json!({})),
+        Ok(json!(false))
+    );
+    assert_eq!(
+        c(
+            "slsutil.serialize",
+            vec![json!("json"), json!({"é": [1, 2], "b": 1})],
+            json!({})
+        ),
+        Ok(json!("{\"é\": [1, 2], \"b\": 1}"))
+    );
+    assert_eq!(
+        c(
+            "slsutil.serialize",
+            vec![json!("json"), json!({"a": 1})],
+            json!({"indent": 2})
+        ),
+        Ok(json!("{\n  \"a\": 1\n}"))
+    );
+    assert_eq!(
+        c(
+            "slsutil.serialize",
+            vec![json!("yaml"), json!({"b": [1, {"x": 1}], "a": {"c": "x"}})],
+            json!({})
+        ),
+        Ok(json!("a: {c: x}\nb:\n- 1\n- {x: 1}"))
+    );
+    assert_eq!(
+        c(
+            "slsutil.serialize",
+            vec![json!("yaml"), json!([1, 2])],
+            json!({})
+        ),
+        Ok(json!("[1, 2]"))
+    );
+    assert_eq!(
+        c(
+            "slsutil.serialize",
+            vec![json!("yaml"), json!("str")],
+            json!({})
+        ),
+        Ok(json!("str"))
+    );
+    assert_eq!(
+        c(
+            "slsutil.serialize",
+            vec![json!("yaml"), json!({"a": [1]})],
+            json!({"default_flow_style": false})
+        ),
+        Ok(json!("a:\n- 1"))
+    );
+    assert_eq!(
+        c(
+            "slsutil.serialize",
+            vec![json!("nope"), json!({})],
+            json!({})
+        ),
+        Err("Serializer 'nope' not found.".into())
+    );
+    assert_eq!(
+        c(
+            "slsutil.deserialize",
+            vec![json!("yaml"), json!("a: [1, 2]")],
+            json!({})
+        ),
+        Ok(json!({"a": [1, 2]}))
+    );
+    assert_eq!(
+        render(&h, "{{ salt['slsutil.serialize']('json', {'a': 1}) }}"),
+        "{\"a\": 1}"
+    );
+}

@@ -11,6 +11,8 @@ crate::module_list! {
         config,
         hashutil,
         disk,
+        environ,
+        slsutil,
     ]
 }
 
