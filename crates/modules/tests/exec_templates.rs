@@ -688,3 +688,77 @@ fn environ_and_slsutil_answer_as_salt() {
         "{\"a\": 1}"
     );
 }
+
+#[test]
+fn network_reads_the_real_interfaces_and_routes() {
+    let h = host();
+    let ifaces = call(&h, "network.interfaces", vec![], json!({})).unwrap();
+    let lo = &ifaces["lo"];
+    assert_eq!(lo["up"], json!(true), "{ifaces}");
+    assert_eq!(lo["hwaddr"], json!("00:00:00:00:00:00"));
+    assert_eq!(
+        lo["inet"][0],
+        json!({"address": "127.0.0.1", "netmask": "255.0.0.0", "broadcast": null, "label": "lo"})
+    );
+    // loopback only with include_loopback, and only the interface asked
+    assert_eq!(
+        call(&h, "network.ip_addrs", vec![json!("lo")], json!({})),
+        Ok(json!([]))
+    );
+    assert_eq!(
+        call(
+            &h,
+            "network.ip_addrs",
+            vec![json!("lo")],
+            json!({"include_loopback": true})
+        ),
+        Ok(json!(["127.0.0.1"]))
+    );
+    assert_eq!(
+        call(
+            &h,
+            "network.ip_addrs",
+            vec![],
+            json!({"include_loopback": true, "cidr": "127.0.0.0/8"})
+        ),
+        Ok(json!(["127.0.0.1"]))
+    );
+    let all = call(&h, "network.ip_addrs", vec![], json!({})).unwrap();
+    assert!(!all.as_array().unwrap().contains(&json!("127.0.0.1")));
+    assert_eq!(
+        call(&h, "network.default_route", vec![json!("ipx")], json!({})),
+        Err("Invalid address family ipx".into())
+    );
+    let routes = call(&h, "network.default_route", vec![json!("inet")], json!({})).unwrap();
+    for r in routes.as_array().unwrap() {
+        assert_eq!(r["destination"], json!("0.0.0.0"));
+        assert_eq!(r["flags"], json!("UG"));
+    }
+    let parsed = halite_modules::exec::network::parse_default_routes(
+        "default via 192.0.2.1 dev eth0 \n192.0.2.0/24 dev eth0 proto kernel scope link src 192.0.2.2\n",
+        "default via fd00::1 dev eth0 metric 1024 pref medium\n",
+    );
+    assert_eq!(
+        parsed,
+        vec![
+            json!({"addr_family": "inet", "destination": "0.0.0.0", "gateway": "192.0.2.1",
+                   "netmask": "0.0.0.0", "flags": "UG", "interface": "eth0"}),
+            json!({"addr_family": "inet6", "destination": "::/0", "gateway": "fd00::1",
+                   "netmask": "", "flags": "UG", "interface": "eth0"}),
+        ]
+    );
+    // ping only 127.0.0.1; without a ping binary Salt fails to run it too
+    let pinged = call(
+        &h,
+        "network.ping",
+        vec![json!("127.0.0.1")],
+        json!({"return_boolean": true, "timeout": 2}),
+    );
+    if halite_modules::exec::cmd::which("ping").is_some() {
+        assert_eq!(pinged, Ok(json!(true)));
+    } else {
+        assert!(pinged
+            .unwrap_err()
+            .starts_with("Unable to run command 'ping -W"));
+    }
+}

@@ -13,6 +13,7 @@ crate::module_list! {
         disk,
         environ,
         slsutil,
+        network,
     ]
 }
 
