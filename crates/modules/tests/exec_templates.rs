@@ -762,3 +762,152 @@ fn network_reads_the_real_interfaces_and_routes() {
             .starts_with("Unable to run command 'ping -W"));
     }
 }
+
+/// Waits (bounded) for `path` to hold text; the content, or `None`.
+fn wait_for_text(path: &std::path::Path) -> Option<String> {
+    for _ in 0..200 {
+        if let Ok(text) = std::fs::read_to_string(path) {
+            if !text.is_empty() {
+                return Some(text);
+            }
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    None
+}
+
+#[test]
+fn cmd_run_bg_returns_before_the_command_ends() {
+    let h = host();
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("fifo");
+    let out = dir.path().join("out");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+    // The command blocks until the fifo is written: run_bg must return first.
+    let ret = call(
+        &h,
+        "cmd.run_bg",
+        vec![json!(format!("cat {} > {}", fifo.display(), out.display()))],
+        json!({}),
+    )
+    .unwrap();
+    let pid = ret["pid"].as_u64().unwrap();
+    assert!(pid > 1, "{ret}");
+    assert_eq!(ret.as_object().unwrap().len(), 1);
+    std::fs::write(&fifo, "through the fifo\n").unwrap();
+    assert_eq!(wait_for_text(&out).as_deref(), Some("through the fifo\n"));
+    // python_shell=False runs the words without a shell, cwd honoured
+    let ret = call(
+        &h,
+        "cmd.run_bg",
+        vec![json!("touch made-here")],
+        json!({"python_shell": false, "cwd": dir.path().display().to_string()}),
+    )
+    .unwrap();
+    assert!(ret["pid"].as_u64().is_some());
+    for _ in 0..200 {
+        if dir.path().join("made-here").exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(dir.path().join("made-here").exists());
+    assert_eq!(
+        call(&h, "cmd.run_bg", vec![], json!({})),
+        Err("cmd.run_bg() missing 1 required positional argument: 'cmd'".into())
+    );
+}
+
+#[test]
+fn service_systemctl_reload_reports_systemctl_failures_as_salt() {
+    if halite_modules::exec::cmd::which("systemctl").is_none() {
+        println!("skipping: systemctl is not installed");
+        return;
+    }
+    let h = host();
+    let booted = std::path::Path::new("/run/systemd/system").is_dir();
+    let ret = call(&h, "service.systemctl_reload", vec![], json!({}));
+    if booted {
+        assert_eq!(ret, Ok(json!(true)));
+    } else {
+        let err = ret.unwrap_err();
+        assert!(
+            err.starts_with("Problem performing systemctl daemon-reload: System has not been booted with systemd"),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn user_rename_renames_a_real_account() {
+    if !nix::unistd::geteuid().is_root() {
+        println!("skipping: user.rename needs root");
+        return;
+    }
+    let h = host();
+    let (old, new) = ("h19xren1", "h19xren2");
+    for u in [old, new] {
+        let _ = std::process::Command::new("userdel").arg(u).status();
+    }
+    assert!(std::process::Command::new("useradd")
+        .arg(old)
+        .status()
+        .unwrap()
+        .success());
+    assert_eq!(
+        call(
+            &h,
+            "user.rename",
+            vec![json!("h19xnosuch"), json!(new)],
+            json!({})
+        ),
+        Err("User 'h19xnosuch' does not exist".into())
+    );
+    assert_eq!(
+        call(
+            &h,
+            "user.rename",
+            vec![json!(old), json!("root")],
+            json!({})
+        ),
+        Err("User 'root' already exists".into())
+    );
+    // Salt answers False after a rename (it looks the old name up again)
+    let renamed = call(&h, "user.rename", vec![json!(old), json!(new)], json!({}));
+    let info = call(&h, "user.info", vec![json!(new)], json!({}));
+    let gone = call(&h, "user.info", vec![json!(old)], json!({}));
+    let _ = std::process::Command::new("userdel").arg(new).status();
+    let _ = std::process::Command::new("groupdel").arg(old).status();
+    assert_eq!(renamed, Ok(json!(false)));
+    assert_eq!(info.unwrap()["name"], json!(new));
+    assert_eq!(gone, Ok(json!({})));
+}
+
+#[test]
+fn system_reboot_is_guarded_and_never_runs_here() {
+    use halite_modules::exec::system::{reboot_command, valid_at_time};
+    for ok in ["now", "+5", "5", "23:59", "7:05"] {
+        assert!(valid_at_time(ok), "{ok}");
+    }
+    for bad in ["abc", "24:00", "12:6", "+", "5m", "now "] {
+        assert!(!valid_at_time(bad), "{bad}");
+    }
+    assert_eq!(reboot_command(None), "shutdown -r now");
+    assert_eq!(reboot_command(Some("+5")), "shutdown -r +5");
+    let h = host();
+    // A time shutdown cannot parse: Salt's answer, nothing run.
+    assert_eq!(
+        call(&h, "system.reboot", vec![], json!({"at_time": "abc"})),
+        Ok(json!("Failed to parse time specification: abc"))
+    );
+    // The dry-run switch: test=True, or a host in test mode.
+    assert_eq!(
+        call(&h, "system.reboot", vec![json!(10)], json!({"test": true})),
+        Ok(json!("Would run: shutdown -r 10"))
+    );
+    let test_host = host_with(json!({"test": true}), json!({}), json!({}));
+    assert_eq!(
+        call(&test_host, "system.reboot", vec![], json!({})),
+        Ok(json!("Would run: shutdown -r now"))
+    );
+}

@@ -14,6 +14,7 @@ crate::module_list! {
         environ,
         slsutil,
         network,
+        system,
     ]
 }
 

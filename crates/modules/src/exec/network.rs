@@ -276,7 +276,7 @@ fn ping(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let target = sanitize_host(&args.require_str(0, "host", "ping")?);
     let timeout = args
         .get(1, "timeout")
-        .filter(|v| halite_state::truthy(v))
+        .filter(|v| !matches!(v, Value::Null | Value::Bool(false)) && v.as_str() != Some(""))
         .map(py_str);
     let cmd = match timeout {
         Some(t) => format!("ping -W {} -c 4 {target}", crate::host::shell_quote(&t)),
