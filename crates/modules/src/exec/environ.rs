@@ -18,9 +18,17 @@ pub const MODULE: ExecTable = ExecTable {
     ],
 };
 
+/// Salt answers False when `key` is not a string (`environ.get 1`).
+fn key_is_text(args: &Args) -> bool {
+    matches!(args.get(0, "key"), Some(Value::String(_)))
+}
+
 /// `environ.get <key> [default='']`: the variable, or the default.
 fn get(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let key = args.require_str(0, "key", "get")?;
+    if !key_is_text(args) {
+        return Ok(json!(false));
+    }
     Ok(match std::env::var_os(&key) {
         Some(v) => json!(v.to_string_lossy()),
         None => args.get(1, "default").cloned().unwrap_or(json!("")),
@@ -31,6 +39,9 @@ fn get(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 /// `value` when given).
 fn has_value(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let key = args.require_str(0, "key", "has_value")?;
+    if !key_is_text(args) {
+        return Ok(json!(false));
+    }
     let current = std::env::var_os(&key).map(|v| v.to_string_lossy().into_owned());
     Ok(json!(match (current, args.get_str(1, "value")) {
         (Some(cur), Some(want)) => cur == want,

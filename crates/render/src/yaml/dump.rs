@@ -685,6 +685,18 @@ mod tests {
     }
 
     #[test]
+    fn leaves_style_flows_only_collections_of_scalars_like_pyyaml_none() {
+        // PyYAML: yaml.dump({'b': [1, {'x': 1}], 'a': {'c': 'x'}}, default_flow_style=None)
+        let value = json!({"b": [1, {"x": 1}], "a": {"c": "x"}});
+        let options = DumpOptions {
+            style: DumpStyle::Leaves,
+            sort_keys: true,
+        };
+        assert_eq!(dump_with(&value, options), "a: {c: x}\nb:\n- 1\n- {x: 1}\n");
+        assert_eq!(dump_with(&json!([1, 2]), options), "[1, 2]\n");
+    }
+
+    #[test]
     fn flow_style_sorts_keys_and_quotes_lookalikes() {
         let value = json!({"b": ["yes", "65", "*", "", "plain text"], "a": 1, "c": {"x": null, "y": true, "z": 1.5}});
         assert_eq!(
