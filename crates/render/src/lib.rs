@@ -20,6 +20,20 @@ pub type Value = serde_json::Value;
 /// An insertion-ordered map of Salt data.
 pub type Map = serde_json::Map<String, Value>;
 
+/// Runs Salt's `config.get` or `config.option` (`fun`) on plain data, with
+/// the same code templates use, for the `config` execution module.
+/// `None` when `fun` is neither.
+pub fn config_call(
+    fun: &str,
+    opts: &Value,
+    grains: &Value,
+    pillar: &Value,
+    args: &[Value],
+    kwargs: &Map,
+) -> Option<Value> {
+    jinja::config_call(fun, opts, grains, pillar, args, kwargs)
+}
+
 /// Execution functions a template may call as `salt['mod.fun'](...)`.
 ///
 /// Pure lookups (`pillar.get`, `grains.filter_by`, `config.get`,

@@ -23,6 +23,7 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("which", |a, _| which_fn("which", a)),
         ExecFunction::new("shell", |a, h| run_fn("shell", a, h)),
         ExecFunction::new("exec_code", exec_code_fn),
+        ExecFunction::new("run_bg", run_bg_fn),
     ],
 };
 
@@ -369,4 +370,45 @@ pub fn which(cmd: &str) -> Option<String> {
         .map(|d| Path::new(d).join(cmd))
         .find(|p| is_exec(p))
         .map(|p| p.to_string_lossy().into_owned())
+}
+
+/// `cmd.run_bg <cmd>`: starts the command in the background and returns
+/// `{"pid": pid}` at once (Salt's `run_bg`). It goes through the same
+/// runner as `cmd.run` (cwd, runas, env, shell): a shell starts the
+/// command detached, its output to /dev/null, and prints its pid.
+fn run_bg_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let cmd = args.require_str(0, "cmd", "cmd.run_bg")?;
+    let mut kwargs = args.kwargs.clone();
+    let python_shell = kwargs
+        .get("python_shell")
+        .map(halite_state::truthy)
+        .unwrap_or(true);
+    let inner = if python_shell {
+        cmd.clone()
+    } else {
+        let words = crate::host::shell_words(&cmd);
+        if words.is_empty() {
+            return Err(ExecError::Invocation("cmd.run_bg: empty command".into()));
+        }
+        let quoted: Vec<String> = words.iter().map(|w| crate::host::shell_quote(w)).collect();
+        format!("exec {}", quoted.join(" "))
+    };
+    let wrapper = format!("( {inner}\n) </dev/null >/dev/null 2>&1 & echo $!");
+    kwargs.insert("python_shell".into(), Value::Bool(true));
+    kwargs.remove("timeout");
+    let out = run_all(&wrapper, &kwargs, &host.grains)?;
+    let pid = out
+        .stdout
+        .lines()
+        .last()
+        .and_then(|l| l.trim().parse::<u64>().ok())
+        .ok_or_else(|| {
+            ExecError::Execution(format!(
+                "Unable to run command '{cmd}' in the background: {}",
+                out.stderr
+            ))
+        })?;
+    let mut ret = Map::new();
+    ret.insert("pid".into(), Value::from(pid));
+    Ok(Value::Object(ret))
 }

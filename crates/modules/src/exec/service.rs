@@ -99,6 +99,7 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("mask", |a, h| mask_fn("mask", a, h)),
         ExecFunction::new("unmask", |a, h| mask_fn("unmask", a, h)),
         ExecFunction::new("offline", offline_fn),
+        ExecFunction::new("systemctl_reload", systemctl_reload_fn),
     ],
 };
 
@@ -534,4 +535,22 @@ pub fn mask(p: Provider, name: &str, runtime: bool, on: bool) -> Result<bool, Ex
         return Err(failure(&out));
     }
     Ok(true)
+}
+
+/// `service.systemctl_reload`: `systemctl --system daemon-reload`, needed
+/// after unit files change; Salt's error carries systemctl's output.
+fn systemctl_reload_fn(_args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    let out = systemctl(&["--system", "daemon-reload"])?;
+    if out.retcode != 0 {
+        let text = [out.stdout.as_str(), out.stderr.as_str()]
+            .iter()
+            .filter(|s| !s.is_empty())
+            .copied()
+            .collect::<Vec<_>>()
+            .join("\n");
+        return Err(ExecError::Execution(format!(
+            "Problem performing systemctl daemon-reload: {text}"
+        )));
+    }
+    Ok(Value::Bool(true))
 }

@@ -30,6 +30,7 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("list_groups", list_groups_fn),
         ExecFunction::new("getent", getent_fn),
         ExecFunction::new("primary_group", primary_group_fn),
+        ExecFunction::new("rename", rename_fn),
     ],
 };
 
@@ -606,6 +607,32 @@ pub fn int_arg(args: &Args, i: usize, key: &str, fun: &str) -> Result<Option<i64
             halite_state::type_name(other)
         ))),
     }
+}
+
+/// `user.rename <name> <new_name>`: `usermod -l`. Like Salt, an error when
+/// `new_name` exists or `name` does not; the return is whether `name` then
+/// has the new login, which after a rename is false, as Salt answers.
+fn rename_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    let name = args.require_str(0, "name", "rename")?;
+    let new_name = args.require_str(1, "new_name", "rename")?;
+    check_account_name(&new_name)?;
+    if info(&new_name).is_some() {
+        return Err(ExecError::Execution(format!(
+            "User '{new_name}' already exists"
+        )));
+    }
+    let before = current(&name)?;
+    if before.get("name").and_then(Value::as_str) == Some(new_name.as_str()) {
+        return Ok(Value::Bool(true));
+    }
+    let out = run(&["usermod", "-l", &new_name, &name])?;
+    if out.retcode != 0 {
+        tracing::error!("usermod -l {new_name} {name} failed: {}", out.stderr);
+    }
+    Ok(Value::Bool(
+        info(&name).and_then(|i| i.get("name").and_then(Value::as_str).map(|n| n == new_name))
+            == Some(true),
+    ))
 }
 
 #[cfg(test)]

@@ -32,6 +32,19 @@ impl CallArgs {
         })
     }
 
+    /// Arguments already split (a call from outside a template).
+    pub fn from_parts(
+        function: &str,
+        positional: Vec<MjValue>,
+        keywords: IndexMap<String, MjValue>,
+    ) -> Self {
+        CallArgs {
+            positional,
+            keywords,
+            function: function.to_string(),
+        }
+    }
+
     /// The argument called `name`, or the positional one at `index`.
     pub fn get(&self, index: usize, name: &str) -> Option<MjValue> {
         self.keywords

@@ -3,6 +3,8 @@
 //! context variables, Python-like mutable data, and Salt-shaped errors.
 
 mod args;
+pub(crate) mod config;
+pub(crate) use config::call_on_data as config_call;
 mod context;
 mod data;
 mod errors;

@@ -110,8 +110,18 @@ impl SaltData {
                 Ok(MjValue::from(found != marker && found.is_true()))
             }
             "grains.filter_by" => filter_by(&self.grains, call),
-            "config.get" => Ok(self.config_get(call)),
-            "config.option" => Ok(self.config_option(call)),
+            "config.get" => Ok(super::config::get(
+                &self.opts,
+                &self.grains,
+                &self.pillar,
+                call,
+            )),
+            "config.option" => Ok(super::config::option(
+                &self.opts,
+                &self.grains,
+                &self.pillar,
+                call,
+            )),
             "defaults.merge" => {
                 let dest = call.require(0, "dest")?;
                 let src = call
@@ -211,55 +221,6 @@ impl SaltData {
                 format!("'{fun}' is not available"),
             )),
         }
-    }
-
-    /// `config.get`: opts, then grains, then pillar, then pillar['master'].
-    fn config_get(&self, call: &CallArgs) -> MjValue {
-        let key = call.text(0, "key", "");
-        let default = call.get(1, "default").unwrap_or_else(|| MjValue::from(""));
-        let delimiter = call.text(2, "delimiter", ":");
-        let marker = MjValue::from("_|-");
-        let master =
-            lookup_key(&self.pillar, &MjValue::from("master")).unwrap_or_else(|| MjValue::from(()));
-        let sources = [
-            (&self.opts, call.flag(4, "omit_opts", false)),
-            (&self.grains, call.flag(7, "omit_grains", false)),
-            (&self.pillar, call.flag(5, "omit_pillar", false)),
-            (&master, call.flag(6, "omit_master", false)),
-        ];
-        for (source, omitted) in sources {
-            if omitted {
-                continue;
-            }
-            let found = traverse(source, &key, marker.clone(), &delimiter);
-            if found != marker {
-                return found;
-            }
-        }
-        default
-    }
-
-    /// `config.option`: top-level keys only, same order as `config.get`.
-    fn config_option(&self, call: &CallArgs) -> MjValue {
-        let key = MjValue::from(call.text(0, "value", ""));
-        let default = call
-            .get(1, "default")
-            .filter(|v| !v.is_none())
-            .unwrap_or_else(|| MjValue::from(""));
-        let omit_all = call.flag(6, "omit_all", false);
-        let master =
-            lookup_key(&self.pillar, &MjValue::from("master")).unwrap_or_else(|| MjValue::from(()));
-        let sources = [
-            (&self.opts, omit_all || call.flag(2, "omit_opts", false)),
-            (&self.grains, omit_all || call.flag(3, "omit_grains", false)),
-            (&self.pillar, omit_all || call.flag(4, "omit_pillar", false)),
-            (&master, omit_all || call.flag(5, "omit_master", false)),
-        ];
-        sources
-            .iter()
-            .filter(|(_, omitted)| !omitted)
-            .find_map(|(source, _)| lookup_key(source, &key))
-            .unwrap_or(default)
     }
 }
 

@@ -17,6 +17,19 @@ pub enum DumpStyle {
     Flow,
     /// One key per line, sequences as `- item` (`default_flow_style=False`).
     Block,
+    /// PyYAML's `default_flow_style=None`: a collection holding only
+    /// scalars is written in flow style, the others in block style
+    /// (`a: [1, 2]`), as Salt's `yaml` serializer writes.
+    Leaves,
+}
+
+/// Whether a collection holds no collection (flow style under [`DumpStyle::Leaves`]).
+fn holds_only_scalars(value: &Value) -> bool {
+    match value {
+        Value::Array(items) => !items.iter().any(|v| v.is_array() || v.is_object()),
+        Value::Object(map) => !map.values().any(|v| v.is_array() || v.is_object()),
+        _ => true,
+    }
 }
 
 /// Options of one dump.
@@ -139,7 +152,10 @@ impl Emitter {
     fn node_in(&mut self, value: &Value, simple_key: bool, root: bool, mapping_context: bool) {
         match value {
             Value::Array(items) => {
-                if self.flow_level > 0 || self.options.style == DumpStyle::Flow || items.is_empty()
+                if self.flow_level > 0
+                    || self.options.style == DumpStyle::Flow
+                    || items.is_empty()
+                    || (self.options.style == DumpStyle::Leaves && holds_only_scalars(value))
                 {
                     self.flow_sequence(items);
                 } else {
@@ -151,6 +167,7 @@ impl Emitter {
                 if self.flow_level > 0
                     || self.options.style == DumpStyle::Flow
                     || entries.is_empty()
+                    || (self.options.style == DumpStyle::Leaves && holds_only_scalars(value))
                 {
                     self.flow_mapping(&entries);
                 } else {
@@ -665,6 +682,18 @@ mod tests {
                 sort_keys: true,
             },
         )
+    }
+
+    #[test]
+    fn leaves_style_flows_only_collections_of_scalars_like_pyyaml_none() {
+        // PyYAML: yaml.dump({'b': [1, {'x': 1}], 'a': {'c': 'x'}}, default_flow_style=None)
+        let value = json!({"b": [1, {"x": 1}], "a": {"c": "x"}});
+        let options = DumpOptions {
+            style: DumpStyle::Leaves,
+            sort_keys: true,
+        };
+        assert_eq!(dump_with(&value, options), "a: {c: x}\nb:\n- 1\n- {x: 1}\n");
+        assert_eq!(dump_with(&json!([1, 2]), options), "[1, 2]\n");
     }
 
     #[test]

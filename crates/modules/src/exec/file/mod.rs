@@ -6,6 +6,7 @@
 pub mod diff;
 pub mod edit;
 pub mod meta;
+pub mod ops;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -196,6 +197,18 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("uncomment", |a, h| comment_fn("uncomment", a, h)),
         ExecFunction::new("line", line_fn),
         ExecFunction::new("blockreplace", blockreplace_fn),
+        ExecFunction::new("check_hash", ops::check_hash),
+        ExecFunction::new("get_sum", ops::get_sum),
+        ExecFunction::new("readdir", ops::readdir),
+        ExecFunction::new("contains_regex", ops::contains_regex),
+        ExecFunction::new("copy", ops::copy),
+        ExecFunction::new("rename", ops::rename),
+        ExecFunction::new("chown", ops::chown),
+        ExecFunction::new("set_mode", ops::set_mode),
+        ExecFunction::new("makedirs", ops::makedirs),
+        ExecFunction::new("lstat", ops::lstat),
+        ExecFunction::new("is_link", ops::is_link),
+        ExecFunction::new("access", ops::access),
     ],
 };
 
