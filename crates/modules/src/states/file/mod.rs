@@ -9,6 +9,7 @@
 //! behaves as `require`.
 
 mod edits;
+mod keyvalue;
 pub(crate) mod managed;
 mod paths;
 mod perms;
@@ -41,6 +42,7 @@ pub const MODULE: StateTable = StateTable {
         StateFunction::new("copy", paths::copy),
         StateFunction::new("touch", paths::touch),
         StateFunction::new("serialize", serialize::serialize).with_own_check_cmd(),
+        StateFunction::new("keyvalue", keyvalue::keyvalue),
     ],
 };
 
