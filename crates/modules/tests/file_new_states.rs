@@ -145,3 +145,214 @@ fn keyvalue_prune_and_bad_arguments() {
     assert_eq!(r.result, Some(true));
     assert_eq!(fs::read_to_string(&missing).unwrap(), "a=1\n");
 }
+
+#[test]
+fn rename_moves_once_and_respects_force() {
+    let (dir, h) = setup();
+    let (src, dst) = (p(&dir, "old.txt"), p(&dir, "sub/new.txt"));
+    fs::write(&src, "moved").unwrap();
+    let t = run(
+        &h,
+        "rename",
+        &dst,
+        json!({"source": src, "makedirs": true}),
+        true,
+    );
+    assert_eq!(
+        (t.result, t.comment.clone()),
+        (
+            None,
+            format!("File \"{src}\" is set to be moved to \"{dst}\"")
+        )
+    );
+    assert!(Path::new(&src).exists());
+    let r = run(
+        &h,
+        "rename",
+        &dst,
+        json!({"source": src, "makedirs": true}),
+        false,
+    );
+    assert_eq!(r.comment, format!("Moved \"{src}\" to \"{dst}\""));
+    assert_eq!(r.changes[&dst], json!(src));
+    assert_eq!(fs::read_to_string(&dst).unwrap(), "moved");
+    assert!(!Path::new(&src).exists());
+    let again = run(&h, "rename", &dst, json!({"source": src}), false);
+    assert_eq!(
+        again.comment,
+        format!("Source file \"{src}\" has already been moved out of place")
+    );
+    let other = p(&dir, "other.txt");
+    fs::write(&other, "other").unwrap();
+    let r = run(&h, "rename", &dst, json!({"source": other}), false);
+    assert_eq!(
+        r.comment,
+        format!("The target file \"{dst}\" exists and will not be overwritten")
+    );
+    assert_eq!(fs::read_to_string(&dst).unwrap(), "moved");
+    let r = run(
+        &h,
+        "rename",
+        &dst,
+        json!({"source": other, "force": true}),
+        false,
+    );
+    assert_eq!(r.result, Some(true));
+    assert_eq!(fs::read_to_string(&dst).unwrap(), "other");
+    let r = run(
+        &h,
+        "rename",
+        &p(&dir, "nodir/x"),
+        json!({"source": dst}),
+        false,
+    );
+    assert_eq!(r.result, Some(false));
+    assert_eq!(
+        r.comment,
+        format!("The target directory {} is not present", p(&dir, "nodir"))
+    );
+    assert!(Path::new(&dst).exists(), "a failed rename loses nothing");
+}
+
+#[test]
+fn hardlink_creates_checks_and_forces() {
+    use std::os::unix::fs::MetadataExt;
+    let (dir, h) = setup();
+    let (target, link, plain) = (p(&dir, "target"), p(&dir, "link"), p(&dir, "plain"));
+    fs::write(&target, "data").unwrap();
+    fs::write(&plain, "plain").unwrap();
+    let t = run(&h, "hardlink", &link, json!({"target": target}), true);
+    assert_eq!(t.result, None);
+    assert_eq!(t.changes["new"], json!(link));
+    let r = run(&h, "hardlink", &link, json!({"target": target}), false);
+    assert_eq!(
+        r.comment,
+        format!("Created new hard link {link} -> {target}")
+    );
+    let ino = |p: &str| fs::metadata(p).unwrap().ino();
+    assert_eq!(ino(&link), ino(&target));
+    let again = run(&h, "hardlink", &link, json!({"target": target}), false);
+    assert_eq!((again.result, again.changes.len()), (Some(true), 0));
+    let r = run(&h, "hardlink", &plain, json!({"target": target}), false);
+    assert_eq!(r.result, Some(false));
+    assert_eq!(fs::read_to_string(&plain).unwrap(), "plain");
+    let r = run(
+        &h,
+        "hardlink",
+        &plain,
+        json!({"target": target, "force": true}),
+        false,
+    );
+    assert_eq!(
+        r.changes["forced"],
+        json!("File for hard link was forcibly replaced")
+    );
+    assert_eq!(ino(&plain), ino(&target));
+    let r = run(
+        &h,
+        "hardlink",
+        &p(&dir, "x"),
+        json!({"target": p(&dir, "missing")}),
+        false,
+    );
+    assert_eq!(
+        r.comment,
+        format!("Target {} for hard link does not exist", p(&dir, "missing"))
+    );
+}
+
+#[test]
+fn tidied_removes_matching_entries_bottom_up() {
+    let (dir, h) = setup();
+    let top = p(&dir, "logs");
+    fs::create_dir_all(dir.path().join("logs/sub")).unwrap();
+    fs::write(dir.path().join("logs/a.log"), "x").unwrap();
+    fs::write(dir.path().join("logs/sub/b.log"), "x").unwrap();
+    fs::write(dir.path().join("logs/keep.txt"), "x").unwrap();
+    let args = json!({"matches": [r".*\.log$"]});
+    let t = run(&h, "tidied", &top, args.clone(), true);
+    assert_eq!(t.comment, format!("{top} is set for tidy"));
+    assert_eq!(
+        t.changes["removed"],
+        json!([p(&dir, "logs/sub/b.log"), p(&dir, "logs/a.log")])
+    );
+    assert!(dir.path().join("logs/a.log").exists());
+    let r = run(&h, "tidied", &top, args.clone(), false);
+    assert_eq!(
+        r.comment,
+        format!("Removed 2 files or directories from directory {top}")
+    );
+    assert!(!dir.path().join("logs/a.log").exists());
+    assert!(dir.path().join("logs/keep.txt").exists());
+    assert!(
+        dir.path().join("logs/sub").is_dir(),
+        "rmdirs is off by default"
+    );
+    let r = run(
+        &h,
+        "tidied",
+        &top,
+        json!({"size": "1MB", "age_size_logical_operator": "and"}),
+        false,
+    );
+    assert_eq!(r.comment, format!("Nothing to remove from directory {top}"));
+    let r = run(
+        &h,
+        "tidied",
+        &top,
+        json!({"age_size_only": "size", "size": "1", "rmdirs": true, "exclude": ["keep"]}),
+        false,
+    );
+    assert_eq!(r.comment, format!("Nothing to remove from directory {top}"));
+    assert!(dir.path().join("logs/keep.txt").exists());
+}
+
+#[test]
+fn accumulated_text_reaches_managed_template_and_blockreplace() {
+    let (dir, h) = setup();
+    fs::write(
+        dir.path().join("srv/conf.j2"),
+        "{% for n, lines in accumulator|dictsort %}{{ n }}:{{ lines|join(',') }}\n{% endfor %}",
+    )
+    .unwrap();
+    let managed = p(&dir, "managed.conf");
+    let block = p(&dir, "block.conf");
+    fs::write(
+        &block,
+        "a\n#-- start managed zone --\n#-- end managed zone --\n",
+    )
+    .unwrap();
+    let high = json!({
+        "acc1": {"__sls__": "t", "__env__": "base", "file": ["accumulated",
+            {"name": "hosts"}, {"filename": managed}, {"text": ["x", "y"]},
+            {"require_in": [{"file": "target"}]}]},
+        "acc2": {"__sls__": "t", "__env__": "base", "file": ["accumulated",
+            {"name": "hosts"}, {"filename": managed}, {"text": "z"},
+            {"require_in": [{"file": "target"}]}]},
+        "target": {"__sls__": "t", "__env__": "base", "file": ["managed",
+            {"name": managed}, {"source": "salt://conf.j2"}, {"template": "jinja"}]},
+        "blk_acc": {"__sls__": "t", "__env__": "base", "file": ["accumulated",
+            {"name": "lines"}, {"filename": block}, {"text": "from acc"},
+            {"require_in": [{"file": "blk"}]}]},
+        "blk": {"__sls__": "t", "__env__": "base", "file": ["blockreplace",
+            {"name": block}, {"content": "first"}]},
+        "orphan": {"__sls__": "t", "__env__": "base", "file": ["accumulated",
+            {"name": "lost"}, {"filename": managed}, {"text": "q"}]},
+    });
+    let Value::Object(high) = high else {
+        unreachable!()
+    };
+    let running = halite_state::call_high(high, &h.states, &h, halite_state::RunOptions::default())
+        .expect("the high data compiles");
+    assert_eq!(fs::read_to_string(&managed).unwrap(), "hosts:x,y,z\n");
+    assert_eq!(
+        fs::read_to_string(&block).unwrap(),
+        "a\n#-- start managed zone --\nfirst\nfrom acc\n#-- end managed zone --\n"
+    );
+    let orphan = running
+        .iter()
+        .find(|(k, _)| k.contains("_|-orphan_|-"))
+        .map(|(_, v)| v.get("comment").cloned())
+        .unwrap();
+    assert_eq!(orphan, Some(json!("Orphaned accumulator lost in t:orphan")));
+}

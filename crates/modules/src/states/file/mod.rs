@@ -8,12 +8,15 @@
 //! Like Salt's, this module has no `mod_watch`: a `watch` on a `file` state
 //! behaves as `require`.
 
+mod accumulated;
 mod edits;
 mod keyvalue;
+mod links;
 pub(crate) mod managed;
 mod paths;
 mod perms;
 mod serialize;
+mod tidied;
 mod tree;
 
 use halite_state::{StateCall, StateError, StateFunction, StateResult, StateTable, Value};
@@ -43,6 +46,10 @@ pub const MODULE: StateTable = StateTable {
         StateFunction::new("touch", paths::touch),
         StateFunction::new("serialize", serialize::serialize).with_own_check_cmd(),
         StateFunction::new("keyvalue", keyvalue::keyvalue),
+        StateFunction::new("rename", links::rename),
+        StateFunction::new("hardlink", links::hardlink),
+        StateFunction::new("tidied", tidied::tidied),
+        StateFunction::new("accumulated", accumulated::accumulated),
     ],
 };
 
