@@ -87,6 +87,8 @@ pub struct Executor<'a> {
     total: usize,
     failhard_stop: bool,
     pool: Option<Pool>,
+    /// What `file.accumulated` states charged during this run.
+    accumulators: crate::Accumulators,
 }
 
 /// Says once per run that `state_aggregate` / `aggregate: True` is read
@@ -189,6 +191,7 @@ impl<'a> Executor<'a> {
             total: 0,
             failhard_stop: false,
             pool: None,
+            accumulators: crate::Accumulators::default(),
         }
     }
 
@@ -926,6 +929,7 @@ impl<'a> Executor<'a> {
         let env = RunEnv {
             inner: self.env(),
             lowstate: &self.graph.chunks,
+            accumulators: &self.accumulators,
         };
         call_module(self.modules, &env, low, test, sfun, reqs)
     }
@@ -1496,6 +1500,7 @@ struct Pool {
 struct RunEnv<'a> {
     inner: &'a dyn StateEnv,
     lowstate: &'a [LowChunk],
+    accumulators: &'a crate::Accumulators,
 }
 
 impl StateEnv for RunEnv<'_> {
@@ -1531,6 +1536,9 @@ impl StateEnv for RunEnv<'_> {
     }
     fn lowstate(&self) -> &[LowChunk] {
         self.lowstate
+    }
+    fn accumulators(&self) -> Option<&crate::Accumulators> {
+        Some(self.accumulators)
     }
     fn has_function(&self, fun: &str) -> bool {
         self.inner.has_function(fun)
