@@ -356,3 +356,194 @@ fn accumulated_text_reaches_managed_template_and_blockreplace() {
         .unwrap();
     assert_eq!(orphan, Some(json!("Orphaned accumulator lost in t:orphan")));
 }
+
+#[test]
+fn cached_copies_a_salt_file_into_the_cache_and_not_cached_removes_it() {
+    let (dir, h) = setup();
+    fs::write(dir.path().join("srv/payload.txt"), "cached content\n").unwrap();
+    let cached = dir.path().join("cache/files/base/payload.txt");
+    let t = run(&h, "cached", "salt://payload.txt", json!({}), true);
+    assert_eq!(
+        (t.result, t.comment.as_str()),
+        (None, "File will be cached: salt://payload.txt")
+    );
+    assert!(!cached.exists());
+    let r = run(&h, "cached", "salt://payload.txt", json!({}), false);
+    assert_eq!(r.comment, format!("File is cached to {}", cached.display()));
+    assert_eq!(fs::read_to_string(&cached).unwrap(), "cached content\n");
+    let sum = "852390bf76068979d6e32161b89050a00431da9b76754134f1bbba34eee54e32";
+    assert_eq!(r.changes["hash"], json!({"old": null, "new": sum}));
+    let r = run(
+        &h,
+        "cached",
+        "salt://payload.txt",
+        json!({"source_hash": format!("sha256={sum}")}),
+        false,
+    );
+    assert_eq!(
+        r.comment,
+        format!(
+            "File is already cached to {} with hash {sum}",
+            cached.display()
+        )
+    );
+    let r = run(
+        &h,
+        "cached",
+        "salt://payload.txt",
+        json!({"source_hash": "0".repeat(64)}),
+        false,
+    );
+    assert_eq!(r.result, Some(false));
+    let t = run(&h, "not_cached", "salt://payload.txt", json!({}), true);
+    assert_eq!(t.result, None);
+    assert!(cached.exists(), "test mode deletes nothing");
+    let r = run(&h, "not_cached", "salt://payload.txt", json!({}), false);
+    assert_eq!(
+        (r.result, r.changes["deleted"].clone()),
+        (Some(true), json!(true))
+    );
+    assert!(!cached.exists());
+    assert!(
+        dir.path().join("srv/payload.txt").exists(),
+        "the file server's copy stays"
+    );
+    let r = run(&h, "cached", "https://127.0.0.1:1/x.tgz", json!({}), false);
+    assert_eq!(r.result, Some(false));
+    assert!(r
+        .comment
+        .starts_with("Unable to verify upstream hash of source file"));
+}
+
+#[test]
+fn decode_writes_base64_from_state_and_pillar() {
+    let (dir, mut h) = setup();
+    h.pillar = json!({"certs": {"key": "aGVsbG8gd29ybGQK"}});
+    let out = p(&dir, "hello.txt");
+    let t = run(
+        &h,
+        "decode",
+        &out,
+        json!({"encoded_data": "aGVsbG8g\nd29ybGQK\n"}),
+        true,
+    );
+    assert_eq!(
+        (t.result, t.comment.as_str()),
+        (None, "File is set to be updated.")
+    );
+    assert!(!Path::new(&out).exists());
+    let r = run(
+        &h,
+        "decode",
+        &out,
+        json!({"encoded_data": "aGVsbG8g\nd29ybGQK\n"}),
+        false,
+    );
+    assert_eq!(r.changes["new"], json!("6f5902ac237024bdd0c176cb93063dc4"));
+    assert_eq!(fs::read_to_string(&out).unwrap(), "hello world\n");
+    let r = run(
+        &h,
+        "decode",
+        &out,
+        json!({"contents_pillar": "certs:key"}),
+        false,
+    );
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (Some(true), "File is in the correct state.")
+    );
+    let c1 = chunk("decode", &out, json!({}));
+    let call = StateCall {
+        chunk: &c1,
+        test: false,
+        env: &h,
+        sfun: None,
+        reqs: None,
+    };
+    let err = FILE
+        .call("decode", &call)
+        .map(|r| r.comment)
+        .unwrap_err()
+        .to_string();
+    assert_eq!(
+        err,
+        "Specify either the 'encoded_data' or 'contents_pillar' argument."
+    );
+    let c2 = chunk("decode", &out, json!({"encoded_data": "!!!not base64"}));
+    let call = StateCall {
+        chunk: &c2,
+        test: false,
+        env: &h,
+        sfun: None,
+        reqs: None,
+    };
+    assert!(FILE.call("decode", &call).is_err());
+    assert_eq!(
+        fs::read_to_string(&out).unwrap(),
+        "hello world\n",
+        "bad input loses nothing"
+    );
+}
+
+#[test]
+fn patch_applies_with_the_patch_binary_once() {
+    let (dir, h) = setup();
+    if !Path::new("/usr/bin/patch").exists() {
+        eprintln!("skipping: no patch binary");
+        return;
+    }
+    fs::write(
+        dir.path().join("srv/fix.patch"),
+        "--- a/t\n+++ b/t\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n",
+    )
+    .unwrap();
+    let target = p(&dir, "t.txt");
+    fs::write(&target, "one\ntwo\nthree\n").unwrap();
+    let args = json!({"source": "salt://fix.patch"});
+    let t = run(&h, "patch", &target, args.clone(), true);
+    assert_eq!(
+        (t.result, t.comment.as_str()),
+        (None, "The patch would be applied")
+    );
+    assert_eq!(fs::read_to_string(&target).unwrap(), "one\ntwo\nthree\n");
+    let r = run(&h, "patch", &target, args.clone(), false);
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (Some(true), "Patch successfully applied")
+    );
+    assert_eq!(
+        r.changes["stdout"],
+        json!(format!("patching file {target}"))
+    );
+    assert_eq!(fs::read_to_string(&target).unwrap(), "one\nTWO\nthree\n");
+    let again = run(&h, "patch", &target, args, false);
+    assert_eq!(
+        (again.result, again.comment.as_str()),
+        (Some(true), "Patch was already applied")
+    );
+    let other = p(&dir, "o.txt");
+    fs::write(&other, "alpha\nbeta\n").unwrap();
+    let r = run(
+        &h,
+        "patch",
+        &other,
+        json!({"source": "salt://fix.patch"}),
+        false,
+    );
+    assert_eq!(r.result, Some(false));
+    assert!(
+        r.comment
+            .starts_with("Patch would not apply cleanly, no changes made."),
+        "{}",
+        r.comment
+    );
+    assert_eq!(fs::read_to_string(&other).unwrap(), "alpha\nbeta\n");
+    let r = run(
+        &h,
+        "patch",
+        &target,
+        json!({"source": "salt://fix.patch", "options": "-o /tmp/x"}),
+        false,
+    );
+    assert_eq!(r.comment, "The following CLI options are not allowed: -o");
+}

@@ -48,7 +48,7 @@ pub fn keyvalue(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             m.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
         }
         (_, _, kv) => {
-            let msg = if kv.is_none_or(|v| !halite_salt_rules::truthy(v)) {
+            let msg = if kv.is_none_or(|v| !halite_salt_rules::truth::python_bool(v)) {
                 "is empty"
             } else {
                 "is not a dictionary"

@@ -9,10 +9,13 @@
 //! behaves as `require`.
 
 mod accumulated;
+mod cached;
+mod decode;
 mod edits;
 mod keyvalue;
 mod links;
 pub(crate) mod managed;
+mod patch;
 mod paths;
 mod perms;
 mod serialize;
@@ -50,6 +53,10 @@ pub const MODULE: StateTable = StateTable {
         StateFunction::new("hardlink", links::hardlink),
         StateFunction::new("tidied", tidied::tidied),
         StateFunction::new("accumulated", accumulated::accumulated),
+        StateFunction::new("cached", cached::cached),
+        StateFunction::new("not_cached", cached::not_cached),
+        StateFunction::new("decode", decode::decode),
+        StateFunction::new("patch", patch::patch),
     ],
 };
 
