@@ -547,3 +547,45 @@ fn patch_applies_with_the_patch_binary_once() {
     );
     assert_eq!(r.comment, "The following CLI options are not allowed: -o");
 }
+
+#[test]
+fn patch_a_directory_with_strip() {
+    let (dir, h) = setup();
+    if !Path::new("/usr/bin/patch").exists() {
+        eprintln!("skipping: no patch binary");
+        return;
+    }
+    fs::write(
+        dir.path().join("srv/tree.patch"),
+        "--- a/sub/f.txt\n+++ b/sub/f.txt\n@@ -1 +1 @@\n-old\n+new\n",
+    )
+    .unwrap();
+    fs::create_dir_all(dir.path().join("tree/sub")).unwrap();
+    fs::write(dir.path().join("tree/sub/f.txt"), "old\n").unwrap();
+    let tree = p(&dir, "tree");
+    let r = run(
+        &h,
+        "patch",
+        &tree,
+        json!({"source": "salt://tree.patch", "strip": 1}),
+        false,
+    );
+    assert_eq!(
+        (r.result, r.comment.as_str()),
+        (Some(true), "Patch successfully applied"),
+        "{:?}",
+        r.changes
+    );
+    assert_eq!(
+        fs::read_to_string(dir.path().join("tree/sub/f.txt")).unwrap(),
+        "new\n"
+    );
+    let r = run(
+        &h,
+        "patch",
+        &tree,
+        json!({"source": "salt://tree.patch", "options": "-p1"}),
+        false,
+    );
+    assert_eq!(r.comment, "Patch was already applied");
+}
