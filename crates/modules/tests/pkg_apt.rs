@@ -1084,3 +1084,72 @@ fn a_held_dpkg_lock_fails_the_state_instead_of_hanging() {
     );
     assert_eq!(f.installed(BASE), None);
 }
+
+#[test]
+fn held_and_unheld_states_drive_apt_mark() {
+    let Some(f) = fixture() else { return };
+    let r = f.state("pkg", "installed", BASE, json!({}), false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    let showhold = || sh(Command::new("apt-mark").arg("showhold"));
+
+    let t = f.state("pkg", "held", BASE, json!({}), true);
+    assert_eq!(
+        t.comment,
+        format!("The following package would be held: {BASE}")
+    );
+    assert!(
+        !showhold().lines().any(|l| l == BASE),
+        "test mode holds nothing"
+    );
+
+    let r = f.state("pkg", "held", BASE, json!({}), false);
+    assert_eq!(
+        (r.result, r.comment.clone()),
+        (Some(true), format!("Package {BASE} is now being held"))
+    );
+    assert_eq!(
+        r.changes[BASE]["changes"],
+        json!({"old": "install", "new": "hold"})
+    );
+    assert!(showhold().lines().any(|l| l == BASE));
+
+    let again = f.state("pkg", "held", BASE, json!({}), false);
+    assert_eq!(
+        (again.result, again.comment.as_str()),
+        (Some(true), "No changes made")
+    );
+    assert!(again.changes.is_empty());
+
+    let t = f.state("pkg", "unheld", BASE, json!({}), true);
+    assert_eq!(
+        t.comment,
+        format!("The following package would be unheld: {BASE}")
+    );
+    assert!(
+        showhold().lines().any(|l| l == BASE),
+        "test mode releases nothing"
+    );
+
+    let r = f.state("pkg", "unheld", "ignored", json!({"pkgs": [BASE]}), false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(
+        r.comment,
+        format!("Package {BASE} is no longer being held.")
+    );
+    assert!(!showhold().lines().any(|l| l == BASE));
+
+    // replace: holding DEP releases the other held package.
+    f.call("pkg.hold", json!([BASE]), json!({}));
+    let r = f.state("pkg", "installed", DEP, json!({}), false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    let r = f.state("pkg", "held", DEP, json!({"replace": true}), false);
+    assert_eq!(
+        r.comment,
+        format!("Package {DEP} is now being held\nPackage {BASE} is no longer being held.")
+    );
+    let held = showhold();
+    assert!(
+        held.lines().any(|l| l == DEP) && !held.lines().any(|l| l == BASE),
+        "{held}"
+    );
+}

@@ -22,9 +22,19 @@ pub fn truthy(v: &Value) -> bool {
     }
 }
 
+/// Python's own `bool()` of a value, for the places Salt tests data with
+/// `if value:` (a non-empty string is true whatever it says), unlike
+/// [`truthy`] which reads flag words.
+pub fn python_bool(v: &Value) -> bool {
+    match v {
+        Value::String(s) => !s.is_empty(),
+        other => truthy(other),
+    }
+}
+
 #[cfg(test)]
 mod tests {
-    use super::truthy;
+    use super::{python_bool, truthy};
     use serde_json::json;
 
     #[test]
@@ -57,5 +67,15 @@ mod tests {
         ] {
             assert!(!truthy(&no), "{no}");
         }
+    }
+
+    #[test]
+    fn python_bool_is_pythons() {
+        assert!(python_bool(&json!("false")));
+        assert!(python_bool(&json!("aGVsbG8=")));
+        assert!(!python_bool(&json!("")));
+        assert!(!python_bool(&json!(0)));
+        assert!(!python_bool(&json!(null)));
+        assert!(python_bool(&json!([0])));
     }
 }

@@ -6,6 +6,7 @@
 //! does. It does no I/O of its own beyond what the [`StateEnv`] it is handed
 //! does, so it is tested without a network or a master.
 
+pub mod accumulators;
 pub mod chunk;
 pub mod compile;
 pub mod dict;
@@ -25,6 +26,7 @@ pub use halite_salt_rules::fnmatch;
 /// Salt's truthiness, from the leaf crate of Salt's rules.
 pub use halite_salt_rules::truthy;
 
+pub use accumulators::Accumulators;
 pub use chunk::LowChunk;
 pub use dict::SmallDict;
 pub use high::{HighBuilder, Matches, RenderedSls, SlsSource};

@@ -440,6 +440,12 @@ pub trait StateEnv: Send + Sync {
     fn lowstate(&self) -> &[LowChunk] {
         &[]
     }
+    /// The run's accumulators (`file.accumulated` charges them, the
+    /// `file.managed`/`file.blockreplace` states after it read them).
+    /// `None` outside a state run.
+    fn accumulators(&self) -> Option<&crate::Accumulators> {
+        None
+    }
     /// This environment with its grains detected again (`grains`) and/or
     /// its pillar compiled again (`pillar`), for the states after one with
     /// `reload_grains` / `reload_pillar` (Salt's `check_refresh`).

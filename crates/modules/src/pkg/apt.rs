@@ -530,6 +530,10 @@ impl PkgProvider for Apt {
         Ok(ret)
     }
 
+    fn list_held(&self) -> PkgResult<Option<Vec<String>>> {
+        self.held().map(Some)
+    }
+
     fn set_hold(&self, names: &[String], hold: bool) -> PkgResult<Map> {
         let status = self.dpkg.status()?;
         let mut ret = Map::new();

@@ -192,6 +192,12 @@ pub trait PkgProvider: Send + Sync {
     /// Holds (`hold=true`) or releases packages; Salt's per-package
     /// `{name, changes, result, comment}` map.
     fn set_hold(&self, names: &[String], hold: bool) -> PkgResult<Map>;
+    /// The packages currently held (Salt's `pkg.get_selections(state="hold")`
+    /// on apt), for `pkg.held`/`pkg.unheld`; `None` where the package
+    /// manager has no such list here.
+    fn list_held(&self) -> PkgResult<Option<Vec<String>>> {
+        Ok(None)
+    }
     /// Every configured repository.
     fn list_repos(&self, opts: &RepoOptions) -> PkgResult<Map>;
     /// One repository, `{}` when absent.

@@ -5,6 +5,8 @@
 //! never one process per package; with `test=True` it predicts the
 //! changes from the package lists and repository candidates only.
 
+mod hold;
+
 use halite_state::{Map, StateCall, StateError, StateFunction, StateResult, StateTable, Value};
 use indexmap::IndexMap;
 use serde_json::json;
@@ -25,6 +27,8 @@ pub const MODULE: StateTable = StateTable {
         StateFunction::new("removed", |c| with_run(c, |r| r.uninstall(false))),
         StateFunction::new("purged", |c| with_run(c, |r| r.uninstall(true))),
         StateFunction::new("uptodate", |c| with_run(c, |r| r.uptodate())),
+        StateFunction::new("held", |c| with_run(c, |r| hold::held(r.call, r.provider))),
+        StateFunction::new("unheld", |c| with_run(c, |r| hold::unheld(r.call, r.provider))),
         StateFunction::new("mod_watch", |c| with_run(c, mod_watch)),
     ],
 };

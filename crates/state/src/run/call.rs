@@ -250,6 +250,7 @@ impl<'a> Executor<'a> {
         let env = RunEnv {
             inner: self.env(),
             lowstate: &self.graph.chunks,
+            accumulators: &self.accumulators,
         };
         call_module(self.modules, &env, low, test, sfun, reqs)
     }

@@ -83,6 +83,7 @@ pub(super) fn stamp_identity(ret: &mut StateReturn, low: &LowChunk) {
 pub(super) struct RunEnv<'a> {
     pub(super) inner: &'a dyn StateEnv,
     pub(super) lowstate: &'a [LowChunk],
+    pub(super) accumulators: &'a crate::Accumulators,
 }
 
 impl StateEnv for RunEnv<'_> {
@@ -118,6 +119,9 @@ impl StateEnv for RunEnv<'_> {
     }
     fn lowstate(&self) -> &[LowChunk] {
         self.lowstate
+    }
+    fn accumulators(&self) -> Option<&crate::Accumulators> {
+        Some(self.accumulators)
     }
     fn has_function(&self, fun: &str) -> bool {
         self.inner.has_function(fun)

@@ -96,6 +96,8 @@ pub struct Executor<'a> {
     total: usize,
     failhard_stop: bool,
     pool: Option<Pool>,
+    /// What `file.accumulated` states charged during this run.
+    accumulators: crate::Accumulators,
 }
 
 /// Says once per run that `state_aggregate` / `aggregate: True` is read
@@ -160,6 +162,7 @@ impl<'a> Executor<'a> {
             total: 0,
             failhard_stop: false,
             pool: None,
+            accumulators: crate::Accumulators::default(),
         }
     }
 

@@ -172,6 +172,7 @@ pub fn blockreplace(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         return error(ret, msg);
     }
     let mut content = call.arg_str("content")?.unwrap_or_default();
+    super::accumulated::extend_block_content(call, &name, &mut content);
     if let Some(source) = call.arg("source") {
         let saltenv = if call.chunk.env().is_empty() {
             "base"

@@ -284,10 +284,13 @@ fn new_content(
     } else {
         contents.cloned()
     };
-    let context = match template_context(call) {
+    let mut context = match template_context(call) {
         Ok(c) => c,
         Err(e) => return Ok(Err(e)),
     };
+    if let Some(acc) = super::accumulated::template_value(call, &target_name(call)) {
+        context.insert("accumulator".into(), acc);
+    }
     if let Some(raw) = raw_contents {
         let Some(mut text) = normalize_contents(&raw, call.arg_bool("contents_newline", true))
         else {

@@ -8,12 +8,19 @@
 //! Like Salt's, this module has no `mod_watch`: a `watch` on a `file` state
 //! behaves as `require`.
 
+mod accumulated;
+mod cached;
+mod decode;
 mod edits;
+mod keyvalue;
+mod links;
 pub(crate) mod managed;
+mod patch;
 mod paths;
 mod perms;
 pub(crate) mod remote;
 mod serialize;
+mod tidied;
 mod tree;
 
 use halite_state::{StateCall, StateError, StateFunction, StateResult, StateTable, Value};
@@ -42,6 +49,15 @@ pub const MODULE: StateTable = StateTable {
         StateFunction::new("copy", paths::copy),
         StateFunction::new("touch", paths::touch),
         StateFunction::new("serialize", serialize::serialize).with_own_check_cmd(),
+        StateFunction::new("keyvalue", keyvalue::keyvalue),
+        StateFunction::new("rename", links::rename),
+        StateFunction::new("hardlink", links::hardlink),
+        StateFunction::new("tidied", tidied::tidied),
+        StateFunction::new("accumulated", accumulated::accumulated),
+        StateFunction::new("cached", cached::cached),
+        StateFunction::new("not_cached", cached::not_cached),
+        StateFunction::new("decode", decode::decode),
+        StateFunction::new("patch", patch::patch),
     ],
 };
 

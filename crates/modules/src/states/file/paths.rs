@@ -352,7 +352,8 @@ fn normpath(p: &str) -> String {
     }
 }
 
-fn copy_tree(src: &Path, dst: &Path) -> std::io::Result<()> {
+/// Copies a directory tree (`shutil.copytree`); `file.rename` uses it across filesystems.
+pub(super) fn copy_tree(src: &Path, dst: &Path) -> std::io::Result<()> {
     fs::create_dir(dst)?;
     for entry in fs::read_dir(src)? {
         let entry = entry?;
