@@ -6,6 +6,11 @@
 //! seconds), so it can tell whether its own `sleep` is still running.
 //! Without the timeout the command would run for 40 seconds and return
 //! empty output: the assertions on the output fail, not a clock.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::path::Path;
 use std::process::Command;

@@ -2,6 +2,11 @@
 //! forged return through an event tag, no replay after a minion restart,
 //! Hello floods bounded, quick reconnection after a master restart, and
 //! the smaller rules (ids, temp files, handshakes, permissions).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 mod common;
 

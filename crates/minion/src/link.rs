@@ -253,7 +253,7 @@ pub async fn run_link(
     keep_finished_returns(agents, outputs);
     let ret_endpoint = format!("tcp://{}:{}", settings.master, settings.master_port);
     let pub_endpoint = format!("tcp://{}:{}", settings.master, settings.publish_port);
-    let dealer = match Dealer::connect(&ret_endpoint, settings.auth_timeout).await {
+    let mut dealer = match Dealer::connect(&ret_endpoint, settings.auth_timeout).await {
         Ok(dealer) => dealer,
         Err(e) => return LinkEnd::MasterLost(e.to_string()),
     };

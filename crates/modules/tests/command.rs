@@ -1,5 +1,10 @@
 //! `halite_modules::command`: real processes run the way Salt's cmdmod
 //! runs them, with and without a timeout.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use halite_modules::command::run_command;
 use halite_state::{CmdOptions, CmdTimeout, Value};

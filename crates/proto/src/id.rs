@@ -15,6 +15,7 @@ pub enum InvalidMinionId {
     /// The id could escape the key directory (named here).
     #[error("minion id {0:?} contains '/', '\\\\', '..', NUL or a control character; such ids are refused because they could escape the key directory")]
     Unsafe(String),
+    /// The id holds a character that makes it display as another id (named here).
     #[error("minion id {0:?} contains a bidirectional or zero-width formatting character (U+202E and the like); such ids are refused because they display as another id")]
     Deceptive(String),
 }

@@ -40,23 +40,40 @@ pub const MAX_MINION_TAG_BYTES: usize = 1024;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Tag<'a> {
     /// `salt/job/<jid>/new`
-    JobNew { jid: &'a str },
+    JobNew {
+        /// The job's id.
+        jid: &'a str,
+    },
     /// `salt/job/<jid>/ret/<minion>`
-    JobRet { jid: &'a str, minion: &'a str },
+    JobRet {
+        /// The job's id.
+        jid: &'a str,
+        /// The minion that returned.
+        minion: &'a str,
+    },
     /// `salt/job/<jid>/prog/<minion>/<run_num>`
     JobProg {
+        /// The job's id.
         jid: &'a str,
+        /// The minion running it.
         minion: &'a str,
+        /// The state's `__run_num__`.
         run_num: u64,
     },
     /// `salt/state_result/<jid>/<minion>/<name or custom tag>` (`fire_event`).
     StateResult {
+        /// The job's id.
         jid: &'a str,
+        /// The minion running it.
         minion: &'a str,
+        /// The state's name or the custom tag, as fired.
         rest: &'a str,
     },
     /// `salt/minion/<minion>/start`
-    MinionStart { minion: &'a str },
+    MinionStart {
+        /// The minion that started.
+        minion: &'a str,
+    },
     /// `salt/auth`
     Auth,
     /// `salt/key`
@@ -130,12 +147,19 @@ pub fn parse(tag: &str) -> Tag<'_> {
 /// Why the master refused an event a minion fired.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum TagRefused {
+    /// The tag is empty.
     #[error("event tag is empty")]
     Empty,
+    /// The tag is longer than a minion may fire.
     #[error("event tag is longer than {max} bytes")]
-    TooLong { max: usize },
+    TooLong {
+        /// The limit in bytes.
+        max: usize,
+    },
+    /// The tag holds a control character.
     #[error("event tag contains a control character")]
     Control,
+    /// The tag is under `salt/` and not the minion's own progress (named here).
     #[error("event tag {0:?} is in Salt's reserved salt/ namespace and is not one a minion may fire for itself (salt/job/<jid>/prog/<own id>/<n>, salt/state_result/<jid>/<own id>/...)")]
     Reserved(String),
 }

@@ -108,7 +108,13 @@ fn show_link(grains: &Value, name: &str) -> Result<Value, ExecError> {
 }
 
 /// `update-alternatives --install <link> <name> <path> <priority>`.
-pub fn install(grains: &Value, name: &str, link: &str, path: &str, priority: &str) -> Result<String, ExecError> {
+pub fn install(
+    grains: &Value,
+    name: &str,
+    link: &str,
+    path: &str,
+    priority: &str,
+) -> Result<String, ExecError> {
     run_alt(grains, &["--install", link, name, path, priority], false)
 }
 

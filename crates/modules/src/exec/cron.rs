@@ -8,8 +8,8 @@ use std::io::Write;
 
 use halite_state::{Map, Value};
 
-use crate::exec::user::scalar_text;
 use crate::exec::signature::{self, Signature};
+use crate::exec::user::scalar_text;
 use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::Host;
 
@@ -45,9 +45,30 @@ const SIGNATURES: &[Signature] = &[
     Signature::new("raw_cron", &["user"], &[]),
     Signature::new("list_tab", &["user"], &[]),
     Signature::new("get_entry", &["user"], &["identifier", "cmd"]),
-    Signature::new("set_job", &["user", "minute", "hour", "daymonth", "month", "dayweek", "cmd"], &["commented", "comment", "identifier"]),
-    Signature::new("set_special", &["user", "special", "cmd"], &["commented", "comment", "identifier"]),
-    Signature::new("rm_job", &["user", "cmd"], &["minute", "hour", "daymonth", "month", "dayweek", "identifier"]),
+    Signature::new(
+        "set_job",
+        &[
+            "user", "minute", "hour", "daymonth", "month", "dayweek", "cmd",
+        ],
+        &["commented", "comment", "identifier"],
+    ),
+    Signature::new(
+        "set_special",
+        &["user", "special", "cmd"],
+        &["commented", "comment", "identifier"],
+    ),
+    Signature::new(
+        "rm_job",
+        &["user", "cmd"],
+        &[
+            "minute",
+            "hour",
+            "daymonth",
+            "month",
+            "dayweek",
+            "identifier",
+        ],
+    ),
     Signature::new("rm_special", &["user", "cmd"], &["special", "identifier"]),
     Signature::new("set_env", &["user", "name"], &["value"]),
     Signature::new("rm_env", &["user", "name"], &[]),
@@ -149,9 +170,10 @@ pub fn parse_tab(data: &str) -> CronTab {
                 None => comment_line,
                 Some(c) => format!("{c}\n{comment_line}"),
             });
-        } else if line.find('=').is_some_and(|eq| {
-            eq > 0 && line.find(' ').is_none_or(|sp| eq < sp)
-        }) {
+        } else if line
+            .find('=')
+            .is_some_and(|eq| eq > 0 && line.find(' ').is_none_or(|sp| eq < sp))
+        {
             if let Some((name, value)) = line.split_once('=') {
                 let mut dat = Map::new();
                 dat.insert("name".into(), Value::from(name));
@@ -499,7 +521,12 @@ pub fn set_entry(user: &str, mut spec: JobSpec) -> Result<String, ExecError> {
         if was_special {
             rm_special(user, &spec.cmd, None, Some(&cid_str))?;
         } else {
-            rm_job(user, &spec.cmd, &[None, None, None, None, None], Some(&cid_str))?;
+            rm_job(
+                user,
+                &spec.cmd,
+                &[None, None, None, None, None],
+                Some(&cid_str),
+            )?;
         }
         if let Some(times) = spec.times.as_mut() {
             for (i, key) in TIME_KEYS.iter().enumerate() {
@@ -539,7 +566,11 @@ pub fn set_entry(user: &str, mut spec: JobSpec) -> Result<String, ExecError> {
         }
         // Salt's recursion: the old entry is gone, so this adds the new one.
         let jret = set_entry(user, spec)?;
-        return Ok(if jret == "new" { "updated".into() } else { jret });
+        return Ok(if jret == "new" {
+            "updated".into()
+        } else {
+            jret
+        });
     }
     let mut tab = tab;
     let mut entry = Map::new();
@@ -553,9 +584,9 @@ pub fn set_entry(user: &str, mut spec: JobSpec) -> Result<String, ExecError> {
             tab.special.push(entry);
         }
         (None, times) => {
-            let t = times.clone().unwrap_or_else(|| {
-                ["*", "*", "*", "*", "*"].map(str::to_string)
-            });
+            let t = times
+                .clone()
+                .unwrap_or_else(|| ["*", "*", "*", "*", "*"].map(str::to_string));
             let resolved = cron_date_time(&t[0], &t[1], &t[2], &t[3], &t[4])?;
             for (i, key) in TIME_KEYS.iter().enumerate() {
                 entry.insert((*key).into(), Value::from(resolved[i].as_str()));
@@ -631,15 +662,15 @@ pub fn rm_special(
 /// Salt's `cron.set_env`: `new`, `updated`, `present`, or crontab's error.
 pub fn set_env(user: &str, name: &str, value: Option<&str>) -> Result<String, ExecError> {
     let mut tab = list_tab(user)?;
-    if let Some(env) = tab
-        .env
-        .iter()
-        .find(|e| field_str(e, "name") == Some(name))
-    {
+    if let Some(env) = tab.env.iter().find(|e| field_str(e, "name") == Some(name)) {
         if opt(value) != *field(env, "value") {
             rm_env(user, name)?;
             let jret = set_env(user, name, value)?;
-            return Ok(if jret == "new" { "updated".into() } else { jret });
+            return Ok(if jret == "new" {
+                "updated".into()
+            } else {
+                jret
+            });
         }
         return Ok("present".into());
     }
@@ -755,7 +786,13 @@ fn rm_job_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     for (i, key) in TIME_KEYS.iter().enumerate() {
         times[i] = text_arg(args, i + 2, key);
     }
-    rm_job(&user, &cmd, &times, text_arg(args, 7, "identifier").as_deref()).map(Value::from)
+    rm_job(
+        &user,
+        &cmd,
+        &times,
+        text_arg(args, 7, "identifier").as_deref(),
+    )
+    .map(Value::from)
 }
 
 fn rm_special_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
@@ -817,7 +854,10 @@ mod tests {
         assert_eq!(tab.env.len(), 1);
         assert_eq!(field_str(&tab.crons[0], "identifier"), Some("nightly"));
         assert_eq!(field_str(&tab.crons[0], "comment"), Some("backups"));
-        assert_eq!(field_str(&tab.crons[0], "cmd"), Some("/usr/bin/backup --all"));
+        assert_eq!(
+            field_str(&tab.crons[0], "cmd"),
+            Some("/usr/bin/backup --all")
+        );
         assert_eq!(field(&tab.special[0], "commented"), &Value::Bool(true));
         assert_eq!(field_str(&tab.special[0], "comment"), Some(""));
         assert_eq!(render_tab(&tab), text);
@@ -825,7 +865,9 @@ mod tests {
 
     #[test]
     fn matching_follows_salts_identifier_rules() {
-        let tab = parse_tab(&format!("{TAG}\n* * * * * /bin/a\n# SALT_CRON_IDENTIFIER:x\n* * * * * /bin/b\n"));
+        let tab = parse_tab(&format!(
+            "{TAG}\n* * * * * /bin/a\n# SALT_CRON_IDENTIFIER:x\n* * * * * /bin/b\n"
+        ));
         assert!(cron_matched(&tab.crons[0], "/bin/a", None));
         assert!(cron_matched(&tab.crons[0], "/bin/a", Some("anything")));
         assert!(!cron_matched(&tab.crons[0], "/bin/c", None));

@@ -54,12 +54,7 @@ fn has_value(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 fn items(_args: &Args, _host: &Host) -> Result<Value, ExecError> {
     Ok(Value::Object(
         std::env::vars_os()
-            .map(|(k, v)| {
-                (
-                    k.to_string_lossy().into_owned(),
-                    json!(v.to_string_lossy()),
-                )
-            })
+            .map(|(k, v)| (k.to_string_lossy().into_owned(), json!(v.to_string_lossy())))
             .collect::<Map>(),
     ))
 }

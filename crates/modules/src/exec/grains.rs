@@ -9,9 +9,9 @@ use halite_state::{Map, Value};
 
 use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::grains::{custom, deep_update};
+use crate::Host;
 use halite_salt_rules::fnmatch;
 use halite_salt_rules::pyfmt::str_json as python_str;
-use crate::Host;
 
 /// The module's table: read-only lookups in [`Host::grains`].
 pub const MODULE: ExecTable = ExecTable {
@@ -127,8 +127,7 @@ fn filter_by_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
         }
         None => {
             return Err(ExecError::Invocation(
-                "filter_by() missing 1 required positional argument: 'lookup_dict'"
-                    .into(),
+                "filter_by() missing 1 required positional argument: 'lookup_dict'".into(),
             ))
         }
     };
@@ -136,7 +135,9 @@ fn filter_by_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
         .get_str(1, "grain")
         .unwrap_or_else(|| "os_family".into());
     // Salt: `if merge:` — an empty mapping is no merge.
-    let merge = args.get(2, "merge").filter(|v| halite_salt_rules::truthy(v));
+    let merge = args
+        .get(2, "merge")
+        .filter(|v| halite_salt_rules::truthy(v));
     let default = args
         .get_str(3, "default")
         .unwrap_or_else(|| "default".into());

@@ -20,7 +20,9 @@ pub const MODULE: ExecTable = ExecTable {
     functions: &[
         ExecFunction::new("digest", digest),
         ExecFunction::new("digest_file", digest_file),
-        ExecFunction::new("md5_digest", |a, _| text_digest(a, "md5_digest", HashType::Md5)),
+        ExecFunction::new("md5_digest", |a, _| {
+            text_digest(a, "md5_digest", HashType::Md5)
+        }),
         ExecFunction::new("sha256_digest", |a, _| {
             text_digest(a, "sha256_digest", HashType::Sha256)
         }),

@@ -35,7 +35,10 @@ pub fn hosts_file(opts: &Value) -> PathBuf {
 }
 
 fn io_err(path: &std::path::Path, e: std::io::Error) -> ExecError {
-    ExecError::Execution(format!("Unable to access hosts file {}: {e}", path.display()))
+    ExecError::Execution(format!(
+        "Unable to access hosts file {}: {e}",
+        path.display()
+    ))
 }
 
 /// Salt's `_list_hosts`: each address with its `aliases` (and `comment`),
@@ -93,7 +96,12 @@ pub fn aliases(hosts: &Map, ip: &str) -> Vec<String> {
         .get(ip)
         .and_then(|i| i.get("aliases"))
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(Value::as_str).map(str::to_string).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
         .unwrap_or_default()
 }
 
@@ -131,7 +139,12 @@ fn write_text(path: &std::path::Path, text: &str) -> Result<(), ExecError> {
 
 /// Salt's `set_host`: the line of `ip` becomes `ip\t\talias` (other lines
 /// of that address are dropped); an alias of only spaces removes them all.
-pub fn set_host(opts: &Value, ip: &str, alias: &str, comment: Option<&str>) -> Result<bool, ExecError> {
+pub fn set_host(
+    opts: &Value,
+    ip: &str,
+    alias: &str,
+    comment: Option<&str>,
+) -> Result<bool, ExecError> {
     let path = hosts_file(opts);
     let mut lines = read_lines(&path)?;
     let to_add = if alias.trim().is_empty() {

@@ -88,7 +88,10 @@ fn headers(args: &Args) -> Result<Vec<(String, String)>, ExecError> {
         let token = base64::engine::general_purpose::STANDARD.encode(format!("{user}:{pass}"));
         out.push(("Authorization".into(), format!("Basic {token}")));
     }
-    if !out.iter().any(|(k, _)| k.eq_ignore_ascii_case("user-agent")) {
+    if !out
+        .iter()
+        .any(|(k, _)| k.eq_ignore_ascii_case("user-agent"))
+    {
         out.push((
             "User-Agent".into(),
             concat!("halite/", env!("CARGO_PKG_VERSION"), " http.query()").into(),
@@ -122,7 +125,11 @@ pub fn query(args: &Args, host: &Host) -> Result<Value, ExecError> {
         Some(Value::String(s)) => Some(s.clone().into_bytes()),
         Some(other) => Some(other.to_string().into_bytes()),
     };
-    if body.is_some() && !hdrs.iter().any(|(k, _)| k.eq_ignore_ascii_case("content-type")) {
+    if body.is_some()
+        && !hdrs
+            .iter()
+            .any(|(k, _)| k.eq_ignore_ascii_case("content-type"))
+    {
         hdrs.push((
             "Content-Type".into(),
             "application/x-www-form-urlencoded".into(),
@@ -180,22 +187,28 @@ pub fn query(args: &Args, host: &Host) -> Result<Value, ExecError> {
             .unwrap_or_else(|| "auto".into());
         let is_json = decode_type == "json"
             || (decode_type == "auto"
-                && reply.headers.iter().any(|(k, v)| {
-                    k.eq_ignore_ascii_case("content-type") && v.contains("json")
-                }));
+                && reply
+                    .headers
+                    .iter()
+                    .any(|(k, v)| k.eq_ignore_ascii_case("content-type") && v.contains("json")));
         if is_json {
             match serde_json::from_str::<Value>(&reply.body) {
                 Ok(v) => {
                     out.insert("dict".into(), v);
                 }
                 Err(e) => {
-                    out.insert("error".into(), json!(format!("cannot decode the body as JSON: {e}")));
+                    out.insert(
+                        "error".into(),
+                        json!(format!("cannot decode the body as JSON: {e}")),
+                    );
                 }
             }
         } else if decode_type != "auto" && decode_type != "plain" {
             out.insert(
                 "error".into(),
-                json!(format!("decode_type '{decode_type}' is not supported by halite; use json or plain")),
+                json!(format!(
+                    "decode_type '{decode_type}' is not supported by halite; use json or plain"
+                )),
             );
         }
     }
@@ -222,7 +235,11 @@ fn seconds(args: &Args, key: &str, default: f64) -> Duration {
         Some(Value::String(s)) => s.parse().unwrap_or(default),
         _ => default,
     };
-    Duration::from_secs_f64(if secs.is_finite() && secs >= 0.0 { secs } else { default })
+    Duration::from_secs_f64(if secs.is_finite() && secs >= 0.0 {
+        secs
+    } else {
+        default
+    })
 }
 
 /// Salt's `http.wait_for_successful_query url [wait_for=300]

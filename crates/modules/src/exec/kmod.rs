@@ -184,7 +184,11 @@ fn set_persistent(module: &str, conf: &str) -> Result<BTreeSet<String>, ExecErro
 }
 
 /// Comments `module` out of `conf` (or deletes it when `comment` is false).
-fn remove_persistent(module: &str, comment: bool, conf: &str) -> Result<BTreeSet<String>, ExecError> {
+fn remove_persistent(
+    module: &str,
+    comment: bool,
+    conf: &str,
+) -> Result<BTreeSet<String>, ExecError> {
     let Some(name) = module.split_whitespace().next() else {
         return Ok(BTreeSet::new());
     };
@@ -210,7 +214,11 @@ fn remove_persistent(module: &str, comment: bool, conf: &str) -> Result<BTreeSet
 
 /// Salt's `kmod.load`: the modules it loaded (with dependencies), or
 /// `Err(message)` when modprobe failed.
-pub fn load(module: &str, persist: bool, conf: &str) -> Result<Result<Vec<String>, String>, ExecError> {
+pub fn load(
+    module: &str,
+    persist: bool,
+    conf: &str,
+) -> Result<Result<Vec<String>, String>, ExecError> {
     let pre = names(&lsmod()?);
     let (rc, _, stderr) = run("modprobe", &[module])?;
     if rc != 0 {
@@ -276,7 +284,11 @@ fn lsmod_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 
 fn mod_list_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
     signature::check(SIGNATURES, "mod_list", args)?;
-    mod_list(args.get_bool(0, "only_persist", false), modules_conf(&host.grains)).map(strings)
+    mod_list(
+        args.get_bool(0, "only_persist", false),
+        modules_conf(&host.grains),
+    )
+    .map(strings)
 }
 
 fn is_loaded_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
@@ -300,8 +312,10 @@ fn remove_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let m = args.require_str(0, "mod", "remove")?;
     let persist = args.get_bool(1, "persist", false);
     let comment = args.get_bool(2, "comment", true);
-    Ok(match remove(&m, persist, comment, modules_conf(&host.grains))? {
-        Ok(mods) => strings(mods),
-        Err(msg) => Value::from(msg),
-    })
+    Ok(
+        match remove(&m, persist, comment, modules_conf(&host.grains))? {
+            Ok(mods) => strings(mods),
+            Err(msg) => Value::from(msg),
+        },
+    )
 }

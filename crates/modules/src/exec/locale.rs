@@ -246,7 +246,13 @@ mod tests {
     fn locale_names_split_join_and_normalize_as_salt() {
         let p = split_locale("ca_ES.UTF-8@valencia UTF-8");
         assert_eq!(
-            (p.language.as_str(), p.territory.as_str(), p.codeset.as_str(), p.modifier.as_str(), p.charmap.as_str()),
+            (
+                p.language.as_str(),
+                p.territory.as_str(),
+                p.codeset.as_str(),
+                p.modifier.as_str(),
+                p.charmap.as_str()
+            ),
             ("ca", "ES", "UTF-8", "valencia", "UTF-8")
         );
         assert_eq!(join_locale(&p), "ca_ES.UTF-8@valencia UTF-8");

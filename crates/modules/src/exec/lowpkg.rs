@@ -24,7 +24,10 @@ pub const MODULE: ExecTable = ExecTable {
 /// `lowpkg.list_pkgs [names...]`: installed packages and their versions.
 fn list_pkgs(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let low = lowpkg_for(&host.grains)?;
-    Ok(pkg_versions_to_value(&low.list_pkgs(&names_of(args))?, false))
+    Ok(pkg_versions_to_value(
+        &low.list_pkgs(&names_of(args))?,
+        false,
+    ))
 }
 
 /// `lowpkg.verify [names...]`: files that differ from the package database.

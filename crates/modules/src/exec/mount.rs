@@ -7,8 +7,8 @@ use std::path::Path;
 
 use halite_state::{Map, Value};
 
-use crate::exec::user::{scalar_text, string_list};
 use crate::exec::signature::{self, Signature};
+use crate::exec::user::{scalar_text, string_list};
 use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::Host;
 
@@ -34,11 +34,32 @@ pub const MODULE: ExecTable = ExecTable {
 const SIGNATURES: &[Signature] = &[
     Signature::new("active", &[], &["extended"]),
     Signature::new("fstab", &[], &["config"]),
-    Signature::new("set_fstab", &["name", "device", "fstype"], &["opts", "dump", "pass_num", "config", "test", "match_on", "not_change"]).with_kwargs(),
+    Signature::new(
+        "set_fstab",
+        &["name", "device", "fstype"],
+        &[
+            "opts",
+            "dump",
+            "pass_num",
+            "config",
+            "test",
+            "match_on",
+            "not_change",
+        ],
+    )
+    .with_kwargs(),
     Signature::new("rm_fstab", &["name", "device"], &["config"]),
-    Signature::new("mount", &["name"], &["device", "mkmnt", "fstype", "opts", "user", "util"]),
+    Signature::new(
+        "mount",
+        &["name"],
+        &["device", "mkmnt", "fstype", "opts", "user", "util"],
+    ),
     Signature::new("umount", &["name"], &["device", "user", "util", "lazy"]),
-    Signature::new("remount", &["name", "device"], &["mkmnt", "fstype", "opts", "user"]),
+    Signature::new(
+        "remount",
+        &["name", "device"],
+        &["mkmnt", "fstype", "opts", "user"],
+    ),
     Signature::new("is_mounted", &["name"], &[]),
     Signature::new("swaps", &[], &[]),
     Signature::new("swapon", &["name"], &["priority"]),
@@ -310,8 +331,20 @@ impl FstabEntry {
 
 /// The filesystems Salt matches by mount point rather than by device.
 const SPECIAL_FSES: &[&str] = &[
-    "none", "tmpfs", "sysfs", "proc", "fusectl", "debugfs", "securityfs", "devtmpfs", "cgroup",
-    "nfs", "nfs4", "glusterfs", "btrfs", "ceph",
+    "none",
+    "tmpfs",
+    "sysfs",
+    "proc",
+    "fusectl",
+    "debugfs",
+    "securityfs",
+    "devtmpfs",
+    "cgroup",
+    "nfs",
+    "nfs4",
+    "glusterfs",
+    "btrfs",
+    "ceph",
 ];
 
 /// What [`set_fstab`] should write.
@@ -599,7 +632,12 @@ fn rm_fstab_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     signature::check(SIGNATURES, "rm_fstab", args)?;
     let name = args.require_str(0, "name", "rm_fstab")?;
     let device = args.require_str(1, "device", "rm_fstab")?;
-    rm_fstab(&name, Some(&device), &text(args, 2, "config", DEFAULT_FSTAB)).map(Value::Bool)
+    rm_fstab(
+        &name,
+        Some(&device),
+        &text(args, 2, "config", DEFAULT_FSTAB),
+    )
+    .map(Value::Bool)
 }
 
 fn outcome(r: Option<String>) -> Value {

@@ -90,10 +90,7 @@ pub fn parse_ip_addr(out: &str) -> Map {
                     addr.insert("type".into(), json!("inet"));
                 }
                 addr.insert("address".into(), json!(ip));
-                addr.insert(
-                    "netmask".into(),
-                    json!(netmask(cidr.parse().unwrap_or(32))),
-                );
+                addr.insert("netmask".into(), json!(netmask(cidr.parse().unwrap_or(32))));
                 addr.insert("broadcast".into(), after("brd"));
                 addr.insert("label".into(), json!(label));
             }
@@ -136,7 +133,11 @@ fn in_subnet(cidr: &str, ip: &IpAddr) -> bool {
             u32::from(net) & mask == u32::from(*ip) & mask
         }
         (Ok(IpAddr::V6(net)), IpAddr::V6(ip), Ok(len)) if len <= 128 => {
-            let mask = if len == 0 { 0 } else { u128::MAX << (128 - len) };
+            let mask = if len == 0 {
+                0
+            } else {
+                u128::MAX << (128 - len)
+            };
             u128::from(net) & mask == u128::from(*ip) & mask
         }
         _ => false,
@@ -178,7 +179,11 @@ fn ip_addrs(args: &Args, _host: &Host) -> Result<Value, ExecError> {
         if interface.as_ref().is_some_and(|i| i != name) {
             continue;
         }
-        let primary = data.get("inet").and_then(Value::as_array).into_iter().flatten();
+        let primary = data
+            .get("inet")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten();
         let secondary = data
             .get("secondary")
             .and_then(Value::as_array)
@@ -245,7 +250,10 @@ pub fn parse_default_routes(v4: &str, v6: &str) -> Vec<Value> {
 /// or both).
 fn default_route(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let family = args.get_str(0, "family");
-    if let Some(f) = family.as_deref().filter(|f| !matches!(*f, "inet" | "inet6")) {
+    if let Some(f) = family
+        .as_deref()
+        .filter(|f| !matches!(*f, "inet" | "inet6"))
+    {
         return Err(ExecError::Execution(format!("Invalid address family {f}")));
     }
     let v4 = run("ip -4 route show table main")?;
@@ -254,7 +262,11 @@ fn default_route(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     Ok(Value::Array(
         routes
             .into_iter()
-            .filter(|r| family.as_deref().is_none_or(|f| r["addr_family"] == json!(f)))
+            .filter(|r| {
+                family
+                    .as_deref()
+                    .is_none_or(|f| r["addr_family"] == json!(f))
+            })
             .collect(),
     ))
 }
@@ -282,9 +294,8 @@ fn ping(args: &Args, _host: &Host) -> Result<Value, ExecError> {
         Some(t) => format!("ping -W {} -c 4 {target}", crate::host::shell_quote(&t)),
         None => format!("ping -c 4 {target}"),
     };
-    let out = crate::host::run_command(&cmd, &CmdOptions::default()).map_err(|e| {
-        ExecError::Execution(format!("Unable to run command '{cmd}', reason: {e}"))
-    })?;
+    let out = crate::host::run_command(&cmd, &CmdOptions::default())
+        .map_err(|e| ExecError::Execution(format!("Unable to run command '{cmd}', reason: {e}")))?;
     if args.get_bool(2, "return_boolean", false) {
         return Ok(json!(out.retcode == 0));
     }

@@ -256,17 +256,19 @@ fn list_repos(provider: &dyn PkgProvider, args: &Args, _host: &Host) -> Result<V
 /// `pkg.get_repo <repo>`.
 fn get_repo(provider: &dyn PkgProvider, args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let repo = args.require_str(0, "repo", "get_repo")?;
-    Ok(Value::Object(
-        provider.get_repo(&repo, &RepoOptions::from_kwargs(&args.kwargs))?,
-    ))
+    Ok(Value::Object(provider.get_repo(
+        &repo,
+        &RepoOptions::from_kwargs(&args.kwargs),
+    )?))
 }
 
 /// `pkg.del_repo <repo>`.
 fn del_repo(provider: &dyn PkgProvider, args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let repo = args.require_str(0, "repo", "del_repo")?;
-    Ok(json!(
-        provider.del_repo(&repo, &RepoOptions::from_kwargs(&args.kwargs))?
-    ))
+    Ok(json!(provider.del_repo(
+        &repo,
+        &RepoOptions::from_kwargs(&args.kwargs)
+    )?))
 }
 
 /// `pkg.mod_repo <repo> [settings...]`.

@@ -115,7 +115,12 @@ pub fn set_attrib(
 ) -> Result<bool, ExecError> {
     usr::check_account_name(name)?;
     let before = info(name);
-    if before.get("name").and_then(Value::as_str).unwrap_or("").is_empty() {
+    if before
+        .get("name")
+        .and_then(Value::as_str)
+        .unwrap_or("")
+        .is_empty()
+    {
         return Ok(false);
     }
     if same(before.get(key), value) {

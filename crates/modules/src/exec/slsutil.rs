@@ -71,14 +71,11 @@ fn serialize(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 /// `slsutil.deserialize <serializer> <stream_or_string>`: text as data.
 fn deserialize(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let name = args.require_str(0, "serializer", "deserialize")?;
-    let text = args
-        .get(1, "stream_or_string")
-        .map(py_str)
-        .ok_or_else(|| {
-            ExecError::Invocation(
-                "deserialize() missing 1 required positional argument: 'stream_or_string'".into(),
-            )
-        })?;
+    let text = args.get(1, "stream_or_string").map(py_str).ok_or_else(|| {
+        ExecError::Invocation(
+            "deserialize() missing 1 required positional argument: 'stream_or_string'".into(),
+        )
+    })?;
     match name.as_str() {
         "json" => serde_json::from_str(&text)
             .map_err(|e| ExecError::Execution(format!("Could not deserialize json: {e}"))),

@@ -13,8 +13,8 @@ use halite_state::{Map, Value};
 use regex::Regex;
 
 use crate::exec::file::meta::HashType;
-use crate::exec::user::{scalar_text, string_list};
 use crate::exec::signature::{self, Signature};
+use crate::exec::user::{scalar_text, string_list};
 use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::Host;
 
@@ -40,18 +40,99 @@ pub const MODULE: ExecTable = ExecTable {
 
 /// The Python signatures of the functions, for Salt's argument errors.
 const SIGNATURES: &[Signature] = &[
-    Signature::new("auth_keys", &[], &["user", "config", "fingerprint_hash_type"]),
-    Signature::new("check_key", &["user", "key", "enc", "comment", "options"], &["config", "cache_keys", "fingerprint_hash_type"]),
-    Signature::new("set_auth_key", &["user", "key"], &["enc", "comment", "options", "config", "cache_keys", "fingerprint_hash_type"]),
-    Signature::new("rm_auth_key", &["user", "key"], &["config", "fingerprint_hash_type"]),
-    Signature::new("check_key_file", &["user", "source"], &["config", "saltenv", "fingerprint_hash_type"]),
-    Signature::new("set_auth_key_from_file", &["user", "source"], &["config", "saltenv", "fingerprint_hash_type"]).with_kwargs(),
-    Signature::new("rm_auth_key_from_file", &["user", "source"], &["config", "saltenv", "fingerprint_hash_type"]),
-    Signature::new("get_known_host_entries", &["user", "hostname"], &["config", "port", "fingerprint_hash_type"]),
-    Signature::new("recv_known_host_entries", &["hostname"], &["enc", "port", "hash_known_hosts", "timeout", "fingerprint_hash_type"]),
-    Signature::new("check_known_host", &[], &["user", "hostname", "key", "fingerprint", "config", "port", "fingerprint_hash_type"]),
-    Signature::new("set_known_host", &[], &["user", "hostname", "fingerprint", "key", "port", "enc", "config", "hash_known_hosts", "timeout", "fingerprint_hash_type"]),
-    Signature::new("rm_known_host", &[], &["user", "hostname", "config", "port"]),
+    Signature::new(
+        "auth_keys",
+        &[],
+        &["user", "config", "fingerprint_hash_type"],
+    ),
+    Signature::new(
+        "check_key",
+        &["user", "key", "enc", "comment", "options"],
+        &["config", "cache_keys", "fingerprint_hash_type"],
+    ),
+    Signature::new(
+        "set_auth_key",
+        &["user", "key"],
+        &[
+            "enc",
+            "comment",
+            "options",
+            "config",
+            "cache_keys",
+            "fingerprint_hash_type",
+        ],
+    ),
+    Signature::new(
+        "rm_auth_key",
+        &["user", "key"],
+        &["config", "fingerprint_hash_type"],
+    ),
+    Signature::new(
+        "check_key_file",
+        &["user", "source"],
+        &["config", "saltenv", "fingerprint_hash_type"],
+    ),
+    Signature::new(
+        "set_auth_key_from_file",
+        &["user", "source"],
+        &["config", "saltenv", "fingerprint_hash_type"],
+    )
+    .with_kwargs(),
+    Signature::new(
+        "rm_auth_key_from_file",
+        &["user", "source"],
+        &["config", "saltenv", "fingerprint_hash_type"],
+    ),
+    Signature::new(
+        "get_known_host_entries",
+        &["user", "hostname"],
+        &["config", "port", "fingerprint_hash_type"],
+    ),
+    Signature::new(
+        "recv_known_host_entries",
+        &["hostname"],
+        &[
+            "enc",
+            "port",
+            "hash_known_hosts",
+            "timeout",
+            "fingerprint_hash_type",
+        ],
+    ),
+    Signature::new(
+        "check_known_host",
+        &[],
+        &[
+            "user",
+            "hostname",
+            "key",
+            "fingerprint",
+            "config",
+            "port",
+            "fingerprint_hash_type",
+        ],
+    ),
+    Signature::new(
+        "set_known_host",
+        &[],
+        &[
+            "user",
+            "hostname",
+            "fingerprint",
+            "key",
+            "port",
+            "enc",
+            "config",
+            "hash_known_hosts",
+            "timeout",
+            "fingerprint_hash_type",
+        ],
+    ),
+    Signature::new(
+        "rm_known_host",
+        &[],
+        &["user", "hostname", "config", "port"],
+    ),
     Signature::new("hash_known_hosts", &[], &["user", "config"]),
 ];
 
@@ -60,9 +141,8 @@ pub const DEFAULT_AUTH_CONFIG: &str = ".ssh/authorized_keys";
 const DEFAULT_SSH_PORT: i64 = 22;
 
 /// A key line: options, then `<type> <base64> [comment]` (Salt's regex).
-pub static KEY_LINE: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"^(.*?)\s?((?:sk-)?(?:ssh\-|ecds)[\w@.-]+\s.+)$").ok()
-});
+pub static KEY_LINE: LazyLock<Option<Regex>> =
+    LazyLock::new(|| Regex::new(r"^(.*?)\s?((?:sk-)?(?:ssh\-|ecds)[\w@.-]+\s.+)$").ok());
 static REPLACE_LINE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"((.*)\s)?((?:sk-)?(?:ssh|ecdsa)-[a-z0-9@.-]+)\s([a-zA-Z0-9+/]+={0,2})(\s(.*))?")
         .ok()
@@ -179,7 +259,10 @@ pub fn config_file(user: &str, config: &str) -> Result<String, ExecError> {
     if config.starts_with('/') {
         Ok(config)
     } else {
-        Ok(Path::new(&acct.home).join(config).to_string_lossy().into_owned())
+        Ok(Path::new(&acct.home)
+            .join(config)
+            .to_string_lossy()
+            .into_owned())
     }
 }
 
@@ -211,7 +294,10 @@ impl AuthKey {
 pub fn split_key_line(line: &str) -> Option<(String, Vec<String>)> {
     let re = KEY_LINE.as_ref()?;
     let caps = re.captures(line)?;
-    let opts = caps.get(1).map(|m| m.as_str().to_string()).unwrap_or_default();
+    let opts = caps
+        .get(1)
+        .map(|m| m.as_str().to_string())
+        .unwrap_or_default();
     let comps = caps
         .get(2)
         .map(|m| m.as_str().split_whitespace().map(str::to_string).collect())
@@ -463,7 +549,10 @@ fn auth_keys_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
             for u in users.iter().filter_map(scalar_text) {
                 if let Ok(full) = config_file(&u, &config) {
                     if Path::new(&full).is_file() {
-                        m.insert(u.clone(), keys_value(&validate_keys(&full, hash.as_deref())?));
+                        m.insert(
+                            u.clone(),
+                            keys_value(&validate_keys(&full, hash.as_deref())?),
+                        );
                     }
                 }
             }
@@ -478,7 +567,10 @@ fn auth_keys_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
             for u in crate::exec::user::list_users()? {
                 if let Ok(full) = config_file(&u, &config) {
                     if Path::new(&full).is_file() {
-                        m.insert(u.clone(), keys_value(&validate_keys(&full, hash.as_deref())?));
+                        m.insert(
+                            u.clone(),
+                            keys_value(&validate_keys(&full, hash.as_deref())?),
+                        );
                     }
                 }
             }
@@ -526,7 +618,13 @@ fn rm_auth_key_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     signature::check(SIGNATURES, "rm_auth_key", args)?;
     let user = args.require_str(0, "user", "rm_auth_key")?;
     let key = args.require_str(1, "key", "rm_auth_key")?;
-    rm_auth_key(&user, &key, &config_arg(args, 2), hash_arg(args, 3).as_deref()).map(Value::from)
+    rm_auth_key(
+        &user,
+        &key,
+        &config_arg(args, 2),
+        hash_arg(args, 3).as_deref(),
+    )
+    .map(Value::from)
 }
 
 /// The local path of a key file `source` (`salt://` through the file
@@ -581,7 +679,13 @@ fn check_key_file_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let Some(file) = cache_source(host, &source, &saltenv)? else {
         return Ok(Value::Object(Map::new()));
     };
-    let checked = check_key_file(&user, &file, &source, &config_arg(args, 2), hash_arg(args, 4).as_deref())?;
+    let checked = check_key_file(
+        &user,
+        &file,
+        &source,
+        &config_arg(args, 2),
+        hash_arg(args, 4).as_deref(),
+    )?;
     Ok(Value::Object(
         checked
             .unwrap_or_default()
@@ -610,7 +714,9 @@ pub fn set_auth_key_from_file(
     let mut results = Vec::new();
     for (key, k) in &keys {
         let opts = options.filter(|o| !o.is_empty()).unwrap_or(&k.options);
-        results.push(set_auth_key(user, key, &k.enc, &k.comment, opts, config, hash_type)?);
+        results.push(set_auth_key(
+            user, key, &k.enc, &k.comment, opts, config, hash_type,
+        )?);
     }
     Ok(Ok(if results.iter().any(|r| r.contains("fail")) {
         "fail"
@@ -630,7 +736,9 @@ fn set_auth_key_from_file_fn(args: &Args, host: &Host) -> Result<Value, ExecErro
     let saltenv = args.get_str(3, "saltenv").unwrap_or_else(|| "base".into());
     let file = cache_source(host, &source, &saltenv)?
         .ok_or_else(|| exec_err("Failed to pull key file from salt file server"))?;
-    let options = args.get(usize::MAX, "options").map(|v| string_list(Some(v)));
+    let options = args
+        .get(usize::MAX, "options")
+        .map(|v| string_list(Some(v)));
     let r = set_auth_key_from_file(
         &user,
         &file,
@@ -673,8 +781,13 @@ fn rm_auth_key_from_file_fn(args: &Args, host: &Host) -> Result<Value, ExecError
     let saltenv = args.get_str(3, "saltenv").unwrap_or_else(|| "base".into());
     let file = cache_source(host, &source, &saltenv)?
         .ok_or_else(|| exec_err("Failed to pull key file from salt file server"))?;
-    rm_auth_key_from_file(&user, &file, &config_arg(args, 2), hash_arg(args, 4).as_deref())
-        .map(Value::from)
+    rm_auth_key_from_file(
+        &user,
+        &file,
+        &config_arg(args, 2),
+        hash_arg(args, 4).as_deref(),
+    )
+    .map(Value::from)
 }
 
 // ---- known_hosts ----
@@ -689,17 +802,22 @@ pub fn status_error(msg: impl Into<String>) -> Value {
 
 /// Salt's `_get_known_hosts_file`: the absolute path, or the error dict.
 pub fn known_hosts_file(config: Option<&str>, user: Option<&str>) -> Result<String, Value> {
-    let config = config.filter(|c| !c.is_empty()).unwrap_or(if user.is_some() {
-        ".ssh/known_hosts"
-    } else {
-        "/etc/ssh/ssh_known_hosts"
-    });
+    let config = config
+        .filter(|c| !c.is_empty())
+        .unwrap_or(if user.is_some() {
+            ".ssh/known_hosts"
+        } else {
+            "/etc/ssh/ssh_known_hosts"
+        });
     if config.starts_with('/') {
         return Ok(config.to_string());
     }
     match user {
         Some(u) => match account(u) {
-            Some(a) => Ok(Path::new(&a.home).join(config).to_string_lossy().into_owned()),
+            Some(a) => Ok(Path::new(&a.home)
+                .join(config)
+                .to_string_lossy()
+                .into_owned()),
             None => Err(status_error(format!("User {u} does not exist"))),
         },
         None => Err(status_error("Cannot determine absolute path to file.")),
@@ -763,7 +881,10 @@ pub fn get_known_host_entries(
         Ok(f) => f,
         Err(e) => return Ok(Err(e)),
     };
-    let text = run_tool("ssh-keygen", &["-F", &ssh_hostname(hostname, port), "-f", &full])?;
+    let text = run_tool(
+        "ssh-keygen",
+        &["-F", &ssh_hostname(hostname, port), "-f", &full],
+    )?;
     let entries = parse_openssh_output(&text, hash_type)?;
     Ok(Ok((!entries.is_empty()).then_some(entries)))
 }
@@ -866,11 +987,13 @@ pub fn check_known_host(
     port: Option<i64>,
     hash_type: Option<&str>,
 ) -> Result<Value, ExecError> {
-    let config = config.filter(|c| !c.is_empty()).unwrap_or(if user.is_some() {
-        ".ssh/known_hosts"
-    } else {
-        "/etc/ssh/ssh_known_hosts"
-    });
+    let config = config
+        .filter(|c| !c.is_empty())
+        .unwrap_or(if user.is_some() {
+            ".ssh/known_hosts"
+        } else {
+            "/etc/ssh/ssh_known_hosts"
+        });
     let entries = match get_known_host_entries(user, hostname, Some(config), port, hash_type)? {
         Err(e) => return Ok(e),
         Ok(None) => return Ok(Value::from("add")),
@@ -878,8 +1001,20 @@ pub fn check_known_host(
     };
     let has = |field: &str, want: &str| entries.iter().any(|e| entry_field(e, field) == Some(want));
     Ok(Value::from(match (key, fp) {
-        (Some(k), _) => if has("key", k) { "exists" } else { "update" },
-        (None, Some(f)) => if has("fingerprint", f) { "exists" } else { "update" },
+        (Some(k), _) => {
+            if has("key", k) {
+                "exists"
+            } else {
+                "update"
+            }
+        }
+        (None, Some(f)) => {
+            if has("fingerprint", f) {
+                "exists"
+            } else {
+                "update"
+            }
+        }
         _ => "exists",
     }))
 }
@@ -901,10 +1036,7 @@ fn check_known_host_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 }
 
 fn chown_to(user: Option<&str>, path: &Path) {
-    if let (true, Some(acct)) = (
-        nix::unistd::geteuid().is_root(),
-        user.and_then(account),
-    ) {
+    if let (true, Some(acct)) = (nix::unistd::geteuid().is_root(), user.and_then(account)) {
         let _ = std::os::unix::fs::chown(path, Some(acct.uid), Some(acct.gid));
     }
 }
@@ -921,9 +1053,14 @@ pub fn rm_known_host(
         Err(e) => return Ok(e),
     };
     if !Path::new(&full).is_file() {
-        return Ok(status_error(format!("Known hosts file {full} does not exist")));
+        return Ok(status_error(format!(
+            "Known hosts file {full} does not exist"
+        )));
     }
-    let out = run_tool("ssh-keygen", &["-R", &ssh_hostname(hostname, port), "-f", &full])?;
+    let out = run_tool(
+        "ssh-keygen",
+        &["-R", &ssh_hostname(hostname, port), "-f", &full],
+    )?;
     chown_to(user, Path::new(&full));
     let mut m = Map::new();
     m.insert("status".into(), Value::from("removed"));
@@ -952,7 +1089,9 @@ pub fn hash_known_hosts(user: Option<&str>, config: Option<&str>) -> Result<Valu
     };
     let path = Path::new(&full);
     let Ok(meta) = std::fs::metadata(path) else {
-        return Ok(status_error(format!("Known hosts file {full} does not exist")));
+        return Ok(status_error(format!(
+            "Known hosts file {full} does not exist"
+        )));
     };
     let out = run_tool("ssh-keygen", &["-H", "-f", &full])?;
     let _ = std::fs::set_permissions(path, meta.permissions());
@@ -1073,13 +1212,18 @@ pub fn set_known_host(req: &KnownHost) -> Result<Value, ExecError> {
                 return Ok(status_error("Unable to receive remote host keys"));
             };
             if let Some(f) = &req.fingerprint {
-                if !remote.iter().any(|h| entry_field(h, "fingerprint") == Some(f)) {
+                if !remote
+                    .iter()
+                    .any(|h| entry_field(h, "fingerprint") == Some(f))
+                {
                     return Ok(status_error("Remote host public keys found but none of their fingerprints match the one you have provided"));
                 }
             }
             if check {
-                let known: std::collections::BTreeSet<&str> =
-                    remote.iter().filter_map(|h| entry_field(h, "key")).collect();
+                let known: std::collections::BTreeSet<&str> = remote
+                    .iter()
+                    .filter_map(|h| entry_field(h, "key"))
+                    .collect();
                 let have: std::collections::BTreeSet<&str> =
                     stored_keys.iter().map(String::as_str).collect();
                 if known == have {
@@ -1117,7 +1261,9 @@ pub fn set_known_host(req: &KnownHost) -> Result<Value, ExecError> {
         }
         if !remove.is_empty() {
             let old = std::fs::read_to_string(path).map_err(|e| {
-                exec_err(format!("Couldn't remove old entry(ies) from known hosts file: '{e}'"))
+                exec_err(format!(
+                    "Couldn't remove old entry(ies) from known hosts file: '{e}'"
+                ))
             })?;
             let mut kept: Vec<&str> = old.split_inclusive('\n').collect();
             remove.sort_unstable();
@@ -1127,14 +1273,19 @@ pub fn set_known_host(req: &KnownHost) -> Result<Value, ExecError> {
                 }
             }
             std::fs::write(path, kept.concat()).map_err(|e| {
-                exec_err(format!("Couldn't remove old entry(ies) from known hosts file: '{e}'"))
+                exec_err(format!(
+                    "Couldn't remove old entry(ies) from known hosts file: '{e}'"
+                ))
             })?;
         }
     }
     let mut new_lines = String::new();
     for entry in &remote {
         let host = entry_field(entry, "hostname").unwrap_or_default();
-        let enc = entry.get("enc").map(crate::exec::py_str).unwrap_or_default();
+        let enc = entry
+            .get("enc")
+            .map(crate::exec::py_str)
+            .unwrap_or_default();
         let key = entry_field(entry, "key").unwrap_or_default();
         if req.hash_known_hosts
             || matches!(req.port, None | Some(DEFAULT_SSH_PORT))
@@ -1219,7 +1370,10 @@ mod tests {
             split_key_line("no-pty,command=\"x\" ssh-ed25519 AAAAC3 me@host").unwrap_or_default();
         assert_eq!(opts, "no-pty,command=\"x\"");
         assert_eq!(comps, vec!["ssh-ed25519", "AAAAC3", "me@host"]);
-        assert_eq!(expand_path("%h/.ssh/%u%%", "bob", "/home/bob").ok(), Some("/home/bob/.ssh/bob%".into()));
+        assert_eq!(
+            expand_path("%h/.ssh/%u%%", "bob", "/home/bob").ok(),
+            Some("/home/bob/.ssh/bob%".into())
+        );
         assert!(expand_path("%x", "bob", "/h").is_err());
     }
 }

@@ -171,7 +171,10 @@ fn diskusage(args: &Args, _host: &Host) -> Result<Value, ExecError> {
         for line in mounts.lines() {
             let comps: Vec<&str> = line.split_whitespace().collect();
             if let (Some(mnt), Some(fstype)) = (comps.get(1), comps.get(2)) {
-                if fstypes.iter().any(|p| halite_salt_rules::fnmatch(fstype, p)) {
+                if fstypes
+                    .iter()
+                    .any(|p| halite_salt_rules::fnmatch(fstype, p))
+                {
                     selected.insert((*mnt).to_string());
                 }
             }

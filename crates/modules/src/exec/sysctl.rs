@@ -108,7 +108,9 @@ pub fn assign(name: &str, value: &str) -> Result<Map, ExecError> {
         })
         .collect();
     if !Path::new("/proc/sys").join(&proc_path).exists() {
-        return Err(ExecError::Execution(format!("sysctl {name} does not exist")));
+        return Err(ExecError::Execution(format!(
+            "sysctl {name} does not exist"
+        )));
     }
     let out = sysctl(&["-w", &format!("{name}={value}")])?;
     let stdout = String::from_utf8_lossy(&out.stdout).trim_end().to_string();
@@ -161,8 +163,9 @@ pub fn persist(name: &str, value: &str, config: Option<&str>) -> Result<&'static
                 ExecError::Execution(format!("Could not create directory {}: {e}", dir.display()))
             })?;
         }
-        std::fs::write(path, "#\n# Kernel sysctl configuration\n#\n")
-            .map_err(|e| ExecError::Execution(format!("Could not write to file: {config} ({e})")))?;
+        std::fs::write(path, "#\n# Kernel sysctl configuration\n#\n").map_err(|e| {
+            ExecError::Execution(format!("Could not write to file: {config} ({e})"))
+        })?;
     }
     let data = std::fs::read_to_string(path)
         .map_err(|e| ExecError::Execution(format!("Could not read from file: {config} ({e})")))?;
@@ -205,7 +208,10 @@ fn default_config_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 
 fn show_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     signature::check(SIGNATURES, "show", args)?;
-    match args.get_str(0, "config_file").filter(|c| !c.is_empty() && c != "False") {
+    match args
+        .get_str(0, "config_file")
+        .filter(|c| !c.is_empty() && c != "False")
+    {
         Some(config) => Ok(show_config(&config)?
             .map(Value::Object)
             .unwrap_or_else(|| Value::Array(Vec::new()))),

@@ -47,9 +47,7 @@ fn reboot(args: &Args, host: &Host) -> Result<Value, ExecError> {
         .map(py_str);
     if let Some(at) = at_time.as_deref() {
         if !valid_at_time(at) {
-            return Ok(json!(format!(
-                "Failed to parse time specification: {at}"
-            )));
+            return Ok(json!(format!("Failed to parse time specification: {at}")));
         }
     }
     let cmd = reboot_command(at_time.as_deref());

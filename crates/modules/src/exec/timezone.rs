@@ -47,7 +47,9 @@ fn is_debian(grains: &Value) -> bool {
 /// The zone `/etc/localtime` links to (its path under the zoneinfo dir).
 fn zone_of_localtime() -> Result<String, ExecError> {
     let target = std::fs::read_link(LOCALTIME).map_err(|e| {
-        ExecError::Execution(format!("Unable to determine timezone from {LOCALTIME}: {e}"))
+        ExecError::Execution(format!(
+            "Unable to determine timezone from {LOCALTIME}: {e}"
+        ))
     })?;
     let full = Path::new("/etc").join(target);
     let text = full.to_string_lossy().replace("/../", "/");
@@ -96,9 +98,8 @@ pub fn zone_compare(grains: &Value, zone: &str) -> Result<bool, ExecError> {
     if let Ok(current) = get_zone(grains) {
         return Ok(current == zone);
     }
-    let wanted = std::fs::read(zone_file(zone)?).map_err(|_| {
-        ExecError::Invocation(format!("Can't find a local timezone \"{zone}\""))
-    })?;
+    let wanted = std::fs::read(zone_file(zone)?)
+        .map_err(|_| ExecError::Invocation(format!("Can't find a local timezone \"{zone}\"")))?;
     let current = std::fs::read(LOCALTIME).map_err(|e| {
         ExecError::Execution(format!(
             "Failed to read {LOCALTIME} to determine current timezone: {e}"
@@ -218,7 +219,11 @@ fn set_zone_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
 }
 
 fn zone_compare_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
-    zone_compare(&host.grains, &args.require_str(0, "timezone", "zone_compare")?).map(Value::Bool)
+    zone_compare(
+        &host.grains,
+        &args.require_str(0, "timezone", "zone_compare")?,
+    )
+    .map(Value::Bool)
 }
 
 fn get_hwclock_fn(_args: &Args, host: &Host) -> Result<Value, ExecError> {

@@ -60,9 +60,10 @@ fn delete_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 /// `user.chuid` and `user.chgid` (`fun`) `<name> <id>`.
 fn chid_fn(fun: &str, args: &Args) -> Result<Value, ExecError> {
     let name = args.require_str(0, "name", fun)?;
-    let id = int_arg(args, 1, if fun == "chuid" { "uid" } else { "gid" }, fun)?.ok_or_else(
-        || ExecError::Invocation(format!("{fun}() missing 1 required positional argument")),
-    )?;
+    let id =
+        int_arg(args, 1, if fun == "chuid" { "uid" } else { "gid" }, fun)?.ok_or_else(|| {
+            ExecError::Invocation(format!("{fun}() missing 1 required positional argument"))
+        })?;
     if fun == "chuid" {
         chuid(&name, id)
     } else {

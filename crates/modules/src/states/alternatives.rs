@@ -31,7 +31,6 @@ fn required(call: &StateCall<'_>, key: &str, fun: &str) -> Result<String, StateE
     }
 }
 
-
 fn current(name: &str) -> Option<String> {
     alt::show_current(std::path::Path::new("/etc/alternatives"), name)
         .as_str()
@@ -73,7 +72,9 @@ fn install(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         changes.insert("path".into(), Value::from(path));
         changes.insert(
             "priority".into(),
-            call.arg("priority").cloned().unwrap_or(Value::from(priority)),
+            call.arg("priority")
+                .cloned()
+                .unwrap_or(Value::from(priority)),
         );
         ret.changes = changes;
     } else {
@@ -98,8 +99,7 @@ fn remove(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         alt::action(host, &["--remove", &name, &path]).map_err(err)?;
         match current(&name) {
             Some(now) => {
-                ret.comment =
-                    format!("Alternative for {name} removed. Falling back to path {now}");
+                ret.comment = format!("Alternative for {name} removed. Falling back to path {now}");
                 ret.changes.insert("path".into(), Value::from(now));
             }
             None => ret.comment = format!("Alternative for {name} removed"),

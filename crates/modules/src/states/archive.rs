@@ -833,9 +833,11 @@ fn source_sum(
             .map_err(|e| format!("Unable to read source_hash file {spec}: {e}"))?
             .ok_or_else(|| format!("Source hash file {spec} not found in saltenv '{saltenv}'"))?
     } else if crate::fetch::is_remote(spec) {
-        let local = crate::fetch::resolve(call.env.file_client(), call.env.opts(), spec, saltenv, None)?
-            .ok_or_else(|| format!("Source hash file {spec} not found"))?;
-        fs::read_to_string(&local).map_err(|e| format!("Unable to read source_hash file {spec}: {e}"))?
+        let local =
+            crate::fetch::resolve(call.env.file_client(), call.env.opts(), spec, saltenv, None)?
+                .ok_or_else(|| format!("Source hash file {spec} not found"))?;
+        fs::read_to_string(&local)
+            .map_err(|e| format!("Unable to read source_hash file {spec}: {e}"))?
     } else {
         let p = spec.strip_prefix("file://").unwrap_or(spec);
         fs::read_to_string(p).map_err(|e| format!("Unable to read source_hash file {spec}: {e}"))?
@@ -1055,10 +1057,13 @@ fn resolve_archive(
         "" => "base",
         e => e,
     };
-    if let (true, Some(url)) = (test, crate::states::file::remote::first_is_remote(&a.source)) {
+    if let (true, Some(url)) = (
+        call.test,
+        crate::states::file::remote::first_is_remote(&a.source),
+    ) {
         ret.result = None;
         ret.comment = format!("Archive {url} would be cached (if necessary) and checked to discover if extraction is needed");
-        return Ok(());
+        return Ok(None);
     }
     let resolved = match resolve_source(call, &a.source, saltenv) {
         Ok(r) => r,

@@ -51,9 +51,9 @@ fn check_cron(tab: &CronTab, cmd: &str, want: &[(&str, Value)], special: bool) -
             .find(|(k, _)| *k == "identifier")
             .and_then(|(_, v)| v.as_str());
         if exec::cron_matched(cron, cmd, identifier) {
-            let changed = want.iter().any(|(key, new)| {
-                exec::needs_change(cron.get(*key).unwrap_or(&Value::Null), new)
-            });
+            let changed = want
+                .iter()
+                .any(|(key, new)| exec::needs_change(cron.get(*key).unwrap_or(&Value::Null), new));
             return if changed { "update" } else { "present" };
         }
     }
@@ -61,7 +61,21 @@ fn check_cron(tab: &CronTab, cmd: &str, want: &[(&str, Value)], special: bool) -
 }
 
 fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
-    crate::states::signature::check(call, &["user", "minute", "hour", "daymonth", "month", "dayweek", "comment", "commented", "identifier", "special"])?;
+    crate::states::signature::check(
+        call,
+        &[
+            "user",
+            "minute",
+            "hour",
+            "daymonth",
+            "month",
+            "dayweek",
+            "comment",
+            "commented",
+            "identifier",
+            "special",
+        ],
+    )?;
     let name = call.name().trim().to_string();
     let user = user_arg(call)?;
     let identifier = identifier_arg(call, &name);
@@ -89,7 +103,10 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             identifier.clone().map(Value::from).unwrap_or(Value::Null),
         ));
         want.push(("cmd", Value::from(name.as_str())));
-        want.push(("comment", comment.clone().map(Value::from).unwrap_or(Value::Null)));
+        want.push((
+            "comment",
+            comment.clone().map(Value::from).unwrap_or(Value::Null),
+        ));
         want.push(("commented", Value::Bool(commented)));
         ret.result = None;
         ret.comment = match check_cron(&tab, &name, &want, special.is_some()) {
@@ -123,7 +140,8 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         }
         err => {
             ret.result = Some(false);
-            ret.comment = format!("Cron {name} for user {user} failed to commit with error \n{err}");
+            ret.comment =
+                format!("Cron {name} for user {user} failed to commit with error \n{err}");
         }
     }
     Ok(ret)

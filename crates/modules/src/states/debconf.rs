@@ -86,16 +86,19 @@ fn set(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let current: Vec<Value> = current.as_array().cloned().unwrap_or_default();
     let mut ret = StateResult::ok(&name, "");
     for (key, args) in data {
-        let (Some(kind), Some(raw)) = (
-            args.get("type").and_then(Value::as_str),
-            args.get("value"),
-        ) else {
+        let (Some(kind), Some(raw)) = (args.get("type").and_then(Value::as_str), args.get("value"))
+        else {
             return Err(StateError::BadArg(format!(
                 "debconf.set: the answer {key} needs a 'type' and a 'value'"
             )));
         };
         let value = if kind == "boolean" {
-            if crate::exec::py_truth(raw) { "true" } else { "false" }.to_string()
+            if crate::exec::py_truth(raw) {
+                "true"
+            } else {
+                "false"
+            }
+            .to_string()
         } else {
             py_str(raw)
         };

@@ -87,8 +87,15 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         });
     }
     let force = call.arg_bool("force", false);
-    let set = custom::set(src(call), &name, value.clone(), force, false, custom::DELIMITER)
-        .map_err(exec_err)?;
+    let set = custom::set(
+        src(call),
+        &name,
+        value.clone(),
+        force,
+        false,
+        custom::DELIMITER,
+    )
+    .map_err(exec_err)?;
     Ok(from_set(&name, set, || {
         format!("Set grain {name} to {}", py_str(&value))
     }))
@@ -194,8 +201,10 @@ fn list_present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     if !crate::exec::py_truth(&grain) {
         if let Value::Array(wanted) = &value {
-            let (known, new): (Vec<Value>, Vec<Value>) =
-                wanted.iter().cloned().partition(|v| pending(call, &name, v));
+            let (known, new): (Vec<Value>, Vec<Value>) = wanted
+                .iter()
+                .cloned()
+                .partition(|v| pending(call, &name, v));
             if new.is_empty() {
                 ret.comment = format!(
                     "Value {} is already pending in grain {name}",
@@ -379,11 +388,17 @@ fn append(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         if call.test {
             return Ok(StateResult::would_change(
                 &name,
-                format!("Grain {name} is set to be converted to list and value {shown} will be added"),
+                format!(
+                    "Grain {name} is set to be converted to list and value {shown} will be added"
+                ),
                 json_map(json!({"added": value})),
             ));
         }
-        let mut list = if grain.is_null() { Vec::new() } else { vec![grain] };
+        let mut list = if grain.is_null() {
+            Vec::new()
+        } else {
+            vec![grain]
+        };
         list.push(value.clone());
         custom::setval(src(call), &name, Value::Array(list), false).map_err(exec_err)?;
     } else {

@@ -27,7 +27,10 @@ fn list_arg(call: &StateCall<'_>, key: &str) -> Result<Vec<String>, StateError> 
     match call.arg(key) {
         None => Err(StateError::BadArg(format!(
             "Missing parameter {key} for host.{}",
-            call.chunk.get("fun").and_then(Value::as_str).unwrap_or("present")
+            call.chunk
+                .get("fun")
+                .and_then(Value::as_str)
+                .unwrap_or("present")
         ))),
         Some(Value::Array(items)) => Ok(items.iter().map(crate::exec::py_str).collect()),
         Some(one) => Ok(vec![crate::exec::py_str(one)]),

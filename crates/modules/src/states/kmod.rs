@@ -56,22 +56,36 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         let persisted = exec::mod_list(true, conf).map_err(err)?;
         loaded.retain(|m| persisted.contains(m));
     }
-    let already: Vec<String> = mods.iter().filter(|m| loaded.contains(m)).cloned().collect();
+    let already: Vec<String> = mods
+        .iter()
+        .filter(|m| loaded.contains(m))
+        .cloned()
+        .collect();
     if !already.is_empty() {
         let verb = if already.len() == 1 { "is" } else { "are" };
-        append(&mut ret, &format!("{} {verb} already present", modules(&already)));
+        append(
+            &mut ret,
+            &format!("{} {verb} already present", modules(&already)),
+        );
     }
     if already.len() == mods.len() {
         return Ok(ret);
     }
-    let not_loaded: Vec<String> = mods.iter().filter(|m| !already.contains(m)).cloned().collect();
+    let not_loaded: Vec<String> = mods
+        .iter()
+        .filter(|m| !already.contains(m))
+        .cloned()
+        .collect();
     if call.test {
         ret.result = None;
         if !ret.comment.is_empty() {
             ret.comment.push('\n');
         }
         let verb = if not_loaded.len() == 1 { "is" } else { "are" };
-        append(&mut ret, &format!("{} {verb} set to be loaded", modules(&not_loaded)));
+        append(
+            &mut ret,
+            &format!("{} {verb} set to be loaded", modules(&not_loaded)),
+        );
         return Ok(ret);
     }
     let available = exec::available();
@@ -82,7 +96,10 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         .collect();
     if !unavailable.is_empty() {
         let verb = if unavailable.len() == 1 { "is" } else { "are" };
-        append(&mut ret, &format!("{} {verb} unavailable", modules(&unavailable)));
+        append(
+            &mut ret,
+            &format!("{} {verb} unavailable", modules(&unavailable)),
+        );
         ret.result = Some(false);
     }
     let (mut yes, mut no, mut failed) = (Vec::new(), Vec::new(), Vec::new());
@@ -114,14 +131,23 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     if !yes.is_empty() {
         let what = if yes.len() == 1 { "module" } else { "modules" };
-        append(&mut ret, &format!("Loaded kernel {what} {}", yes.join(", ")));
+        append(
+            &mut ret,
+            &format!("Loaded kernel {what} {}", yes.join(", ")),
+        );
     }
     if !no.is_empty() {
         let what = if no.len() == 1 { "module" } else { "modules" };
-        append(&mut ret, &format!("Failed to load kernel {what} {}", no.join(", ")));
+        append(
+            &mut ret,
+            &format!("Failed to load kernel {what} {}", no.join(", ")),
+        );
     }
     for (m, msg) in failed {
-        append(&mut ret, &format!("Failed to load kernel module {m}: {msg}"));
+        append(
+            &mut ret,
+            &format!("Failed to load kernel module {m}: {msg}"),
+        );
     }
     Ok(ret)
 }
@@ -138,7 +164,11 @@ fn absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     if persist {
         loaded.extend(exec::mod_list(true, conf).map_err(err)?);
     }
-    let to_unload: Vec<String> = mods.iter().filter(|m| loaded.contains(m)).cloned().collect();
+    let to_unload: Vec<String> = mods
+        .iter()
+        .filter(|m| loaded.contains(m))
+        .cloned()
+        .collect();
     if to_unload.is_empty() {
         let verb = if mods.len() == 1 { "is" } else { "are" };
         ret.comment = format!("{} {verb} already removed", modules(&mods));
@@ -147,7 +177,10 @@ fn absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     if call.test {
         ret.result = None;
         let verb = if to_unload.len() == 1 { "is" } else { "are" };
-        append(&mut ret, &format!("{} {verb} set to be removed", modules(&to_unload)));
+        append(
+            &mut ret,
+            &format!("{} {verb} set to be removed", modules(&to_unload)),
+        );
         return Ok(ret);
     }
     let (mut yes, mut no, mut failed) = (Vec::new(), Vec::new(), Vec::new());
@@ -171,14 +204,23 @@ fn absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     if !yes.is_empty() {
         let what = if yes.len() == 1 { "module" } else { "modules" };
-        append(&mut ret, &format!("Removed kernel {what} {}", yes.join(", ")));
+        append(
+            &mut ret,
+            &format!("Removed kernel {what} {}", yes.join(", ")),
+        );
     }
     if !no.is_empty() {
         let what = if no.len() == 1 { "module" } else { "modules" };
-        append(&mut ret, &format!("Failed to remove kernel {what} {}", no.join(", ")));
+        append(
+            &mut ret,
+            &format!("Failed to remove kernel {what} {}", no.join(", ")),
+        );
     }
     for (m, msg) in failed {
-        append(&mut ret, &format!("Failed to remove kernel module {m}: {msg}"));
+        append(
+            &mut ret,
+            &format!("Failed to remove kernel module {m}: {msg}"),
+        );
     }
     Ok(ret)
 }

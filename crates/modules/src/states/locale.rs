@@ -30,7 +30,8 @@ fn system(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         }
         if locale::set_locale(&name)? {
             let mut ret = StateResult::ok(&name, format!("Set system locale {name}"));
-            ret.changes.insert("locale".into(), Value::from(name.clone()));
+            ret.changes
+                .insert("locale".into(), Value::from(name.clone()));
             Ok(ret)
         } else {
             Ok(StateResult::fail(
@@ -39,9 +40,8 @@ fn system(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             ))
         }
     };
-    Ok(run().unwrap_or_else(|e| {
-        StateResult::fail(&name, format!("Failed to set system locale: {e}"))
-    }))
+    Ok(run()
+        .unwrap_or_else(|e| StateResult::fail(&name, format!("Failed to set system locale: {e}"))))
 }
 
 fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
@@ -60,7 +60,8 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     if locale::gen_locale(&name).map_err(err)? {
         let mut ret = StateResult::ok(&name, format!("Generated locale {name}"));
-        ret.changes.insert("locale".into(), Value::from(name.clone()));
+        ret.changes
+            .insert("locale".into(), Value::from(name.clone()));
         Ok(ret)
     } else {
         Ok(StateResult::fail(

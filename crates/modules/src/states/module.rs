@@ -249,4 +249,3 @@ fn legacy_result(ret: &Value) -> bool {
         _ => true,
     }
 }
-

@@ -25,7 +25,9 @@ fn err(e: crate::exec::ExecError) -> StateError {
 }
 
 fn text(call: &StateCall<'_>, key: &str) -> Option<String> {
-    call.arg(key).and_then(scalar_text).filter(|s| !s.is_empty())
+    call.arg(key)
+        .and_then(scalar_text)
+        .filter(|s| !s.is_empty())
 }
 
 fn opts_arg(call: &StateCall<'_>) -> Vec<String> {
@@ -124,7 +126,10 @@ fn remount_triggers(opts: &[String], fstype: &str, live: &Value) -> (Vec<String>
             opt = k;
         }
         if fstype == "cifs" && key == "user" {
-            opt = format!("username={}", opt.split_once('=').map(|x| x.1).unwrap_or(""));
+            opt = format!(
+                "username={}",
+                opt.split_once('=').map(|x| x.1).unwrap_or("")
+            );
         }
         if (key == "uid" || key == "gid") && opt.contains('=') {
             let val = opt.split_once('=').map(|x| x.1).unwrap_or("").to_string();
@@ -198,13 +203,22 @@ fn mounted(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let raw = call.name().to_string();
     let mut ret = StateResult::ok(&raw, "");
     let Some(device) = text(call, "device") else {
-        return Ok(StateResult::fail(&raw, "Must provide device to mount.mounted"));
+        return Ok(StateResult::fail(
+            &raw,
+            "Must provide device to mount.mounted",
+        ));
     };
     let Some(fstype) = text(call, "fstype") else {
-        return Ok(StateResult::fail(&raw, "Must provide fstype to mount.mounted"));
+        return Ok(StateResult::fail(
+            &raw,
+            "Must provide fstype to mount.mounted",
+        ));
     };
     if raw.is_empty() {
-        return Ok(StateResult::fail(&raw, "Must provide name to mount.mounted"));
+        return Ok(StateResult::fail(
+            &raw,
+            "Must provide name to mount.mounted",
+        ));
     }
     let name = if raw == "/" {
         raw.clone()
@@ -263,7 +277,15 @@ fn mounted(call: &StateCall<'_>) -> Result<StateResult, StateError> {
                     );
                     return Ok(ret);
                 }
-                force_remount(&mut ret, &real_name, &device, mkmnt, &fstype, &mut opts, &triggers.join(","))?;
+                force_remount(
+                    &mut ret,
+                    &real_name,
+                    &device,
+                    mkmnt,
+                    &fstype,
+                    &mut opts,
+                    &triggers.join(","),
+                )?;
                 update_cache = true;
             }
             let cached = cachedir
@@ -287,7 +309,9 @@ fn mounted(call: &StateCall<'_>) -> Result<StateResult, StateError> {
                             );
                             return Ok(ret);
                         }
-                        force_remount(&mut ret, &real_name, &device, mkmnt, &fstype, &mut opts, &last)?;
+                        force_remount(
+                            &mut ret, &real_name, &device, mkmnt, &fstype, &mut opts, &last,
+                        )?;
                         update_cache = true;
                     }
                 }
@@ -311,7 +335,8 @@ fn mounted(call: &StateCall<'_>) -> Result<StateResult, StateError> {
                     "An umount would have been forced because devices do not match.  Watched: {device}"
                 );
             } else {
-                let mut why = format!("Forced unmount because devices don't match. Wanted: {device}");
+                let mut why =
+                    format!("Forced unmount because devices don't match. Wanted: {device}");
                 if real_device != device {
                     why.push_str(&format!(" ({real_device})"));
                 }
@@ -350,7 +375,10 @@ fn mounted(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             if let Some(e) = out {
                 return Ok(StateResult::fail(&raw, e));
             }
-            if exec::active(true).map_err(err)?.contains_key(&comp_real_name) {
+            if exec::active(true)
+                .map_err(err)?
+                .contains_key(&comp_real_name)
+            {
                 ret.comment = "Target was successfully mounted".into();
                 ret.changes.insert("mount".into(), Value::Bool(true));
             }
@@ -484,7 +512,10 @@ fn force_remount(
 fn unmounted(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let name = call.name().to_string();
     if name.is_empty() {
-        return Ok(StateResult::fail(&name, "Must provide name to mount.unmounted"));
+        return Ok(StateResult::fail(
+            &name,
+            "Must provide name to mount.unmounted",
+        ));
     }
     let device = text(call, "device");
     let config = text(call, "config").unwrap_or_else(|| exec::DEFAULT_FSTAB.into());
@@ -562,7 +593,10 @@ fn swap(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             } else {
                 format!(
                     "/dev/{}",
-                    target.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or(t)
+                    target
+                        .file_name()
+                        .map(|f| f.to_string_lossy().into_owned())
+                        .unwrap_or(t)
                 )
             }
         }
@@ -636,7 +670,8 @@ fn swap(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         }
         Err(e) => {
             ret.result = Some(false);
-            ret.comment.push_str(&format!(". However, the fstab was not found. ({e})"));
+            ret.comment
+                .push_str(&format!(". However, the fstab was not found. ({e})"));
         }
     }
     Ok(ret)

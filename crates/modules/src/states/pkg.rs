@@ -28,7 +28,9 @@ pub const MODULE: StateTable = StateTable {
         StateFunction::new("purged", |c| with_run(c, |r| r.uninstall(true))),
         StateFunction::new("uptodate", |c| with_run(c, |r| r.uptodate())),
         StateFunction::new("held", |c| with_run(c, |r| hold::held(r.call, r.provider))),
-        StateFunction::new("unheld", |c| with_run(c, |r| hold::unheld(r.call, r.provider))),
+        StateFunction::new("unheld", |c| {
+            with_run(c, |r| hold::unheld(r.call, r.provider))
+        }),
         StateFunction::new("mod_watch", |c| with_run(c, mod_watch)),
     ],
 };

@@ -27,7 +27,10 @@ fn with_provider(call: &StateCall<'_>, f: RepoStateFn) -> Result<StateResult, St
         Ok(p) => p,
         Err(e) => return Ok(StateResult::fail(call.name(), e.to_string())),
     };
-    Ok(f(call, provider.as_ref()).unwrap_or_else(|e| StateResult::fail(call.name(), e.to_string())))
+    Ok(
+        f(call, provider.as_ref())
+            .unwrap_or_else(|e| StateResult::fail(call.name(), e.to_string())),
+    )
 }
 
 /// Keyword arguments that are not repo settings.

@@ -127,10 +127,8 @@ fn present_test(call: &StateCall<'_>, name: &str, a: &KeyArgs) -> Result<StateRe
     let mut key = name.to_string();
     if !a.source.is_empty() {
         let checked = match source_file(call, &a.source) {
-            Some(f) => {
-                ssh::check_key_file(&a.user, &f, &a.source, &a.config, a.hash.as_deref())
-                    .map_err(err)?
-            }
+            Some(f) => ssh::check_key_file(&a.user, &f, &a.source, &a.config, a.hash.as_deref())
+                .map_err(err)?,
             None => Ok(Vec::new()),
         };
         match checked {
@@ -154,15 +152,26 @@ fn present_test(call: &StateCall<'_>, name: &str, a: &KeyArgs) -> Result<StateRe
         }
         return Ok(ret);
     }
-    if ssh::KEY_LINE.as_ref().and_then(|re| re.captures(name)).is_some()
+    if ssh::KEY_LINE
+        .as_ref()
+        .and_then(|re| re.captures(name))
+        .is_some()
         || name.split_whitespace().count() > 1
     {
         key = parse_name(name, &mut a, false);
     }
     let options = a.options.clone().unwrap_or_default();
     let user = &a.user;
-    ret.comment = match ssh::check_key(user, &key, &a.enc, &a.comment, &options, &a.config, a.hash.as_deref())
-        .map_err(err)?
+    ret.comment = match ssh::check_key(
+        user,
+        &key,
+        &a.enc,
+        &a.comment,
+        &options,
+        &a.config,
+        a.hash.as_deref(),
+    )
+    .map_err(err)?
     {
         "update" => format!("Key {key} for user {user} is set to be updated"),
         "add" => format!("Key {key} for user {user} is set to be added"),
@@ -175,7 +184,11 @@ fn present_test(call: &StateCall<'_>, name: &str, a: &KeyArgs) -> Result<StateRe
 }
 
 /// `ssh_auth.present` on one key, as `manage` calls it too.
-fn present_one(call: &StateCall<'_>, raw_name: &str, args: &KeyArgs) -> Result<StateResult, StateError> {
+fn present_one(
+    call: &StateCall<'_>,
+    raw_name: &str,
+    args: &KeyArgs,
+) -> Result<StateResult, StateError> {
     let mut a = args.clone();
     let mut name = raw_name.to_string();
     if a.source.is_empty() {
@@ -287,8 +300,16 @@ fn absent_test(call: &StateCall<'_>, name: &str, a: &KeyArgs) -> Result<StateRes
     let key = parse_name(name, &mut a, false);
     let options = a.options.clone().unwrap_or_default();
     let user = &a.user;
-    match ssh::check_key(user, &key, &a.enc, &a.comment, &options, &a.config, a.hash.as_deref())
-        .map_err(err)?
+    match ssh::check_key(
+        user,
+        &key,
+        &a.enc,
+        &a.comment,
+        &options,
+        &a.config,
+        a.hash.as_deref(),
+    )
+    .map_err(err)?
     {
         "update" | "exists" => {
             ret.comment = format!("Key {key} for user {user} is set for removal");
@@ -302,7 +323,11 @@ fn absent_test(call: &StateCall<'_>, name: &str, a: &KeyArgs) -> Result<StateRes
 }
 
 /// `ssh_auth.absent` on one key, as `manage` calls it too.
-fn absent_one(call: &StateCall<'_>, raw_name: &str, args: &KeyArgs) -> Result<StateResult, StateError> {
+fn absent_one(
+    call: &StateCall<'_>,
+    raw_name: &str,
+    args: &KeyArgs,
+) -> Result<StateResult, StateError> {
     if call.test {
         return absent_test(call, raw_name, args);
     }
@@ -321,7 +346,8 @@ fn absent_one(call: &StateCall<'_>, raw_name: &str, args: &KeyArgs) -> Result<St
         }
     } else {
         name = parse_name(raw_name, &mut a, false);
-        ret.comment = ssh::rm_auth_key(&a.user, &name, &a.config, a.hash.as_deref()).map_err(err)?;
+        ret.comment =
+            ssh::rm_auth_key(&a.user, &name, &a.config, a.hash.as_deref()).map_err(err)?;
     }
     if ret.comment == "Key removed" {
         ret.changes.insert(name, Value::from("Removed"));
@@ -330,7 +356,18 @@ fn absent_one(call: &StateCall<'_>, raw_name: &str, args: &KeyArgs) -> Result<St
 }
 
 fn absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
-    crate::states::signature::check(call, &["user", "enc", "comment", "source", "options", "config", "fingerprint_hash_type"])?;
+    crate::states::signature::check(
+        call,
+        &[
+            "user",
+            "enc",
+            "comment",
+            "source",
+            "options",
+            "config",
+            "fingerprint_hash_type",
+        ],
+    )?;
     let a = KeyArgs::from_call(call)?;
     absent_one(call, call.name(), &a)
 }
@@ -350,7 +387,10 @@ fn manage(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let mut ret = StateResult::ok("", "");
     let wanted: Vec<&str> = ssh_keys.iter().flat_map(|k| k.split(' ')).collect();
     let existing = ssh::auth_keys(&a.user, &a.config, a.hash.as_deref()).map_err(err)?;
-    for (key, _) in existing.iter().filter(|(k, _)| !wanted.contains(&k.as_str())) {
+    for (key, _) in existing
+        .iter()
+        .filter(|(k, _)| !wanted.contains(&k.as_str()))
+    {
         if call.test {
             ret.comment = format!("{key} Key set for removal");
             ret.result = None;

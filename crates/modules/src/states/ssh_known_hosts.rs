@@ -18,7 +18,9 @@ pub const MODULE: StateTable = StateTable {
 };
 
 fn text(call: &StateCall<'_>, key: &str) -> Option<String> {
-    call.arg(key).and_then(scalar_text).filter(|s| !s.is_empty())
+    call.arg(key)
+        .and_then(scalar_text)
+        .filter(|s| !s.is_empty())
 }
 
 fn err(e: crate::exec::ExecError) -> StateError {
@@ -52,7 +54,20 @@ fn port_arg(call: &StateCall<'_>) -> Result<Option<i64>, StateError> {
 }
 
 fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
-    crate::states::signature::check(call, &["user", "fingerprint", "key", "port", "enc", "config", "hash_known_hosts", "timeout", "fingerprint_hash_type"])?;
+    crate::states::signature::check(
+        call,
+        &[
+            "user",
+            "fingerprint",
+            "key",
+            "port",
+            "enc",
+            "config",
+            "hash_known_hosts",
+            "timeout",
+            "fingerprint_hash_type",
+        ],
+    )?;
     let name = call.name().to_string();
     let user = text(call, "user");
     let config = match config_arg(call, user.as_deref()) {
@@ -118,7 +133,12 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let result = ssh::set_known_host(&req).map_err(err)?;
     let status = result.get("status").and_then(Value::as_str).unwrap_or("");
     match status {
-        "exists" => return Ok(StateResult::ok(&name, format!("{name} already exists in {config}"))),
+        "exists" => {
+            return Ok(StateResult::ok(
+                &name,
+                format!("{name} already exists in {config}"),
+            ))
+        }
         "error" => {
             let e = result.get("error").and_then(Value::as_str).unwrap_or("");
             return Ok(StateResult::fail(&name, e));
@@ -141,13 +161,22 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             field("fingerprint")
         )
     } else if let Some(enc) = &enc {
-        format!("{name}'s {enc} key saved to {config} (key: {})", field("key"))
+        format!(
+            "{name}'s {enc} key saved to {config} (key: {})",
+            field("key")
+        )
     } else {
         format!("{name}'s key(s) saved to {config}")
     };
     let mut changes = Map::new();
-    changes.insert("old".into(), result.get("old").cloned().unwrap_or(Value::Null));
-    changes.insert("new".into(), result.get("new").cloned().unwrap_or(Value::Null));
+    changes.insert(
+        "old".into(),
+        result.get("old").cloned().unwrap_or(Value::Null),
+    );
+    changes.insert(
+        "new".into(),
+        result.get("new").cloned().unwrap_or(Value::Null),
+    );
     let mut ret = StateResult::ok(&name, comment);
     ret.changes = changes;
     Ok(ret)

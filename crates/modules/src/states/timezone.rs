@@ -63,7 +63,8 @@ fn system(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     if do_zone {
         match tz::set_zone(grains, &name) {
             Ok(Value::Bool(true)) => {
-                ret.changes.insert("timezone".into(), Value::from(name.clone()));
+                ret.changes
+                    .insert("timezone".into(), Value::from(name.clone()));
                 messages.push(format!("Set timezone {name}"));
                 ret.result = Some(true);
             }

@@ -219,7 +219,9 @@ fn file_exists_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 
 /// `file.directory_exists <path>`: whether it is a directory.
 fn directory_exists_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
-    Ok(json!(path_arg(args, 0, "path", "directory_exists")?.is_dir()))
+    Ok(json!(
+        path_arg(args, 0, "path", "directory_exists")?.is_dir()
+    ))
 }
 
 /// `file.exists <path>`: whether anything is there.
@@ -273,8 +275,8 @@ fn basename_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 /// `file.read <path>`: the file's text.
 fn read_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let p = path_arg(args, 0, "path", "read")?;
-    let bytes = fs::read(&p)
-        .map_err(|e| exec_err(format!("Unable to read {}: {e}", p.display())))?;
+    let bytes =
+        fs::read(&p).map_err(|e| exec_err(format!("Unable to read {}: {e}", p.display())))?;
     Ok(json!(String::from_utf8_lossy(&bytes)))
 }
 
@@ -293,8 +295,7 @@ fn write_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
         .collect();
     let mut text = lines.join("\n");
     text.push('\n');
-    fs::write(&p, text)
-        .map_err(|e| exec_err(format!("Unable to write {}: {e}", p.display())))?;
+    fs::write(&p, text).map_err(|e| exec_err(format!("Unable to write {}: {e}", p.display())))?;
     Ok(json!(format!(
         "Wrote {} lines to \"{}\"",
         lines.len(),
@@ -323,8 +324,7 @@ fn remove_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     if fs::symlink_metadata(&p).is_err() {
         return Ok(json!(false));
     }
-    remove(&p)
-        .map_err(|e| exec_err(format!("Could not remove '{}': {e}", p.display())))?;
+    remove(&p).map_err(|e| exec_err(format!("Could not remove '{}': {e}", p.display())))?;
     Ok(json!(true))
 }
 
@@ -423,8 +423,7 @@ fn replace_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
             p.display()
         )));
     }
-    let ra =
-        replace_args(args, dry_run || args.get_bool(usize::MAX, "dry_run", false))?;
+    let ra = replace_args(args, dry_run || args.get_bool(usize::MAX, "dry_run", false))?;
     let out = edit::replace(&p, &ra).map_err(exec_err)?;
     if ra.search_only {
         return Ok(json!(out.changed));
@@ -534,9 +533,7 @@ fn symlink_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
         if !force {
             return Err(exec_err(format!("Found existing symlink: {}", p.display())));
         }
-        remove(&p).map_err(|e| {
-            exec_err(format!("Could not remove '{}': {e}", p.display()))
-        })?;
+        remove(&p).map_err(|e| exec_err(format!("Could not remove '{}': {e}", p.display())))?;
     }
     std::os::unix::fs::symlink(&src, &p)
         .map_err(|e| exec_err(format!("Could not create '{}': {e}", p.display())))?;

@@ -108,9 +108,9 @@ pub fn contains_regex(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     };
     let text = String::from_utf8_lossy(&bytes);
     let strip: Vec<char> = lchar.chars().collect();
-    Ok(json!(text
-        .split_inclusive('\n')
-        .any(|line| re.is_match(line.trim_start_matches(strip.as_slice())))))
+    Ok(json!(text.split_inclusive('\n').any(
+        |line| re.is_match(line.trim_start_matches(strip.as_slice()))
+    )))
 }
 
 /// Copies the tree `src` into `dst`, overwriting files of the same path
@@ -118,7 +118,10 @@ pub fn contains_regex(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 fn copy_tree(src: &Path, dst: &Path) -> std::io::Result<()> {
     for entry in walkdir::WalkDir::new(src).min_depth(0) {
         let entry = entry.map_err(std::io::Error::other)?;
-        let rel = entry.path().strip_prefix(src).map_err(std::io::Error::other)?;
+        let rel = entry
+            .path()
+            .strip_prefix(src)
+            .map_err(std::io::Error::other)?;
         let target = dst.join(rel);
         if entry.file_type().is_dir() {
             fs::create_dir_all(&target)?;
@@ -139,7 +142,13 @@ pub fn copy(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let src_md = fs::metadata(&src).map_err(|_| {
         ExecError::Execution(format!("No such file or directory '{}'", src.display()))
     })?;
-    let failed = |_| ExecError::Execution(format!("Could not copy '{}' to '{}'", src.display(), dst.display()));
+    let failed = |_| {
+        ExecError::Execution(format!(
+            "Could not copy '{}' to '{}'",
+            src.display(),
+            dst.display()
+        ))
+    };
     if dst.is_dir() || src_md.is_dir() {
         if !recurse {
             return Err(invocation(

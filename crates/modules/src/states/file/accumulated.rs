@@ -26,7 +26,10 @@ pub fn accumulated(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         if call.chunk.contains("text") {
             return error(ret, "No text supplied for accumulator");
         }
-        return Err(StateError::MissingArg("text".into(), "file.accumulated".into()));
+        return Err(StateError::MissingArg(
+            "text".into(),
+            "file.accumulated".into(),
+        ));
     };
     let deps = requisite_ins(call);
     // Salt's `"file" in x`: a key of a dict, a substring of a string.

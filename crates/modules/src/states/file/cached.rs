@@ -17,14 +17,23 @@ const REMOTE: &[&str] = &["http", "https", "ftp", "swift", "s3"];
 /// The scheme of `name` as `urllib.parse.urlparse` reads it ("" for a path).
 fn scheme(name: &str) -> &str {
     match name.split_once("://") {
-        Some((s, _)) if !s.is_empty() && s.chars().all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) => s,
+        Some((s, _))
+            if !s.is_empty()
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c)) =>
+        {
+            s
+        }
         _ => "",
     }
 }
 
 /// The `saltenv` argument (Salt's default `base`).
 fn saltenv(call: &StateCall<'_>) -> Result<String, StateError> {
-    Ok(call.arg_str("saltenv")?.filter(|s| !s.is_empty()).unwrap_or_else(|| "base".into()))
+    Ok(call
+        .arg_str("saltenv")?
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| "base".into()))
 }
 
 /// The minion's cache directory (`cachedir`).
@@ -42,12 +51,21 @@ fn cachedir(call: &StateCall<'_>) -> PathBuf {
 fn cache_path(call: &StateCall<'_>, name: &str, env: &str) -> Option<PathBuf> {
     let base = cachedir(call);
     if let Some((path, url_env)) = strip_salt_url(name) {
-        return Some(base.join("files").join(url_env.unwrap_or(env)).join(path.trim_start_matches('/')));
+        return Some(
+            base.join("files")
+                .join(url_env.unwrap_or(env))
+                .join(path.trim_start_matches('/')),
+        );
     }
     let (_, rest) = name.split_once("://")?;
     let (host, path) = rest.split_once('/').unwrap_or((rest, ""));
     let host = host.rsplit('@').next().unwrap_or(host);
-    Some(base.join("extrn_files").join(env).join(host).join(path.split('?').next().unwrap_or(path)))
+    Some(
+        base.join("extrn_files")
+            .join(env)
+            .join(host)
+            .join(path.split('?').next().unwrap_or(path)),
+    )
 }
 
 /// The expected hash of `source_hash`: `type=hex`, or a bare hex digest
@@ -78,7 +96,12 @@ fn hash_of(path: &Path, kind: meta::HashType) -> Option<String> {
 
 /// Copies `name` into the cache (a `salt://` file through the file
 /// client, a URL through `cp.cache_file`); the cached path.
-fn cache(call: &StateCall<'_>, name: &str, env: &str, dest: &Path) -> Result<Option<PathBuf>, String> {
+fn cache(
+    call: &StateCall<'_>,
+    name: &str,
+    env: &str,
+    dest: &Path,
+) -> Result<Option<PathBuf>, String> {
     if let Some((path, url_env)) = strip_salt_url(name) {
         let Some(src) = call
             .env
@@ -90,7 +113,8 @@ fn cache(call: &StateCall<'_>, name: &str, env: &str, dest: &Path) -> Result<Opt
         };
         if src != dest {
             if let Some(parent) = dest.parent() {
-                fs::create_dir_all(parent).map_err(|e| format!("Unable to create {}: {e}", parent.display()))?;
+                fs::create_dir_all(parent)
+                    .map_err(|e| format!("Unable to create {}: {e}", parent.display()))?;
             }
             let tmp = dest.with_extension("halite-partial");
             fs::copy(&src, &tmp)
@@ -101,7 +125,10 @@ fn cache(call: &StateCall<'_>, name: &str, env: &str, dest: &Path) -> Result<Opt
     }
     let mut kwargs = Map::new();
     kwargs.insert("saltenv".into(), json!(env));
-    match call.env.call_function("cp.cache_file", &[json!(name)], &kwargs)? {
+    match call
+        .env
+        .call_function("cp.cache_file", &[json!(name)], &kwargs)?
+    {
         Value::String(p) if !p.is_empty() => Ok(Some(PathBuf::from(p))),
         _ => Ok(None),
     }
@@ -115,11 +142,17 @@ pub fn cached(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let skip_verify = call.arg_bool("skip_verify", false);
     // A falsy `source_hash` (`""`, or a YAML `0000` loaded as 0) means none.
     let source_hash = match call.arg("source_hash") {
-        Some(v) if halite_salt_rules::truth::python_bool(v) => Some(halite_salt_rules::pyfmt::python_str(v)),
+        Some(v) if halite_salt_rules::truth::python_bool(v) => {
+            Some(halite_salt_rules::pyfmt::python_str(v))
+        }
         _ => None,
     };
     let proto = scheme(&name);
-    if !skip_verify && source_hash.is_none() && !call.arg_bool("use_etag", false) && REMOTE.contains(&proto) {
+    if !skip_verify
+        && source_hash.is_none()
+        && !call.arg_bool("use_etag", false)
+        && REMOTE.contains(&proto)
+    {
         ret.comment = format!(
             "Unable to verify upstream hash of source file {name}, please set source_hash or set skip_verify or use_etag to True"
         );
@@ -148,7 +181,8 @@ pub fn cached(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     if proto.is_empty() || proto == "file" {
         let path = name.strip_prefix("file://").unwrap_or(&name);
-        let full = fs::canonicalize(expand_user(path)).unwrap_or_else(|_| PathBuf::from(expand_user(path)));
+        let full = fs::canonicalize(expand_user(path))
+            .unwrap_or_else(|_| PathBuf::from(expand_user(path)));
         let full_s = full.display().to_string();
         if !full.exists() {
             ret.comment = format!("File {full_s} is not present on the minion");
@@ -159,7 +193,8 @@ pub fn cached(call: &StateCall<'_>) -> Result<StateResult, StateError> {
                 let local = hash_of(&full, *k).unwrap_or_default();
                 if &local == hsum {
                     ret.result = Some(true);
-                    ret.comment = format!("File {full_s} is present on the minion and has hash {local}");
+                    ret.comment =
+                        format!("File {full_s} is present on the minion and has hash {local}");
                 } else {
                     ret.comment = format!(
                         "File {full_s} is present on the minion, but the hash ({local}) does not match the specified hash ({hsum})"
@@ -174,7 +209,9 @@ pub fn cached(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         return Ok(ret);
     }
     let pre_hash = local_copy.as_deref().and_then(|p| hash_of(p, kind));
-    if let (Some(p), Some(pre), Some((_, hsum)), false) = (&local_copy, &pre_hash, &sum, skip_verify) {
+    if let (Some(p), Some(pre), Some((_, hsum)), false) =
+        (&local_copy, &pre_hash, &sum, skip_verify)
+    {
         if pre == hsum {
             ret.result = Some(true);
             ret.comment = format!("File is already cached to {} with hash {pre}", p.display());
@@ -198,13 +235,17 @@ pub fn cached(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     };
     let post_hash = hash_of(&local, kind);
     if pre_hash != post_hash {
-        ret.changes.insert("hash".into(), json!({"old": pre_hash, "new": post_hash}));
+        ret.changes
+            .insert("hash".into(), json!({"old": pre_hash, "new": post_hash}));
     }
     let post = post_hash.unwrap_or_default();
     if let (Some((_, hsum)), false) = (&sum, skip_verify) {
         if &post == hsum {
             ret.result = Some(true);
-            ret.comment = format!("File is already cached to {} with hash {post}", local.display());
+            ret.comment = format!(
+                "File is already cached to {} with hash {post}",
+                local.display()
+            );
         } else {
             ret.comment = format!(
                 "File is cached to {}, but the hash ({post}) does not match the specified hash ({hsum})",

@@ -24,7 +24,9 @@ fn decode_base64(text: &str) -> Result<Vec<u8>, StateError> {
 pub fn decode(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let name = call.name().to_string();
     let mut ret = StateResult::new(name.clone(), Some(false));
-    let encoded = call.arg("encoded_data").filter(|v| halite_salt_rules::truth::python_bool(v));
+    let encoded = call
+        .arg("encoded_data")
+        .filter(|v| halite_salt_rules::truth::python_bool(v));
     let pillar_key = call.arg_str("contents_pillar")?.filter(|s| !s.is_empty());
     let content = match (encoded, pillar_key) {
         (None, None) => {
@@ -43,7 +45,9 @@ pub fn decode(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             _ => return Err(StateError::Other("Pillar data not found.".into())),
         },
     };
-    let encoding = call.arg_str("encoding_type")?.unwrap_or_else(|| "base64".into());
+    let encoding = call
+        .arg_str("encoding_type")?
+        .unwrap_or_else(|| "base64".into());
     if encoding != "base64" {
         return Err(StateError::BadArg(format!(
             "Unsupported encoding_type '{encoding}': Salt's file.decode only supports base64"

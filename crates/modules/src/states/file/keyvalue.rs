@@ -71,7 +71,10 @@ pub fn keyvalue(call: &StateCall<'_>) -> Result<StateResult, StateError> {
 
     let file_contents: Vec<String> = match fs::read_to_string(&name) {
         Ok(text) => text.split_inclusive('\n').map(str::to_string).collect(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && call.arg_bool("create_if_missing", false) => {
+        Err(e)
+            if e.kind() == std::io::ErrorKind::NotFound
+                && call.arg_bool("create_if_missing", false) =>
+        {
             append_if_not_found = true;
             Vec::new()
         }
@@ -99,7 +102,11 @@ pub fn keyvalue(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         } else {
             stripped.to_string()
         };
-        let working_line = if did_uncomment { stripped } else { orig.as_str() };
+        let working_line = if did_uncomment {
+            stripped
+        } else {
+            orig.as_str()
+        };
         let (line_key, line_sep, line_value) = match working_line.split_once(separator.as_str()) {
             Some((k, v)) => (k, separator.as_str(), v),
             None => (working_line, "", ""),
@@ -210,8 +217,9 @@ pub fn keyvalue(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         return Ok(ret);
     }
     if call.test {
-        ret.comment =
-            format!("File {name} is set to be changed ({changes} lines modified, {deletions} deleted)");
+        ret.comment = format!(
+            "File {name} is set to be changed ({changes} lines modified, {deletions} deleted)"
+        );
         if show_changes {
             ret.changes.insert("diff".into(), json!(diff.concat()));
             ret.comment.push_str("\nPredicted diff:\n\r\t\t");

@@ -52,7 +52,10 @@ pub fn rename(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         return error(ret, "Must provide name to file.rename");
     }
     if !Path::new(&name).is_absolute() {
-        return error(ret, format!("Specified file {name} is not an absolute path"));
+        return error(
+            ret,
+            format!("Specified file {name} is not an absolute path"),
+        );
     }
     let lexists = |p: &str| fs::symlink_metadata(p).is_ok();
     if !lexists(&source) {
@@ -86,7 +89,9 @@ pub fn rename(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         }
     }
     let moved = match fs::read_link(&source) {
-        Ok(linkto) => std::os::unix::fs::symlink(&linkto, &name).and_then(|()| fs::remove_file(&source)),
+        Ok(linkto) => {
+            std::os::unix::fs::symlink(&linkto, &name).and_then(|()| fs::remove_file(&source))
+        }
         Err(_) => move_path(Path::new(&source), Path::new(&name)),
     };
     if moved.is_err() {
@@ -130,20 +135,38 @@ fn same_inode(a: &str, b: &str) -> bool {
 /// Salt's `_hardlink_check`: the test-mode prediction.
 fn hardlink_check(name: &str, target: &str, force: bool, ret: &mut StateResult) {
     let (result, comment) = if !Path::new(target).exists() {
-        (Some(false), format!("Target {target} for hard link does not exist"))
+        (
+            Some(false),
+            format!("Target {target} for hard link does not exist"),
+        )
     } else if Path::new(target).is_dir() {
-        (Some(false), format!("Unable to hard link from directory {target}"))
+        (
+            Some(false),
+            format!("Unable to hard link from directory {target}"),
+        )
     } else if Path::new(name).is_dir() {
-        (Some(false), format!("Unable to hard link to directory {name}"))
+        (
+            Some(false),
+            format!("Unable to hard link to directory {name}"),
+        )
     } else if !Path::new(name).exists() {
         ret.changes.insert("new".into(), json!(name));
-        (None, format!("Hard link {name} to {target} is set for creation"))
+        (
+            None,
+            format!("Hard link {name} to {target} is set for creation"),
+        )
     } else if is_hardlink(name) {
         if same_inode(name, target) {
-            (Some(true), format!("The hard link {name} is presently targetting {target}"))
+            (
+                Some(true),
+                format!("The hard link {name} is presently targetting {target}"),
+            )
         } else {
             ret.changes.insert("change".into(), json!(name));
-            (None, format!("Link {name} target is set to be changed to {target}"))
+            (
+                None,
+                format!("Link {name} target is set to be changed to {target}"),
+            )
         }
     } else if force {
         (
@@ -170,7 +193,8 @@ pub fn hardlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         return error(ret, "Must provide name to file.hardlink");
     }
     // SAFETY: geteuid cannot fail.
-    let user = owner_arg(call, "user")?.unwrap_or_else(|| meta::uid_to_user(unsafe { libc::geteuid() }));
+    let user =
+        owner_arg(call, "user")?.unwrap_or_else(|| meta::uid_to_user(unsafe { libc::geteuid() }));
     let group = match owner_arg(call, "group")? {
         Some(g) => g,
         None => nix::unistd::User::from_name(&user)
@@ -205,7 +229,10 @@ pub fn hardlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     for (direction, item) in [("to", &name), ("from", &target)] {
         if Path::new(item).is_dir() {
-            return error(ret, format!("Unable to hard link {direction} directory {item}"));
+            return error(
+                ret,
+                format!("Unable to hard link {direction} directory {item}"),
+            );
         }
     }
     if !Path::new(&target).exists() {
@@ -214,7 +241,10 @@ pub fn hardlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let dname = dirname(&name);
     if !Path::new(&dname).is_dir() {
         if !call.arg_bool("makedirs", false) {
-            return error(ret, format!("Directory {dname} for hard link is not present"));
+            return error(
+                ret,
+                format!("Directory {dname} for hard link is not present"),
+            );
         }
         let dir_mode = mode_arg(call, "dir_mode")?;
         if let Err(e) = perms::make_parent_dirs(
@@ -228,13 +258,18 @@ pub fn hardlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     if Path::new(&name).is_file() && !is_hardlink(&name) {
         if !force {
-            return error(ret, format!("File exists where the hard link {name} should be"));
+            return error(
+                ret,
+                format!("File exists where the hard link {name} should be"),
+            );
         }
         if let Err(e) = fs::remove_file(&name) {
             return error(ret, format!("Could not remove '{name}': {e}"));
         }
-        ret.changes
-            .insert("forced".into(), json!("File for hard link was forcibly replaced"));
+        ret.changes.insert(
+            "forced".into(),
+            json!("File for hard link was forcibly replaced"),
+        );
     }
     if is_hardlink(&name) {
         if same_inode(&name, &target) {
@@ -270,7 +305,10 @@ mod tests {
     fn expand_vars_is_pythons() {
         std::env::set_var("HALITE_T_EV", "x");
         assert_eq!(expand_vars("/a/$HALITE_T_EV/${HALITE_T_EV}b"), "/a/x/xb");
-        assert_eq!(expand_vars("/a/$HALITE_T_UNSET_Q/c"), "/a/$HALITE_T_UNSET_Q/c");
+        assert_eq!(
+            expand_vars("/a/$HALITE_T_UNSET_Q/c"),
+            "/a/$HALITE_T_UNSET_Q/c"
+        );
         assert_eq!(expand_vars("/a/${open"), "/a/${open");
         assert_eq!(expand_vars("$"), "$");
     }

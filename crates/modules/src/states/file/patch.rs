@@ -49,13 +49,20 @@ fn run_patch(
     cmd.extend(["-i".to_string(), patch_file.to_string()]);
     if Path::new(original).is_dir() {
         cmd.extend(["-d".to_string(), original.to_string()]);
-        if !cmd.iter().any(|o| o.starts_with("-p") || o.starts_with("--strip=")) {
+        if !cmd
+            .iter()
+            .any(|o| o.starts_with("-p") || o.starts_with("--strip="))
+        {
             cmd.push("--strip=0".into());
         }
     } else {
         cmd.push(original.to_string());
     }
-    let line = cmd.iter().map(|w| shlex_quote(w)).collect::<Vec<_>>().join(" ");
+    let line = cmd
+        .iter()
+        .map(|w| shlex_quote(w))
+        .collect::<Vec<_>>()
+        .join(" ");
     call.env
         .run_cmd(&line, &CmdOptions::default())
         .map_err(|e| StateError::Other(format!("Unable to run patch: {e}")))
@@ -114,7 +121,12 @@ fn sanitize_options(raw: &str, strip: &mut Option<i64>) -> Result<Vec<String>, S
             if let Some((_, n)) = option.rsplit_once('=') {
                 *strip = Some(n.parse().map_err(|_| bad())?);
             } else {
-                *strip = Some(options.get(i + 1).and_then(|n| n.parse().ok()).ok_or_else(bad)?);
+                *strip = Some(
+                    options
+                        .get(i + 1)
+                        .and_then(|n| n.parse().ok())
+                        .ok_or_else(bad)?,
+                );
                 i += 1;
             }
         } else {
@@ -194,7 +206,14 @@ pub fn patch(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let saltenv = call
         .arg_str("saltenv")?
         .filter(|s| !s.is_empty())
-        .unwrap_or_else(|| if call.chunk.env().is_empty() { "base" } else { call.chunk.env() }.to_string());
+        .unwrap_or_else(|| {
+            if call.chunk.env().is_empty() {
+                "base"
+            } else {
+                call.chunk.env()
+            }
+            .to_string()
+        });
     // The patch file, rendered when `template` is set, in a temp file.
     let text = match resolve_source(call, source, &saltenv) {
         Ok((_, local)) => std::fs::read_to_string(&local)
@@ -244,7 +263,14 @@ pub fn patch(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         output.display().to_string(),
     ];
     pre_opts.extend(strip_opt.clone());
-    let pre_check = run_patch(call, &patch_bin, &name, &patch_file_s, &with(&pre_opts), false)?;
+    let pre_check = run_patch(
+        call,
+        &patch_bin,
+        &name,
+        &patch_file_s,
+        &with(&pre_opts),
+        false,
+    )?;
     if pre_check.retcode != 0 {
         let rejects_empty = std::fs::metadata(&rejects).map_or(true, |m| m.len() == 0);
         if rejects_empty {
@@ -275,10 +301,7 @@ pub fn patch(call: &StateCall<'_>) -> Result<StateResult, StateError> {
                 " Run state again using the reject_file option to save rejects to a persistent file.",
             );
         }
-        ret.comment.push_str(&format!(
-            "\n\n{}",
-            nested(&pre_check)
-        ));
+        ret.comment.push_str(&format!("\n\n{}", nested(&pre_check)));
         return Ok(ret);
     }
     if call.test {

@@ -117,8 +117,8 @@ pub(crate) fn check_sum(
     url: &str,
     name: &str,
 ) -> Result<(), String> {
-    let got = crate::exec::file::meta::file_hash(local, want.hash_type)
-        .map_err(|e| e.to_string())?;
+    let got =
+        crate::exec::file::meta::file_hash(local, want.hash_type).map_err(|e| e.to_string())?;
     if got == want.hsum {
         return Ok(());
     }

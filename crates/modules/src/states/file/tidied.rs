@@ -17,18 +17,25 @@ use crate::exec::file as fexec;
 /// `"10M"` is 10 MiB, `"10MB"` 10 000 000 bytes, anything unreadable 0.
 fn human_to_bytes(size: &str) -> u64 {
     let s = size.trim();
-    let split = s.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(s.len());
+    let split = s
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(s.len());
     let (num, unit) = (&s[..split], s[split..].trim().to_lowercase());
     let value: f64 = match num.parse::<f64>() {
         Ok(v) => v,
         Err(_) => return 0,
     };
-    let unit = if unit.is_empty() { "b".to_string() } else { unit };
+    let unit = if unit.is_empty() {
+        "b".to_string()
+    } else {
+        unit
+    };
     let prefixes = "kmgtpezy";
     let first = unit.chars().next().unwrap_or('b');
     let scaled = prefixes.contains(first);
     let metric = scaled && unit.len() == 2 && unit.ends_with('b');
-    let binary = unit == "b" || scaled && (unit.len() == 1 || unit.len() == 3 && unit.ends_with("ib"));
+    let binary =
+        unit == "b" || scaled && (unit.len() == 1 || unit.len() == 3 && unit.ends_with("ib"));
     if !(metric || binary) {
         return 0;
     }
@@ -48,8 +55,9 @@ fn regexes(call: &StateCall<'_>, key: &str) -> Result<Vec<Regex>, StateError> {
         .iter()
         .map(|v| {
             let pat = halite_salt_rules::pyfmt::python_str(v);
-            Regex::new(&format!("^(?:{pat})"))
-                .map_err(|e| StateError::BadArg(format!("Invalid regular expression {pat:?} in {key}: {e}")))
+            Regex::new(&format!("^(?:{pat})")).map_err(|e| {
+                StateError::BadArg(format!("Invalid regular expression {pat:?} in {key}: {e}"))
+            })
         })
         .collect()
 }
@@ -97,7 +105,9 @@ fn walk(dir: &Path, followlinks: bool, out: &mut Vec<Entry>) {
 /// A non-negative integer argument (`age`), 0 when absent.
 fn int_arg(call: &StateCall<'_>, key: &str) -> i64 {
     match call.arg(key) {
-        Some(Value::Number(n)) => n.as_i64().unwrap_or_else(|| n.as_f64().unwrap_or(0.0) as i64),
+        Some(Value::Number(n)) => n
+            .as_i64()
+            .unwrap_or_else(|| n.as_f64().unwrap_or(0.0) as i64),
         Some(Value::String(s)) => s.trim().parse().unwrap_or(0),
         _ => 0,
     }
@@ -107,7 +117,10 @@ fn int_arg(call: &StateCall<'_>, key: &str) -> i64 {
 pub fn tidied(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let name = target_name(call);
     let mut ret = StateResult::new(name.clone(), Some(true));
-    let mut operator = call.arg_str("age_size_logical_operator")?.unwrap_or_else(|| "OR".into()).to_uppercase();
+    let mut operator = call
+        .arg_str("age_size_logical_operator")?
+        .unwrap_or_else(|| "OR".into())
+        .to_uppercase();
     if operator != "AND" && operator != "OR" {
         tracing::warn!("Logical operator must be 'AND' or 'OR'. Defaulting to 'OR'...");
         operator = "OR".into();
@@ -124,7 +137,10 @@ pub fn tidied(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             ok
         });
     if !Path::new(&name).is_absolute() {
-        return error(ret, format!("Specified file {name} is not an absolute path"));
+        return error(
+            ret,
+            format!("Specified file {name} is not an absolute path"),
+        );
     }
     if !Path::new(&name).is_dir() {
         return error(ret, format!("{name} does not exist or is not a directory."));
@@ -152,7 +168,11 @@ pub fn tidied(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let today = Local::now().date_naive();
 
     let mut entries = Vec::new();
-    walk(Path::new(&name), call.arg_bool("followlinks", false), &mut entries);
+    walk(
+        Path::new(&name),
+        call.arg_bool("followlinks", false),
+        &mut entries,
+    );
     let mut todelete = Vec::new();
     for e in entries {
         let Ok(lmd) = fs::symlink_metadata(&e.path) else {

@@ -16,7 +16,12 @@ fn wanted(call: &StateCall<'_>, version_for_name: bool) -> Option<Vec<(String, O
             Value::Object(m) => m
                 .iter()
                 .next()
-                .map(|(k, v)| (k.clone(), (!v.is_null()).then(|| halite_salt_rules::pyfmt::python_str(v))))
+                .map(|(k, v)| {
+                    (
+                        k.clone(),
+                        (!v.is_null()).then(|| halite_salt_rules::pyfmt::python_str(v)),
+                    )
+                })
                 .unwrap_or_default(),
             other => (halite_salt_rules::pyfmt::python_str(other), None),
         }
@@ -26,7 +31,8 @@ fn wanted(call: &StateCall<'_>, version_for_name: bool) -> Option<Vec<(String, O
         Some(Value::Array(a)) => Some(a.iter().map(one).collect()),
         _ => {
             let version = if version_for_name {
-                call.arg("version").map(halite_salt_rules::pyfmt::python_str)
+                call.arg("version")
+                    .map(halite_salt_rules::pyfmt::python_str)
             } else {
                 None
             };
@@ -40,14 +46,22 @@ fn wanted(call: &StateCall<'_>, version_for_name: bool) -> Option<Vec<(String, O
 fn outcome(ret: &Map, name: &str) -> (bool, String) {
     let r = ret.get(name);
     (
-        r.and_then(|r| r.get("result")).and_then(Value::as_bool).unwrap_or(false),
-        r.and_then(|r| r.get("comment")).and_then(Value::as_str).unwrap_or("").to_string(),
+        r.and_then(|r| r.get("result"))
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        r.and_then(|r| r.get("comment"))
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string(),
     )
 }
 
 /// `pkg.held`: `name` (or every entry of `pkgs`) is held; with `replace`,
 /// every other held package is released.
-pub(super) fn held(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<StateResult, PkgError> {
+pub(super) fn held(
+    call: &StateCall<'_>,
+    provider: &dyn PkgProvider,
+) -> Result<StateResult, PkgError> {
     let name = call.name().to_string();
     let replace = call.arg_bool("replace", false);
     let pkgs = match wanted(call, true) {
@@ -70,9 +84,14 @@ pub(super) fn held(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<S
         if locks.contains(pkg) {
             continue;
         }
-        let suffix = ver.as_ref().map(|v| format!(" (version = {v})")).unwrap_or_default();
+        let suffix = ver
+            .as_ref()
+            .map(|v| format!(" (version = {v})"))
+            .unwrap_or_default();
         if call.test {
-            comments.push(format!("The following package would be held: {pkg}{suffix}"));
+            comments.push(format!(
+                "The following package would be held: {pkg}{suffix}"
+            ));
             continue;
         }
         let hold_ret = provider.set_hold(std::slice::from_ref(pkg), true)?;
@@ -111,7 +130,10 @@ pub(super) fn held(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<S
 
 /// `pkg.unheld`: `name` (or every entry of `pkgs`, or with `all` every
 /// held package) is not held.
-pub(super) fn unheld(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result<StateResult, PkgError> {
+pub(super) fn unheld(
+    call: &StateCall<'_>,
+    provider: &dyn PkgProvider,
+) -> Result<StateResult, PkgError> {
     let name = call.name().to_string();
     let all = call.arg_bool("all", false);
     let pkgs = match wanted(call, true) {
@@ -137,7 +159,9 @@ pub(super) fn unheld(call: &StateCall<'_>, provider: &dyn PkgProvider) -> Result
             // when a version was asked for.
             let asked = pkgs.iter().any(|(p, v)| p == pkg && v.is_some());
             let suffix = if asked { " (version = None)" } else { "" };
-            comments.push(format!("The following package would be unheld: {pkg}{suffix}"));
+            comments.push(format!(
+                "The following package would be unheld: {pkg}{suffix}"
+            ));
             continue;
         }
         let unhold_ret = provider.set_hold(std::slice::from_ref(pkg), false)?;
