@@ -7,10 +7,15 @@
 set -euo pipefail
 
 need=()
-# cron, openssh-client, kmod, mount, dig and debconf: the cron, ssh, kmod and mount modules drive
-# the real crontab, ssh-keygen/ssh-keyscan, modprobe/lsmod and mount/swapon, dig and
-# debconf-set-selections.
-for pkg in python3 patch dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps cron openssh-client kmod mount bind9-dnsutils debconf-utils; do
+# The modules' tests drive the real tools: crontab (cron), ssh-keygen and
+# ssh-keyscan (openssh-client), modprobe/lsmod (kmod), mount/swapon (mount,
+# util-linux: also unshare for sysctl's network namespace), dig
+# (bind9-dnsutils), debconf-set-selections (debconf-utils), locale-gen
+# (locales), zoneinfo (tzdata), ip (iproute2), and openssl for the remote
+# sources' test CA.
+for pkg in python3 patch dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps \
+  cron openssh-client kmod mount util-linux bind9-dnsutils debconf-utils locales tzdata iproute2 \
+  openssl ca-certificates; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ! command -v cargo >/dev/null 2>&1; then
