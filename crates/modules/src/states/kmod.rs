@@ -129,26 +129,7 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             }
         }
     }
-    if !yes.is_empty() {
-        let what = if yes.len() == 1 { "module" } else { "modules" };
-        append(
-            &mut ret,
-            &format!("Loaded kernel {what} {}", yes.join(", ")),
-        );
-    }
-    if !no.is_empty() {
-        let what = if no.len() == 1 { "module" } else { "modules" };
-        append(
-            &mut ret,
-            &format!("Failed to load kernel {what} {}", no.join(", ")),
-        );
-    }
-    for (m, msg) in failed {
-        append(
-            &mut ret,
-            &format!("Failed to load kernel module {m}: {msg}"),
-        );
-    }
+    report(&mut ret, "Loaded", "load", &yes, &no, failed);
     Ok(ret)
 }
 
@@ -202,25 +183,39 @@ fn absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             }
         }
     }
+    report(&mut ret, "Removed", "remove", &yes, &no, failed);
+    Ok(ret)
+}
+
+/// Salt's comment lines after loading or removing: the modules `done`
+/// ("Loaded"/"Removed"), those whose `verb` did nothing, and each failure
+/// with its message.
+fn report(
+    ret: &mut StateResult,
+    done: &str,
+    verb: &str,
+    yes: &[String],
+    no: &[String],
+    failed: Vec<(String, String)>,
+) {
+    let what = |n: usize| if n == 1 { "module" } else { "modules" };
     if !yes.is_empty() {
-        let what = if yes.len() == 1 { "module" } else { "modules" };
         append(
-            &mut ret,
-            &format!("Removed kernel {what} {}", yes.join(", ")),
+            ret,
+            &format!("{done} kernel {} {}", what(yes.len()), yes.join(", ")),
         );
     }
     if !no.is_empty() {
-        let what = if no.len() == 1 { "module" } else { "modules" };
         append(
-            &mut ret,
-            &format!("Failed to remove kernel {what} {}", no.join(", ")),
+            ret,
+            &format!(
+                "Failed to {verb} kernel {} {}",
+                what(no.len()),
+                no.join(", ")
+            ),
         );
     }
     for (m, msg) in failed {
-        append(
-            &mut ret,
-            &format!("Failed to remove kernel module {m}: {msg}"),
-        );
+        append(ret, &format!("Failed to {verb} kernel module {m}: {msg}"));
     }
-    Ok(ret)
 }
