@@ -110,15 +110,7 @@ pub(super) fn held(
                 comments.push(format!("The following package would be unheld: {pkg}"));
                 continue;
             }
-            let unhold_ret = provider.set_hold(std::slice::from_ref(pkg), false)?;
-            let (ok, comment) = outcome(&unhold_ret, pkg);
-            if !ok {
-                ret.result = Some(false);
-            }
-            if !comment.is_empty() {
-                comments.push(comment);
-            }
-            ret.changes.extend(unhold_ret);
+            release(provider, pkg, &mut ret, &mut comments)?;
         }
     }
     ret.comment = comments.join("\n");
@@ -164,19 +156,31 @@ pub(super) fn unheld(
             ));
             continue;
         }
-        let unhold_ret = provider.set_hold(std::slice::from_ref(pkg), false)?;
-        let (ok, comment) = outcome(&unhold_ret, pkg);
-        if !ok {
-            ret.result = Some(false);
-        }
-        if !comment.is_empty() {
-            comments.push(comment);
-        }
-        ret.changes.extend(unhold_ret);
+        release(provider, pkg, &mut ret, &mut comments)?;
     }
     ret.comment = comments.join("\n");
     if ret.changes.is_empty() && ret.comment.is_empty() {
         ret.comment = "No changes made".into();
     }
     Ok(ret)
+}
+
+/// Releases the hold on `pkg`: its changes and comment join the state's,
+/// and a release that did not happen fails the state.
+fn release(
+    provider: &dyn PkgProvider,
+    pkg: &str,
+    ret: &mut StateResult,
+    comments: &mut Vec<String>,
+) -> Result<(), PkgError> {
+    let unhold_ret = provider.set_hold(&[pkg.to_string()], false)?;
+    let (ok, comment) = outcome(&unhold_ret, pkg);
+    if !ok {
+        ret.result = Some(false);
+    }
+    if !comment.is_empty() {
+        comments.push(comment);
+    }
+    ret.changes.extend(unhold_ret);
+    Ok(())
 }
