@@ -38,9 +38,9 @@ multivar_again:
       - two
     - repo: {{ repo }}
 
-unset_again:
+unset_nothing:
   git.config_unset:
-    - name: user.name
+    - name: no.such
     - repo: {{ repo }}
 
 multivar_refused:
