@@ -1056,15 +1056,16 @@ fn sync_tags(
         return Ok(());
     }
     *has_remote_rev = false;
-    let new_tags: Vec<Value> = remote_tags
+    let new_tags: Vec<String> = remote_tags
         .difference(local_tags)
-        .cloned()
-        .map(Value::from)
+        .map(|t| halite_salt_rules::pyfmt::string_repr(t))
         .collect();
     if !new_tags.is_empty() {
-        run.ret
-            .changes
-            .insert("new_tags".into(), Value::Array(new_tags));
+        // A Python set in Salt, which its outputters show as its repr.
+        run.ret.changes.insert(
+            "new_tags".into(),
+            format!("{{{}}}", new_tags.join(", ")).into(),
+        );
     }
     if !a.sync_tags {
         return Ok(());
