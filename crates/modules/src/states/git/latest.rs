@@ -582,43 +582,35 @@ fn update(
     } else if let Some(rr) = remote_rev {
         if ops::rev_parse(git, target, Some(&format!("{rr}^{{commit}}")), &[]).is_ok() {
             match r.rev_type {
-                Some(RevType::Branch) => {
-                    if remotes.contains_key(&a.remote) {
-                        let up = r.desired_upstream.branch().unwrap_or_default();
-                        if ops::rev_parse(git, target, Some(up), &[]).ok().as_deref() == Some(rr) {
-                            has_remote_rev = true;
-                        }
+                Some(RevType::Branch) if remotes.contains_key(&a.remote) => {
+                    let up = r.desired_upstream.branch().unwrap_or_default();
+                    if ops::rev_parse(git, target, Some(up), &[]).ok().as_deref() == Some(rr) {
+                        has_remote_rev = true;
                     }
                 }
-                Some(RevType::Tag) => {
-                    if all_local_tags.contains(&r.rev) {
-                        let local_tag = ops::rev_parse(
-                            git,
-                            target,
-                            Some(&format!("{}^{{commit}}", r.rev)),
+                Some(RevType::Tag) if all_local_tags.contains(&r.rev) => {
+                    let local_tag =
+                        ops::rev_parse(git, target, Some(&format!("{}^{{commit}}", r.rev)), &[])
+                            .ok();
+                    if local_tag.as_deref() == Some(rr) {
+                        has_remote_rev = true;
+                    } else if !a.force_reset.truthy() {
+                        return Ok(Some(fail(
+                            run.ret.clone(),
+                            format!(
+                                "'{}' is a tag, but the remote SHA1 for this tag ({}) doesn't \
+                                 match the local SHA1 ({}). Set 'force_reset' to True to force \
+                                 this update.",
+                                r.rev,
+                                short(rr),
+                                short_opt(local_tag.as_deref())
+                            ),
                             &[],
-                        )
-                        .ok();
-                        if local_tag.as_deref() == Some(rr) {
-                            has_remote_rev = true;
-                        } else if !a.force_reset.truthy() {
-                            return Ok(Some(fail(
-                                run.ret.clone(),
-                                format!(
-                                    "'{}' is a tag, but the remote SHA1 for this tag ({}) \
-                                     doesn't match the local SHA1 ({}). Set 'force_reset' to \
-                                     True to force this update.",
-                                    r.rev,
-                                    short(rr),
-                                    short_opt(local_tag.as_deref())
-                                ),
-                                &[],
-                            )));
-                        }
+                        )));
                     }
                 }
                 Some(RevType::Sha1) => has_remote_rev = true,
-                None => {}
+                _ => {}
             }
         }
     }
