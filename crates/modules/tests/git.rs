@@ -786,3 +786,73 @@ fn a_missing_identity_is_reported_as_salt_does() {
     );
     assert_eq!(rel.comment, "identity 'id_rsa' is not an absolute path");
 }
+
+/// A user created for one test (with a home), removed afterwards.
+struct TestUser(String);
+
+impl TestUser {
+    fn new() -> Option<Self> {
+        // SAFETY: geteuid has no preconditions.
+        if unsafe { libc::geteuid() } != 0 {
+            println!("skipped: needs root to create a test user");
+            return None;
+        }
+        let name = format!("hgit{}", std::process::id() % 100000);
+        let ok = Command::new("useradd")
+            .args(["-m", "-s", "/bin/sh", &name])
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "useradd {name}");
+        Some(TestUser(name))
+    }
+}
+
+impl Drop for TestUser {
+    fn drop(&mut self) {
+        let _ = Command::new("userdel").args(["-r", "-f", &self.0]).output();
+    }
+}
+
+#[test]
+fn latest_runs_git_as_the_given_user() {
+    if !ready() {
+        return;
+    }
+    let Some(user) = TestUser::new() else {
+        return;
+    };
+    let host = host();
+    let remote = Remote::new();
+    let daemon = Daemon::start(remote.dir.path());
+    let url = daemon.url("remote");
+    let home = format!("/home/{}", user.0);
+    let target = format!("{home}/checkout");
+    let args = json!({"target": target, "user": user.0});
+    let r = state(&host, "latest", &url, args.clone(), false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(r.comment, format!("{url} cloned to {target}"));
+    use std::os::unix::fs::MetadataExt;
+    let owner = std::fs::metadata(Path::new(&target).join("f"))
+        .unwrap()
+        .uid();
+    let uid = nix::unistd::User::from_name(&user.0)
+        .unwrap()
+        .unwrap()
+        .uid
+        .as_raw();
+    assert_eq!(owner, uid, "the checkout belongs to the user");
+    let again = state(&host, "latest", &url, args.clone(), false);
+    assert!(again.changes.is_empty(), "{}", again.comment);
+    // A relative cwd is the user's home, as Salt's _expand_path.
+    assert_eq!(
+        exec(
+            &host,
+            "git.current_branch",
+            vec![json!("checkout")],
+            json!({"user": user.0})
+        )
+        .unwrap(),
+        json!("main")
+    );
+}
