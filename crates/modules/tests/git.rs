@@ -856,3 +856,43 @@ fn latest_runs_git_as_the_given_user() {
         json!("main")
     );
 }
+
+#[test]
+fn detached_checks_out_a_rev_once() {
+    if !ready() {
+        return;
+    }
+    let host = host();
+    let remote = Remote::new();
+    let url = remote.url();
+    let v1 = remote.head();
+    remote.write("f", "two\n");
+    let two = remote.commit("two");
+    let target = remote.target("detached");
+    let args = json!({"target": target, "rev": "v1"});
+    let t = state(&host, "detached", &url, args.clone(), true);
+    assert_eq!(t.result, None);
+    assert_eq!(
+        t.comment,
+        format!("Repository {url} would be cloned to {target}")
+    );
+    let r = state(&host, "detached", &url, args.clone(), false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(r.changes["HEAD"], json!({"old": null, "new": v1}));
+    let again = state(&host, "detached", &url, args, false);
+    assert!(again.changes.is_empty());
+    assert_eq!(again.comment, "Already checked out at correct revision");
+    let hash = json!({"target": target, "rev": two});
+    let t = state(&host, "detached", &url, hash.clone(), true);
+    assert_eq!(t.changes["HEAD"], json!({"old": v1, "new": two}));
+    let moved = state(&host, "detached", &url, hash, false);
+    assert_eq!(
+        moved.comment,
+        format!("Commit ID {two} was checked out at {target}")
+    );
+    assert_eq!(
+        exec(&host, "git.current_branch", vec![json!(target)], json!({})).unwrap(),
+        json!("HEAD"),
+        "HEAD is detached"
+    );
+}

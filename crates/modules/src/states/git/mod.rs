@@ -1,13 +1,14 @@
 //! Salt's `git` state module: `latest` (a checkout that follows a remote
-//! rev), `cloned` (cloned once, optionally on a branch), `present` (an
-//! initialized, usually bare, repository), `config_set`/`config_unset`,
-//! with Salt 3008's comments, `changes` and `test=True` predictions,
-//! over [`crate::exec::git`].
+//! rev), `detached` (a detached HEAD at a rev), `cloned` (cloned once,
+//! optionally on a branch), `present` (an initialized, usually bare,
+//! repository), `config_set`/`config_unset`, with Salt 3008's comments,
+//! `changes` and `test=True` predictions, over [`crate::exec::git`].
 //!
 //! Like Salt's, the module has no `mod_watch`: `watch` acts as `require`.
 //! `unless`/`onlyif` are the engine's (Salt's `mod_run_check`).
 
 mod config;
+mod detached;
 mod latest;
 mod present;
 
@@ -21,6 +22,7 @@ pub const MODULE: StateTable = StateTable {
     functions: &[
         StateFunction::new("latest", latest::latest),
         StateFunction::new("cloned", present::cloned),
+        StateFunction::new("detached", detached::detached),
         StateFunction::new("present", present::present),
         StateFunction::new("config_set", config::config_set),
         StateFunction::new("config_unset", config::config_unset),
