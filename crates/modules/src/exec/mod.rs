@@ -34,6 +34,7 @@ crate::module_list! {
         state,
         status,
         sys,
+        supervisord,
         sysctl,
         system,
         test,

@@ -29,6 +29,7 @@ crate::module_list! {
         service,
         ssh_auth,
         ssh_known_hosts,
+        supervisord,
         sysctl,
         test,
         timezone,
