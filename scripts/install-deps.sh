@@ -13,11 +13,12 @@ need=()
 # (bind9-dnsutils), debconf-set-selections (debconf-utils), locale-gen
 # (locales), zoneinfo (tzdata), ip (iproute2), and openssl for the remote
 # sources' test CA. supervisor: the supervisord tests start their own
-# daemon (the packaged service need not run).
+# daemon (the packaged service need not run); iptables and nftables: the
+# firewall tests, inside a network namespace of their own.
 for pkg in python3 patch dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps \
   cron openssh-client kmod mount util-linux bind9-dnsutils debconf-utils locales tzdata iproute2 \
   openssl ca-certificates \
-  supervisor; do
+  supervisor iptables nftables; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ! command -v cargo >/dev/null 2>&1; then

@@ -20,6 +20,7 @@ crate::module_list! {
         hashutil,
         hosts,
         http,
+        iptables,
         kmod,
         locale,
         lowpkg,

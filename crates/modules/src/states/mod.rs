@@ -20,6 +20,7 @@ crate::module_list! {
         group,
         host,
         http,
+        iptables,
         kmod,
         locale,
         module,
