@@ -26,6 +26,7 @@ crate::module_list! {
         lowpkg,
         mount,
         network,
+        nftables,
         pillar,
         pkg,
         service,

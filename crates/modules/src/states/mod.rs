@@ -25,6 +25,7 @@ crate::module_list! {
         locale,
         module,
         mount,
+        nftables,
         pkg,
         pkgrepo,
         service,
