@@ -21,6 +21,9 @@ for pkg in python3 patch dpkg-dev rpm dnf createrepo-c build-essential pkg-confi
   supervisor iptables nftables; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
+# npm: only when no npm exists (NodeSource's nodejs ships its own, which
+# conflicts with Debian's npm package).
+command -v npm >/dev/null 2>&1 || need+=(npm)
 if ! command -v cargo >/dev/null 2>&1; then
   need+=(rustup)
 fi

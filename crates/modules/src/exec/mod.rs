@@ -27,6 +27,7 @@ crate::module_list! {
         mount,
         network,
         nftables,
+        npm,
         pillar,
         pkg,
         service,

@@ -26,6 +26,7 @@ crate::module_list! {
         module,
         mount,
         nftables,
+        npm,
         pkg,
         pkgrepo,
         service,
