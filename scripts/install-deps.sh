@@ -14,11 +14,11 @@ need=()
 # (locales), zoneinfo (tzdata), ip (iproute2), and openssl for the remote
 # sources' test CA. supervisor: the supervisord tests start their own
 # daemon (the packaged service need not run); iptables and nftables: the
-# firewall tests, inside a network namespace of their own.
+# firewall tests, inside a network namespace of their own; ruby: gem.
 for pkg in python3 patch dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps \
   cron openssh-client kmod mount util-linux bind9-dnsutils debconf-utils locales tzdata iproute2 \
   openssl ca-certificates \
-  supervisor iptables nftables; do
+  supervisor iptables nftables ruby; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 # npm: only when no npm exists (NodeSource's nodejs ships its own, which
