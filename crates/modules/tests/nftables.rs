@@ -109,7 +109,8 @@ fn tables_chains_rules_and_policies_are_applied_once_like_salt() {
     }
     let host = host();
     let base = json!({"table": "salt", "table_type": "filter", "hook": "input", "priority": 0});
-    let ssh = json!({"table": "salt", "chain": "input", "proto": "tcp", "dport": 22, "jump": "accept"});
+    let ssh =
+        json!({"table": "salt", "chain": "input", "proto": "tcp", "dport": 22, "jump": "accept"});
     let web = json!({"table": "salt", "chain": "input", "position": 0, "proto": "tcp",
                      "dports": "80,443", "jump": "accept"});
     let pol = json!({"table": "salt", "chain": "input", "policy": "drop"});
@@ -144,27 +145,48 @@ fn tables_chains_rules_and_policies_are_applied_once_like_salt() {
     let r = state(&host, "table_present", "salt", json!({}), false);
     assert_eq!(
         outcome(&r),
-        ok("nftables table salt successfully created in family ipv4", "salt")
+        ok(
+            "nftables table salt successfully created in family ipv4",
+            "salt"
+        )
     );
     let r = state(&host, "chain_present", "input", base.clone(), false);
     assert_eq!(
         outcome(&r),
-        ok("nftables input chain in salt table create success for ipv4", "input")
+        ok(
+            "nftables input chain in salt table create success for ipv4",
+            "input"
+        )
     );
-    let r = state(&host, "chain_present", "plain", json!({"table": "salt"}), false);
+    let r = state(
+        &host,
+        "chain_present",
+        "plain",
+        json!({"table": "salt"}),
+        false,
+    );
     assert_eq!(
         outcome(&r),
-        ok("nftables plain chain in salt table create success for ipv4", "plain")
+        ok(
+            "nftables plain chain in salt table create success for ipv4",
+            "plain"
+        )
     );
     let r = state(&host, "append", "ssh", ssh.clone(), false);
     assert_eq!(
         outcome(&r),
-        ok("Set nftables rule for ssh to: tcp dport { 22 } accept for ipv4", "ssh")
+        ok(
+            "Set nftables rule for ssh to: tcp dport { 22 } accept for ipv4",
+            "ssh"
+        )
     );
     let r = state(&host, "insert", "web", web.clone(), false);
     assert_eq!(
         outcome(&r),
-        ok("Set nftables rule for web to: tcp dport { 443, 80 } accept for ipv4", "web")
+        ok(
+            "Set nftables rule for web to: tcp dport { 443, 80 } accept for ipv4",
+            "web"
+        )
     );
     let t = state(&host, "set_policy", "pol", pol.clone(), true);
     assert_eq!(
@@ -178,7 +200,9 @@ fn tables_chains_rules_and_policies_are_applied_once_like_salt() {
     );
     let rules = ruleset();
     assert!(rules.contains("policy drop;"), "{rules}");
-    let web_at = rules.find("tcp dport { 80, 443 } accept").expect("web rule");
+    let web_at = rules
+        .find("tcp dport { 80, 443 } accept")
+        .expect("web rule");
     let ssh_at = rules.find("tcp dport 22 accept").expect("ssh rule");
     assert!(web_at < ssh_at, "insert did not go first: {rules}");
 
@@ -213,7 +237,8 @@ fn tables_chains_rules_and_policies_are_applied_once_like_salt() {
     assert_eq!(ruleset(), rules);
 
     // delete, flush, chain_absent, table_absent.
-    let del = json!({"table": "salt", "chain": "input", "proto": "tcp", "dport": 22, "jump": "accept"});
+    let del =
+        json!({"table": "salt", "chain": "input", "proto": "tcp", "dport": 22, "jump": "accept"});
     let t = state(&host, "delete", "delssh", del.clone(), true);
     assert_eq!(
         t.comment,
@@ -222,7 +247,10 @@ fn tables_chains_rules_and_policies_are_applied_once_like_salt() {
     let r = state(&host, "delete", "delssh", del.clone(), false);
     assert_eq!(
         outcome(&r),
-        ok("Delete nftables rule for delssh tcp dport { 22 } accept", "delssh")
+        ok(
+            "Delete nftables rule for delssh tcp dport { 22 } accept",
+            "delssh"
+        )
     );
     assert!(!ruleset().contains("dport 22"));
     let again = state(&host, "delete", "delssh", del, false);
@@ -230,40 +258,82 @@ fn tables_chains_rules_and_policies_are_applied_once_like_salt() {
         outcome(&again),
         unchanged("nftables rule for delssh already absent for ipv4 (tcp dport { 22 } accept)")
     );
-    let t = state(&host, "flush", "fl", json!({"table": "salt", "chain": "input"}), true);
+    let t = state(
+        &host,
+        "flush",
+        "fl",
+        json!({"table": "salt", "chain": "input"}),
+        true,
+    );
     assert_eq!(
         (t.result, t.comment.as_str()),
         (None, "nftables flush not performed in test mode.")
     );
-    let r = state(&host, "flush", "fl", json!({"table": "salt", "chain": "input"}), false);
+    let r = state(
+        &host,
+        "flush",
+        "fl",
+        json!({"table": "salt", "chain": "input"}),
+        false,
+    );
     assert_eq!(
         outcome(&r),
-        ok("Flush nftables rules in salt table input chain ipv4 family", "fl")
+        ok(
+            "Flush nftables rules in salt table input chain ipv4 family",
+            "fl"
+        )
     );
     assert!(!ruleset().contains("dport"));
-    let r = state(&host, "chain_absent", "plain", json!({"table": "salt"}), false);
+    let r = state(
+        &host,
+        "chain_absent",
+        "plain",
+        json!({"table": "salt"}),
+        false,
+    );
     assert_eq!(
         outcome(&r),
-        ok("nftables plain chain in salt table delete success for ipv4", "plain")
+        ok(
+            "nftables plain chain in salt table delete success for ipv4",
+            "plain"
+        )
     );
-    let again = state(&host, "chain_absent", "plain", json!({"table": "salt"}), false);
+    let again = state(
+        &host,
+        "chain_absent",
+        "plain",
+        json!({"table": "salt"}),
+        false,
+    );
     assert_eq!(
         outcome(&again),
         unchanged("nftables plain chain is already absent in salt table for ipv4")
     );
     let t = state(&host, "table_absent", "salt", json!({}), true);
-    assert_eq!(t.comment, "nftables table salt would be deleted from family ipv4");
+    assert_eq!(
+        t.comment,
+        "nftables table salt would be deleted from family ipv4"
+    );
     let r = state(&host, "table_absent", "salt", json!({}), false);
     assert_eq!(
         outcome(&r),
-        ok("nftables table salt successfully deleted from family ipv4", "salt")
+        ok(
+            "nftables table salt successfully deleted from family ipv4",
+            "salt"
+        )
     );
     let again = state(&host, "table_absent", "salt", json!({}), false);
     assert_eq!(
         outcome(&again),
         unchanged("nftables table salt is already absent from family ipv4")
     );
-    let r = state(&host, "flush", "fl", json!({"table": "salt", "chain": "input"}), false);
+    let r = state(
+        &host,
+        "flush",
+        "fl",
+        json!({"table": "salt", "chain": "input"}),
+        false,
+    );
     assert_eq!(
         (r.result, r.comment.as_str()),
         (
@@ -294,11 +364,17 @@ fn execution_functions_answer_salts_dicts() {
         .unwrap_or_else(|e| panic!("{fun}: {e}"))
     };
     assert_eq!(
-        call("nftables.new_table", json!({"table": "t6", "family": "ipv6"})),
+        call(
+            "nftables.new_table",
+            json!({"table": "t6", "family": "ipv6"})
+        ),
         json!({"comment": "Table t6 in family ipv6 created", "result": true})
     );
     assert_eq!(
-        call("nftables.new_chain", json!({"table": "t6", "chain": "c", "family": "ipv6"})),
+        call(
+            "nftables.new_chain",
+            json!({"table": "t6", "chain": "c", "family": "ipv6"})
+        ),
         json!({"comment": "Chain c in table t6 in family ipv6 created", "result": true})
     );
     assert_eq!(
@@ -314,7 +390,10 @@ fn execution_functions_answer_salts_dicts() {
     );
     assert_eq!(handle["result"], json!(true), "{handle}");
     assert_eq!(
-        call("nftables.check_table", json!({"table": "t6", "family": "ipv4"})),
+        call(
+            "nftables.check_table",
+            json!({"table": "t6", "family": "ipv4"})
+        ),
         json!({"comment": "Table t6 in family ipv4 does not exist", "result": false})
     );
     let saved = tempfile::tempdir().unwrap();
