@@ -170,6 +170,14 @@ fn parse_list_line(line: &str) -> Option<(String, Vec<String>)> {
     ))
 }
 
+/// Under `test=True` the functions that change gems say what they would
+/// run (Salt runs them; halite's dispatch probe calls `gem.update` with
+/// no arguments, which would update every gem of the host).
+fn dry(host: &Host, what: &str) -> Option<Value> {
+    host.test_mode()
+        .then(|| Value::from(format!("test=True: would run gem {what}")))
+}
+
 /// `gems` as Salt takes it: a string split on whitespace, or a list.
 fn gems_arg(v: Option<&Value>) -> Vec<String> {
     match v {
@@ -191,12 +199,15 @@ fn warn_ruby(args: &Args, i: usize) {
 }
 
 /// `gem.install <gems> [ruby] [gem_bin] [runas] [version] [rdoc] [ri] [pre_releases] [proxy] [source]`.
-fn install_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+fn install_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let gems = gems_arg(args.get(0, "gems"));
     if gems.is_empty() {
         return Err(ExecError::Invocation(
             "install() missing 1 required positional argument: 'gems'".into(),
         ));
+    }
+    if let Some(said) = dry(host, &format!("install {}", gems.join(" "))) {
+        return Ok(said);
     }
     warn_ruby(args, 1);
     let gem = Gem {
@@ -215,12 +226,15 @@ fn install_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 }
 
 /// `gem.uninstall <gems> [ruby] [runas] [gem_bin]`.
-fn uninstall_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+fn uninstall_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let gems = gems_arg(args.get(0, "gems"));
     if gems.is_empty() {
         return Err(ExecError::Invocation(
             "uninstall() missing 1 required positional argument: 'gems'".into(),
         ));
+    }
+    if let Some(said) = dry(host, &format!("uninstall {}", gems.join(" "))) {
+        return Ok(said);
     }
     warn_ruby(args, 1);
     let gem = Gem {
@@ -247,8 +261,16 @@ fn list_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 }
 
 /// `gem.update <gems> [ruby] [runas] [gem_bin]`.
-fn update_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+fn update_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let gems = gems_arg(args.get(0, "gems"));
+    if gems.is_empty() {
+        return Err(ExecError::Invocation(
+            "update() missing 1 required positional argument: 'gems'".into(),
+        ));
+    }
+    if let Some(said) = dry(host, &format!("update {}", gems.join(" "))) {
+        return Ok(said);
+    }
     warn_ruby(args, 1);
     let gem = Gem {
         runas: args.get_str(2, "runas"),

@@ -187,7 +187,7 @@ fn npm_of(args: &Args, dir: Option<usize>, runas: usize, env: usize) -> Result<N
 }
 
 /// `npm.install [pkg] [pkgs=[...]] [dir] [runas] [registry] [env] [dry_run] [silent]`.
-fn install_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+fn install_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let npm = npm_of(args, Some(2), 3, 5)?;
     let pkgs: Vec<String> = match (args.get_str(0, "pkg"), args.get(1, "pkgs")) {
         (Some(p), _) => vec![p],
@@ -201,15 +201,21 @@ fn install_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     npm.install(
         &pkgs,
         args.get_str(4, "registry").as_deref(),
-        args.get_bool(6, "dry_run", false),
+        // test=True only asks npm what it would do.
+        args.get_bool(6, "dry_run", false) || host.test_mode(),
         args.get_bool(7, "silent", true),
     )
 }
 
 /// `npm.uninstall <pkg> [dir] [runas] [env]`.
-fn uninstall_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+fn uninstall_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let pkg = args.require_str(0, "pkg", "uninstall")?;
     let npm = npm_of(args, Some(1), 2, 3)?;
+    if host.test_mode() {
+        return Ok(Value::from(format!(
+            "test=True: would run npm uninstall {pkg}"
+        )));
+    }
     Ok(Value::Bool(npm.uninstall(&pkg)?))
 }
 
@@ -232,8 +238,11 @@ fn list_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
 }
 
 /// `npm.cache_clean [path] [runas] [env] [force]`.
-fn cache_clean_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
+fn cache_clean_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let npm = npm_of(args, None, 1, 2)?;
+    if host.test_mode() {
+        return Ok(Value::from("test=True: would run npm cache clean"));
+    }
     let mut words: Vec<String> = vec!["cache".into(), "clean".into()];
     words.extend(args.get_str(0, "path"));
     if args.get_bool(3, "force", false) {

@@ -313,7 +313,7 @@ fn status_bool_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
         .1
         .lines()
         .filter_map(parse_status_line)
-        .last();
+        .next_back();
     Ok(Value::Bool(match last {
         Some(p) if p.reason != "(no such process)" && p.name == name => {
             expected.is_none_or(|e| e == p.state)
