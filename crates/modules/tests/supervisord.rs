@@ -396,3 +396,95 @@ fn an_unreachable_daemon_is_a_clear_failure() {
         r.comment
     );
 }
+
+/// The whole engine: `state.apply` of an SLS whose program watches a
+/// config file. A changed file restarts the program through `mod_watch`;
+/// an unchanged one leaves it alone.
+#[test]
+fn a_watched_file_restarts_the_program_through_the_engine() {
+    if !has("supervisord") || !has("supervisorctl") {
+        println!("skipped: supervisord is not installed (scripts/install-deps.sh installs it)");
+        return;
+    }
+    let daemon = Daemon::start();
+    let conf = daemon.conf();
+    let tree = tempfile::tempdir().unwrap();
+    let app_conf = tree.path().join("app.conf");
+    std::fs::create_dir_all(tree.path().join("salt")).unwrap();
+    std::fs::write(
+        tree.path().join("salt/app.sls"),
+        format!(
+            "app_conf:\n  file.managed:\n    - name: {}\n    - contents: v1\n\
+             sleeper:\n  supervisord.running:\n    - conf_file: {}\n    - watch:\n      - file: app_conf\n",
+            app_conf.display(),
+            conf.display()
+        ),
+    )
+    .unwrap();
+    let opts = json!({
+        "id": "sv01",
+        "file_client": "local",
+        "local": true,
+        "file_roots": {"base": [tree.path().join("salt")]},
+        "pillar_roots": {"base": [tree.path().join("pillar")]},
+    });
+    let (host, errors) = halite_modules::local::local_host(opts, Arc::new(LogEvents));
+    assert!(errors.is_empty(), "{errors:?}");
+    let apply = || {
+        host.call(
+            "state.apply",
+            &Args {
+                positional: vec![json!("app")],
+                kwargs: Default::default(),
+            },
+        )
+        .unwrap()
+    };
+    let sleeper = |ret: &Value| {
+        ret.as_object()
+            .unwrap()
+            .iter()
+            .find(|(k, _)| k.starts_with("supervisord_|-sleeper"))
+            .map(|(_, v)| (v["comment"].clone(), v["changes"].clone()))
+            .unwrap_or_else(|| panic!("no sleeper in {ret}"))
+    };
+
+    // First run: the file is created and the program started (its own
+    // change, so no mod_watch on top).
+    let ret = apply();
+    assert_eq!(
+        sleeper(&ret),
+        (
+            json!("Starting service: sleeper"),
+            json!({"sleeper": "Starting service: sleeper"})
+        )
+    );
+    let first = pid(&host, "sleeper", &conf).expect("running");
+
+    // Second run: nothing changed, nothing restarted.
+    let ret = apply();
+    assert_eq!(
+        sleeper(&ret),
+        (
+            json!("Not starting already running service: sleeper"),
+            json!({})
+        )
+    );
+    assert_eq!(
+        pid(&host, "sleeper", &conf).as_deref(),
+        Some(first.as_str())
+    );
+
+    // The file drifted: file.managed puts it back, the watch restarts.
+    std::fs::write(&app_conf, "drifted\n").unwrap();
+    let ret = apply();
+    assert_eq!(
+        sleeper(&ret),
+        (
+            json!("Restarting service: sleeper"),
+            json!({"sleeper": "Restarting service: sleeper"})
+        )
+    );
+    let second = pid(&host, "sleeper", &conf).expect("running again");
+    assert_ne!(first, second, "the watch did not restart the program");
+}
