@@ -311,6 +311,16 @@ fn chains_rules_and_policies_are_applied_once_like_salt() {
         json!(true)
     );
 
+    assert_eq!(
+        exec(
+            &host,
+            "iptables.build_rule",
+            json!({"chain": "INPUT", "proto": "tcp", "dport": 22, "jump": "ACCEPT",
+                   "full": true, "command": "A"})
+        ),
+        json!("/usr/sbin/iptables --wait -t filter -A INPUT  -p tcp --dport 22 --jump ACCEPT")
+    );
+
     // flush and chain_absent.
     let r = state(&host, "flush", "f", json!({"chain": "mychain"}), false);
     assert_eq!(

@@ -396,6 +396,23 @@ fn execution_functions_answer_salts_dicts() {
         ),
         json!({"comment": "Table t6 in family ipv4 does not exist", "result": false})
     );
+    // Salt 3008.5's answer, a YAML `True` for `full` included.
+    assert_eq!(
+        call(
+            "nftables.build_rule",
+            json!({"table": "salt", "chain": "input", "proto": "tcp", "dports": "80,443",
+                   "jump": "accept", "full": true, "command": "add"})
+        ),
+        json!({"comment": "Successfully built rule", "rule": "tcp dport { 443, 80 } accept", "result": true})
+    );
+    assert_eq!(
+        call(
+            "nftables.build_rule",
+            json!({"table": "salt", "chain": "input", "proto": "tcp", "dport": 22,
+                   "jump": "accept", "full": "True", "command": "add"})
+        )["rule"],
+        json!("nft add rule ip salt input tcp dport { 22 } accept")
+    );
     let saved = tempfile::tempdir().unwrap();
     let text = call(
         "nftables.save",

@@ -727,8 +727,13 @@ fn build_rule_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
         return Ok(Value::from(rule));
     }
     let get = |k: &str| kw.get(k).map(text).filter(|s| !s.is_empty());
-    let Some(table) = get("table").or(Some("filter".into())) else {
-        return Ok(Value::from("Error: Table needs to be specified"));
+    // An explicitly empty table is Salt's error; absent means `filter`.
+    let table = match kw.get("table") {
+        None => "filter".to_string(),
+        Some(_) => match get("table") {
+            Some(t) => t,
+            None => return Ok(Value::from("Error: Table needs to be specified")),
+        },
     };
     let Some(chain) = get("chain") else {
         return Ok(Value::from(NO_CHAIN));

@@ -645,9 +645,11 @@ fn build_rule_fn(args: &Args, _host: &Host) -> Result<Value, ExecError> {
     let family = args.get_str(5, "family").unwrap_or_else(|| "ipv4".into());
     let rule = build_rule(&args.kwargs, &family)?;
     let mut ret = Map::new();
-    let full = args.get_str(4, "full");
+    // Salt compares with the strings 'True'/'true': a YAML `True` (a
+    // bool) does not ask for the full command there.
+    let full = args.get(4, "full").and_then(Value::as_str);
     let mut shown = rule.clone();
-    if matches!(full.as_deref(), Some("True" | "true")) {
+    if matches!(full, Some("True" | "true")) {
         let fam = nft_family(&family)?;
         let (Some(table), Some(chain), Some(command)) = (
             args.get_str(0, "table"),
