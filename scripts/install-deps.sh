@@ -12,13 +12,20 @@ need=()
 # util-linux: also unshare for sysctl's network namespace), dig
 # (bind9-dnsutils), debconf-set-selections (debconf-utils), locale-gen
 # (locales), zoneinfo (tzdata), ip (iproute2), and openssl for the remote
-# sources' test CA; git (its daemon too) for the git module.
+# sources' test CA; git (its daemon too) for the git module. supervisor:
+# the supervisord tests start their own daemon (the packaged service need
+# not run); iptables and nftables: the firewall tests, inside a network
+# namespace of their own; ruby: gem.
 for pkg in python3 patch dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps \
   cron openssh-client kmod mount util-linux bind9-dnsutils debconf-utils locales tzdata iproute2 \
   openssl ca-certificates \
-  git; do
+  git \
+  supervisor iptables nftables ruby; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
+# npm: only when no npm exists (NodeSource's nodejs ships its own, which
+# conflicts with Debian's npm package).
+command -v npm >/dev/null 2>&1 || need+=(npm)
 if ! command -v cargo >/dev/null 2>&1; then
   need+=(rustup)
 fi
