@@ -27,6 +27,7 @@ crate::module_list! {
         network,
         pillar,
         pkg,
+        postgres,
         service,
         shadow,
         slsutil,
