@@ -8,6 +8,7 @@
 pub mod conn;
 pub mod privileges;
 pub mod role;
+pub mod state;
 
 use halite_state::{Map, Value};
 
