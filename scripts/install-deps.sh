@@ -12,10 +12,11 @@ need=()
 # util-linux: also unshare for sysctl's network namespace), dig
 # (bind9-dnsutils), debconf-set-selections (debconf-utils), locale-gen
 # (locales), zoneinfo (tzdata), ip (iproute2), and openssl for the remote
-# sources' test CA.
+# sources' test CA; postgresql (initdb, pg_ctl, psql) and postgresql-contrib
+# (the hstore extension) for the postgres tests' own server.
 for pkg in python3 patch dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps \
   cron openssh-client kmod mount util-linux bind9-dnsutils debconf-utils locales tzdata iproute2 \
-  openssl ca-certificates; do
+  openssl ca-certificates postgresql postgresql-contrib; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ! command -v cargo >/dev/null 2>&1; then

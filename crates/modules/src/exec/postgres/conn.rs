@@ -251,18 +251,17 @@ impl<'a> Psql<'a> {
             .map(|w| crate::command::shell_quote(w))
             .collect::<Vec<_>>()
             .join(" ");
-        let timeout = CmdTimeout::from_value(
-            halite_render::config_call(
-                "config.option",
-                self.cfg.opts,
-                self.cfg.grains,
-                self.cfg.pillar,
-                &[Value::from("postgres.timeout")],
-                &Map::new(),
-            )
-            .as_ref(),
+        // config.option answers "" for a key that is not set.
+        let limit = halite_render::config_call(
+            "config.option",
+            self.cfg.opts,
+            self.cfg.grains,
+            self.cfg.pillar,
+            &[Value::from("postgres.timeout")],
+            &Map::new(),
         )
-        .map_err(ExecError::Invocation)?;
+        .filter(|v| v.as_str() != Some(""));
+        let timeout = CmdTimeout::from_value(limit.as_ref()).map_err(ExecError::Invocation)?;
         let opts = CmdOptions {
             runas,
             timeout,
