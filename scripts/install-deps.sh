@@ -7,20 +7,29 @@
 set -euo pipefail
 
 need=()
-# The modules' tests drive the real tools: crontab (cron), ssh-keygen and
-# ssh-keyscan (openssh-client), modprobe/lsmod (kmod), mount/swapon (mount,
-# util-linux: also unshare for sysctl's network namespace), dig
-# (bind9-dnsutils), debconf-set-selections (debconf-utils), locale-gen
-# (locales), zoneinfo (tzdata), ip (iproute2), and openssl for the remote
-# sources' test CA; git (its daemon too) for the git module. supervisor:
-# the supervisord tests start their own daemon (the packaged service need
-# not run); iptables and nftables: the firewall tests, inside a network
-# namespace of their own; ruby: gem.
-for pkg in python3 patch dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps \
-  cron openssh-client kmod mount util-linux bind9-dnsutils debconf-utils locales tzdata iproute2 \
-  openssl ca-certificates \
-  git \
-  supervisor iptables nftables ruby; do
+# The tools the tests drive for real, one package per line (merges stay
+# trivial). Each line says which tests need it.
+packages=(
+  python3 patch dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps
+  cron                 # crontab
+  openssh-client       # ssh-keygen, ssh-keyscan
+  kmod                 # modprobe, lsmod
+  mount util-linux     # mount, swapon; unshare for sysctl's network namespace
+  bind9-dnsutils       # dig
+  debconf-utils        # debconf-set-selections
+  locales              # locale-gen
+  tzdata               # zoneinfo
+  iproute2             # ip
+  openssl              # the remote sources' test CA
+  ca-certificates
+  git                  # the git module (its daemon too)
+  supervisor           # supervisord tests start their own daemon
+  iptables nftables    # firewall tests, in a network namespace of their own
+  ruby                 # gem
+  postgresql           # initdb, pg_ctl, psql: the postgres tests' own server
+  postgresql-contrib   # the hstore extension
+)
+for pkg in "${packages[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 # npm: only when no npm exists (NodeSource's nodejs ships its own, which

@@ -132,6 +132,11 @@ fn salt_functions_by_item_attribute_and_dynamic_name() {
         "{'x': 1, 'y': 'z'} {'q': 2}");
     assert_eq!(ok("{{ salt['nope.nope']|default(none) is callable }} {{ salt['test.echo'] is callable }} {{ salt['nope.x'] is defined }}"),
         "False True False");
+    // Formulas test for a module before using it, as Salt's loader is a mapping.
+    assert_eq!(
+        ok("{{ 'test.echo' in salt }} {{ 'nope.x' in salt }} {{ 'nope.x' not in salt }}"),
+        "True False True"
+    );
     assert_eq!(
         ok("{{ salt['cmd.run']('echo from-a-real-shell') }}"),
         "from-a-real-shell"

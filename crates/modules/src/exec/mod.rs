@@ -32,6 +32,7 @@ crate::module_list! {
         npm,
         pillar,
         pkg,
+        postgres,
         service,
         shadow,
         slsutil,

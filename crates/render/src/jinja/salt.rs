@@ -458,8 +458,17 @@ impl fmt::Debug for SaltFunction {
 }
 
 impl Object for SaltObject {
+    /// A mapping, as Salt's loader is: `'mod.fun' in salt` asks
+    /// [`SaltObject::get_value`], so a formula's test for a module that
+    /// is absent here (`'postgres.user_create' in salt`) is false, as in
+    /// Salt, and true for one that is present.
     fn repr(self: &Arc<Self>) -> ObjectRepr {
-        ObjectRepr::Plain
+        ObjectRepr::Map
+    }
+
+    /// Printed as before (not as an empty mapping: it is not enumerated).
+    fn render(self: &Arc<Self>, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Debug::fmt(self.as_ref(), f)
     }
 
     fn get_value(self: &Arc<Self>, key: &MjValue) -> Option<MjValue> {
