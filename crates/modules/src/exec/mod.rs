@@ -24,6 +24,7 @@ crate::module_list! {
         locale,
         lowpkg,
         mount,
+        mysql,
         network,
         pillar,
         pkg,
