@@ -11,11 +11,13 @@ need=()
 # ssh-keyscan (openssh-client), modprobe/lsmod (kmod), mount/swapon (mount,
 # util-linux: also unshare for sysctl's network namespace), dig
 # (bind9-dnsutils), debconf-set-selections (debconf-utils), locale-gen
-# (locales), zoneinfo (tzdata), ip (iproute2), and openssl for the remote
-# sources' test CA.
+# (locales), zoneinfo (tzdata), ip (iproute2), openssl for the remote
+# sources' test CA, and a MariaDB server and client for the mysql module
+# (its tests start their own mariadbd in a temp dir).
 for pkg in python3 patch dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps \
   cron openssh-client kmod mount util-linux bind9-dnsutils debconf-utils locales tzdata iproute2 \
-  openssl ca-certificates; do
+  openssl ca-certificates \
+  mariadb-server mariadb-client; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ! command -v cargo >/dev/null 2>&1; then
