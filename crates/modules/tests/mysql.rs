@@ -368,6 +368,39 @@ fn exec_functions_on_databases_users_grants_and_queries() {
     assert_eq!(grant("mysql.grant_revoke", "insert"), json!(true));
     assert_eq!(grant("mysql.grant_exists", "select"), json!(true));
     assert_eq!(grant("mysql.grant_exists", "insert"), json!(false));
+    assert_eq!(
+        exec(
+            &h,
+            "mysql.verify_login",
+            vec![json!("halite_eu"), json!("other")],
+            json!({})
+        ),
+        json!(true)
+    );
+    assert_eq!(
+        exec(
+            &h,
+            "mysql.verify_login",
+            vec![json!("halite_eu"), json!("wrong")],
+            json!({})
+        ),
+        json!(false)
+    );
+    let plugins = exec(&h, "mysql.plugins_list", vec![], json!({}));
+    assert!(
+        plugins
+            .as_array()
+            .unwrap()
+            .contains(&json!({"name": "unix_socket", "status": "ACTIVE"})),
+        "{plugins}"
+    );
+    let vars = exec(&h, "mysql.showglobal", vec![], json!({}));
+    assert!(
+        vars.as_array()
+            .unwrap()
+            .contains(&json!({"Variable_name": "port", "Value": server.port.to_string()})),
+        "{vars}"
+    );
     assert_eq!(user("mysql.user_remove", json!({})), json!(true));
     assert_eq!(user("mysql.user_exists", json!({})), json!(false));
     assert_eq!(

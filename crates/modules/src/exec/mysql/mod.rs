@@ -55,6 +55,19 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("plugin_status", plugin_status),
         ExecFunction::new("quote_identifier", quote_identifier),
         ExecFunction::new("tokenize_grant", tokenize_grant),
+        ExecFunction::new("showvariables", |a, h| {
+            Ok(hashes(session(a, h).rows_as_dicts("SHOW VARIABLES")))
+        }),
+        ExecFunction::new("showglobal", |a, h| {
+            Ok(hashes(session(a, h).rows_as_dicts("SHOW GLOBAL VARIABLES")))
+        }),
+        ExecFunction::new("processlist", |a, h| {
+            Ok(dicts(session(a, h).rows_as_dicts("SHOW FULL PROCESSLIST")))
+        }),
+        ExecFunction::new("plugins_list", |a, h| {
+            Ok(dicts(session(a, h).plugins_list()))
+        }),
+        ExecFunction::new("verify_login", verify_login),
     ],
 };
 
@@ -74,6 +87,28 @@ pub fn session_from(kwargs: &Map, opts: &Value, grains: &Value, pillar: &Value) 
         .filter(|v| !v.is_null())
     };
     Mysql::new(ConnArgs::resolve(kwargs, &lookup))
+}
+
+/// A list of dicts.
+fn dicts(rows: Vec<Map>) -> Value {
+    Value::Array(rows.into_iter().map(Value::Object).collect())
+}
+
+/// `showvariables`/`showglobal`: the rows as dicts, `[[]]` when there are
+/// none, as Salt answers.
+fn hashes(rows: Vec<Map>) -> Value {
+    if rows.is_empty() {
+        return Value::Array(vec![Value::Array(vec![])]);
+    }
+    dicts(rows)
+}
+
+fn verify_login(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let user = args.require_str(0, "user", "verify_login")?;
+    let password = args.get_str(1, "password");
+    Ok(Value::from(
+        session(args, host).verify_login(&user, password.as_deref()),
+    ))
 }
 
 fn session(args: &Args, host: &Host) -> Mysql {

@@ -137,6 +137,44 @@ impl Mysql {
         pairs(sets.first())
     }
 
+    /// Rows of `sql` as dicts (Salt's `__do_query_into_hash`): `[]` on an
+    /// error.
+    pub fn rows_as_dicts(&self, sql: &str) -> Vec<Map> {
+        self.sql(None, &format!("{sql};"))
+            .and_then(|s| s.into_iter().next())
+            .map(|s| s.dict_rows())
+            .unwrap_or_default()
+    }
+
+    /// `mysql.plugins_list`: `{name, status}` of every plugin.
+    pub fn plugins_list(&self) -> Vec<Map> {
+        self.sql(None, "SHOW PLUGINS;")
+            .and_then(|s| s.into_iter().next())
+            .map(|s| {
+                s.rows
+                    .into_iter()
+                    .map(|r| {
+                        let v =
+                            |i: usize| r.get(i).cloned().flatten().map_or(Value::Null, Value::from);
+                        let mut m = Map::new();
+                        m.insert("name".into(), v(0));
+                        m.insert("status".into(), v(1));
+                        m
+                    })
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
+    /// `mysql.verify_login`: whether `user` can log in with `password`
+    /// (the other connection arguments as given).
+    pub fn verify_login(&self, user: &str, password: Option<&str>) -> bool {
+        let mut conn = self.conn.clone();
+        conn.user = Some(user.to_string()).filter(|u| !u.is_empty());
+        conn.pass = password.map(str::to_string).filter(|p| !p.is_empty());
+        run_sql(&conn, None, "SELECT 1;").is_ok()
+    }
+
     /// `mysql.db_list`: the databases.
     pub fn db_list(&self) -> Vec<String> {
         self.sql(None, "SHOW DATABASES;")
