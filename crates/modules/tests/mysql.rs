@@ -514,7 +514,7 @@ fn connection_arguments_tcp_password_and_default_file() {
 }
 
 #[test]
-fn query_run_writes_its_output_file_and_grain_unless_there() {
+fn query_run_writes_its_output_file_unless_there() {
     let Some(server) = Server::start() else {
         return;
     };
