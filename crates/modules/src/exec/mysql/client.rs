@@ -74,11 +74,17 @@ impl ConnArgs {
             // Salt reads the charset from the config even beside a default file.
             charset: get("charset", true),
         };
-        if args == ConnArgs::default() && std::path::Path::new(DEBIAN_DEFAULT_FILE).is_file() {
+        if args == ConnArgs::default() && readable(DEBIAN_DEFAULT_FILE) {
             args.default_file = Some(DEBIAN_DEFAULT_FILE.to_string());
         }
         args
     }
+}
+
+/// Whether `path` is a file this process can read (the client refuses to
+/// start on a defaults file it cannot open; PyMySQL skips such a file).
+fn readable(path: &str) -> bool {
+    std::path::Path::new(path).is_file() && std::fs::File::open(path).is_ok()
 }
 
 /// One result set: its column names and rows (`None` is SQL NULL).
@@ -186,10 +192,7 @@ pub fn run_sql(
     })?;
     // The option file: the user's default file (included, so its settings
     // apply), then the password, which must win over the file's.
-    let default_file = conn
-        .default_file
-        .as_deref()
-        .filter(|f| std::path::Path::new(f).is_file());
+    let default_file = conn.default_file.as_deref().filter(|f| readable(f));
     let private = match &conn.pass {
         Some(pass) => Some(private_option_file(default_file, pass)?),
         None => None,
@@ -227,7 +230,14 @@ pub fn run_sql(
         stdin: Some(sql.to_string()),
         ..CmdOptions::default()
     };
-    tracing::debug!(database, "mysql: {sql}");
+    if sql.contains("IDENTIFIED") || sql.contains("PASSWORD(") {
+        tracing::debug!(
+            database,
+            "mysql: a statement carrying a password (not logged)"
+        );
+    } else {
+        tracing::debug!(database, "mysql: {sql}");
+    }
     let out = crate::command::run_command(&cmd, &opts)
         .map_err(|e| MysqlError(format!("MySQL Error: cannot run {}: {e}", words[0])))?;
     if out.retcode != 0 {
