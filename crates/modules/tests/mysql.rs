@@ -120,7 +120,7 @@ impl Server {
     /// Runs SQL as root through the client, for the test's own checks.
     fn sql(&self, sql: &str) -> Result<String, String> {
         let out = Command::new("mariadb")
-            .args(["--no-defaults", "-uroot", "-N", "-B"])
+            .args(["--no-defaults", "-uroot", "-N", "-B", "-r"])
             .arg(format!("--socket={}", self.sock()))
             .args(["-e", sql])
             .output()
@@ -571,4 +571,98 @@ fn query_run_writes_its_output_file_unless_there() {
     );
     assert!(r.comment.contains("'rows affected': 1"), "{}", r.comment);
     assert_eq!(server.sql("SELECT COUNT(*) FROM halite_q.t").unwrap(), "3");
+}
+
+/// (id, result, changes empty?) of every state of a `state.apply` return,
+/// in run order.
+fn outcome(ret: &Value) -> Vec<(String, Value, bool)> {
+    let mut states: Vec<&Value> = ret.as_object().unwrap().values().collect();
+    states.sort_by_key(|s| s["__run_num__"].as_u64());
+    states
+        .iter()
+        .map(|s| {
+            (
+                s["__id__"].as_str().unwrap().to_string(),
+                s["result"].clone(),
+                s["changes"].as_object().is_none_or(|c| c.is_empty()),
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn an_application_tree_through_state_apply_test_first_then_twice() {
+    let Some(server) = Server::start() else {
+        return;
+    };
+    let tree = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(tree.path().join("salt")).unwrap();
+    std::fs::write(
+        tree.path().join("salt/app.sls"),
+        "app_db:\n  mysql_database.present:\n    - name: halite_app\n    - character_set: utf8mb4\n\
+         app_user:\n  mysql_user.present:\n    - name: halite_app\n    - password: {{ 'app' ~ '-pw' }}\n    - require:\n      - mysql_database: app_db\n\
+         app_grant:\n  mysql_grants.present:\n    - grant: select,insert,update\n    - database: halite_app.*\n    - user: halite_app\n    - require:\n      - mysql_user: app_user\n\
+         app_seed:\n  mysql_query.run:\n    - database: halite_app\n    - query: CREATE TABLE IF NOT EXISTS t (id INT)\n    - output: {{ opts['seed_out'] }}\n    - overwrite: False\n    - require:\n      - mysql_grants: app_grant\n",
+    )
+    .unwrap();
+    let seed_out = tree.path().join("seed.out");
+    let opts = json!({
+        "id": "db01",
+        "file_client": "local",
+        "local": true,
+        "file_roots": {"base": [tree.path().join("salt")]},
+        "pillar_roots": {"base": [tree.path().join("pillar")]},
+        "mysql.unix_socket": server.sock(),
+        "mysql.user": "root",
+        "seed_out": seed_out.display().to_string(),
+    });
+    let (host, errors) = halite_modules::local::local_host(opts, Arc::new(LogEvents));
+    assert!(errors.is_empty(), "{errors:?}");
+    let apply = |test: bool| {
+        let mut kwargs = serde_json::Map::new();
+        if test {
+            kwargs.insert("test".into(), json!(true));
+        }
+        host.call(
+            "state.apply",
+            &Args {
+                positional: vec![json!("app")],
+                kwargs: kwargs.into_iter().collect(),
+            },
+        )
+        .unwrap()
+    };
+    let ids = ["app_db", "app_user", "app_grant", "app_seed"];
+    let predicted = outcome(&apply(true));
+    assert_eq!(
+        predicted,
+        ids.iter()
+            .map(|i| (i.to_string(), Value::Null, true))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(server.sql("SHOW DATABASES LIKE 'halite_app'").unwrap(), "");
+    let first = outcome(&apply(false));
+    assert_eq!(
+        first,
+        ids.iter()
+            .map(|i| (i.to_string(), json!(true), false))
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        server
+            .sql("SHOW GRANTS FOR 'halite_app'@'localhost'")
+            .unwrap()
+            .lines()
+            .last()
+            .unwrap(),
+        "GRANT SELECT, INSERT, UPDATE ON `halite\\_app`.* TO `halite_app`@`localhost`"
+    );
+    assert!(seed_out.exists());
+    let second = outcome(&apply(false));
+    assert_eq!(
+        second,
+        ids.iter()
+            .map(|i| (i.to_string(), json!(true), true))
+            .collect::<Vec<_>>()
+    );
 }
