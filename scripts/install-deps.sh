@@ -28,6 +28,8 @@ packages=(
   ruby                 # gem
   postgresql           # initdb, pg_ctl, psql: the postgres tests' own server
   postgresql-contrib   # the hstore extension
+  mariadb-server       # the mysql tests start their own mariadbd in a temp dir
+  mariadb-client       # the mysql module drives the server through its client
 )
 for pkg in "${packages[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")

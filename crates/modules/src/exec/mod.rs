@@ -27,6 +27,7 @@ crate::module_list! {
         locale,
         lowpkg,
         mount,
+        mysql,
         network,
         nftables,
         npm,
