@@ -363,3 +363,118 @@ fn issue_19_functions_through_the_master() {
     assert_eq!(text, format!("m1:\n    {}\n", sha256_hex(b"x")));
     drop(server);
 }
+
+/// Peak resident memory (VmHWM) of process `pid`, in KiB.
+fn vm_hwm_kib(pid: u32) -> u64 {
+    let status =
+        std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the minion's status");
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+        .expect("VmHWM")
+}
+
+#[test]
+fn a_large_remote_source_is_streamed_into_place() {
+    if !can_run() {
+        return;
+    }
+    const SIZE: u64 = 200 * 1024 * 1024;
+    let fleet = Fleet::new();
+    let www = fleet.path("www");
+    std::fs::create_dir_all(&www).expect("www");
+    // Sparse: the server reads zeros without the disk holding them; the
+    // last bytes differ so a truncated copy would not compare equal.
+    let big = www.join("big.bin");
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = std::fs::File::create(&big).expect("big.bin");
+        f.set_len(SIZE - 8).expect("sparse");
+        f.seek(SeekFrom::End(0)).expect("seek");
+        f.write_all(b"the end\n").expect("tail");
+    }
+    let sum = Command::new("sha256sum")
+        .arg(&big)
+        .output()
+        .expect("sha256sum");
+    let sum = String::from_utf8_lossy(&sum.stdout)
+        .split_whitespace()
+        .next()
+        .expect("digest")
+        .to_string();
+    let server = HttpServer::start(&www);
+    let out = fleet.path("out");
+    std::fs::create_dir_all(&out).expect("out");
+    let dest = out.join("big.bin");
+    write(
+        &fleet.path("trees/salt/big.sls"),
+        &format!(
+            "{}:\n  file.managed:\n    - source: http://127.0.0.1:{}/big.bin\n    - source_hash: sha256={sum}\n",
+            dest.display(),
+            server.port
+        ),
+    );
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base: [{}]\n",
+        fleet.path("trees/salt").display()
+    ));
+    let minion = fleet.start_minion("big", "");
+    fleet.wait_responding("big");
+
+    let (rets, code) = fleet.halite_json(&["big", "state.sls", "big"]);
+    let states = rets.get("big").cloned().unwrap_or(Value::Null);
+    assert_eq!(code, 0, "{states}");
+    let ret = by_id(&states, &dest.display().to_string());
+    assert_eq!(ret["changes"]["diff"], "New file", "{ret}");
+    assert_eq!(std::fs::metadata(&dest).expect("dest").len(), SIZE);
+    let copied = Command::new("sha256sum")
+        .arg(&dest)
+        .output()
+        .expect("sha256sum");
+    assert!(String::from_utf8_lossy(&copied.stdout).starts_with(&sum));
+
+    // Again: compared with the file in place a block at a time, unchanged.
+    let (rets, code) = fleet.halite_json(&["big", "state.sls", "big"]);
+    let states = rets.get("big").cloned().unwrap_or(Value::Null);
+    assert_eq!(code, 0, "{states}");
+    let ret = by_id(&states, &dest.display().to_string());
+    assert_eq!(ret["changes"], json!({}), "{ret}");
+
+    // A changed source replaces it, still without holding it.
+    {
+        use std::io::{Seek, SeekFrom, Write};
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&big)
+            .expect("big.bin");
+        f.seek(SeekFrom::Start(SIZE / 2)).expect("seek");
+        f.write_all(b"changed").expect("write");
+    }
+    let sum2 = Command::new("sha256sum")
+        .arg(&big)
+        .output()
+        .expect("sha256sum");
+    let sum2 = String::from_utf8_lossy(&sum2.stdout)
+        .split_whitespace()
+        .next()
+        .expect("digest")
+        .to_string();
+    let sls = std::fs::read_to_string(fleet.path("trees/salt/big.sls")).expect("sls");
+    write(&fleet.path("trees/salt/big.sls"), &sls.replace(&sum, &sum2));
+    let (rets, code) = fleet.halite_json(&["big", "state.sls", "big"]);
+    let states = rets.get("big").cloned().unwrap_or(Value::Null);
+    assert_eq!(code, 0, "{states}");
+    let ret = by_id(&states, &dest.display().to_string());
+    assert_eq!(ret["changes"]["diff"], "Replace binary file", "{ret}");
+
+    // The minion never held the file: its peak resident memory stays far
+    // below the file's 200 MiB.
+    let peak = vm_hwm_kib(minion.child.id());
+    assert!(
+        peak < 100 * 1024,
+        "the minion's peak RSS reached {peak} KiB for a {} KiB file",
+        SIZE / 1024
+    );
+    drop(server);
+}

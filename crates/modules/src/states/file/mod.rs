@@ -10,6 +10,7 @@
 
 mod accumulated;
 mod cached;
+mod content;
 mod decode;
 mod edits;
 mod keyvalue;
