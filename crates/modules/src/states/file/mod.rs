@@ -16,6 +16,7 @@ mod edits;
 mod keyvalue;
 mod links;
 pub(crate) mod managed;
+mod nodes;
 mod patch;
 mod paths;
 mod perms;
@@ -59,6 +60,8 @@ pub const MODULE: StateTable = StateTable {
         StateFunction::new("not_cached", cached::not_cached),
         StateFunction::new("decode", decode::decode),
         StateFunction::new("patch", patch::patch),
+        StateFunction::new("mknod", nodes::mknod),
+        StateFunction::new("pruned", nodes::pruned),
     ],
 };
 
