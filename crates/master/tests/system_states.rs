@@ -349,6 +349,14 @@ fn issue_19_functions_through_the_master() {
         json!({"h19_color": "blue"})
     );
     assert_eq!(call(&["grains.get", "h19_color"]), json!("blue"));
+    assert_eq!(call(&["grains.fetch", "h19_color"]), json!("blue"));
+    assert_eq!(call(&["grains.equals", "h19_color", "blue"]), json!(true));
+    assert_eq!(call(&["grains.equals", "h19_color", "red"]), json!(false));
+    // A call Python would reject: Salt's minion words it as a TypeError.
+    assert_eq!(
+        call(&["hashutil.sha256_digest"]),
+        json!("Passed invalid arguments to hashutil.sha256_digest: sha256_digest() missing 1 required positional argument: 'instr'\n")
+    );
     assert_eq!(
         call(&["hosts.get_ip", "app.example.test"]),
         json!("10.9.8.7")
