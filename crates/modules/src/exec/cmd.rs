@@ -215,8 +215,9 @@ pub fn prepare_script(
     if let Some(user) = kwargs.get("runas").and_then(Value::as_str) {
         let uid = crate::exec::file::meta::user_to_uid(user)
             .map_err(|e| ExecError::Execution(e.to_string()))?;
-        std::os::unix::fs::chown(&file, Some(uid), None)
-            .map_err(|e| ExecError::Execution(format!("Unable to give the script to {user}: {e}")))?;
+        std::os::unix::fs::chown(&file, Some(uid), None).map_err(|e| {
+            ExecError::Execution(format!("Unable to give the script to {user}: {e}"))
+        })?;
     }
     Ok(file)
 }
