@@ -55,6 +55,11 @@ impl Compiler {
             map.insert("id".into(), Value::from(id));
             map.insert("jid".into(), Value::from(jid));
             map.insert("__role".into(), Value::from("minion"));
+            // config.get reads the minion's own options, not these.
+            map.insert(
+                halite_modules::exec::config::COMPILED_ON_MASTER.into(),
+                Value::Bool(true),
+            );
             map.entry("pillar")
                 .or_insert_with(|| Value::Object(Map::new()));
         }

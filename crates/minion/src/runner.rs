@@ -257,6 +257,16 @@ impl JobRunner for HostRunner {
             Err(ExecError::NotAvailable(f)) => {
                 (Value::String(format!("'{f}' is not available.")), 1)
             }
+            // Salt's minion: a call Python rejects (TypeError) is "Passed
+            // invalid arguments to <fun>: <error>" and the docstring (none here).
+            Err(ExecError::Invocation(msg))
+                if halite_modules::exec::signature::is_python_type_error(&msg) =>
+            {
+                (
+                    Value::String(format!("Passed invalid arguments to {}: {msg}\n", job.fun)),
+                    1,
+                )
+            }
             Err(ExecError::Invocation(msg)) => (
                 Value::String(format!("ERROR executing '{}': {msg}", job.fun)),
                 1,

@@ -9,8 +9,9 @@ use halite_state::{FileClient, Map, Value};
 use crate::exec::Args;
 use crate::Host;
 
-/// `salt[...]` in a template: the host's execution functions.
-struct HostSalt(Host);
+/// `salt[...]` in a template: the host's execution functions, and the
+/// options `config.get` reads (fetched once per template).
+struct HostSalt(Host, std::sync::OnceLock<Option<Value>>);
 
 impl halite_render::SaltFunctions for HostSalt {
     fn has(&self, fun: &str) -> bool {
@@ -22,6 +23,11 @@ impl halite_render::SaltFunctions for HostSalt {
             kwargs: kwargs.clone(),
         };
         self.0.call(fun, &args).map_err(|e| e.to_string())
+    }
+    fn opts(&self) -> Option<Value> {
+        self.1
+            .get_or_init(|| crate::exec::config::minion_opts(&self.0))
+            .clone()
     }
 }
 
@@ -54,7 +60,7 @@ impl Host {
             sls: sls.to_string(),
             source_path: source_path.to_string(),
             extra,
-            salt: Arc::new(HostSalt(self.clone())),
+            salt: Arc::new(HostSalt(self.clone(), std::sync::OnceLock::new())),
             files: Arc::new(HostTemplates(self.files.clone())),
         }
     }

@@ -532,6 +532,35 @@ fn cmd_script_runs_a_salt_url_with_template_and_args() {
 }
 
 #[test]
+fn cmd_script_runs_the_script_by_its_shebang() {
+    // A python script: run as `/bin/sh <script>` it would fail on the
+    // first line; Salt runs the script itself, so its shebang decides.
+    let t = Tree::new(&[
+        (
+            "scripts/hello.py",
+            "#!/usr/bin/env python3\nimport sys\nprint('py', sys.argv[1])\n",
+        ),
+        ("scripts/noshebang.sh", "echo plain $1\n"),
+        (
+            "s.sls",
+            "py:\n  cmd.script:\n    - source: salt://scripts/hello.py\n    - args: there\n\
+             bare:\n  cmd.script:\n    - source: salt://scripts/noshebang.sh\n    - args: sh\n",
+        ),
+    ]);
+    let ret = t.call("state.apply", &[json!("s")], json!({}));
+    let get = |id: &str| {
+        ret.as_object()
+            .unwrap()
+            .values()
+            .find(|r| r["__id__"] == id)
+            .unwrap()
+            .clone()
+    };
+    assert_eq!(get("py")["changes"]["stdout"], json!("py there"), "{ret}");
+    assert_eq!(get("bare")["changes"]["stdout"], json!("plain sh"), "{ret}");
+}
+
+#[test]
 fn malformed_requisites_and_arguments_are_clear_errors() {
     let t = Tree::new(&[(
         "w.sls",

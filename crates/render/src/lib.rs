@@ -44,6 +44,13 @@ pub trait SaltFunctions: Send + Sync {
     fn has(&self, fun: &str) -> bool;
     /// Calls `fun`; `Err` carries a message for the render error.
     fn call(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String>;
+    /// The options `config.get` and `config.option` read first, when they
+    /// are not the template's `opts`: a master compiling for a minion
+    /// answers them from the minion's own options, as Salt (which renders
+    /// on the minion) does. `None`: the template's `opts`.
+    fn opts(&self) -> Option<Value> {
+        None
+    }
 }
 
 /// Where `{% import %}`, `{% include %}` and `import_yaml` read templates

@@ -210,6 +210,20 @@ fn run() -> Result<i32> {
                 eprintln!("'{f}' is not available.");
                 return Ok(255);
             }
+            // As salt-call: a call Python itself rejects (TypeError) is
+            // "Passed invalid arguments", a SaltInvocationError ends the
+            // process with its message, a CommandExecutionError is
+            // "Error running".
+            Err(ExecError::Invocation(msg))
+                if halite_modules::exec::signature::is_python_type_error(&msg) =>
+            {
+                eprintln!("\nPassed invalid arguments: {msg}.\n\nUsage:\n");
+                return Ok(1);
+            }
+            Err(ExecError::Invocation(msg)) => {
+                eprintln!("{msg}");
+                return Ok(1);
+            }
             Err(e) => {
                 eprintln!("Error running '{}': {e}", cli.fun);
                 return Ok(1);

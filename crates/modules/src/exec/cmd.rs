@@ -209,7 +209,16 @@ pub fn prepare_script(
     let file = tempfile_in(&dir)?;
     std::fs::write(&file, text).map_err(|e| ExecError::Execution(e.to_string()))?;
     use std::os::unix::fs::PermissionsExt;
-    let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o700));
+    // As Salt: 0500, owned by the user it runs as, run directly (so its
+    // shebang picks the interpreter).
+    let _ = std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o500));
+    if let Some(user) = kwargs.get("runas").and_then(Value::as_str) {
+        let uid = crate::exec::file::meta::user_to_uid(user)
+            .map_err(|e| ExecError::Execution(e.to_string()))?;
+        std::os::unix::fs::chown(&file, Some(uid), None).map_err(|e| {
+            ExecError::Execution(format!("Unable to give the script to {user}: {e}"))
+        })?;
+    }
     Ok(file)
 }
 
@@ -242,17 +251,6 @@ pub fn run_script(
             .join(" "),
         other => other.to_string(),
     });
-    let shell = kwargs
-        .get("shell")
-        .and_then(Value::as_str)
-        .map(String::from)
-        .or_else(|| {
-            host.grains
-                .get("shell")
-                .and_then(Value::as_str)
-                .map(String::from)
-        })
-        .unwrap_or_else(|| "/bin/sh".into());
     let path = file.to_string_lossy();
     // Salt runs the script as the list [path, *args]; its timeout message
     // shows that list.
@@ -260,15 +258,17 @@ pub fn run_script(
     let cmd = match args {
         Some(a) if !a.is_empty() => {
             argv.extend(shell_words(&a).into_iter().map(Value::from));
-            format!("{shell} {} {a}", shell_quote(&path))
+            format!("{} {a}", shell_quote(&path))
         }
-        _ => format!("{shell} {}", shell_quote(&path)),
+        _ => shell_quote(&path),
     };
     let shown = halite_state::requisite::py_repr(&Value::Array(argv));
+    // The shell (`shell=`, else the grain) starts the script as Salt's
+    // python_shell does; the kernel runs it by its shebang, and a script
+    // without one is read by that shell.
     let mut kw = kwargs.clone();
-    kw.remove("shell");
     kw.insert("python_shell".into(), Value::Bool(true));
-    let result = run_all_shown_as(&cmd, Some(&shown), &kw, &Value::Null);
+    let result = run_all_shown_as(&cmd, Some(&shown), &kw, &host.grains);
     let _ = std::fs::remove_file(&file);
     result
 }

@@ -20,6 +20,9 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("items", items),
         ExecFunction::new("item", item),
         ExecFunction::new("get", get),
+        // Salt's alias of get.
+        ExecFunction::new("fetch", get),
+        ExecFunction::new("equals", equals),
         ExecFunction::new("ls", ls),
         ExecFunction::new("has_value", has_value),
         ExecFunction::new("filter_by", filter_by_fn),
@@ -72,6 +75,29 @@ fn get(args: &Args, host: &Host) -> Result<Value, ExecError> {
     Ok(traverse(grains, &key, &delimiter)
         .cloned()
         .unwrap_or(default))
+}
+
+/// `grains.equals <key> <value>`: whether `str(value) == str(grains.get(key))`,
+/// as Salt compares them (so `equals osmajorrelease 12` holds for the
+/// number 12).
+fn equals(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    args.require_str(0, "key", "equals")?;
+    let value = args.get(1, "value").cloned().ok_or_else(|| {
+        ExecError::Invocation("equals() missing 1 required positional argument: 'value'".into())
+    })?;
+    let key_only = Args {
+        positional: args.positional.iter().take(1).cloned().collect(),
+        kwargs: args
+            .kwargs
+            .iter()
+            .filter(|(k, _)| k.as_str() == "key")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect(),
+    };
+    let got = get(&key_only, host)?;
+    Ok(Value::Bool(
+        halite_salt_rules::pyfmt::python_str(&value) == halite_salt_rules::pyfmt::python_str(&got),
+    ))
 }
 
 /// `grains.item <keys...>`: the grains named, `default=` for missing ones.

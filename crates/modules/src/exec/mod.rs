@@ -279,7 +279,6 @@ pub const ANSWERED_ON_MASTER: &[&str] = &[
     "pillar.file_exists",
     "config.get",
     "config.option",
-    "config.items",
     "sys.list_functions",
     "sys.list_modules",
     "sys.doc",

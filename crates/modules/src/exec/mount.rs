@@ -454,6 +454,45 @@ pub fn rm_fstab(name: &str, device: Option<&str>, config: &str) -> Result<bool, 
     Ok(true)
 }
 
+/// Salt's `_convert_to` of the mount state: the fs_spec of `device` as
+/// `mount_by` asks (`device`, `uuid`, `label`, `partuuid`, `partlabel`),
+/// looked up with `blkid`; `None` when blkid does not find exactly one
+/// device (or the device lacks that key). Without `mount_by`, or when
+/// `device` already has that form, `device` itself.
+pub fn convert_to(device: &str, mount_by: Option<&str>) -> Option<String> {
+    let Some(by) = mount_by.filter(|b| !b.is_empty()) else {
+        return Some(device.to_string());
+    };
+    let key = by.to_uppercase();
+    if (by == "device" && device.starts_with('/')) || device.starts_with(&format!("{key}=")) {
+        return Some(device.to_string());
+    }
+    let ran = if device.starts_with('/') {
+        run("blkid", &["-o", "export", device]).ok()?
+    } else {
+        run("blkid", &["-o", "export", "-t", device]).ok()?
+    };
+    // One KEY=value block per device, blank-line separated.
+    let blocks: Vec<&str> = ran
+        .stdout
+        .split("\n\n")
+        .filter(|b| !b.trim().is_empty())
+        .collect();
+    let [block] = blocks.as_slice() else {
+        return None;
+    };
+    let field = |k: &str| {
+        block
+            .lines()
+            .find_map(|l| l.strip_prefix(k)?.strip_prefix('='))
+            .map(str::to_string)
+    };
+    if by == "device" {
+        return field("DEVNAME");
+    }
+    field(&key).map(|v| format!("{key}={v}"))
+}
+
 /// Salt's `mount.mount`: `Ok(None)` when mounted, `Ok(Some(stderr))` when
 /// `mount` failed.
 pub fn mount(

@@ -6,6 +6,25 @@
 
 use crate::exec::{Args, ExecError};
 
+/// Whether `msg` is what Python's `TypeError` says of a call with bad
+/// arguments (`f() missing 1 required positional argument: 'x'`, `got an
+/// unexpected keyword argument`, `takes 2 positional arguments but 3 were
+/// given`, `got multiple values for argument`): Salt reports those as
+/// "Passed invalid arguments", not as the function's own error.
+pub fn is_python_type_error(msg: &str) -> bool {
+    let Some((_, rest)) = msg.split_once("() ") else {
+        return false;
+    };
+    [
+        "missing ",
+        "got an unexpected keyword argument",
+        "got multiple values for argument",
+        "takes ",
+    ]
+    .iter()
+    .any(|p| rest.starts_with(p))
+}
+
 /// The parameters of one execution function, in Python's order.
 #[derive(Debug, Clone, Copy)]
 pub struct Signature {
@@ -103,6 +122,21 @@ pub fn check(table: &[Signature], fun: &str, args: &Args) -> Result<(), ExecErro
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn pythons_call_errors_are_told_apart() {
+        assert!(is_python_type_error(
+            "check_hash() missing 1 required positional argument: 'file_hash'"
+        ));
+        assert!(is_python_type_error(
+            "get() got an unexpected keyword argument 'x'"
+        ));
+        assert!(is_python_type_error(
+            "ping() takes 0 positional arguments but 1 was given"
+        ));
+        assert!(!is_python_type_error("Hash must be a string"));
+        assert!(!is_python_type_error("File path must be absolute."));
+    }
 
     fn args(positional: Vec<serde_json::Value>, kwargs: serde_json::Value) -> Args {
         Args {

@@ -17,6 +17,8 @@ pub const MODULE: StateTable = StateTable {
         StateFunction::new("unmounted", unmounted),
         StateFunction::new("swap", swap),
         StateFunction::new("mod_watch", mod_watch),
+        StateFunction::new("fstab_present", fstab_present),
+        StateFunction::new("fstab_absent", fstab_absent),
     ],
 };
 
@@ -698,4 +700,163 @@ fn mod_watch(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             format!("{name} failed to remount: {e}"),
         )),
     }
+}
+
+/// The mount point of an fstab state: `fs_file` without trailing slashes
+/// (except `/`), and the fs_spec of `name` as `mount_by` asks.
+fn fstab_target(call: &StateCall<'_>) -> Result<(String, Option<String>), StateError> {
+    let fs_file = call.arg("fs_file").and_then(scalar_text).ok_or_else(|| {
+        StateError::MissingArg(
+            "fs_file".into(),
+            format!("{}.{}", call.chunk.state(), call.chunk.fun()),
+        )
+    })?;
+    let fs_file = if fs_file == "/" {
+        fs_file
+    } else {
+        fs_file.trim_end_matches('/').to_string()
+    };
+    let mount_by = text(call, "mount_by");
+    Ok((fs_file, exec::convert_to(call.name(), mount_by.as_deref())))
+}
+
+/// Salt's `mount.fstab_present`: the fstab entry of `name` on `fs_file`
+/// (written or updated through `mount.set_fstab`), mounted when new and
+/// `mount` is true. Salt's comment lines, joined as its state engine does.
+fn fstab_present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    crate::states::signature::check(
+        call,
+        &[
+            "fs_file",
+            "fs_vfstype",
+            "fs_mntops",
+            "fs_freq",
+            "fs_passno",
+            "mount_by",
+            "config",
+            "mount",
+            "match_on",
+            "not_change",
+            "fs_mount",
+        ],
+    )?;
+    let name = call.name().to_string();
+    let fs_vfstype = call
+        .arg("fs_vfstype")
+        .and_then(scalar_text)
+        .ok_or_else(|| StateError::MissingArg("fs_vfstype".into(), "mount.fstab_present".into()))?;
+    let (fs_file, fs_spec) = fstab_target(call)?;
+    let mut ret = StateResult::new(&name, Some(false));
+    let Some(fs_spec) = fs_spec else {
+        let by = text(call, "mount_by").unwrap_or_default();
+        ret.comment = format!("Device {name} cannot be converted to {by}");
+        return Ok(ret);
+    };
+    let config = text(call, "config").unwrap_or_else(|| exec::DEFAULT_FSTAB.into());
+    let opts = match call.arg("fs_mntops") {
+        None => vec!["defaults".to_string()],
+        Some(v) => string_list(Some(v)),
+    };
+    let match_on = match call.arg("match_on") {
+        None => vec!["auto".to_string()],
+        Some(v) => string_list(Some(v)),
+    };
+    let mount = call.arg_bool("mount", true);
+    let req = FstabRequest {
+        name: fs_file.clone(),
+        device: fs_spec,
+        fstype: fs_vfstype,
+        opts,
+        dump: call
+            .arg("fs_freq")
+            .and_then(scalar_text)
+            .unwrap_or_else(|| "0".into()),
+        pass_num: call
+            .arg("fs_passno")
+            .and_then(scalar_text)
+            .unwrap_or_else(|| "0".into()),
+        config: config.clone(),
+        test: call.test,
+        match_on,
+        not_change: call.arg_bool("not_change", false),
+    };
+    let out = exec::set_fstab(&req).map_err(err)?;
+    let mut lines = Vec::new();
+    ret.result = Some(true);
+    if call.test {
+        ret.result = None;
+        match out {
+            "present" => {
+                lines.push(format!("{fs_file} entry is already in {config}."));
+                ret.result = Some(true);
+            }
+            "new" => {
+                lines.push(format!("{fs_file} entry will be written in {config}."));
+                if mount {
+                    lines.push(format!("Will mount {name} on {fs_file}"));
+                }
+            }
+            _ => lines.push(format!("{fs_file} entry will be updated in {config}.")),
+        }
+        ret.comment = lines.join("\n");
+        return Ok(ret);
+    }
+    match out {
+        "present" => lines.push(format!("{fs_file} entry was already in {config}.")),
+        "new" => {
+            ret.changes.insert("persist".into(), Value::from("new"));
+            lines.push(format!("{fs_file} entry added in {config}."));
+            if mount {
+                match exec::mount(&fs_file, None, false, "", &[]).map_err(err)? {
+                    Some(stderr) => {
+                        ret.result = Some(false);
+                        let why = stderr.split_once(':').map_or(stderr.as_str(), |(_, r)| r);
+                        lines.push(format!("Error while mounting {why}"));
+                    }
+                    None => lines.push(format!("Mounted {name} on {fs_file}")),
+                }
+            }
+        }
+        _ => {
+            ret.changes.insert("persist".into(), Value::from("change"));
+            lines.push(format!("{fs_file} entry updated in {config}."));
+        }
+    }
+    ret.comment = lines.join("\n");
+    Ok(ret)
+}
+
+/// Salt's `mount.fstab_absent`: no fstab entry for `fs_file` (and the
+/// fs_spec of `name`) in `config`.
+fn fstab_absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
+    crate::states::signature::check(call, &["fs_file", "mount_by", "config"])?;
+    let name = call.name().to_string();
+    let (fs_file, fs_spec) = fstab_target(call)?;
+    let config = text(call, "config").unwrap_or_else(|| exec::DEFAULT_FSTAB.into());
+    let present = exec::fstab(&config).contains_key(&fs_file);
+    let mut ret = StateResult::new(&name, Some(true));
+    if call.test {
+        ret.result = None;
+        ret.comment = if present {
+            format!("{fs_file} entry will be removed from {config}.")
+        } else {
+            format!("{fs_file} entry is already missing in {config}.")
+        };
+        return Ok(ret);
+    }
+    if !present {
+        ret.comment = format!("{fs_file} entry is already missing in {config}.");
+        return Ok(ret);
+    }
+    match exec::rm_fstab(&fs_file, fs_spec.as_deref(), &config) {
+        Ok(true) => {
+            ret.changes.insert("persist".into(), Value::from("removed"));
+            ret.comment = format!("{fs_file} entry removed from {config}.");
+        }
+        _ => {
+            ret.result = Some(false);
+            ret.comment = format!("{fs_file} entry failed when removing from {config}.");
+        }
+    }
+    Ok(ret)
 }

@@ -63,6 +63,15 @@ impl SaltData {
         PURE_FUNCTIONS.contains(&fun) || self.functions.has(fun)
     }
 
+    /// The options `config.get`/`config.option` read: the functions'
+    /// own (the minion's, on a master) or the template's `opts`.
+    fn config_opts(&self) -> MjValue {
+        self.functions
+            .opts()
+            .map(|o| to_template(&o))
+            .unwrap_or_else(|| self.opts.clone())
+    }
+
     /// Calls `fun` with template arguments.
     pub fn call(&self, fun: &str, args: &[MjValue]) -> Result<MjValue, Error> {
         let call = CallArgs::new(fun, args)?;
@@ -111,13 +120,13 @@ impl SaltData {
             }
             "grains.filter_by" => filter_by(&self.grains, call),
             "config.get" => Ok(super::config::get(
-                &self.opts,
+                &self.config_opts(),
                 &self.grains,
                 &self.pillar,
                 call,
             )),
             "config.option" => Ok(super::config::option(
-                &self.opts,
+                &self.config_opts(),
                 &self.grains,
                 &self.pillar,
                 call,

@@ -7,6 +7,7 @@ pub mod diff;
 pub mod edit;
 pub mod meta;
 pub mod ops;
+pub mod rmdir;
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -209,6 +210,7 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("lstat", ops::lstat),
         ExecFunction::new("is_link", ops::is_link),
         ExecFunction::new("access", ops::access),
+        ExecFunction::new("rmdir", rmdir::rmdir_fn),
     ],
 };
 

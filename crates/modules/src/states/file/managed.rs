@@ -9,10 +9,11 @@ use std::path::{Path, PathBuf};
 use halite_state::{Map, StateCall, StateError, StateResult, Value};
 use serde_json::json;
 
+use super::content::Content;
 use super::perms::{self, Wanted};
 use super::{error, opt_str, owner_arg, target_name};
-use crate::exec::file::diff::file_diff;
 use crate::exec::file::meta;
+use crate::fetch::SourceSum;
 
 /// Where the new content of a managed file comes from once resolved.
 pub(crate) enum NewContent {
@@ -22,8 +23,38 @@ pub(crate) enum NewContent {
         /// The local copy of the `source` they came from, if any.
         source: Option<PathBuf>,
     },
+    /// A source file used as it is (no template): streamed from disk,
+    /// never read whole.
+    File {
+        path: PathBuf,
+        /// The hash it was checked to have, verified again as it is copied.
+        verify: Option<SourceSum>,
+    },
     /// No source and no contents: only existence, owner and mode are managed.
     Nothing,
+}
+
+impl NewContent {
+    /// The content to compare and write, `None` for [`NewContent::Nothing`].
+    fn content(&self) -> Option<Content<'_>> {
+        match self {
+            NewContent::Bytes { data, .. } => Some(Content::Bytes(data)),
+            NewContent::File { path, verify } => Some(Content::File {
+                path,
+                verify: verify.as_ref(),
+            }),
+            NewContent::Nothing => None,
+        }
+    }
+
+    /// The local copy of the source, if the content came from one.
+    fn source(&self) -> Option<&Path> {
+        match self {
+            NewContent::Bytes { source, .. } => source.as_deref(),
+            NewContent::File { path, .. } => Some(path),
+            NewContent::Nothing => None,
+        }
+    }
 }
 
 /// Looks up `key` (`a:b:c`) in a nested value.
@@ -164,12 +195,22 @@ fn source_template_context(
 /// Writes `data` to `path` through a temp file in the same directory, so a
 /// reader never sees a half-written file. A new file gets `new_mode` bits.
 pub(crate) fn write_atomic(path: &Path, data: &[u8], new_mode: u32) -> std::io::Result<()> {
+    write_content(path, Content::Bytes(data), new_mode)
+}
+
+/// [`write_atomic`] of any [`Content`]: a source file is streamed into the
+/// temp file (hashed as it goes when it was checked) and renamed into place;
+/// a failed copy leaves the old file as it was.
+pub(crate) fn write_content(path: &Path, data: Content<'_>, new_mode: u32) -> std::io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     let dir = path.parent().unwrap_or(Path::new("/"));
     let mut tmp = tempfile::Builder::new()
         .prefix(".halite-")
         .tempfile_in(dir)?;
-    tmp.write_all(data)?;
+    let mut out = std::io::BufWriter::with_capacity(256 * 1024, tmp.as_file_mut());
+    data.write_into(&mut out)?;
+    out.flush()?;
+    drop(out);
     match fs::metadata(path) {
         Ok(md) => {
             fs::set_permissions(tmp.path(), md.permissions())?;
@@ -343,6 +384,14 @@ fn new_content(
             return Ok(Err(e));
         }
     }
+    let Some(t) = template.as_deref() else {
+        // Used as it is: streamed from disk when compared and written.
+        let verify = want.filter(|_| !skip_verify && !call.test);
+        return Ok(Ok(NewContent::File {
+            path: local,
+            verify,
+        }));
+    };
     let data = match fs::read(&local) {
         Ok(d) => d,
         Err(e) => {
@@ -352,16 +401,11 @@ fn new_content(
             )))
         }
     };
-    let data = match template.as_deref() {
-        Some(t) => {
-            let text = String::from_utf8_lossy(&data);
-            let context = source_template_context(call, name, &url, context)?;
-            match render(call, &text, t, &context, saltenv) {
-                Ok(out) => out.into_bytes(),
-                Err(e) => return Ok(Err(format!("Unable to manage file: {e}"))),
-            }
-        }
-        None => data,
+    let text = String::from_utf8_lossy(&data);
+    let context = source_template_context(call, name, &url, context)?;
+    let data = match render(call, &text, t, &context, saltenv) {
+        Ok(out) => out.into_bytes(),
+        Err(e) => return Ok(Err(format!("Unable to manage file: {e}"))),
     };
     Ok(Ok(NewContent::Bytes {
         data,
@@ -411,13 +455,7 @@ pub(crate) fn manage(
         Err(msg) => return error(ret, msg),
     };
     // `mode: keep` takes the mode of the source file.
-    if let (
-        true,
-        NewContent::Bytes {
-            source: Some(src), ..
-        },
-    ) = (keep_mode, &new)
-    {
+    if let (true, Some(src)) = (keep_mode, new.source()) {
         mode = meta::ownership(src, true).ok().map(|o| o.mode);
     }
     let replace = args.replace && !matches!(new, NewContent::Nothing);
@@ -457,16 +495,12 @@ pub(crate) fn manage(
         }
         return Ok(ret);
     }
-    let data = match &new {
-        NewContent::Bytes { data, .. } => Some(data.as_slice()),
-        NewContent::Nothing => None,
-    };
+    let data = new.content();
     if test {
         return Ok(predict(path, name, data, wanted, args.show_changes, ret));
     }
     if let (Some(cmd), Some(data)) = (opt_str(call, "check_cmd")?, data) {
-        let changed = fs::read(path).map(|old| old != data).unwrap_or(true);
-        if changed {
+        if data.differs_from(path) {
             if let Some(failed) = run_check_cmd(call, name, &cmd, data)? {
                 return Ok(failed);
             }
@@ -474,10 +508,9 @@ pub(crate) fn manage(
     }
     if exists {
         if let Some(data) = data {
-            let old = fs::read(path).unwrap_or_default();
-            if old != data {
+            if data.differs_from(path) {
                 let diff = if args.show_changes {
-                    file_diff(&old, data)
+                    data.diff_from(path)
                 } else {
                     "<show_changes=False>".to_string()
                 };
@@ -491,7 +524,7 @@ pub(crate) fn manage(
                 } else {
                     path.to_path_buf()
                 };
-                if let Err(e) = write_atomic(&target, data, 0o644) {
+                if let Err(e) = write_content(&target, data, 0o644) {
                     return error(ret, format!("Failed to commit change: {e}"));
                 }
                 ret.changes.insert("diff".into(), json!(diff));
@@ -499,7 +532,7 @@ pub(crate) fn manage(
             // With follow_symlinks False a link is replaced by a regular file.
             let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
             if is_link && !args.follow_symlinks {
-                if let Err(e) = write_atomic(path, data, 0o644) {
+                if let Err(e) = write_content(path, data, 0o644) {
                     return error(ret, format!("Failed to commit change: {e}"));
                 }
                 ret.changes.insert(
@@ -539,21 +572,19 @@ pub(crate) fn manage(
     let umask = meta::umask();
     // Salt writes a source through a private temp file (0600) and inline
     // contents into a file created under the umask (0077 when a mode is given).
-    let create_mode = match &new {
-        NewContent::Bytes {
-            source: Some(_), ..
-        } => 0o600,
-        _ if mode.is_some() => 0o600,
-        _ => 0o666 & !umask,
+    let create_mode = if new.source().is_some() || mode.is_some() {
+        0o600
+    } else {
+        0o666 & !umask
     };
-    match &new {
-        NewContent::Bytes { data, .. } => {
-            if let Err(e) = write_atomic(path, data, create_mode) {
+    match data {
+        Some(data) => {
+            if let Err(e) = write_content(path, data, create_mode) {
                 return error(ret, format!("File {name} not created: {e}"));
             }
             ret.changes.insert("diff".into(), json!("New file"));
         }
-        NewContent::Nothing => {
+        None => {
             if let Err(e) = write_atomic(path, b"", create_mode) {
                 return error(ret, format!("Empty file {name} not created: {e}"));
             }
@@ -588,7 +619,7 @@ fn run_check_cmd(
     call: &StateCall<'_>,
     name: &str,
     cmd: &str,
-    data: &[u8],
+    data: Content<'_>,
 ) -> Result<Option<StateResult>, StateError> {
     let suffix = opt_str(call, "tmp_ext")?.unwrap_or_default();
     let dir = opt_str(call, "tmp_dir")?
@@ -604,7 +635,7 @@ fn run_check_cmd(
                 dir.display()
             ))
         })?;
-    tmp.write_all(data).map_err(|e| {
+    data.write_into(&mut tmp).map_err(|e| {
         StateError::Other(format!("Unable to write the temp file for check_cmd: {e}"))
     })?;
     let full = format!("{cmd} {}", tmp.path().display());
@@ -636,19 +667,19 @@ fn run_check_cmd(
 fn predict(
     path: &Path,
     name: &str,
-    data: Option<&[u8]>,
+    data: Option<Content<'_>>,
     wanted: Wanted<'_>,
     show_changes: bool,
     mut ret: StateResult,
 ) -> StateResult {
     let mut changes = Map::new();
-    match fs::read(path) {
+    match fs::File::open(path) {
         Err(_) => {
             changes.insert("newfile".into(), json!(name));
         }
-        Ok(old) => {
+        Ok(_) => {
             if let Some(data) = data {
-                let diff = file_diff(&old, data);
+                let diff = data.diff_from(path);
                 if !diff.is_empty() {
                     changes.insert("diff".into(), json!(diff));
                 }

@@ -10,11 +10,13 @@
 
 mod accumulated;
 mod cached;
+mod content;
 mod decode;
 mod edits;
 mod keyvalue;
 mod links;
 pub(crate) mod managed;
+mod nodes;
 mod patch;
 mod paths;
 mod perms;
@@ -58,6 +60,8 @@ pub const MODULE: StateTable = StateTable {
         StateFunction::new("not_cached", cached::not_cached),
         StateFunction::new("decode", decode::decode),
         StateFunction::new("patch", patch::patch),
+        StateFunction::new("mknod", nodes::mknod),
+        StateFunction::new("pruned", nodes::pruned),
     ],
 };
 
