@@ -26,6 +26,7 @@ crate::module_list! {
         mount,
         network,
         pillar,
+        pip,
         pkg,
         service,
         shadow,
@@ -39,6 +40,7 @@ crate::module_list! {
         test,
         timezone,
         user,
+        virtualenv,
     ]
 }
 

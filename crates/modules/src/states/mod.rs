@@ -24,6 +24,7 @@ crate::module_list! {
         locale,
         module,
         mount,
+        pip,
         pkg,
         pkgrepo,
         service,
@@ -33,5 +34,6 @@ crate::module_list! {
         test,
         timezone,
         user,
+        virtualenv,
     ]
 }
