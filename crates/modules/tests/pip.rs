@@ -296,10 +296,7 @@ fn virtualenv_managed_then_pip_installed_and_removed_twice_each() {
     );
     assert_eq!(
         (r.result, r.comment.as_str()),
-        (
-            Some(false),
-            "Error installing 'x': User 'halite-t-nouser' is not available"
-        )
+        (Some(false), "User halite-t-nouser does not exist")
     );
 }
 

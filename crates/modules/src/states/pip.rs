@@ -118,7 +118,12 @@ fn already_installed(
     };
     let index = call.arg_str("index_url").ok().flatten();
     let extra = call.arg_str("extra_index_url").ok().flatten();
-    let available = pip::list_all_versions(env, prefix, pre, index.as_deref(), extra.as_deref())?
+    // Salt runs `pip index versions` without the state's env_vars.
+    let plain = PipEnv {
+        env_vars: Vec::new(),
+        ..env.clone()
+    };
+    let available = pip::list_all_versions(&plain, prefix, pre, index.as_deref(), extra.as_deref())?
         .unwrap_or_default();
     let desired = available
         .iter()
@@ -177,7 +182,13 @@ fn installed(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         Ok(e) => e,
         Err(e) => return Ok(fail(ret, e.to_string())),
     };
-    if let Err(e) = pip::version(&env) {
+    // Salt asks the version as the minion's user, before checking `user`.
+    let as_minion = PipEnv {
+        user: None,
+        env_vars: Vec::new(),
+        ..env.clone()
+    };
+    if let Err(e) = pip::version(&as_minion) {
         return Ok(fail(
             ret,
             format!("Error installing '{}': {e}", call.name()),
