@@ -15,7 +15,8 @@ need=()
 # sources' test CA.
 for pkg in python3 patch dpkg-dev rpm dnf createrepo-c build-essential pkg-config passwd procps \
   cron openssh-client kmod mount util-linux bind9-dnsutils debconf-utils locales tzdata iproute2 \
-  openssl ca-certificates; do
+  openssl ca-certificates \
+  python3-venv python3-pip; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
 done
 if ! command -v cargo >/dev/null 2>&1; then

@@ -198,18 +198,48 @@ fn is_executable(p: &Path) -> bool {
 
 /// `pip --version`: pip's version (Salt's `pip.version`); a pip that does
 /// not run is Salt's "Could not find a `pip` binary".
+///
+/// Remembered per pip command line and user until something is installed
+/// or removed, as Salt keeps it in `__context__`: every `pip.list` asks it
+/// first, and a Python start is the slow part of each call.
 pub fn version(env: &PipEnv) -> Result<Option<String>, ExecError> {
+    let key = (env.pip_bin()?, env.user.clone());
+    if let Some(known) = VERSIONS
+        .lock()
+        .ok()
+        .and_then(|cache| cache.get(&key).cloned())
+    {
+        return Ok(known);
+    }
     let out = env.run(&["--version".to_string()])?;
     if out.retcode != 0 {
         return Err(ExecError::Execution(
             "Could not find a `pip` binary".to_string(),
         ));
     }
-    Ok(out
+    let found = out
         .stdout
         .strip_prefix("pip ")
         .and_then(|r| r.split_whitespace().next())
-        .map(String::from))
+        .map(String::from);
+    if let Ok(mut cache) = VERSIONS.lock() {
+        cache.insert(key, found.clone());
+    }
+    Ok(found)
+}
+
+/// The pip versions [`version`] found, by command line and user.
+static VERSIONS: std::sync::LazyLock<std::sync::Mutex<VersionCache>> =
+    std::sync::LazyLock::new(Default::default);
+
+type VersionCache = std::collections::HashMap<(Vec<String>, Option<String>), Option<String>>;
+
+/// Forgets the remembered pip versions (Salt's `_clear_context`): an
+/// install may have changed pip itself.
+fn forget_versions() {
+    if let Ok(mut cache) = VERSIONS.lock() {
+        cache.clear();
+    }
 }
 
 /// `pip freeze --all`: one `name==version` line per installed package.
@@ -669,8 +699,9 @@ pub fn install(env: &PipEnv, opts: &InstallOpts, files: &dyn FileClient) -> Resu
     for entry in &opts.editable {
         args.extend(["--editable".to_string(), entry.clone()]);
     }
-    let out = env.run(&args)?;
-    Ok(as_map(run_all_value(&out)))
+    let out = env.run(&args);
+    forget_versions();
+    Ok(as_map(run_all_value(&out?)))
 }
 
 fn as_map(v: Value) -> Map {
@@ -702,8 +733,9 @@ pub fn uninstall(
     let mut args = vec!["uninstall".to_string(), "-y".to_string()];
     args.extend(reqs.args.iter().cloned());
     args.extend(pkgs.iter().cloned());
-    let out = env.run(&args)?;
-    Ok(as_map(run_all_value(&out)))
+    let out = env.run(&args);
+    forget_versions();
+    Ok(as_map(run_all_value(&out?)))
 }
 
 /// `pip.upgrade`: `pip install -U` of every outdated package; `changes`
@@ -722,6 +754,7 @@ pub fn upgrade(env: &PipEnv) -> Result<Map, ExecError> {
         errors |= out.retcode != 0;
         comment.push_str(&out.stderr);
     }
+    forget_versions();
     let new = list(env, None)?;
     let mut changes = Map::new();
     let mut names: Vec<&String> = old.keys().chain(new.keys()).collect();
