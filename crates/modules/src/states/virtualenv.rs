@@ -84,7 +84,7 @@ fn managed(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             (true, false) => format!("Virtualenv {name} is already created"),
             _ => format!("Virtualenv {name} is set to be created"),
         };
-        if !(exists && !clear) {
+        if !exists || clear {
             ret.result = None;
         }
         return Ok(ret);
