@@ -123,8 +123,9 @@ fn already_installed(
         env_vars: Vec::new(),
         ..env.clone()
     };
-    let available = pip::list_all_versions(&plain, prefix, pre, index.as_deref(), extra.as_deref())?
-        .unwrap_or_default();
+    let available =
+        pip::list_all_versions(&plain, prefix, pre, index.as_deref(), extra.as_deref())?
+            .unwrap_or_default();
     let desired = available
         .iter()
         .rev()
