@@ -30,6 +30,8 @@ packages=(
   postgresql-contrib   # the hstore extension
   mariadb-server       # the mysql tests start their own mariadbd in a temp dir
   mariadb-client       # the mysql module drives the server through its client
+  python3-venv         # virtualenv.managed (python3 -m venv)
+  python3-pip          # the pip module
 )
 for pkg in "${packages[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")

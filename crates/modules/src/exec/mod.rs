@@ -32,6 +32,7 @@ crate::module_list! {
         nftables,
         npm,
         pillar,
+        pip,
         pkg,
         postgres,
         service,
@@ -47,6 +48,7 @@ crate::module_list! {
         test,
         timezone,
         user,
+        virtualenv,
     ]
 }
 

@@ -33,6 +33,7 @@ crate::module_list! {
         mysql_user,
         nftables,
         npm,
+        pip,
         pkg,
         pkgrepo,
         postgres_database,
@@ -50,5 +51,6 @@ crate::module_list! {
         test,
         timezone,
         user,
+        virtualenv,
     ]
 }
