@@ -20,7 +20,7 @@ use halite_proto::msg::{
     ToMaster, ToMinion,
 };
 use halite_proto::{decode, encode, tags, validate_minion_id, Identity, JidGenerator, PublicKey};
-use halite_transport::{Inbound, PubChannel, Router, RouterSender};
+use halite_transport::{Inbound, PubChannel, Router, RouterSender, Shutdown};
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
@@ -43,6 +43,9 @@ const MAX_PENDING_HANDSHAKES: usize = 50_000;
 const HANDSHAKE_TTL: Duration = Duration::from_secs(30);
 /// Returns committed in one transaction at most.
 const RETURN_BATCH: usize = 1024;
+/// How long a stopping master waits for its compiles and file reads in
+/// flight (the returns already received are committed regardless).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// An authenticated minion.
 struct Session {
@@ -163,6 +166,8 @@ struct Master {
     /// Compiles and file reads at once (the rest wait): one per core.
     workers: Arc<tokio::sync::Semaphore>,
     internal: mpsc::UnboundedSender<Internal>,
+    /// The daemon's shutdown: work spawned off this task holds a guard.
+    shutdown: Shutdown,
     render_calls: HashMap<u64, PendingCall>,
     next_call: u64,
     /// Rate limits on Hellos and new key files.
@@ -222,11 +227,11 @@ fn root_key(cfg: &MasterConfig) -> anyhow::Result<String> {
     Ok(key)
 }
 
-/// Runs the master until `shutdown` resolves.
-pub async fn run(
-    cfg: MasterConfig,
-    shutdown: impl std::future::Future<Output = ()>,
-) -> anyhow::Result<()> {
+/// Runs the master until `shutdown` is triggered, then drains: no new CLI
+/// connection or job, the work in flight finishes (within
+/// [`SHUTDOWN_GRACE`]) and every return already received is written to
+/// the job cache before the master exits.
+pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     ensure_dir(&cfg.cachedir, 0o700)?;
     ensure_dir(&cfg.sock_dir, 0o755)?;
     let identity = load_or_create_identity(&cfg.pki_dir, "master")?;
@@ -256,7 +261,13 @@ pub async fn run(
 
     let bus = EventBus::new(65536);
     let (local_tx, mut local_rx) = mpsc::channel::<LocalCommand>(1024);
-    let accept_task = tokio::spawn(accept_local(listener, root_key, local_tx, bus.clone()));
+    let accept_task = tokio::spawn(accept_local(
+        listener,
+        root_key,
+        local_tx,
+        bus.clone(),
+        shutdown.clone(),
+    ));
 
     let fileserver = Arc::new(FileServer::new(
         cfg.file_roots.clone(),
@@ -274,6 +285,7 @@ pub async fn run(
         fileserver,
         workers: Arc::new(tokio::sync::Semaphore::new(cores)),
         internal,
+        shutdown: shutdown.clone(),
         render_calls: HashMap::new(),
         next_call: 1,
         admission: Admission::new(&cfg),
@@ -307,10 +319,11 @@ pub async fn run(
     let mut tick =
         tokio::time::interval(Duration::from_secs(master.cfg.key_rescan_interval.max(1)));
     let mut last_cleanup = Instant::now();
-    tokio::pin!(shutdown);
+    let stop = shutdown.triggered();
+    tokio::pin!(stop);
     loop {
         tokio::select! {
-            _ = &mut shutdown => break,
+            _ = &mut stop => break,
             Some(first) = router.incoming.recv() => {
                 let mut batch = vec![first];
                 while batch.len() < RETURN_BATCH {
@@ -346,10 +359,47 @@ pub async fn run(
             }
         }
     }
-    tracing::info!("halite-master shutting down");
+    tracing::info!(
+        in_flight = shutdown.running(),
+        "halite-master stopping: no new jobs; draining the work in flight"
+    );
+    // The accept task ends on the signal: no new CLI connection.
+    let _ = std::fs::remove_file(master.cfg.local_socket());
+    let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+    loop {
+        tokio::select! {
+            // Everything already received goes first: returns are committed.
+            biased;
+            Some(first) = router.incoming.recv() => {
+                let mut batch = vec![first];
+                while batch.len() < RETURN_BATCH {
+                    match router.incoming.try_recv() {
+                        Ok(m) => batch.push(m),
+                        Err(_) => break,
+                    }
+                }
+                master.handle_batch(batch);
+            }
+            Some(work) = internal_rx.recv() => master.on_internal(work),
+            Some(cmd) = local_rx.recv() => {
+                let _ = cmd.reply.send(LocalReply::Error(
+                    "the master is shutting down; run the command again once it is back".into(),
+                ));
+            }
+            _ = shutdown.drained() => break,
+            _ = tokio::time::sleep_until(deadline) => {
+                tracing::warn!(abandoned = shutdown.running(), "compiles or file reads still running at the end of the shutdown grace were abandoned");
+                break;
+            }
+        }
+    }
+    // What arrived while the last work finished.
+    while let Ok(first) = router.incoming.try_recv() {
+        master.handle_batch(vec![first]);
+    }
     drop(router);
     accept_task.abort();
-    let _ = std::fs::remove_file(master.cfg.local_socket());
+    tracing::info!("halite-master shutting down");
     Ok(())
 }
 
@@ -554,7 +604,10 @@ impl Master {
                 Box::new(move || fileserver.answer(&other))
             }
         };
+        let work_guard = self.shutdown.work();
         tokio::spawn(async move {
+            // Dropped after the answer is queued for this task.
+            let _work = work_guard;
             let _permit = workers.acquire_owned().await;
             let body = tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
                 ReplyBody::Error(format!("the request failed on the master: {e}"))
@@ -880,7 +933,9 @@ impl Master {
             .collect();
         let keys = self.keys.clone();
         let internal = self.internal.clone();
+        let work = self.shutdown.work();
         tokio::task::spawn_blocking(move || {
+            let _work = work;
             let results = keys
                 .put_many(&files)
                 .into_iter()
@@ -1189,14 +1244,20 @@ impl Master {
     }
 }
 
+/// Accepts CLI connections until the shutdown is triggered.
 async fn accept_local(
     listener: UnixListener,
     root_key: Arc<String>,
     commands: mpsc::Sender<LocalCommand>,
     bus: EventBus,
+    shutdown: Shutdown,
 ) {
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.triggered() => return,
+        };
+        let Ok((stream, _)) = accepted else {
             continue;
         };
         tokio::spawn(serve_local(
