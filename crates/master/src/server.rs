@@ -204,6 +204,9 @@ struct JobBook {
     grains: HashMap<String, Value>,
     /// Grains received in the current batch, written with it.
     grains_to_store: Vec<(String, Value)>,
+    /// Minions that (re)started in the current batch: their missed jobs
+    /// are redelivered once the batch's returns are committed.
+    started: Vec<String>,
 }
 
 /// Work done off the state task: compiles and file reads on blocking
@@ -371,6 +374,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
             jids: JidGenerator::new(),
             grains,
             grains_to_store: Vec::new(),
+            started: Vec::new(),
         },
         compile: CompileSide {
             compiler,
@@ -775,6 +779,9 @@ impl Master {
         if !returns.is_empty() {
             self.commit_returns(returns);
         }
+        for id in std::mem::take(&mut self.book.started) {
+            self.redeliver(&id);
+        }
         self.flush_new_keys();
     }
 
@@ -1096,7 +1103,9 @@ impl Master {
                 let tag = tags::minion_start(&id);
                 self.bus.fire(&tag, data(&tag));
                 self.send_sealed(sid, &MasterMessage::Pong);
-                self.redeliver(&id);
+                // After this batch's returns: a return the minion resent
+                // with its Start means the job needs no redelivery.
+                self.book.started.push(id.clone());
             }
             MinionRequest::Event { tag, data } => {
                 // A minion may speak for itself only (tags::check_minion_tag).

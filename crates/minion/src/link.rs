@@ -617,10 +617,14 @@ impl Link<'_> {
                 };
                 tracing::info!(id = %agent.id, "authenticated with the master");
                 self.install_publish_key(&publish_key);
+                // Returns first: the master redelivers the jobs still
+                // waiting for this minion when it starts, and a job whose
+                // return is on its way (one abandoned at the last stop)
+                // must not run twice.
+                self.resend_returns(idx).await;
                 let grains = self.agents[idx].grains.clone();
                 self.send_request(idx, &MinionRequest::Start { grains })
                     .await;
-                self.resend_returns(idx).await;
             }
             MasterMessage::PublishKey(key) => {
                 self.touch(idx, now);
