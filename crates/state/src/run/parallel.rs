@@ -9,7 +9,7 @@ use super::retry::{note_would_retry, pseudo_random, RetrySpec};
 use super::{py_result, Executor, ParallelJob, Pool, StateReturn};
 use crate::module::{StateEnv, StateModules};
 use crate::requisite::py_str;
-use crate::Value;
+use crate::value::Value;
 
 impl<'a> Executor<'a> {
     /// Runs `order` with its `parallel: True` states on a worker pool; the

@@ -2,7 +2,7 @@
 
 use super::StateReturn;
 use crate::requisite::py_str;
-use crate::Value;
+use crate::value::Value;
 
 /// A validated `retry` argument (Salt's `verify_retry_data`).
 #[derive(Debug, Clone, Copy, PartialEq)]
