@@ -405,6 +405,11 @@ impl StateExec {
             Ok(h) => h,
             Err(e) => return Value::String(e.to_string()),
         };
+        // A minion's job is a state run like any other: one at a time.
+        let _lock = match lock_state_run(&host, &args, fun) {
+            Ok(lock) => lock,
+            Err(running) => return Value::Array(running.into_iter().map(Value::from).collect()),
+        };
         let opts = run_options(&host, &args);
         let chunks = chunks.into_iter().filter_map(|c| match c {
             Value::Object(m) => Some(LowChunk::from(m)),
