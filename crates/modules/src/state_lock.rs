@@ -25,7 +25,22 @@ pub const LOCK_FILE: &str = "state_run.lock";
 pub struct StateRunLock {
     /// The locked file (closing it releases the lock); `None` when the run
     /// goes unlocked (no cachedir, or nested in a run of the same jid).
-    _file: Option<File>,
+    file: Option<File>,
+}
+
+thread_local! {
+    /// Whether this thread holds the host's lock: a state run started from
+    /// inside one (`module.run: state.sls`, `salt['state.apply']` in a
+    /// template) is part of it, whatever jid it computes.
+    static HELD_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl Drop for StateRunLock {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            HELD_HERE.with(|h| h.set(false));
+        }
+    }
 }
 
 /// What the caller asked for when another run holds the lock.
@@ -86,10 +101,13 @@ pub fn acquire(
     jid: &str,
     when_busy: WhenBusy,
 ) -> Result<StateRunLock, Vec<String>> {
-    let unlocked = StateRunLock { _file: None };
+    let unlocked = StateRunLock { file: None };
     let Some(cachedir) = cachedir else {
         return Ok(unlocked);
     };
+    if HELD_HERE.with(std::cell::Cell::get) {
+        return Ok(unlocked);
+    }
     let path = lock_path(cachedir);
     let opened = std::fs::create_dir_all(cachedir).and_then(|()| {
         OpenOptions::new()
@@ -146,7 +164,8 @@ pub fn acquire(
     if let Err(e) = written {
         tracing::warn!(path = %path.display(), error = %e, "cannot record this run in the state-run lock");
     }
-    Ok(StateRunLock { _file: Some(file) })
+    HELD_HERE.with(|h| h.set(true));
+    Ok(StateRunLock { file: Some(file) })
 }
 
 /// The holder's record; the holder writes it just after locking, so an
@@ -170,13 +189,20 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let jid = "20261125235740294873";
         let first = acquire(Some(dir.path()), "state.sls", jid, WhenBusy::Refuse).unwrap();
-        let refused = acquire(
-            Some(dir.path()),
-            "state.apply",
-            "20261125235741000000",
-            WhenBusy::Refuse,
-        )
-        .unwrap_err();
+        // Another job of the minion runs on another thread.
+        let path = dir.path().to_path_buf();
+        let refused = std::thread::spawn(move || {
+            acquire(
+                Some(&path),
+                "state.apply",
+                "20261125235741000000",
+                WhenBusy::Refuse,
+            )
+            .err()
+        })
+        .join()
+        .unwrap()
+        .expect("the second run was not refused");
         assert_eq!(
             refused,
             vec![format!(
@@ -184,9 +210,44 @@ mod tests {
                 std::process::id()
             )]
         );
-        // The same job nested in itself is not a second run.
-        assert!(acquire(Some(dir.path()), "state.sls", jid, WhenBusy::Refuse).is_ok());
+        // A run nested in this one on its thread is part of it, any jid.
+        assert!(acquire(
+            Some(dir.path()),
+            "state.sls",
+            "20261125235749000000",
+            WhenBusy::Refuse
+        )
+        .is_ok());
         drop(first);
+        // Another thread (another job of the minion) is a second run.
+        let held = acquire(Some(dir.path()), "state.sls", jid, WhenBusy::Refuse).unwrap();
+        let path = dir.path().to_path_buf();
+        let other = std::thread::spawn(move || {
+            acquire(
+                Some(&path),
+                "state.sls",
+                "20261125235750000000",
+                WhenBusy::Refuse,
+            )
+            .is_err()
+        });
+        assert!(
+            other.join().unwrap(),
+            "a second thread's run was not refused"
+        );
+        // The same jid from another thread (Salt skips its own jid) is not.
+        let path = dir.path().to_path_buf();
+        let same = std::thread::spawn(move || {
+            acquire(
+                Some(&path),
+                "state.sls",
+                "20261125235740294873",
+                WhenBusy::Refuse,
+            )
+            .is_ok()
+        });
+        assert!(same.join().unwrap());
+        drop(held);
         assert!(acquire(
             Some(dir.path()),
             "state.apply",
