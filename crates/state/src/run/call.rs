@@ -5,7 +5,7 @@ use std::time::Instant;
 
 use super::clock::{ms_since, now_time};
 use super::invoke::{call_module, RunEnv};
-use super::retry::{note_would_retry, pseudo_random, RetrySpec};
+use super::retry::{note_would_retry, RetrySpec};
 use super::{py_result, Executor, ParallelJob, StateReturn};
 use crate::chunk::LowChunk;
 use crate::graph::chunk_tag;
@@ -130,13 +130,7 @@ impl<'a> Executor<'a> {
         if result == Some(retry.until) || retry.attempts <= attempt {
             return ret;
         }
-        let mut interval = retry.interval;
-        if retry.splay > 0 {
-            interval += pseudo_random(retry.splay);
-        }
-        if interval > 0 {
-            std::thread::sleep(std::time::Duration::from_secs(interval));
-        }
+        let interval = retry.pause();
         let orig = ret;
         let mut again = self.call_attempt(ci, None, attempt + 1);
         let orig_comment = orig.get("comment").map(py_str).unwrap_or_default();

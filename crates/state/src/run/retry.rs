@@ -54,6 +54,22 @@ impl RetrySpec {
     }
 }
 
+impl RetrySpec {
+    /// Waits Salt's pause before the next attempt, `interval` plus up to
+    /// `splay` seconds; the seconds waited. One place for both callers: the
+    /// executor's retry and a parallel state's retry in its worker.
+    pub(super) fn pause(&self) -> u64 {
+        let mut interval = self.interval;
+        if self.splay > 0 {
+            interval += pseudo_random(self.splay);
+        }
+        if interval > 0 {
+            std::thread::sleep(std::time::Duration::from_secs(interval));
+        }
+        interval
+    }
+}
+
 /// A number in `0..=max` without pulling in a RNG crate: splay only needs
 /// to spread retries, not to be unpredictable.
 pub(super) fn pseudo_random(max: u64) -> u64 {
