@@ -37,7 +37,12 @@ fn halite_call(dir: &Path, args: &[&str]) -> (Value, String, i32) {
 
 fn tree() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
-    std::fs::write(d.path().join("minion"), "id: local\n").unwrap();
+    // Its own cachedir: the state-run lock lives there (tests run at once).
+    std::fs::write(
+        d.path().join("minion"),
+        format!("id: local\ncachedir: {}/cache\n", d.path().display()),
+    )
+    .unwrap();
     d
 }
 

@@ -15,8 +15,18 @@ const CHAIN: &str = "broken:\n  test.fail_without_changes\n\nneeds_broken:\n  te
 fn tree() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     std::fs::write(d.path().join("main.sls"), CHAIN).unwrap();
-    std::fs::write(d.path().join("minion"), "id: local\n").unwrap();
+    // Its own cachedir: the state-run lock lives there (tests run at once).
+    std::fs::write(
+        d.path().join("minion"),
+        own_cachedir(d.path(), "id: local\n"),
+    )
+    .unwrap();
     d
+}
+
+/// `config` with a `cachedir` inside the test's tree.
+fn own_cachedir(dir: &Path, config: &str) -> String {
+    format!("{config}cachedir: {}/cache\n", dir.display())
 }
 
 fn halite_call(dir: &Path, args: &[&str]) -> (String, String, i32) {
@@ -186,7 +196,12 @@ fn reload_pillar_gives_later_states_the_new_pillar() {
     for dir in [&states, &pillar, &out] {
         std::fs::create_dir(dir).unwrap();
     }
-    std::fs::write(d.path().join("minion"), "id: local\n").unwrap();
+    // Its own cachedir: the state-run lock lives there (tests run at once).
+    std::fs::write(
+        d.path().join("minion"),
+        own_cachedir(d.path(), "id: local\n"),
+    )
+    .unwrap();
     std::fs::write(pillar.join("top.sls"), "base:\n  '*':\n    - data\n").unwrap();
     let sls = |reload: bool| {
         format!(
@@ -251,7 +266,7 @@ fn state_aggregation_is_announced_as_unsupported_and_states_still_run() {
         ("id: local\n", "flagged", 3, true),
         ("id: local\nstate_aggregate: False\n", "agg", 2, false),
     ] {
-        std::fs::write(d.path().join("minion"), config).unwrap();
+        std::fs::write(d.path().join("minion"), own_cachedir(d.path(), config)).unwrap();
         let (out, err, code) = halite_call(
             d.path(),
             &["--out", "json", "--retcode-passthrough", "state.apply", sls],

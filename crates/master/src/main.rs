@@ -50,7 +50,14 @@ fn main() -> std::process::ExitCode {
             return std::process::ExitCode::from(1);
         }
     };
-    match runtime.block_on(server::run(cfg, halite_logging::shutdown_signal())) {
+    let result = runtime.block_on(async move {
+        let shutdown = halite_transport::Shutdown::new();
+        shutdown.trigger_on(halite_logging::shutdown_signal());
+        server::run(cfg, shutdown).await
+    });
+    // A compile abandoned at the end of the grace still holds a blocking thread.
+    runtime.shutdown_background();
+    match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("halite-master: {e:#}");

@@ -20,7 +20,7 @@ use halite_proto::msg::{
     ToMaster, ToMinion,
 };
 use halite_proto::{decode, encode, tags, validate_minion_id, Identity, JidGenerator, PublicKey};
-use halite_transport::{Inbound, PubChannel, Router, RouterSender};
+use halite_transport::{Inbound, PubChannel, Router, RouterSender, Shutdown};
 use serde_json::{json, Map, Value};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{UnixListener, UnixStream};
@@ -43,6 +43,9 @@ const MAX_PENDING_HANDSHAKES: usize = 50_000;
 const HANDSHAKE_TTL: Duration = Duration::from_secs(30);
 /// Returns committed in one transaction at most.
 const RETURN_BATCH: usize = 1024;
+/// How long a stopping master waits for its compiles and file reads in
+/// flight (the returns already received are committed regardless).
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
 
 /// An authenticated minion.
 struct Session {
@@ -137,46 +140,110 @@ struct PendingCall {
     since: Instant,
 }
 
-/// All master state, owned by one task.
-struct Master {
-    cfg: MasterConfig,
-    identity: Identity,
-    keys: KeyStore,
-    accepted: HashMap<String, PublicKey>,
-    accepted_stamp: Option<(std::time::SystemTime, u64)>,
-    publisher: Publisher,
-    /// When the publish key was made (rotated every `publish_session` s).
-    publisher_since: Instant,
-    sessions: HashMap<u64, Session>,
-    by_id: HashMap<String, u64>,
-    pending: HashMap<u64, (PendingSession, Bytes, Instant)>,
-    grains: HashMap<String, Value>,
-    grains_to_store: Vec<(String, Value)>,
-    jobs: JobCache,
-    active: HashMap<String, ActiveJob>,
-    jids: JidGenerator,
-    bus: EventBus,
+/// The network side: the ROUTER's send half, the PUB, and the minions'
+/// sessions and handshakes on them.
+struct Wire {
+    /// Replies and sealed messages to one minion (the ROUTER's send half).
     to_router: RouterSender,
+    /// Publications to every minion (the PUB).
     publications: PubChannel,
-    compiler: Arc<Compiler>,
-    fileserver: Arc<FileServer>,
-    /// Compiles and file reads at once (the rest wait): one per core.
-    workers: Arc<tokio::sync::Semaphore>,
-    internal: mpsc::UnboundedSender<Internal>,
-    render_calls: HashMap<u64, PendingCall>,
-    next_call: u64,
+    /// Authenticated minions by session id.
+    sessions: HashMap<u64, Session>,
+    /// The session of each authenticated minion id.
+    by_id: HashMap<String, u64>,
+    /// Handshakes waiting for their `Confirm`: the connection that sent the
+    /// Hello and when.
+    handshakes: HashMap<u64, (PendingSession, Bytes, Instant)>,
+}
+
+/// Key trust and admission: which minion keys are accepted, the rate
+/// limits on unauthenticated Hellos, and the key files being written.
+struct Trust {
+    /// The key directories (`minions`, `minions_pre`, ...).
+    keys: KeyStore,
+    /// Accepted keys in memory, reread when the directory changes.
+    accepted: HashMap<String, PublicKey>,
+    /// The accepted directory's stamp when `accepted` was read.
+    accepted_stamp: Option<(std::time::SystemTime, u64)>,
     /// Rate limits on Hellos and new key files.
     admission: Admission,
     /// Key files in `minions_pre` (recounted on every tick).
     pending_keys: usize,
-    /// Key files queued by the current batch, and the pending ones by id.
+    /// Key files queued by the current batch.
     new_keys: Vec<NewKey>,
+    /// The pending keys of that batch, by id.
     queued: HashMap<String, PublicKey>,
     /// A batch of key files is being written.
     keys_in_flight: bool,
-    /// When the pending-key cap was last logged, and refusals since.
+    /// When the pending-key cap was last logged.
     cap_warned: Option<Instant>,
+    /// Hellos refused by the cap since it was last logged.
     cap_refusals: u64,
+}
+
+/// The master's own keys: its identity and the publish key, rotated.
+struct Signing {
+    /// The master's identity key pair (handshakes, publication signatures).
+    identity: Identity,
+    /// The current publish key publications are sealed with.
+    publisher: Publisher,
+    /// When the publish key was made (rotated every `publish_session` s).
+    publisher_since: Instant,
+}
+
+/// The job book-keeping: the job cache, the jobs still waiting for
+/// returns, and the grains targeting reads.
+struct JobBook {
+    /// The job cache (jobs, returns, grains) on disk.
+    jobs: JobCache,
+    /// Jobs some targeted minions have not returned yet, by jid.
+    active: HashMap<String, ActiveJob>,
+    /// Makes the jids of new jobs.
+    jids: JidGenerator,
+    /// The last grains of each minion (grain targeting).
+    grains: HashMap<String, Value>,
+    /// Grains received in the current batch, written with it.
+    grains_to_store: Vec<(String, Value)>,
+    /// Minions that (re)started in the current batch: their missed jobs
+    /// are redelivered once the batch's returns are committed.
+    started: Vec<String>,
+}
+
+/// Work done off the state task: compiles and file reads on blocking
+/// threads, and the render-time calls compiles make on minions.
+struct CompileSide {
+    /// Renders and compiles a minion's states for a job.
+    compiler: Arc<Compiler>,
+    /// Answers `salt://` file requests.
+    fileserver: Arc<FileServer>,
+    /// Compiles and file reads at once (the rest wait): one per core.
+    workers: Arc<tokio::sync::Semaphore>,
+    /// Where finished work reports back to the state task.
+    internal: mpsc::UnboundedSender<Internal>,
+    /// The daemon's shutdown: work spawned off the state task holds a guard.
+    shutdown: Shutdown,
+    /// Render-time calls waiting for their minion, by call number.
+    render_calls: HashMap<u64, PendingCall>,
+    /// The number of the next render-time call.
+    next_call: u64,
+}
+
+/// All master state, owned by one task, in parts with one job each.
+struct Master {
+    /// The master's configuration.
+    cfg: MasterConfig,
+    /// The local event bus (`salt/...` events for the CLI and watchers).
+    bus: EventBus,
+    /// Sockets, sessions and handshakes.
+    wire: Wire,
+    /// Key trust and admission.
+    trust: Trust,
+    /// The master's own keys.
+    signing: Signing,
+    /// Jobs, returns and grains.
+    book: JobBook,
+    /// Compiles, file reads and render-time calls.
+    compile: CompileSide,
 }
 
 /// At most the first 300 bytes of `text` (on a character boundary), for
@@ -222,11 +289,11 @@ fn root_key(cfg: &MasterConfig) -> anyhow::Result<String> {
     Ok(key)
 }
 
-/// Runs the master until `shutdown` resolves.
-pub async fn run(
-    cfg: MasterConfig,
-    shutdown: impl std::future::Future<Output = ()>,
-) -> anyhow::Result<()> {
+/// Runs the master until `shutdown` is triggered, then drains: no new CLI
+/// connection or job, the work in flight finishes (within
+/// [`SHUTDOWN_GRACE`]) and every return already received is written to
+/// the job cache before the master exits.
+pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     ensure_dir(&cfg.cachedir, 0o700)?;
     ensure_dir(&cfg.sock_dir, 0o755)?;
     let identity = load_or_create_identity(&cfg.pki_dir, "master")?;
@@ -256,7 +323,13 @@ pub async fn run(
 
     let bus = EventBus::new(65536);
     let (local_tx, mut local_rx) = mpsc::channel::<LocalCommand>(1024);
-    let accept_task = tokio::spawn(accept_local(listener, root_key, local_tx, bus.clone()));
+    let accept_task = tokio::spawn(accept_local(
+        listener,
+        root_key,
+        local_tx,
+        bus.clone(),
+        shutdown.clone(),
+    ));
 
     let fileserver = Arc::new(FileServer::new(
         cfg.file_roots.clone(),
@@ -270,36 +343,48 @@ pub async fn run(
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let (internal, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
     let mut master = Master {
-        compiler,
-        fileserver,
-        workers: Arc::new(tokio::sync::Semaphore::new(cores)),
-        internal,
-        render_calls: HashMap::new(),
-        next_call: 1,
-        admission: Admission::new(&cfg),
-        pending_keys: keys.ids(KeyStatus::Pending).map_or(0, |ids| ids.len()),
-        new_keys: Vec::new(),
-        queued: HashMap::new(),
-        keys_in_flight: false,
-        cap_warned: None,
-        cap_refusals: 0,
-        accepted: HashMap::new(),
-        accepted_stamp: None,
-        publisher: Publisher::generate()?,
-        publisher_since: Instant::now(),
-        sessions: HashMap::new(),
-        by_id: HashMap::new(),
-        pending: HashMap::new(),
-        grains,
-        grains_to_store: Vec::new(),
-        jobs,
-        active: HashMap::new(),
-        jids: JidGenerator::new(),
         bus,
-        to_router,
-        publications,
-        identity,
-        keys,
+        wire: Wire {
+            to_router,
+            publications,
+            sessions: HashMap::new(),
+            by_id: HashMap::new(),
+            handshakes: HashMap::new(),
+        },
+        trust: Trust {
+            admission: Admission::new(&cfg),
+            pending_keys: keys.ids(KeyStatus::Pending).map_or(0, |ids| ids.len()),
+            keys,
+            accepted: HashMap::new(),
+            accepted_stamp: None,
+            new_keys: Vec::new(),
+            queued: HashMap::new(),
+            keys_in_flight: false,
+            cap_warned: None,
+            cap_refusals: 0,
+        },
+        signing: Signing {
+            identity,
+            publisher: Publisher::generate()?,
+            publisher_since: Instant::now(),
+        },
+        book: JobBook {
+            jobs,
+            active: HashMap::new(),
+            jids: JidGenerator::new(),
+            grains,
+            grains_to_store: Vec::new(),
+            started: Vec::new(),
+        },
+        compile: CompileSide {
+            compiler,
+            fileserver,
+            workers: Arc::new(tokio::sync::Semaphore::new(cores)),
+            internal,
+            shutdown: shutdown.clone(),
+            render_calls: HashMap::new(),
+            next_call: 1,
+        },
         cfg,
     };
     master.refresh_keys(true);
@@ -307,10 +392,11 @@ pub async fn run(
     let mut tick =
         tokio::time::interval(Duration::from_secs(master.cfg.key_rescan_interval.max(1)));
     let mut last_cleanup = Instant::now();
-    tokio::pin!(shutdown);
+    let stop = shutdown.triggered();
+    tokio::pin!(stop);
     loop {
         tokio::select! {
-            _ = &mut shutdown => break,
+            _ = &mut stop => break,
             Some(first) = router.incoming.recv() => {
                 let mut batch = vec![first];
                 while batch.len() < RETURN_BATCH {
@@ -329,27 +415,64 @@ pub async fn run(
             _ = tick.tick() => {
                 master.refresh_keys(false);
                 master.expire();
-                master.admission.tidy();
-                if let Ok(pending) = master.keys.ids(KeyStatus::Pending) {
-                    master.pending_keys = pending.len() + master.queued.len();
+                master.trust.admission.tidy();
+                if let Ok(pending) = master.trust.keys.ids(KeyStatus::Pending) {
+                    master.trust.pending_keys = pending.len() + master.trust.queued.len();
                 }
                 let session = master.cfg.publish_session;
-                if session > 0 && master.publisher_since.elapsed() >= Duration::from_secs(session) {
+                if session > 0 && master.signing.publisher_since.elapsed() >= Duration::from_secs(session) {
                     master.rotate_publish_key();
                 }
                 if last_cleanup.elapsed() > Duration::from_secs(3600) {
                     last_cleanup = Instant::now();
-                    if let Err(e) = master.jobs.clean_old_jobs(master.cfg.keep_jobs) {
+                    if let Err(e) = master.book.jobs.clean_old_jobs(master.cfg.keep_jobs) {
                         tracing::warn!(error = %e, "keep_jobs cleanup failed");
                     }
                 }
             }
         }
     }
-    tracing::info!("halite-master shutting down");
+    tracing::info!(
+        in_flight = shutdown.running(),
+        "halite-master stopping: no new jobs; draining the work in flight"
+    );
+    // The accept task ends on the signal: no new CLI connection.
+    let _ = std::fs::remove_file(master.cfg.local_socket());
+    let deadline = tokio::time::Instant::now() + SHUTDOWN_GRACE;
+    loop {
+        tokio::select! {
+            // Everything already received goes first: returns are committed.
+            biased;
+            Some(first) = router.incoming.recv() => {
+                let mut batch = vec![first];
+                while batch.len() < RETURN_BATCH {
+                    match router.incoming.try_recv() {
+                        Ok(m) => batch.push(m),
+                        Err(_) => break,
+                    }
+                }
+                master.handle_batch(batch);
+            }
+            Some(work) = internal_rx.recv() => master.on_internal(work),
+            Some(cmd) = local_rx.recv() => {
+                let _ = cmd.reply.send(LocalReply::Error(
+                    "the master is shutting down; run the command again once it is back".into(),
+                ));
+            }
+            _ = shutdown.drained() => break,
+            _ = tokio::time::sleep_until(deadline) => {
+                tracing::warn!(abandoned = shutdown.running(), "compiles or file reads still running at the end of the shutdown grace were abandoned");
+                break;
+            }
+        }
+    }
+    // What arrived while the last work finished.
+    while let Ok(first) = router.incoming.try_recv() {
+        master.handle_batch(vec![first]);
+    }
     drop(router);
     accept_task.abort();
-    let _ = std::fs::remove_file(master.cfg.local_socket());
+    tracing::info!("halite-master shutting down");
     Ok(())
 }
 
@@ -357,7 +480,7 @@ impl Master {
     fn send(&self, routing: &Bytes, msg: &ToMinion) {
         match encode(msg) {
             Ok(bytes) => {
-                if !self.to_router.try_send(routing.clone(), bytes) {
+                if !self.wire.to_router.try_send(routing.clone(), bytes) {
                     tracing::warn!("outgoing queue full; a reply was dropped");
                 }
             }
@@ -394,7 +517,7 @@ impl Master {
     }
 
     fn seal_and_send(&mut self, sid: u64, plain: &[u8]) {
-        let Some(session) = self.sessions.get_mut(&sid) else {
+        let Some(session) = self.wire.sessions.get_mut(&sid) else {
             return;
         };
         let sealed = match session.cipher.seal(plain).map_err(|e| e.to_string()) {
@@ -412,35 +535,36 @@ impl Master {
     /// ends the sessions of minions no longer accepted and rotates the
     /// publish key so they cannot read the next publication.
     fn refresh_keys(&mut self, force: bool) {
-        let stamp = self.keys.accepted_stamp();
-        if !force && stamp == self.accepted_stamp {
+        let stamp = self.trust.keys.accepted_stamp();
+        if !force && stamp == self.trust.accepted_stamp {
             return;
         }
-        let accepted = match self.keys.accepted() {
+        let accepted = match self.trust.keys.accepted() {
             Ok(a) => a,
             Err(e) => {
                 tracing::error!(error = %e, "cannot read accepted keys");
                 return;
             }
         };
-        self.accepted_stamp = stamp;
+        self.trust.accepted_stamp = stamp;
         let revoked: Vec<u64> = self
+            .wire
             .sessions
             .iter()
             .filter(|(_, s)| accepted.get(&s.id) != Some(&s.key))
             .map(|(sid, _)| *sid)
             .collect();
         for sid in &revoked {
-            if let Some(s) = self.sessions.remove(sid) {
+            if let Some(s) = self.wire.sessions.remove(sid) {
                 tracing::info!(id = %s.id, "key no longer accepted; session closed");
-                self.by_id.remove(&s.id);
+                self.wire.by_id.remove(&s.id);
                 if !accepted.contains_key(&s.id) {
-                    self.grains.remove(&s.id);
-                    let _ = self.jobs.forget_minion(&s.id);
+                    self.book.grains.remove(&s.id);
+                    let _ = self.book.jobs.forget_minion(&s.id);
                 }
             }
         }
-        self.accepted = accepted;
+        self.trust.accepted = accepted;
         if !revoked.is_empty() {
             self.rotate_publish_key();
         }
@@ -449,16 +573,16 @@ impl Master {
     fn rotate_publish_key(&mut self) {
         match Publisher::generate() {
             Ok(p) => {
-                self.publisher = p;
-                self.publisher_since = Instant::now();
+                self.signing.publisher = p;
+                self.signing.publisher_since = Instant::now();
             }
             Err(e) => {
                 tracing::error!(error = %e, "cannot rotate the publish key");
                 return;
             }
         }
-        let key = self.publisher.key().clone();
-        let sids: Vec<u64> = self.sessions.keys().copied().collect();
+        let key = self.signing.publisher.key().clone();
+        let sids: Vec<u64> = self.wire.sessions.keys().copied().collect();
         for sid in sids {
             self.send_sealed(sid, &MasterMessage::PublishKey(key.clone()));
         }
@@ -466,12 +590,16 @@ impl Master {
     }
 
     fn expire(&mut self) {
-        self.pending
+        self.wire
+            .handshakes
             .retain(|_, (_, _, at)| at.elapsed() < HANDSHAKE_TTL);
-        self.active
+        self.book
+            .active
             .retain(|_, a| a.started.elapsed() < Duration::from_secs(24 * 3600));
         let ttl = Duration::from_secs(self.cfg.render_call_timeout + 10);
-        self.render_calls.retain(|_, c| c.since.elapsed() < ttl);
+        self.compile
+            .render_calls
+            .retain(|_, c| c.since.elapsed() < ttl);
     }
 
     fn on_internal(&mut self, work: Internal) {
@@ -485,15 +613,15 @@ impl Master {
                 args,
                 reply,
             } => {
-                if !self.sessions.contains_key(&sid) {
+                if !self.wire.sessions.contains_key(&sid) {
                     let _ = reply.send(Err(format!(
                         "the minion disconnected before the render-time call {fun}"
                     )));
                     return;
                 }
-                let call = self.next_call;
-                self.next_call += 1;
-                self.render_calls.insert(
+                let call = self.compile.next_call;
+                self.compile.next_call += 1;
+                self.compile.render_calls.insert(
                     call,
                     PendingCall {
                         sid,
@@ -518,11 +646,12 @@ impl Master {
     /// Answers a minion's request off the state task: a compile or a file
     /// read runs on a blocking thread, one per core at once.
     fn on_minion_request(&mut self, sid: u64, id: &str, req: u64, body: RequestBody) {
-        let internal = self.internal.clone();
-        let workers = self.workers.clone();
+        let internal = self.compile.internal.clone();
+        let workers = self.compile.workers.clone();
         let work: Box<dyn FnOnce() -> ReplyBody + Send> = match body {
             RequestBody::Bundle { jid } => {
                 let Some(active) = self
+                    .book
                     .active
                     .get(&jid)
                     .filter(|a| a.job.minions.iter().any(|m| m == id))
@@ -535,11 +664,12 @@ impl Master {
                 };
                 let job = active.job.clone();
                 let grains = self
+                    .book
                     .grains
                     .get(id)
                     .cloned()
                     .unwrap_or_else(|| json!({ "id": id }));
-                let compiler = self.compiler.clone();
+                let compiler = self.compile.compiler.clone();
                 let remote = Arc::new(MinionCalls {
                     sid,
                     jid,
@@ -550,11 +680,14 @@ impl Master {
                 Box::new(move || ReplyBody::Bundle(compiler.bundle(&id, &grains, &job, remote)))
             }
             other => {
-                let fileserver = self.fileserver.clone();
+                let fileserver = self.compile.fileserver.clone();
                 Box::new(move || fileserver.answer(&other))
             }
         };
+        let work_guard = self.compile.shutdown.work();
         tokio::spawn(async move {
+            // Dropped after the answer is queued for this task.
+            let _work = work_guard;
             let _permit = workers.acquire_owned().await;
             let body = tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
                 ReplyBody::Error(format!("the request failed on the master: {e}"))
@@ -580,7 +713,7 @@ impl Master {
                 ToMaster::Hello(hello) => self.on_hello(routing, hello),
                 ToMaster::Confirm(confirm) => {
                     // Only the connection that sent the hello may finish (or spoil) its handshake.
-                    let from_its_connection = match self.pending.get(&confirm.session) {
+                    let from_its_connection = match self.wire.handshakes.get(&confirm.session) {
                         Some((_, pending_routing, _)) => *pending_routing == routing,
                         None => {
                             self.send(
@@ -596,7 +729,8 @@ impl Master {
                         tracing::debug!("confirm from another connection dropped");
                         continue;
                     }
-                    let Some((pending, _, _)) = self.pending.remove(&confirm.session) else {
+                    let Some((pending, _, _)) = self.wire.handshakes.remove(&confirm.session)
+                    else {
                         continue;
                     };
                     let (id, key) = (pending.id.clone(), pending.minion_key);
@@ -607,7 +741,7 @@ impl Master {
                 }
                 ToMaster::Sealed(sealed) => {
                     let sid = sealed.session;
-                    let Some(session) = self.sessions.get_mut(&sid) else {
+                    let Some(session) = self.wire.sessions.get_mut(&sid) else {
                         self.send(&routing, &ToMinion::UnknownSession { session: sid });
                         continue;
                     };
@@ -636,21 +770,24 @@ impl Master {
                 }
             }
         }
-        if !self.grains_to_store.is_empty() {
-            let batch = std::mem::take(&mut self.grains_to_store);
-            if let Err(e) = self.jobs.store_grains_many(&batch) {
+        if !self.book.grains_to_store.is_empty() {
+            let batch = std::mem::take(&mut self.book.grains_to_store);
+            if let Err(e) = self.book.jobs.store_grains_many(&batch) {
                 tracing::warn!(error = %e, "cannot cache grains");
             }
         }
         if !returns.is_empty() {
             self.commit_returns(returns);
         }
+        for id in std::mem::take(&mut self.book.started) {
+            self.redeliver(&id);
+        }
         self.flush_new_keys();
     }
 
     fn on_hello(&mut self, routing: Bytes, hello: Hello) {
         // Unauthenticated work is bounded first (admission.rs).
-        if !self.admission.hello(&routing) {
+        if !self.trust.admission.hello(&routing) {
             return;
         }
         let id = hello.id.clone();
@@ -680,10 +817,10 @@ impl Master {
         // A key queued in this batch is pending already; an accepted key
         // known in memory (reread whenever the directory changes) needs no
         // disk read, so a fleet reconnecting at once costs no file I/O.
-        let status = match self.queued.get(&id) {
+        let status = match self.trust.queued.get(&id) {
             Some(queued) => Some((KeyStatus::Pending, *queued)),
-            None if self.accepted.get(&id) == Some(&key) => Some((KeyStatus::Accepted, key)),
-            None => match self.keys.status(&id) {
+            None if self.trust.accepted.get(&id) == Some(&key) => Some((KeyStatus::Accepted, key)),
+            None => match self.trust.keys.status(&id) {
                 Ok(s) => s,
                 Err(e) => {
                     tracing::error!(error = %e, "key lookup failed");
@@ -724,20 +861,21 @@ impl Master {
                     );
                     return;
                 }
-                if self.cfg.auto_accept && !self.queued.contains_key(&id) {
-                    let _ = self
-                        .keys
-                        .transition(&id, KeyStatus::Pending, KeyStatus::Accepted);
+                if self.cfg.auto_accept && !self.trust.queued.contains_key(&id) {
+                    let _ =
+                        self.trust
+                            .keys
+                            .transition(&id, KeyStatus::Pending, KeyStatus::Accepted);
                     true
                 } else {
                     false
                 }
             }
             None if self.cfg.auto_accept => {
-                if !self.admission.new_key() {
+                if !self.trust.admission.new_key() {
                     return;
                 }
-                if let Err(e) = self.keys.put(KeyStatus::Accepted, &id, &key) {
+                if let Err(e) = self.trust.keys.put(KeyStatus::Accepted, &id, &key) {
                     tracing::error!(error = %e, "cannot store a new key");
                     return;
                 }
@@ -745,19 +883,20 @@ impl Master {
             }
             None => {
                 let cap = self.cfg.max_pending_keys;
-                if cap > 0 && self.pending_keys >= cap {
-                    self.cap_refusals += 1;
+                if cap > 0 && self.trust.pending_keys >= cap {
+                    self.trust.cap_refusals += 1;
                     if self
+                        .trust
                         .cap_warned
                         .is_none_or(|at| at.elapsed() >= Duration::from_secs(10))
                     {
                         tracing::warn!(
                             %id,
-                            refused = self.cap_refusals,
+                            refused = self.trust.cap_refusals,
                             "pending key cap reached (max_pending_keys = {cap}): Hellos from new ids are refused until pending keys are accepted, rejected or deleted with halite-key"
                         );
-                        self.cap_warned = Some(Instant::now());
-                        self.cap_refusals = 0;
+                        self.trust.cap_warned = Some(Instant::now());
+                        self.trust.cap_refusals = 0;
                     }
                     self.send(
                         &routing,
@@ -786,19 +925,21 @@ impl Master {
             );
             return;
         }
-        self.accepted.insert(id.clone(), key);
-        if self.pending.len() >= MAX_PENDING_HANDSHAKES {
-            self.pending
+        self.trust.accepted.insert(id.clone(), key);
+        if self.wire.handshakes.len() >= MAX_PENDING_HANDSHAKES {
+            self.wire
+                .handshakes
                 .retain(|_, (_, _, at)| at.elapsed() < Duration::from_secs(2));
-            if self.pending.len() >= MAX_PENDING_HANDSHAKES {
+            if self.wire.handshakes.len() >= MAX_PENDING_HANDSHAKES {
                 tracing::warn!("too many unfinished handshakes; hello dropped");
                 return;
             }
         }
         let Ok(sid) = random_u64() else { return };
-        match PendingSession::respond(&self.identity, &hello, sid) {
+        match PendingSession::respond(&self.signing.identity, &hello, sid) {
             Ok((pending, welcome)) => {
-                self.pending
+                self.wire
+                    .handshakes
                     .insert(sid, (pending, routing.clone(), Instant::now()));
                 self.send(&routing, &ToMinion::Welcome(welcome));
             }
@@ -818,17 +959,17 @@ impl Master {
         key: PublicKey,
         reason: &'static str,
     ) {
-        if !self.admission.new_key() {
+        if !self.trust.admission.new_key() {
             if status == KeyStatus::Denied {
                 self.answer_key(&routing, status, &id, &key, reason);
             }
             return;
         }
         if status == KeyStatus::Pending {
-            self.queued.insert(id.clone(), key);
-            self.pending_keys += 1;
+            self.trust.queued.insert(id.clone(), key);
+            self.trust.pending_keys += 1;
         }
-        self.new_keys.push(NewKey {
+        self.trust.new_keys.push(NewKey {
             routing,
             status,
             id,
@@ -869,18 +1010,20 @@ impl Master {
     /// must not delay real minions' sessions); one write at a time, the
     /// next batch waits for [`Internal::KeysWritten`].
     fn flush_new_keys(&mut self) {
-        if self.new_keys.is_empty() || self.keys_in_flight {
+        if self.trust.new_keys.is_empty() || self.trust.keys_in_flight {
             return;
         }
-        self.keys_in_flight = true;
-        let batch = std::mem::take(&mut self.new_keys);
+        self.trust.keys_in_flight = true;
+        let batch = std::mem::take(&mut self.trust.new_keys);
         let files: Vec<(KeyStatus, String, PublicKey)> = batch
             .iter()
             .map(|k| (k.status, k.id.clone(), k.key))
             .collect();
-        let keys = self.keys.clone();
-        let internal = self.internal.clone();
+        let keys = self.trust.keys.clone();
+        let internal = self.compile.internal.clone();
+        let work = self.compile.shutdown.work();
         tokio::task::spawn_blocking(move || {
+            let _work = work;
             let results = keys
                 .put_many(&files)
                 .into_iter()
@@ -892,17 +1035,18 @@ impl Master {
 
     /// Answers the Hellos whose key files are now on disk.
     fn keys_written(&mut self, batch: Vec<NewKey>, results: Vec<Result<(), String>>) {
-        self.keys_in_flight = false;
+        self.trust.keys_in_flight = false;
         for (new, result) in batch.into_iter().zip(results) {
-            if new.status == KeyStatus::Pending && self.queued.get(&new.id) == Some(&new.key) {
-                self.queued.remove(&new.id);
+            if new.status == KeyStatus::Pending && self.trust.queued.get(&new.id) == Some(&new.key)
+            {
+                self.trust.queued.remove(&new.id);
             }
             match result {
                 Ok(()) => self.answer_key(&new.routing, new.status, &new.id, &new.key, new.reason),
                 Err(e) => {
                     tracing::error!(id = %new.id, error = %e, "cannot store a new key");
                     if new.status == KeyStatus::Pending {
-                        self.pending_keys = self.pending_keys.saturating_sub(1);
+                        self.trust.pending_keys = self.trust.pending_keys.saturating_sub(1);
                     }
                 }
             }
@@ -912,14 +1056,14 @@ impl Master {
 
     fn open_session(&mut self, routing: Bytes, id: String, key: PublicKey, cipher: SessionCipher) {
         // The key may have been removed between hello and confirm.
-        if self.accepted.get(&id) != Some(&key) {
+        if self.trust.accepted.get(&id) != Some(&key) {
             return;
         }
         let sid = cipher.session;
-        if let Some(old) = self.by_id.insert(id.clone(), sid) {
-            self.sessions.remove(&old);
+        if let Some(old) = self.wire.by_id.insert(id.clone(), sid) {
+            self.wire.sessions.remove(&old);
         }
-        self.sessions.insert(
+        self.wire.sessions.insert(
             sid,
             Session {
                 id: id.clone(),
@@ -928,7 +1072,7 @@ impl Master {
                 routing,
             },
         );
-        let publish_key = self.publisher.key_now();
+        let publish_key = self.signing.publisher.key_now();
         self.send_sealed(sid, &MasterMessage::Ready { publish_key });
         self.bus.fire(
             tags::AUTH,
@@ -938,14 +1082,14 @@ impl Master {
     }
 
     fn on_request(&mut self, sid: u64, request: MinionRequest) -> Option<JobReturn> {
-        let id = self.sessions.get(&sid)?.id.clone();
+        let id = self.wire.sessions.get(&sid)?.id.clone();
         match request {
             MinionRequest::Ping => self.send_sealed(sid, &MasterMessage::Pong),
             MinionRequest::Start { grains } => {
                 if grains.is_object() {
                     // Written to the cache with the rest of the batch.
-                    self.grains_to_store.push((id.clone(), grains.clone()));
-                    self.grains.insert(id.clone(), grains);
+                    self.book.grains_to_store.push((id.clone(), grains.clone()));
+                    self.book.grains.insert(id.clone(), grains);
                 }
                 let now = chrono::Local::now();
                 let data = |tag: &str| {
@@ -959,7 +1103,9 @@ impl Master {
                 let tag = tags::minion_start(&id);
                 self.bus.fire(&tag, data(&tag));
                 self.send_sealed(sid, &MasterMessage::Pong);
-                self.redeliver(&id);
+                // After this batch's returns: a return the minion resent
+                // with its Start means the job needs no redelivery.
+                self.book.started.push(id.clone());
             }
             MinionRequest::Event { tag, data } => {
                 // A minion may speak for itself only (tags::check_minion_tag).
@@ -969,16 +1115,18 @@ impl Master {
                 }
             }
             MinionRequest::Request { req, body } => self.on_minion_request(sid, &id, req, body),
-            MinionRequest::RenderReply { call, result } => match self.render_calls.remove(&call) {
-                Some(pending) if pending.sid == sid => {
-                    let _ = pending.reply.send(result);
+            MinionRequest::RenderReply { call, result } => {
+                match self.compile.render_calls.remove(&call) {
+                    Some(pending) if pending.sid == sid => {
+                        let _ = pending.reply.send(result);
+                    }
+                    Some(pending) => {
+                        tracing::warn!(%id, call, "render-time answer from the wrong minion dropped");
+                        self.compile.render_calls.insert(call, pending);
+                    }
+                    None => tracing::debug!(%id, call, "late render-time answer dropped"),
                 }
-                Some(pending) => {
-                    tracing::warn!(%id, call, "render-time answer from the wrong minion dropped");
-                    self.render_calls.insert(call, pending);
-                }
-                None => tracing::debug!(%id, call, "late render-time answer dropped"),
-            },
+            }
             MinionRequest::Return(ret) => {
                 if ret.id != id || !halite_proto::jid::is_jid(&ret.jid) {
                     tracing::warn!(%id, claimed = %ret.id, "return for another minion or a malformed jid dropped");
@@ -993,7 +1141,7 @@ impl Master {
     /// Commits the returns, then acknowledges them, then fires their events.
     fn commit_returns(&mut self, returns: Vec<(u64, JobReturn)>) {
         let records: Vec<JobReturn> = returns.iter().map(|(_, r)| r.clone()).collect();
-        if let Err(e) = self.jobs.store_returns(&records) {
+        if let Err(e) = self.book.jobs.store_returns(&records) {
             // Not acknowledged: the minions keep them and resend.
             tracing::error!(error = %e, "cannot store returns; they will be resent");
             return;
@@ -1005,7 +1153,7 @@ impl Master {
                     jid: ret.jid.clone(),
                 },
             );
-            let (user, finished) = match self.active.get_mut(&ret.jid) {
+            let (user, finished) = match self.book.active.get_mut(&ret.jid) {
                 Some(active) => {
                     active.returned.insert(ret.id.clone());
                     active.waiting.remove(&ret.id);
@@ -1014,7 +1162,7 @@ impl Master {
                 None => ("root".to_string(), false),
             };
             if finished {
-                self.active.remove(&ret.jid);
+                self.book.active.remove(&ret.jid);
             }
             let tag = tags::job_ret(&ret.jid, &ret.id);
             self.bus.fire(
@@ -1048,7 +1196,7 @@ impl Master {
             }
             LocalBody::Active => {
                 let mut out = Map::new();
-                for (jid, a) in &self.active {
+                for (jid, a) in &self.book.active {
                     let running: Vec<&String> = a
                         .job
                         .minions
@@ -1080,13 +1228,13 @@ impl Master {
     /// The accepted minions `tgt` selects.
     fn resolve(&mut self, tgt: &str, tgt_type: &str) -> Result<Vec<String>, String> {
         self.refresh_keys(false);
-        let mut ids: Vec<&String> = self.accepted.keys().collect();
+        let mut ids: Vec<&String> = self.trust.accepted.keys().collect();
         ids.sort();
         let facts: Vec<MinionFacts> = ids
             .iter()
             .map(|id| MinionFacts {
                 id,
-                grains: self.grains.get(*id),
+                grains: self.book.grains.get(*id),
             })
             .collect();
         check_minions(tgt, tgt_type, &facts, &self.cfg.nodegroups).map_err(|e| e.to_string())
@@ -1112,7 +1260,7 @@ impl Master {
                 minions,
             };
         }
-        let jid = self.jids.next_jid();
+        let jid = self.book.jids.next_jid();
         let job = Job {
             jid: jid.clone(),
             fun,
@@ -1123,7 +1271,7 @@ impl Master {
             user,
             minions: minions.clone(),
         };
-        if let Err(e) = self.jobs.store_job(&job) {
+        if let Err(e) = self.book.jobs.store_job(&job) {
             return LocalReply::Error(e.to_string());
         }
         self.bus.fire(
@@ -1134,7 +1282,7 @@ impl Master {
             if let Err(e) = self.send_publication(&job) {
                 return LocalReply::Error(e);
             }
-            self.active.insert(
+            self.book.active.insert(
                 jid.clone(),
                 ActiveJob {
                     waiting: job.minions.iter().cloned().collect(),
@@ -1154,12 +1302,14 @@ impl Master {
         let bytes = encode(job)
             .map_err(|e| e.to_string())
             .and_then(|payload| {
-                self.publisher
-                    .seal(&self.identity, &payload)
+                self.signing
+                    .publisher
+                    .seal(&self.signing.identity, &payload)
                     .map_err(|e| e.to_string())
             })
             .and_then(|publication| encode(&publication).map_err(|e| e.to_string()))?;
-        self.publications
+        self.wire
+            .publications
             .publish_now(bytes)
             .map_err(|e| format!("publish failed: {e}"))
     }
@@ -1170,6 +1320,7 @@ impl Master {
     fn redeliver(&mut self, id: &str) {
         let window = Duration::from_secs(self.cfg.timeout.max(1));
         let missed: Vec<Job> = self
+            .book
             .active
             .values()
             .filter(|a| a.waiting.contains(id) && a.started.elapsed() < window)
@@ -1189,14 +1340,20 @@ impl Master {
     }
 }
 
+/// Accepts CLI connections until the shutdown is triggered.
 async fn accept_local(
     listener: UnixListener,
     root_key: Arc<String>,
     commands: mpsc::Sender<LocalCommand>,
     bus: EventBus,
+    shutdown: Shutdown,
 ) {
     loop {
-        let Ok((stream, _)) = listener.accept().await else {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            _ = shutdown.triggered() => return,
+        };
+        let Ok((stream, _)) = accepted else {
             continue;
         };
         tokio::spawn(serve_local(

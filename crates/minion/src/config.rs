@@ -50,6 +50,10 @@ pub struct MinionConfig {
     pub master_alive_interval: u64,
     /// Jobs run at once; 0 or less: no limit.
     pub process_count_max: i64,
+    /// Seconds a stopping minion (SIGTERM) waits for its running jobs
+    /// before it abandons them with a failed return kept for the master
+    /// (halite's own key: Salt's minion has no drain).
+    pub shutdown_grace: u64,
     /// Static grains merged over the detected ones.
     pub grains: Map<String, Value>,
     /// Everything else, passed to the modules as opts.
@@ -90,6 +94,7 @@ impl Default for MinionConfig {
             recon_randomize: true,
             master_alive_interval: 30,
             process_count_max: -1,
+            shutdown_grace: 30,
             grains: Map::new(),
             extra: Map::new(),
         }

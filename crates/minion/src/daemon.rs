@@ -5,23 +5,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::sync::watch;
+use halite_transport::Shutdown;
 
 use crate::config::MinionConfig;
-use crate::link::{run_link, Agent, JobOutputs, LinkEnd, LinkSettings};
+use crate::link::{run_link, stop_jobs, Agent, JobOutputs, LinkEnd, LinkSettings};
 use crate::runner::{HostRunner, JobRunner};
 use crate::store::ReturnStore;
 
 /// Waits [`reconnect_delay`] before reconnection attempt `attempt`;
 /// false when the minion is told to shut down first.
-pub async fn wait_to_reconnect(
-    cfg: &MinionConfig,
-    attempt: u32,
-    shutdown: &mut watch::Receiver<bool>,
-) -> bool {
+pub async fn wait_to_reconnect(cfg: &MinionConfig, attempt: u32, shutdown: &Shutdown) -> bool {
     tokio::select! {
         _ = tokio::time::sleep(reconnect_delay(cfg, attempt)) => true,
-        _ = shutdown.changed() => false,
+        _ = shutdown.triggered() => false,
     }
 }
 
@@ -55,11 +51,14 @@ pub fn link_settings(cfg: &MinionConfig, master: &str) -> LinkSettings {
         acceptance_wait_time: Duration::from_secs(cfg.acceptance_wait_time.max(1)),
         alive_interval: Duration::from_secs(cfg.master_alive_interval.max(1)),
         max_concurrent_jobs: usize::try_from(cfg.process_count_max).unwrap_or(0),
+        shutdown_grace: Duration::from_secs(cfg.shutdown_grace),
     }
 }
 
-/// Runs the minion until `shutdown` flips to true.
-pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyhow::Result<()> {
+/// Runs the minion until `shutdown` is triggered, then lets its running
+/// jobs finish (or abandons them after `shutdown_grace`, their returns
+/// kept on disk for the next start).
+pub async fn run(cfg: MinionConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     halite_proto::validate_minion_id(&cfg.id).context("the minion id is not usable")?;
     let identity = halite_proto::keyfile::load_or_create_identity(&cfg.pki_dir, "minion")?;
     tracing::info!(id = %cfg.id, fingerprint = %identity.public().fingerprint(), "minion identity loaded");
@@ -103,7 +102,7 @@ pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyh
             &mut agents,
             runner.clone(),
             &mut outputs,
-            &mut shutdown,
+            &shutdown,
         )
         .await
         {
@@ -114,7 +113,7 @@ pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyh
                     attempt = 0;
                 }
                 master_idx += 1;
-                let waited = wait_to_reconnect(&cfg, attempt, &mut shutdown).await;
+                let waited = wait_to_reconnect(&cfg, attempt, &shutdown).await;
                 attempt = attempt.saturating_add(1);
                 if !waited {
                     break;
@@ -122,6 +121,14 @@ pub async fn run(cfg: MinionConfig, mut shutdown: watch::Receiver<bool>) -> anyh
             }
         }
     }
+    // Jobs still running here had no master to return to (or outlived the grace).
+    stop_jobs(
+        &mut agents,
+        &mut outputs,
+        &shutdown,
+        Duration::from_secs(cfg.shutdown_grace),
+    )
+    .await;
     tracing::info!("halite-minion shutting down");
     Ok(())
 }

@@ -16,9 +16,9 @@ use halite_proto::msg::{
     ToMinion,
 };
 use halite_proto::{decode, encode, Identity, PublicKey};
-use halite_transport::{Dealer, Subscriber};
+use halite_transport::{Dealer, Shutdown, Subscriber};
 use serde_json::Value;
-use tokio::sync::{mpsc, watch, Semaphore};
+use tokio::sync::{mpsc, Semaphore};
 
 use crate::channel::{JobRequest, MasterChannel};
 use crate::replay::ReplayGuard;
@@ -131,6 +131,9 @@ pub struct LinkSettings {
     pub alive_interval: Duration,
     /// Jobs run at once (0: no limit).
     pub max_concurrent_jobs: usize,
+    /// How long a stopping minion waits for its running jobs
+    /// (`shutdown_grace`) before it abandons them.
+    pub shutdown_grace: Duration,
 }
 
 /// Why a link ended.
@@ -191,6 +194,51 @@ fn keep_finished_returns(agents: &mut [Agent], outputs: &mut JobOutputs) {
     }
 }
 
+/// The end of a stopping minion's jobs once no link serves them: waits up
+/// to `grace` for the running ones, keeps every finished return on disk
+/// (sent to the master after the next start), and abandons what still
+/// runs with a failed return kept on disk too, so the master learns the
+/// job's fate and the restarted minion does not run it again.
+pub async fn stop_jobs(
+    agents: &mut [Agent],
+    outputs: &mut JobOutputs,
+    shutdown: &Shutdown,
+    grace: Duration,
+) {
+    let left = shutdown.drain(grace).await;
+    keep_finished_returns(agents, outputs);
+    if left == 0 {
+        return;
+    }
+    for agent in agents.iter_mut() {
+        let abandoned: Vec<Arc<Job>> = agent.running.values().cloned().collect();
+        for job in abandoned {
+            tracing::warn!(id = %agent.id, jid = %job.jid, fun = %job.fun, "job abandoned at shutdown");
+            let ret = abandoned_return(&agent.id, &job, grace);
+            if let Err(e) = agent.job_ended(&ret) {
+                tracing::error!(error = %e, jid = %job.jid, "cannot keep the abandoned job's return on disk");
+            }
+        }
+    }
+}
+
+/// The failed return of a job the minion stopped before it finished.
+fn abandoned_return(id: &str, job: &Job, grace: Duration) -> JobReturn {
+    JobReturn {
+        jid: job.jid.clone(),
+        id: id.to_string(),
+        fun: job.fun.clone(),
+        fun_args: job.arg.clone(),
+        ret: Value::String(format!(
+            "The minion was stopped before {} finished: the job ran past the minion's shutdown_grace of {} s and was abandoned",
+            job.fun,
+            grace.as_secs()
+        )),
+        retcode: 1,
+        success: false,
+    }
+}
+
 /// How long a job waits for the master to answer one request (a compile
 /// of a big tree, a file chunk); a lost link answers at once.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
@@ -234,6 +282,12 @@ struct Link<'a> {
     next_request: u64,
     slots: Option<Arc<Semaphore>>,
     last_heard_any: Instant,
+    /// The daemon's shutdown: each job holds one of its work guards.
+    shutdown: Shutdown,
+    /// Stopping: no new job starts, the running ones finish.
+    draining: bool,
+    /// Returns of jobs that ended while stopping, not yet acknowledged.
+    unacked: HashSet<(usize, String)>,
 }
 
 fn pinned_key(settings: &LinkSettings) -> Option<PublicKey> {
@@ -248,7 +302,7 @@ pub async fn run_link(
     agents: &mut [Agent],
     runner: Arc<dyn JobRunner>,
     outputs: &mut JobOutputs,
-    shutdown: &mut watch::Receiver<bool>,
+    shutdown: &Shutdown,
 ) -> LinkEnd {
     keep_finished_returns(agents, outputs);
     let ret_endpoint = format!("tcp://{}:{}", settings.master, settings.master_port);
@@ -299,11 +353,35 @@ pub async fn run_link(
         slots: (settings.max_concurrent_jobs > 0)
             .then(|| Arc::new(Semaphore::new(settings.max_concurrent_jobs))),
         last_heard_any: Instant::now(),
+        shutdown: shutdown.clone(),
+        draining: false,
+        unacked: HashSet::new(),
     };
+    // Once stopping: the running jobs end and their returns are
+    // acknowledged, or this deadline passes (the returns stay on disk).
+    let mut stop_by: Option<tokio::time::Instant> = None;
     let mut tick = tokio::time::interval(Duration::from_millis(200));
+    let stop = shutdown.triggered();
+    tokio::pin!(stop);
     let end = loop {
         tokio::select! {
-            _ = shutdown.changed() => break LinkEnd::Shutdown,
+            _ = &mut stop, if stop_by.is_none() => {
+                tracing::info!(running = shutdown.running(), grace_s = settings.shutdown_grace.as_secs(), "stopping: no new jobs; waiting for the running ones");
+                link.draining = true;
+                stop_by = Some(tokio::time::Instant::now() + settings.shutdown_grace);
+            }
+            _ = shutdown.drained(), if link.draining && link.unacked.is_empty() => {
+                // Outputs sent before the last guard dropped are still queued.
+                while let Ok(done) = outputs.rx.try_recv() {
+                    link.on_job_output(done).await;
+                }
+                if link.unacked.is_empty() {
+                    break LinkEnd::Shutdown;
+                }
+            }
+            _ = tokio::time::sleep_until(stop_by.unwrap_or_else(tokio::time::Instant::now)), if stop_by.is_some() => {
+                break LinkEnd::Shutdown;
+            }
             msg = link.dealer.recv() => match msg {
                 Ok(frames) => {
                     for frame in frames {
@@ -539,10 +617,14 @@ impl Link<'_> {
                 };
                 tracing::info!(id = %agent.id, "authenticated with the master");
                 self.install_publish_key(&publish_key);
+                // Returns first: the master redelivers the jobs still
+                // waiting for this minion when it starts, and a job whose
+                // return is on its way (one abandoned at the last stop)
+                // must not run twice.
+                self.resend_returns(idx).await;
                 let grains = self.agents[idx].grains.clone();
                 self.send_request(idx, &MinionRequest::Start { grains })
                     .await;
-                self.resend_returns(idx).await;
             }
             MasterMessage::PublishKey(key) => {
                 self.touch(idx, now);
@@ -550,6 +632,7 @@ impl Link<'_> {
             }
             MasterMessage::Ack { jid } => {
                 self.touch(idx, now);
+                self.unacked.remove(&(idx, jid.clone()));
                 self.agents[idx].store.remove(&jid);
             }
             MasterMessage::Pong => self.touch(idx, now),
@@ -692,6 +775,11 @@ impl Link<'_> {
     }
 
     fn start_job(&mut self, idx: usize, job: Arc<Job>) {
+        if self.draining {
+            // Not marked seen: the master delivers it again after the restart.
+            tracing::info!(jid = %job.jid, fun = %job.fun, "job not started: the minion is stopping");
+            return;
+        }
         let agent = &mut self.agents[idx];
         // Seen in this process, or run already and its return still unacknowledged
         // (a job the master delivers again after a reconnection).
@@ -716,7 +804,11 @@ impl Link<'_> {
         let slots = self.slots.clone();
         let master = MasterChannel::new(idx, self.requests_tx.clone(), REQUEST_TIMEOUT);
         tracing::info!(%id, jid = %job.jid, fun = %job.fun, "running job");
+        let work = self.shutdown.work();
         tokio::spawn(async move {
+            // Dropped last, after the return is sent: a drain that sees no
+            // work left finds every return in the outputs channel.
+            let _work = work;
             let _permit = match &slots {
                 Some(s) => s.clone().acquire_owned().await.ok(),
                 None => None,
@@ -768,6 +860,9 @@ impl Link<'_> {
     async fn on_job_output(&mut self, output: FromJob) {
         match output {
             FromJob::Done(idx, ret) => {
+                if self.draining && self.agents[idx].is_ready() {
+                    self.unacked.insert((idx, ret.jid.clone()));
+                }
                 // On disk before it is sent: an unacknowledged return survives anything.
                 if let Err(e) = self.agents[idx].job_ended(&ret) {
                     tracing::error!(error = %e, "cannot keep the return on disk; sending it anyway");

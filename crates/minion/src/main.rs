@@ -59,16 +59,16 @@ fn main() -> std::process::ExitCode {
         }
     };
     let result = runtime.block_on(async move {
-        let (tx, rx) = tokio::sync::watch::channel(false);
-        tokio::spawn(async move {
-            halite_logging::shutdown_signal().await;
-            let _ = tx.send(true);
-        });
+        let shutdown = halite_transport::Shutdown::new();
+        shutdown.trigger_on(halite_logging::shutdown_signal());
         match cli.swarm {
-            Some(n) => swarm::run(cfg, cli.swarm_prefix, n, rx).await,
-            None => daemon::run(cfg, rx).await,
+            Some(n) => swarm::run(cfg, cli.swarm_prefix, n, shutdown).await,
+            None => daemon::run(cfg, shutdown).await,
         }
     });
+    // A job abandoned at shutdown still holds a blocking thread: the
+    // runtime does not wait for it (its return is on disk already).
+    runtime.shutdown_background();
     match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {

@@ -6,8 +6,8 @@
 use std::path::Path;
 use std::sync::Arc;
 
+use halite_transport::Shutdown;
 use serde_json::{json, Map, Value};
-use tokio::sync::watch;
 
 use crate::config::MinionConfig;
 use crate::daemon::{link_settings, wait_to_reconnect};
@@ -60,7 +60,7 @@ pub async fn run(
     cfg: MinionConfig,
     prefix: String,
     count: usize,
-    mut shutdown: watch::Receiver<bool>,
+    shutdown: Shutdown,
 ) -> anyhow::Result<()> {
     let root = cfg.pki_dir.join("swarm");
     let (mut agents, grains) = build_agents(&root, &prefix, count)?;
@@ -87,14 +87,14 @@ pub async fn run(
             &mut agents,
             runner.clone(),
             &mut outputs,
-            &mut shutdown,
+            &shutdown,
         )
         .await
         {
             LinkEnd::Shutdown => return Ok(()),
             LinkEnd::MasterLost(reason) => {
                 tracing::warn!(%reason, "swarm lost its master");
-                if !wait_to_reconnect(&cfg, attempt, &mut shutdown).await {
+                if !wait_to_reconnect(&cfg, attempt, &shutdown).await {
                     return Ok(());
                 }
                 attempt = attempt.saturating_add(1).min(8);

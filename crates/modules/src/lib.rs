@@ -33,6 +33,7 @@ pub mod pkg;
 pub mod render_context;
 pub mod sls;
 pub mod state_env;
+pub mod state_lock;
 pub mod states;
 pub mod table;
 

@@ -59,9 +59,10 @@ pub fn jid_time(jid: &str) -> Option<NaiveDateTime> {
 
 /// Salt's `jid_to_time` wording: `2026, Nov 21 21:15:21.123456`.
 pub fn jid_start_time(jid: &str) -> String {
-    jid_time(jid)
-        .map(|t| t.format("%Y, %b %d %H:%M:%S%.6f").to_string())
-        .unwrap_or_default()
+    if !is_jid(jid) {
+        return String::new();
+    }
+    halite_salt_rules::jid::jid_to_time(jid)
 }
 
 #[cfg(test)]

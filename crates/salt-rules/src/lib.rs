@@ -9,6 +9,7 @@
 
 pub mod archive_path;
 pub mod fnmatch;
+pub mod jid;
 pub mod pyfmt;
 pub mod shell;
 pub mod truth;

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 
 use indexmap::IndexMap;
 
-use crate::Value;
+use crate::value::Value;
 
 /// One accumulator: its texts in the order charged and the IDs/names of
 /// the states its `require_in`/`watch_in` point at.

@@ -5,7 +5,7 @@ use std::ops::{Deref, DerefMut};
 use serde::{Deserialize, Serialize};
 
 use crate::dict::SmallDict;
-use crate::{Map, Value};
+use crate::value::{Map, Value};
 
 /// One compiled state call (Salt's "low chunk").
 ///

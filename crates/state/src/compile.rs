@@ -6,9 +6,10 @@ use std::cell::Cell;
 
 use indexmap::IndexMap;
 
+use crate::chunk::LowChunk;
 use crate::graph::{has_requisites, ChunkKeys, Graph};
 use crate::requisite::{py_repr, py_str, REQUISITE_KEYWORDS};
-use crate::{LowChunk, Map, Value};
+use crate::value::{Map, Value};
 use halite_perf::pipeline::{fold_on_helper, piece_count, split_vec};
 use halite_salt_rules::fnmatch::fnmatch;
 

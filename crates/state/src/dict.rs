@@ -7,7 +7,7 @@ use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
-use crate::{Map, Value};
+use crate::value::{Map, Value};
 
 /// A key of a [`SmallDict`]. The keys every chunk and every return has
 /// (`state`, `__id__`, `result`, `comment`...) and the requisite keywords

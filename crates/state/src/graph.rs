@@ -20,9 +20,10 @@ type FxIndexMap<K, V> = IndexMap<K, V, FxBuildHasher>;
 /// An insertion-ordered set with the same hasher.
 type FxIndexSet<T> = indexmap::IndexSet<T, FxBuildHasher>;
 
+use crate::chunk::LowChunk;
 use crate::dict::KeySet;
 use crate::requisite::{py_repr, py_str, RequisiteKind};
-use crate::{LowChunk, Map, Value};
+use crate::value::{Map, Value};
 use halite_salt_rules::fnmatch::{fnmatch, is_pattern};
 
 /// A node: a chunk, or the test-mode "prereq check" twin of a chunk.
@@ -548,7 +549,7 @@ impl Graph {
         for kind in RequisiteKind::EDGE_KINDS {
             let present = match self.chunks[ci].get(kind.keyword()) {
                 Some(Value::Array(a)) => !a.is_empty(),
-                Some(v) => crate::truthy(v),
+                Some(v) => halite_salt_rules::truthy(v),
                 None => false,
             };
             if !present {
@@ -1023,8 +1024,8 @@ pub fn name_str(c: &LowChunk) -> String {
 /// The run tag of a chunk.
 pub fn chunk_tag(c: &LowChunk) -> String {
     match c.get("name") {
-        Some(Value::String(name)) => crate::state_tag(c.state(), c.id(), name, c.fun()),
-        _ => crate::state_tag(c.state(), c.id(), &name_str(c), c.fun()),
+        Some(Value::String(name)) => crate::ret::state_tag(c.state(), c.id(), name, c.fun()),
+        _ => crate::ret::state_tag(c.state(), c.id(), &name_str(c), c.fun()),
     }
 }
 

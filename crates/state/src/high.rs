@@ -6,7 +6,7 @@ use std::collections::HashSet;
 
 use indexmap::IndexMap;
 
-use crate::{Map, Value};
+use crate::value::{Map, Value};
 use halite_salt_rules::fnmatch::fnmatch;
 
 /// One rendered SLS file.

@@ -19,6 +19,7 @@ pub mod ret;
 pub mod run;
 pub mod target;
 pub mod top;
+pub mod value;
 
 /// Salt's `fnmatch`, from the leaf crate of Salt's rules (re-exported for
 /// the crates that reach it through the engine).
@@ -38,8 +39,4 @@ pub use module::{
 pub use pipeline::{call_high, compile_chunks, prepare_high, Compiled};
 pub use ret::{state_tag, StateResult};
 pub use run::{RunOptions, Running};
-
-/// Salt data: JSON-like values whose maps keep insertion order.
-pub type Value = serde_json::Value;
-/// An insertion-ordered map of Salt data.
-pub type Map = serde_json::Map<String, Value>;
+pub use value::{Map, Value};

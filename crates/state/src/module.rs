@@ -12,7 +12,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use crate::{LowChunk, Map, StateResult, Value};
+use crate::chunk::LowChunk;
+use crate::ret::StateResult;
+use crate::value::{Map, Value};
 pub(crate) use halite_salt_rules::truthy;
 
 /// Why a state function could not produce a normal result.
@@ -443,7 +445,7 @@ pub trait StateEnv: Send + Sync {
     /// The run's accumulators (`file.accumulated` charges them, the
     /// `file.managed`/`file.blockreplace` states after it read them).
     /// `None` outside a state run.
-    fn accumulators(&self) -> Option<&crate::Accumulators> {
+    fn accumulators(&self) -> Option<&crate::accumulators::Accumulators> {
         None
     }
     /// This environment with its grains detected again (`grains`) and/or

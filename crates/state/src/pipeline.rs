@@ -2,13 +2,15 @@
 //! (`State.call_high`): extend, structure checks, `_in` requisites,
 //! exclude, chunks, requisite graph, order.
 
+use crate::chunk::LowChunk;
 use crate::compile::{
     apply_exclude, compile_high_data, reconcile_extend, requisite_in, verify_high,
 };
 use crate::graph::Graph;
+use crate::module::StateEnv;
 use crate::module::StateModules;
 use crate::run::{Executor, RunOptions, Running};
-use crate::{LowChunk, Map, StateEnv, Value};
+use crate::value::{Map, Value};
 
 /// High data compiled into an ordered requisite graph.
 #[derive(Debug)]

@@ -1,6 +1,6 @@
 //! Requisite kinds and the references that name their targets.
 
-use crate::Value;
+use crate::value::Value;
 
 /// A direct requisite kind, in Salt's precedence order.
 ///

@@ -1,6 +1,6 @@
 //! What one state call returns, before the executor adds run bookkeeping.
 
-use crate::{Map, Value};
+use crate::value::{Map, Value};
 
 /// Builds Salt's return key `<state>_|-<id>_|-<name>_|-<fun>`.
 pub fn state_tag(state: &str, id: &str, name: &str, fun: &str) -> String {

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use regex::Regex;
 
 use crate::requisite::py_str;
-use crate::{Map, Value};
+use crate::value::{Map, Value};
 use halite_salt_rules::fnmatch::Glob;
 
 /// What a target is matched against: one minion's id, grains and pillar.

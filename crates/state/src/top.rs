@@ -7,7 +7,7 @@ use indexmap::IndexMap;
 use crate::high::{Matches, SlsSource};
 use crate::requisite::py_str;
 use crate::target::{matches, MinionFacts};
-use crate::{Map, Value};
+use crate::value::{Map, Value};
 
 /// Renders `top.sls` of every saltenv and merges them: the first top that
 /// defines a saltenv wins it (`top_file_merging_strategy: merge`, with

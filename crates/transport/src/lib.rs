@@ -1,7 +1,7 @@
 //! The ZeroMQ layer of both daemons, in one place: which sockets, with
 //! which limits, and the loops that move frames between them and the
 //! daemons' tasks (the master's ROUTER and PUB, the minion's DEALER and
-//! SUB).
+//! SUB), and the [`Shutdown`] both daemons drain their work with.
 //!
 //! The limits are what an unauthenticated peer cannot get past (issue 17;
 //! `docs/wire.md`):
@@ -17,9 +17,11 @@
 //!   a reply that does not fit is dropped, never queued without end.
 
 mod router;
+mod shutdown;
 mod subscriber;
 
 pub use router::{Inbound, Router, RouterSender};
+pub use shutdown::{Shutdown, Work};
 pub use subscriber::{ConnectionWatch, Dealer, Subscriber};
 pub use zeromq::ZmqError;
 

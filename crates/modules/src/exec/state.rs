@@ -405,6 +405,11 @@ impl StateExec {
             Ok(h) => h,
             Err(e) => return Value::String(e.to_string()),
         };
+        // A minion's job is a state run like any other: one at a time.
+        let _lock = match lock_state_run(&host, &args, fun) {
+            Ok(lock) => lock,
+            Err(running) => return Value::Array(running.into_iter().map(Value::from).collect()),
+        };
         let opts = run_options(&host, &args);
         let chunks = chunks.into_iter().filter_map(|c| match c {
             Value::Object(m) => Some(LowChunk::from(m)),
@@ -418,9 +423,24 @@ impl StateExec {
         }
     }
 
-    /// `state.sls` (`highstate` false) or `state.highstate`, run here.
-    fn apply(host: &Host, args: &Args, highstate: bool) -> Result<StateOutput, ExecError> {
+    /// `state.sls` (`highstate` false) or `state.highstate`, run here
+    /// (`fun` is the name it was called by, for the state-run lock).
+    fn apply(
+        host: &Host,
+        args: &Args,
+        highstate: bool,
+        fun: &str,
+    ) -> Result<StateOutput, ExecError> {
         let host = run_host(host, args)?;
+        // One state run at a time on this host (Salt's _check_queue).
+        let _lock = match lock_state_run(&host, args, fun) {
+            Ok(lock) => lock,
+            Err(running) => {
+                return Ok(StateOutput::Data(Value::Array(
+                    running.into_iter().map(Value::from).collect(),
+                )))
+            }
+        };
         let start = std::time::Instant::now();
         let high = high_data(&host, args, highstate);
         tracing::debug!(
@@ -445,7 +465,7 @@ impl StateExec {
                 if f == "test" {
                     args.kwargs.insert("test".into(), Value::Bool(true));
                 }
-                Some(Self::apply(host, &args, runs_highstate(f, &args)))
+                Some(Self::apply(host, &args, runs_highstate(f, &args), fun))
             }
             "show_low_sls" => Some(Self::low_sls(host, args)),
             "show_lowstate" => Some(Self::lowstate(host, args)),
@@ -553,7 +573,48 @@ fn apply_fn(fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
     if fun == "test" {
         args.kwargs.insert("test".into(), Value::Bool(true));
     }
-    StateExec::apply(host, &args, runs_highstate(fun, &args)).map(StateOutput::into_value)
+    StateExec::apply(
+        host,
+        &args,
+        runs_highstate(fun, &args),
+        &format!("state.{fun}"),
+    )
+    .map(StateOutput::into_value)
+}
+
+/// Takes the host's state-run lock (crate::state_lock) for `fun`, unless
+/// `concurrent=True`; `queue=True` (or the `state_queue` option) waits for
+/// a run in progress, otherwise the lines of Salt's refusal come back.
+fn lock_state_run(
+    host: &Host,
+    args: &Args,
+    fun: &str,
+) -> Result<crate::state_lock::StateRunLock, Vec<String>> {
+    use crate::state_lock::{acquire, WhenBusy};
+    let flag = |key: &str| {
+        args.kwargs
+            .get(key)
+            .or_else(|| {
+                host.opts
+                    .get(if key == "queue" { "state_queue" } else { key })
+            })
+            .is_some_and(halite_state::truthy)
+    };
+    if flag("concurrent") {
+        return acquire(None, fun, "", WhenBusy::Refuse);
+    }
+    let when_busy = if flag("queue") {
+        WhenBusy::Queue
+    } else {
+        WhenBusy::Refuse
+    };
+    let cachedir = host
+        .opts
+        .get("cachedir")
+        .and_then(Value::as_str)
+        .filter(|d| !d.is_empty())
+        .map(std::path::Path::new);
+    acquire(cachedir, fun, &run_options(host, args).jid, when_busy)
 }
 
 /// `state.show_sls <mods>`: the high data of SLS files.

@@ -5,12 +5,13 @@ use std::time::Instant;
 
 use super::clock::{ms_since, now_time};
 use super::invoke::{call_module, RunEnv};
-use super::retry::{note_would_retry, pseudo_random, RetrySpec};
+use super::retry::{note_would_retry, RetrySpec};
 use super::{py_result, Executor, ParallelJob, StateReturn};
+use crate::chunk::LowChunk;
 use crate::graph::chunk_tag;
 use crate::module::truthy;
 use crate::requisite::py_str;
-use crate::{LowChunk, Map, Value};
+use crate::value::{Map, Value};
 
 impl<'a> Executor<'a> {
     pub(super) fn verify_data(&self, low: &LowChunk) -> Vec<String> {
@@ -29,7 +30,7 @@ impl<'a> Executor<'a> {
                 "ID '{}' in SLS '{}' is not formed as a string, but is a {}",
                 py_str(v),
                 low.sls(),
-                crate::type_name(v)
+                crate::module::type_name(v)
             )),
         }
         if !errors.is_empty() {
@@ -129,13 +130,7 @@ impl<'a> Executor<'a> {
         if result == Some(retry.until) || retry.attempts <= attempt {
             return ret;
         }
-        let mut interval = retry.interval;
-        if retry.splay > 0 {
-            interval += pseudo_random(retry.splay);
-        }
-        if interval > 0 {
-            std::thread::sleep(std::time::Duration::from_secs(interval));
-        }
+        let interval = retry.pause();
         let orig = ret;
         let mut again = self.call_attempt(ci, None, attempt + 1);
         let orig_comment = orig.get("comment").map(py_str).unwrap_or_default();

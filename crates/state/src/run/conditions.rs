@@ -3,9 +3,10 @@
 
 use super::invoke::stamp_identity;
 use super::{Executor, StateReturn};
+use crate::chunk::LowChunk;
 use crate::module::{truthy, CmdOptions, CmdTimeout};
 use crate::requisite::py_str;
-use crate::{LowChunk, Map, Value};
+use crate::value::{Map, Value};
 
 /// The outcome of one `onlyif`/`unless` entry; `Fails` tells whether it
 /// came from a shell command (rather than a `fun:` call).

@@ -7,7 +7,7 @@ use super::requisites::Status;
 use super::{has_changes, Executor, StateReturn};
 use crate::module::{truthy, StateEnv};
 use crate::requisite::{py_str, RequisiteKind};
-use crate::{Map, Value};
+use crate::value::{Map, Value};
 
 impl<'a> Executor<'a> {
     pub(super) fn run_all(&mut self, order: &[usize]) {

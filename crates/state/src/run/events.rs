@@ -2,7 +2,7 @@
 
 use super::{Executor, StateReturn};
 use crate::requisite::py_str;
-use crate::{Map, Value};
+use crate::value::{Map, Value};
 
 impl<'a> Executor<'a> {
     pub(super) fn fire_events(&self, ci: usize, ret: &StateReturn) {

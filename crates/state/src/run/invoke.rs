@@ -2,8 +2,9 @@
 //! dict; the environment the function sees.
 
 use super::StateReturn;
+use crate::chunk::LowChunk;
 use crate::module::{CmdOptions, StateCall, StateEnv, StateError, StateModules};
-use crate::{LowChunk, Map, Value};
+use crate::value::{Map, Value};
 
 /// Calls the state function of `low` and shapes its return as Salt's dict.
 pub(super) fn call_module(
@@ -83,7 +84,7 @@ pub(super) fn stamp_identity(ret: &mut StateReturn, low: &LowChunk) {
 pub(super) struct RunEnv<'a> {
     pub(super) inner: &'a dyn StateEnv,
     pub(super) lowstate: &'a [LowChunk],
-    pub(super) accumulators: &'a crate::Accumulators,
+    pub(super) accumulators: &'a crate::accumulators::Accumulators,
 }
 
 impl StateEnv for RunEnv<'_> {
@@ -96,13 +97,13 @@ impl StateEnv for RunEnv<'_> {
     fn pillar(&self) -> &Value {
         self.inner.pillar()
     }
-    fn run_cmd(&self, cmd: &str, opts: &CmdOptions) -> std::io::Result<crate::CmdOutput> {
+    fn run_cmd(&self, cmd: &str, opts: &CmdOptions) -> std::io::Result<crate::module::CmdOutput> {
         self.inner.run_cmd(cmd, opts)
     }
     fn call_function(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String> {
         self.inner.call_function(fun, args, kwargs)
     }
-    fn file_client(&self) -> &dyn crate::FileClient {
+    fn file_client(&self) -> &dyn crate::module::FileClient {
         self.inner.file_client()
     }
     fn render_template(
@@ -120,7 +121,7 @@ impl StateEnv for RunEnv<'_> {
     fn lowstate(&self) -> &[LowChunk] {
         self.lowstate
     }
-    fn accumulators(&self) -> Option<&crate::Accumulators> {
+    fn accumulators(&self) -> Option<&crate::accumulators::Accumulators> {
         Some(self.accumulators)
     }
     fn has_function(&self, fun: &str) -> bool {

@@ -6,7 +6,7 @@ use indexmap::IndexMap;
 use super::{has_changes, Executor, StateReturn};
 use crate::graph::{chunk_tag, name_str};
 use crate::requisite::{py_str, REQUISITE_KEYWORDS};
-use crate::{Map, Value};
+use crate::value::{Map, Value};
 
 impl<'a> Executor<'a> {
     /// Salt's `call_listen`: `mod_watch` of every listener whose listened
@@ -54,7 +54,7 @@ impl<'a> Executor<'a> {
         let mut mod_watchers: Vec<usize> = Vec::new();
         let mut errors: IndexMap<String, StateReturn> = IndexMap::new();
         let l_error = |lkey: &str, lval: &str| {
-            let tag = crate::state_tag(
+            let tag = crate::ret::state_tag(
                 "Listen_Error",
                 &format!("listen_{lval}"),
                 &format!("listen_{lkey}"),

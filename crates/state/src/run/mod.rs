@@ -33,10 +33,12 @@ use std::collections::HashMap;
 
 use indexmap::IndexMap;
 
+use crate::chunk::LowChunk;
+use crate::dict::SmallDict;
 use crate::graph::Graph;
 use crate::module::{truthy, StateEnv, StateModules};
 use crate::requisite::py_str;
-use crate::{LowChunk, SmallDict, Value};
+use crate::value::Value;
 use rustc_hash::FxBuildHasher;
 
 /// How a run behaves.
@@ -97,7 +99,7 @@ pub struct Executor<'a> {
     failhard_stop: bool,
     pool: Option<Pool>,
     /// What `file.accumulated` states charged during this run.
-    accumulators: crate::Accumulators,
+    accumulators: crate::accumulators::Accumulators,
 }
 
 /// Says once per run that `state_aggregate` / `aggregate: True` is read
@@ -162,7 +164,7 @@ impl<'a> Executor<'a> {
             total: 0,
             failhard_stop: false,
             pool: None,
-            accumulators: crate::Accumulators::default(),
+            accumulators: crate::accumulators::Accumulators::default(),
         }
     }
 

@@ -5,11 +5,11 @@ use std::time::Instant;
 
 use super::clock::{ms_since, now_time};
 use super::invoke::call_module;
-use super::retry::{note_would_retry, pseudo_random, RetrySpec};
+use super::retry::{note_would_retry, RetrySpec};
 use super::{py_result, Executor, ParallelJob, Pool, StateReturn};
 use crate::module::{StateEnv, StateModules};
 use crate::requisite::py_str;
-use crate::Value;
+use crate::value::Value;
 
 impl<'a> Executor<'a> {
     /// Runs `order` with its `parallel: True` states on a worker pool; the
@@ -115,11 +115,7 @@ pub(super) fn run_parallel_job(
             while retry.attempts >= attempt
                 && ret.get("result").and_then(Value::as_bool) != Some(retry.until)
             {
-                let mut interval = retry.interval;
-                if retry.splay > 0 {
-                    interval += pseudo_random(retry.splay);
-                }
-                std::thread::sleep(std::time::Duration::from_secs(interval));
+                retry.pause();
                 let orig = ret;
                 ret = call_module(modules, env, &job.low, job.test, None, None);
                 let c = ret.get("comment").map(py_str).unwrap_or_default();

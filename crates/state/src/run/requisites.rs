@@ -6,7 +6,7 @@ use super::invoke::stamp_identity;
 use super::{has_changes, Executor, StateReturn};
 use crate::module::truthy;
 use crate::requisite::RequisiteKind;
-use crate::{Map, Value};
+use crate::value::{Map, Value};
 
 /// A chunk's requisites grouped by kind, kinds in first-seen order.
 pub(super) type ReqsByKind = Vec<(RequisiteKind, Vec<usize>)>;

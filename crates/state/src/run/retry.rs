@@ -2,7 +2,7 @@
 
 use super::StateReturn;
 use crate::requisite::py_str;
-use crate::Value;
+use crate::value::Value;
 
 /// A validated `retry` argument (Salt's `verify_retry_data`).
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -51,6 +51,22 @@ impl RetrySpec {
             },
             _ => defaults,
         }
+    }
+}
+
+impl RetrySpec {
+    /// Waits Salt's pause before the next attempt, `interval` plus up to
+    /// `splay` seconds; the seconds waited. One place for both callers: the
+    /// executor's retry and a parallel state's retry in its worker.
+    pub(super) fn pause(&self) -> u64 {
+        let mut interval = self.interval;
+        if self.splay > 0 {
+            interval += pseudo_random(self.splay);
+        }
+        if interval > 0 {
+            std::thread::sleep(std::time::Duration::from_secs(interval));
+        }
+        interval
     }
 }
 

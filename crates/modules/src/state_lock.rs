@@ -1,0 +1,259 @@
+//! Salt's one state run at a time on a host: `state.apply`, `state.sls`,
+//! `state.highstate` (and `state.test`) refuse to start while another runs,
+//! with Salt's message and retcode 1, unless `queue=True` (or the
+//! `state_queue` option), which waits its turn, or `concurrent=True`.
+//!
+//! The rule holds across processes: the minion's jobs and any
+//! `halite-call --local` share one lock file, `<cachedir>/state_run.lock`,
+//! locked with `flock` for the length of the run and holding the holder's
+//! function, pid and jid for the message. A holder that dies releases the
+//! lock with its last file descriptor, so a stale file never blocks a run
+//! (Salt reads its proc files and skips those whose pid is gone).
+
+use std::fs::{File, OpenOptions, TryLockError};
+use std::io::{Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+
+use halite_state::Value;
+use serde_json::json;
+
+/// The lock file's name under the cachedir.
+pub const LOCK_FILE: &str = "state_run.lock";
+
+/// A state run holding the host's lock until it is dropped.
+#[derive(Debug)]
+pub struct StateRunLock {
+    /// The locked file (closing it releases the lock); `None` when the run
+    /// goes unlocked (no cachedir, or nested in a run of the same jid).
+    file: Option<File>,
+}
+
+thread_local! {
+    /// Whether this thread holds the host's lock: a state run started from
+    /// inside one (`module.run: state.sls`, `salt['state.apply']` in a
+    /// template) is part of it, whatever jid it computes.
+    static HELD_HERE: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+impl Drop for StateRunLock {
+    fn drop(&mut self) {
+        if self.file.take().is_some() {
+            HELD_HERE.with(|h| h.set(false));
+        }
+    }
+}
+
+/// What the caller asked for when another run holds the lock.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhenBusy {
+    /// Refuse with Salt's message (the default).
+    Refuse,
+    /// Wait for the other run to end (`queue=True`).
+    Queue,
+}
+
+/// Who holds the lock, as the holder wrote it.
+#[derive(Debug, Clone, PartialEq)]
+struct Holder {
+    fun: String,
+    pid: u64,
+    jid: String,
+}
+
+impl Holder {
+    fn read(file: &mut File) -> Option<Holder> {
+        let mut text = String::new();
+        file.seek(SeekFrom::Start(0)).ok()?;
+        file.read_to_string(&mut text).ok()?;
+        let v: Value = serde_json::from_str(&text).ok()?;
+        Some(Holder {
+            fun: v.get("fun")?.as_str()?.to_string(),
+            pid: v.get("pid")?.as_u64()?,
+            jid: v.get("jid")?.as_str()?.to_string(),
+        })
+    }
+
+    /// Salt's `state.running` line for this run.
+    fn message(&self) -> String {
+        format!(
+            "The function \"{}\" is running as PID {} and was started at {} with jid {}",
+            self.fun,
+            self.pid,
+            halite_salt_rules::jid::jid_to_time(&self.jid),
+            self.jid
+        )
+    }
+}
+
+/// The lock file of the host whose cachedir is `cachedir`.
+pub fn lock_path(cachedir: &Path) -> PathBuf {
+    cachedir.join(LOCK_FILE)
+}
+
+/// Takes the host's state-run lock for `fun` (`state.sls`...) of job
+/// `jid`. `Err` holds Salt's refusal (a list of one line per running
+/// state job) when another run holds it and `when_busy` is
+/// [`WhenBusy::Refuse`]. Without a usable cachedir the run goes unlocked
+/// (logged): the lock must never stop a run it cannot see.
+pub fn acquire(
+    cachedir: Option<&Path>,
+    fun: &str,
+    jid: &str,
+    when_busy: WhenBusy,
+) -> Result<StateRunLock, Vec<String>> {
+    let unlocked = StateRunLock { file: None };
+    let Some(cachedir) = cachedir else {
+        return Ok(unlocked);
+    };
+    if HELD_HERE.with(std::cell::Cell::get) {
+        return Ok(unlocked);
+    }
+    let path = lock_path(cachedir);
+    let opened = std::fs::create_dir_all(cachedir).and_then(|()| {
+        OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(&path)
+    });
+    let mut file = match opened {
+        Ok(f) => f,
+        Err(e) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot open the state-run lock; this run is not guarded against a concurrent one");
+            return Ok(unlocked);
+        }
+    };
+    match file.try_lock() {
+        Ok(()) => {}
+        Err(TryLockError::WouldBlock) => {
+            let holder = read_holder(&mut file);
+            // Salt skips its own jid: a run nested in this one (a state
+            // calling state.sls) is not a second run.
+            if holder.as_ref().is_some_and(|h| h.jid == jid) {
+                return Ok(unlocked);
+            }
+            match when_busy {
+                WhenBusy::Refuse => {
+                    let line = holder.map(|h| h.message()).unwrap_or_else(|| {
+                        "Another state run is in progress on this host (its lock file is being written)"
+                            .to_string()
+                    });
+                    return Err(vec![line]);
+                }
+                WhenBusy::Queue => {
+                    tracing::info!(%fun, %jid, "another state run is in progress; queued");
+                    if let Err(e) = file.lock() {
+                        tracing::warn!(error = %e, "cannot wait for the state-run lock; running unguarded");
+                        return Ok(unlocked);
+                    }
+                }
+            }
+        }
+        Err(TryLockError::Error(e)) => {
+            tracing::warn!(path = %path.display(), error = %e, "cannot lock the state-run lock; this run is not guarded against a concurrent one");
+            return Ok(unlocked);
+        }
+    }
+    let record = json!({"fun": fun, "pid": std::process::id(), "jid": jid}).to_string();
+    let written = file
+        .set_len(0)
+        .and_then(|()| file.seek(SeekFrom::Start(0)))
+        .and_then(|_| file.write_all(record.as_bytes()))
+        .and_then(|()| file.flush());
+    if let Err(e) = written {
+        tracing::warn!(path = %path.display(), error = %e, "cannot record this run in the state-run lock");
+    }
+    HELD_HERE.with(|h| h.set(true));
+    Ok(StateRunLock { file: Some(file) })
+}
+
+/// The holder's record; the holder writes it just after locking, so an
+/// empty file is read again a few times.
+fn read_holder(file: &mut File) -> Option<Holder> {
+    for _ in 0..20 {
+        if let Some(h) = Holder::read(file) {
+            return Some(h);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_second_run_is_refused_with_salts_line_until_the_first_ends() {
+        let dir = tempfile::tempdir().unwrap();
+        let jid = "20261125235740294873";
+        let first = acquire(Some(dir.path()), "state.sls", jid, WhenBusy::Refuse).unwrap();
+        // Another job of the minion runs on another thread.
+        let path = dir.path().to_path_buf();
+        let refused = std::thread::spawn(move || {
+            acquire(
+                Some(&path),
+                "state.apply",
+                "20261125235741000000",
+                WhenBusy::Refuse,
+            )
+            .err()
+        })
+        .join()
+        .unwrap()
+        .expect("the second run was not refused");
+        assert_eq!(
+            refused,
+            vec![format!(
+                "The function \"state.sls\" is running as PID {} and was started at 2026, Nov 25 23:57:40.294873 with jid {jid}",
+                std::process::id()
+            )]
+        );
+        // A run nested in this one on its thread is part of it, any jid.
+        assert!(acquire(
+            Some(dir.path()),
+            "state.sls",
+            "20261125235749000000",
+            WhenBusy::Refuse
+        )
+        .is_ok());
+        drop(first);
+        // Another thread (another job of the minion) is a second run.
+        let held = acquire(Some(dir.path()), "state.sls", jid, WhenBusy::Refuse).unwrap();
+        let path = dir.path().to_path_buf();
+        let other = std::thread::spawn(move || {
+            acquire(
+                Some(&path),
+                "state.sls",
+                "20261125235750000000",
+                WhenBusy::Refuse,
+            )
+            .is_err()
+        });
+        assert!(
+            other.join().unwrap(),
+            "a second thread's run was not refused"
+        );
+        // The same jid from another thread (Salt skips its own jid) is not.
+        let path = dir.path().to_path_buf();
+        let same = std::thread::spawn(move || {
+            acquire(
+                Some(&path),
+                "state.sls",
+                "20261125235740294873",
+                WhenBusy::Refuse,
+            )
+            .is_ok()
+        });
+        assert!(same.join().unwrap());
+        drop(held);
+        assert!(acquire(
+            Some(dir.path()),
+            "state.apply",
+            "20261125235742000000",
+            WhenBusy::Refuse
+        )
+        .is_ok());
+    }
+}
