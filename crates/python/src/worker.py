@@ -43,13 +43,7 @@ def read_frame():
 
 def _default(obj):
     # What Salt's JSON outputter does with what JSON has no word for.
-    if isinstance(obj, bytes):
-        try:
-            return obj.decode("utf-8")
-        except UnicodeDecodeError:
-            return repr(obj)
-    if isinstance(obj, (set, frozenset)):
-        return repr(obj)
+    # (salt-call --out json: default=repr, so b"xy" is "b'xy'" and {1} is "{1}").
     return repr(obj)
 
 

@@ -159,7 +159,7 @@ fn calls_round_trip_values_and_reach_the_callback() {
     let t = call("mymod.types", vec![]).unwrap();
     assert_eq!(
         serde_json::to_string(&t).unwrap(),
-        r#"{"z":1,"a":null,"t":true,"f":2.5,"tuple":[1,2],"big":1099511627776,"b":"x"}"#
+        r#"{"z":1,"a":null,"t":true,"f":2.5,"tuple":[1,2],"big":1099511627776,"b":"b'x'"}"#
     );
     // __context__ lives as long as the worker's job.
     assert_eq!(call("mymod.ctx", vec![json!(2)]).unwrap(), json!(2));
