@@ -202,6 +202,60 @@ fn merge_custom_grains(host: &mut Host, py: &PythonHost) {
     }
 }
 
+/// Runs the `#!py` renderer or a custom renderer of `_renderers` over
+/// `input` for a template of `host`; `None` when there is no such renderer.
+pub fn render(
+    host: &Host,
+    renderer: &str,
+    input: &Value,
+    ctx: &halite_render::RenderContext,
+) -> Option<Result<Value, String>> {
+    let exec = host.exec.clone();
+    let py = if renderer == "py" {
+        // `#!py` needs no custom directory: a host of its own when none exists.
+        python_host(&host.opts, || exec.list_functions())
+            .unwrap_or_else(|| py_only_host(&host.opts, host.exec.list_functions()))
+    } else {
+        python_host(&host.opts, || exec.list_functions())?
+    };
+    let mut d = dunders(&ctx.opts, &ctx.grains, &ctx.pillar, host.test_mode());
+    d.saltenv = Some(ctx.saltenv.clone());
+    if renderer != "py" {
+        let inv = py.inventory(&d).ok()?;
+        if !inv.renderers.contains_key(renderer) {
+            return None;
+        }
+    }
+    let text = match input {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    };
+    let call = Call::Render {
+        renderer,
+        text: &text,
+        path: &ctx.source_path,
+        sls: &ctx.sls,
+    };
+    Some(
+        py.call(&call, &d, &HostCallback(host), call_timeout(&host.opts))
+            .map_err(|e| error_text(&e)),
+    )
+}
+
+/// The Python host of a minion without custom directories, for `#!py`.
+fn py_only_host(opts: &Value, native: Vec<String>) -> Arc<PythonHost> {
+    let key = (python_bin(opts), ModuleDirs::default());
+    let Ok(mut hosts) = hosts().lock() else {
+        return Arc::new(PythonHost::new(key.0, key.1, native));
+    };
+    if let Some((_, h)) = hosts.iter().find(|(k, _)| *k == key) {
+        return h.clone();
+    }
+    let host = Arc::new(PythonHost::new(key.0.clone(), key.1.clone(), native));
+    hosts.push((key, host.clone()));
+    host
+}
+
 /// Salt's text for `fun` not being available: the `__virtual__` reason
 /// when a custom module of that name declined.
 pub fn missing_text(opts: &Value, fun: &str) -> String {

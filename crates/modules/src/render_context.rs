@@ -23,6 +23,14 @@ impl halite_render::SaltFunctions for HostSalt {
         };
         self.0.call(fun, &args).map_err(|e| e.to_string())
     }
+    fn render_external(
+        &self,
+        renderer: &str,
+        input: &Value,
+        ctx: &halite_render::RenderContext,
+    ) -> Option<Result<Value, String>> {
+        crate::python::render(&self.0, renderer, input, ctx)
+    }
 }
 
 /// `{% include %}` and `import` in a template: the host's file client.
