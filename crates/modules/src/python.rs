@@ -137,9 +137,8 @@ fn dunders(opts: &Value, grains: &Value, pillar: &Value, test: bool) -> Dunders 
 }
 
 /// Adds the custom execution and state modules of `host`'s directories to
-/// its registries, replacing native modules of the same name, and merges
-/// the `_grains` functions' grains into its grains. A worker that cannot
-/// start is logged and leaves the host as it was.
+/// its registries, replacing native modules of the same name. A worker
+/// that cannot start is logged and leaves the host as it was.
 pub fn add_custom_modules(host: &mut Host) {
     let exec = host.exec.clone();
     let Some(py) = python_host(&host.opts, || exec.list_functions()) else {
@@ -167,38 +166,43 @@ pub fn add_custom_modules(host: &mut Host) {
             py: py.clone(),
         }));
     }
-    if py.dirs().has_kind("grains") {
-        merge_custom_grains(host, &py);
-    }
 }
 
-/// Merges the `_grains` functions' grains into `host`'s grains again
-/// (`reload_grains`, `saltutil.refresh_grains`).
+/// Merges the `_grains` functions' grains into `host`'s grains (at start,
+/// `reload_grains`, `saltutil.refresh_grains`); their `__salt__` calls
+/// reach the host's functions.
 pub fn refresh_custom_grains(host: &mut Host) {
-    let exec = host.exec.clone();
-    if let Some(py) = python_host(&host.opts, || exec.list_functions()) {
-        if py.dirs().has_kind("grains") {
-            merge_custom_grains(host, &py);
-        }
+    let extra = grains_with(&host.opts, &host.grains, &HostCallback(host));
+    if let Value::Object(g) = &mut host.grains {
+        g.extend(extra);
     }
 }
 
-/// Merges what every public function of `_grains` returns into `host`'s grains.
-fn merge_custom_grains(host: &mut Host, py: &PythonHost) {
-    let d = dunders(&host.opts, &host.grains, &host.pillar, false);
-    match py.call(
-        &Call::Grains,
-        &d,
-        &HostCallback(host),
-        call_timeout(&host.opts),
-    ) {
-        Ok(Value::Object(extra)) => {
-            if let Value::Object(g) = &mut host.grains {
-                g.extend(extra);
-            }
+/// The `_grains` functions' grains for a minion with options `opts` and
+/// core grains `grains` (the minion daemon, which has no host yet: their
+/// `__salt__` calls are not served there).
+pub fn custom_grains(opts: &Value, grains: &Value) -> Map {
+    grains_with(opts, grains, &halite_python::NoCallback)
+}
+
+fn grains_with(opts: &Value, grains: &Value, callback: &dyn Callback) -> Map {
+    let Some(py) = python_host(opts, || crate::table::exec_modules().list_functions()) else {
+        return Map::new();
+    };
+    if !py.dirs().has_kind("grains") {
+        return Map::new();
+    }
+    let d = dunders(opts, grains, &Value::Object(Map::new()), false);
+    match py.call(&Call::Grains, &d, callback, call_timeout(opts)) {
+        Ok(Value::Object(extra)) => extra,
+        Ok(other) => {
+            tracing::warn!("custom grains returned {other}, not a dict");
+            Map::new()
         }
-        Ok(other) => tracing::warn!("custom grains returned {other}, not a dict"),
-        Err(e) => tracing::error!("custom grains failed: {e}"),
+        Err(e) => {
+            tracing::error!("custom grains failed: {e}");
+            Map::new()
+        }
     }
 }
 

@@ -1,5 +1,5 @@
 //! One `python3` worker process: started with `-I` (no `PYTHON*`
-//! variables, no user site), fed [`crate::protocol`] frames on its stdin,
+//! variables, no user site) and `-B` (no `__pycache__` in the file roots), fed [`crate::protocol`] frames on its stdin,
 //! answering on its stdout; its stderr goes to the log. A reader thread
 //! turns stdout into a channel so a hung call can be given up on at its
 //! deadline (the whole process group is then killed).
@@ -37,6 +37,8 @@ impl Worker {
     pub fn spawn(python: &Path) -> Result<Self, PythonError> {
         let mut child = Command::new(python)
             .arg("-I")
+            // No __pycache__ written into the user's file roots.
+            .arg("-B")
             .arg("-c")
             .arg(WORKER_SOURCE)
             .stdin(Stdio::piped())

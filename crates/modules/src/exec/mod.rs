@@ -27,6 +27,7 @@ crate::module_list! {
         network,
         pillar,
         pkg,
+        saltutil,
         service,
         shadow,
         slsutil,
