@@ -256,6 +256,31 @@ pub struct Dunders {
 }
 
 impl Dunders {
+    /// `opts`, `grains` and `pillar` serialized (linear in their size).
+    fn parts(&self) -> [String; 3] {
+        let text = |v: &Value| serde_json::to_string(v).unwrap_or_else(|_| "{}".into());
+        [text(&self.opts), text(&self.grains), text(&self.pillar)]
+    }
+
+    /// `request` (an object) with its `dunders` spliced in as text; the
+    /// big parts only when `big` is given (the worker does not hold them).
+    fn frame(&self, request: &Value, big: Option<&[String; 3]>) -> Vec<u8> {
+        let mut s = serde_json::to_string(request).unwrap_or_else(|_| "{}".into());
+        s.pop(); // the closing brace
+        if s.len() > 1 {
+            s.push(',');
+        }
+        s.push_str("\"dunders\":{");
+        if let Some([o, g, p]) = big {
+            for (k, v) in [("opts", o), ("grains", g), ("pillar", p)] {
+                s.push_str(&format!("\"{k}\":{v},"));
+            }
+        }
+        let saltenv = serde_json::to_string(&self.saltenv).unwrap_or_else(|_| "null".into());
+        s.push_str(&format!("\"saltenv\":{saltenv},\"test\":{}}}}}", self.test));
+        s.into_bytes()
+    }
+
     fn to_json(&self) -> Value {
         json!({
             "opts": self.opts,
@@ -393,7 +418,17 @@ impl PythonHost {
     ) -> Result<Value, PythonError> {
         let deadline = timeout.map(|t| Instant::now() + t);
         let mut worker = self.checkout(dunders)?;
-        let ret = worker.request(&call.to_json(dunders), callback, deadline);
+        // opts, grains and pillar are most of a request's bytes: sent only
+        // when they differ from what this worker holds.
+        let parts = dunders.parts();
+        let body = if worker.held.as_ref() == Some(&parts) {
+            dunders.frame(&call.to_json(dunders), None)
+        } else {
+            let body = dunders.frame(&call.to_json(dunders), Some(&parts));
+            worker.held = Some(parts);
+            body
+        };
+        let ret = worker.request_raw(&body, callback, deadline);
         match &ret {
             Ok(_) | Err(PythonError::Raised { .. }) => self.checkin(worker),
             Err(e) => tracing::warn!("the Python worker is dropped: {e}"),

@@ -12,12 +12,19 @@ pub const MAX_FRAME: usize = 256 << 20;
 /// Writes `value` as one frame.
 pub fn write_frame(out: &mut impl Write, value: &Value) -> std::io::Result<()> {
     let body = serde_json::to_vec(value).map_err(std::io::Error::other)?;
+    write_raw_frame(out, &body)
+}
+
+/// Writes an already serialized JSON object as one frame.
+pub fn write_raw_frame(out: &mut impl Write, body: &[u8]) -> std::io::Result<()> {
     let len = u32::try_from(body.len())
         .ok()
         .filter(|l| (*l as usize) <= MAX_FRAME)
         .ok_or_else(|| std::io::Error::other("frame larger than 256 MiB"))?;
-    out.write_all(&len.to_be_bytes())?;
-    out.write_all(&body)?;
+    let mut frame = Vec::with_capacity(body.len() + 4);
+    frame.extend_from_slice(&len.to_be_bytes());
+    frame.extend_from_slice(body);
+    out.write_all(&frame)?;
     out.flush()
 }
 

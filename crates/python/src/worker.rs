@@ -1,21 +1,22 @@
 //! One `python3` worker process: started with `-I` (no `PYTHON*`
 //! variables, no user site) and `-B` (no `__pycache__` in the file roots), fed [`crate::protocol`] frames on its stdin,
-//! answering on its stdout; its stderr goes to the log. A reader thread
-//! turns stdout into a channel so a hung call can be given up on at its
-//! deadline (the whole process group is then killed).
+//! answering on its stdout; its stderr goes to the log. Answers are read
+//! on the calling thread after `poll(2)` says they are there, so a hung
+//! call can be given up on at its deadline (the whole process group is
+//! then killed) without a thread hop on every frame.
 
 use std::collections::VecDeque;
 use std::io::{BufRead, BufReader};
+use std::os::fd::AsRawFd;
 use std::os::unix::process::CommandExt;
 use std::path::Path;
-use std::process::{Child, ChildStdin, Command, Stdio};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use serde_json::{json, Map, Value};
 
-use crate::protocol::{read_frame, write_frame};
+use crate::protocol::{read_frame, write_frame, write_raw_frame};
 use crate::{Callback, PythonError};
 
 /// The worker's source: standard library only, run as `python3 -I -c`.
@@ -28,8 +29,11 @@ const STDERR_TAIL: usize = 20;
 pub struct Worker {
     child: Child,
     stdin: ChildStdin,
-    frames: Receiver<std::io::Result<Option<Value>>>,
+    stdout: BufReader<ChildStdout>,
     stderr: Arc<Mutex<VecDeque<String>>>,
+    /// The `opts`, `grains` and `pillar` this worker holds: a request with
+    /// the same ones leaves them out (they are most of a request's bytes).
+    pub(crate) held: Option<[String; 3]>,
 }
 
 impl Worker {
@@ -56,17 +60,6 @@ impl Worker {
                 "the worker's pipes were not set up".into(),
             ));
         };
-        let (tx, frames) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut out = BufReader::new(stdout);
-            loop {
-                let frame = read_frame(&mut out);
-                let end = !matches!(frame, Ok(Some(_)));
-                if tx.send(frame).is_err() || end {
-                    return;
-                }
-            }
-        });
         let tail = Arc::new(Mutex::new(VecDeque::new()));
         let sink = tail.clone();
         std::thread::spawn(move || {
@@ -84,8 +77,9 @@ impl Worker {
         Ok(Self {
             child,
             stdin,
-            frames,
+            stdout: BufReader::new(stdout),
             stderr: tail,
+            held: None,
         })
     }
 
@@ -115,25 +109,41 @@ impl Worker {
     }
 
     fn recv(&mut self, deadline: Option<Instant>) -> Result<Value, PythonError> {
-        let got = match deadline {
-            None => self
-                .frames
-                .recv()
-                .map_err(|_| RecvTimeoutError::Disconnected),
-            Some(d) => self
-                .frames
-                .recv_timeout(d.saturating_duration_since(Instant::now())),
-        };
-        match got {
-            Ok(Ok(Some(v))) => Ok(v),
-            Ok(Ok(None)) | Err(RecvTimeoutError::Disconnected) => {
+        if let Some(d) = deadline {
+            if self.stdout.buffer().is_empty() && !self.readable_before(d) {
+                self.kill();
+                return Err(PythonError::Timeout);
+            }
+        }
+        match read_frame(&mut self.stdout) {
+            Ok(Some(v)) => Ok(v),
+            Ok(None) => {
                 let _ = self.child.wait();
                 Err(self.died("the Python worker exited"))
             }
-            Ok(Err(e)) => Err(self.died(&e.to_string())),
-            Err(RecvTimeoutError::Timeout) => {
-                self.kill();
-                Err(PythonError::Timeout)
+            Err(e) => Err(self.died(&e.to_string())),
+        }
+    }
+
+    /// Waits until the worker's stdout has data (or closed) or `deadline`
+    /// passed; `false` on the deadline.
+    fn readable_before(&self, deadline: Instant) -> bool {
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let ms = i32::try_from(left.as_millis()).unwrap_or(i32::MAX);
+            let mut fd = libc::pollfd {
+                fd: self.stdout.get_ref().as_raw_fd(),
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd on the stack, for the call's duration.
+            let n = unsafe { libc::poll(&mut fd, 1, ms) };
+            match n {
+                0 => return false,
+                n if n > 0 => return true,
+                _ if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted => {}
+                // poll itself failed: let the read report what is wrong.
+                _ => return true,
             }
         }
     }
@@ -146,7 +156,19 @@ impl Worker {
         callback: &dyn Callback,
         deadline: Option<Instant>,
     ) -> Result<Value, PythonError> {
-        self.send(request)?;
+        let body = serde_json::to_vec(request)
+            .map_err(|e| PythonError::Protocol(format!("cannot encode the request: {e}")))?;
+        self.request_raw(&body, callback, deadline)
+    }
+
+    /// [`Worker::request`] of an already serialized request.
+    pub fn request_raw(
+        &mut self,
+        body: &[u8],
+        callback: &dyn Callback,
+        deadline: Option<Instant>,
+    ) -> Result<Value, PythonError> {
+        write_raw_frame(&mut self.stdin, body).map_err(|e| self.died(&e.to_string()))?;
         loop {
             let mut msg = self.recv(deadline)?;
             let op = msg
