@@ -145,7 +145,7 @@ pub fn add_custom_modules(host: &mut Host) {
         return;
     };
     let d = dunders(&host.opts, &host.grains, &host.pillar, host.test_mode());
-    let inventory = match py.inventory(&d) {
+    let inventory = match py.inventory(&d, call_timeout(&host.opts)) {
         Ok(inv) => inv,
         Err(e) => {
             tracing::error!("custom Python modules are not loaded: {e}");
@@ -225,7 +225,7 @@ pub fn render(
     let mut d = dunders(&ctx.opts, &ctx.grains, &ctx.pillar, host.test_mode());
     d.saltenv = Some(ctx.saltenv.clone());
     if renderer != "py" {
-        let inv = py.inventory(&d).ok()?;
+        let inv = py.inventory(&d, call_timeout(&host.opts)).ok()?;
         if !inv.renderers.contains_key(renderer) {
             return None;
         }
@@ -269,7 +269,7 @@ pub fn missing_text(opts: &Value, fun: &str) -> String {
         .lock()
         .ok()
         .and_then(|h| h.iter().find(|(k, _)| *k == key).map(|(_, h)| h.clone()));
-    let inv = found.and_then(|py| py.inventory(&Dunders::default()).ok());
+    let inv = found.and_then(|py| py.inventory(&Dunders::default(), call_timeout(opts)).ok());
     match inv {
         Some(inv) => inv.missing("modules", fun),
         None => format!("'{fun}' is not available."),

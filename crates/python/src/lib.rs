@@ -393,12 +393,17 @@ impl PythonHost {
         &self.dirs
     }
 
-    /// What the loader found (starting the worker if none ran yet).
-    pub fn inventory(&self, dunders: &Dunders) -> Result<Inventory, PythonError> {
+    /// What the loader found (starting the worker if none ran yet; a
+    /// `timeout` bounds the imports and `__virtual__` calls).
+    pub fn inventory(
+        &self,
+        dunders: &Dunders,
+        timeout: Option<Duration>,
+    ) -> Result<Inventory, PythonError> {
         if let Some(inv) = self.inventory.lock().ok().and_then(|i| i.clone()) {
             return Ok(inv);
         }
-        let worker = self.checkout(dunders)?;
+        let worker = self.checkout(dunders, timeout.map(|t| Instant::now() + t))?;
         self.checkin(worker);
         self.inventory
             .lock()
@@ -417,7 +422,7 @@ impl PythonHost {
         timeout: Option<Duration>,
     ) -> Result<Value, PythonError> {
         let deadline = timeout.map(|t| Instant::now() + t);
-        let mut worker = self.checkout(dunders)?;
+        let mut worker = self.checkout(dunders, deadline)?;
         // opts, grains and pillar are most of a request's bytes: sent only
         // when they differ from what this worker holds.
         let parts = dunders.parts();
@@ -448,7 +453,11 @@ impl PythonHost {
     }
 
     /// An idle worker, or a new one that has loaded the modules.
-    fn checkout(&self, dunders: &Dunders) -> Result<Worker, PythonError> {
+    fn checkout(
+        &self,
+        dunders: &Dunders,
+        deadline: Option<Instant>,
+    ) -> Result<Worker, PythonError> {
         while let Some(mut w) = self.idle.lock().ok().and_then(|mut i| i.pop()) {
             if w.alive() {
                 return Ok(w);
@@ -462,7 +471,7 @@ impl PythonHost {
             "native": self.native,
             "dunders": dunders.to_json(),
         });
-        let inv = worker.request(&load, &NoCallback, None)?;
+        let inv = worker.request(&load, &NoCallback, deadline)?;
         let inv = Inventory::from_json(&inv);
         for e in &inv.errors {
             tracing::warn!("{e}");

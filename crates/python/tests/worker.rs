@@ -111,7 +111,7 @@ fn loader_lists_public_functions_with_aliases_and_declines() {
         "def __virtual__():\n    return 'other'\ndef f():\n    return 1\n",
     );
     let py = host(tmp.path());
-    let inv = py.inventory(&dunders()).unwrap();
+    let inv = py.inventory(&dunders(), None).unwrap();
     let mut funs = inv.modules["mymod"].clone();
     funs.sort();
     assert_eq!(
@@ -301,4 +301,19 @@ fn py_renderer_runs_run_with_the_dunders() {
         ret,
         json!({"pkg": {"pkg.installed": [{"name": "debian"}]}, "from": "x"})
     );
+}
+
+#[test]
+fn a_hung_virtual_obeys_the_timeout_too() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(
+        &tmp.path().join("_modules"),
+        "slow.py",
+        "import time\ndef __virtual__():\n    time.sleep(60)\n    return True\n",
+    );
+    let py = host(tmp.path());
+    assert!(matches!(
+        py.inventory(&dunders(), Some(Duration::from_millis(300))),
+        Err(PythonError::Timeout)
+    ));
 }
