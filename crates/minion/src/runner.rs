@@ -150,7 +150,7 @@ impl HostRunner {
             .and_then(|p| p.get(id).cloned())
             .or_else(|| self.opts.get("pillar").cloned())
             .unwrap_or_else(|| Value::Object(Map::new()));
-        Host {
+        let mut host = Host {
             opts: self.opts_for(id, jid),
             grains: grains.clone(),
             pillar,
@@ -158,7 +158,10 @@ impl HostRunner {
             exec: self.exec.clone(),
             states: self.states.clone(),
             events,
-        }
+        };
+        // Custom Python modules (synced to extmods, or the local roots).
+        halite_modules::python::add_custom_modules(&mut host);
+        host
     }
 
     /// A `file_client: local` minion's pillar, compiled from its own roots.
@@ -298,8 +301,11 @@ impl JobRunner for HostRunner {
     }
 
     fn grains(&self, id: &str) -> Value {
-        let mut grains = halite_modules::grains::grains_for(&self.opts_for(id, None));
+        let opts = self.opts_for(id, None);
+        let mut grains = halite_modules::grains::grains_for(&opts);
         grains.insert("id".into(), Value::String(id.to_string()));
+        let core = Value::Object(grains.clone());
+        grains.extend(halite_modules::python::custom_grains(&opts, &core));
         if let Some(extra) = self.grain_overrides.get(id) {
             for (k, v) in extra {
                 grains.insert(k.clone(), v.clone());

@@ -30,6 +30,7 @@ pub mod host;
 pub mod local;
 pub mod pillar_render;
 pub mod pkg;
+pub mod python;
 pub mod render_context;
 pub mod sls;
 pub mod state_env;

@@ -45,6 +45,10 @@ pub fn local_host(opts: Value, events: Arc<dyn EventSink>) -> (Host, Vec<String>
         states: crate::table::state_modules(),
         events,
     };
+    // Custom Python modules and grains before the pillar: its top file
+    // and templates may use them, as in Salt.
+    crate::python::add_custom_modules(&mut host);
+    crate::python::refresh_custom_grains(&mut host);
     let mut errors = Vec::new();
     if let Some((pillar, errs)) = local_pillar(&host) {
         host.pillar = pillar;

@@ -29,6 +29,15 @@ impl halite_render::SaltFunctions for HostSalt {
             .get_or_init(|| crate::exec::config::minion_opts(&self.0))
             .clone()
     }
+
+    fn render_external(
+        &self,
+        renderer: &str,
+        input: &Value,
+        ctx: &halite_render::RenderContext,
+    ) -> Option<Result<Value, String>> {
+        crate::python::render(&self.0, renderer, input, ctx)
+    }
 }
 
 /// `{% include %}` and `import` in a template: the host's file client.

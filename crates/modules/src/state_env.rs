@@ -62,6 +62,7 @@ impl StateEnv for Host {
         if grains {
             tracing::debug!("Refreshing grains...");
             host.grains = Value::Object(crate::grains::grains_for(&host.opts));
+            crate::python::refresh_custom_grains(&mut host);
         }
         let local = host.opts.get("file_client").and_then(Value::as_str) == Some("local");
         if pillar && local {

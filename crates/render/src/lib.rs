@@ -51,6 +51,19 @@ pub trait SaltFunctions: Send + Sync {
     fn opts(&self) -> Option<Value> {
         None
     }
+
+    /// Runs a renderer this crate does not implement (`py`, a custom
+    /// renderer from `_renderers`) over `input` (text, or the data of the
+    /// renderer before it); `None` when the host has no such renderer.
+    fn render_external(
+        &self,
+        renderer: &str,
+        input: &Value,
+        ctx: &RenderContext,
+    ) -> Option<Result<Value, String>> {
+        let _ = (renderer, input, ctx);
+        None
+    }
 }
 
 /// Where `{% import %}`, `{% include %}` and `import_yaml` read templates
@@ -116,6 +129,22 @@ pub fn render_sls(text: &str, ctx: &RenderContext) -> Result<Value, RenderError>
             (shebang::Renderer::Jinja, Stage::Text(source)) => Stage::Text(jinja::render(&source, ctx)?),
             (shebang::Renderer::Yaml, Stage::Text(source)) => Stage::Data(yaml::load(&source)?),
             (shebang::Renderer::Json, Stage::Text(source)) => Stage::Data(load_json(&source)?),
+            (shebang::Renderer::External(name), stage) => {
+                let input = match stage {
+                    Stage::Text(source) => Value::String(source),
+                    Stage::Data(data) => data,
+                };
+                match ctx.salt.render_external(&name, &input, ctx) {
+                    Some(Ok(Value::String(text))) => Stage::Text(text),
+                    Some(Ok(data)) => Stage::Data(data),
+                    Some(Err(e)) => return Err(RenderError::Other(e)),
+                    None => {
+                        return Err(RenderError::Other(format!(
+                            "The renderer '{name}' named in the shebang is not available in halite; use jinja, yaml, json, py or a renderer of _renderers"
+                        )))
+                    }
+                }
+            }
             (renderer, Stage::Data(_)) => {
                 return Err(RenderError::Other(format!(
                     "The '{}' renderer needs text, but the renderer before it produced data; put it first in the shebang",

@@ -2,20 +2,24 @@
 
 use crate::RenderError;
 
-/// A renderer halite implements.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// A renderer of the pipeline: one halite implements, or one the host
+/// may run outside this crate (`py`, a custom renderer from `_renderers`:
+/// [`crate::SaltFunctions::render_external`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Renderer {
     Jinja,
     Yaml,
     Json,
+    External(String),
 }
 
 impl Renderer {
-    pub fn name(self) -> &'static str {
+    pub fn name(&self) -> &str {
         match self {
             Renderer::Jinja => "jinja",
             Renderer::Yaml => "yaml",
             Renderer::Json => "json",
+            Renderer::External(name) => name,
         }
     }
 }
@@ -40,11 +44,7 @@ pub fn split(text: &str) -> Result<(Vec<Renderer>, &str), RenderError> {
             "yaml" | "yamlex" => Renderer::Yaml,
             "json" => Renderer::Json,
             "" => continue,
-            other => {
-                return Err(RenderError::Other(format!(
-                    "The renderer '{other}' named in the shebang '#!{line}' is not available in halite; use jinja, yaml or json"
-                )))
-            }
+            other => Renderer::External(other.to_string()),
         });
     }
     if pipeline.is_empty() {

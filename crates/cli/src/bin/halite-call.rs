@@ -207,7 +207,7 @@ fn run() -> Result<i32> {
                 (v, rc)
             }
             Err(ExecError::NotAvailable(f)) => {
-                eprintln!("'{f}' is not available.");
+                eprintln!("{}", halite_modules::python::missing_text(&host.opts, &f));
                 return Ok(255);
             }
             // As salt-call: a call Python itself rejects (TypeError) is

@@ -35,6 +35,7 @@ crate::module_list! {
         pip,
         pkg,
         postgres,
+        saltutil,
         service,
         shadow,
         slsutil,

@@ -1,0 +1,178 @@
+//! Salt's `saltutil.sync_*`: copies the custom modules of the file
+//! server's `_modules`, `_states`, `_grains`, `_renderers` and `_utils`
+//! (every saltenv, or the one asked) into `<cachedir>/extmods/<kind>/`,
+//! where the Python host loads them ([`crate::python`]). The file client
+//! is the master's for a minion, the local roots for `--local`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use halite_state::Value;
+
+use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
+use crate::Host;
+
+/// The module's table.
+pub const MODULE: ExecTable = ExecTable {
+    name: "saltutil",
+    functions: &[
+        ExecFunction::new("sync_modules", |a, h| sync_one("modules", a, h)),
+        ExecFunction::new("sync_states", |a, h| sync_one("states", a, h)),
+        ExecFunction::new("sync_grains", |a, h| sync_one("grains", a, h)),
+        ExecFunction::new("sync_renderers", |a, h| sync_one("renderers", a, h)),
+        ExecFunction::new("sync_utils", |a, h| sync_one("utils", a, h)),
+        ExecFunction::new("sync_all", sync_all),
+    ],
+};
+
+/// The keys of Salt 3008's `sync_all` return, in its order; halite syncs
+/// the five kinds of [`crate::python::KINDS`], the others stay empty.
+const SYNC_ALL_KEYS: &[&str] = &[
+    "tops",
+    "clouds",
+    "beacons",
+    "modules",
+    "states",
+    "sdb",
+    "grains",
+    "renderers",
+    "returners",
+    "output",
+    "utils",
+    "log_handlers",
+    "executors",
+    "proxymodules",
+    "engines",
+    "thorium",
+    "serializers",
+    "matchers",
+    "resources",
+    "pillar",
+    "wrapper",
+];
+
+/// `saltutil.sync_<kind> [saltenv=...]`: the list of synced modules
+/// (`modules.mymod`) that were new or changed.
+fn sync_one(kind: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let synced = sync_kind(kind, saltenvs(args, host).as_slice(), host)?;
+    crate::python::reload_all();
+    Ok(Value::from(synced))
+}
+
+/// `saltutil.sync_all [saltenv=...]`: every kind, as Salt's dict.
+fn sync_all(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let envs = saltenvs(args, host);
+    let mut out = halite_state::Map::new();
+    for key in SYNC_ALL_KEYS {
+        let synced = if crate::python::KINDS.contains(key) {
+            sync_kind(key, &envs, host)?
+        } else {
+            Vec::new()
+        };
+        out.insert((*key).to_string(), Value::from(synced));
+    }
+    crate::python::reload_all();
+    Ok(Value::Object(out))
+}
+
+/// The saltenvs to sync: `saltenv=` (a string or list), else every one
+/// the file client serves.
+fn saltenvs(args: &Args, host: &Host) -> Vec<String> {
+    match args.get(0, "saltenv") {
+        Some(Value::String(s)) => s.split(',').map(|e| e.trim().to_string()).collect(),
+        Some(Value::Array(a)) => a
+            .iter()
+            .filter_map(Value::as_str)
+            .map(String::from)
+            .collect(),
+        _ => host.files.envs(),
+    }
+}
+
+/// `<cachedir>/extmods/<kind>` of `host`.
+fn extmods_dir(host: &Host, kind: &str) -> PathBuf {
+    let cachedir = host
+        .opt("cachedir")
+        .and_then(Value::as_str)
+        .unwrap_or("/var/cache/halite/minion");
+    Path::new(cachedir).join("extmods").join(kind)
+}
+
+/// Copies `_<kind>/` of `envs` into the extmods directory (the first env
+/// holding a path wins, as Salt), removes files no env has any more, and
+/// returns `<kind>.<module>` for each module whose files changed.
+fn sync_kind(kind: &str, envs: &[String], host: &Host) -> Result<Vec<String>, ExecError> {
+    let dest = extmods_dir(host, kind);
+    let prefix = format!("_{kind}");
+    let mut wanted: BTreeSet<String> = BTreeSet::new();
+    let mut changed: BTreeSet<String> = BTreeSet::new();
+    for env in envs {
+        let files = host.files.list_files(env, &prefix).map_err(|e| {
+            ExecError::Execution(format!("cannot list {prefix} of saltenv {env}: {e}"))
+        })?;
+        for file in files {
+            let Some(rel) = file.strip_prefix(&format!("{prefix}/")) else {
+                continue;
+            };
+            // Bytecode caches are not modules (Salt's sync skips them too).
+            if rel
+                .split('/')
+                .any(|part| part == ".." || part.is_empty() || part == "__pycache__")
+                || rel.ends_with(".pyc")
+                || !wanted.insert(rel.to_string())
+            {
+                continue;
+            }
+            let Some(src) = host
+                .files
+                .cache_file(&file, env)
+                .map_err(|e| ExecError::Execution(format!("cannot fetch salt://{file}: {e}")))?
+            else {
+                continue;
+            };
+            let target = dest.join(rel);
+            let new = std::fs::read(&src).map_err(|e| io_err(&src, e))?;
+            if std::fs::read(&target).ok().as_deref() == Some(new.as_slice()) {
+                continue;
+            }
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent).map_err(|e| io_err(parent, e))?;
+            }
+            std::fs::write(&target, &new).map_err(|e| io_err(&target, e))?;
+            changed.insert(module_name(kind, rel));
+        }
+    }
+    remove_stale(&dest, &wanted);
+    Ok(changed.into_iter().collect())
+}
+
+/// `modules.mymod` for `mymod.py`, `modules.pkg` for `pkg/__init__.py`.
+fn module_name(kind: &str, rel: &str) -> String {
+    let first = rel.split('/').next().unwrap_or(rel);
+    let name = first.strip_suffix(".py").unwrap_or(first);
+    format!("{kind}.{name}")
+}
+
+/// Removes files of `dest` that no saltenv provides any more (Salt's
+/// `clean_dynamic_modules`).
+fn remove_stale(dest: &Path, wanted: &BTreeSet<String>) {
+    for entry in walkdir::WalkDir::new(dest).into_iter().flatten() {
+        if !entry.file_type().is_file() {
+            continue;
+        }
+        let Ok(rel) = entry.path().strip_prefix(dest) else {
+            continue;
+        };
+        if !wanted.contains(&rel.to_string_lossy().to_string()) {
+            tracing::info!(
+                "removing {} (no saltenv has it any more)",
+                entry.path().display()
+            );
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
+
+fn io_err(path: &Path, e: std::io::Error) -> ExecError {
+    ExecError::Execution(format!("{}: {e}", path.display()))
+}

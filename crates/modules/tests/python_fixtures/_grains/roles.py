@@ -1,0 +1,2 @@
+def roles():
+    return {"h21py_roles": ["web", "db"]}

@@ -1,0 +1,461 @@
+"""halite's Python worker: runs custom Salt modules (_modules, _states,
+_grains, _utils, _renderers, #!py) as Salt's loader would, for the halite
+minion that started it.
+
+Standard library only. Spoken over stdin/stdout: frames of a 4-byte
+big-endian length and a UTF-8 JSON object (docs/python.md). Anything a
+module prints goes to stderr, never into the frames.
+"""
+
+import importlib.util
+import inspect
+import json
+import os
+import struct
+import sys
+import traceback
+import types
+
+# --- the frame channel: the real stdout is kept for frames, fd 1 becomes stderr
+_IN = os.fdopen(os.dup(0), "rb", buffering=0)
+_OUT = os.fdopen(os.dup(1), "wb", buffering=0)
+os.dup2(2, 1)
+sys.stdout = sys.stderr
+_devnull = os.open(os.devnull, os.O_RDONLY)
+os.dup2(_devnull, 0)
+sys.stdin = open(os.devnull)
+
+
+def _read_exact(n):
+    buf = b""
+    while len(buf) < n:
+        chunk = _IN.read(n - len(buf))
+        if not chunk:
+            raise EOFError
+        buf += chunk
+    return buf
+
+
+def read_frame():
+    (size,) = struct.unpack(">I", _read_exact(4))
+    return json.loads(_read_exact(size).decode("utf-8"))
+
+
+def _default(obj):
+    # What Salt's JSON outputter does with what JSON has no word for.
+    # (salt-call --out json: default=repr, so b"xy" is "b'xy'" and {1} is "{1}").
+    return repr(obj)
+
+
+def write_frame(obj):
+    data = json.dumps(obj, default=_default, allow_nan=True).encode("utf-8")
+    _OUT.write(struct.pack(">I", len(data)) + data)
+
+
+# --- the tiny `salt` package shim: only what public custom modules import
+def _install_salt_shim():
+    if "salt" in sys.modules:
+        return
+    salt = types.ModuleType("salt")
+    salt.__path__ = []
+    exceptions = types.ModuleType("salt.exceptions")
+
+    class SaltException(Exception):
+        def __init__(self, message="", *args, **kwargs):
+            super().__init__(message, *args)
+            self.message = self.strerror = message
+
+    class CommandExecutionError(SaltException):
+        def __init__(self, message="", info=None):
+            super().__init__(message)
+            self.info = info
+
+    class SaltInvocationError(SaltException):
+        pass
+
+    class CommandNotFoundError(SaltException):
+        pass
+
+    class MinionError(SaltException):
+        pass
+
+    class SaltRenderError(SaltException):
+        pass
+
+    for cls in (SaltException, CommandExecutionError, SaltInvocationError,
+                CommandNotFoundError, MinionError, SaltRenderError):
+        setattr(exceptions, cls.__name__, cls)
+    utils = types.ModuleType("salt.utils")
+    utils.__path__ = []
+    args = types.ModuleType("salt.utils.args")
+
+    def clean_kwargs(**kwargs):
+        return {k: v for k, v in kwargs.items() if not k.startswith("__")}
+
+    def get_function_argspec(func):
+        return inspect.getfullargspec(func)
+
+    args.clean_kwargs = clean_kwargs
+    args.get_function_argspec = get_function_argspec
+    data = types.ModuleType("salt.utils.data")
+
+    def is_true(value=None):
+        try:
+            value = int(value)
+        except (ValueError, TypeError):
+            pass
+        if isinstance(value, (int, float)):
+            return value > 0
+        if isinstance(value, str):
+            return str(value).lower() == "true"
+        return bool(value)
+
+    data.is_true = is_true
+    salt.exceptions = exceptions
+    salt.utils = utils
+    utils.args = args
+    utils.data = data
+    sys.modules.update({
+        "salt": salt, "salt.exceptions": exceptions, "salt.utils": utils,
+        "salt.utils.args": args, "salt.utils.data": data,
+    })
+
+
+_install_salt_shim()
+from salt.exceptions import CommandExecutionError, SaltInvocationError  # noqa: E402
+
+
+# --- the dunders every loaded module shares (refreshed per request)
+OPTS, GRAINS, PILLAR, CONTEXT = {}, {}, {}, {}
+
+
+class RustCall:
+    """A function halite provides in Rust, reached through a salt_call frame."""
+
+    def __init__(self, fun):
+        self.fun = fun
+        self.__name__ = fun.split(".")[-1]
+
+    def __call__(self, *args, **kwargs):
+        write_frame({"op": "salt_call", "fun": self.fun, "args": list(args),
+                     "kwargs": {k: v for k, v in kwargs.items()}})
+        while True:
+            msg = read_frame()
+            op = msg.get("op")
+            if op == "salt_return":
+                return msg.get("ret")
+            if op == "salt_error":
+                raise CommandExecutionError(msg.get("message", ""))
+            # Rust called back into Python while serving our call.
+            serve(msg)
+
+
+class FunctionMap:
+    """Salt's __salt__/__states__/__utils__: a dict-like of functions."""
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def _local(self):
+        return LOADER.functions[self.kind]
+
+    def __getitem__(self, key):
+        local = self._local()
+        if key in local:
+            return local[key]
+        if self.kind == "modules" and key in LOADER.native:
+            return RustCall(key)
+        mod = key.split(".")[0]
+        if mod in LOADER.declined[self.kind]:
+            raise KeyError(LOADER.missing(key, self.kind))
+        raise KeyError(key)
+
+    def __contains__(self, key):
+        return key in self._local() or (self.kind == "modules" and key in LOADER.native)
+
+    def get(self, key, default=None):
+        try:
+            return self[key]
+        except KeyError:
+            return default
+
+    def keys(self):
+        names = set(self._local())
+        if self.kind == "modules":
+            names |= LOADER.native
+        return sorted(names)
+
+    def __iter__(self):
+        return iter(self.keys())
+
+    def __len__(self):
+        return len(self.keys())
+
+    def items(self):
+        return [(k, self[k]) for k in self.keys()]
+
+    def values(self):
+        return [self[k] for k in self.keys()]
+
+
+SALT, STATES, UTILS = FunctionMap("modules"), FunctionMap("states"), FunctionMap("utils")
+KINDS = ("utils", "modules", "states", "grains", "renderers")
+
+
+class Loader:
+    def __init__(self):
+        self.dirs = None
+        self.native = set()
+        self.modules = {k: {} for k in KINDS}
+        self.functions = {k: {} for k in KINDS}
+        self.declined = {k: {} for k in KINDS}
+        self.errors = []
+
+    def missing(self, fun, kind="modules"):
+        mod = fun.split(".")[0]
+        if mod in self.declined[kind]:
+            reason = self.declined[kind][mod]
+            if reason:
+                return "'{}' __virtual__ returned False: {}".format(mod, reason)
+            return "'{}' __virtual__ returned False".format(mod)
+        return "'{}' is not available.".format(fun)
+
+    def _files(self, dirs):
+        seen = {}
+        for d in dirs:
+            try:
+                entries = sorted(os.listdir(d))
+            except OSError:
+                continue
+            for entry in entries:
+                path = os.path.join(d, entry)
+                if entry.startswith((".", "_")):
+                    continue
+                if entry.endswith(".py") and os.path.isfile(path):
+                    name = entry[:-3]
+                elif os.path.isfile(os.path.join(path, "__init__.py")):
+                    name, path = entry, os.path.join(path, "__init__.py")
+                else:
+                    continue
+                seen.setdefault(name, path)  # the first directory wins
+        return seen
+
+    def load(self, dirs, native):
+        self.__init__()
+        self.dirs = dirs
+        self.native = set(native)
+        for kind in KINDS:
+            for name, path in self._files(dirs.get(kind, [])).items():
+                self._load_one(kind, name, path)
+
+    def _load_one(self, kind, name, path):
+        modname = "salt.loaded.ext.{}.{}".format(kind, name)
+        try:
+            spec = importlib.util.spec_from_file_location(
+                modname, path,
+                submodule_search_locations=[os.path.dirname(path)] if path.endswith("__init__.py") else None)
+            mod = importlib.util.module_from_spec(spec)
+            sys.modules[modname] = mod
+            self._inject(mod, kind)
+            spec.loader.exec_module(mod)
+        except Exception:
+            sys.modules.pop(modname, None)
+            self.errors.append("Failed to import {} {}:\n{}".format(kind, name, traceback.format_exc()))
+            self.declined[kind][name] = "Failed to import {} {}, this is due most likely to a syntax error".format(kind, name)
+            return
+        self._inject(mod, kind)
+        virtualname = getattr(mod, "__virtualname__", name)
+        virtual = getattr(mod, "__virtual__", None)
+        if virtual is not None:
+            try:
+                ok = virtual()
+            except Exception as exc:
+                self.declined[kind][virtualname] = "Exception raised when processing __virtual__ function for {}. Module will not be loaded: {}".format(modname, exc)
+                return
+            reason = None
+            if isinstance(ok, tuple):
+                ok, reason = ok[0], (ok[1] if len(ok) > 1 else None)
+            if ok is False:
+                self.declined[kind][virtualname] = reason
+                return
+            if isinstance(ok, str):
+                virtualname = ok
+        self.declined[kind].pop(virtualname, None)
+        self.modules[kind][virtualname] = mod
+        aliases = getattr(mod, "__func_alias__", {}) or {}
+        for attr, value in list(vars(mod).items()):
+            if attr.startswith("_") or not inspect.isfunction(value):
+                continue
+            if getattr(value, "__module__", None) != mod.__name__:
+                continue  # imported from elsewhere: not one of the module's functions
+            public = aliases.get(attr, attr)
+            self.functions[kind]["{}.{}".format(virtualname, public)] = value
+
+    def _inject(self, mod, kind):
+        mod.__opts__ = OPTS
+        mod.__grains__ = GRAINS
+        mod.__pillar__ = PILLAR
+        mod.__context__ = CONTEXT
+        mod.__salt__ = SALT
+        mod.__utils__ = UTILS
+        if kind in ("states", "renderers"):
+            mod.__states__ = STATES
+
+    def inventory(self):
+        out = {}
+        for kind in KINDS:
+            funs = {}
+            for full in self.functions[kind]:
+                mod, fun = full.split(".", 1)
+                funs.setdefault(mod, []).append(fun)
+            for mod in self.modules[kind]:
+                funs.setdefault(mod, [])
+            out[kind] = funs
+        out["declined"] = {k: v for k, v in self.declined.items()}
+        out["errors"] = self.errors
+        return out
+
+
+LOADER = Loader()
+
+
+def set_dunders(d, low=None):
+    for target, key in ((OPTS, "opts"), (GRAINS, "grains"), (PILLAR, "pillar")):
+        if key in d:
+            target.clear()
+            target.update(d[key] or {})
+    if d.get("new_job"):
+        CONTEXT.clear()
+    saltenv = d.get("saltenv") or OPTS.get("saltenv") or "base"
+    for kind in KINDS:
+        for mod in LOADER.modules[kind].values():
+            mod.__env__ = saltenv
+            mod.__saltenv__ = saltenv
+            if kind == "states":
+                mod.__low__ = low or {}
+                mod.__running__ = d.get("running") or {}
+                mod.__instance_id__ = d.get("instance_id") or ""
+    OPTS["test"] = bool(d.get("test", OPTS.get("test", False)))
+
+
+def bind_args(func, args, kwargs):
+    """Salt's format_call: pass only the keywords the function accepts."""
+    try:
+        sig = inspect.signature(func)
+    except (TypeError, ValueError):
+        return args, kwargs
+    params = sig.parameters.values()
+    if any(p.kind == p.VAR_KEYWORD for p in params):
+        return args, kwargs
+    names = {p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    return args, {k: v for k, v in kwargs.items() if k in names}
+
+
+def call_exec(msg):
+    fun = msg["fun"]
+    func = LOADER.functions["modules"].get(fun)
+    if func is None:
+        raise CommandExecutionError(LOADER.missing(fun))
+    kwargs = {k: v for k, v in (msg.get("kwargs") or {}).items() if not k.startswith("__pub_")}
+    return func(*(msg.get("args") or []), **kwargs)
+
+
+def call_state(msg):
+    fun = msg["fun"]
+    func = LOADER.functions["states"].get(fun)
+    if func is None:
+        raise CommandExecutionError("State '{}' was not found in SLS".format(fun))
+    low = dict(msg.get("kwargs") or {})
+    kwargs = {k: v for k, v in low.items() if not k.startswith("__") and k not in (
+        "state", "fun", "order", "watch", "require", "onchanges", "onfail", "prereq",
+        "watch_in", "require_in", "onchanges_in", "onfail_in", "prereq_in", "use",
+        "use_in", "listen", "listen_in", "unless", "onlyif", "creates", "check_cmd",
+        "reload_modules", "reload_grains", "reload_pillar", "retry", "parallel",
+        "runas", "runas_password", "fire_event")}
+    if fun.endswith(".mod_watch"):
+        kwargs["sfun"] = msg.get("sfun")
+        kwargs["__reqs__"] = msg.get("reqs") or {}
+    args, kwargs = bind_args(func, [], kwargs)
+    return func(*args, **kwargs)
+
+
+def collect_grains(msg):
+    merged = {}
+    for name, mod in sorted(LOADER.modules["grains"].items()):
+        for attr, value in sorted(vars(mod).items()):
+            if attr.startswith("_") or not inspect.isfunction(value):
+                continue
+            if getattr(value, "__module__", None) != mod.__name__:
+                continue
+            try:
+                ret = value()
+            except Exception:
+                sys.stderr.write("grains function {}.{} failed:\n{}".format(name, attr, traceback.format_exc()))
+                continue
+            if isinstance(ret, dict):
+                merged.update(ret)
+                GRAINS.update(ret)
+    return merged
+
+
+def render(msg):
+    text = msg.get("text", "")
+    path = msg.get("path") or "<py sls>"
+    renderer = msg.get("renderer", "py")
+    if renderer == "py":
+        mod = types.ModuleType("salt.loaded.ext.render.py_sls")
+        mod.__file__ = path
+        LOADER._inject(mod, "renderers")
+        for key, value in (msg.get("names") or {}).items():
+            setattr(mod, key, value)
+        mod.__env__ = mod.__saltenv__ = mod.saltenv = msg.get("saltenv") or "base"
+        mod.sls = msg.get("sls", "")
+        mod.__sls__ = msg.get("sls", "")
+        exec(compile(text, path, "exec"), mod.__dict__)
+        if not callable(getattr(mod, "run", None)):
+            raise SaltInvocationError("The #!py file {} has no run() function".format(path))
+        return mod.run()
+    func = LOADER.functions["renderers"].get(renderer + ".render")
+    if func is None:
+        raise CommandExecutionError("The renderer '{}' is not available".format(renderer))
+    data = msg.get("data", text)
+    return func(data, saltenv=msg.get("saltenv") or "base", sls=msg.get("sls", ""))
+
+
+def serve(msg):
+    op = msg.get("op")
+    try:
+        if op == "load":
+            set_dunders(msg.get("dunders") or {})
+            LOADER.load(msg.get("dirs") or {}, msg.get("native") or [])
+            write_frame({"op": "return", "ret": LOADER.inventory()})
+            return
+        set_dunders(msg.get("dunders") or {}, msg.get("kwargs") if op == "call" and msg.get("kind") == "state" else None)
+        if op == "call":
+            ret = call_state(msg) if msg.get("kind") == "state" else call_exec(msg)
+        elif op == "grains":
+            ret = collect_grains(msg)
+        elif op == "render":
+            ret = render(msg)
+        else:
+            raise SaltInvocationError("unknown request {!r}".format(op))
+        write_frame({"op": "return", "ret": ret})
+    except Exception as exc:
+        write_frame({
+            "op": "raise",
+            "type": type(exc).__name__,
+            "message": getattr(exc, "message", None) or str(exc),
+            "traceback": traceback.format_exc(),
+        })
+
+
+def main():
+    while True:
+        try:
+            msg = read_frame()
+        except EOFError:
+            return
+        serve(msg)
+
+
+main()
