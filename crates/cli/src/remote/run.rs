@@ -139,6 +139,9 @@ fn positional(args: &[String]) -> Vec<&String> {
 /// Runs the runner function; the exit code.
 pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow::Result<i32> {
     let fmt = call.out.as_deref();
+    if halite_runners::is_orchestrate(&call.fun) {
+        return super::orch::run(cfg, call, out);
+    }
     match call.fun.as_str() {
         "jobs.list_jobs" => {
             let cache = JobCache::open(&cfg.job_cache_path())?;

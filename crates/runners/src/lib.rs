@@ -1,0 +1,76 @@
+//! halite's runners: the functions `halite-run` (Salt's `salt-run`) calls
+//! on the master host, as a library so the reactor can call them inside
+//! the master later. They reach the master through its local socket
+//! (halite-client), never by linking the daemon.
+//!
+//! - [`orchestrate`]: `state.orchestrate` and its aliases;
+//! - [`saltmod`]: the `salt.*` states an orchestration is made of.
+
+pub mod orchestrate;
+pub mod saltmod;
+
+use std::sync::Arc;
+
+use halite_client::MasterConfig;
+use halite_state::{Map, Value};
+
+/// Why a runner could not give its return.
+#[derive(Debug, thiserror::Error)]
+pub enum RunnerError {
+    /// The call itself is wrong (missing or bad arguments); the text
+    /// says how to call it.
+    #[error("{0}")]
+    Usage(String),
+    /// The runner does not exist (Salt's text).
+    #[error("'{0}' is not available.")]
+    NotAvailable(String),
+    /// The runner ran and failed.
+    #[error("{0}")]
+    Failed(String),
+    /// Talking to the master failed.
+    #[error(transparent)]
+    Local(#[from] halite_client::local::LocalError),
+}
+
+/// Whether `fun` runs an orchestration (`state.orchestrate`, `state.orch`,
+/// and `state.sls` as salt-run names it).
+pub fn is_orchestrate(fun: &str) -> bool {
+    matches!(fun, "state.orchestrate" | "state.orch" | "state.sls")
+}
+
+/// The SLS names of `mods` as Salt takes them: a list, or a comma
+/// separated string.
+fn mods_of(v: Option<&Value>) -> Vec<String> {
+    match v {
+        Some(Value::Array(a)) => a.iter().map(halite_salt_rules::pyfmt::python_str).collect(),
+        Some(Value::String(s)) => s
+            .split(',')
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty())
+            .collect(),
+        Some(other) => vec![halite_salt_rules::pyfmt::python_str(other)],
+        None => Vec::new(),
+    }
+}
+
+/// Calls runner `fun` with keyword arguments `kwargs` (positional ones
+/// already bound to their names) and returns its return data, as
+/// `salt.runner` and the reactor call runners.
+pub fn call_runner(cfg: &MasterConfig, fun: &str, kwargs: &Map) -> Result<Value, RunnerError> {
+    if is_orchestrate(fun) {
+        let req = orchestrate::Orchestrate {
+            mods: mods_of(kwargs.get("mods").or_else(|| kwargs.get("arg"))),
+            saltenv: kwargs
+                .get("saltenv")
+                .and_then(Value::as_str)
+                .map(String::from),
+            pillar: kwargs.get("pillar").cloned(),
+            test: kwargs.get("test").is_some_and(halite_salt_rules::truthy),
+            exclude: kwargs.get("exclude").cloned(),
+        };
+        let events: Arc<dyn halite_modules::host::EventSink> =
+            Arc::new(halite_modules::host::LogEvents);
+        return Ok(orchestrate::orchestrate(cfg, &req, events)?.to_value());
+    }
+    Err(RunnerError::NotAvailable(fun.to_string()))
+}
