@@ -97,10 +97,8 @@ pub fn run_job(
             continue;
         }
         match client.next(Some(left))? {
-            Some(LocalReply::Return { id, data }) => {
-                if waiting.remove(&id) {
-                    returns.insert(id, data);
-                }
+            Some(LocalReply::Return { id, data }) if waiting.remove(&id) => {
+                returns.insert(id, data);
             }
             Some(_) => {}
             // The master closed the stream before the deadline.

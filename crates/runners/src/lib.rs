@@ -4,8 +4,10 @@
 //! (halite-client), never by linking the daemon.
 //!
 //! - [`orchestrate`]: `state.orchestrate` and its aliases;
-//! - [`saltmod`]: the `salt.*` states an orchestration is made of.
+//! - [`saltmod`]: the `salt.*` states an orchestration is made of;
+//! - [`event`]: the `event.send` runner.
 
+pub mod event;
 pub mod orchestrate;
 pub mod saltmod;
 
@@ -53,10 +55,48 @@ fn mods_of(v: Option<&Value>) -> Vec<String> {
     }
 }
 
+/// Positional `i`, or keyword `key`, as Python binds a runner's arguments.
+fn arg<'a>(positional: &'a [Value], kwargs: &'a Map, i: usize, key: &str) -> Option<&'a Value> {
+    kwargs.get(key).or_else(|| positional.get(i))
+}
+
+/// Calls runner `fun` with `positional` and keyword arguments `kwargs`
+/// and returns its return data, as `halite-run`, `salt.runner` and the
+/// reactor call runners.
+pub fn call_runner_args(
+    cfg: &MasterConfig,
+    fun: &str,
+    positional: &[Value],
+    kwargs: &Map,
+) -> Result<Value, RunnerError> {
+    match fun {
+        "event.send" => {
+            let tag = arg(positional, kwargs, 0, "tag")
+                .map(halite_salt_rules::pyfmt::python_str)
+                .ok_or_else(|| {
+                    RunnerError::Usage(
+                        "event.send needs a tag: halite-run event.send my/tag data='{\"id\": \"web1\"}'"
+                            .into(),
+                    )
+                })?;
+            event::send(cfg, &tag, arg(positional, kwargs, 1, "data"))
+        }
+        _ if is_orchestrate(fun) && !positional.is_empty() => {
+            let mut kw = kwargs.clone();
+            kw.entry("mods").or_insert_with(|| positional[0].clone());
+            call_runner(cfg, fun, &kw)
+        }
+        _ => call_runner(cfg, fun, kwargs),
+    }
+}
+
 /// Calls runner `fun` with keyword arguments `kwargs` (positional ones
 /// already bound to their names) and returns its return data, as
 /// `salt.runner` and the reactor call runners.
 pub fn call_runner(cfg: &MasterConfig, fun: &str, kwargs: &Map) -> Result<Value, RunnerError> {
+    if fun == "event.send" {
+        return call_runner_args(cfg, fun, &[], kwargs);
+    }
     if is_orchestrate(fun) {
         let req = orchestrate::Orchestrate {
             mods: mods_of(kwargs.get("mods").or_else(|| kwargs.get("arg"))),

@@ -280,7 +280,7 @@ fn state(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         }
         let changed = m_ret.as_ref().and_then(Value::as_object).is_some_and(|m| {
             m.values()
-                .any(|s| s.get("changes").is_some_and(|c| halite_state::truthy(c)))
+                .any(|s| s.get("changes").is_some_and(halite_state::truthy))
         });
         match (changed, m_ret) {
             (true, Some(r)) => {

@@ -148,7 +148,10 @@ pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow
             print_data(out, fmt, Value::Object(cache.list_jobs()?))?;
         }
         "jobs.lookup_jid" => {
-            let Some(jid) = positional(&call.args).first().map(|s| s.to_string()).or_else(|| kwarg(&call.args, "jid").map(String::from))
+            let Some(jid) = positional(&call.args)
+                .first()
+                .map(|s| s.to_string())
+                .or_else(|| kwarg(&call.args, "jid").map(String::from))
             else {
                 anyhow::bail!("jobs.lookup_jid needs a jid: halite-run jobs.lookup_jid <jid>");
             };
@@ -162,11 +165,18 @@ pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow
                 writeln!(out, "{}", if fmt == Some("json") { "{}" } else { "" })?;
                 return Ok(0);
             }
-            let fun = cache.job(&jid)?.and_then(|j| j.get("fun").and_then(Value::as_str).map(String::from)).unwrap_or_default();
+            let fun = cache
+                .job(&jid)?
+                .and_then(|j| j.get("fun").and_then(Value::as_str).map(String::from))
+                .unwrap_or_default();
             let outputter = fmt.and_then(Outputter::parse).unwrap_or_else(|| {
                 Outputter::default_for(&fun, data.values().next().unwrap_or(&Value::Null))
             });
-            writeln!(out, "{}", output::render(outputter, &data, &OutputOptions::default(), 0))?;
+            writeln!(
+                out,
+                "{}",
+                output::render(outputter, &data, &OutputOptions::default(), 0)
+            )?;
         }
         "jobs.active" => {
             let mut client = super::connect(cfg)?;
@@ -190,14 +200,21 @@ pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow
                 .map(|s| s.to_string())
                 .or_else(|| kwarg(&call.args, "tagmatch").map(String::from))
                 .unwrap_or_else(|| "*".into());
-            let pretty = kwarg(&call.args, "pretty").is_some_and(|v| matches!(v, "True" | "true" | "1" | "yes"));
-            let count: Option<u64> = kwarg(&call.args, "count").and_then(|c| c.parse().ok()).filter(|c| *c > 0);
+            let pretty = kwarg(&call.args, "pretty")
+                .is_some_and(|v| matches!(v, "True" | "true" | "1" | "yes"));
+            let count: Option<u64> = kwarg(&call.args, "count")
+                .and_then(|c| c.parse().ok())
+                .filter(|c| *c > 0);
             let mut client = super::connect(cfg)?;
             client.send(LocalBody::Events { tagmatch })?;
             let mut seen = 0u64;
             while let Some(reply) = client.next(None)? {
                 if let LocalReply::Event { tag, data } = reply {
-                    let body = if pretty { python_json(&data, Some(4), true) } else { python_json(&data, None, false) };
+                    let body = if pretty {
+                        python_json(&data, Some(4), true)
+                    } else {
+                        python_json(&data, None, false)
+                    };
                     writeln!(out, "{tag}\t{body}")?;
                     out.flush()?;
                     seen += 1;
@@ -207,9 +224,16 @@ pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow
                 }
             }
         }
-        other => anyhow::bail!(
-            "'{other}' is not available. halite-run knows jobs.list_jobs, jobs.lookup_jid, jobs.active, manage.up, manage.down, manage.status and state.event"
-        ),
+        other => {
+            let parsed = crate::args::parse_args(&call.args);
+            let value = match halite_runners::call_runner_args(cfg, other, &parsed.positional, &parsed.kwargs) {
+                Err(halite_runners::RunnerError::NotAvailable(_)) => anyhow::bail!(
+                    "'{other}' is not available. halite-run knows jobs.list_jobs, jobs.lookup_jid, jobs.active, manage.up, manage.down, manage.status, state.event, state.orchestrate and event.send"
+                ),
+                r => r?,
+            };
+            print_data(out, fmt, value)?;
+        }
     }
     Ok(0)
 }
