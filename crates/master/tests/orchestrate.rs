@@ -204,6 +204,7 @@ fn three_tiers_with_requisites_failures_test_mode_and_events() {
     assert_eq!(lines(&out.join("db1-db")), 0, "test=True changed db1");
 
     // The real run: db, then app, then web, then the function on all.
+    let events = fleet.watch_events();
     let (v, code) = orch_json(
         &fleet,
         &[
@@ -248,6 +249,32 @@ fn three_tiers_with_requisites_failures_test_mode_and_events() {
         db["__jid__"].as_str().is_some_and(|j| j.len() == 20),
         "{db}"
     );
+    // The run's events on the master's bus: new, one args per published
+    // step, ret with the whole return.
+    let events = events.stop();
+    let tag_of = |suffix: &str| {
+        events
+            .lines()
+            .filter_map(|l| l.split_once('\t'))
+            .filter(|(tag, _)| tag.starts_with("salt/run/") && tag.ends_with(suffix))
+            .map(|(tag, data)| {
+                (
+                    tag.to_string(),
+                    serde_json::from_str::<Value>(data).unwrap(),
+                )
+            })
+            .collect::<Vec<_>>()
+    };
+    let new = tag_of("/new");
+    assert_eq!(new.len(), 1, "{events}");
+    assert_eq!(new[0].1["fun"], "runner.state.orchestrate");
+    let jid = new[0].1["jid"].as_str().unwrap().to_string();
+    assert_eq!(tag_of("/args").len(), 4, "{events}");
+    let ret = tag_of("/ret");
+    assert_eq!(ret.len(), 1, "{events}");
+    assert_eq!(ret[0].0, format!("salt/run/{jid}/ret"));
+    assert_eq!(ret[0].1["success"], true);
+    assert_eq!(ret[0].1["return"]["retcode"], 0);
 
     // The text output is Salt's orchestrate outputter: the master's run,
     // each step's minions indented under it.

@@ -21,3 +21,27 @@ pub fn send(cfg: &MasterConfig, tag: &str, data: Option<&Value>) -> Result<Value
         ))),
     }
 }
+
+/// An [`halite_modules::host::EventSink`] onto the master's bus through
+/// its local socket: what an orchestration's events (`salt/run/<jid>/*`,
+/// the states' own `fire_event`) go through.
+#[derive(Debug, Clone)]
+pub struct MasterBus {
+    cfg: MasterConfig,
+}
+
+impl MasterBus {
+    /// The bus of the master of `cfg`.
+    pub fn new(cfg: &MasterConfig) -> Self {
+        Self { cfg: cfg.clone() }
+    }
+}
+
+impl halite_modules::host::EventSink for MasterBus {
+    fn fire(&self, tag: &str, data: &Value) {
+        // An event that cannot be fired must not stop the run: log it.
+        if let Err(e) = send(&self.cfg, tag, Some(data)) {
+            tracing::warn!(tag, "cannot fire the event on the master's bus: {e}");
+        }
+    }
+}

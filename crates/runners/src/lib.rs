@@ -108,8 +108,7 @@ pub fn call_runner(cfg: &MasterConfig, fun: &str, kwargs: &Map) -> Result<Value,
             test: kwargs.get("test").is_some_and(halite_salt_rules::truthy),
             exclude: kwargs.get("exclude").cloned(),
         };
-        let events: Arc<dyn halite_modules::host::EventSink> =
-            Arc::new(halite_modules::host::LogEvents);
+        let events: Arc<dyn halite_modules::host::EventSink> = Arc::new(event::MasterBus::new(cfg));
         return Ok(orchestrate::orchestrate(cfg, &req, events)?.to_value());
     }
     Err(RunnerError::NotAvailable(fun.to_string()))

@@ -108,8 +108,24 @@ pub fn orchestrate(
             "state.orchestrate needs the SLS to run: halite-run state.orchestrate <sls>".into(),
         ));
     }
-    let host = master_host(cfg, events);
+    let mut host = master_host(cfg, events);
+    let jid = halite_modules::exec::state::new_jid();
+    if let Value::Object(o) = &mut host.opts {
+        o.insert("__orchestration_jid__".into(), Value::from(jid.as_str()));
+    }
+    let fun_args: Vec<Value> = std::iter::once(Value::from(req.mods.join(",")))
+        .chain(req.test.then(|| Value::from("test=True")))
+        .collect();
+    let user = crate::saltmod::user();
+    let mut new = Map::new();
+    new.insert("fun".into(), Value::from("runner.state.orchestrate"));
+    new.insert("fun_args".into(), Value::Array(fun_args));
+    new.insert("jid".into(), Value::from(jid.as_str()));
+    new.insert("user".into(), Value::from(user.as_str()));
+    host.events
+        .fire(&format!("salt/run/{jid}/new"), &Value::Object(new.clone()));
     let mut kwargs = Map::new();
+    kwargs.insert("__pub_jid".into(), Value::from(jid.as_str()));
     kwargs.insert("test".into(), Value::Bool(req.test));
     if let Some(env) = &req.saltenv {
         kwargs.insert("saltenv".into(), Value::from(env.as_str()));
@@ -139,7 +155,7 @@ pub fn orchestrate(
     } else {
         1
     };
-    Ok(Orchestration {
+    let orch = Orchestration {
         id: host
             .opts
             .get("id")
@@ -148,5 +164,11 @@ pub fn orchestrate(
             .to_string(),
         data,
         retcode,
-    })
+    };
+    let mut ret = new;
+    ret.insert("return".into(), orch.to_value());
+    ret.insert("success".into(), Value::Bool(retcode == 0));
+    host.events
+        .fire(&format!("salt/run/{jid}/ret"), &Value::Object(ret));
+    Ok(orch)
 }

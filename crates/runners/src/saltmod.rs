@@ -38,7 +38,7 @@ pub fn master_config(env: &dyn halite_state::StateEnv) -> Result<MasterConfig, S
 }
 
 /// The user the jobs are published as (Salt's `__user__`).
-fn user() -> String {
+pub(crate) fn user() -> String {
     std::env::var("SUDO_USER")
         .or_else(|_| std::env::var("USER"))
         .unwrap_or_else(|_| "root".into())
@@ -137,8 +137,33 @@ fn returns_of(outcome: &JobOutcome) -> Vec<(String, Option<Value>, i64)> {
         .collect()
 }
 
+/// Salt's `_fire_args`: `salt/run/<orchestration jid>/args` says which
+/// step publishes what, before it does.
+fn fire_args(call: &StateCall<'_>, kind: &str, req: &JobRequest) {
+    let Some(jid) = call
+        .env
+        .opts()
+        .get("__orchestration_jid__")
+        .and_then(Value::as_str)
+    else {
+        return;
+    };
+    let mut args = Map::new();
+    args.insert("arg".into(), Value::Array(req.arg.clone()));
+    args.insert("kwarg".into(), Value::Object(req.kwarg.clone()));
+    args.insert("tgt_type".into(), Value::from(req.tgt_type.as_str()));
+    let mut data = Map::new();
+    data.insert("type".into(), Value::from(kind));
+    data.insert("tgt".into(), Value::from(req.tgt.as_str()));
+    data.insert("name".into(), Value::from(call.name()));
+    data.insert("args".into(), Value::Object(args));
+    call.env
+        .fire_event(&format!("salt/run/{jid}/args"), &Value::Object(data));
+}
+
 fn publish(
     call: &StateCall<'_>,
+    kind: &str,
     cfg: &MasterConfig,
     fun: &str,
     arg: Vec<Value>,
@@ -156,6 +181,7 @@ fn publish(
         user: user(),
     };
     tracing::debug!(tgt = %req.tgt, fun, "orchestration step publishes");
+    fire_args(call, kind, &req);
     run_job(cfg, &req, timeout).map_err(|e| StateError::Other(e.to_string()))
 }
 
@@ -245,7 +271,7 @@ fn state(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             "'batch' is not supported by halite's salt.state yet: the targeted minions ran at once.",
         ));
     }
-    let outcome = publish(call, &cfg, fun, arg, kwarg)?;
+    let outcome = publish(call, "state", &cfg, fun, arg, kwarg)?;
     let fail_minions = fail_minions(call, &mut warnings);
     let mut ret = StateResult::new(name, Some(true));
     if let Some(jid) = &outcome.jid {
@@ -356,7 +382,7 @@ fn function(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         return Ok(ret);
     }
     let cfg = master_config(call.env)?;
-    let outcome = match publish(call, &cfg, &name, arg, kwarg) {
+    let outcome = match publish(call, "function", &cfg, &name, arg, kwarg) {
         Ok(o) => o,
         Err(e) => {
             ret.result = Some(false);

@@ -49,7 +49,7 @@ pub fn request(call: &RunnerCall) -> anyhow::Result<Orchestrate> {
 pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow::Result<i32> {
     let req = request(call)?;
     let events: Arc<dyn halite_modules::host::EventSink> =
-        Arc::new(halite_modules::host::LogEvents);
+        Arc::new(halite_runners::event::MasterBus::new(cfg));
     let orch = orchestrate(cfg, &req, events)?;
     let outputter = call.out.as_deref().and_then(Outputter::parse);
     match outputter {
