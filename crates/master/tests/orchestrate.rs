@@ -384,3 +384,134 @@ fn three_tiers_with_requisites_failures_test_mode_and_events() {
         .starts_with("All events seen in "));
     assert_eq!(step(&v, "after")["result"], true);
 }
+
+/// `halite-run <fun> ... --out json` as JSON.
+fn run_json(fleet: &Fleet, args: &[&str]) -> Value {
+    let mut full = args.to_vec();
+    full.extend(["--out", "json"]);
+    let out = fleet.cli("halite-run", &full);
+    assert!(
+        out.status.success(),
+        "{args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+        panic!(
+            "{args:?}: not JSON ({e}): {}",
+            String::from_utf8_lossy(&out.stdout)
+        )
+    })
+}
+
+#[test]
+fn runners_beside_orchestration() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let salt = fleet.path("salt");
+    write(&salt.join("top.sls"), "base: {}\n");
+    write(&salt.join("files/motd"), "hi\n");
+    write(
+        &salt.join("orch/runners.sls"),
+        r#"files:
+  salt.runner:
+    - name: fileserver.file_list
+
+both:
+  salt.parallel_runners:
+    - runners:
+        up:
+          name: manage.up
+          timeout: 2
+        dirs:
+          name: fileserver.dir_list
+    - require:
+      - salt: files
+"#,
+    );
+    let _master = fleet.start_master(&format!("file_roots:\n  base:\n    - {}\n", salt.display()));
+    let _web1 = fleet.start_minion("web1", "");
+    fleet.accept("web1");
+    // A key accepted for a minion that is not running.
+    let _gone = {
+        let mut d = fleet.start_minion("gone1", "");
+        fleet.accept("gone1");
+        d.kill();
+        d
+    };
+
+    assert_eq!(
+        run_json(&fleet, &["fileserver.file_list"]),
+        serde_json::json!(["files/motd", "orch/runners.sls", "top.sls"])
+    );
+    assert_eq!(
+        run_json(&fleet, &["fileserver.dir_list"]),
+        serde_json::json!(["files", "orch"])
+    );
+    assert_eq!(
+        run_json(&fleet, &["manage.present", "-t", "3"]),
+        serde_json::json!(["web1"])
+    );
+    assert_eq!(
+        run_json(&fleet, &["manage.not_present", "-t", "3"]),
+        serde_json::json!(["gone1"])
+    );
+    let versions = run_json(&fleet, &["manage.versions", "-t", "3"]);
+    assert_eq!(versions["Up to date"]["web1"], "3008.5", "{versions}");
+    assert_eq!(versions["Master"], "3008.5");
+    let grains = run_json(&fleet, &["cache.grains", "tgt=web1"]);
+    assert_eq!(grains["web1"]["id"], "web1", "{grains}");
+    assert_eq!(run_json(&fleet, &["cache.mine"]), serde_json::json!({}));
+    assert_eq!(
+        run_json(&fleet, &["salt.cmd", "test.echo", "from the master"]),
+        "from the master"
+    );
+
+    // A job in the cache: print_job and exit_success read it.
+    let (_, code) = fleet.halite(&["web1", "test.echo", "x"]);
+    assert_eq!(code, 0);
+    let jobs = run_json(&fleet, &["jobs.list_jobs"]);
+    let jid = jobs
+        .as_object()
+        .unwrap()
+        .iter()
+        .find(|(_, j)| j["Function"] == "test.echo")
+        .map(|(jid, _)| jid.clone())
+        .expect("the test.echo job");
+    let job = run_json(&fleet, &["jobs.print_job", &jid]);
+    assert_eq!(job[&jid]["Function"], "test.echo", "{job}");
+    assert_eq!(job[&jid]["Result"]["web1"]["return"], "x", "{job}");
+    assert_eq!(
+        run_json(&fleet, &["jobs.exit_success", &jid]),
+        serde_json::json!({"web1": true})
+    );
+
+    // salt.runner and salt.parallel_runners in an orchestration.
+    let (v, code) = orch_json(&fleet, &["state.orchestrate", "orch.runners"]);
+    assert_eq!(code, 0, "{v}");
+    let files = step(&v, "files");
+    assert_eq!(
+        files["comment"],
+        "Runner function 'fileserver.file_list' executed."
+    );
+    assert_eq!(files["changes"]["return"][0], "files/motd");
+    let both = step(&v, "both");
+    assert_eq!(
+        both["comment"], "All runner functions executed successfully.",
+        "{both}"
+    );
+    assert_eq!(both["changes"]["up"]["return"], serde_json::json!(["web1"]));
+
+    // Errors say what to do and exit non-zero.
+    let out = fleet.cli("halite-run", &["event.send"]);
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("event.send needs a tag"));
+    let out = fleet.cli("halite-run", &["state.orchestrate", "orch.nope"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("No matching sls found for 'orch.nope'"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

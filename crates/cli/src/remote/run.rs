@@ -2,15 +2,12 @@
 //! the job cache, `manage.up/down/status` ping every accepted minion,
 //! `state.event` follows the master's event bus.
 
-use std::collections::BTreeSet;
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use halite_client::jobcache::JobCache;
-use halite_client::keys::KeyStore;
 use halite_client::local::{LocalBody, LocalReply};
 use halite_client::MasterConfig;
-use halite_proto::msg::KeyStatus;
 use serde_json::{json, Map, Value};
 
 use crate::output::{self, OutputOptions, Outputter};
@@ -88,45 +85,6 @@ fn print_data(out: &mut dyn Write, fmt: Option<&str>, data: Value) -> std::io::R
     writeln!(out, "{text}")
 }
 
-/// Pings every accepted minion; (up, down), sorted.
-fn ping_all(cfg: &MasterConfig, timeout: Duration) -> anyhow::Result<(Vec<String>, Vec<String>)> {
-    let accepted = KeyStore::open(&cfg.pki_dir)?.ids(KeyStatus::Accepted)?;
-    let mut client = super::connect(cfg)?;
-    client.send(LocalBody::Publish {
-        tgt: "*".into(),
-        tgt_type: "glob".into(),
-        fun: "test.ping".into(),
-        arg: vec![],
-        kwarg: Map::new(),
-        user: "root".into(),
-        watch: true,
-    })?;
-    let mut waiting: BTreeSet<String> = match client.next(None)? {
-        Some(LocalReply::Started { minions, .. }) => minions.into_iter().collect(),
-        Some(LocalReply::Error(e)) => anyhow::bail!("{e}"),
-        _ => BTreeSet::new(),
-    };
-    let mut up = BTreeSet::new();
-    let deadline = Instant::now() + timeout;
-    while !waiting.is_empty() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            break;
-        }
-        match client.next(Some(left))? {
-            Some(LocalReply::Return { id, .. }) => {
-                if waiting.remove(&id) {
-                    up.insert(id);
-                }
-            }
-            Some(_) => {}
-            None => break,
-        }
-    }
-    let down = accepted.into_iter().filter(|id| !up.contains(id)).collect();
-    Ok((up.into_iter().collect(), down))
-}
-
 fn kwarg<'a>(args: &'a [String], key: &str) -> Option<&'a str> {
     args.iter()
         .find_map(|a| a.strip_prefix(key).and_then(|rest| rest.strip_prefix('=')))
@@ -186,7 +144,7 @@ pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow
             }
         }
         "manage.up" | "manage.down" | "manage.status" => {
-            let (up, down) = ping_all(cfg, call.timeout)?;
+            let (up, down) = halite_runners::manage::ping_all(cfg, call.timeout)?;
             let data = match call.fun.as_str() {
                 "manage.up" => json!(up),
                 "manage.down" => json!(down),
