@@ -13,6 +13,7 @@ use halite_client::job::{run_job, JobOutcome, JobRequest};
 use halite_client::local::{LocalBody, LocalClient, LocalReply};
 use halite_client::MasterConfig;
 use halite_salt_rules::pyfmt::python_str as py_str;
+use halite_salt_rules::truth::python_bool;
 use halite_state::{Map, StateCall, StateError, StateFunction, StateResult, StateTable, Value};
 
 /// The module's table.
@@ -103,7 +104,7 @@ fn failure_detail(minion: &str, ret: Option<&Value>) -> String {
         Some(Value::Array(items)) => {
             let parts: Vec<String> = items
                 .iter()
-                .filter(|v| halite_state::truthy(v))
+                .filter(|v| python_bool(v))
                 .map(py_str)
                 .collect();
             if parts.is_empty() {
@@ -241,7 +242,7 @@ fn state(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         }
         None => {}
     }
-    if let Some(p) = call.arg("pillar").filter(|p| halite_state::truthy(p)) {
+    if let Some(p) = call.arg("pillar").filter(|p| python_bool(p)) {
         kwarg.insert("pillar".into(), p.clone());
     }
     for key in ["pillarenv", "saltenv", "exclude"] {
@@ -306,7 +307,7 @@ fn state(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         }
         let changed = m_ret.as_ref().and_then(Value::as_object).is_some_and(|m| {
             m.values()
-                .any(|s| s.get("changes").is_some_and(halite_state::truthy))
+                .any(|s| s.get("changes").is_some_and(python_bool))
         });
         match (changed, m_ret) {
             (true, Some(r)) => {
@@ -335,7 +336,7 @@ fn state(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         }
     }
     ret.comment = comment;
-    let test = call.arg("test").map(halite_state::truthy).unwrap_or(false) || call.test;
+    let test = call.arg("test").map(python_bool).unwrap_or(false) || call.test;
     if !changes.is_empty() {
         ret.changes.insert("out".into(), Value::from("highstate"));
         ret.changes.insert("ret".into(), Value::Object(changes));
@@ -416,7 +417,7 @@ fn function(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             Some(f) => call
                 .env
                 .call_function(f, std::slice::from_ref(&m_ret), &Map::new())
-                .map(|v| halite_state::truthy(&v))
+                .map(|v| python_bool(&v))
                 .unwrap_or(false),
         };
         if m_ret == Value::Bool(false) {
