@@ -161,3 +161,77 @@ pub fn still_running(
     }
     Ok(busy)
 }
+
+/// The batch size for `-b N` or `-b N%` over `total` minions (at least 1),
+/// or Salt's message for a bad one.
+pub fn batch_size(spec: &str, total: usize) -> Result<usize, String> {
+    let invalid =
+        || format!("Invalid batch data sent: {spec}\nData must be in the form of %10, 10% or 3");
+    let n = if let Some(pct) = spec.strip_suffix('%').or_else(|| spec.strip_prefix('%')) {
+        let pct: f64 = pct.trim().parse().map_err(|_| invalid())?;
+        (pct / 100.0 * total as f64).floor() as usize
+    } else {
+        spec.trim().parse().map_err(|_| invalid())?
+    };
+    Ok(n.max(1))
+}
+
+/// Salt's batch mode for one job: the minions `req` targets run it at most
+/// `batch` (`N` or `N%`) at a time, the next starting as soon as one
+/// returns (a sliding window), each with its own job; the outcomes merged
+/// (the first job's jid).
+pub fn run_batched(
+    cfg: &MasterConfig,
+    req: &JobRequest,
+    batch: &str,
+    timeout: Duration,
+) -> Result<JobOutcome, LocalError> {
+    let mut client = LocalClient::connect(&cfg.local_socket(), &cfg.root_key_path())?;
+    let targets: Vec<String> = match client.call(LocalBody::Resolve {
+        tgt: req.tgt.clone(),
+        tgt_type: req.tgt_type.clone(),
+    })? {
+        LocalReply::Value(v) => serde_json::from_value(v).unwrap_or_default(),
+        _ => Vec::new(),
+    };
+    let size = batch_size(batch, targets.len()).map_err(LocalError::Refused)?;
+    let (tx, rx) = std::sync::mpsc::channel::<Result<JobOutcome, LocalError>>();
+    let mut merged = JobOutcome {
+        minions: targets.clone(),
+        ..JobOutcome::default()
+    };
+    std::thread::scope(|s| -> Result<(), LocalError> {
+        let mut queue = targets.iter();
+        let mut running = 0usize;
+        loop {
+            while running < size {
+                let Some(id) = queue.next() else { break };
+                let one = JobRequest {
+                    tgt: id.clone(),
+                    tgt_type: "list".into(),
+                    ..req.clone()
+                };
+                let tx = tx.clone();
+                running += 1;
+                s.spawn(move || {
+                    let _ = tx.send(run_job(cfg, &one, timeout));
+                });
+            }
+            if running == 0 {
+                return Ok(());
+            }
+            let Ok(outcome) = rx.recv() else {
+                return Ok(());
+            };
+            running -= 1;
+            let outcome = outcome?;
+            if merged.jid.is_none() {
+                merged.jid = outcome.jid;
+            }
+            merged.returns.extend(outcome.returns);
+            merged.missing.extend(outcome.missing);
+        }
+    })?;
+    merged.missing.sort();
+    Ok(merged)
+}

@@ -60,6 +60,15 @@ web:
     - require:
       - salt: app
 
+batched:
+  salt.state:
+    - tgt: 'app1,web1'
+    - tgt_type: list
+    - sls: db
+    - batch: 1
+    - require:
+      - salt: web
+
 echo:
   salt.function:
     - name: test.echo
@@ -238,7 +247,34 @@ fn three_tiers_with_requisites_failures_test_mode_and_events() {
         "Function ran successfully. Function test.echo ran on app1, db1, web1."
     );
     assert_eq!(echo["changes"]["ret"]["web1"], "deployed");
-    for (id, tier) in [("db1", "db"), ("app1", "app"), ("web1", "web")] {
+    // batch: 1 ran the step on one minion at a time, each its own job.
+    let batched = step(&v, "batched");
+    assert_eq!(
+        batched["comment"], "States ran successfully. Updating app1, web1.",
+        "{batched}"
+    );
+    let jobs = fleet.cli("halite-run", &["jobs.list_jobs", "--out", "json"]);
+    let jobs: Value = serde_json::from_slice(&jobs.stdout).expect("jobs JSON");
+    let targets: Vec<&str> = jobs
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|j| {
+            j["Function"] == "state.sls" && j["Arguments"][0] == "db" && j["Target-type"] == "list"
+        })
+        .filter_map(|j| j["Target"].as_str())
+        .collect();
+    assert!(
+        targets.contains(&"app1") && targets.contains(&"web1"),
+        "one job per minion: {targets:?}"
+    );
+    for (id, tier) in [
+        ("db1", "db"),
+        ("app1", "app"),
+        ("web1", "web"),
+        ("app1", "db"),
+        ("web1", "db"),
+    ] {
         assert_eq!(
             lines(&out.join(format!("{id}-{tier}"))),
             1,
@@ -269,7 +305,7 @@ fn three_tiers_with_requisites_failures_test_mode_and_events() {
     assert_eq!(new.len(), 1, "{events}");
     assert_eq!(new[0].1["fun"], "runner.state.orchestrate");
     let jid = new[0].1["jid"].as_str().unwrap().to_string();
-    assert_eq!(tag_of("/args").len(), 4, "{events}");
+    assert_eq!(tag_of("/args").len(), 5, "{events}");
     let ret = tag_of("/ret");
     assert_eq!(ret.len(), 1, "{events}");
     assert_eq!(ret[0].0, format!("salt/run/{jid}/ret"));

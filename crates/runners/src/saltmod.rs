@@ -9,7 +9,7 @@
 use std::collections::BTreeSet;
 use std::time::{Duration, Instant};
 
-use halite_client::job::{run_job, JobOutcome, JobRequest};
+use halite_client::job::{run_batched, run_job, JobOutcome, JobRequest};
 use halite_client::local::{LocalBody, LocalClient, LocalReply};
 use halite_client::MasterConfig;
 use halite_salt_rules::pyfmt::python_str as py_str;
@@ -183,7 +183,11 @@ fn publish(
     };
     tracing::debug!(tgt = %req.tgt, fun, "orchestration step publishes");
     fire_args(call, kind, &req);
-    run_job(cfg, &req, timeout).map_err(|e| StateError::Other(e.to_string()))
+    match call.arg("batch") {
+        Some(b) => run_batched(cfg, &req, &py_str(b), timeout),
+        None => run_job(cfg, &req, timeout),
+    }
+    .map_err(|e| StateError::Other(e.to_string()))
 }
 
 fn refuse_ssh(call: &StateCall<'_>) -> Result<(), StateError> {
@@ -267,11 +271,6 @@ fn state(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     let cfg = master_config(call.env)?;
     let mut warnings = Vec::new();
-    if call.arg("batch").is_some() {
-        warnings.push(Value::from(
-            "'batch' is not supported by halite's salt.state yet: the targeted minions ran at once.",
-        ));
-    }
     let outcome = publish(call, "state", &cfg, fun, arg, kwarg)?;
     let fail_minions = fail_minions(call, &mut warnings);
     let mut ret = StateResult::new(name, Some(true));

@@ -51,18 +51,7 @@ pub fn no_response(jid: &str) -> String {
 
 /// The batch size for `-b N` or `-b N%` over `total` minions (at least 1).
 pub fn batch_size(spec: &str, total: usize) -> anyhow::Result<usize> {
-    let invalid = || {
-        anyhow::anyhow!(
-            "Invalid batch data sent: {spec}\nData must be in the form of %10, 10% or 3"
-        )
-    };
-    let n = if let Some(pct) = spec.strip_suffix('%').or_else(|| spec.strip_prefix('%')) {
-        let pct: f64 = pct.trim().parse().map_err(|_| invalid())?;
-        (pct / 100.0 * total as f64).floor() as usize
-    } else {
-        spec.trim().parse().map_err(|_| invalid())?
-    };
-    Ok(n.max(1))
+    halite_client::job::batch_size(spec, total).map_err(anyhow::Error::msg)
 }
 
 fn print_return(
