@@ -1,6 +1,7 @@
 //! `halite-run`: Salt's runners that matter for a fleet — `jobs.*` read
 //! the job cache, `manage.up/down/status` ping every accepted minion,
-//! `state.event` follows the master's event bus.
+//! `state.event` follows the master's event bus; `state.orchestrate` and
+//! the other runners come from halite-runners.
 
 use std::io::Write;
 use std::time::Duration;
