@@ -184,7 +184,14 @@ pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow
             }
         }
         other => {
-            let parsed = crate::args::parse_args(&call.args);
+            let mut parsed = crate::args::parse_args(&call.args);
+            // `-t` is how long manage.* waits for the minions.
+            if other.starts_with("manage.") {
+                parsed
+                    .kwargs
+                    .entry("timeout")
+                    .or_insert_with(|| Value::from(call.timeout.as_secs()));
+            }
             let value = match halite_runners::call_runner_args(cfg, other, &parsed.positional, &parsed.kwargs) {
                 Err(halite_runners::RunnerError::NotAvailable(_)) => anyhow::bail!(
                     "'{other}' is not available. halite-run knows jobs.list_jobs, jobs.lookup_jid, jobs.active, manage.up, manage.down, manage.status, state.event, state.orchestrate and event.send"
