@@ -9,11 +9,14 @@
 //!   a blocking [`local::LocalClient`];
 //! - [`keys`]: the minion key store under `pki_dir` that `halite-key`
 //!   manages;
-//! - [`jobcache`]: the job cache that `halite-run jobs.*` reads.
+//! - [`jobcache`]: the job cache that `halite-run jobs.*` reads;
+//! - [`job`]: publish one job and wait for its returns (runners,
+//!   orchestration).
 //!
 //! The master uses the same modules, so both sides agree by construction.
 
 pub mod config;
+pub mod job;
 pub mod jobcache;
 pub mod keys;
 pub mod local;

@@ -52,6 +52,14 @@ pub enum LocalBody {
         /// The events to fire (tag, data), as Salt's key changes fire them.
         events: Vec<(String, Value)>,
     },
+    /// Fire an event on the master's bus (`halite-run event.send`, the
+    /// orchestration's `salt/run/<jid>/*` events); answered `Ok`.
+    FireEvent {
+        /// The event's tag.
+        tag: String,
+        /// The event's data (a mapping; anything else is wrapped as `data`).
+        data: Value,
+    },
     /// `jobs.active`.
     Active,
     /// The ids a target selects, without publishing (batch mode).

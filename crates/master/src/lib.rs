@@ -7,6 +7,7 @@ pub mod compiler;
 pub mod events;
 pub mod fileserver;
 pub mod intake;
+pub mod local_fire;
 pub mod server;
 pub mod targeting;
 

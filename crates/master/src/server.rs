@@ -1194,6 +1194,7 @@ impl Master {
                 }
                 LocalReply::Ok
             }
+            LocalBody::FireEvent { tag, data } => crate::local_fire::fire(&self.bus, &tag, data),
             LocalBody::Active => {
                 let mut out = Map::new();
                 for (jid, a) in &self.book.active {

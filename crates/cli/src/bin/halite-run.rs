@@ -1,4 +1,5 @@
-//! `halite-run`: Salt's `salt-run` for the runners halite has.
+//! `halite-run`: Salt's `salt-run` for the runners halite has
+//! (docs/orchestration.md lists them).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -6,7 +7,8 @@ use std::time::Duration;
 use clap::Parser;
 use halite_cli::remote::{self, run};
 
-/// Run a master-side function: jobs.*, manage.*, state.event.
+/// Run a master-side function: state.orchestrate, jobs.*, manage.*,
+/// fileserver.*, cache.*, event.send, salt.cmd, state.event.
 #[derive(Parser, Debug)]
 #[command(name = "halite-run", version, allow_negative_numbers = true)]
 struct Cli {

@@ -21,6 +21,24 @@ fn format_changes(changes: Option<&Value>, opts: &OutputOptions) -> (bool, Strin
     match changes {
         None => (false, String::new()),
         Some(c) if !halite_state::truthy(c) => (false, String::new()),
+        // An orchestration step's minions (`salt.state`): each one's
+        // highstate, indented under the step.
+        Some(Value::Object(m))
+            if m.get("out").and_then(Value::as_str) == Some("highstate")
+                && m.get("ret").is_some_and(|r| !r.is_null()) =>
+        {
+            let mut text = String::new();
+            if let Some(Value::Object(hosts)) = m.get("ret") {
+                for (host, data) in hosts {
+                    for line in format_host(host, data, opts).lines() {
+                        text.push('\n');
+                        text.push_str(&" ".repeat(14));
+                        text.push_str(line);
+                    }
+                }
+            }
+            (true, text)
+        }
         Some(Value::Object(m)) => (
             true,
             format!(

@@ -51,18 +51,7 @@ pub fn no_response(jid: &str) -> String {
 
 /// The batch size for `-b N` or `-b N%` over `total` minions (at least 1).
 pub fn batch_size(spec: &str, total: usize) -> anyhow::Result<usize> {
-    let invalid = || {
-        anyhow::anyhow!(
-            "Invalid batch data sent: {spec}\nData must be in the form of %10, 10% or 3"
-        )
-    };
-    let n = if let Some(pct) = spec.strip_suffix('%').or_else(|| spec.strip_prefix('%')) {
-        let pct: f64 = pct.trim().parse().map_err(|_| invalid())?;
-        (pct / 100.0 * total as f64).floor() as usize
-    } else {
-        spec.trim().parse().map_err(|_| invalid())?
-    };
-    Ok(n.max(1))
+    halite_client::job::batch_size(spec, total).map_err(anyhow::Error::msg)
 }
 
 fn print_return(
@@ -203,52 +192,14 @@ fn run_one(
     Ok((Some(jid), failed, minions.len()))
 }
 
-/// The minions of `ids` that say they still run job `jid`
-/// (`saltutil.find_job`, answers awaited up to `wait`).
+/// The minions of `ids` that say they still run job `jid`.
 fn still_running(
     cfg: &MasterConfig,
     jid: &str,
     ids: &BTreeSet<String>,
     wait: Duration,
 ) -> anyhow::Result<BTreeSet<String>> {
-    let mut client = super::connect(cfg)?;
-    client.send(LocalBody::Publish {
-        tgt: ids.iter().cloned().collect::<Vec<_>>().join(","),
-        tgt_type: "list".into(),
-        fun: "saltutil.find_job".into(),
-        arg: vec![json!(jid)],
-        kwarg: Map::new(),
-        user: "root".into(),
-        watch: true,
-    })?;
-    let asked = match client.next(Some(wait))? {
-        Some(LocalReply::Started { minions, .. }) => minions.len(),
-        _ => return Ok(BTreeSet::new()),
-    };
-    let mut busy = BTreeSet::new();
-    let mut answered = 0;
-    let deadline = Instant::now() + wait;
-    while answered < asked {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            break;
-        }
-        match client.next(Some(left))? {
-            Some(LocalReply::Return { id, data }) => {
-                answered += 1;
-                let running = data
-                    .get("return")
-                    .and_then(Value::as_object)
-                    .is_some_and(|m| !m.is_empty());
-                if running {
-                    busy.insert(id);
-                }
-            }
-            Some(_) => {}
-            None => break,
-        }
-    }
-    Ok(busy)
+    Ok(halite_client::job::still_running(cfg, jid, ids, wait)?)
 }
 
 /// Salt's batch mode: at most `size` minions run the job at once, and the

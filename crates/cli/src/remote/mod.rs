@@ -5,6 +5,7 @@
 
 pub mod cmd;
 pub mod key;
+pub mod orch;
 pub mod progress;
 pub mod run;
 

@@ -1,16 +1,14 @@
 //! `halite-run`: Salt's runners that matter for a fleet — `jobs.*` read
 //! the job cache, `manage.up/down/status` ping every accepted minion,
-//! `state.event` follows the master's event bus.
+//! `state.event` follows the master's event bus; `state.orchestrate` and
+//! the other runners come from halite-runners.
 
-use std::collections::BTreeSet;
 use std::io::Write;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use halite_client::jobcache::JobCache;
-use halite_client::keys::KeyStore;
 use halite_client::local::{LocalBody, LocalReply};
 use halite_client::MasterConfig;
-use halite_proto::msg::KeyStatus;
 use serde_json::{json, Map, Value};
 
 use crate::output::{self, OutputOptions, Outputter};
@@ -88,45 +86,6 @@ fn print_data(out: &mut dyn Write, fmt: Option<&str>, data: Value) -> std::io::R
     writeln!(out, "{text}")
 }
 
-/// Pings every accepted minion; (up, down), sorted.
-fn ping_all(cfg: &MasterConfig, timeout: Duration) -> anyhow::Result<(Vec<String>, Vec<String>)> {
-    let accepted = KeyStore::open(&cfg.pki_dir)?.ids(KeyStatus::Accepted)?;
-    let mut client = super::connect(cfg)?;
-    client.send(LocalBody::Publish {
-        tgt: "*".into(),
-        tgt_type: "glob".into(),
-        fun: "test.ping".into(),
-        arg: vec![],
-        kwarg: Map::new(),
-        user: "root".into(),
-        watch: true,
-    })?;
-    let mut waiting: BTreeSet<String> = match client.next(None)? {
-        Some(LocalReply::Started { minions, .. }) => minions.into_iter().collect(),
-        Some(LocalReply::Error(e)) => anyhow::bail!("{e}"),
-        _ => BTreeSet::new(),
-    };
-    let mut up = BTreeSet::new();
-    let deadline = Instant::now() + timeout;
-    while !waiting.is_empty() {
-        let left = deadline.saturating_duration_since(Instant::now());
-        if left.is_zero() {
-            break;
-        }
-        match client.next(Some(left))? {
-            Some(LocalReply::Return { id, .. }) => {
-                if waiting.remove(&id) {
-                    up.insert(id);
-                }
-            }
-            Some(_) => {}
-            None => break,
-        }
-    }
-    let down = accepted.into_iter().filter(|id| !up.contains(id)).collect();
-    Ok((up.into_iter().collect(), down))
-}
-
 fn kwarg<'a>(args: &'a [String], key: &str) -> Option<&'a str> {
     args.iter()
         .find_map(|a| a.strip_prefix(key).and_then(|rest| rest.strip_prefix('=')))
@@ -139,13 +98,19 @@ fn positional(args: &[String]) -> Vec<&String> {
 /// Runs the runner function; the exit code.
 pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow::Result<i32> {
     let fmt = call.out.as_deref();
+    if halite_runners::is_orchestrate(&call.fun) {
+        return super::orch::run(cfg, call, out);
+    }
     match call.fun.as_str() {
         "jobs.list_jobs" => {
             let cache = JobCache::open(&cfg.job_cache_path())?;
             print_data(out, fmt, Value::Object(cache.list_jobs()?))?;
         }
         "jobs.lookup_jid" => {
-            let Some(jid) = positional(&call.args).first().map(|s| s.to_string()).or_else(|| kwarg(&call.args, "jid").map(String::from))
+            let Some(jid) = positional(&call.args)
+                .first()
+                .map(|s| s.to_string())
+                .or_else(|| kwarg(&call.args, "jid").map(String::from))
             else {
                 anyhow::bail!("jobs.lookup_jid needs a jid: halite-run jobs.lookup_jid <jid>");
             };
@@ -159,11 +124,18 @@ pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow
                 writeln!(out, "{}", if fmt == Some("json") { "{}" } else { "" })?;
                 return Ok(0);
             }
-            let fun = cache.job(&jid)?.and_then(|j| j.get("fun").and_then(Value::as_str).map(String::from)).unwrap_or_default();
+            let fun = cache
+                .job(&jid)?
+                .and_then(|j| j.get("fun").and_then(Value::as_str).map(String::from))
+                .unwrap_or_default();
             let outputter = fmt.and_then(Outputter::parse).unwrap_or_else(|| {
                 Outputter::default_for(&fun, data.values().next().unwrap_or(&Value::Null))
             });
-            writeln!(out, "{}", output::render(outputter, &data, &OutputOptions::default(), 0))?;
+            writeln!(
+                out,
+                "{}",
+                output::render(outputter, &data, &OutputOptions::default(), 0)
+            )?;
         }
         "jobs.active" => {
             let mut client = super::connect(cfg)?;
@@ -173,7 +145,7 @@ pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow
             }
         }
         "manage.up" | "manage.down" | "manage.status" => {
-            let (up, down) = ping_all(cfg, call.timeout)?;
+            let (up, down) = halite_runners::manage::ping_all(cfg, call.timeout)?;
             let data = match call.fun.as_str() {
                 "manage.up" => json!(up),
                 "manage.down" => json!(down),
@@ -187,14 +159,21 @@ pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow
                 .map(|s| s.to_string())
                 .or_else(|| kwarg(&call.args, "tagmatch").map(String::from))
                 .unwrap_or_else(|| "*".into());
-            let pretty = kwarg(&call.args, "pretty").is_some_and(|v| matches!(v, "True" | "true" | "1" | "yes"));
-            let count: Option<u64> = kwarg(&call.args, "count").and_then(|c| c.parse().ok()).filter(|c| *c > 0);
+            let pretty = kwarg(&call.args, "pretty")
+                .is_some_and(|v| matches!(v, "True" | "true" | "1" | "yes"));
+            let count: Option<u64> = kwarg(&call.args, "count")
+                .and_then(|c| c.parse().ok())
+                .filter(|c| *c > 0);
             let mut client = super::connect(cfg)?;
             client.send(LocalBody::Events { tagmatch })?;
             let mut seen = 0u64;
             while let Some(reply) = client.next(None)? {
                 if let LocalReply::Event { tag, data } = reply {
-                    let body = if pretty { python_json(&data, Some(4), true) } else { python_json(&data, None, false) };
+                    let body = if pretty {
+                        python_json(&data, Some(4), true)
+                    } else {
+                        python_json(&data, None, false)
+                    };
                     writeln!(out, "{tag}\t{body}")?;
                     out.flush()?;
                     seen += 1;
@@ -204,9 +183,23 @@ pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow
                 }
             }
         }
-        other => anyhow::bail!(
-            "'{other}' is not available. halite-run knows jobs.list_jobs, jobs.lookup_jid, jobs.active, manage.up, manage.down, manage.status and state.event"
-        ),
+        other => {
+            let mut parsed = crate::args::parse_args(&call.args);
+            // `-t` is how long manage.* waits for the minions.
+            if other.starts_with("manage.") {
+                parsed
+                    .kwargs
+                    .entry("timeout")
+                    .or_insert_with(|| Value::from(call.timeout.as_secs()));
+            }
+            let value = match halite_runners::call_runner_args(cfg, other, &parsed.positional, &parsed.kwargs) {
+                Err(halite_runners::RunnerError::NotAvailable(_)) => anyhow::bail!(
+                    "'{other}' is not available. halite-run knows jobs.list_jobs, jobs.lookup_jid, jobs.active, manage.up, manage.down, manage.status, state.event, state.orchestrate and event.send"
+                ),
+                r => r?,
+            };
+            print_data(out, fmt, value)?;
+        }
     }
     Ok(0)
 }
