@@ -59,16 +59,20 @@ mod tests {
         vec![
             (
                 "web1".into(),
-                Some(json!({"os": "Ubuntu", "roles": ["web", "cache"], "env": {"tier": "prod"}})),
+                Some(
+                    json!({"os": "Ubuntu", "roles": ["web", "cache"], "env": {"tier": "prod"}, "ipv4": ["10.0.1.5", "127.0.0.1"]}),
+                ),
             ),
             (
                 "web2".into(),
-                Some(json!({"os": "Debian", "roles": ["web"], "env": {"tier": "dev"}})),
+                Some(
+                    json!({"os": "Debian", "roles": ["web"], "env": {"tier": "dev"}, "ipv4": ["10.0.2.5"], "ipv6": ["2001:db8::2"]}),
+                ),
             ),
             (
                 "db1".into(),
                 Some(
-                    json!({"os": "Ubuntu", "roles": ["db"], "env": {"tier": "prod"}, "url": "http://x"}),
+                    json!({"os": "Ubuntu", "roles": ["db"], "env": {"tier": "prod"}, "url": "http://x", "ipv4": ["192.168.7.7"]}),
                 ),
             ),
             // Accepted, but has never reported grains.
@@ -137,6 +141,26 @@ mod tests {
     }
 
     #[test]
+    fn ipcidr_selects_by_the_ip_grains() {
+        assert_eq!(run("10.0.0.0/8", "ipcidr").unwrap(), ["web1", "web2"]);
+        assert_eq!(run("10.0.2.5", "ipcidr").unwrap(), ["web2"]);
+        assert_eq!(run("0.0.0.0/0", "ipcidr").unwrap(), ["db1", "web1", "web2"]);
+        assert_eq!(run("2001:db8::/32", "ipcidr").unwrap(), ["web2"]);
+        assert_eq!(
+            run("S@10.0.0.0/8 and G@os:Ubuntu", "compound").unwrap(),
+            ["web1"]
+        );
+        assert_eq!(
+            run("not S@10.0.0.0/8", "compound").unwrap(),
+            ["db1", "new1"]
+        );
+        assert!(matches!(
+            run("10.0.0.5/8", "ipcidr"),
+            Err(TargetError::BadIpcidr { .. })
+        ));
+    }
+
+    #[test]
     fn minions_without_grains_match_no_grain_term() {
         assert_eq!(run("*:*", "grain").unwrap(), ["db1", "web1", "web2"]);
         assert_eq!(run("new*", "glob").unwrap(), ["new1"]);
@@ -181,11 +205,19 @@ mod tests {
             Err(TargetError::NoPillarCache('J'))
         ));
         assert!(matches!(
-            run("S@10.0.0.0/8", "compound"),
-            Err(TargetError::UnsupportedEngine('S'))
+            run("S@10.0.0.1/8", "compound"),
+            Err(TargetError::BadIpcidr { .. })
         ));
         assert!(matches!(
-            run("x", "range"),
+            run("%cluster", "range"),
+            Err(TargetError::RangeUnsupported)
+        ));
+        assert!(matches!(
+            run("R@%cluster or web1", "compound"),
+            Err(TargetError::RangeUnsupported)
+        ));
+        assert!(matches!(
+            run("x", "nosuch"),
             Err(TargetError::UnknownType(_))
         ));
     }
