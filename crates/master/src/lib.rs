@@ -7,6 +7,7 @@ pub mod compiler;
 pub mod events;
 pub mod fileserver;
 pub mod intake;
+pub mod pillar_cache;
 pub mod server;
 pub mod targeting;
 

@@ -70,11 +70,6 @@ pub enum TargetError {
     /// A compound engine letter halite does not support.
     #[error("target engine {0}@ is not supported by halite; use G@, P@, I@, J@, S@, E@, L@ or N@")]
     UnsupportedEngine(char),
-    #[error(
-        "target engine {0}@ matches pillar data, which halite's master does not cache; target by grains (G@, P@), ids (globs, E@, L@) or nodegroups (N@)"
-    )]
-    /// A compound engine that needs the pillar cache halite's master lacks.
-    NoPillarCache(char),
     /// An ipcidr target (`-S`, `S@`) that is neither an address nor a
     /// network, as Python's `ipaddress` reads them.
     #[error(
@@ -396,18 +391,6 @@ impl Expr {
             Expr::Or(a, b) => a.eval(facts) || b.eval(facts),
         }
     }
-
-    /// The first pillar engine (`I` or `J`) used anywhere in the expression.
-    fn pillar_engine(&self) -> Option<char> {
-        match self {
-            Expr::Leaf(Leaf::Subdict(p)) if p.data == Data::Pillar => {
-                Some(if p.mode == ValueMode::Regex { 'J' } else { 'I' })
-            }
-            Expr::Leaf(_) => None,
-            Expr::Not(e) => e.pillar_engine(),
-            Expr::And(a, b) | Expr::Or(a, b) => a.pillar_engine().or_else(|| b.pillar_engine()),
-        }
-    }
 }
 
 /// A target compiled once and matched against any number of minions.
@@ -445,12 +428,6 @@ impl Target {
     /// Whether the minion described by `facts` is selected.
     pub fn matches(&self, facts: &MinionFacts<'_>) -> bool {
         self.expr.eval(facts)
-    }
-
-    /// `Some('I')` or `Some('J')` when the target reads pillar data (the
-    /// master, which caches no pillar, refuses such targets).
-    pub fn pillar_engine(&self) -> Option<char> {
-        self.expr.pillar_engine()
     }
 }
 
