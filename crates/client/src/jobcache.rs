@@ -1,5 +1,7 @@
-//! The job cache: SQLite in WAL mode under `cachedir`. Jobs, returns and
-//! the grains each minion last reported. A return is committed here before
+//! The job cache: SQLite in WAL mode under `cachedir`. Jobs, returns, the
+//! grains each minion last reported and the pillar the master last compiled
+//! for it (Salt's `minion_data_cache`, read by pillar targets and the
+//! `cache.grains`/`cache.pillar` runners). A return is committed here before
 //! the master acknowledges it to the minion.
 
 use std::path::Path;
@@ -68,6 +70,10 @@ CREATE TABLE IF NOT EXISTS returns (
 CREATE TABLE IF NOT EXISTS minion_data (
     id TEXT PRIMARY KEY,
     grains TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS minion_pillar (
+    id TEXT PRIMARY KEY,
+    pillar TEXT NOT NULL
 );
 ";
 
@@ -207,11 +213,65 @@ impl JobCache {
         Ok(out)
     }
 
-    /// Forgets a minion's cached data (its key was deleted).
-    pub fn forget_minion(&self, id: &str) -> Result<(), JobCacheError> {
+    /// Remembers the pillar the master compiled for `id` (replacing the
+    /// previous one), so pillar targets and `cache.pillar` see it after a
+    /// restart.
+    pub fn store_pillar(&self, id: &str, pillar: &Value) -> Result<(), JobCacheError> {
+        let text = serde_json::to_string(pillar)?;
         self.conn
-            .execute("DELETE FROM minion_data WHERE id = ?1", params![id])
+            .prepare_cached("INSERT OR REPLACE INTO minion_pillar (id, pillar) VALUES (?1, ?2)")
+            .and_then(|mut stmt| stmt.execute(params![id, text]))
             .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Every cached minion's pillar, as the master last compiled it: what
+    /// `halite-run cache.pillar` prints (filtered by its target) and what
+    /// the master loads at start for pillar targets.
+    pub fn all_pillars(&self) -> Result<Vec<(String, Value)>, JobCacheError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, pillar FROM minion_pillar ORDER BY id")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+            })
+            .map_err(self.err())?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, pillar) = row.map_err(self.err())?;
+            if let Some(pillar) = stored_json(&pillar, "pillar", &id) {
+                out.push((id, pillar));
+            }
+        }
+        Ok(out)
+    }
+
+    /// One minion's cached pillar; `None` when the master has never
+    /// compiled for it (Salt's `cache.pillar` then shows nothing for it).
+    pub fn pillar(&self, id: &str) -> Result<Option<Value>, JobCacheError> {
+        let text: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT pillar FROM minion_pillar WHERE id = ?1",
+                params![id],
+                |row| row.get(0),
+            )
+            .optional()
+            .map_err(self.err())?;
+        Ok(text.and_then(|t| stored_json(&t, "pillar", id)))
+    }
+
+    /// Forgets a minion's cached data, grains and pillar (its key was
+    /// deleted).
+    pub fn forget_minion(&self, id: &str) -> Result<(), JobCacheError> {
+        for sql in [
+            "DELETE FROM minion_data WHERE id = ?1",
+            "DELETE FROM minion_pillar WHERE id = ?1",
+        ] {
+            self.conn.execute(sql, params![id]).map_err(self.err())?;
+        }
         Ok(())
     }
 
@@ -371,6 +431,37 @@ mod tests {
             user: "root".into(),
             minions: vec!["web1".into()],
         }
+    }
+
+    #[test]
+    fn pillars_survive_reopening_and_go_with_the_minion() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.sqlite");
+        {
+            let cache = JobCache::open(&path).unwrap();
+            cache.store_pillar("web1", &json!({"role": "web"})).unwrap();
+            cache.store_pillar("db1", &json!({"role": "db"})).unwrap();
+            cache
+                .store_pillar("web1", &json!({"role": "edge"}))
+                .unwrap();
+            cache
+                .store_grains("web1", &json!({"os": "Ubuntu"}))
+                .unwrap();
+        }
+        let cache = JobCache::open(&path).unwrap();
+        assert_eq!(
+            cache.all_pillars().unwrap(),
+            vec![
+                ("db1".to_string(), json!({"role": "db"})),
+                ("web1".to_string(), json!({"role": "edge"})),
+            ]
+        );
+        assert_eq!(cache.pillar("db1").unwrap(), Some(json!({"role": "db"})));
+        assert_eq!(cache.pillar("nosuch").unwrap(), None);
+        cache.forget_minion("web1").unwrap();
+        assert_eq!(cache.pillar("web1").unwrap(), None);
+        assert!(cache.all_grains().unwrap().is_empty());
+        assert_eq!(cache.all_pillars().unwrap().len(), 1);
     }
 
     #[test]

@@ -17,6 +17,7 @@ use halite_state::{FileClient, StateModules};
 use serde_json::{Map, Value};
 
 use crate::fileserver::FileServer;
+use crate::pillar_cache::PillarCache;
 
 /// What the master needs to compile for any minion: its options, the
 /// module tables, the state tree (through the fileserver) and the pillar tree.
@@ -26,6 +27,8 @@ pub struct Compiler {
     states: StateModules,
     files: Arc<FileServer>,
     pillar_files: Arc<LocalFileClient>,
+    /// Where each compiled pillar is remembered for pillar targets.
+    pillar_cache: Option<Arc<PillarCache>>,
 }
 
 /// Salt's message before pillar render errors in a state return.
@@ -45,7 +48,19 @@ impl Compiler {
             states: halite_modules::table::state_modules(),
             files,
             pillar_files: Arc::new(LocalFileClient::new(pillar_roots)),
+            pillar_cache: None,
         }
+    }
+
+    /// Remembers every pillar this compiler renders in `cache`.
+    pub fn with_pillar_cache(mut self, cache: Arc<PillarCache>) -> Self {
+        self.pillar_cache = Some(cache);
+        self
+    }
+
+    /// The cache of compiled pillars, when one is kept.
+    pub fn pillar_cache(&self) -> Option<&PillarCache> {
+        self.pillar_cache.as_deref()
     }
 
     /// The host templates see while compiling for minion `id`.
@@ -111,6 +126,10 @@ impl Compiler {
     ) -> Bundle {
         let mut host = self.host_for(id, &job.jid, grains, remote);
         let (pillar, errors) = self.pillar(&host);
+        // A pillar that failed to render keeps the last good one cached.
+        if let (Some(cache), true) = (&self.pillar_cache, errors.is_empty()) {
+            cache.store(id, &pillar);
+        }
         host.pillar = pillar.clone();
         let action = if !job.fun.starts_with("state.") {
             BundleAction::Call

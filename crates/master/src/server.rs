@@ -335,11 +335,13 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
         cfg.file_roots.clone(),
         cfg.file_buffer_size,
     ));
-    let compiler = Arc::new(Compiler::new(
-        cfg.opts(),
-        fileserver.clone(),
-        cfg.pillar_roots.clone(),
-    ));
+    let pillars = Arc::new(crate::pillar_cache::PillarCache::open(
+        &cfg.job_cache_path(),
+    )?);
+    let compiler = Arc::new(
+        Compiler::new(cfg.opts(), fileserver.clone(), cfg.pillar_roots.clone())
+            .with_pillar_cache(pillars),
+    );
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let (internal, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
     let mut master = Master {
@@ -560,6 +562,9 @@ impl Master {
                 self.wire.by_id.remove(&s.id);
                 if !accepted.contains_key(&s.id) {
                     self.book.grains.remove(&s.id);
+                    if let Some(pillars) = self.compile.compiler.pillar_cache() {
+                        pillars.forget(&s.id);
+                    }
                     let _ = self.book.jobs.forget_minion(&s.id);
                 }
             }
@@ -1231,11 +1236,13 @@ impl Master {
         self.refresh_keys(false);
         let mut ids: Vec<&String> = self.trust.accepted.keys().collect();
         ids.sort();
+        let pillars = self.compile.compiler.pillar_cache().map(|c| c.read());
         let facts: Vec<MinionFacts> = ids
             .iter()
             .map(|id| MinionFacts {
                 id,
                 grains: self.book.grains.get(*id),
+                pillar: pillars.as_ref().and_then(|p| p.get(*id)),
             })
             .collect();
         check_minions(tgt, tgt_type, &facts, &self.cfg.nodegroups).map_err(|e| e.to_string())

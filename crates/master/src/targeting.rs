@@ -3,9 +3,9 @@
 //! their grains and its `nodegroups`. What a target means for one minion is
 //! `halite_state::target`, shared with top files; this module only adds
 //! what is the master's: iterating the accepted minions, treating a minion
-//! that never reported grains as matching no grain term (as Salt 3008 drops
-//! minions without cached data), and refusing pillar targets, since the
-//! master caches no pillar.
+//! that never reported grains (or was never compiled for, so has no cached
+//! pillar) as matching no grain (pillar) term, as Salt 3008 drops minions
+//! without cached data.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +21,8 @@ pub struct MinionFacts<'a> {
     pub id: &'a str,
     /// `None` when the minion has never reported its grains.
     pub grains: Option<&'a Value>,
+    /// `None` when the master has never compiled a pillar for it.
+    pub pillar: Option<&'a Value>,
 }
 
 /// The ids among `minions` that `tgt` of `tgt_type` selects, sorted.
@@ -31,9 +33,6 @@ pub fn check_minions(
     nodegroups: &BTreeMap<String, Value>,
 ) -> Result<Vec<String>, TargetError> {
     let target = Target::compile(tgt, tgt_type, nodegroups)?;
-    if let Some(engine) = target.pillar_engine() {
-        return Err(TargetError::NoPillarCache(engine));
-    }
     let unknown = Value::Null;
     let mut out: Vec<String> = minions
         .iter()
@@ -41,7 +40,7 @@ pub fn check_minions(
             target.matches(&halite_state::target::MinionFacts {
                 id: m.id,
                 grains: m.grains.unwrap_or(&unknown),
-                pillar: &unknown,
+                pillar: m.pillar.unwrap_or(&unknown),
             })
         })
         .map(|m| m.id.to_string())
@@ -55,20 +54,34 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// The pillar the master compiled for each minion (none for db1 and
+    /// new1: never compiled for).
+    fn pillar_of(id: &str) -> Option<Value> {
+        match id {
+            "web1" => Some(json!({"role": "web", "app": {"tier": "Front-End"}})),
+            "web2" => Some(json!({"role": "web-canary", "app": {"tier": "front"}})),
+            _ => None,
+        }
+    }
+
     fn fleet() -> Vec<(String, Option<Value>)> {
         vec![
             (
                 "web1".into(),
-                Some(json!({"os": "Ubuntu", "roles": ["web", "cache"], "env": {"tier": "prod"}})),
+                Some(
+                    json!({"os": "Ubuntu", "roles": ["web", "cache"], "env": {"tier": "prod"}, "ipv4": ["10.0.1.5", "127.0.0.1"]}),
+                ),
             ),
             (
                 "web2".into(),
-                Some(json!({"os": "Debian", "roles": ["web"], "env": {"tier": "dev"}})),
+                Some(
+                    json!({"os": "Debian", "roles": ["web"], "env": {"tier": "dev"}, "ipv4": ["10.0.2.5"], "ipv6": ["2001:db8::2"]}),
+                ),
             ),
             (
                 "db1".into(),
                 Some(
-                    json!({"os": "Ubuntu", "roles": ["db"], "env": {"tier": "prod"}, "url": "http://x"}),
+                    json!({"os": "Ubuntu", "roles": ["db"], "env": {"tier": "prod"}, "url": "http://x", "ipv4": ["192.168.7.7"]}),
                 ),
             ),
             // Accepted, but has never reported grains.
@@ -77,12 +90,19 @@ mod tests {
     }
 
     fn run(tgt: &str, tgt_type: &str) -> Result<Vec<String>, TargetError> {
-        let data = fleet();
+        let data: Vec<(String, Option<Value>, Option<Value>)> = fleet()
+            .into_iter()
+            .map(|(id, g)| {
+                let p = pillar_of(&id);
+                (id, g, p)
+            })
+            .collect();
         let facts: Vec<MinionFacts> = data
             .iter()
-            .map(|(id, g)| MinionFacts {
+            .map(|(id, g, p)| MinionFacts {
                 id,
                 grains: g.as_ref(),
+                pillar: p.as_ref(),
             })
             .collect();
         let mut groups = BTreeMap::new();
@@ -137,6 +157,47 @@ mod tests {
     }
 
     #[test]
+    fn pillar_targets_read_the_cached_pillar() {
+        assert_eq!(run("role:web*", "pillar").unwrap(), ["web1", "web2"]);
+        assert_eq!(run("role:web", "pillar").unwrap(), ["web1"]);
+        assert_eq!(run("app:tier:front*", "pillar").unwrap(), ["web1", "web2"]);
+        assert_eq!(run("role:web-.*", "pillar_pcre").unwrap(), ["web2"]);
+        assert_eq!(run("app:tier:FRONT", "pillar_exact").unwrap(), ["web2"]);
+        assert!(run("app:tier:front*", "pillar_exact").unwrap().is_empty());
+        assert_eq!(
+            run("I@role:web* and G@os:Ubuntu", "compound").unwrap(),
+            ["web1"]
+        );
+        assert_eq!(
+            run("J@role:.*canary or db1", "compound").unwrap(),
+            ["db1", "web2"]
+        );
+        // Never compiled for: no pillar term matches, `not` does.
+        assert_eq!(run("*:*", "pillar").unwrap(), ["web1", "web2"]);
+        assert_eq!(run("not I@role:*", "compound").unwrap(), ["db1", "new1"]);
+    }
+
+    #[test]
+    fn ipcidr_selects_by_the_ip_grains() {
+        assert_eq!(run("10.0.0.0/8", "ipcidr").unwrap(), ["web1", "web2"]);
+        assert_eq!(run("10.0.2.5", "ipcidr").unwrap(), ["web2"]);
+        assert_eq!(run("0.0.0.0/0", "ipcidr").unwrap(), ["db1", "web1", "web2"]);
+        assert_eq!(run("2001:db8::/32", "ipcidr").unwrap(), ["web2"]);
+        assert_eq!(
+            run("S@10.0.0.0/8 and G@os:Ubuntu", "compound").unwrap(),
+            ["web1"]
+        );
+        assert_eq!(
+            run("not S@10.0.0.0/8", "compound").unwrap(),
+            ["db1", "new1"]
+        );
+        assert!(matches!(
+            run("10.0.0.5/8", "ipcidr"),
+            Err(TargetError::BadIpcidr { .. })
+        ));
+    }
+
+    #[test]
     fn minions_without_grains_match_no_grain_term() {
         assert_eq!(run("*:*", "grain").unwrap(), ["db1", "web1", "web2"]);
         assert_eq!(run("new*", "glob").unwrap(), ["new1"]);
@@ -173,19 +234,19 @@ mod tests {
             Err(TargetError::BadCompound { .. })
         ));
         assert!(matches!(
-            run("I@role:x", "compound"),
-            Err(TargetError::NoPillarCache('I'))
+            run("S@10.0.0.1/8", "compound"),
+            Err(TargetError::BadIpcidr { .. })
         ));
         assert!(matches!(
-            run("role:x", "pillar_pcre"),
-            Err(TargetError::NoPillarCache('J'))
+            run("%cluster", "range"),
+            Err(TargetError::RangeUnsupported)
         ));
         assert!(matches!(
-            run("S@10.0.0.0/8", "compound"),
-            Err(TargetError::UnsupportedEngine('S'))
+            run("R@%cluster or web1", "compound"),
+            Err(TargetError::RangeUnsupported)
         ));
         assert!(matches!(
-            run("x", "range"),
+            run("x", "nosuch"),
             Err(TargetError::UnknownType(_))
         ));
     }

@@ -25,6 +25,16 @@ pub fn swarm_grains(prefix: &str, n: usize) -> Map<String, Value> {
     g.insert("os".into(), json!(os));
     g.insert("roles".into(), json!([role]));
     g.insert("swarm_index".into(), json!(n));
+    // Loopback plus an address of its own in 10.0.0.0/8 (identity n is
+    // 10.<n's bytes>), so ipcidr targets (-S, S@) have something to select.
+    let b = n.to_be_bytes();
+    let own = format!(
+        "10.{}.{}.{}",
+        b[b.len() - 3],
+        b[b.len() - 2],
+        b[b.len() - 1]
+    );
+    g.insert("ipv4".into(), json!(["127.0.0.1", own]));
     g
 }
 

@@ -1,7 +1,8 @@
 //! Minion targeting as Salt 3008 defines it, in one place for the whole
 //! workspace: glob (Python fnmatch), pcre (`re.match`), list, grain,
-//! grain_pcre, pillar, pillar_pcre, compound expressions (`G@ P@ I@ J@ E@
-//! L@ N@`, `and`/`or`/`not`, parentheses) and nodegroups.
+//! grain_pcre, pillar, pillar_pcre, pillar_exact, ipcidr, compound
+//! expressions (`G@ P@ I@ J@ S@ E@ L@ N@`, `and`/`or`/`not`, parentheses)
+//! and nodegroups. Range (`-R`, `R@`) is refused with its own error.
 //!
 //! Top files use [`matches`] for one minion (its own facts); the master
 //! compiles a [`Target`] once and matches it against every accepted minion
@@ -14,9 +15,12 @@ use std::collections::BTreeMap;
 
 use regex::Regex;
 
+mod ipcidr;
+
 use crate::requisite::py_str;
 use crate::value::{Map, Value};
 use halite_salt_rules::fnmatch::Glob;
+use ipcidr::IpTarget;
 
 /// What a target is matched against: one minion's id, grains and pillar.
 /// A minion whose grains (or pillar) are unknown is given `Value::Null`,
@@ -40,7 +44,7 @@ pub type Nodegroups = BTreeMap<String, Value>;
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum TargetError {
     #[error(
-        "unknown target type {0:?}; use glob, pcre, list, grain, grain_pcre, pillar, pillar_pcre, compound or nodegroup"
+        "unknown target type {0:?}; use glob, pcre, list, grain, grain_pcre, pillar, pillar_pcre, pillar_exact, ipcidr, compound or nodegroup"
     )]
     /// A `tgt_type` halite does not know.
     UnknownType(String),
@@ -64,13 +68,24 @@ pub enum TargetError {
     #[error("unknown nodegroup {0:?}; define it under `nodegroups` in the config")]
     UnknownNodegroup(String),
     /// A compound engine letter halite does not support.
-    #[error("target engine {0}@ is not supported by halite; use G@, P@, I@, J@, E@, L@ or N@")]
+    #[error("target engine {0}@ is not supported by halite; use G@, P@, I@, J@, S@, E@, L@ or N@")]
     UnsupportedEngine(char),
+    /// An ipcidr target (`-S`, `S@`) that is neither an address nor a
+    /// network, as Python's `ipaddress` reads them.
     #[error(
-        "target engine {0}@ matches pillar data, which halite's master does not cache; target by grains (G@, P@), ids (globs, E@, L@) or nodegroups (N@)"
+        "invalid IP/CIDR target {target:?}: {reason}; give an address (10.0.0.1, 2001:db8::1) or a network (10.0.0.0/8, 10.0.0.0/255.0.0.0, 2001:db8::/32)"
     )]
-    /// A compound engine that needs the pillar cache halite's master lacks.
-    NoPillarCache(char),
+    BadIpcidr {
+        /// The target as written.
+        target: String,
+        /// Why it is neither.
+        reason: String,
+    },
+    /// Range targeting (`-R`, `R@`), which needs a seco.range server.
+    #[error(
+        "range targeting (-R, R@) is not supported by halite: it needs a seco.range server, which Salt 3008 only reaches through the optional seco.range Python module (without it Salt answers \"Range matcher unavailable\"); target by glob, list (-L), grain (-G), pillar (-I), ipcidr (-S) or nodegroup (-N) instead"
+    )]
+    RangeUnsupported,
 }
 
 /// Salt's default `delimiter` for grain and pillar targets.
@@ -83,18 +98,27 @@ enum Data {
     Pillar,
 }
 
+/// How a grain or pillar term compares values: fnmatch (`G@`, `I@`),
+/// `re.match` (`P@`, `J@`) or lowercase equality (`pillar_exact`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum ValueMode {
+    Glob,
+    Regex,
+    Exact,
+}
+
 /// One engine's matcher, compiled once.
 enum Leaf {
     Glob(Glob),
     Pcre(Regex),
     List(Vec<String>),
     Subdict(SubdictPattern),
+    Ipcidr(IpTarget),
 }
 
 impl Leaf {
     fn new(tgt_type: &str, expr: &str, delimiter: char) -> Result<Self, TargetError> {
-        let subdict =
-            |data, regex| Leaf::Subdict(SubdictPattern::new(data, expr, delimiter, regex));
+        let subdict = |data, mode| Leaf::Subdict(SubdictPattern::new(data, expr, delimiter, mode));
         Ok(match tgt_type {
             "glob" => Leaf::Glob(Glob::new(expr)),
             "pcre" => Leaf::Pcre(python_regex(expr)?),
@@ -105,10 +129,13 @@ impl Leaf {
                     .map(String::from)
                     .collect(),
             ),
-            "grain" => subdict(Data::Grains, false),
-            "grain_pcre" => subdict(Data::Grains, true),
-            "pillar" => subdict(Data::Pillar, false),
-            "pillar_pcre" => subdict(Data::Pillar, true),
+            "grain" => subdict(Data::Grains, ValueMode::Glob),
+            "grain_pcre" => subdict(Data::Grains, ValueMode::Regex),
+            "pillar" => subdict(Data::Pillar, ValueMode::Glob),
+            "pillar_pcre" => subdict(Data::Pillar, ValueMode::Regex),
+            "pillar_exact" => subdict(Data::Pillar, ValueMode::Exact),
+            "ipcidr" => Leaf::Ipcidr(IpTarget::parse(expr)?),
+            "range" => return Err(TargetError::RangeUnsupported),
             other => return Err(TargetError::UnknownType(other.to_string())),
         })
     }
@@ -122,6 +149,7 @@ impl Leaf {
                 Data::Grains => facts.grains,
                 Data::Pillar => facts.pillar,
             }),
+            Leaf::Ipcidr(t) => t.matches(facts.grains),
         }
     }
 }
@@ -141,7 +169,7 @@ struct SubdictPattern {
     data: Data,
     expr: String,
     delimiter: char,
-    regex: bool,
+    mode: ValueMode,
     /// (pattern as written, compiled lowercase form); `None` is an invalid
     /// regex, which Salt logs and treats as no match.
     compiled: Vec<(String, Option<ValuePattern>)>,
@@ -150,10 +178,11 @@ struct SubdictPattern {
 enum ValuePattern {
     Glob(Glob),
     Regex(Regex),
+    Exact(String),
 }
 
 impl SubdictPattern {
-    fn new(data: Data, expr: &str, delimiter: char, regex: bool) -> Self {
+    fn new(data: Data, expr: &str, delimiter: char, mode: ValueMode) -> Self {
         let mut suffixes = vec![expr];
         for (i, c) in expr.char_indices() {
             if c == delimiter || c == DEFAULT_DELIMITER {
@@ -162,13 +191,13 @@ impl SubdictPattern {
         }
         let compiled = suffixes
             .into_iter()
-            .map(|s| (s.to_string(), compile_value_pattern(s, regex)))
+            .map(|s| (s.to_string(), compile_value_pattern(s, mode)))
             .collect();
         SubdictPattern {
             data,
             expr: expr.to_string(),
             delimiter,
-            regex,
+            mode,
             compiled,
         }
     }
@@ -278,24 +307,25 @@ impl SubdictPattern {
         let compiled = match found {
             Some((_, c)) => c.as_ref(),
             None => {
-                owned = compile_value_pattern(pattern, self.regex);
+                owned = compile_value_pattern(pattern, self.mode);
                 owned.as_ref()
             }
         };
         match compiled {
             Some(ValuePattern::Glob(g)) => g.matches(target_lower),
             Some(ValuePattern::Regex(r)) => r.is_match(target_lower),
+            Some(ValuePattern::Exact(e)) => target_lower == e,
             None => false,
         }
     }
 }
 
-fn compile_value_pattern(pattern: &str, regex: bool) -> Option<ValuePattern> {
+fn compile_value_pattern(pattern: &str, mode: ValueMode) -> Option<ValuePattern> {
     let lower = pattern.to_lowercase();
-    if regex {
-        python_regex(&lower).ok().map(ValuePattern::Regex)
-    } else {
-        Some(ValuePattern::Glob(Glob::new(&lower)))
+    match mode {
+        ValueMode::Regex => python_regex(&lower).ok().map(ValuePattern::Regex),
+        ValueMode::Glob => Some(ValuePattern::Glob(Glob::new(&lower))),
+        ValueMode::Exact => Some(ValuePattern::Exact(lower)),
     }
 }
 
@@ -361,18 +391,6 @@ impl Expr {
             Expr::Or(a, b) => a.eval(facts) || b.eval(facts),
         }
     }
-
-    /// The first pillar engine (`I` or `J`) used anywhere in the expression.
-    fn pillar_engine(&self) -> Option<char> {
-        match self {
-            Expr::Leaf(Leaf::Subdict(p)) if p.data == Data::Pillar => {
-                Some(if p.regex { 'J' } else { 'I' })
-            }
-            Expr::Leaf(_) => None,
-            Expr::Not(e) => e.pillar_engine(),
-            Expr::And(a, b) | Expr::Or(a, b) => a.pillar_engine().or_else(|| b.pillar_engine()),
-        }
-    }
 }
 
 /// A target compiled once and matched against any number of minions.
@@ -382,7 +400,8 @@ pub struct Target {
 
 impl Target {
     /// Compiles `tgt` of `tgt_type` (`glob`, `pcre`, `list`, `grain`,
-    /// `grain_pcre`, `pillar`, `pillar_pcre`, `compound`, `nodegroup`);
+    /// `grain_pcre`, `pillar`, `pillar_pcre`, `pillar_exact`, `ipcidr`,
+    /// `compound`, `nodegroup`);
     /// `N@` words and `nodegroup` targets expand from `nodegroups`.
     pub fn compile(
         tgt: &str,
@@ -409,12 +428,6 @@ impl Target {
     /// Whether the minion described by `facts` is selected.
     pub fn matches(&self, facts: &MinionFacts<'_>) -> bool {
         self.expr.eval(facts)
-    }
-
-    /// `Some('I')` or `Some('J')` when the target reads pillar data (the
-    /// master, which caches no pillar, refuses such targets).
-    pub fn pillar_engine(&self) -> Option<char> {
-        self.expr.pillar_engine()
     }
 }
 
@@ -608,6 +621,8 @@ fn compound_leaf(word: &str) -> Result<Leaf, TargetError> {
         Some('J') => Leaf::new("pillar_pcre", pattern, delimiter),
         Some('E') => Leaf::new("pcre", pattern, delimiter),
         Some('L') => Leaf::new("list", pattern, delimiter),
+        Some('S') => Leaf::new("ipcidr", pattern, delimiter),
+        Some('R') => Err(TargetError::RangeUnsupported),
         Some(other) => Err(TargetError::UnsupportedEngine(other)),
     }
 }
@@ -752,8 +767,37 @@ mod tests {
         assert!(!matches(&json!("G@os:Debian"), "glob", &f).unwrap());
         assert!(matches!(
             matches(&json!("x"), "range", &f),
+            Err(TargetError::RangeUnsupported)
+        ));
+        assert!(matches!(
+            matches(&json!("x"), "nosuch", &f),
             Err(TargetError::UnknownType(_))
         ));
+    }
+
+    #[test]
+    fn ipcidr_and_pillar_exact_in_compounds_and_tops() {
+        let grains = json!({"os": "Debian", "ipv4": ["10.1.2.3", "127.0.0.1"], "ipv6": ["::1"]});
+        let pillar = json!({"role": "Web", "tier": "web-prod"});
+        let f = MinionFacts {
+            id: "web1",
+            grains: &grains,
+            pillar: &pillar,
+        };
+        assert!(matches(&json!("10.0.0.0/8"), "ipcidr", &f).unwrap());
+        assert!(matches(&json!("127.0.0.1"), "ipcidr", &f).unwrap());
+        assert!(!matches(&json!("192.168.0.0/16"), "ipcidr", &f).unwrap());
+        assert!(compound("S@10.1.2.0/24 and G@os:Debian", &f).unwrap());
+        assert!(!compound("S@10.1.2.0/24 and not G@os:Debian", &f).unwrap());
+        assert!(compound("S@::1 or S@192.168.0.1", &f).unwrap());
+        assert!(matches!(
+            compound("S@10.0.0.1/8 and web1", &f),
+            Err(TargetError::BadIpcidr { .. })
+        ));
+        // pillar_exact: case-insensitive equality, no globbing.
+        assert!(matches(&json!("role:web"), "pillar_exact", &f).unwrap());
+        assert!(!matches(&json!("tier:web*"), "pillar_exact", &f).unwrap());
+        assert!(matches(&json!("tier:web*"), "pillar", &f).unwrap());
     }
 
     /// `salt.utils.data.subdict_match` corner cases, as Salt 3008 has them.
@@ -769,7 +813,12 @@ mod tests {
             "nested": [["a", "b"]],
         });
         let m = |expr: &str, regex: bool| {
-            SubdictPattern::new(Data::Grains, expr, ':', regex).matches(&grains)
+            let mode = if regex {
+                ValueMode::Regex
+            } else {
+                ValueMode::Glob
+            };
+            SubdictPattern::new(Data::Grains, expr, ':', mode).matches(&grains)
         };
         // Case-insensitive on both sides, glob and regex.
         assert!(m("os:ubuntu", false));
@@ -799,8 +848,12 @@ mod tests {
         assert!(!m("os", false));
         assert!(!m("os:(", true));
         // Unknown grains (Null) never match.
-        assert!(!SubdictPattern::new(Data::Grains, "*:*", ':', false).matches(&Value::Null));
-        assert!(!SubdictPattern::new(Data::Grains, "os:*", ':', false).matches(&Value::Null));
+        assert!(
+            !SubdictPattern::new(Data::Grains, "*:*", ':', ValueMode::Glob).matches(&Value::Null)
+        );
+        assert!(
+            !SubdictPattern::new(Data::Grains, "os:*", ':', ValueMode::Glob).matches(&Value::Null)
+        );
     }
 
     #[test]
@@ -817,8 +870,12 @@ mod tests {
         assert!(!compound("X@web1", &f).unwrap());
         assert!(compound("web1", &f).unwrap());
         assert!(matches!(
-            compound("S@10.0.0.0/8", &f),
-            Err(TargetError::UnsupportedEngine('S'))
+            compound("T@x", &f),
+            Err(TargetError::UnsupportedEngine('T'))
+        ));
+        assert!(matches!(
+            compound("R@%cluster", &f),
+            Err(TargetError::RangeUnsupported)
         ));
         assert_eq!(parse_target("G@"), (None, None, "G@"));
         assert_eq!(parse_target("E@web(1|2)"), (Some('E'), None, "web(1|2)"));

@@ -27,6 +27,20 @@ struct Cli {
     /// Target is a grain with a regular expression value.
     #[arg(short = 'P', long = "grain-pcre")]
     grain_pcre: bool,
+    /// Target is a pillar value: `key:glob` (the master's cache of each
+    /// minion's compiled pillar).
+    #[arg(short = 'I', long = "pillar")]
+    pillar: bool,
+    /// Target is a pillar value with a regular expression: `key:regex`.
+    #[arg(short = 'J', long = "pillar-pcre")]
+    pillar_pcre: bool,
+    /// Target is an IP address or a network in CIDR notation, matched
+    /// against the minions' `ipv4`/`ipv6` grains.
+    #[arg(short = 'S', long = "ipcidr")]
+    ipcidr: bool,
+    /// Range expression (seco.range): not supported, refused by the master.
+    #[arg(short = 'R', long = "range")]
+    range: bool,
     /// Target is a compound expression.
     #[arg(short = 'C', long = "compound")]
     compound: bool,
@@ -73,6 +87,14 @@ fn main() -> std::process::ExitCode {
         "grain"
     } else if cli.grain_pcre {
         "grain_pcre"
+    } else if cli.pillar {
+        "pillar"
+    } else if cli.pillar_pcre {
+        "pillar_pcre"
+    } else if cli.ipcidr {
+        "ipcidr"
+    } else if cli.range {
+        "range"
     } else if cli.compound {
         "compound"
     } else if cli.nodegroup {
