@@ -466,7 +466,14 @@ both:
       - salt: files
 "#,
     );
-    let _master = fleet.start_master(&format!("file_roots:\n  base:\n    - {}\n", salt.display()));
+    let pillar = fleet.path("pillar");
+    write(&pillar.join("top.sls"), "base:\n  web1:\n    - web\n");
+    write(&pillar.join("web.sls"), "role: web\n");
+    let _master = fleet.start_master(&format!(
+        "file_roots:\n  base:\n    - {}\npillar_roots:\n  base:\n    - {}\n",
+        salt.display(),
+        pillar.display()
+    ));
     let _web1 = fleet.start_minion("web1", "");
     fleet.accept("web1");
     // A key accepted for a minion that is not running.
@@ -498,6 +505,13 @@ both:
     assert_eq!(versions["Master"], "3008.5");
     let grains = run_json(&fleet, &["cache.grains", "tgt=web1"]);
     assert_eq!(grains["web1"]["id"], "web1", "{grains}");
+    // The master caches the pillar it compiles for a job.
+    let (_, code) = fleet.halite_json(&["web1", "pillar.items"]);
+    assert_eq!(code, 0);
+    assert_eq!(
+        run_json(&fleet, &["cache.pillar", "tgt=web1"]),
+        serde_json::json!({"web1": {"role": "web"}})
+    );
     assert_eq!(run_json(&fleet, &["cache.mine"]), serde_json::json!({}));
     assert_eq!(
         run_json(&fleet, &["salt.cmd", "test.echo", "from the master"]),

@@ -128,16 +128,20 @@ pub fn call_runner_args(
                 fileserver::dir_list(cfg, &saltenv)
             }
         }
-        "cache.grains" => {
+        "cache.grains" | "cache.pillar" => {
             let tgt = arg(positional, kwargs, 0, "tgt")
                 .map(halite_salt_rules::pyfmt::python_str)
                 .unwrap_or_else(|| "*".into());
             let tgt_type = arg(positional, kwargs, 1, "tgt_type")
                 .map(halite_salt_rules::pyfmt::python_str)
                 .unwrap_or_else(|| "glob".into());
-            cache::grains(cfg, &tgt, &tgt_type)
+            if fun == "cache.grains" {
+                cache::grains(cfg, &tgt, &tgt_type)
+            } else {
+                cache::pillar(cfg, &tgt, &tgt_type)
+            }
         }
-        "cache.pillar" | "cache.mine" => Ok(cache::empty()),
+        "cache.mine" => Ok(cache::empty()),
         "salt.cmd" => {
             let Some(target) =
                 arg(positional, kwargs, 0, "fun").map(halite_salt_rules::pyfmt::python_str)
