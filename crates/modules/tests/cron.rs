@@ -6,12 +6,12 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
-use std::process::Command;
-use std::sync::Arc;
+mod common;
 
-use halite_modules::host::LogEvents;
-use halite_modules::{table, Args, Host, LocalFileClient};
-use halite_state::{LowChunk, StateCall, StateResult};
+use std::process::Command;
+
+use halite_modules::{Args, Host};
+use halite_state::StateResult;
 use serde_json::{json, Value};
 
 fn ready() -> bool {
@@ -51,38 +51,11 @@ impl Drop for TestUser {
 }
 
 fn host() -> Host {
-    Host {
-        opts: json!({}),
-        grains: json!({}),
-        pillar: json!({}),
-        files: Arc::new(LocalFileClient::default()),
-        exec: table::exec_modules(),
-        states: table::state_modules(),
-        events: Arc::new(LogEvents),
-    }
+    common::host()
 }
 
 fn state(host: &Host, fun: &str, name: &str, args: Value, test: bool) -> StateResult {
-    let mut chunk = serde_json::Map::new();
-    chunk.insert("state".into(), json!("cron"));
-    chunk.insert("name".into(), json!(name));
-    chunk.insert("__id__".into(), json!(name));
-    if let Value::Object(extra) = args {
-        chunk.extend(extra);
-    }
-    chunk.insert("fun".into(), json!(fun));
-    let chunk = LowChunk::from(chunk);
-    let call = StateCall {
-        chunk: &chunk,
-        test,
-        env: host,
-        sfun: None,
-        reqs: None,
-    };
-    let module = host.states.get("cron").expect("cron state module");
-    module
-        .call(fun, &call)
-        .unwrap_or_else(|e| panic!("cron.{fun}: {e}"))
+    common::state(host, "cron", fun, name, args, test)
 }
 
 fn crontab_of(user: &str) -> String {

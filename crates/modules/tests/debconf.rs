@@ -9,23 +9,14 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
-use std::sync::Arc;
+mod common;
 
-use halite_modules::host::LogEvents;
-use halite_modules::{table, Args, Host, LocalFileClient};
+use halite_modules::{Args, Host};
 use halite_state::{LowChunk, StateCall, StateResult};
 use serde_json::{json, Value};
 
 fn host() -> Host {
-    Host {
-        opts: json!({}),
-        grains: json!({"os_family": "Debian"}),
-        pillar: json!({}),
-        files: Arc::new(LocalFileClient::default()),
-        exec: table::exec_modules(),
-        states: table::state_modules(),
-        events: Arc::new(LogEvents),
-    }
+    common::host_with(json!({}), json!({"os_family": "Debian"}))
 }
 
 fn set_state(host: &Host, name: &str, data: Value, test: bool) -> StateResult {

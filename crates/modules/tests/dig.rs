@@ -8,12 +8,12 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
+mod common;
+
 use std::collections::BTreeMap;
 use std::net::UdpSocket;
-use std::sync::Arc;
 
-use halite_modules::host::LogEvents;
-use halite_modules::{table, Args, Host, LocalFileClient};
+use halite_modules::{Args, Host};
 use serde_json::{json, Value};
 
 const A: u16 = 1;
@@ -120,15 +120,7 @@ fn start_responder() -> u16 {
 }
 
 fn host() -> Host {
-    Host {
-        opts: json!({}),
-        grains: json!({}),
-        pillar: json!({}),
-        files: Arc::new(LocalFileClient::default()),
-        exec: table::exec_modules(),
-        states: table::state_modules(),
-        events: Arc::new(LogEvents),
-    }
+    common::host()
 }
 
 fn call(host: &Host, fun: &str, positional: Vec<Value>) -> Value {

@@ -8,13 +8,13 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
+mod common;
+
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
-use halite_modules::host::LogEvents;
-use halite_modules::{table, Args, Host, LocalFileClient};
-use halite_state::{LowChunk, StateCall, StateResult};
+use halite_modules::{Args, Host};
+use halite_state::StateResult;
 use serde_json::{json, Value};
 
 fn has_gem() -> bool {
@@ -26,38 +26,11 @@ fn has_gem() -> bool {
 }
 
 fn host() -> Host {
-    Host {
-        opts: json!({}),
-        grains: json!({}),
-        pillar: json!({}),
-        files: Arc::new(LocalFileClient::default()),
-        exec: table::exec_modules(),
-        states: table::state_modules(),
-        events: Arc::new(LogEvents),
-    }
+    common::host()
 }
 
 fn state(host: &Host, fun: &str, name: &str, args: Value, test: bool) -> StateResult {
-    let mut chunk = serde_json::Map::new();
-    chunk.insert("state".into(), json!("gem"));
-    chunk.insert("name".into(), json!(name));
-    chunk.insert("__id__".into(), json!(name));
-    if let Value::Object(extra) = args {
-        chunk.extend(extra);
-    }
-    chunk.insert("fun".into(), json!(fun));
-    let chunk = LowChunk::from(chunk);
-    let call = StateCall {
-        chunk: &chunk,
-        test,
-        env: host,
-        sfun: None,
-        reqs: None,
-    };
-    match host.states.get("gem").expect("gem").call(fun, &call) {
-        Ok(r) => r,
-        Err(e) => StateResult::fail(name, e.to_string()),
-    }
+    common::state_or_fail(host, "gem", fun, name, args, test)
 }
 
 /// `gem build` of a gem `name` at `version` under `root`: the `.gem` path.

@@ -8,11 +8,10 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
-use std::sync::Arc;
+mod common;
 
-use halite_modules::host::LogEvents;
-use halite_modules::{table, Args, Host, LocalFileClient};
-use halite_state::{LowChunk, StateCall, StateResult};
+use halite_modules::{Args, Host};
+use halite_state::StateResult;
 use serde_json::{json, Value};
 
 /// Moves this test's thread into a new network namespace (the commands
@@ -40,44 +39,15 @@ fn private_netns() -> bool {
 }
 
 fn host() -> Host {
-    Host {
-        opts: json!({}),
-        grains: json!({"os_family": "Debian"}),
-        pillar: json!({}),
-        files: Arc::new(LocalFileClient::default()),
-        exec: table::exec_modules(),
-        states: table::state_modules(),
-        events: Arc::new(LogEvents),
-    }
+    common::host_with(json!({}), json!({"os_family": "Debian"}))
 }
 
 fn state(host: &Host, fun: &str, name: &str, args: Value, test: bool) -> StateResult {
-    let mut chunk = serde_json::Map::new();
-    chunk.insert("state".into(), json!("iptables"));
-    chunk.insert("name".into(), json!(name));
-    chunk.insert("__id__".into(), json!(name));
-    if let Value::Object(extra) = args {
-        chunk.extend(extra);
-    }
-    chunk.insert("fun".into(), json!(fun));
-    chunk.insert("order".into(), json!(10000));
-    let chunk = LowChunk::from(chunk);
-    let call = StateCall {
-        chunk: &chunk,
-        test,
-        env: host,
-        sfun: None,
-        reqs: None,
-    };
-    match host
-        .states
-        .get("iptables")
-        .expect("iptables")
-        .call(fun, &call)
-    {
-        Ok(r) => r,
-        Err(e) => StateResult::fail(name, e.to_string()),
-    }
+    // A chunk from the engine carries `order`: the rule built from the
+    // arguments must leave it out, as Salt's build_rule does.
+    let mut args = args;
+    args["order"] = json!(10000);
+    common::state_or_fail(host, "iptables", fun, name, args, test)
 }
 
 fn exec(host: &Host, fun: &str, kwargs: Value) -> Value {

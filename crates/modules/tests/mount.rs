@@ -9,13 +9,13 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
 
-use halite_modules::host::LogEvents;
-use halite_modules::{table, Args, Host, LocalFileClient};
-use halite_state::{LowChunk, StateCall, StateResult};
+use halite_modules::{Args, Host};
+use halite_state::StateResult;
 use serde_json::{json, Value};
 
 /// Whether this process may mount a tmpfs; prints why not.
@@ -51,38 +51,20 @@ impl Drop for Unmount {
 }
 
 fn host(cachedir: &Path) -> Host {
-    Host {
-        opts: json!({"cachedir": cachedir.to_string_lossy()}),
-        grains: json!({}),
-        pillar: json!({}),
-        files: Arc::new(LocalFileClient::default()),
-        exec: table::exec_modules(),
-        states: table::state_modules(),
-        events: Arc::new(LogEvents),
-    }
+    common::host_with(json!({"cachedir": cachedir.to_string_lossy()}), json!({}))
 }
 
 fn state(host: &Host, fun: &str, name: &str, args: Value, test: bool) -> StateResult {
-    let mut chunk = serde_json::Map::new();
-    chunk.insert("state".into(), json!("mount"));
-    chunk.insert("name".into(), json!(name));
-    chunk.insert("__id__".into(), json!(name));
-    if let Value::Object(extra) = args {
-        chunk.extend(extra);
-    }
-    chunk.insert("fun".into(), json!(fun));
-    let chunk = LowChunk::from(chunk);
-    let call = StateCall {
-        chunk: &chunk,
+    let call = common::Call {
+        module: "mount",
+        fun,
+        name,
+        args,
         test,
-        env: host,
         sfun: Some("mounted"),
-        reqs: None,
     };
-    match host.states.get("mount").expect("mount").call(fun, &call) {
-        Ok(r) => r,
-        Err(e) => StateResult::fail(name, e.to_string()),
-    }
+    call.run(host)
+        .unwrap_or_else(|e| StateResult::fail(name, e.to_string()))
 }
 
 fn exec(host: &Host, fun: &str, positional: Vec<Value>) -> Value {

@@ -8,12 +8,12 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+mod common;
 
-use halite_modules::host::LogEvents;
-use halite_modules::{table, Args, Host, LocalFileClient};
-use halite_state::{LowChunk, StateCall, StateResult};
+use std::path::{Path, PathBuf};
+
+use halite_modules::{Args, Host};
+use halite_state::StateResult;
 use serde_json::{json, Value};
 
 fn has_npm() -> bool {
@@ -25,38 +25,11 @@ fn has_npm() -> bool {
 }
 
 fn host() -> Host {
-    Host {
-        opts: json!({}),
-        grains: json!({}),
-        pillar: json!({}),
-        files: Arc::new(LocalFileClient::default()),
-        exec: table::exec_modules(),
-        states: table::state_modules(),
-        events: Arc::new(LogEvents),
-    }
+    common::host()
 }
 
 fn state(host: &Host, fun: &str, name: &str, args: Value, test: bool) -> StateResult {
-    let mut chunk = serde_json::Map::new();
-    chunk.insert("state".into(), json!("npm"));
-    chunk.insert("name".into(), json!(name));
-    chunk.insert("__id__".into(), json!(name));
-    if let Value::Object(extra) = args {
-        chunk.extend(extra);
-    }
-    chunk.insert("fun".into(), json!(fun));
-    let chunk = LowChunk::from(chunk);
-    let call = StateCall {
-        chunk: &chunk,
-        test,
-        env: host,
-        sfun: None,
-        reqs: None,
-    };
-    match host.states.get("npm").expect("npm").call(fun, &call) {
-        Ok(r) => r,
-        Err(e) => StateResult::fail(name, e.to_string()),
-    }
+    common::state_or_fail(host, "npm", fun, name, args, test)
 }
 
 /// `npm pack` of a package named `name` at `version`, into `out`: the

@@ -14,13 +14,13 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
+mod common;
+
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Arc;
 
-use halite_modules::host::LogEvents;
-use halite_modules::{table, Args, Host, LocalFileClient};
+use halite_modules::{Args, Host};
 use halite_state::{LowChunk, StateCall, StateResult};
 use serde_json::{json, Value};
 
@@ -156,15 +156,7 @@ impl Drop for Server {
 }
 
 fn host() -> Host {
-    Host {
-        opts: json!({}),
-        grains: json!({"os_family": "Debian"}),
-        pillar: json!({}),
-        files: Arc::new(LocalFileClient::default()),
-        exec: table::exec_modules(),
-        states: table::state_modules(),
-        events: Arc::new(LogEvents),
-    }
+    common::host_with(json!({}), json!({"os_family": "Debian"}))
 }
 
 fn run_state(host: &Host, state: &str, name: &str, args: &Value, test: bool) -> StateResult {

@@ -8,11 +8,11 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
-use std::process::Command;
-use std::sync::Arc;
+mod common;
 
-use halite_modules::host::LogEvents;
-use halite_modules::{table, Args, Host, LocalFileClient};
+use std::process::Command;
+
+use halite_modules::{Args, Host};
 use halite_state::{LowChunk, StateCall, StateResult};
 use serde_json::{json, Value};
 
@@ -38,15 +38,7 @@ fn unique(tag: &str) -> String {
 }
 
 fn host() -> Host {
-    Host {
-        opts: json!({}),
-        grains: json!({}),
-        pillar: json!({}),
-        files: Arc::new(LocalFileClient::default()),
-        exec: table::exec_modules(),
-        states: table::state_modules(),
-        events: Arc::new(LogEvents),
-    }
+    common::host()
 }
 
 fn present(host: &Host, name: &str, args: Value, test: bool) -> StateResult {

@@ -8,12 +8,12 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
+mod common;
+
 use std::path::Path;
 use std::process::Command;
-use std::sync::Arc;
 
-use halite_modules::host::LogEvents;
-use halite_modules::{table, Args, Host, LocalFileClient};
+use halite_modules::{Args, Host};
 use halite_state::{LowChunk, StateCall, StateResult};
 use serde_json::{json, Value};
 
@@ -53,15 +53,7 @@ fn keypair(dir: &Path, name: &str, comment: &str) -> (String, String) {
 }
 
 fn host() -> Host {
-    Host {
-        opts: json!({}),
-        grains: json!({}),
-        pillar: json!({}),
-        files: Arc::new(LocalFileClient::default()),
-        exec: table::exec_modules(),
-        states: table::state_modules(),
-        events: Arc::new(LogEvents),
-    }
+    common::host()
 }
 
 fn state(host: &Host, module: &str, fun: &str, name: &str, args: Value, test: bool) -> StateResult {

@@ -7,12 +7,14 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use halite_modules::host::LogEvents;
-use halite_modules::{table, Args, Host, LocalFileClient};
-use halite_state::{LowChunk, StateCall, StateResult};
+use halite_modules::{Args, Host};
+use halite_state::StateResult;
 use serde_json::{json, Value};
 
 fn has(prog: &str) -> bool {
@@ -25,15 +27,7 @@ fn has(prog: &str) -> bool {
 }
 
 fn host() -> Host {
-    Host {
-        opts: json!({}),
-        grains: json!({}),
-        pillar: json!({}),
-        files: Arc::new(LocalFileClient::default()),
-        exec: table::exec_modules(),
-        states: table::state_modules(),
-        events: Arc::new(LogEvents),
-    }
+    common::host()
 }
 
 /// A supervisord of the test's own: its config, socket, logs and pid file
@@ -113,31 +107,16 @@ impl Drop for Daemon {
 }
 
 fn state(host: &Host, fun: &str, name: &str, args: Value, test: bool) -> StateResult {
-    let mut chunk = serde_json::Map::new();
-    chunk.insert("state".into(), json!("supervisord"));
-    chunk.insert("name".into(), json!(name));
-    chunk.insert("__id__".into(), json!(name));
-    if let Value::Object(extra) = args {
-        chunk.extend(extra);
-    }
-    chunk.insert("fun".into(), json!(fun));
-    let chunk = LowChunk::from(chunk);
-    let call = StateCall {
-        chunk: &chunk,
+    let call = common::Call {
+        module: "supervisord",
+        fun,
+        name,
+        args,
         test,
-        env: host,
         sfun: (fun == "mod_watch").then_some("running"),
-        reqs: None,
     };
-    match host
-        .states
-        .get("supervisord")
-        .expect("supervisord")
-        .call(fun, &call)
-    {
-        Ok(r) => r,
-        Err(e) => StateResult::fail(name, e.to_string()),
-    }
+    call.run(host)
+        .unwrap_or_else(|e| StateResult::fail(name, e.to_string()))
 }
 
 fn exec(host: &Host, fun: &str, positional: Vec<Value>, conf: &Path) -> Value {

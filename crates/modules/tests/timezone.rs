@@ -7,11 +7,11 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
-use std::path::PathBuf;
-use std::sync::Arc;
+mod common;
 
-use halite_modules::host::LogEvents;
-use halite_modules::{table, Args, Host, LocalFileClient};
+use std::path::PathBuf;
+
+use halite_modules::{Args, Host};
 use halite_state::{LowChunk, StateCall, StateResult};
 use serde_json::{json, Value};
 
@@ -53,15 +53,7 @@ impl Drop for Restore {
 }
 
 fn host() -> Host {
-    Host {
-        opts: json!({}),
-        grains: json!({"os_family": "Debian"}),
-        pillar: json!({}),
-        files: Arc::new(LocalFileClient::default()),
-        exec: table::exec_modules(),
-        states: table::state_modules(),
-        events: Arc::new(LogEvents),
-    }
+    common::host_with(json!({}), json!({"os_family": "Debian"}))
 }
 
 fn system(host: &Host, zone: &str, test: bool) -> StateResult {
