@@ -44,7 +44,10 @@ fn run_corpus(run_py: &Path, cases_dir: Option<&Path>) -> Vec<(String, String)> 
         .arg("--report")
         .arg(report.path());
     if let Some(d) = cases_dir {
-        cmd.arg("--cases-dir").arg(d);
+        // Our own corpus has cases that run real tools (pip builds and
+        // installs wheels into a venv): they need more than run.py's
+        // default minute on a loaded 2-core machine.
+        cmd.arg("--cases-dir").arg(d).arg("--timeout").arg("300");
     }
     let out = cmd
         .output()
