@@ -134,7 +134,14 @@ impl Leaf {
             "pillar" => subdict(Data::Pillar, ValueMode::Glob),
             "pillar_pcre" => subdict(Data::Pillar, ValueMode::Regex),
             "pillar_exact" => subdict(Data::Pillar, ValueMode::Exact),
-            "ipcidr" => Leaf::Ipcidr(IpTarget::parse(expr)?),
+            "ipcidr" => {
+                Leaf::Ipcidr(
+                    IpTarget::parse(expr).map_err(|reason| TargetError::BadIpcidr {
+                        target: expr.to_string(),
+                        reason,
+                    })?,
+                )
+            }
             "range" => return Err(TargetError::RangeUnsupported),
             other => return Err(TargetError::UnknownType(other.to_string())),
         })

@@ -8,6 +8,7 @@ pub mod key;
 pub mod orch;
 pub mod progress;
 pub mod run;
+pub mod runner_call;
 
 use std::path::Path;
 

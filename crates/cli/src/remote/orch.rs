@@ -10,7 +10,7 @@ use halite_client::MasterConfig;
 use halite_runners::orchestrate::{orchestrate, Orchestrate};
 use serde_json::{Map, Value};
 
-use super::run::RunnerCall;
+use super::runner_call::RunnerCall;
 use crate::output::{self, OutputOptions, Outputter};
 
 /// The orchestration `call` asks for: `<sls>` (or `mods=`), `saltenv=`,

@@ -4,7 +4,6 @@
 //! the other runners come from halite-runners.
 
 use std::io::Write;
-use std::time::Duration;
 
 use halite_client::jobcache::JobCache;
 use halite_client::local::{LocalBody, LocalReply};
@@ -63,18 +62,7 @@ pub fn python_json(v: &Value, indent: Option<usize>, sort_keys: bool) -> String 
     out
 }
 
-/// One `halite-run` invocation.
-#[derive(Debug, Clone)]
-pub struct RunnerCall {
-    /// The runner function (`jobs.lookup_jid`, `manage.up`...).
-    pub fun: String,
-    /// Its arguments as typed.
-    pub args: Vec<String>,
-    /// `--out`: the outputter.
-    pub out: Option<String>,
-    /// `-t`: how long to wait for the minions (`manage.*`).
-    pub timeout: Duration,
-}
+pub use super::runner_call::RunnerCall;
 
 fn print_data(out: &mut dyn Write, fmt: Option<&str>, data: Value) -> std::io::Result<()> {
     let outputter = fmt.and_then(Outputter::parse).unwrap_or(Outputter::Nested);

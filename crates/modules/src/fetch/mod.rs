@@ -22,8 +22,6 @@ use halite_state::{strip_salt_url, FileClient, Value};
 pub use config::FetchConfig;
 pub use source_hash::SourceSum;
 
-use crate::exec::file::meta::file_hash;
-
 /// Why a remote file could not be fetched. The messages are Salt's
 /// (`Error: HTTP 404: Not Found reading /path`), since states put them in
 /// their comments.
@@ -209,7 +207,35 @@ pub fn resolve(
     ))
 }
 
-/// The hex digest of a cached file, `None` when it cannot be read.
-fn hash_of(path: &Path, sum: &SourceSum) -> Option<String> {
-    file_hash(path, sum.hash_type).ok()
+/// Salt's `file.get_source_sum`: the hash `source` must have, from a
+/// `source_hash` that is a digest, `<type>=<digest>`, an absolute path or
+/// a URL of a hash file (fetched through the fetch layer).
+pub fn get_source_sum(
+    files: &dyn FileClient,
+    opts: &Value,
+    spec: &str,
+    file_name: &str,
+    source: &str,
+    source_hash_name: Option<&str>,
+    saltenv: &str,
+) -> Result<SourceSum, String> {
+    let spec = spec.trim();
+    let scheme = spec.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
+    let is_file = spec.starts_with('/')
+        || matches!(
+            scheme.as_deref(),
+            Some("salt" | "file" | "http" | "https" | "ftp")
+        );
+    if !is_file {
+        if scheme.is_some() {
+            return Err(source_hash::invalid_format(spec));
+        }
+        return source_hash::parse_spec(spec);
+    }
+    let local = resolve(files, opts, spec, saltenv, None)?
+        .ok_or_else(|| format!("Source hash file {spec} not found"))?;
+    let text = std::fs::read_to_string(&local)
+        .map_err(|e| format!("Unable to read source hash file {spec}: {e}"))?;
+    source_hash::extract_hash(&text, file_name, source, source_hash_name)
+        .ok_or_else(|| source_hash::invalid_format(spec))
 }

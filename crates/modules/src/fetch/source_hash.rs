@@ -1,14 +1,15 @@
-//! Salt's `file.get_source_sum` and `file.extract_hash`: a `source_hash`
-//! given as a digest, `<type>=<digest>`, or a hash file (local, `salt://`
-//! or remote) in which the line for the file is found by
-//! `source_hash_name`, the target's name or the source's basename.
+//! Salt's `file.extract_hash` and the parsing half of `file.get_source_sum`:
+//! a `source_hash` given as a digest or `<type>=<digest>`, or the text of a
+//! hash file in which the line for the file is found by
+//! `source_hash_name`, the target's name or the source's basename. Fetching
+//! a hash file is the fetch layer's ([`super::get_source_sum`]), so this
+//! file needs nothing from its parent.
 
 use std::path::Path;
 
-use halite_state::{FileClient, Value};
 use regex::Regex;
 
-use crate::exec::file::meta::HashType;
+use crate::exec::file::meta::{file_hash, HashType};
 
 /// A hash a source must have (Salt's `source_sum`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -31,11 +32,11 @@ impl SourceSum {
 
     /// Whether the file at `path` has this hash.
     pub fn matches_file(&self, path: &Path) -> bool {
-        super::hash_of(path, self).is_some_and(|h| h == self.hsum)
+        file_hash(path, self.hash_type).is_ok_and(|h| h == self.hsum)
     }
 }
 
-fn invalid_format(spec: &str) -> String {
+pub(crate) fn invalid_format(spec: &str) -> String {
     format!(
         "Source hash {spec} format is invalid. The supported formats are: 1) a hash, 2) an expression in the format <hash_type>=<hash>, or 3) either a path to a local file containing hashes, or a URI of a remote hash file. Supported protocols for remote hash files are: {PROTOS}. The hash may also not be of a valid length, the following are supported hash types and lengths: {SUPPORTED}."
     )
@@ -148,38 +149,6 @@ pub fn extract_hash(
         }
     }
     by_name.or(by_file).or(by_source).or(partial)
-}
-
-/// Salt's `file.get_source_sum`: the hash `source` must have, from a
-/// `source_hash` that is a digest, `<type>=<digest>`, an absolute path or
-/// a URL of a hash file (fetched through the fetch layer).
-pub fn get_source_sum(
-    files: &dyn FileClient,
-    opts: &Value,
-    spec: &str,
-    file_name: &str,
-    source: &str,
-    source_hash_name: Option<&str>,
-    saltenv: &str,
-) -> Result<SourceSum, String> {
-    let spec = spec.trim();
-    let scheme = spec.split_once("://").map(|(s, _)| s.to_ascii_lowercase());
-    let is_file = spec.starts_with('/')
-        || matches!(
-            scheme.as_deref(),
-            Some("salt" | "file" | "http" | "https" | "ftp")
-        );
-    if !is_file {
-        if scheme.is_some() {
-            return Err(invalid_format(spec));
-        }
-        return parse_spec(spec);
-    }
-    let local = super::resolve(files, opts, spec, saltenv, None)?
-        .ok_or_else(|| format!("Source hash file {spec} not found"))?;
-    let text = std::fs::read_to_string(&local)
-        .map_err(|e| format!("Unable to read source hash file {spec}: {e}"))?;
-    extract_hash(&text, file_name, source, source_hash_name).ok_or_else(|| invalid_format(spec))
 }
 
 #[cfg(test)]

@@ -14,13 +14,14 @@ use serde_json::json;
 
 use super::aptsources;
 use super::dpkg::Dpkg;
+use super::error::{PkgError, PkgResult};
+use super::provider::{
+    compare_pkg_lists, InstallOptions, LowPkg, PkgProvider, PkgVersions, RepoOptions,
+};
 use super::run::{argv, run, ToolOutput, DPKG_ENV};
 use super::targets::TargetKind;
+use super::targets::Targets;
 use super::version::{best_match, deb_cmp, has_range};
-use super::{
-    compare_pkg_lists, InstallOptions, LowPkg, PkgError, PkgProvider, PkgResult, PkgVersions,
-    RepoOptions, Targets,
-};
 
 /// How long apt waits for another apt/dpkg to release the lock, in
 /// seconds, unless the `pkg_lock_timeout` option says otherwise.

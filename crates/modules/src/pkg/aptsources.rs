@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use halite_state::{Map, Value};
 use serde_json::json;
 
-use super::{PkgError, PkgResult};
+use super::error::{PkgError, PkgResult};
 
 /// The base directory of apt's configuration.
 pub const DEFAULT_BASEDIR: &str = "/etc/apt";

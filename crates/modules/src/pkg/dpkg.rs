@@ -10,8 +10,9 @@ use std::sync::OnceLock;
 use halite_state::{Map, Value};
 use serde_json::json;
 
+use super::error::{PkgError, PkgResult};
+use super::provider::{LowPkg, PkgVersions};
 use super::run::{argv, run};
-use super::{LowPkg, PkgError, PkgResult, PkgVersions};
 
 /// Where dpkg keeps its database unless told otherwise.
 pub const DEFAULT_ADMINDIR: &str = "/var/lib/dpkg";

@@ -7,8 +7,9 @@ use halite_state::{Map, Value};
 use serde_json::json;
 
 use super::dpkg::parse_verify_output;
+use super::error::{PkgError, PkgResult};
+use super::provider::{LowPkg, PkgVersions};
 use super::run::{argv, run};
-use super::{LowPkg, PkgError, PkgResult, PkgVersions};
 
 /// The rpm database of this host, or of the system rooted at `root`.
 #[derive(Debug, Clone, Default)]

@@ -4,7 +4,7 @@
 
 use std::process::{Command, Stdio};
 
-use super::{PkgError, PkgResult};
+use super::error::{PkgError, PkgResult};
 
 /// The environment Salt's aptpkg sets for every apt/dpkg call
 /// (`DPKG_ENV_VARS`): no debconf questions, no listbugs/listchanges pagers,

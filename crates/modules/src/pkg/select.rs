@@ -8,9 +8,10 @@ use halite_state::Value;
 
 use super::apt::Apt;
 use super::dpkg::Dpkg;
+use super::error::{PkgError, PkgResult};
+use super::provider::{LowPkg, PkgProvider};
 use super::rpm::Rpm;
 use super::yum::Yum;
-use super::{LowPkg, PkgError, PkgProvider, PkgResult};
 
 /// One package manager: the `os_family` values it serves and how to build
 /// its `pkg` and `lowpkg` sides.

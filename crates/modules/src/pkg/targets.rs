@@ -5,7 +5,7 @@
 use halite_state::Value;
 use indexmap::IndexMap;
 
-use super::{PkgError, PkgResult};
+use super::error::{PkgError, PkgResult};
 
 /// Where the targets come from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -8,14 +8,15 @@ use std::path::{Path, PathBuf};
 use halite_state::{Map, Value};
 use serde_json::json;
 
+use super::error::{PkgError, PkgResult};
+use super::provider::{
+    compare_pkg_lists, InstallOptions, LowPkg, PkgProvider, PkgVersions, RepoOptions,
+};
 use super::rpm::Rpm;
 use super::run::{argv, run, ToolOutput};
 use super::targets::TargetKind;
+use super::targets::Targets;
 use super::version::{best_match, has_range, rpm_cmp};
-use super::{
-    compare_pkg_lists, InstallOptions, LowPkg, PkgError, PkgProvider, PkgResult, PkgVersions,
-    RepoOptions, Targets,
-};
 
 /// Where yum/dnf read `.repo` files unless told otherwise.
 pub const DEFAULT_REPO_DIR: &str = "/etc/yum.repos.d";

@@ -723,7 +723,7 @@ struct Resolved {
 /// Salt's `file.source_list` plus caching: the first source that exists.
 fn resolve_source(call: &StateCall<'_>, source: &Value, saltenv: &str) -> Result<Resolved, String> {
     let candidates =
-        crate::states::file::managed::source_candidates(source, false).ok_or_else(|| {
+        crate::states::file::remote::source_candidates(source, false).ok_or_else(|| {
             format!(
                 "Invalid source \"{}\"",
                 halite_salt_rules::pyfmt::str_json(source)

@@ -104,26 +104,6 @@ fn normalize_contents(v: &Value, contents_newline: bool) -> Option<String> {
     Some(out)
 }
 
-/// The URLs of a `source` argument in order: a string, or a list of
-/// strings and `{url: hash}` dicts (Salt's `source_list`); `None` when it
-/// is neither (an empty string only when `allow_empty`).
-pub(crate) fn source_candidates(source: &Value, allow_empty: bool) -> Option<Vec<String>> {
-    match source {
-        Value::Array(items) => Some(
-            items
-                .iter()
-                .filter_map(|i| match i {
-                    Value::String(s) => Some(s.clone()),
-                    Value::Object(m) => m.keys().next().cloned(),
-                    _ => None,
-                })
-                .collect(),
-        ),
-        Value::String(s) if allow_empty || !s.is_empty() => Some(vec![s.clone()]),
-        _ => None,
-    }
-}
-
 /// The first source of `source` (a URL or a list) that exists, with its
 /// local path: `salt://` through the file client, absolute paths and
 /// `file://` directly, `http(s)://`/`ftp://` downloaded into the cache

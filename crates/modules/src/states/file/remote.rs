@@ -7,8 +7,7 @@ use std::path::{Path, PathBuf};
 
 use halite_state::{StateCall, Value};
 
-use super::managed::source_candidates;
-use crate::fetch::{self, source_hash, FetchConfig, SourceSum};
+use crate::fetch::{self, FetchConfig, SourceSum};
 
 /// The source `file.managed` chose: its URL and, for anything but a remote
 /// URL, its local copy (a remote one is fetched once its hash is known).
@@ -81,7 +80,7 @@ pub(crate) fn wanted_sum(
         ));
     };
     let hash_name = call.arg("source_hash_name").and_then(Value::as_str);
-    source_hash::get_source_sum(
+    fetch::get_source_sum(
         call.env.file_client(),
         call.env.opts(),
         &spec,
@@ -156,7 +155,7 @@ pub(crate) fn cached_remote(
                 "Unable to verify upstream hash of source file {url}, please set source_hash or set skip_verify or use_etag to True"
             ))
         }
-        (Some(spec), false) => Some(source_hash::get_source_sum(
+        (Some(spec), false) => Some(fetch::get_source_sum(
             call.env.file_client(),
             call.env.opts(),
             spec,
@@ -189,4 +188,24 @@ pub(crate) fn first_is_remote(source: &Value) -> Option<String> {
         .into_iter()
         .next()
         .filter(|u| fetch::is_remote(u))
+}
+
+/// The URLs of a `source` argument in order: a string, or a list of
+/// strings and `{url: hash}` dicts (Salt's `source_list`); `None` when it
+/// is neither (an empty string only when `allow_empty`).
+pub(crate) fn source_candidates(source: &Value, allow_empty: bool) -> Option<Vec<String>> {
+    match source {
+        Value::Array(items) => Some(
+            items
+                .iter()
+                .filter_map(|i| match i {
+                    Value::String(s) => Some(s.clone()),
+                    Value::Object(m) => m.keys().next().cloned(),
+                    _ => None,
+                })
+                .collect(),
+        ),
+        Value::String(s) if allow_empty || !s.is_empty() => Some(vec![s.clone()]),
+        _ => None,
+    }
 }
