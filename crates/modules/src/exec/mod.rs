@@ -103,20 +103,9 @@ pub fn retcode(fun: &str, ret: &Value) -> i32 {
 /// The engine's `str()` of a value (strings bare), for messages and echoes.
 pub use halite_salt_rules::pyfmt::quoted_str as py_str;
 
-/// Python's `bool(value)`: empty strings, lists and dicts, zero and None
-/// are false, anything else true (unlike Salt's `is_true` of config
-/// strings, [`halite_state::truthy`], where `"no"` is false). Salt's module
-/// code writes `if expire:` and `if grain:` with this meaning.
-pub fn py_truth(v: &Value) -> bool {
-    match v {
-        Value::Null => false,
-        Value::Bool(b) => *b,
-        Value::Number(n) => n.as_f64().is_some_and(|f| f != 0.0),
-        Value::String(s) => !s.is_empty(),
-        Value::Array(a) => !a.is_empty(),
-        Value::Object(o) => !o.is_empty(),
-    }
-}
+/// Python's `bool(value)` (Salt's module code writes `if expire:` and
+/// `if grain:` with this meaning): the one in `halite-salt-rules`.
+pub use halite_salt_rules::truth::python_bool as py_truth;
 
 /// The calling convention of execution functions (arguments, errors, the
 /// module table and the registry) lives in [`crate::host`] beside the
