@@ -1,0 +1,226 @@
+//! Job intake: publications verified and opened, jobs started on
+//! blocking threads (at most `max_concurrent_jobs` at once), their
+//! returns and events sent back on the link, and `saltutil.find_job`.
+
+use super::*;
+
+struct ForwardEvents {
+    agent: usize,
+    tx: mpsc::UnboundedSender<FromJob>,
+}
+
+impl EventSink for ForwardEvents {
+    fn fire(&self, tag: &str, data: &Value) {
+        let _ = self
+            .tx
+            .send(FromJob::Event(self.agent, tag.to_string(), data.clone()));
+    }
+}
+
+impl Link<'_> {
+    pub(super) fn on_publication_frame(&mut self, frame: &[u8]) {
+        match decode::<Publication>(frame) {
+            Ok(publication) => self.open_publication(publication),
+            Err(e) => tracing::debug!(error = %e, "undecodable publication dropped"),
+        }
+    }
+
+    pub(super) fn open_publication(&mut self, publication: Publication) {
+        let Some(master) = self.trusted_master else {
+            return;
+        };
+        // The signature is checked before anything else, held or not.
+        let Some(opener) = self.openers.first_mut() else {
+            self.hold(master, publication);
+            return;
+        };
+        let plain = match opener.open(&publication) {
+            Ok(p) => p,
+            Err(halite_proto::CryptoError::UnknownEpoch(_)) => {
+                self.hold(master, publication);
+                return;
+            }
+            Err(e) => {
+                tracing::debug!(error = %e, "publication refused");
+                return;
+            }
+        };
+        let job: Job = match decode(&plain) {
+            Ok(j) => j,
+            Err(e) => {
+                tracing::debug!(error = %e, "undecodable job dropped");
+                return;
+            }
+        };
+        if !halite_proto::jid::is_jid(&job.jid) {
+            return;
+        }
+        let targeted: HashSet<&str> = job.minions.iter().map(String::as_str).collect();
+        let idxs: Vec<usize> = (0..self.agents.len())
+            .filter(|&i| targeted.contains(self.agents[i].id.as_str()) && self.agents[i].is_ready())
+            .collect();
+        if idxs.is_empty() {
+            return;
+        }
+        // Kept on disk before the job runs: a replay after a restart is refused.
+        if let Err(e) = self.replay.record(publication.epoch, publication.counter) {
+            tracing::error!(error = %e, jid = %job.jid, "cannot record the publication counter in cachedir; the job runs, but a replay of it after a restart would not be refused");
+        }
+        let job = Arc::new(job);
+        for idx in idxs {
+            self.start_job(idx, job.clone());
+        }
+    }
+
+    pub(super) fn hold(&mut self, master: PublicKey, publication: Publication) {
+        if halite_proto::crypto::verify_publication(&master, &publication).is_err() {
+            return;
+        }
+        self.held
+            .retain(|(at, _)| at.elapsed() < Duration::from_secs(30));
+        if self.held.len() >= HELD_PUBLICATIONS {
+            self.held.pop_front();
+        }
+        self.held.push_back((Instant::now(), publication));
+    }
+
+    pub(super) fn start_job(&mut self, idx: usize, job: Arc<Job>) {
+        if self.draining {
+            // Not marked seen: the master delivers it again after the restart.
+            tracing::info!(jid = %job.jid, fun = %job.fun, "job not started: the minion is stopping");
+            return;
+        }
+        let agent = &mut self.agents[idx];
+        // Seen in this process, or run already and its return still unacknowledged
+        // (a job the master delivers again after a reconnection).
+        if agent.seen_jids.contains(&job.jid) || agent.store.has(&job.jid) {
+            return;
+        }
+        agent.seen_jids.push_back(job.jid.clone());
+        if agent.seen_jids.len() > 256 {
+            agent.seen_jids.pop_front();
+        }
+        let id = agent.id.clone();
+        if job.fun == "saltutil.find_job" {
+            // Answered at once from the running jobs, never queued behind them.
+            let ret = find_job(agent, &job);
+            let _ = self.jobs_tx.send(FromJob::Done(idx, ret));
+            return;
+        }
+        agent.running.insert(job.jid.clone(), job.clone());
+        let grains = agent.grains.clone();
+        let runner = self.runner.clone();
+        let tx = self.jobs_tx.clone();
+        let slots = self.slots.clone();
+        let master = MasterChannel::new(idx, self.requests_tx.clone(), REQUEST_TIMEOUT);
+        tracing::info!(%id, jid = %job.jid, fun = %job.fun, "running job");
+        let work = self.shutdown.work();
+        tokio::spawn(async move {
+            // Dropped last, after the return is sent: a drain that sees no
+            // work left finds every return in the outputs channel.
+            let _work = work;
+            let _permit = match &slots {
+                Some(s) => s.clone().acquire_owned().await.ok(),
+                None => None,
+            };
+            if job.fun == "saltutil.refresh_grains" {
+                let fresh = {
+                    let runner = runner.clone();
+                    let id = id.clone();
+                    tokio::task::spawn_blocking(move || runner.grains(&id))
+                        .await
+                        .unwrap_or(Value::Null)
+                };
+                let _ = tx.send(FromJob::Event(idx, "__grains__".into(), fresh));
+                let ret = JobReturn {
+                    jid: job.jid.clone(),
+                    id,
+                    fun: job.fun.clone(),
+                    fun_args: job.arg.clone(),
+                    ret: Value::Bool(true),
+                    retcode: 0,
+                    success: true,
+                };
+                let _ = tx.send(FromJob::Done(idx, ret));
+                return;
+            }
+            let events: Arc<dyn EventSink> = Arc::new(ForwardEvents {
+                agent: idx,
+                tx: tx.clone(),
+            });
+            let job_for_thread = job.clone();
+            let id_for_thread = id.clone();
+            let result = tokio::task::spawn_blocking(move || {
+                runner.run(&id_for_thread, &grains, &job_for_thread, events, master)
+            })
+            .await;
+            let ret = result.unwrap_or_else(|e| JobReturn {
+                jid: job.jid.clone(),
+                id,
+                fun: job.fun.clone(),
+                fun_args: job.arg.clone(),
+                ret: Value::String(format!("The minion function caused an exception: {e}")),
+                retcode: 1,
+                success: false,
+            });
+            let _ = tx.send(FromJob::Done(idx, ret));
+        });
+    }
+
+    pub(super) async fn on_job_output(&mut self, output: FromJob) {
+        match output {
+            FromJob::Done(idx, ret) => {
+                if self.draining && self.agents[idx].is_ready() {
+                    self.unacked.insert((idx, ret.jid.clone()));
+                }
+                // On disk before it is sent: an unacknowledged return survives anything.
+                if let Err(e) = self.agents[idx].job_ended(&ret) {
+                    tracing::error!(error = %e, "cannot keep the return on disk; sending it anyway");
+                }
+                self.send_request(idx, &MinionRequest::Return(ret)).await;
+            }
+            FromJob::Event(idx, tag, data) if tag == "__grains__" => {
+                if data.is_object() {
+                    self.agents[idx].grains = data.clone();
+                    self.send_request(idx, &MinionRequest::Start { grains: data })
+                        .await;
+                }
+            }
+            FromJob::Event(idx, tag, data) => {
+                self.send_request(idx, &MinionRequest::Event { tag, data })
+                    .await
+            }
+            FromJob::RenderReply(idx, call, result) => {
+                self.send_request(idx, &MinionRequest::RenderReply { call, result })
+                    .await
+            }
+        }
+    }
+}
+
+/// Salt's `saltutil.find_job JID`: the job's load while this identity
+/// runs it, `{}` otherwise (the CLI keeps waiting for minions that answer).
+fn find_job(agent: &Agent, job: &Job) -> JobReturn {
+    let wanted = job.arg.first().and_then(Value::as_str).unwrap_or_default();
+    let ret = match agent.running.get(wanted) {
+        Some(running) => serde_json::json!({
+            "jid": running.jid,
+            "fun": running.fun,
+            "arg": running.arg,
+            "tgt": running.tgt,
+            "tgt_type": running.tgt_type,
+            "user": running.user,
+            "pid": std::process::id(),
+        }),
+        None => Value::Object(Default::default()),
+    };
+    JobReturn {
+        jid: job.jid.clone(),
+        id: agent.id.clone(),
+        fun: job.fun.clone(),
+        fun_args: job.arg.clone(),
+        ret,
+        retcode: 0,
+        success: true,
+    }
+}

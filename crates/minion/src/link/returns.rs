@@ -1,0 +1,73 @@
+//! Returns not yet acknowledged: kept on disk between links, resent
+//! after each authentication, and the end of a stopping minion's jobs.
+
+use super::*;
+
+/// Puts on disk the returns of jobs that finished while no link was up
+/// (before a new one tries to connect, which may fail for a while); what
+/// else they sent (events, render replies) was for a master that is gone.
+pub(super) fn keep_finished_returns(agents: &mut [Agent], outputs: &mut JobOutputs) {
+    while let Ok(output) = outputs.rx.try_recv() {
+        if let FromJob::Done(idx, ret) = output {
+            let Some(agent) = agents.get_mut(idx) else {
+                continue;
+            };
+            if let Err(e) = agent.job_ended(&ret) {
+                tracing::error!(error = %e, jid = %ret.jid, "cannot keep the return on disk; it is lost");
+            }
+        }
+    }
+}
+
+/// The end of a stopping minion's jobs once no link serves them: waits up
+/// to `grace` for the running ones, keeps every finished return on disk
+/// (sent to the master after the next start), and abandons what still
+/// runs with a failed return kept on disk too, so the master learns the
+/// job's fate and the restarted minion does not run it again.
+pub async fn stop_jobs(
+    agents: &mut [Agent],
+    outputs: &mut JobOutputs,
+    shutdown: &Shutdown,
+    grace: Duration,
+) {
+    let left = shutdown.drain(grace).await;
+    keep_finished_returns(agents, outputs);
+    if left == 0 {
+        return;
+    }
+    for agent in agents.iter_mut() {
+        let abandoned: Vec<Arc<Job>> = agent.running.values().cloned().collect();
+        for job in abandoned {
+            tracing::warn!(id = %agent.id, jid = %job.jid, fun = %job.fun, "job abandoned at shutdown");
+            let ret = abandoned_return(&agent.id, &job, grace);
+            if let Err(e) = agent.job_ended(&ret) {
+                tracing::error!(error = %e, jid = %job.jid, "cannot keep the abandoned job's return on disk");
+            }
+        }
+    }
+}
+
+/// The failed return of a job the minion stopped before it finished.
+fn abandoned_return(id: &str, job: &Job, grace: Duration) -> JobReturn {
+    JobReturn {
+        jid: job.jid.clone(),
+        id: id.to_string(),
+        fun: job.fun.clone(),
+        fun_args: job.arg.clone(),
+        ret: Value::String(format!(
+            "The minion was stopped before {} finished: the job ran past the minion's shutdown_grace of {} s and was abandoned",
+            job.fun,
+            grace.as_secs()
+        )),
+        retcode: 1,
+        success: false,
+    }
+}
+
+impl Link<'_> {
+    pub(super) async fn resend_returns(&mut self, idx: usize) {
+        for ret in self.agents[idx].store.pending() {
+            self.send_request(idx, &MinionRequest::Return(ret)).await;
+        }
+    }
+}
