@@ -3,7 +3,7 @@
 //! task that owns all state (sessions, keys, job cache) — no per-minion
 //! task, no lock.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
@@ -39,6 +39,9 @@ use crate::targeting::{check_minions, MinionFacts};
 /// Handshakes that may wait for their `Confirm` at once (a flood of
 /// hellos cannot grow memory without bound).
 const MAX_PENDING_HANDSHAKES: usize = 50_000;
+/// `halite-call` sessions kept per minion id beside the daemon's: the
+/// oldest is closed when another opens (each call needs one for seconds).
+const MAX_CALLER_SESSIONS: usize = 4;
 /// How long a handshake may wait for its `Confirm`.
 const HANDSHAKE_TTL: Duration = Duration::from_secs(30);
 /// Returns committed in one transaction at most.
@@ -151,6 +154,12 @@ struct Wire {
     sessions: HashMap<u64, Session>,
     /// The session of each authenticated minion id.
     by_id: HashMap<String, u64>,
+    /// Sessions of `halite-call` (Salt's salt-call) per minion id: they
+    /// live beside the minion daemon's session, the oldest closed past
+    /// [`MAX_CALLER_SESSIONS`].
+    callers: HashMap<String, VecDeque<u64>>,
+    /// Handshakes begun with a `CallerHello`.
+    caller_handshakes: HashSet<u64>,
     /// Handshakes waiting for their `Confirm`: the connection that sent the
     /// Hello and when.
     handshakes: HashMap<u64, (PendingSession, Bytes, Instant)>,
@@ -351,6 +360,8 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
             publications,
             sessions: HashMap::new(),
             by_id: HashMap::new(),
+            callers: HashMap::new(),
+            caller_handshakes: HashSet::new(),
             handshakes: HashMap::new(),
         },
         trust: Trust {
@@ -559,7 +570,10 @@ impl Master {
         for sid in &revoked {
             if let Some(s) = self.wire.sessions.remove(sid) {
                 tracing::info!(id = %s.id, "key no longer accepted; session closed");
-                self.wire.by_id.remove(&s.id);
+                if self.wire.by_id.get(&s.id) == Some(sid) {
+                    self.wire.by_id.remove(&s.id);
+                }
+                self.wire.callers.remove(&s.id);
                 if !accepted.contains_key(&s.id) {
                     self.book.grains.remove(&s.id);
                     if let Some(pillars) = self.compile.compiler.pillar_cache() {
@@ -598,6 +612,10 @@ impl Master {
         self.wire
             .handshakes
             .retain(|_, (_, _, at)| at.elapsed() < HANDSHAKE_TTL);
+        let handshakes = &self.wire.handshakes;
+        self.wire
+            .caller_handshakes
+            .retain(|sid| handshakes.contains_key(sid));
         self.book
             .active
             .retain(|_, a| a.started.elapsed() < Duration::from_secs(24 * 3600));
@@ -684,6 +702,41 @@ impl Master {
                 let id = id.to_string();
                 Box::new(move || ReplyBody::Bundle(compiler.bundle(&id, &grains, &job, remote)))
             }
+            RequestBody::CallBundle {
+                fun,
+                arg,
+                kwarg,
+                grains,
+            } => {
+                let job = Job {
+                    jid: halite_proto::jid::CALLER_JID.into(),
+                    fun,
+                    arg,
+                    kwarg,
+                    tgt: id.to_string(),
+                    tgt_type: "glob".into(),
+                    user: "root".into(),
+                    minions: vec![id.to_string()],
+                };
+                let grains = if grains.is_object() {
+                    grains
+                } else {
+                    self.book
+                        .grains
+                        .get(id)
+                        .cloned()
+                        .unwrap_or_else(|| json!({ "id": id }))
+                };
+                let compiler = self.compile.compiler.clone();
+                let remote = Arc::new(MinionCalls {
+                    sid,
+                    jid: job.jid.clone(),
+                    internal: internal.clone(),
+                    timeout: Duration::from_secs(self.cfg.render_call_timeout),
+                });
+                let id = id.to_string();
+                Box::new(move || ReplyBody::Bundle(compiler.bundle(&id, &grains, &job, remote)))
+            }
             other => {
                 let fileserver = self.compile.fileserver.clone();
                 Box::new(move || fileserver.answer(&other))
@@ -715,7 +768,8 @@ impl Master {
                 }
             };
             match msg {
-                ToMaster::Hello(hello) => self.on_hello(routing, hello),
+                ToMaster::Hello(hello) => self.on_hello(routing, hello, false),
+                ToMaster::CallerHello(hello) => self.on_hello(routing, hello, true),
                 ToMaster::Confirm(confirm) => {
                     // Only the connection that sent the hello may finish (or spoil) its handshake.
                     let from_its_connection = match self.wire.handshakes.get(&confirm.session) {
@@ -739,8 +793,9 @@ impl Master {
                         continue;
                     };
                     let (id, key) = (pending.id.clone(), pending.minion_key);
+                    let caller = self.wire.caller_handshakes.remove(&confirm.session);
                     match pending.confirm(&confirm) {
-                        Ok(cipher) => self.open_session(routing, id, key, cipher),
+                        Ok(cipher) => self.open_session(routing, id, key, cipher, caller),
                         Err(e) => tracing::warn!(%id, error = %e, "handshake confirmation refused"),
                     }
                 }
@@ -790,7 +845,9 @@ impl Master {
         self.flush_new_keys();
     }
 
-    fn on_hello(&mut self, routing: Bytes, hello: Hello) {
+    /// A Hello (`caller`: from `halite-call`, whose session lives beside
+    /// the minion daemon's).
+    fn on_hello(&mut self, routing: Bytes, hello: Hello, caller: bool) {
         // Unauthenticated work is bounded first (admission.rs).
         if !self.trust.admission.hello(&routing) {
             return;
@@ -946,6 +1003,9 @@ impl Master {
                 self.wire
                     .handshakes
                     .insert(sid, (pending, routing.clone(), Instant::now()));
+                if caller {
+                    self.wire.caller_handshakes.insert(sid);
+                }
                 self.send(&routing, &ToMinion::Welcome(welcome));
             }
             Err(e) => tracing::debug!(%id, error = %e, "hello refused"),
@@ -1059,13 +1119,29 @@ impl Master {
         self.flush_new_keys();
     }
 
-    fn open_session(&mut self, routing: Bytes, id: String, key: PublicKey, cipher: SessionCipher) {
+    fn open_session(
+        &mut self,
+        routing: Bytes,
+        id: String,
+        key: PublicKey,
+        cipher: SessionCipher,
+        caller: bool,
+    ) {
         // The key may have been removed between hello and confirm.
         if self.trust.accepted.get(&id) != Some(&key) {
             return;
         }
         let sid = cipher.session;
-        if let Some(old) = self.wire.by_id.insert(id.clone(), sid) {
+        if caller {
+            // Beside the daemon's session, which keeps its jobs.
+            let sids = self.wire.callers.entry(id.clone()).or_default();
+            sids.push_back(sid);
+            while sids.len() > MAX_CALLER_SESSIONS {
+                if let Some(old) = sids.pop_front() {
+                    self.wire.sessions.remove(&old);
+                }
+            }
+        } else if let Some(old) = self.wire.by_id.insert(id.clone(), sid) {
             self.wire.sessions.remove(&old);
         }
         self.wire.sessions.insert(
@@ -1078,7 +1154,13 @@ impl Master {
             },
         );
         let publish_key = self.signing.publisher.key_now();
-        self.send_sealed(sid, &MasterMessage::Ready { publish_key });
+        self.send_sealed(
+            sid,
+            &MasterMessage::Ready {
+                publish_key,
+                publish_port: Some(self.cfg.publish_port),
+            },
+        );
         self.bus.fire(
             tags::AUTH,
             json!({"act": "accept", "id": id, "pub": key.to_hex(), "result": true}),
@@ -1132,7 +1214,10 @@ impl Master {
                     None => tracing::debug!(%id, call, "late render-time answer dropped"),
                 }
             }
-            MinionRequest::Return(ret) => {
+            MinionRequest::Return(mut ret) => {
+                if ret.id == id && ret.jid == halite_proto::jid::CALLER_JID {
+                    ret.jid = self.caller_job(&ret)?;
+                }
                 if ret.id != id || !halite_proto::jid::is_jid(&ret.jid) {
                     tracing::warn!(%id, claimed = %ret.id, "return for another minion or a malformed jid dropped");
                     return None;
@@ -1141,6 +1226,32 @@ impl Master {
             }
         }
         None
+    }
+
+    /// Gives the return of a minion's own call (`halite-call`, Salt's
+    /// salt-call, jid `req`) a jid and stores its job as Salt's
+    /// `store_job` does: target the minion's id, `glob`, the call's
+    /// function and arguments. `None` (the return is dropped, the minion
+    /// told nothing) when the job cache cannot store it.
+    fn caller_job(&mut self, ret: &JobReturn) -> Option<String> {
+        let jid = self.book.jids.next_jid();
+        let job = Job {
+            jid: jid.clone(),
+            fun: ret.fun.clone(),
+            arg: ret.fun_args.clone(),
+            kwarg: Map::new(),
+            tgt: ret.id.clone(),
+            tgt_type: "glob".into(),
+            user: "root".into(),
+            minions: vec![ret.id.clone()],
+        };
+        match self.book.jobs.store_job(&job) {
+            Ok(()) => Some(jid),
+            Err(e) => {
+                tracing::error!(id = %ret.id, error = %e, "cannot store the job of a halite-call return");
+                None
+            }
+        }
     }
 
     /// Commits the returns, then acknowledges them, then fires their events.

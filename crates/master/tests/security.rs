@@ -63,7 +63,7 @@ impl Peer {
                     let (mut cipher, confirm) = state.finish(identity, &w).expect("finish");
                     self.send(&ToMaster::Confirm(confirm)).await;
                     if let Some(ToMinion::Sealed(s)) = self.recv(Duration::from_secs(5)).await {
-                        if let Ok(MasterMessage::Ready { publish_key }) =
+                        if let Ok(MasterMessage::Ready { publish_key, .. }) =
                             decode(&cipher.open(&s).expect("open"))
                         {
                             return (cipher, publish_key);

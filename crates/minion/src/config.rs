@@ -14,9 +14,15 @@ use serde_json::{Map, Value};
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct MinionConfig {
-    /// The master(s): one host, or a list tried in order (failover).
+    /// The master(s): `host` or `host:port`, or a list: every one at once
+    /// (`master_type: str`) or one at a time (`master_type: failover`).
     #[serde(deserialize_with = "one_or_many")]
     pub master: Vec<String>,
+    /// How a list of masters is used (Salt's key): `str` (default, every
+    /// master at once), `failover`, `disable` (no master).
+    pub master_type: String,
+    /// `master_type: failover` starts from a random master of the list.
+    pub random_master: bool,
     /// The master's ROUTER port.
     pub master_port: u16,
     /// The master's PUB port.
@@ -78,6 +84,8 @@ impl Default for MinionConfig {
     fn default() -> Self {
         Self {
             master: vec!["salt".into()],
+            master_type: "str".into(),
+            random_master: false,
             master_port: 4506,
             publish_port: 4505,
             id: String::new(),

@@ -1,11 +1,14 @@
-//! The minion daemon's outer loop: connect to a master, serve until it is
-//! lost, back off with jitter, try the next master of the list.
+//! The minion daemon's outer loop: connect to its master (or, with several
+//! and `master_type: str`, to every one at once), serve until it is lost,
+//! back off with jitter, try again (the next master of a failover list).
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
 use halite_transport::Shutdown;
+use tokio::sync::Semaphore;
 
 use crate::config::MinionConfig;
 use crate::link::{run_link, stop_jobs, Agent, JobOutputs, LinkEnd, LinkSettings};
@@ -38,11 +41,37 @@ pub fn reconnect_delay(cfg: &MinionConfig, attempt: u32) -> Duration {
     Duration::from_millis(base / 2 + jitter + if cfg.recon_randomize { 0 } else { base / 2 })
 }
 
-/// Link settings for `master` from the config.
+/// `host[:port]` of a `master` entry as Salt's `parse_host_port` reads
+/// it: `host`, `host:port`, `[v6]:port`; a bare IPv6 address has no
+/// port. The port defaults to `default_port` (`master_port`).
+pub fn split_master(entry: &str, default_port: u16) -> (String, u16) {
+    let entry = entry.trim();
+    if let Some(rest) = entry.strip_prefix('[') {
+        if let Some((host, tail)) = rest.split_once(']') {
+            let port = tail
+                .strip_prefix(':')
+                .and_then(|p| p.parse().ok())
+                .unwrap_or(default_port);
+            return (host.to_string(), port);
+        }
+    }
+    match entry.split_once(':') {
+        Some((host, port)) if !port.contains(':') => match port.parse() {
+            Ok(port) => (host.to_string(), port),
+            Err(_) => (entry.to_string(), default_port),
+        },
+        _ => (entry.to_string(), default_port),
+    }
+}
+
+/// Link settings for the `master` entry `master` (`host` or `host:port`)
+/// from the config, with the single master's pin and counters
+/// (`pki_dir/minion_master.pub`, `cachedir/publications`).
 pub fn link_settings(cfg: &MinionConfig, master: &str) -> LinkSettings {
+    let (host, port) = split_master(master, cfg.master_port);
     LinkSettings {
-        master: master.to_string(),
-        master_port: cfg.master_port,
+        master: host,
+        master_port: port,
         publish_port: cfg.publish_port,
         master_finger: cfg.master_finger.clone(),
         pinned_master_path: Some(cfg.pki_dir.join("minion_master.pub")),
@@ -51,8 +80,123 @@ pub fn link_settings(cfg: &MinionConfig, master: &str) -> LinkSettings {
         acceptance_wait_time: Duration::from_secs(cfg.acceptance_wait_time.max(1)),
         alive_interval: Duration::from_secs(cfg.master_alive_interval.max(1)),
         max_concurrent_jobs: usize::try_from(cfg.process_count_max).unwrap_or(0),
+        job_slots: None,
+        caller: false,
         shutdown_grace: Duration::from_secs(cfg.shutdown_grace),
     }
+}
+
+/// How the minion uses its `master` list (`master_type`, Salt's key).
+#[derive(Debug, PartialEq, Eq)]
+pub enum MasterPlan {
+    /// `master_type: str` (the default) with several masters: connect to
+    /// every one at once and answer each (Salt's hot multi-master).
+    Hot(Vec<String>),
+    /// One master, or `master_type: failover`: one master at a time, the
+    /// next of the list when it is lost (shuffled once with `random_master`).
+    Failover(Vec<String>),
+    /// `master_type: disable`: no master at all.
+    Disabled,
+}
+
+impl MasterPlan {
+    /// The plan for `cfg`, or why its `master_type` cannot be served.
+    pub fn of(cfg: &MinionConfig) -> anyhow::Result<MasterPlan> {
+        let mut masters: Vec<String> = cfg
+            .master
+            .iter()
+            .map(|m| m.trim().to_string())
+            .filter(|m| !m.is_empty())
+            .collect();
+        if masters.is_empty() {
+            masters.push("salt".into());
+        }
+        match cfg.master_type.as_str() {
+            "str" | "" if masters.len() > 1 => Ok(MasterPlan::Hot(masters)),
+            "str" | "" => Ok(MasterPlan::Failover(masters)),
+            "failover" => {
+                if cfg.random_master {
+                    shuffle(&mut masters);
+                }
+                Ok(MasterPlan::Failover(masters))
+            }
+            "disable" => Ok(MasterPlan::Disabled),
+            "func" => anyhow::bail!(
+                "master_type: func (the master's address from a Python function) is not supported by halite; list the masters in `master` with master_type: str or failover"
+            ),
+            other => anyhow::bail!(
+                "unknown master_type '{other}': use str (every listed master at once), failover or disable"
+            ),
+        }
+    }
+}
+
+/// Fisher-Yates with the system's random numbers (`random_master`).
+fn shuffle(list: &mut [String]) {
+    for i in (1..list.len()).rev() {
+        let r = halite_proto::crypto::random_u64().unwrap_or(0);
+        let j = usize::try_from(r % (i as u64 + 1)).unwrap_or(0);
+        list.swap(i, j);
+    }
+}
+
+/// Where one master of a hot multi-master minion keeps its state: its
+/// pinned key, the publication counters of its publish keys and the
+/// returns it has not acknowledged, each below a directory named after
+/// `host_port` (masters need not share a key, and their epochs and
+/// returns are their own).
+pub struct MasterDirs {
+    /// `pki_dir/masters/<host_port>/minion_master.pub`.
+    pub pin: PathBuf,
+    /// `cachedir/masters/<host_port>/publications`.
+    pub replay: PathBuf,
+    /// `cachedir/masters/<host_port>/returns`.
+    pub returns: PathBuf,
+}
+
+impl MasterDirs {
+    /// The single master's places (one master, or failover masters, which
+    /// share one key as in Salt).
+    pub fn shared(cfg: &MinionConfig) -> Self {
+        MasterDirs {
+            pin: cfg.pki_dir.join("minion_master.pub"),
+            replay: cfg.cachedir.join("publications"),
+            returns: cfg.cachedir.join("returns"),
+        }
+    }
+
+    /// The places of master `entry` of a hot multi-master minion.
+    pub fn of(cfg: &MinionConfig, entry: &str) -> Self {
+        let (host, port) = split_master(entry, cfg.master_port);
+        let name: String = format!("{host}_{port}")
+            .chars()
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '.' || c == '-' || c == '_' {
+                    c
+                } else {
+                    '_'
+                }
+            })
+            .collect();
+        let pki = cfg.pki_dir.join("masters").join(&name);
+        let cache = cfg.cachedir.join("masters").join(&name);
+        MasterDirs {
+            pin: pki.join("minion_master.pub"),
+            replay: cache.join("publications"),
+            returns: cache.join("returns"),
+        }
+    }
+}
+
+/// What every master a minion serves shares: who it is, how it runs
+/// jobs, how many at once, and when to stop.
+#[derive(Clone)]
+struct Shared {
+    cfg: MinionConfig,
+    grains: serde_json::Value,
+    runner: Arc<dyn JobRunner>,
+    job_slots: Option<Arc<Semaphore>>,
+    shutdown: Shutdown,
 }
 
 /// Runs the minion until `shutdown` is triggered, then lets its running
@@ -60,8 +204,10 @@ pub fn link_settings(cfg: &MinionConfig, master: &str) -> LinkSettings {
 /// kept on disk for the next start).
 pub async fn run(cfg: MinionConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     halite_proto::validate_minion_id(&cfg.id).context("the minion id is not usable")?;
+    let plan = MasterPlan::of(&cfg)?;
     let identity = halite_proto::keyfile::load_or_create_identity(&cfg.pki_dir, "minion")?;
     tracing::info!(id = %cfg.id, fingerprint = %identity.public().fingerprint(), "minion identity loaded");
+    drop(identity);
     // Returns and publication counters live here: readable by root alone.
     halite_proto::keyfile::ensure_private_dir(&cfg.cachedir)
         .context("cannot create the minion's cachedir")?;
@@ -72,8 +218,6 @@ pub async fn run(cfg: MinionConfig, shutdown: Shutdown) -> anyhow::Result<()> {
                 format!("cannot make {} private (mode 0700)", cfg.cachedir.display())
             })?;
     }
-    let store = ReturnStore::disk(cfg.cachedir.join("returns"))
-        .context("cannot create cachedir/returns")?;
     let runner = Arc::new(HostRunner::new(cfg.opts()));
     let grains = {
         let runner = runner.clone();
@@ -82,19 +226,88 @@ pub async fn run(cfg: MinionConfig, shutdown: Shutdown) -> anyhow::Result<()> {
             .await
             .unwrap_or(serde_json::Value::Null)
     };
+    // One limit for the whole process, whichever master sent the job.
+    let max = usize::try_from(cfg.process_count_max).unwrap_or(0);
+    let shared = Shared {
+        grains,
+        runner,
+        job_slots: (max > 0).then(|| Arc::new(Semaphore::new(max))),
+        shutdown: shutdown.clone(),
+        cfg,
+    };
+    match plan {
+        MasterPlan::Disabled => {
+            tracing::warn!("master_type: disable: this minion connects to no master");
+            shutdown.triggered().await;
+        }
+        MasterPlan::Failover(masters) => {
+            let dirs = MasterDirs::shared(&shared.cfg);
+            serve(shared, masters, dirs).await?;
+        }
+        MasterPlan::Hot(masters) => {
+            tracing::info!(
+                ?masters,
+                "hot multi-master: serving every listed master at once"
+            );
+            let mut links = tokio::task::JoinSet::new();
+            for master in masters {
+                let dirs = MasterDirs::of(&shared.cfg, &master);
+                links.spawn(serve(shared.clone(), vec![master], dirs));
+            }
+            let mut failed = None;
+            while let Some(done) = links.join_next().await {
+                match done {
+                    Ok(Ok(())) => {}
+                    Ok(Err(e)) => {
+                        tracing::error!(error = %format!("{e:#}"), "a master's link could not start");
+                        failed.get_or_insert(e);
+                    }
+                    Err(e) => tracing::error!(error = %e, "a master's link ended abnormally"),
+                }
+            }
+            if let Some(e) = failed {
+                return Err(e);
+            }
+        }
+    }
+    tracing::info!("halite-minion shutting down");
+    Ok(())
+}
+
+/// Serves `masters` one at a time (the next when one is lost, with
+/// jittered backoff) until the shutdown, then ends this link's jobs.
+async fn serve(shared: Shared, masters: Vec<String>, dirs: MasterDirs) -> anyhow::Result<()> {
+    let Shared {
+        cfg,
+        grains,
+        runner,
+        job_slots,
+        shutdown,
+    } = shared;
+    for dir in [dirs.pin.parent(), dirs.replay.parent()]
+        .into_iter()
+        .flatten()
+    {
+        halite_proto::keyfile::ensure_private_dir(dir)
+            .with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    let identity = halite_proto::keyfile::load_or_create_identity(&cfg.pki_dir, "minion")?;
+    let store = ReturnStore::disk(dirs.returns.clone())
+        .with_context(|| format!("cannot create {}", dirs.returns.display()))?;
     let mut agents = vec![Agent::new(cfg.id.clone(), identity, grains, store)];
-    let runner: Arc<dyn JobRunner> = runner;
     // Outlives each connection: a job finishing between two keeps its return.
     let mut outputs = JobOutputs::new();
     let mut attempt = 0u32;
     let mut master_idx = 0usize;
     loop {
-        let master = cfg
-            .master
-            .get(master_idx % cfg.master.len().max(1))
+        let master = masters
+            .get(master_idx % masters.len().max(1))
             .cloned()
             .unwrap_or_else(|| "salt".into());
-        let settings = link_settings(&cfg, &master);
+        let mut settings = link_settings(&cfg, &master);
+        settings.pinned_master_path = Some(dirs.pin.clone());
+        settings.replay_path = Some(dirs.replay.clone());
+        settings.job_slots = job_slots.clone();
         tracing::info!(%master, "connecting to master");
         let started = std::time::Instant::now();
         match run_link(
@@ -129,13 +342,57 @@ pub async fn run(cfg: MinionConfig, shutdown: Shutdown) -> anyhow::Result<()> {
         Duration::from_secs(cfg.shutdown_grace),
     )
     .await;
-    tracing::info!("halite-minion shutting down");
     Ok(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn master_entries_read_like_salts_parse_host_port() {
+        assert_eq!(split_master("m1", 4506), ("m1".into(), 4506));
+        assert_eq!(split_master("m1:4606", 4506), ("m1".into(), 4606));
+        assert_eq!(split_master("[::1]:4606", 4506), ("::1".into(), 4606));
+        assert_eq!(split_master("::1", 4506), ("::1".into(), 4506));
+        assert_eq!(split_master("m1:x", 4506), ("m1:x".into(), 4506));
+    }
+
+    #[test]
+    fn a_master_list_is_hot_unless_failover_is_asked() {
+        let cfg = |master: &[&str], master_type: &str| MinionConfig {
+            master: master.iter().map(|m| m.to_string()).collect(),
+            master_type: master_type.into(),
+            ..MinionConfig::default()
+        };
+        assert_eq!(
+            MasterPlan::of(&cfg(&["a", "b"], "str")).unwrap(),
+            MasterPlan::Hot(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(
+            MasterPlan::of(&cfg(&["a"], "str")).unwrap(),
+            MasterPlan::Failover(vec!["a".into()])
+        );
+        assert_eq!(
+            MasterPlan::of(&cfg(&["a", "b"], "failover")).unwrap(),
+            MasterPlan::Failover(vec!["a".into(), "b".into()])
+        );
+        assert_eq!(
+            MasterPlan::of(&cfg(&["a"], "disable")).unwrap(),
+            MasterPlan::Disabled
+        );
+        let err = MasterPlan::of(&cfg(&["a"], "func"))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("not supported"), "{err}");
+        assert!(MasterPlan::of(&cfg(&["a"], "sideways")).is_err());
+        // Two masters on one host keep apart.
+        let c = cfg(&["127.0.0.1:4506", "127.0.0.1:4606"], "str");
+        assert_ne!(
+            MasterDirs::of(&c, "127.0.0.1:4506").pin,
+            MasterDirs::of(&c, "127.0.0.1:4606").pin
+        );
+    }
 
     #[test]
     fn backoff_grows_to_the_cap_with_jitter() {

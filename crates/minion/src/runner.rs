@@ -205,9 +205,21 @@ impl HostRunner {
         if !needs_bundle(&job.fun) {
             return host.call(&job.fun, &args);
         }
-        let bundle = match master.request(RequestBody::Bundle {
-            jid: job.jid.clone(),
-        }) {
+        // A call of the minion's own (halite-call) has no published job:
+        // the master compiles it from the call itself.
+        let ask = if job.jid == halite_proto::jid::CALLER_JID {
+            RequestBody::CallBundle {
+                fun: job.fun.clone(),
+                arg: job.arg.clone(),
+                kwarg: job.kwarg.clone(),
+                grains: host.grains.clone(),
+            }
+        } else {
+            RequestBody::Bundle {
+                jid: job.jid.clone(),
+            }
+        };
+        let bundle = match master.request(ask) {
             Ok(ReplyBody::Bundle(b)) => b,
             Ok(other) => {
                 return Err(ExecError::Execution(format!(

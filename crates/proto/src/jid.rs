@@ -44,6 +44,11 @@ fn format_jid(at: NaiveDateTime) -> String {
     at.format("%Y%m%d%H%M%S%6f").to_string()
 }
 
+/// The jid of a return the minion sends for a call of its own
+/// (`halite-call` without `--local`, Salt's salt-call `return_pub`): the
+/// master gives the call a jid of its own when it stores the return.
+pub const CALLER_JID: &str = "req";
+
 /// Whether `jid` has Salt's shape: 20 ASCII digits.
 pub fn is_jid(jid: &str) -> bool {
     jid.len() == 20 && jid.bytes().all(|b| b.is_ascii_digit())

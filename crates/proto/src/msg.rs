@@ -78,6 +78,11 @@ pub enum ToMaster {
     Confirm(Confirm),
     /// A message inside an open session.
     Sealed(Sealed),
+    /// The first handshake message of `halite-call` on a minion host
+    /// (Salt's salt-call authenticating with the minion's key beside a
+    /// running salt-minion): the master opens a session that lives beside
+    /// the minion daemon's instead of replacing it.
+    CallerHello(Hello),
 }
 
 /// The state of a minion's key on the master, as `halite-key -L` lists it.
@@ -193,6 +198,21 @@ pub enum RequestBody {
     },
     /// The saltenvs the master serves.
     FileEnvs,
+    /// This minion's bundle for a call of its own (`halite-call fun ...`
+    /// without `--local`, Salt's salt-call): compiled as a job would be,
+    /// with no job published.
+    CallBundle {
+        /// The function called (`state.apply`, `pillar.items`...).
+        fun: String,
+        /// Its positional arguments.
+        arg: Vec<Value>,
+        /// Its keyword arguments.
+        kwarg: Map<String, Value>,
+        /// The grains the call sees (salt-call renders with the minion's
+        /// own grains); not an object: the grains the master cached.
+        #[serde(default)]
+        grains: Value,
+    },
 }
 
 /// A file on the master's fileserver.
@@ -262,6 +282,12 @@ pub enum MasterMessage {
     Ready {
         /// The current publish key.
         publish_key: PublishKey,
+        /// The master's publish port, as Salt's master tells its minions
+        /// at sign-in: a minion listing several masters (`host:port`
+        /// entries) subscribes where each master says. `None` from a
+        /// master that predates it: the minion's `publish_port` is used.
+        #[serde(default)]
+        publish_port: Option<u16>,
     },
     /// A new publish key (the old one was retired because a key was rejected or deleted).
     PublishKey(PublishKey),
@@ -358,7 +384,8 @@ pub struct Job {
 /// A minion's result for one job (Salt's return load).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct JobReturn {
-    /// The job answered.
+    /// The job answered; `req` for a call of the minion's own
+    /// (`halite-call`, Salt's salt-call): the master gives it a jid.
     pub jid: String,
     /// The minion that answers.
     pub id: String,

@@ -14,7 +14,12 @@ impl Link<'_> {
             state: Some(state),
             since: Instant::now(),
         };
-        if let Ok(bytes) = encode(&ToMaster::Hello(hello)) {
+        let hello = if self.settings.caller {
+            ToMaster::CallerHello(hello)
+        } else {
+            ToMaster::Hello(hello)
+        };
+        if let Ok(bytes) = encode(&hello) {
             self.send(bytes).await;
         }
     }
@@ -122,6 +127,14 @@ impl Link<'_> {
                     }
                     _ => tracing::error!(%id, ?status, %reason, "master refused authentication"),
                 }
+                if self.settings.caller {
+                    self.refused = Some(match status {
+                        Some(KeyStatus::Pending) => format!(
+                            "the master has not accepted this minion's key yet: run `halite-key -a {id}` on the master"
+                        ),
+                        _ => format!("the master refused minion {id}: {reason}"),
+                    });
+                }
                 self.agents[idx].phase = Phase::Idle {
                     next_try: Instant::now() + self.settings.acceptance_wait_time,
                 };
@@ -152,7 +165,7 @@ impl Link<'_> {
                     return Ok(());
                 };
                 self.last_heard_any = Instant::now();
-                self.on_master_message(idx, message).await;
+                self.on_master_message(idx, message).await?;
             }
         }
         Ok(())

@@ -25,10 +25,12 @@ use crate::replay::ReplayGuard;
 use crate::runner::JobRunner;
 use crate::store::ReturnStore;
 
+mod call;
 mod handshake;
 mod jobs;
 mod returns;
 
+pub use call::{call_master, CallError, CallOutcome};
 use returns::keep_finished_returns;
 pub use returns::stop_jobs;
 
@@ -136,8 +138,16 @@ pub struct LinkSettings {
     pub acceptance_wait_time: Duration,
     /// How often to check the master is alive.
     pub alive_interval: Duration,
-    /// Jobs run at once (0: no limit).
+    /// Jobs run at once (0: no limit), when `job_slots` is not given.
     pub max_concurrent_jobs: usize,
+    /// The slots jobs take, shared by every link of the process (a minion
+    /// serving several masters at once runs `process_count_max` jobs in
+    /// all, not per master).
+    pub job_slots: Option<Arc<Semaphore>>,
+    /// A `halite-call` link: it authenticates with a `CallerHello`, does
+    /// not subscribe to publications, does not announce itself (no
+    /// `Start`) and runs only the call it is given.
+    pub caller: bool,
     /// How long a stopping minion waits for its running jobs
     /// (`shutdown_grace`) before it abandons them.
     pub shutdown_grace: Duration,
@@ -221,6 +231,23 @@ struct Link<'a> {
     draining: bool,
     /// Returns of jobs that ended while stopping, not yet acknowledged.
     unacked: HashSet<(usize, String)>,
+    /// Publications from the master, subscribed once the first identity
+    /// is authenticated, on the publish port the master names.
+    publications: Option<Subscriber>,
+    /// The port `publications` is connected to.
+    subscribed_port: Option<u16>,
+    /// A caller link: the jids the master acknowledged.
+    acked: Vec<String>,
+    /// A caller link: why the master refused the session.
+    refused: Option<String>,
+}
+
+/// The next publication, or never when not subscribed yet.
+async fn next_publication(sub: &mut Option<Subscriber>) -> Option<Vec<u8>> {
+    match sub {
+        Some(sub) => sub.recv().await.map(|b| b.to_vec()),
+        None => std::future::pending().await,
+    }
 }
 
 fn pinned_key(settings: &LinkSettings) -> Option<PublicKey> {
@@ -238,58 +265,11 @@ pub async fn run_link(
     shutdown: &Shutdown,
 ) -> LinkEnd {
     keep_finished_returns(agents, outputs);
-    let ret_endpoint = format!("tcp://{}:{}", settings.master, settings.master_port);
-    let pub_endpoint = format!("tcp://{}:{}", settings.master, settings.publish_port);
-    let mut dealer = match Dealer::connect(&ret_endpoint, settings.auth_timeout).await {
-        Ok(dealer) => dealer,
-        Err(e) => return LinkEnd::MasterLost(e.to_string()),
-    };
-    // The transport tells us at once when the master closes the connection
-    // (a restart): the link ends and every identity authenticates again,
-    // instead of waiting for a ping to go unanswered.
-    let mut watch = dealer.watch();
-    // Publications arrive on their own task so a busy DEALER never delays them.
-    let mut publications = match Subscriber::connect(&pub_endpoint, settings.auth_timeout).await {
-        Ok(sub) => sub,
-        Err(e) => return LinkEnd::MasterLost(e.to_string()),
-    };
-    let jobs_tx = outputs.tx.clone();
-    let (requests_tx, mut requests_rx) = mpsc::unbounded_channel();
-    let by_id = agents
-        .iter()
-        .enumerate()
-        .map(|(i, a)| (a.id.clone(), i))
-        .collect();
-    for agent in agents.iter_mut() {
-        agent.phase = Phase::Idle {
-            next_try: Instant::now(),
+    let (mut link, mut watch, mut requests_rx) =
+        match Link::connect(settings, agents, runner, outputs, shutdown).await {
+            Ok(parts) => parts,
+            Err(end) => return end,
         };
-    }
-    let mut link = Link {
-        settings,
-        by_id,
-        sessions: HashMap::new(),
-        agents,
-        dealer,
-        trusted_master: pinned_key(settings),
-        openers: Vec::new(),
-        replay: match &settings.replay_path {
-            Some(path) => ReplayGuard::at(path.clone()),
-            None => ReplayGuard::memory(),
-        },
-        held: VecDeque::new(),
-        runner,
-        jobs_tx,
-        requests_tx,
-        waiting: HashMap::new(),
-        next_request: 1,
-        slots: (settings.max_concurrent_jobs > 0)
-            .then(|| Arc::new(Semaphore::new(settings.max_concurrent_jobs))),
-        last_heard_any: Instant::now(),
-        shutdown: shutdown.clone(),
-        draining: false,
-        unacked: HashSet::new(),
-    };
     // Once stopping: the running jobs end and their returns are
     // acknowledged, or this deadline passes (the returns stay on disk).
     let mut stop_by: Option<tokio::time::Instant> = None;
@@ -325,7 +305,7 @@ pub async fn run_link(
                 }
                 Err(e) => break LinkEnd::MasterLost(format!("receive failed: {e}")),
             },
-            publication = publications.recv() => match publication {
+            publication = next_publication(&mut link.publications) => match publication {
                 Some(frame) => link.on_publication_frame(&frame),
                 None => break LinkEnd::MasterLost("the publication stream ended".into()),
             },
@@ -344,7 +324,97 @@ pub async fn run_link(
     end
 }
 
-impl Link<'_> {
+impl<'a> Link<'a> {
+    /// Opens the DEALER to the master and makes a link serving `agents`
+    /// (each idle, to authenticate at the next tick).
+    async fn connect(
+        settings: &'a LinkSettings,
+        agents: &'a mut [Agent],
+        runner: Arc<dyn JobRunner>,
+        outputs: &JobOutputs,
+        shutdown: &Shutdown,
+    ) -> Result<
+        (
+            Link<'a>,
+            halite_transport::ConnectionWatch,
+            mpsc::UnboundedReceiver<JobRequest>,
+        ),
+        LinkEnd,
+    > {
+        let ret_endpoint = format!("tcp://{}:{}", settings.master, settings.master_port);
+        let mut dealer = Dealer::connect(&ret_endpoint, settings.auth_timeout)
+            .await
+            .map_err(|e| LinkEnd::MasterLost(e.to_string()))?;
+        // The transport tells us at once when the master closes the connection
+        // (a restart): the link ends and every identity authenticates again,
+        // instead of waiting for a ping to go unanswered.
+        let watch = dealer.watch();
+        let jobs_tx = outputs.tx.clone();
+        let (requests_tx, requests_rx) = mpsc::unbounded_channel();
+        let by_id = agents
+            .iter()
+            .enumerate()
+            .map(|(i, a)| (a.id.clone(), i))
+            .collect();
+        for agent in agents.iter_mut() {
+            agent.phase = Phase::Idle {
+                next_try: Instant::now(),
+            };
+        }
+        let slots = settings.job_slots.clone().or_else(|| {
+            (settings.max_concurrent_jobs > 0)
+                .then(|| Arc::new(Semaphore::new(settings.max_concurrent_jobs)))
+        });
+        let link = Link {
+            settings,
+            by_id,
+            sessions: HashMap::new(),
+            agents,
+            dealer,
+            trusted_master: pinned_key(settings),
+            openers: Vec::new(),
+            replay: match &settings.replay_path {
+                Some(path) => ReplayGuard::at(path.clone()),
+                None => ReplayGuard::memory(),
+            },
+            held: VecDeque::new(),
+            runner,
+            jobs_tx,
+            requests_tx,
+            waiting: HashMap::new(),
+            next_request: 1,
+            slots,
+            last_heard_any: Instant::now(),
+            shutdown: shutdown.clone(),
+            draining: false,
+            unacked: HashSet::new(),
+            publications: None,
+            subscribed_port: None,
+            acked: Vec::new(),
+            refused: None,
+        };
+        Ok((link, watch, requests_rx))
+    }
+
+    /// Subscribes to the master's publications on `port` (the one its
+    /// `Ready` named, else `publish_port`), once per link: before the
+    /// minion announces itself, so a job published after the master
+    /// redelivers the missed ones reaches it.
+    async fn subscribe(&mut self, port: Option<u16>) -> Result<(), LinkEnd> {
+        let port = port.unwrap_or(self.settings.publish_port);
+        if self.settings.caller || self.subscribed_port == Some(port) {
+            return Ok(());
+        }
+        let endpoint = format!("tcp://{}:{}", self.settings.master, port);
+        // Publications arrive on their own task so a busy DEALER never delays them.
+        let sub = Subscriber::connect(&endpoint, self.settings.auth_timeout)
+            .await
+            .map_err(|e| LinkEnd::MasterLost(format!("cannot subscribe to {endpoint}: {e}")))?;
+        self.publications = Some(sub);
+        self.subscribed_port = Some(port);
+        Ok(())
+    }
+
     async fn send(&mut self, bytes: Vec<u8>) {
         self.dealer.send(bytes).await;
     }
@@ -355,18 +425,25 @@ impl Link<'_> {
         }
     }
 
-    async fn on_master_message(&mut self, idx: usize, message: MasterMessage) {
+    async fn on_master_message(
+        &mut self,
+        idx: usize,
+        message: MasterMessage,
+    ) -> Result<(), LinkEnd> {
         let now = Instant::now();
         match message {
-            MasterMessage::Ready { publish_key } => {
+            MasterMessage::Ready {
+                publish_key,
+                publish_port,
+            } => {
                 let agent = &mut self.agents[idx];
                 let Phase::Confirming { .. } = agent.phase else {
-                    return;
+                    return Ok(());
                 };
                 let Phase::Confirming { cipher, .. } =
                     std::mem::replace(&mut agent.phase, Phase::Idle { next_try: now })
                 else {
-                    return;
+                    return Ok(());
                 };
                 agent.phase = Phase::Ready {
                     cipher,
@@ -376,6 +453,12 @@ impl Link<'_> {
                 };
                 tracing::info!(id = %agent.id, "authenticated with the master");
                 self.install_publish_key(&publish_key);
+                if self.settings.caller {
+                    // A call announces nothing and resends nothing: the
+                    // minion daemon owns this id's jobs and returns.
+                    return Ok(());
+                }
+                self.subscribe(publish_port).await?;
                 // Returns first: the master redelivers the jobs still
                 // waiting for this minion when it starts, and a job whose
                 // return is on its way (one abandoned at the last stop)
@@ -391,6 +474,9 @@ impl Link<'_> {
             }
             MasterMessage::Ack { jid } => {
                 self.touch(idx, now);
+                if self.settings.caller {
+                    self.acked.push(jid.clone());
+                }
                 self.unacked.remove(&(idx, jid.clone()));
                 self.agents[idx].store.remove(&jid);
             }
@@ -431,6 +517,7 @@ impl Link<'_> {
                 });
             }
         }
+        Ok(())
     }
 
     /// Sends a job thread's request to the master and remembers where the
