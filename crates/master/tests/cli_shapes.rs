@@ -115,7 +115,7 @@ fn a_minion_fails_over_to_the_next_master() {
     // 127.0.0.2 has nothing listening on the fleet's ports: the minion must move on.
     let minion = fleet.start_minion(
         "roamer",
-        "master: [127.0.0.2, 127.0.0.1]\nauth_timeout: 1\n",
+        "master: [127.0.0.2, 127.0.0.1]\nmaster_type: failover\nauth_timeout: 1\n",
     );
     fleet.wait_responding("roamer");
     assert!(

@@ -1,8 +1,9 @@
-//! halite-minion: authenticates to its master (or the next one of a
-//! failover list), runs the jobs published to it through halite-modules,
+//! halite-minion: authenticates to its master (to every listed master at
+//! once, or the next one of a failover list), runs the jobs published to it through halite-modules,
 //! and returns results that survive a master restart. Also the swarm: many
 //! minion identities in one process, for tests and benchmarks.
 
+pub mod caller;
 pub mod channel;
 pub mod config;
 pub mod daemon;

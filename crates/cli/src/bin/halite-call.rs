@@ -1,7 +1,9 @@
 //! `halite-call`: run a function on this host, like `salt-call`.
 //!
 //! `halite-call --local --file-root DIR state.apply SLS` runs a state tree
-//! masterless and prints what `salt-call` prints.
+//! masterless and prints what `salt-call` prints; without `--local` the
+//! call runs against the minion's master (its states, pillar and files),
+//! and the master keeps its return in the job cache, as salt-call does.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -145,11 +147,8 @@ fn run() -> Result<i32> {
         "",
     );
     if opts.get("file_client").and_then(Value::as_str) != Some("local") {
-        anyhow::bail!(
-            "halite-call talks to a master only through a running halite-minion; run masterless with --local \
-             (or set `file_client: local` in {}/minion)",
-            cli.config_dir.display()
-        );
+        let (ret, retcode) = through_master(&cli)?;
+        return print_return(&cli, &opts, ret, retcode);
     }
     let events_file = match &cli.events {
         Some(p) => Some(Mutex::new(
@@ -231,6 +230,37 @@ fn run() -> Result<i32> {
         }
     };
 
+    let code = print_return(&cli, &opts, ret, retcode)?;
+    std::mem::forget(host);
+    Ok(code)
+}
+
+/// Salt's salt-call without `--local`: the call runs on this host as a
+/// job of its minion (states, pillar and `salt://` from the master the
+/// minion config names, authenticated with the minion's key), and its
+/// return goes to the master's job cache under a jid the master gives it.
+fn through_master(cli: &Cli) -> Result<(Value, i32)> {
+    let mut overrides = Map::new();
+    if let Some(id) = &cli.id {
+        overrides.insert("id".into(), json!(id));
+    }
+    if let Some(l) = &cli.log_level {
+        overrides.insert("log_level".into(), json!(l));
+    }
+    let cfg = halite_minion::MinionConfig::load(&cli.config_dir, &overrides)?;
+    let args = parse_args(&cli.args);
+    let outcome = halite_minion::caller::call(&cfg, &cli.fun, args.positional, args.kwargs)?;
+    match &outcome.jid {
+        Some(jid) => tracing::info!(%jid, "return stored in the master's job cache"),
+        None => tracing::info!("return not stored on the master"),
+    }
+    let retcode = i32::try_from(outcome.ret.retcode).unwrap_or(1);
+    Ok((outcome.ret.ret, retcode))
+}
+
+/// Prints a function's return as salt-call does (outputter, colours,
+/// state output options) and gives the process's exit code.
+fn print_return(cli: &Cli, opts: &Value, ret: Value, retcode: i32) -> Result<i32> {
     let stdout_tty = std::io::stdout().is_terminal();
     let colors = if cli.force_color
         || (stdout_tty
@@ -283,7 +313,6 @@ fn run() -> Result<i32> {
         std::mem::forget(data);
         std::mem::forget(text);
     }
-    std::mem::forget(host);
     Ok(exit_code(retcode, cli.retcode_passthrough))
 }
 

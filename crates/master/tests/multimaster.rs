@@ -1,0 +1,244 @@
+//! Hot multi-master (a minion serving two masters at once, Salt's
+//! `master_type: str` with a list) and `halite-call` through the master
+//! (Salt's salt-call without `--local`), with real daemons on loopback.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test code: a failed expectation is the test's failure"
+)]
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::{bin, can_run, wait_for, Fleet};
+use serde_json::{json, Value};
+
+/// `halite-run ARGS --out json` against `fleet`'s master, parsed.
+fn run_json(fleet: &Fleet, args: &[&str]) -> Value {
+    let mut full = args.to_vec();
+    full.extend(["--out", "json"]);
+    let out = fleet.cli("halite-run", &full);
+    serde_json::from_slice(&out.stdout).unwrap_or_default()
+}
+
+/// The jid `halite ... --async` printed.
+fn async_jid(fleet: &Fleet, args: &[&str]) -> String {
+    let mut full = args.to_vec();
+    full.push("--async");
+    let (text, code) = fleet.halite(&full);
+    assert_eq!(code, 0, "{text}");
+    let jid = text
+        .trim()
+        .rsplit(' ')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(halite_proto::jid::is_jid(&jid), "{text}");
+    jid
+}
+
+#[test]
+fn a_minion_serves_two_masters_at_once_and_returns_to_the_sender() {
+    if !can_run() {
+        return;
+    }
+    let a = Fleet::new();
+    let b = Fleet::new();
+    let _master_a = a.start_master("auto_accept: True");
+    // B accepts keys by hand: each master accepts the minion on its own.
+    let mut master_b = b.start_master("");
+    let minion = a.start_minion(
+        "twin",
+        &format!(
+            "master: ['127.0.0.1:{}', '127.0.0.1:{}']\n",
+            a.ret_port, b.ret_port
+        ),
+    );
+    a.wait_responding("twin");
+    b.accept("twin");
+
+    // Each master runs its own job and hears the minion answer.
+    let (rets, code) = a.halite_json(&["twin", "test.echo", "from-a"]);
+    assert_eq!((rets.get("twin"), code), (Some(&json!("from-a")), 0));
+    let (rets, code) = b.halite_json(&["twin", "test.echo", "from-b"]);
+    assert_eq!((rets.get("twin"), code), (Some(&json!("from-b")), 0));
+
+    // A job from A returns to A's job cache only.
+    let jid = async_jid(&a, &["twin", "test.echo", "only-a"]);
+    assert!(
+        wait_for(Duration::from_secs(20), || run_json(
+            &a,
+            &["jobs.lookup_jid", &jid]
+        ) == json!({"twin": "only-a"})),
+        "A never stored its return"
+    );
+    assert_eq!(run_json(&b, &["jobs.lookup_jid", &jid]), json!({}));
+    assert!(run_json(&b, &["jobs.list_jobs"]).get(&jid).is_none());
+
+    // Each master's own key is pinned apart (the masters share nothing).
+    let pki = a.path("minion-twin/pki/masters");
+    let pin_a = pki.join(format!("127.0.0.1_{}/minion_master.pub", a.ret_port));
+    let pin_b = pki.join(format!("127.0.0.1_{}/minion_master.pub", b.ret_port));
+    let (pa, pb) = (
+        std::fs::read_to_string(&pin_a).expect("A's pin"),
+        std::fs::read_to_string(&pin_b).expect("B's pin"),
+    );
+    assert_ne!(pa, pb);
+
+    // One master down does not stop the other's jobs.
+    master_b.kill();
+    let (rets, code) = a.halite_json(&["twin", "test.echo", "still-here"]);
+    assert_eq!(
+        (rets.get("twin"), code),
+        (Some(&json!("still-here")), 0),
+        "{}",
+        minion.log_text()
+    );
+}
+
+/// A master with a state tree and a pillar, and a running minion `id`
+/// accepted on it; the minion's config dir.
+fn master_with_tree(fleet: &Fleet, id: &str) -> (common::Daemon, common::Daemon) {
+    let srv = fleet.path("srv");
+    let pillar = fleet.path("pillar");
+    std::fs::create_dir_all(srv.join("files")).unwrap();
+    std::fs::create_dir_all(&pillar).unwrap();
+    let target = fleet.path("out/motd");
+    std::fs::write(srv.join("top.sls"), "base:\n  '*':\n    - motd\n").unwrap();
+    std::fs::write(
+        srv.join("motd.sls"),
+        format!(
+            "motd:\n  file.managed:\n    - name: {}\n    - source: salt://files/motd\n    - template: jinja\n    - makedirs: True\n",
+            target.display()
+        ),
+    )
+    .unwrap();
+    std::fs::write(srv.join("files/motd"), "{{ pillar['motd_text'] }}\n").unwrap();
+    std::fs::write(pillar.join("top.sls"), "base:\n  '*':\n    - data\n").unwrap();
+    std::fs::write(pillar.join("data.sls"), "motd_text: hello-from-pillar\n").unwrap();
+    let master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base: [{}]\npillar_roots:\n  base: [{}]\n",
+        srv.display(),
+        pillar.display()
+    ));
+    let minion = fleet.start_minion(id, "");
+    fleet.wait_responding(id);
+    (master, minion)
+}
+
+/// `halite-call -c <minion dir> --out json ARGS` (no `--local`): the
+/// parsed `local` value and the exit code.
+fn call_json(fleet: &Fleet, id: &str, args: &[&str]) -> (Value, i32, String) {
+    let out = Command::new(bin("halite-call"))
+        .arg("-c")
+        .arg(fleet.path(&format!("minion-{id}")))
+        .args(["--out", "json"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .expect("run halite-call");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+    (
+        v["local"].clone(),
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn halite_call_applies_the_masters_tree_and_the_return_lands_in_its_job_cache() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let (_master, minion) = master_with_tree(&fleet, "caller");
+
+    let (ret, code, err) = call_json(&fleet, "caller", &["state.apply"]);
+    assert_eq!(code, 0, "{ret} {err}");
+    let state = ret
+        .as_object()
+        .and_then(|m| m.values().next())
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(state["result"], json!(true), "{ret}");
+    assert_eq!(
+        std::fs::read_to_string(fleet.path("out/motd")).unwrap(),
+        "hello-from-pillar\n"
+    );
+
+    // The master keeps the run as Salt keeps a salt-call return: a job of
+    // its own, targeting the minion's id, with the minion's return.
+    let jobs = run_json(&fleet, &["jobs.list_jobs"]);
+    let (jid, job) = jobs
+        .as_object()
+        .and_then(|m| m.iter().find(|(_, j)| j["Function"] == "state.apply"))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .expect("the call's job in the master's job cache");
+    assert_eq!(job["Target"], "caller", "{job}");
+    let stored = run_json(&fleet, &["jobs.lookup_jid", &jid]);
+    assert_eq!(stored["caller"], ret, "{stored}");
+
+    // The minion daemon beside it kept its session: it still answers.
+    let (rets, code) = fleet.halite_json(&["caller", "test.ping", "-t", "5"]);
+    assert_eq!(
+        (rets.get("caller"), code),
+        (Some(&json!(true)), 0),
+        "{}",
+        minion.log_text()
+    );
+}
+
+#[test]
+fn halite_call_shows_the_masters_pillar_and_fetches_its_files() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let (_master, _minion) = master_with_tree(&fleet, "peeker");
+
+    let (ret, code, err) = call_json(&fleet, "peeker", &["pillar.items"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(ret["motd_text"], "hello-from-pillar", "{ret}");
+
+    let dest = fleet.path("fetched/motd");
+    let (ret, code, err) = call_json(
+        &fleet,
+        "peeker",
+        &[
+            "cp.get_file",
+            "salt://files/motd",
+            dest.to_str().unwrap(),
+            "makedirs=True",
+        ],
+    );
+    assert_eq!(code, 0, "{ret} {err}");
+    assert_eq!(
+        std::fs::read_to_string(&dest).unwrap(),
+        "{{ pillar['motd_text'] }}\n"
+    );
+}
+
+#[test]
+fn halite_call_names_the_unaccepted_key() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let _master = fleet.start_master("");
+    let dir = fleet.path("minion-stranger");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("minion"),
+        format!(
+            "master: 127.0.0.1\nmaster_port: {}\nid: stranger\npki_dir: {d}/pki\ncachedir: {d}/cache\nauth_timeout: 2\n",
+            fleet.ret_port,
+            d = dir.display()
+        ),
+    )
+    .unwrap();
+    let (_, code, err) = call_json(&fleet, "stranger", &["test.ping"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("halite-key -a stranger"), "{err}");
+}
