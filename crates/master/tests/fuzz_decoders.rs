@@ -80,8 +80,15 @@ fn seeds() -> Vec<Vec<u8>> {
             dirs: true,
         },
         RequestBody::FileEnvs,
+        RequestBody::CallBundle {
+            fun: "state.apply".into(),
+            arg: vec![json!("web")],
+            kwarg: Default::default(),
+            grains: json!({"os": "Debian"}),
+        },
     ];
     let mut out = vec![
+        encode(&ToMaster::CallerHello(hello.clone())).expect("e"),
         encode(&ToMaster::Hello(hello)).expect("e"),
         encode(&ToMaster::Confirm(Confirm {
             session: 7,
@@ -217,7 +224,7 @@ fn exercise(bytes: &[u8], files: &FileServer) {
     let master = Identity::generate().expect("identity");
     if let Ok(msg) = decode::<ToMaster>(bytes) {
         match msg {
-            ToMaster::Hello(hello) => {
+            ToMaster::Hello(hello) | ToMaster::CallerHello(hello) => {
                 let _ = halite_proto::validate_minion_id(&hello.id);
                 let _ = PendingSession::respond(&master, &hello, 1);
             }
