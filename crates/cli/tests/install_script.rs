@@ -351,8 +351,8 @@ fn the_master_example_shows_the_real_keys_and_defaults() {
 
 #[test]
 fn the_minion_example_names_only_keys_the_minion_reads() {
-    // halite-minion is not a dependency of this crate: check the keys
-    // against the source of its config struct.
+    // Checked against the source of the minion's config struct, where
+    // each key and its default are written out.
     let example = text(&repo_root().join("config/minion"));
     let source = text(&repo_root().join("crates/minion/src/config.rs"));
     // Read outside the struct, from the opts: the runner's file and pillar roots.

@@ -52,7 +52,8 @@ fn a_minion_serves_two_masters_at_once_and_returns_to_the_sender() {
     let minion = a.start_minion(
         "twin",
         &format!(
-            "master: ['127.0.0.1:{}', '127.0.0.1:{}']\n",
+            // Salt's default publish_port: each master names its own.
+            "master: ['127.0.0.1:{}', '127.0.0.1:{}']\npublish_port: 4505\n",
             a.ret_port, b.ret_port
         ),
     );

@@ -73,6 +73,7 @@ pub fn link_settings(cfg: &MinionConfig, master: &str) -> LinkSettings {
         master: host,
         master_port: port,
         publish_port: cfg.publish_port,
+        publish_port_fixed: cfg.publish_port != MinionConfig::default().publish_port,
         master_finger: cfg.master_finger.clone(),
         pinned_master_path: Some(cfg.pki_dir.join("minion_master.pub")),
         replay_path: Some(cfg.cachedir.join("publications")),

@@ -125,6 +125,10 @@ pub struct LinkSettings {
     pub master_port: u16,
     /// The master's publish port (`publish_port`).
     pub publish_port: u16,
+    /// `publish_port` was changed from Salt's default: it wins over the
+    /// port the master names (Salt's rule: a changed value is intentional,
+    /// say a relay in between).
+    pub publish_port_fixed: bool,
     /// `master_finger`: when set, only a master with this fingerprint is trusted.
     pub master_finger: String,
     /// Where the master key is pinned on first contact (`minion_master.pub`).
@@ -397,11 +401,14 @@ impl<'a> Link<'a> {
     }
 
     /// Subscribes to the master's publications on `port` (the one its
-    /// `Ready` named, else `publish_port`), once per link: before the
+    /// `Ready` named, unless `publish_port` was set), once per link: before the
     /// minion announces itself, so a job published after the master
     /// redelivers the missed ones reaches it.
     async fn subscribe(&mut self, port: Option<u16>) -> Result<(), LinkEnd> {
-        let port = port.unwrap_or(self.settings.publish_port);
+        let port = match port {
+            Some(named) if !self.settings.publish_port_fixed => named,
+            _ => self.settings.publish_port,
+        };
         if self.settings.caller || self.subscribed_port == Some(port) {
             return Ok(());
         }
