@@ -243,3 +243,43 @@ fn halite_call_names_the_unaccepted_key() {
     assert_eq!(code, 1, "{err}");
     assert!(err.contains("halite-key -a stranger"), "{err}");
 }
+
+#[test]
+fn a_failover_minion_fails_back_to_the_first_master_when_it_returns() {
+    if !can_run() {
+        return;
+    }
+    let first = Fleet::new();
+    let second = Fleet::new();
+    let _second_master = second.start_master("auto_accept: True");
+    // The first master is not up yet: the minion fails over to the second.
+    let minion = second.start_minion(
+        "homing",
+        &format!(
+            "master: ['127.0.0.1:{}', '127.0.0.1:{}']\nmaster_type: failover\nmaster_failback: True\nmaster_failback_interval: 1\npublish_port: 4505\nauth_timeout: 1\n",
+            first.ret_port, second.ret_port
+        ),
+    );
+    let answers = |fleet: &Fleet| {
+        wait_for(Duration::from_secs(30), || {
+            let (rets, _) = fleet.halite_json(&["homing", "test.ping", "-t", "2"]);
+            rets.get("homing") == Some(&json!(true))
+        })
+    };
+    assert!(answers(&second), "{}", minion.log_text());
+    // Failover masters share one key (Salt's rule; the minion pins one).
+    std::fs::create_dir_all(first.path("master-pki")).unwrap();
+    for file in std::fs::read_dir(second.path("master-pki")).unwrap() {
+        let file = file.unwrap();
+        if file.file_name().to_string_lossy().starts_with("master.") {
+            std::fs::copy(file.path(), first.path("master-pki").join(file.file_name())).unwrap();
+        }
+    }
+    let _first_master = first.start_master("auto_accept: True");
+    assert!(answers(&first), "{}", minion.log_text());
+    assert!(
+        minion.log_text().contains("failing back"),
+        "{}",
+        minion.log_text()
+    );
+}

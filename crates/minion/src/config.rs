@@ -23,6 +23,12 @@ pub struct MinionConfig {
     pub master_type: String,
     /// `master_type: failover` starts from a random master of the list.
     pub random_master: bool,
+    /// `master_type: failover`: go back to the first master of the list
+    /// as soon as it answers again.
+    pub master_failback: bool,
+    /// Seconds between checks that the first master is back
+    /// (`master_failback`); 0: `master_alive_interval`.
+    pub master_failback_interval: u64,
     /// The master's ROUTER port.
     pub master_port: u16,
     /// The master's PUB port.
@@ -86,6 +92,8 @@ impl Default for MinionConfig {
             master: vec!["salt".into()],
             master_type: "str".into(),
             random_master: false,
+            master_failback: false,
+            master_failback_interval: 0,
             master_port: 4506,
             publish_port: 4505,
             id: String::new(),

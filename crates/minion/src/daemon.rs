@@ -275,6 +275,39 @@ pub async fn run(cfg: MinionConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Returns once the master `entry` accepts a connection again (checked
+/// every `master_failback_interval` s, else `master_alive_interval`);
+/// never while the minion is stopping, so a draining link is not cut.
+async fn first_master_back(
+    cfg: &MinionConfig,
+    entry: &str,
+    failed_before: u32,
+    shutdown: &Shutdown,
+) {
+    let (host, port) = split_master(entry, cfg.master_port);
+    let every = match cfg.master_failback_interval {
+        0 => cfg.master_alive_interval.max(1),
+        n => n,
+    };
+    // Each failback that did not hold (a first master that accepts
+    // connections but not this minion) doubles the wait, up to an hour,
+    // so a working link is not cut every interval.
+    let every = every
+        .saturating_mul(1u64 << failed_before.min(12))
+        .min(3600);
+    let patience = Duration::from_secs(cfg.auth_timeout.max(1));
+    loop {
+        tokio::time::sleep(Duration::from_secs(every)).await;
+        if shutdown.is_triggered() {
+            std::future::pending::<()>().await;
+        }
+        let probe = tokio::net::TcpStream::connect((host.as_str(), port));
+        if let Ok(Ok(_)) = tokio::time::timeout(patience, probe).await {
+            return;
+        }
+    }
+}
+
 /// Serves `masters` one at a time (the next when one is lost, with
 /// jittered backoff) until the shutdown, then ends this link's jobs.
 async fn serve(shared: Shared, masters: Vec<String>, dirs: MasterDirs) -> anyhow::Result<()> {
@@ -300,6 +333,9 @@ async fn serve(shared: Shared, masters: Vec<String>, dirs: MasterDirs) -> anyhow
     let mut outputs = JobOutputs::new();
     let mut attempt = 0u32;
     let mut master_idx = 0usize;
+    // master_failback: whether this link is a failback, and how many did not hold.
+    let mut failing_back = false;
+    let mut failbacks_failed = 0u32;
     loop {
         let master = masters
             .get(master_idx % masters.len().max(1))
@@ -311,15 +347,39 @@ async fn serve(shared: Shared, masters: Vec<String>, dirs: MasterDirs) -> anyhow
         settings.job_slots = job_slots.clone();
         tracing::info!(%master, "connecting to master");
         let started = std::time::Instant::now();
-        match run_link(
+        let link = run_link(
             &settings,
             &mut agents,
             runner.clone(),
             &mut outputs,
             &shutdown,
-        )
-        .await
-        {
+        );
+        // On a later master of a failover list with master_failback: the
+        // link ends as soon as the first master answers again.
+        let failback_to = (cfg.master_failback && !master_idx.is_multiple_of(masters.len().max(1)))
+            .then(|| masters.first().cloned())
+            .flatten();
+        let end = match failback_to {
+            Some(first) => tokio::select! {
+                end = link => end,
+                () = first_master_back(&cfg, &first, failbacks_failed, &shutdown) => {
+                    tracing::info!(%first, "the first master answers again; failing back to it (master_failback)");
+                    master_idx = 0;
+                    attempt = 0;
+                    failing_back = true;
+                    continue;
+                }
+            },
+            None => link.await,
+        };
+        if std::mem::take(&mut failing_back) {
+            if started.elapsed() > Duration::from_secs(60) {
+                failbacks_failed = 0;
+            } else {
+                failbacks_failed = failbacks_failed.saturating_add(1);
+            }
+        }
+        match end {
             LinkEnd::Shutdown => break,
             LinkEnd::MasterLost(reason) => {
                 tracing::warn!(%master, %reason, "master lost");

@@ -369,7 +369,7 @@ impl<'a> Link<'a> {
             (settings.max_concurrent_jobs > 0)
                 .then(|| Arc::new(Semaphore::new(settings.max_concurrent_jobs)))
         });
-        let link = Link {
+        let mut link = Link {
             settings,
             by_id,
             sessions: HashMap::new(),
@@ -397,6 +397,11 @@ impl<'a> Link<'a> {
             acked: Vec::new(),
             refused: None,
         };
+        // A publish_port set on purpose needs nothing from the master:
+        // subscribed at once, as before any master named its port.
+        if settings.publish_port_fixed {
+            link.subscribe(None).await?;
+        }
         Ok((link, watch, requests_rx))
     }
 
