@@ -155,6 +155,12 @@ fn halite_call_applies_the_masters_tree_and_the_return_lands_in_its_job_cache() 
     }
     let fleet = Fleet::new();
     let (_master, minion) = master_with_tree(&fleet, "caller");
+    let sessions = |m: &common::Daemon| {
+        m.log_text()
+            .matches("authenticated with the master")
+            .count()
+    };
+    let before = sessions(&minion);
 
     let (ret, code, err) = call_json(&fleet, "caller", &["state.apply"]);
     assert_eq!(code, 0, "{ret} {err}");
@@ -181,7 +187,10 @@ fn halite_call_applies_the_masters_tree_and_the_return_lands_in_its_job_cache() 
     let stored = run_json(&fleet, &["jobs.lookup_jid", &jid]);
     assert_eq!(stored["caller"], ret, "{stored}");
 
-    // The minion daemon beside it kept its session: it still answers.
+    // The minion daemon beside it kept its session: over three of its
+    // ping intervals it never had to authenticate again, and it answers.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(sessions(&minion), before, "{}", minion.log_text());
     let (rets, code) = fleet.halite_json(&["caller", "test.ping", "-t", "5"]);
     assert_eq!(
         (rets.get("caller"), code),
