@@ -292,3 +292,36 @@ fn a_failover_minion_fails_back_to_the_first_master_when_it_returns() {
         minion.log_text()
     );
 }
+
+#[test]
+fn two_masters_share_the_minions_job_limit() {
+    if !can_run() {
+        return;
+    }
+    let a = Fleet::new();
+    let b = Fleet::new();
+    let _master_a = a.start_master("auto_accept: True");
+    let _master_b = b.start_master("auto_accept: True");
+    let minion = a.start_minion(
+        "single",
+        &format!(
+            "master: ['127.0.0.1:{}', '127.0.0.1:{}']\npublish_port: 4505\nprocess_count_max: 1\n",
+            a.ret_port, b.ret_port
+        ),
+    );
+    a.wait_responding("single");
+    b.wait_responding("single");
+    // A's job holds the one slot; B's job waits for it, so when B's
+    // return arrives A's is already in A's job cache.
+    let jid = async_jid(&a, &["single", "test.sleep", "3"]);
+    assert!(wait_for(Duration::from_secs(10), || minion
+        .log_text()
+        .contains(&jid)));
+    let (rets, code) = b.halite_json(&["single", "test.echo", "after-a", "-t", "20"]);
+    assert_eq!((rets.get("single"), code), (Some(&json!("after-a")), 0));
+    assert_eq!(
+        run_json(&a, &["jobs.lookup_jid", &jid]),
+        json!({"single": true}),
+        "B's job ran beside A's: the limit is per master"
+    );
+}
