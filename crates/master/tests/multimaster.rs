@@ -49,7 +49,7 @@ fn a_minion_serves_two_masters_at_once_and_returns_to_the_sender() {
     let _master_a = a.start_master("auto_accept: True");
     // B accepts keys by hand: each master accepts the minion on its own.
     let mut master_b = b.start_master("");
-    let minion = a.start_minion(
+    let mut minion = a.start_minion(
         "twin",
         &format!(
             // Salt's default publish_port: each master names its own.
@@ -97,6 +97,17 @@ fn a_minion_serves_two_masters_at_once_and_returns_to_the_sender() {
         "{}",
         minion.log_text()
     );
+
+    // SIGTERM stops every link, the one reconnecting to B included.
+    unsafe {
+        libc::kill(minion.child.id() as libc::pid_t, libc::SIGTERM);
+    }
+    assert!(
+        wait_for(Duration::from_secs(20), || !minion.alive()),
+        "the minion did not stop: {}",
+        minion.log_text()
+    );
+    assert!(minion.log_text().contains("halite-minion shutting down"));
 }
 
 /// A master with a state tree and a pillar, and a running minion `id`
