@@ -98,7 +98,7 @@ impl Repo {
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
             .unwrap_or_else(|| RepoState {
-                id: self.cfg.id.clone(),
+                id: self.scrub(&self.cfg.id),
                 ..RepoState::default()
             })
     }
@@ -135,7 +135,7 @@ impl Repo {
         let result = self.fetch_and_checkout(&old, &wanted);
         let state = match &result {
             Ok(refs) => RepoState {
-                id: self.cfg.id.clone(),
+                id: self.scrub(&self.cfg.id),
                 refs: refs.clone(),
                 fetched: Some(now()),
                 error: None,
