@@ -4,7 +4,7 @@
 //! minion receives for a job. Template calls that need the minion's host
 //! go to it through a [`RemoteExec`]; lookups are answered here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -175,12 +175,32 @@ impl Compiler {
                 },
             }
         };
+        let commits = self.files.client().commits(&saltenvs_of(job, &action));
         Bundle {
             jid: job.jid.clone(),
             pillar,
             action,
+            commits,
         }
     }
+}
+
+/// The saltenvs a bundle was compiled from: `base` (top files), the job's
+/// `saltenv=`, and each chunk's.
+fn saltenvs_of(job: &Job, action: &BundleAction) -> BTreeSet<String> {
+    let mut envs = BTreeSet::from(["base".to_string()]);
+    if let Some(env) = job.kwarg.get("saltenv").and_then(Value::as_str) {
+        envs.insert(env.to_string());
+    }
+    if let BundleAction::Run { chunks, .. } = action {
+        envs.extend(
+            chunks
+                .iter()
+                .filter_map(|c| c.get("__env__").and_then(Value::as_str))
+                .map(str::to_string),
+        );
+    }
+    envs
 }
 
 /// Salt's wording for a function that could not be called.
