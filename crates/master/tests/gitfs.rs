@@ -114,7 +114,7 @@ fn state_apply_from_gitfs_with_git_pillar() {
         states.url(),
         pillar.url()
     ));
-    let _minion = fleet.start_minion("web1", "");
+    let minion = fleet.start_minion("web1", "");
     fleet.wait_responding("web1");
     // The first background fetch at start-up.
     assert!(
@@ -155,6 +155,17 @@ fn state_apply_from_gitfs_with_git_pillar() {
     let (ret, err, ok) = run_json(&fleet, &["fileserver.update", "backend=gitfs"]);
     assert!(ok && ret == Value::Bool(true), "{ret} {err}");
     apply("two hello\n");
+    // The bundle named the commit it was compiled from.
+    let head = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(&states.work)
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    assert!(
+        minion.log_text().contains(&head),
+        "the minion never logged commit {head}"
+    );
 
     // The pillar repository is fetched every git_pillar_update_interval.
     pillar.write("common.sls", "greeting: bonjour\n");

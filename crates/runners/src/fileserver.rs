@@ -53,9 +53,17 @@ pub fn dir_list(cfg: &MasterConfig, saltenv: &str) -> Result<Value, RunnerError>
     Ok(Value::from(dirs))
 }
 
-/// `fileserver.envs`: the saltenvs of every backend, sorted.
-pub fn envs(cfg: &MasterConfig) -> Result<Value, RunnerError> {
-    Ok(Value::from(client(cfg).envs()))
+/// `fileserver.envs [backend=...]`: the saltenvs of every backend (or of
+/// gitfs alone with `backend=gitfs`), sorted.
+pub fn envs(cfg: &MasterConfig, backend: Option<&Value>) -> Result<Value, RunnerError> {
+    let fs = client(cfg);
+    let all = backend.is_none_or(Value::is_null);
+    if !all && wants_gitfs(backend) {
+        return Ok(Value::from(
+            fs.gitfs().map(|g| g.envs()).unwrap_or_default(),
+        ));
+    }
+    Ok(Value::from(fs.envs()))
 }
 
 /// `fileserver.update [backend=gitfs]`: fetches the gitfs remotes now.

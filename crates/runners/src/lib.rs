@@ -128,7 +128,7 @@ pub fn call_runner_args(
                 fileserver::dir_list(cfg, &saltenv)
             }
         }
-        "fileserver.envs" => fileserver::envs(cfg),
+        "fileserver.envs" => fileserver::envs(cfg, arg(positional, kwargs, 0, "backend")),
         "fileserver.update" => fileserver::update(cfg, arg(positional, kwargs, 0, "backend")),
         "git_pillar.update" => fileserver::git_pillar_update(cfg),
         "cache.grains" | "cache.pillar" => {
