@@ -213,19 +213,10 @@ fn mount_list(mount: &Mount, prefix: &str, dirs: bool) -> Result<Vec<String>, Fi
         .into_iter()
         .map(|p| format!("{}/{p}", mount.mountpoint))
         .collect();
-    if dirs {
-        // The mountpoint's own directories are directories of the saltenv.
-        let mut at = String::new();
-        for part in mount.mountpoint.split('/') {
-            at = if at.is_empty() {
-                part.to_string()
-            } else {
-                format!("{at}/{part}")
-            };
-            if prefix.is_empty() || at.starts_with(prefix) {
-                out.push(at.clone());
-            }
-        }
+    if dirs && (prefix.is_empty() || mount.mountpoint.starts_with(prefix)) {
+        // The mountpoint is a directory of the saltenv (not its parents:
+        // Salt 3008's dir_list lists only the mountpoint itself).
+        out.push(mount.mountpoint.clone());
     }
     Ok(out)
 }

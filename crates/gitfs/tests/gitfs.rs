@@ -190,7 +190,7 @@ fn root_mountpoint_and_saltenv_mapping_per_remote() {
     );
     assert_eq!(
         fs.list_dirs("base", "").unwrap(),
-        vec!["deep", "deep/mnt", "deep/mnt/app"]
+        vec!["deep/mnt", "deep/mnt/app"]
     );
     // The whitelist hides a saltenv (and a blacklisted one is not served).
     let opts = json!({"fileserver_backend": ["gitfs"], "gitfs_saltenv_blacklist": ["v*"],
