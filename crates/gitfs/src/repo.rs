@@ -278,7 +278,12 @@ impl Repo {
 
     /// Runs `git args` with the remote's credentials in its environment.
     fn git(&self, args: &[&str], env: &[(&str, String)]) -> Result<String, String> {
-        let mut words = vec!["git".to_string()];
+        // No credential helper: a `store` helper in the user's config would
+        // write the password to disk.
+        let mut words = vec!["git", "-c", "credential.helper="]
+            .into_iter()
+            .map(String::from)
+            .collect::<Vec<_>>();
         if !self.cfg.ssl_verify {
             words.extend(["-c".to_string(), "http.sslVerify=false".to_string()]);
         }

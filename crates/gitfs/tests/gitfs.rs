@@ -416,3 +416,123 @@ fn git_pillar_over_git_daemon_two_branches_are_two_pillarenvs() {
         part.errors
     );
 }
+
+/// `git http-backend` behind HTTP basic auth on 127.0.0.1 (a small
+/// Python server), stopped on drop.
+struct HttpGit {
+    child: Child,
+    port: u16,
+}
+
+const HTTP_SERVER: &str = r#"
+import base64, http.server, os, subprocess, sys
+root, port, user, password = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+want = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def handle_one(self, body):
+        if self.headers.get("Authorization") != want:
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="git"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        path, _, query = self.path.partition("?")
+        env = dict(os.environ, GIT_PROJECT_ROOT=root, GIT_HTTP_EXPORT_ALL="1",
+                   PATH_INFO=path, QUERY_STRING=query, REQUEST_METHOD=self.command,
+                   CONTENT_TYPE=self.headers.get("Content-Type", ""),
+                   CONTENT_LENGTH=str(len(body)), REMOTE_USER=user)
+        out = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True).stdout
+        head, _, rest = out.partition(b"\r\n\r\n")
+        status = 200
+        headers = []
+        for line in head.decode().split("\r\n"):
+            k, _, v = line.partition(":")
+            if k.lower() == "status":
+                status = int(v.split()[0])
+            elif k:
+                headers.append((k, v.strip()))
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(rest)))
+        self.end_headers()
+        self.wfile.write(rest)
+    def do_GET(self):
+        self.handle_one(b"")
+    def do_POST(self):
+        self.handle_one(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+"#;
+
+impl HttpGit {
+    fn start(root: &Path, user: &str, password: &str) -> Option<Self> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("python3")
+            .args(["-c", HTTP_SERVER])
+            .arg(root)
+            .arg(port.to_string())
+            .args([user, password])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let server = HttpGit { child, port };
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(server);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for HttpGit {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn http_remotes_fetch_with_gitfs_user_and_password() {
+    if !ready() {
+        return;
+    }
+    let up = states_repo();
+    let Some(server) = HttpGit::start(up.dir.path(), "alice", "pw-right-77") else {
+        println!("skipped: python3 is needed for the loopback HTTP git server");
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/remote.git", server.port);
+    let cache = tempfile::tempdir().unwrap();
+    let opts = |password: &str| {
+        json!({"fileserver_backend": ["gitfs"], "gitfs_remotes": [url],
+            "gitfs_user": "alice", "gitfs_password": password, "gitfs_insecure_auth": true})
+    };
+    // A wrong password: refused, and the error does not show it.
+    let fs = Fileserver::from_opts(&opts("pw-wrong-99"), BTreeMap::new(), cache.path());
+    let report = fs.gitfs().unwrap().update(None);
+    let err = report[0].1.clone().expect("a wrong password fails");
+    assert!(err.contains(&url) && !err.contains("pw-wrong-99"), "{err}");
+    // The right one: fetched through the askpass helper.
+    let fs = Fileserver::from_opts(&opts("pw-right-77"), BTreeMap::new(), cache.path());
+    let report = fs.gitfs().unwrap().update(None);
+    assert_eq!(report, vec![(url.clone(), None)]);
+    assert_eq!(read(&fs, "web.sls", "dev").as_deref(), Some("dev-web\n"));
+    let out = Command::new("grep")
+        .args(["-r", "-l", "-e", "pw-right-77", "-e", "pw-wrong-99"])
+        .arg(cache.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.stdout.is_empty(),
+        "secrets on disk: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
