@@ -107,7 +107,7 @@ impl Fileserver {
             return Ok(());
         };
         let missing = git.unfetched();
-        if missing.is_empty() || self.envs().iter().any(|e| e == saltenv) {
+        if missing.is_empty() || self.served_envs().iter().any(|e| e == saltenv) {
             return Ok(());
         }
         let remotes: Vec<String> = missing
@@ -148,6 +148,18 @@ impl Fileserver {
             self.never_fetched(saltenv, prefix)?;
         }
         Ok(out.into_iter().collect())
+    }
+
+    /// The saltenvs some backend serves now (the union, sorted).
+    pub fn served_envs(&self) -> Vec<String> {
+        let mut out = BTreeSet::new();
+        for backend in &self.backends {
+            match backend {
+                Backend::Roots(roots) => out.extend(roots.envs()),
+                Backend::Git(git) => out.extend(git.envs()),
+            }
+        }
+        out.into_iter().collect()
     }
 
     /// The commit each gitfs remote serves each of `saltenvs` from:
@@ -231,13 +243,13 @@ impl FileClient for Fileserver {
     fn list_dirs(&self, saltenv: &str, prefix: &str) -> Result<Vec<String>, FileClientError> {
         self.list(saltenv, prefix, true)
     }
+    /// The saltenvs served, and `base` while a gitfs remote was never
+    /// fetched: its top file is then looked for, and the error names the
+    /// remote instead of "no top file".
     fn envs(&self) -> Vec<String> {
-        let mut out = BTreeSet::new();
-        for backend in &self.backends {
-            match backend {
-                Backend::Roots(roots) => out.extend(roots.envs()),
-                Backend::Git(git) => out.extend(git.envs()),
-            }
+        let mut out: BTreeSet<String> = self.served_envs().into_iter().collect();
+        if self.gitfs().is_some_and(|g| !g.unfetched().is_empty()) {
+            out.insert("base".to_string());
         }
         out.into_iter().collect()
     }

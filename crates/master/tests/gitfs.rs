@@ -194,3 +194,49 @@ fn state_apply_from_gitfs_with_git_pillar() {
     std::fs::remove_file(out.join("motd")).unwrap();
     apply("two bonjour\n");
 }
+
+#[test]
+fn a_remote_never_fetched_is_named_to_the_minion_and_its_password_is_nowhere() {
+    if !can_run() {
+        return;
+    }
+    if Command::new("git").arg("--version").output().is_err() {
+        println!("skipped: git is not installed (scripts/install-deps.sh installs it)");
+        return;
+    }
+    let fleet = Fleet::new();
+    // Nothing listens on port 9 of the loopback.
+    let url = "http://127.0.0.1:9/states.git";
+    let master = fleet.start_master(&format!(
+        "auto_accept: true\nfileserver_backend: [gitfs]\npillar_roots: {{}}\ngitfs_remotes:\n  - {url}\ngitfs_user: alice\ngitfs_password: pw-never-shown-31\ngitfs_insecure_auth: true\n"
+    ));
+    let minion = fleet.start_minion("web1", "");
+    fleet.wait_responding("web1");
+    assert!(
+        wait_for(Duration::from_secs(60), || master
+            .log_text()
+            .contains("gitfs remote not updated")),
+        "the master never logged the failed fetch"
+    );
+    let (rets, _) = fleet.halite_json(&["web1", "state.apply", "-t", "60"]);
+    let text = rets.get("web1").map(Value::to_string).unwrap_or_default();
+    assert!(
+        text.contains(url) && text.contains("never been fetched"),
+        "{rets:?}"
+    );
+    let (listed, err, ok) = run_json(&fleet, &["fileserver.file_list"]);
+    assert!(!ok && err.contains(url), "{listed} {err}");
+    let out = Command::new("grep")
+        .args(["-r", "-l", "pw-never-shown-31"])
+        .arg(fleet.path("master-cache"))
+        .arg(fleet.path("minion-web1"))
+        .arg(fleet.path("master.log"))
+        .output()
+        .unwrap();
+    assert!(
+        out.stdout.is_empty(),
+        "the password is in {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(!minion.log_text().contains("pw-never-shown-31"));
+}
