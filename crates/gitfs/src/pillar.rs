@@ -64,6 +64,8 @@ fn wanted(cfg: &RemoteConfig, refs: &BTreeMap<String, String>) -> BTreeSet<Strin
 pub struct GitPillar {
     repos: Vec<Repo>,
     config_errors: Vec<String>,
+    /// The index of its entry in `ext_pillar` (sources merge in that order).
+    position: usize,
 }
 
 impl GitPillar {
@@ -76,7 +78,7 @@ impl GitPillar {
         };
         let root = cachedir.join("git_pillar");
         let mut out = Vec::new();
-        for entry in entries {
+        for (position, entry) in entries.iter().enumerate() {
             let Some(items) = entry.get("git") else {
                 continue;
             };
@@ -88,9 +90,16 @@ impl GitPillar {
             out.push(GitPillar {
                 repos: remotes.into_iter().map(|r| Repo::new(&root, r)).collect(),
                 config_errors,
+                position,
             });
         }
         out
+    }
+
+    /// The index of this source's entry in `ext_pillar`: the other
+    /// `ext_pillar` sources and this one are merged in that order.
+    pub fn position(&self) -> usize {
+        self.position
     }
 
     /// The remotes' caches.

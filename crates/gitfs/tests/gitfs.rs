@@ -401,8 +401,10 @@ fn git_pillar_over_git_daemon_two_branches_are_two_pillarenvs() {
     assert_eq!(part.data, json!({"role": "base-role", "shared": {"a": 1}}));
     // __env__ follows the pillarenv.
     let env_opts = json!({"id": "web1", "pillarenv": "prod", "git_pillar_root": "pillar",
-        "ext_pillar": [{"git": [format!("__env__ {url}")]}]});
+        "ext_pillar": [{"cmd_json": "echo {}"}, {"git": [format!("__env__ {url}")]}]});
     let sources = GitPillar::from_opts(&env_opts, cache.path());
+    assert_eq!(sources.len(), 1, "the cmd_json entry is another source's");
+    assert_eq!(sources[0].position(), 1);
     sources[0].update();
     let part = sources[0].compile(&pillar_host(env_opts));
     assert_eq!(part.data["role"], "prod-role");
