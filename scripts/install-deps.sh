@@ -22,7 +22,7 @@ packages=(
   iproute2             # ip
   openssl              # the remote sources' test CA
   ca-certificates
-  git                  # the git module (its daemon too)
+  git                  # the git module (its daemon too), gitfs and git_pillar
   supervisor           # supervisord tests start their own daemon
   iptables nftables    # firewall tests, in a network namespace of their own
   ruby                 # gem

@@ -5,7 +5,11 @@
 //!
 //! `cargo bench -p halite-cli --bench highstate [-- --minions 1,100,1000
 //! --salt-minions 1 --bin-dir target/release --write docs/benchmarks.md
-//! --note TEXT --keep]`.
+//! --note TEXT --keep --gitfs]`.
+//! With `--gitfs`, halite is measured twice per size: the state tree from
+//! `file_roots`, then the same tree committed to a git repository served
+//! by gitfs (`fileserver_backend: [gitfs]`, fetched in the background
+//! every 2 s while the runs go on: a fetch must never be on a compile's path).
 //! The halite binaries come from `target/release` (`cargo build --release
 //! --bins`); Salt from `~/.venvs/salt/bin` (install it with
 //! `../shared/bench/install-salt.sh`), or `--salt-bin-dir`; without it only
@@ -501,16 +505,63 @@ struct Measured {
 }
 
 /// A release halite master and one swarm minion with `n` identities.
-fn run_halite(bin: &Path, trees: &Path, out: &Path, dir: &Path, n: usize) -> Result<Measured> {
+/// Commits the state tree `salt` to a bare repository `git_dir` (once)
+/// and returns its file:// URL.
+fn states_repo(salt: &Path, git_dir: &Path) -> Result<String> {
+    if !git_dir.join("HEAD").exists() {
+        let git = |args: &[&str]| -> Result<()> {
+            let status = Command::new("git")
+                .args([
+                    "-c",
+                    "user.name=bench",
+                    "-c",
+                    "user.email=bench@example.invalid",
+                ])
+                .arg(format!("--git-dir={}", git_dir.display()))
+                .arg(format!("--work-tree={}", salt.display()))
+                .args(args)
+                .status()
+                .context("git")?;
+            if !status.success() {
+                bail!("git {args:?} failed");
+            }
+            Ok(())
+        };
+        let status = Command::new("git")
+            .args(["init", "-q", "--bare", "-b", "master"])
+            .arg(git_dir)
+            .status()?;
+        if !status.success() {
+            bail!("git init failed");
+        }
+        git(&["add", "-A"])?;
+        git(&["commit", "-q", "-m", "bench tree"])?;
+    }
+    Ok(format!("file://{}", git_dir.display()))
+}
+
+fn run_halite(
+    bin: &Path,
+    trees: &Path,
+    out: &Path,
+    dir: &Path,
+    n: usize,
+    gitfs: bool,
+) -> Result<Measured> {
     std::fs::create_dir_all(dir)?;
     let (publish, ret) = port_pair()?;
     let d = dir.display();
     let mconf = dir.join("master-conf");
+    let states = if gitfs {
+        let url = states_repo(&trees.join("salt"), &trees.join("states.git"))?;
+        format!("fileserver_backend: [gitfs]\ngitfs_remotes: [{url}]\ngitfs_update_interval: 2\n")
+    } else {
+        format!("file_roots:\n  base: [{}]\n", trees.join("salt").display())
+    };
     write(
         &mconf.join("master"),
         format!(
-            "interface: 127.0.0.1\npublish_port: {publish}\nret_port: {ret}\npki_dir: {d}/master-pki\ncachedir: {d}/master-cache\nsock_dir: {d}/master-sock\nlog_file: {d}/master.log\nlog_level: warning\ntimeout: 60\nauto_accept: True\nfile_roots:\n  base: [{}]\npillar_roots:\n  base: [{}]\n",
-            trees.join("salt").display(),
+            "interface: 127.0.0.1\npublish_port: {publish}\nret_port: {ret}\npki_dir: {d}/master-pki\ncachedir: {d}/master-cache\nsock_dir: {d}/master-sock\nlog_file: {d}/master.log\nlog_level: warning\ntimeout: 60\nauto_accept: True\n{states}pillar_roots:\n  base: [{}]\n",
             trees.join("pillar").display()
         )
         .as_bytes(),
@@ -568,6 +619,18 @@ fn run_halite(bin: &Path, trees: &Path, out: &Path, dir: &Path, n: usize) -> Res
         },
     )?;
     eprintln!("  halite {n}: all answering after {ready_secs:.1} s");
+    if gitfs {
+        // The first fetch done before timing (the background one may still run).
+        let status = Command::new(bin.join("halite-run"))
+            .arg("-c")
+            .arg(&mconf)
+            .args(["fileserver.update"])
+            .stdout(Stdio::null())
+            .status()?;
+        if !status.success() {
+            bail!("halite-run fileserver.update failed");
+        }
+    }
     let apply = ["*", "state.apply", "-t", "600", "--out", "json"];
     let cold = timed_apply(&mut halite(&apply), &dir.join("cold.json"), &ids)?;
     eprintln!("  halite {n}: cold {:.2} s", cold.secs);
@@ -834,7 +897,7 @@ fn main() -> Result<()> {
     let bin = arg(&args, "--bin-dir")
         .map(PathBuf::from)
         .unwrap_or_else(|| repo.join("target/release"));
-    for b in ["halite-master", "halite-minion", "halite"] {
+    for b in ["halite-master", "halite-minion", "halite", "halite-run"] {
         if !bin.join(b).exists() {
             bail!(
                 "{} is missing: run `cargo build --release --bins` first (or pass --bin-dir)",
@@ -861,17 +924,28 @@ fn main() -> Result<()> {
 
     let mut halite = Vec::new();
     let mut failures = Vec::new();
+    let backends: &[bool] = if args.iter().any(|a| a == "--gitfs") {
+        &[false, true]
+    } else {
+        &[false]
+    };
     for &n in &sizes {
-        eprintln!("halite, {n} minions");
-        let dir = work.path().join(format!("halite-{n}"));
-        match run_halite(&bin, &trees, &out, &dir, n) {
-            Ok(m) => {
-                println!("{}", halite_row(&m));
-                halite.push(m);
-            }
-            Err(e) => {
-                eprintln!("halite {n}: {e:#}");
-                failures.push(format!("halite with {n} minions: {e:#}"));
+        for &gitfs in backends {
+            let name = if gitfs { "gitfs" } else { "roots" };
+            eprintln!("halite, {n} minions, {name}");
+            let dir = work.path().join(format!("halite-{n}-{name}"));
+            match run_halite(&bin, &trees, &out, &dir, n, gitfs) {
+                Ok(m) => {
+                    println!("{} ({name})", halite_row(&m));
+                    // The document's table keeps the roots figures.
+                    if !gitfs {
+                        halite.push(m);
+                    }
+                }
+                Err(e) => {
+                    eprintln!("halite {n} {name}: {e:#}");
+                    failures.push(format!("halite with {n} minions ({name}): {e:#}"));
+                }
             }
         }
     }

@@ -4,13 +4,14 @@
 //! minion receives for a job. Template calls that need the minion's host
 //! go to it through a [`RemoteExec`]; lookups are answered here.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::sync::Arc;
 
 use halite_modules::exec::state::{StateExec, StatePlan};
 use halite_modules::exec::RemoteExec;
 use halite_modules::host::LogEvents;
+use halite_modules::pillar_source::PillarSource;
 use halite_modules::{Args, ExecError, ExecModules, Host, LocalFileClient};
 use halite_proto::msg::{Bundle, BundleAction, Job};
 use halite_state::{FileClient, StateModules};
@@ -29,6 +30,8 @@ pub struct Compiler {
     pillar_files: Arc<LocalFileClient>,
     /// Where each compiled pillar is remembered for pillar targets.
     pillar_cache: Option<Arc<PillarCache>>,
+    /// `ext_pillar` sources, merged after `pillar_roots` in their order.
+    pillar_sources: Vec<Arc<dyn PillarSource>>,
 }
 
 /// Salt's message before pillar render errors in a state return.
@@ -49,7 +52,15 @@ impl Compiler {
             files,
             pillar_files: Arc::new(LocalFileClient::new(pillar_roots)),
             pillar_cache: None,
+            pillar_sources: Vec::new(),
         }
+    }
+
+    /// Adds the `ext_pillar` sources, compiled after `pillar_roots` for
+    /// every minion, in this order.
+    pub fn with_pillar_sources(mut self, sources: Vec<Arc<dyn PillarSource>>) -> Self {
+        self.pillar_sources = sources;
+        self
     }
 
     /// Remembers every pillar this compiler renders in `cache`.
@@ -101,18 +112,27 @@ impl Compiler {
     /// The pillar of the minion `host` is for, and the render errors.
     fn pillar(&self, host: &Host) -> (Value, Vec<String>) {
         let mut pillar = host.pillar.clone();
-        if !self
+        let mut errors = Vec::new();
+        if self
             .pillar_files
             .envs()
             .iter()
             .any(|env| self.pillar_files.roots(env).iter().any(|dir| dir.is_dir()))
         {
-            return (pillar, Vec::new());
+            let mut pillar_host = host.clone();
+            pillar_host.files = self.pillar_files.clone();
+            let (compiled, roots_errors) =
+                halite_modules::pillar_render::compile_pillar(&pillar_host);
+            halite_modules::exec::pillar::deep_merge(&mut pillar, &compiled);
+            errors.extend(roots_errors);
         }
-        let mut pillar_host = host.clone();
-        pillar_host.files = self.pillar_files.clone();
-        let (compiled, errors) = halite_modules::pillar_render::compile_pillar(&pillar_host);
-        halite_modules::exec::pillar::deep_merge(&mut pillar, &compiled);
+        for source in &self.pillar_sources {
+            let mut source_host = host.clone();
+            source_host.pillar = pillar.clone();
+            let part = source.compile(&source_host);
+            halite_modules::exec::pillar::deep_merge(&mut pillar, &part.data);
+            errors.extend(part.errors);
+        }
         (pillar, errors)
     }
 
@@ -155,12 +175,32 @@ impl Compiler {
                 },
             }
         };
+        let commits = self.files.client().commits(&saltenvs_of(job, &action));
         Bundle {
             jid: job.jid.clone(),
             pillar,
             action,
+            commits,
         }
     }
+}
+
+/// The saltenvs a bundle was compiled from: `base` (top files), the job's
+/// `saltenv=`, and each chunk's.
+fn saltenvs_of(job: &Job, action: &BundleAction) -> BTreeSet<String> {
+    let mut envs = BTreeSet::from(["base".to_string()]);
+    if let Some(env) = job.kwarg.get("saltenv").and_then(Value::as_str) {
+        envs.insert(env.to_string());
+    }
+    if let BundleAction::Run { chunks, .. } = action {
+        envs.extend(
+            chunks
+                .iter()
+                .filter_map(|c| c.get("__env__").and_then(Value::as_str))
+                .map(str::to_string),
+        );
+    }
+    envs
 }
 
 /// Salt's wording for a function that could not be called.

@@ -1,4 +1,5 @@
-//! The master's fileserver: `salt://` files of `file_roots`, served to
+//! The master's fileserver: `salt://` files of its backends
+//! (`fileserver_backend`: `file_roots` and gitfs, in order), served to
 //! minions over their session by sha256 and in chunks, never outside a
 //! root (absolute paths, `..` and symlinks that leave it are refused).
 
@@ -9,16 +10,17 @@ use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::SystemTime;
 
+use halite_gitfs::Fileserver;
 use halite_modules::exec::file::meta::sha256_file;
-use halite_modules::LocalFileClient;
 use halite_proto::msg::{FileStat, ReplyBody, RequestBody};
 use halite_state::FileClient;
 use serde_json::Value;
 
-/// Serves `file_roots` to minions; remembers each file's sha256 until the
-/// file changes (size or mtime), so a big tree is hashed once.
+/// Serves the fileserver backends to minions; remembers each file's
+/// sha256 until the file changes (size or mtime), so a big tree is hashed
+/// once (a gitfs file is a file of a commit's tree, which never changes).
 pub struct FileServer {
-    client: LocalFileClient,
+    client: Fileserver,
     chunk_size: usize,
     hashes: Mutex<HashMap<PathBuf, (SystemTime, u64, String)>>,
 }
@@ -49,15 +51,20 @@ impl FileServer {
     /// A fileserver over `roots` (saltenv -> directories), sending
     /// `chunk_size` bytes at most per reply.
     pub fn new(roots: BTreeMap<String, Vec<PathBuf>>, chunk_size: usize) -> Self {
+        Self::with_backends(Fileserver::roots_only(roots), chunk_size)
+    }
+
+    /// A fileserver over `backends` (`fileserver_backend` in order).
+    pub fn with_backends(backends: Fileserver, chunk_size: usize) -> Self {
         Self {
-            client: LocalFileClient::new(roots),
+            client: backends,
             chunk_size: chunk_size.clamp(4096, 8 * 1024 * 1024),
             hashes: Mutex::new(HashMap::new()),
         }
     }
 
-    /// The file client over the same roots (the compiler reads SLS with it).
-    pub fn client(&self) -> &LocalFileClient {
+    /// The file client over the same backends (the compiler reads SLS with it).
+    pub fn client(&self) -> &Fileserver {
         &self.client
     }
 

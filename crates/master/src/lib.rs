@@ -6,6 +6,7 @@ pub mod admission;
 pub mod compiler;
 pub mod events;
 pub mod fileserver;
+pub mod git_sources;
 pub mod intake;
 pub mod local_fire;
 pub mod pillar_cache;

@@ -340,8 +340,10 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
         shutdown.clone(),
     ));
 
-    let fileserver = Arc::new(FileServer::new(
-        cfg.file_roots.clone(),
+    let git = crate::git_sources::GitSources::load(&cfg);
+    git.spawn_updaters(&shutdown);
+    let fileserver = Arc::new(FileServer::with_backends(
+        git.fileserver.clone(),
         cfg.file_buffer_size,
     ));
     let pillars = Arc::new(crate::pillar_cache::PillarCache::open(
@@ -349,7 +351,8 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     )?);
     let compiler = Arc::new(
         Compiler::new(cfg.opts(), fileserver.clone(), cfg.pillar_roots.clone())
-            .with_pillar_cache(pillars),
+            .with_pillar_cache(pillars)
+            .with_pillar_sources(git.pillar_sources()),
     );
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
     let (internal, mut internal_rx) = mpsc::unbounded_channel::<Internal>();

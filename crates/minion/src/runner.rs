@@ -232,6 +232,9 @@ impl HostRunner {
                 )))
             }
         };
+        if !bundle.commits.is_empty() {
+            tracing::info!(jid = %job.jid, commits = ?bundle.commits, "states compiled from git commits");
+        }
         host.pillar = bundle.pillar.clone();
         if let Ok(mut cache) = self.pillar.write() {
             cache.insert(id.to_string(), bundle.pillar);

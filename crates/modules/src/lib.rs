@@ -29,6 +29,7 @@ pub mod grains;
 pub mod host;
 pub mod local;
 pub mod pillar_render;
+pub mod pillar_source;
 pub mod pkg;
 pub mod python;
 pub mod render_context;

@@ -45,6 +45,16 @@ pub fn sls_name(path: &str) -> Option<String> {
 impl SlsSource for FileSls<'_> {
     fn render(&self, sls: &str, saltenv: &str) -> Result<Option<RenderedSls>, String> {
         let Some((path, text)) = self.locate(sls, saltenv) else {
+            // Not found: say why when the file client could not look (a
+            // gitfs remote never fetched), rather than "not available".
+            let valid = !(sls.is_empty() || sls.contains("..") || sls.starts_with('/'));
+            let base = sls.replace('.', "/");
+            if let (true, Err(e)) = (
+                valid,
+                self.host.files.read_text(&format!("{base}.sls"), saltenv),
+            ) {
+                return Err(e.to_string());
+            }
             return Ok(None);
         };
         let ctx = self

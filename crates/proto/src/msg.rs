@@ -251,6 +251,10 @@ pub struct Bundle {
     pub pillar: Value,
     /// What the minion is to do.
     pub action: BundleAction,
+    /// The git commits the bundle was compiled from: `"<gitfs remote>
+    /// <saltenv>"` -> commit (empty without gitfs; absent in older masters').
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub commits: BTreeMap<String, String>,
 }
 
 /// What a minion does with its [`Bundle`].

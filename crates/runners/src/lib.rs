@@ -128,6 +128,9 @@ pub fn call_runner_args(
                 fileserver::dir_list(cfg, &saltenv)
             }
         }
+        "fileserver.envs" => fileserver::envs(cfg, arg(positional, kwargs, 0, "backend")),
+        "fileserver.update" => fileserver::update(cfg, arg(positional, kwargs, 0, "backend")),
+        "git_pillar.update" => fileserver::git_pillar_update(cfg),
         "cache.grains" | "cache.pillar" => {
             let tgt = arg(positional, kwargs, 0, "tgt")
                 .map(halite_salt_rules::pyfmt::python_str)

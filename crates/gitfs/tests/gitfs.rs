@@ -1,0 +1,540 @@
+//! gitfs and git_pillar against real repositories the tests create, with
+//! the real `git` binary: file:// remotes and a `git daemon` on
+//! 127.0.0.1, branches and tags as saltenvs, `root`/`mountpoint`, a
+//! commit pushed after the first fetch served after an update, a remote
+//! that became unreachable (the last good fetch stays served), one never
+//! fetched (an error naming it), and git_pillar with two branches.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use halite_gitfs::pillar::GitPillar;
+use halite_gitfs::{Fileserver, GitFs};
+use halite_modules::pillar_source::PillarSource;
+use halite_state::FileClient;
+use serde_json::{json, Value};
+
+fn ready() -> bool {
+    if Command::new("git").arg("--version").output().is_err() {
+        println!("skipped: git is not installed (scripts/install-deps.sh installs it)");
+        return false;
+    }
+    true
+}
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// A work repository (`work/`) and its bare remote (`remote.git`).
+struct Upstream {
+    dir: tempfile::TempDir,
+}
+
+impl Upstream {
+    fn new() -> Self {
+        let dir = tempfile::tempdir().unwrap();
+        let u = Upstream { dir };
+        std::fs::create_dir_all(u.work()).unwrap();
+        git(&u.work(), &["init", "-q", "-b", "master"]);
+        git(u.dir.path(), &["init", "-q", "--bare", "remote.git"]);
+        u
+    }
+    fn work(&self) -> PathBuf {
+        self.dir.path().join("work")
+    }
+    fn bare(&self) -> PathBuf {
+        self.dir.path().join("remote.git")
+    }
+    fn url(&self) -> String {
+        format!("file://{}", self.bare().display())
+    }
+    fn write(&self, path: &str, text: &str) {
+        let p = self.work().join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    fn commit(&self, msg: &str) -> String {
+        git(&self.work(), &["add", "-A"]);
+        git(&self.work(), &["commit", "-q", "-m", msg]);
+        git(&self.work(), &["rev-parse", "HEAD"])
+    }
+    fn push(&self) {
+        let bare = self.bare().display().to_string();
+        git(&self.work(), &["push", "-q", "--force", &bare, "--all"]);
+        git(&self.work(), &["push", "-q", "--force", &bare, "--tags"]);
+    }
+}
+
+/// master: top.sls + web.sls; branch dev: web.sls changed; tag v1 (annotated) at master.
+fn states_repo() -> Upstream {
+    let u = Upstream::new();
+    u.write("top.sls", "base:\n  '*':\n    - web\n");
+    u.write("web.sls", "master-web\n");
+    u.write("salt/app/conf", "in root\n");
+    u.commit("master");
+    git(&u.work(), &["tag", "-a", "v1", "-m", "v1"]);
+    git(&u.work(), &["checkout", "-q", "-b", "dev"]);
+    u.write("web.sls", "dev-web\n");
+    u.commit("dev");
+    git(&u.work(), &["checkout", "-q", "master"]);
+    u.push();
+    u
+}
+
+fn read(fs: &Fileserver, path: &str, env: &str) -> Option<String> {
+    fs.read_text(path, env).unwrap()
+}
+
+#[test]
+fn branches_and_tags_are_saltenvs_and_backends_go_in_order() {
+    if !ready() {
+        return;
+    }
+    let up = states_repo();
+    let cache = tempfile::tempdir().unwrap();
+    let roots = tempfile::tempdir().unwrap();
+    std::fs::write(roots.path().join("web.sls"), "roots-web\n").unwrap();
+    std::fs::write(roots.path().join("only-roots.sls"), "roots\n").unwrap();
+    let file_roots = BTreeMap::from([("base".to_string(), vec![roots.path().to_path_buf()])]);
+    let opts = json!({"fileserver_backend": ["gitfs", "roots"], "gitfs_remotes": [up.url()]});
+    let fs = Fileserver::from_opts(&opts, file_roots.clone(), cache.path());
+    let report = fs.gitfs().unwrap().update(None);
+    assert_eq!(report, vec![(up.url(), None)]);
+    // gitfs first: its web.sls wins; roots still serves what gitfs lacks.
+    assert_eq!(
+        read(&fs, "web.sls", "base").as_deref(),
+        Some("master-web\n")
+    );
+    assert_eq!(
+        read(&fs, "only-roots.sls", "base").as_deref(),
+        Some("roots\n")
+    );
+    assert_eq!(read(&fs, "web.sls", "dev").as_deref(), Some("dev-web\n"));
+    assert_eq!(read(&fs, "web.sls", "v1").as_deref(), Some("master-web\n"));
+    assert_eq!(
+        read(&fs, "web.sls", "master"),
+        None,
+        "master is served as base"
+    );
+    assert_eq!(fs.envs(), vec!["base", "dev", "v1"]);
+    assert_eq!(
+        fs.list_files("base", "").unwrap(),
+        vec!["only-roots.sls", "salt/app/conf", "top.sls", "web.sls"]
+    );
+    // The cache is <cachedir>/gitfs/<sha256 of the remote's id>/.
+    let hash = halite_gitfs::repo::cache_name(&up.url());
+    assert!(cache
+        .path()
+        .join("gitfs")
+        .join(&hash)
+        .join("repo.git")
+        .is_dir());
+    // roots first: its web.sls wins.
+    let opts = json!({"fileserver_backend": ["roots", "gitfs"], "gitfs_remotes": [up.url()]});
+    let fs = Fileserver::from_opts(&opts, file_roots, cache.path());
+    assert_eq!(read(&fs, "web.sls", "base").as_deref(), Some("roots-web\n"));
+    // The bundle's commit names: each remote's commit for each saltenv.
+    let master = git(&up.work(), &["rev-parse", "master"]);
+    let commits = fs.commits(&["base".to_string()].into());
+    assert_eq!(
+        commits,
+        BTreeMap::from([(format!("{} base", up.url()), master)])
+    );
+}
+
+#[test]
+fn root_mountpoint_and_saltenv_mapping_per_remote() {
+    if !ready() {
+        return;
+    }
+    let up = states_repo();
+    let cache = tempfile::tempdir().unwrap();
+    let opts = json!({"fileserver_backend": ["gitfs"], "gitfs_remotes": [
+        {up.url(): [{"root": "salt"}, {"mountpoint": "salt://deep/mnt"}, {"name": "apps"},
+                    {"saltenv": [{"prod": [{"ref": "v1"}]}]}, {"disable_saltenv_mapping": true}]}
+    ]});
+    let fs = Fileserver::from_opts(&opts, BTreeMap::new(), cache.path());
+    fs.gitfs().unwrap().update(Some("apps"));
+    assert_eq!(
+        read(&fs, "deep/mnt/app/conf", "base").as_deref(),
+        Some("in root\n")
+    );
+    assert_eq!(read(&fs, "app/conf", "base"), None);
+    assert_eq!(
+        read(&fs, "deep/mnt/app/conf", "prod").as_deref(),
+        Some("in root\n")
+    );
+    assert_eq!(fs.envs(), vec!["base", "prod"], "dev is not mapped");
+    assert_eq!(
+        fs.list_files("base", "deep").unwrap(),
+        vec!["deep/mnt/app/conf"]
+    );
+    assert_eq!(
+        fs.list_dirs("base", "").unwrap(),
+        vec!["deep/mnt", "deep/mnt/app"]
+    );
+    // The whitelist hides a saltenv (and a blacklisted one is not served).
+    let opts = json!({"fileserver_backend": ["gitfs"], "gitfs_saltenv_blacklist": ["v*"],
+        "gitfs_remotes": [up.url()]});
+    let fs = Fileserver::from_opts(&opts, BTreeMap::new(), cache.path());
+    fs.gitfs().unwrap().update(None);
+    assert_eq!(fs.envs(), vec!["base", "dev"]);
+    assert_eq!(read(&fs, "web.sls", "v1"), None);
+}
+
+#[test]
+fn a_pushed_commit_is_served_after_update_and_an_unreachable_remote_keeps_the_last_fetch() {
+    if !ready() {
+        return;
+    }
+    let up = states_repo();
+    let cache = tempfile::tempdir().unwrap();
+    let opts = json!({"fileserver_backend": ["gitfs"], "gitfs_remotes": [up.url()]});
+    let fs = Fileserver::from_opts(&opts, BTreeMap::new(), cache.path());
+    let gitfs: &Arc<GitFs> = fs.gitfs().unwrap();
+    gitfs.update(None);
+    assert_eq!(
+        read(&fs, "web.sls", "base").as_deref(),
+        Some("master-web\n")
+    );
+    up.write("web.sls", "second\n");
+    let second = up.commit("second");
+    up.push();
+    // Not fetched yet: the old commit is still served (no git on the read path).
+    assert_eq!(
+        read(&fs, "web.sls", "base").as_deref(),
+        Some("master-web\n")
+    );
+    // Another process's update (halite-run) is seen through the stamp.
+    let other = Fileserver::from_opts(&opts, BTreeMap::new(), cache.path());
+    other.gitfs().unwrap().update(None);
+    assert_eq!(read(&fs, "web.sls", "base").as_deref(), Some("second\n"));
+    assert_eq!(
+        fs.commits(&["base".to_string()].into()).values().next(),
+        Some(&second)
+    );
+    // The remote goes away: the update fails, names the remote, and the
+    // last good fetch is still served.
+    std::fs::rename(up.bare(), up.dir.path().join("gone.git")).unwrap();
+    let report = gitfs.update(None);
+    let err = report[0].1.as_deref().unwrap();
+    assert!(err.contains(&up.url()), "{err}");
+    assert_eq!(read(&fs, "web.sls", "base").as_deref(), Some("second\n"));
+    let state = gitfs.repos()[0].state();
+    assert!(
+        state.error.is_some() && state.fetched.is_some(),
+        "{state:?}"
+    );
+}
+
+#[test]
+fn a_remote_never_fetched_is_named_in_the_error() {
+    if !ready() {
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    let url = "git://127.0.0.1:9/nothing-listens-here";
+    let opts = json!({"fileserver_backend": ["gitfs"], "gitfs_remotes": [url]});
+    let fs = Fileserver::from_opts(&opts, BTreeMap::new(), cache.path());
+    let report = fs.gitfs().unwrap().update(None);
+    assert!(report[0].1.is_some());
+    let err = fs.read_text("top.sls", "base").unwrap_err().to_string();
+    assert!(
+        err.contains(url) && err.contains("never been fetched"),
+        "{err}"
+    );
+}
+
+#[test]
+fn https_credentials_never_reach_errors_or_the_cache() {
+    if !ready() {
+        return;
+    }
+    let cache = tempfile::tempdir().unwrap();
+    // Nothing listens on port 9: the fetch fails, and its error is what we check.
+    let opts = json!({"fileserver_backend": ["gitfs"],
+        "gitfs_user": "alice", "gitfs_password": "pw-s3cret-42", "gitfs_insecure_auth": true,
+        "gitfs_remotes": ["http://127.0.0.1:9/r.git", "https://bob:hunter2pass@127.0.0.1:9/s.git"]});
+    let fs = Fileserver::from_opts(&opts, BTreeMap::new(), cache.path());
+    let report = fs.gitfs().unwrap().update(None);
+    let text = format!("{report:?}");
+    assert!(report.iter().all(|(_, e)| e.is_some()), "{text}");
+    assert!(
+        !text.contains("pw-s3cret-42") && !text.contains("hunter2pass"),
+        "{text}"
+    );
+    let out = Command::new("grep")
+        .args(["-r", "-l", "-e", "pw-s3cret-42", "-e", "hunter2pass"])
+        .arg(cache.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.stdout.is_empty(),
+        "secrets on disk: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+/// A `git daemon` serving a directory on 127.0.0.1, stopped on drop.
+struct Daemon {
+    child: Child,
+    port: u16,
+}
+
+impl Daemon {
+    fn start(base: &Path) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("git")
+            .args([
+                "daemon",
+                "--reuseaddr",
+                "--export-all",
+                "--listen=127.0.0.1",
+                &format!("--port={port}"),
+                &format!("--base-path={}", base.display()),
+                &base.display().to_string(),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("git daemon starts");
+        let d = Daemon { child, port };
+        for _ in 0..200 {
+            let ok = Command::new("git")
+                .args(["ls-remote", &d.url("remote.git")])
+                .output()
+                .map(|o| o.status.success())
+                .unwrap_or(false);
+            if ok {
+                return d;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        panic!("git daemon on 127.0.0.1:{port} never answered");
+    }
+    fn url(&self, repo: &str) -> String {
+        format!("git://127.0.0.1:{}/{repo}", self.port)
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn pillar_host(opts: Value) -> halite_modules::Host {
+    halite_modules::Host {
+        opts,
+        grains: json!({"id": "web1", "os": "Debian"}),
+        pillar: json!({}),
+        files: Arc::new(halite_modules::LocalFileClient::default()),
+        exec: halite_modules::table::exec_modules(),
+        states: halite_modules::table::state_modules(),
+        events: Arc::new(halite_modules::host::LogEvents),
+    }
+}
+
+#[test]
+fn git_pillar_over_git_daemon_two_branches_are_two_pillarenvs() {
+    if !ready() {
+        return;
+    }
+    let up = Upstream::new();
+    up.write("pillar/top.sls", "base:\n  '*':\n    - common\n");
+    up.write("pillar/common.sls", "role: base-role\nshared: {a: 1}\n");
+    up.commit("base");
+    git(&up.work(), &["checkout", "-q", "-b", "prod"]);
+    up.write("pillar/top.sls", "prod:\n  '*':\n    - common\n");
+    up.write("pillar/common.sls", "role: prod-role\nshared: {b: 2}\n");
+    up.commit("prod");
+    up.push();
+    let daemon = Daemon::start(up.dir.path());
+    let url = daemon.url("remote.git");
+    let cache = tempfile::tempdir().unwrap();
+    let opts = json!({"id": "web1", "ext_pillar": [{"git": [
+        format!("master {url}"),
+        {format!("prod {url}"): [{"root": "pillar"}]}
+    ]}], "git_pillar_root": "pillar"});
+    let sources = GitPillar::from_opts(&opts, cache.path());
+    assert_eq!(sources.len(), 1);
+    let report = sources[0].update();
+    assert!(report.iter().all(|(_, e)| e.is_none()), "{report:?}");
+    // No pillarenv: both environments, merged in order.
+    let part = sources[0].compile(&pillar_host(opts.clone()));
+    assert!(part.errors.is_empty(), "{:?}", part.errors);
+    assert_eq!(part.data["role"], "prod-role");
+    assert_eq!(part.data["shared"], json!({"a": 1, "b": 2}));
+    // pillarenv=prod: the prod branch alone.
+    let mut prod = opts.clone();
+    prod["pillarenv"] = json!("prod");
+    let part = sources[0].compile(&pillar_host(prod));
+    assert_eq!(part.data, json!({"role": "prod-role", "shared": {"b": 2}}));
+    // pillarenv=base: master alone.
+    let mut base = opts.clone();
+    base["pillarenv"] = json!("base");
+    let part = sources[0].compile(&pillar_host(base));
+    assert_eq!(part.data, json!({"role": "base-role", "shared": {"a": 1}}));
+    // __env__ follows the pillarenv.
+    let env_opts = json!({"id": "web1", "pillarenv": "prod", "git_pillar_root": "pillar",
+        "ext_pillar": [{"cmd_json": "echo {}"}, {"git": [format!("__env__ {url}")]}]});
+    let sources = GitPillar::from_opts(&env_opts, cache.path());
+    assert_eq!(sources.len(), 1, "the cmd_json entry is another source's");
+    assert_eq!(sources[0].position(), 1);
+    sources[0].update();
+    let part = sources[0].compile(&pillar_host(env_opts));
+    assert_eq!(part.data["role"], "prod-role");
+    // A remote never fetched: an error naming it, no data.
+    let bad = json!({"id": "web1", "ext_pillar": [{"git": ["master git://127.0.0.1:9/none"]}]});
+    let sources = GitPillar::from_opts(&bad, cache.path());
+    let part = sources[0].compile(&pillar_host(bad));
+    assert!(
+        part.errors[0].contains("git://127.0.0.1:9/none"),
+        "{:?}",
+        part.errors
+    );
+}
+
+/// `git http-backend` behind HTTP basic auth on 127.0.0.1 (a small
+/// Python server), stopped on drop.
+struct HttpGit {
+    child: Child,
+    port: u16,
+}
+
+const HTTP_SERVER: &str = r#"
+import base64, http.server, os, subprocess, sys
+root, port, user, password = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+want = "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()
+class H(http.server.BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def handle_one(self, body):
+        if self.headers.get("Authorization") != want:
+            self.send_response(401)
+            self.send_header("WWW-Authenticate", 'Basic realm="git"')
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return
+        path, _, query = self.path.partition("?")
+        env = dict(os.environ, GIT_PROJECT_ROOT=root, GIT_HTTP_EXPORT_ALL="1",
+                   PATH_INFO=path, QUERY_STRING=query, REQUEST_METHOD=self.command,
+                   CONTENT_TYPE=self.headers.get("Content-Type", ""),
+                   CONTENT_LENGTH=str(len(body)), REMOTE_USER=user)
+        out = subprocess.run(["git", "http-backend"], input=body, env=env, capture_output=True).stdout
+        head, _, rest = out.partition(b"\r\n\r\n")
+        status = 200
+        headers = []
+        for line in head.decode().split("\r\n"):
+            k, _, v = line.partition(":")
+            if k.lower() == "status":
+                status = int(v.split()[0])
+            elif k:
+                headers.append((k, v.strip()))
+        self.send_response(status)
+        for k, v in headers:
+            self.send_header(k, v)
+        self.send_header("Content-Length", str(len(rest)))
+        self.end_headers()
+        self.wfile.write(rest)
+    def do_GET(self):
+        self.handle_one(b"")
+    def do_POST(self):
+        self.handle_one(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+"#;
+
+impl HttpGit {
+    fn start(root: &Path, user: &str, password: &str) -> Option<Self> {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let child = Command::new("python3")
+            .args(["-c", HTTP_SERVER])
+            .arg(root)
+            .arg(port.to_string())
+            .args([user, password])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .ok()?;
+        let server = HttpGit { child, port };
+        for _ in 0..200 {
+            if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                return Some(server);
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+        None
+    }
+}
+
+impl Drop for HttpGit {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn http_remotes_fetch_with_gitfs_user_and_password() {
+    if !ready() {
+        return;
+    }
+    let up = states_repo();
+    let Some(server) = HttpGit::start(up.dir.path(), "alice", "pw-right-77") else {
+        println!("skipped: python3 is needed for the loopback HTTP git server");
+        return;
+    };
+    let url = format!("http://127.0.0.1:{}/remote.git", server.port);
+    let cache = tempfile::tempdir().unwrap();
+    let opts = |password: &str| {
+        json!({"fileserver_backend": ["gitfs"], "gitfs_remotes": [url],
+            "gitfs_user": "alice", "gitfs_password": password, "gitfs_insecure_auth": true})
+    };
+    // A wrong password: refused, and the error does not show it.
+    let fs = Fileserver::from_opts(&opts("pw-wrong-99"), BTreeMap::new(), cache.path());
+    let report = fs.gitfs().unwrap().update(None);
+    let err = report[0].1.clone().expect("a wrong password fails");
+    assert!(err.contains(&url) && !err.contains("pw-wrong-99"), "{err}");
+    // The right one: fetched through the askpass helper.
+    let fs = Fileserver::from_opts(&opts("pw-right-77"), BTreeMap::new(), cache.path());
+    let report = fs.gitfs().unwrap().update(None);
+    assert_eq!(report, vec![(url.clone(), None)]);
+    assert_eq!(read(&fs, "web.sls", "dev").as_deref(), Some("dev-web\n"));
+    let out = Command::new("grep")
+        .args(["-r", "-l", "-e", "pw-right-77", "-e", "pw-wrong-99"])
+        .arg(cache.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.stdout.is_empty(),
+        "secrets on disk: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

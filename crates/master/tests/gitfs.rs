@@ -1,0 +1,242 @@
+//! gitfs and git_pillar end to end: a real master and minion on loopback,
+//! the state tree and the pillar in git repositories the test creates
+//! (file:// remotes), `fileserver_backend: [gitfs, roots]`.
+//! `state.apply` runs the top file, SLS and a `salt://` file from gitfs
+//! with pillar from git_pillar; a commit pushed while the master runs is
+//! not fetched by a compile but is served after `halite-run
+//! fileserver.update`; a pillar commit arrives after
+//! `git_pillar_update_interval`; a remote gone keeps its last fetch served.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{can_run, wait_for, Fleet};
+use serde_json::Value;
+
+fn git(dir: &Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("git runs");
+    assert!(
+        out.status.success(),
+        "git {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// A work tree and its bare remote under `dir/<name>`.
+struct Repo {
+    work: PathBuf,
+    bare: PathBuf,
+}
+
+impl Repo {
+    fn new(dir: &Path, name: &str) -> Self {
+        let work = dir.join(format!("{name}-work"));
+        let bare = dir.join(format!("{name}.git"));
+        std::fs::create_dir_all(&work).unwrap();
+        git(&work, &["init", "-q", "-b", "master"]);
+        git(dir, &["init", "-q", "--bare", &bare.display().to_string()]);
+        Repo { work, bare }
+    }
+    fn url(&self) -> String {
+        format!("file://{}", self.bare.display())
+    }
+    fn write(&self, path: &str, text: &str) {
+        let p = self.work.join(path);
+        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+        std::fs::write(p, text).unwrap();
+    }
+    fn commit_push(&self, msg: &str) {
+        git(&self.work, &["add", "-A"]);
+        git(&self.work, &["commit", "-q", "-m", msg]);
+        let bare = self.bare.display().to_string();
+        git(&self.work, &["push", "-q", "--force", &bare, "--all"]);
+    }
+}
+
+fn run_json(fleet: &Fleet, args: &[&str]) -> (Value, String, bool) {
+    let mut full = args.to_vec();
+    full.extend(["--out", "json"]);
+    let out = fleet.cli("halite-run", &full);
+    let value = serde_json::from_slice(&out.stdout).unwrap_or(Value::Null);
+    (
+        value,
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+        out.status.success(),
+    )
+}
+
+#[test]
+fn state_apply_from_gitfs_with_git_pillar() {
+    if !can_run() {
+        return;
+    }
+    if Command::new("git").arg("--version").output().is_err() {
+        println!("skipped: git is not installed (scripts/install-deps.sh installs it)");
+        return;
+    }
+    let fleet = Fleet::new();
+    let out = fleet.path("out");
+    std::fs::create_dir_all(&out).unwrap();
+    let states = Repo::new(fleet.root.path(), "states");
+    states.write("top.sls", "base:\n  '*':\n    - web\n");
+    states.write(
+        "web.sls",
+        &format!(
+            "motd:\n  file.managed:\n    - name: {}/motd\n    - source: salt://files/motd\n    - template: jinja\n",
+            out.display()
+        ),
+    );
+    states.write("files/motd", "one {{ pillar['greeting'] }}\n");
+    states.commit_push("one");
+    let pillar = Repo::new(fleet.root.path(), "pillar");
+    pillar.write("top.sls", "base:\n  '*':\n    - common\n");
+    pillar.write("common.sls", "greeting: hello\n");
+    pillar.commit_push("pillar one");
+    let roots = fleet.path("roots");
+    std::fs::create_dir_all(&roots).unwrap();
+    std::fs::write(roots.join("extra.sls"), "from roots\n").unwrap();
+    let _master = fleet.start_master(&format!(
+        "auto_accept: true\nfileserver_backend: [gitfs, roots]\nfile_roots:\n  base: [{}]\npillar_roots: {{}}\ngitfs_remotes:\n  - {}\ngitfs_update_interval: 3600\ngit_pillar_update_interval: 1\next_pillar:\n  - git:\n    - master {}\n",
+        roots.display(),
+        states.url(),
+        pillar.url()
+    ));
+    let minion = fleet.start_minion("web1", "");
+    fleet.wait_responding("web1");
+    // The first background fetch at start-up.
+    assert!(
+        wait_for(Duration::from_secs(60), || {
+            run_json(&fleet, &["fileserver.file_list"]).0
+                == serde_json::json!(["extra.sls", "files/motd", "top.sls", "web.sls"])
+        }),
+        "gitfs never served the repository: {:?}",
+        run_json(&fleet, &["fileserver.file_list"])
+    );
+    assert_eq!(
+        run_json(&fleet, &["fileserver.envs"]).0,
+        serde_json::json!(["base"])
+    );
+    let apply = |expect: &str| {
+        let (rets, code) = fleet.halite_json(&["web1", "state.apply", "-t", "60"]);
+        assert_eq!(code, 0, "{rets:?}");
+        assert_eq!(
+            std::fs::read_to_string(out.join("motd")).unwrap_or_default(),
+            expect,
+            "{rets:?}"
+        );
+    };
+    assert!(
+        wait_for(Duration::from_secs(30), || {
+            let (rets, _) = fleet.halite_json(&["web1", "pillar.get", "greeting"]);
+            rets.get("web1") == Some(&Value::from("hello"))
+        }),
+        "git_pillar never gave the pillar"
+    );
+    apply("one hello\n");
+
+    // A commit pushed while the master runs: a compile does not fetch it...
+    states.write("files/motd", "two {{ pillar['greeting'] }}\n");
+    states.commit_push("two");
+    apply("one hello\n");
+    // ...fileserver.update does, and the master serves it at once.
+    let (ret, err, ok) = run_json(&fleet, &["fileserver.update", "backend=gitfs"]);
+    assert!(ok && ret == Value::Bool(true), "{ret} {err}");
+    apply("two hello\n");
+    // The bundle named the commit it was compiled from.
+    let head = Command::new("git")
+        .args(["rev-parse", "HEAD"])
+        .current_dir(&states.work)
+        .output()
+        .unwrap();
+    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    assert!(
+        minion.log_text().contains(&head),
+        "the minion never logged commit {head}"
+    );
+
+    // The pillar repository is fetched every git_pillar_update_interval.
+    pillar.write("common.sls", "greeting: bonjour\n");
+    pillar.commit_push("pillar two");
+    assert!(
+        wait_for(Duration::from_secs(60), || {
+            let (rets, _) = fleet.halite_json(&["web1", "pillar.get", "greeting"]);
+            rets.get("web1") == Some(&Value::from("bonjour"))
+        }),
+        "the pillar commit was never fetched"
+    );
+    apply("two bonjour\n");
+
+    // The remotes go away: updates fail naming them, the master logs why
+    // and keeps serving the last good fetch.
+    std::fs::rename(&states.bare, fleet.path("states-gone.git")).unwrap();
+    std::fs::rename(&pillar.bare, fleet.path("pillar-gone.git")).unwrap();
+    let (_, err, ok) = run_json(&fleet, &["fileserver.update"]);
+    assert!(!ok && err.contains(&states.url()), "{err}");
+    assert!(
+        wait_for(Duration::from_secs(30), || _master
+            .log_text()
+            .contains("git_pillar remote not updated")),
+        "the master never logged the failed pillar fetch"
+    );
+    std::fs::remove_file(out.join("motd")).unwrap();
+    apply("two bonjour\n");
+}
+
+#[test]
+fn a_remote_never_fetched_is_named_to_the_minion_and_its_password_is_nowhere() {
+    if !can_run() {
+        return;
+    }
+    if Command::new("git").arg("--version").output().is_err() {
+        println!("skipped: git is not installed (scripts/install-deps.sh installs it)");
+        return;
+    }
+    let fleet = Fleet::new();
+    // Nothing listens on port 9 of the loopback.
+    let url = "http://127.0.0.1:9/states.git";
+    let master = fleet.start_master(&format!(
+        "auto_accept: true\nfileserver_backend: [gitfs]\npillar_roots: {{}}\ngitfs_remotes:\n  - {url}\ngitfs_user: alice\ngitfs_password: pw-never-shown-31\ngitfs_insecure_auth: true\n"
+    ));
+    let minion = fleet.start_minion("web1", "");
+    fleet.wait_responding("web1");
+    assert!(
+        wait_for(Duration::from_secs(60), || master
+            .log_text()
+            .contains("gitfs remote not updated")),
+        "the master never logged the failed fetch"
+    );
+    let (rets, _) = fleet.halite_json(&["web1", "state.apply", "-t", "60"]);
+    let text = rets.get("web1").map(Value::to_string).unwrap_or_default();
+    assert!(
+        text.contains(url) && text.contains("never been fetched"),
+        "{rets:?}"
+    );
+    let (listed, err, ok) = run_json(&fleet, &["fileserver.file_list"]);
+    assert!(!ok && err.contains(url), "{listed} {err}");
+    let out = Command::new("grep")
+        .args(["-r", "-l", "pw-never-shown-31"])
+        .arg(fleet.path("master-cache"))
+        .arg(fleet.path("minion-web1"))
+        .arg(fleet.path("master.log"))
+        .output()
+        .unwrap();
+    assert!(
+        out.stdout.is_empty(),
+        "the password is in {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    assert!(!minion.log_text().contains("pw-never-shown-31"));
+}
