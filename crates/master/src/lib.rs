@@ -8,7 +8,9 @@ pub mod events;
 pub mod fileserver;
 pub mod intake;
 pub mod local_fire;
+pub mod minion_events;
 pub mod pillar_cache;
+pub mod reactor;
 pub mod server;
 pub mod targeting;
 
