@@ -120,6 +120,15 @@ fn empty_or_missing_tags_fire_nothing() {
             .unwrap(),
         json!(false)
     );
+    // The minion daemon's internal grains channel is not a user's tag.
+    assert_eq!(
+        host.call(
+            "event.send",
+            &args(json!(["__grains__"]), json!({"os": "x"}))
+        )
+        .unwrap(),
+        json!(false)
+    );
     let err = host
         .call("event.send", &args(json!([]), json!({})))
         .unwrap_err();
