@@ -160,3 +160,93 @@ pub fn reactions(host: &Host, references: &[String], tag: &str, data: &Value) ->
     out.reactions = reactions;
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::MasterConfig;
+    use std::sync::Arc;
+
+    fn host(roots: &std::path::Path) -> Host {
+        let mut cfg = MasterConfig::default();
+        cfg.file_roots
+            .insert("base".into(), vec![roots.to_path_buf()]);
+        halite_runners::orchestrate::master_host(&cfg, Arc::new(halite_modules::host::LogEvents))
+    }
+
+    #[test]
+    fn salt_urls_globs_and_render_errors() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let roots = dir.path().join("srv");
+        let globbed = dir.path().join("reactor");
+        std::fs::create_dir_all(roots.join("reactor")).expect("mkdir");
+        std::fs::create_dir_all(&globbed).expect("mkdir");
+        std::fs::write(
+            roots.join("reactor/start.sls"),
+            "hi:\n  local.test.echo:\n    - tgt: {{ data['id'] }}\n    - arg:\n      - {{ tag }}\n",
+        )
+        .expect("write");
+        std::fs::write(
+            globbed.join("a.sls"),
+            "orch:\n  runner.state.orchestrate:\n    - mods: orch.{{ data['id'] }}\n",
+        )
+        .expect("write");
+        std::fs::write(globbed.join("b.sls"), "{% if %}\n").expect("write");
+        let refs = vec![
+            "salt://reactor/start.sls".to_string(),
+            format!("{}/*.sls", globbed.display()),
+            "/nonexistent/x.sls".to_string(),
+        ];
+        let out = reactions(
+            &host(&roots),
+            &refs,
+            "salt/minion/web1/start",
+            &serde_json::json!({"id": "web1"}),
+        );
+        let ids: Vec<&str> = out.reactions.iter().map(|r| r.id.as_str()).collect();
+        assert_eq!(ids, ["hi", "orch"]);
+        assert_eq!(out.reactions[0].opts["tgt"], "web1");
+        assert_eq!(
+            out.reactions[0].opts["arg"],
+            serde_json::json!(["salt/minion/web1/start"])
+        );
+        assert_eq!(out.reactions[1].opts["mods"], "orch.web1");
+        let stages: Vec<(&str, bool)> = out
+            .errors
+            .iter()
+            .map(|f| {
+                (
+                    f.stage,
+                    f.sls.ends_with("b.sls") || f.sls.ends_with("x.sls"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            stages,
+            [("render", true), ("render", true)],
+            "{:?}",
+            out.errors
+        );
+        assert!(out.errors[1].error.contains("File missing or not found"));
+    }
+
+    #[test]
+    fn a_non_reaction_runs_nothing_of_the_event() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let file = dir.path().join("r.sls");
+        std::fs::write(
+            &file,
+            "ok:\n  local.test.ping:\n    - tgt: '*'\nbad:\n  file.managed:\n    - name: /tmp/x\n",
+        )
+        .expect("write");
+        let out = reactions(
+            &host(dir.path()),
+            &[file.display().to_string()],
+            "t",
+            &serde_json::json!({}),
+        );
+        assert!(out.reactions.is_empty());
+        assert_eq!(out.errors.len(), 1);
+        assert_eq!(out.errors[0].stage, "compile");
+    }
+}
