@@ -9,7 +9,9 @@ pub mod fileserver;
 pub mod git_sources;
 pub mod intake;
 pub mod local_fire;
+pub mod minion_events;
 pub mod pillar_cache;
+pub mod reactor;
 pub mod server;
 pub mod targeting;
 

@@ -332,6 +332,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
 
     let bus = EventBus::new(65536);
     let (local_tx, mut local_rx) = mpsc::channel::<LocalCommand>(1024);
+    crate::reactor::start(&cfg, &bus, in_process(local_tx.clone()), shutdown.clone());
     let accept_task = tokio::spawn(accept_local(
         listener,
         root_key,
@@ -1198,11 +1199,8 @@ impl Master {
                 self.book.started.push(id.clone());
             }
             MinionRequest::Event { tag, data } => {
-                // A minion may speak for itself only (tags::check_minion_tag).
-                match tags::check_minion_tag(&tag, &id) {
-                    Ok(()) => self.bus.fire(&tag, data),
-                    Err(e) => tracing::warn!(%id, error = %e, "minion event dropped"),
-                }
+                // A minion may speak for itself only (minion_events.rs).
+                crate::minion_events::fire(&self.bus, &id, &tag, data);
             }
             MinionRequest::Request { req, body } => self.on_minion_request(sid, &id, req, body),
             MinionRequest::RenderReply { call, result } => {
@@ -1460,6 +1458,16 @@ impl Master {
             }
         }
     }
+}
+
+/// Local requests answered in-process, for the reactor's worker threads
+/// (blocking: never called from the async runtime).
+fn in_process(commands: mpsc::Sender<LocalCommand>) -> crate::reactor::LocalCall {
+    Arc::new(move |body| {
+        let (reply, answer) = oneshot::channel();
+        commands.blocking_send(LocalCommand { body, reply }).ok()?;
+        answer.blocking_recv().ok()
+    })
 }
 
 /// Accepts CLI connections until the shutdown is triggered.

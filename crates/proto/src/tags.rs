@@ -69,6 +69,11 @@ pub enum Tag<'a> {
         /// The state's name or the custom tag, as fired.
         rest: &'a str,
     },
+    /// `salt/beacon/<minion>/<beacon>/...`: a minion's beacon (Salt's tag).
+    Beacon {
+        /// The minion whose beacon fired.
+        minion: &'a str,
+    },
     /// `salt/minion/<minion>/start`
     MinionStart {
         /// The minion that started.
@@ -126,6 +131,9 @@ pub fn parse(tag: &str) -> Tag<'_> {
                 _ => None,
             }
         }
+        ["salt", "beacon", minion, _, ..] => {
+            minion_segment(minion).map(|minion| Tag::Beacon { minion })
+        }
         ["salt", "minion", minion, "start"] => {
             minion_segment(minion).map(|minion| Tag::MinionStart { minion })
         }
@@ -160,12 +168,15 @@ pub enum TagRefused {
     #[error("event tag contains a control character")]
     Control,
     /// The tag is under `salt/` and not the minion's own progress (named here).
-    #[error("event tag {0:?} is in Salt's reserved salt/ namespace and is not one a minion may fire for itself (salt/job/<jid>/prog/<own id>/<n>, salt/state_result/<jid>/<own id>/...)")]
+    #[error("event tag {0:?} is in Salt's reserved salt/ namespace and is not one a minion may fire for itself (salt/job/<jid>/prog/<own id>/<n>, salt/state_result/<jid>/<own id>/..., salt/beacon/<own id>/...); use a tag outside salt/, e.g. myco/...")]
     Reserved(String),
 }
 
 /// The allow-list of what minion `own_id` may fire onto the master's bus:
-/// its own job progress and state results, and any tag outside `salt/`.
+/// its own job progress, state results and beacons, and any tag outside
+/// `salt/`. (Salt 3008 filters only a blacklist, and only for batched
+/// events; halite refuses every other `salt/` tag because the reactor acts
+/// on `salt/auth`, `salt/key` and returns: a forged one would accept keys.)
 /// Everything else under `salt/` (returns, auth, key, another minion's
 /// progress) is the master's to fire, never a minion's.
 pub fn check_minion_tag(tag: &str, own_id: &str) -> Result<(), TagRefused> {
@@ -182,7 +193,11 @@ pub fn check_minion_tag(tag: &str, own_id: &str) -> Result<(), TagRefused> {
     }
     match parse(tag) {
         Tag::User => Ok(()),
-        Tag::JobProg { minion, .. } | Tag::StateResult { minion, .. } if minion == own_id => Ok(()),
+        Tag::JobProg { minion, .. } | Tag::StateResult { minion, .. } | Tag::Beacon { minion }
+            if minion == own_id =>
+        {
+            Ok(())
+        }
         _ => Err(TagRefused::Reserved(tag.to_string())),
     }
 }
@@ -259,6 +274,7 @@ mod tests {
         let ok = [
             job_prog(JID, "me", 0),
             format!("salt/state_result/{JID}/me/pkg"),
+            "salt/beacon/me/inotify//etc/motd".to_string(),
             "myapp/deploy/done".to_string(),
         ];
         for tag in &ok {
@@ -270,6 +286,8 @@ mod tests {
             job_prog(JID, "victim", 0),
             format!("salt/job/{JID}/prog/me/0/extra"),
             format!("salt/state_result/{JID}/victim/x"),
+            "salt/beacon/victim/load/".to_string(),
+            "salt/beacon/me".to_string(),
             "salt/auth".to_string(),
             "salt/key".to_string(),
             minion_start("me"),

@@ -14,6 +14,7 @@ crate::module_list! {
         dig,
         disk,
         environ,
+        event,
         file,
         gem,
         git,

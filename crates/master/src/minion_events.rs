@@ -1,0 +1,60 @@
+//! An event a minion fired (`event.send`, `event.fire_master`, a state's
+//! `fire_event`, job progress) onto the master's bus: the tag is checked
+//! against what a minion may fire for itself
+//! ([`halite_proto::tags::check_minion_tag`]; refused ones are logged),
+//! and the data goes on the bus in Salt's `_minion_event` envelope, as
+//! Salt's master fires the load it received (`data['data']` in a reactor
+//! SLS is what the minion sent, `data['id']` the minion).
+
+use serde_json::{json, Value};
+
+use crate::events::EventBus;
+
+/// Salt's envelope of a minion's event: `cmd`, `data`, `id`, `pretag`,
+/// `tag`, `ts`.
+pub fn envelope(id: &str, tag: &str, data: Value) -> Value {
+    json!({
+        "cmd": "_minion_event",
+        "data": data,
+        "id": id,
+        "pretag": null,
+        "tag": tag,
+        "ts": chrono::Utc::now().timestamp(),
+    })
+}
+
+/// Fires minion `id`'s event on `bus`, or logs why it was refused;
+/// whether it was fired.
+pub fn fire(bus: &EventBus, id: &str, tag: &str, data: Value) -> bool {
+    match halite_proto::tags::check_minion_tag(tag, id) {
+        Ok(()) => {
+            bus.fire(tag, envelope(id, tag, data));
+            true
+        }
+        Err(e) => {
+            tracing::warn!(%id, error = %e, "minion event dropped: a minion may not fire this tag");
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn user_tags_are_wrapped_and_salt_tags_refused() {
+        let bus = EventBus::new(8);
+        let mut rx = bus.subscribe();
+        assert!(fire(&bus, "web1", "myco/deploy", json!({"v": 1})));
+        let ev = rx.try_recv().expect("fired");
+        assert_eq!(ev.tag, "myco/deploy");
+        assert_eq!(ev.data["cmd"], "_minion_event");
+        assert_eq!(ev.data["id"], "web1");
+        assert_eq!(ev.data["data"], json!({"v": 1}));
+        assert_eq!(ev.data["tag"], "myco/deploy");
+        assert!(!fire(&bus, "web1", "salt/auth", json!({"act": "accept"})));
+        assert!(!fire(&bus, "web1", "salt/key", json!({})));
+        assert!(rx.try_recv().is_err());
+    }
+}
