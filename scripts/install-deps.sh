@@ -25,6 +25,7 @@ packages=(
   git                  # the git module (its daemon too)
   supervisor           # supervisord tests start their own daemon
   iptables nftables    # firewall tests, in a network namespace of their own
+  firewalld dbus       # firewalld tests: their own firewalld on a private bus in a netns
   ruby                 # gem
   postgresql           # initdb, pg_ctl, psql: the postgres tests' own server
   postgresql-contrib   # the hstore extension

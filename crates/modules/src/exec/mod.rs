@@ -15,6 +15,7 @@ crate::module_list! {
         disk,
         environ,
         file,
+        firewalld,
         gem,
         git,
         grains,
