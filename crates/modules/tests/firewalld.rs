@@ -150,17 +150,25 @@ fn present(
     common::state(host, "firewalld", "present", zone, args, test)
 }
 
+/// This test's firewalld, started once the previous test's is gone; `None`
+/// (with the reason printed) when it cannot run here.
+fn daemon() -> Option<(std::sync::MutexGuard<'static, ()>, Firewalld)> {
+    let serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
+    match Firewalld::start() {
+        Ok(fw) => Some((serial, fw)),
+        Err(why) => {
+            println!("skipped: {why}");
+            None
+        }
+    }
+}
+
 const ZONE: &str = "halite-t-z";
 
 #[test]
 fn firewalld_present_and_service_against_a_real_daemon() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let fw = match Firewalld::start() {
-        Ok(fw) => fw,
-        Err(why) => {
-            println!("skipped: {why}");
-            return;
-        }
+    let Some((_serial, fw)) = daemon() else {
+        return;
     };
     let host = common::host();
     let _keep: PathBuf = fw.dir.path().to_path_buf();
@@ -360,13 +368,8 @@ fn salt_service_args() -> serde_json::Value {
 /// so the expected output lives in tests/fixtures/firewalld).
 #[test]
 fn the_same_states_answer_as_salt_3008_5_did_against_the_same_daemon() {
-    let _serial = SERIAL.lock().unwrap_or_else(|e| e.into_inner());
-    let _fw = match Firewalld::start() {
-        Ok(fw) => fw,
-        Err(why) => {
-            println!("skipped: {why}");
-            return;
-        }
+    let Some((_serial, _fw)) = daemon() else {
+        return;
     };
     let host = common::host();
     let recorded: serde_json::Value = serde_json::from_str(
@@ -395,4 +398,94 @@ fn the_same_states_answer_as_salt_3008_5_did_against_the_same_daemon() {
         });
         assert_eq!(&got, want, "run {i} ({fun} {name} test={test})");
     }
+}
+
+/// The execution functions through the registry, as `halite-call` and
+/// Jinja reach them: reading, changing, Salt's error, and `test=True`.
+#[test]
+fn exec_functions_read_and_change_the_real_daemon() {
+    let Some((_serial, fw)) = daemon() else {
+        return;
+    };
+    let host = common::host();
+    let call = |host: &halite_modules::Host, fun: &str, positional: Vec<serde_json::Value>| {
+        let args = halite_modules::exec::Args {
+            positional,
+            kwargs: serde_json::Map::new(),
+        };
+        host.call(fun, &args)
+    };
+    assert_eq!(
+        call(&host, "firewalld.default_zone", vec![]).unwrap(),
+        json!("public")
+    );
+    assert!(call(&host, "firewalld.get_zones", vec![])
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .contains(&json!("work")));
+    assert_eq!(
+        call(
+            &host,
+            "firewalld.add_port",
+            vec![json!("work"), json!("8443/tcp")]
+        )
+        .unwrap(),
+        json!("success")
+    );
+    assert_eq!(
+        call(&host, "firewalld.list_ports", vec![json!("work")]).unwrap(),
+        json!(["8443/tcp"])
+    );
+    assert_eq!(
+        fw.cmd(&["--zone", "work", "--list-ports", "--permanent"]),
+        ["8443/tcp"]
+    );
+    assert_eq!(
+        call(
+            &host,
+            "firewalld.add_port_fwd",
+            vec![json!("work"), json!("2222"), json!("22")]
+        )
+        .unwrap(),
+        json!("success")
+    );
+    assert_eq!(
+        call(&host, "firewalld.list_port_fwd", vec![json!("work")]).unwrap(),
+        json!([{"Source port": "2222", "Destination port": "22", "Protocol": "tcp", "Destination address": ""}])
+    );
+    assert_eq!(
+        call(
+            &host,
+            "firewalld.block_icmp",
+            vec![json!("work"), json!("nope")]
+        )
+        .unwrap(),
+        json!(false)
+    );
+    assert_eq!(
+        call(&host, "firewalld.get_masquerade", vec![json!("work")]).unwrap(),
+        json!(false)
+    );
+    let err = call(&host, "firewalld.list_ports", vec![json!("halite-t-none")]).unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "firewall-cmd failed: Error: INVALID_ZONE: halite-t-none"
+    );
+
+    // test=True: a changing function says what it would do, and does not.
+    let dry = common::host_with(json!({"test": true}), json!({}));
+    assert_eq!(
+        call(
+            &dry,
+            "firewalld.remove_port",
+            vec![json!("work"), json!("8443/tcp")]
+        )
+        .unwrap(),
+        json!("test=True: would run firewalld.remove_port")
+    );
+    assert_eq!(
+        fw.cmd(&["--zone", "work", "--list-ports", "--permanent"]),
+        ["8443/tcp"]
+    );
 }
