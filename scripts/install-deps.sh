@@ -23,8 +23,10 @@ packages=(
   openssl              # the remote sources' test CA
   ca-certificates
   git                  # the git module (its daemon too), gitfs and git_pillar
+  openssh-server       # sshd for git.latest identity over ssh://
   supervisor           # supervisord tests start their own daemon
   iptables nftables    # firewall tests, in a network namespace of their own
+  firewalld dbus       # firewalld tests: their own firewalld on a private bus in a netns
   ruby                 # gem
   postgresql           # initdb, pg_ctl, psql: the postgres tests' own server
   postgresql-contrib   # the hstore extension

@@ -424,10 +424,7 @@ fn minions_come_back_at_once_after_a_master_restart_and_get_the_job_they_missed(
         "recon_default: 3000\nrecon_max: 3000\nrecon_randomize: False",
     );
     fleet.wait_responding("steady");
-    master.kill();
-    // A killed master leaves its socket: wait for the new one's.
-    let _ = std::fs::remove_file(fleet.path("master-sock/master.sock"));
-    let _master = fleet.start_master("auto_accept: True");
+    let _master = fleet.restart_master(&mut master, "auto_accept: True");
     let out = fleet.cli(
         "halite",
         &["steady", "test.arg", "missed", "-t", "20", "--out", "json"],
@@ -551,47 +548,12 @@ fn a_swarm_is_back_within_seconds_of_a_master_restart() {
     const N: usize = 500;
     let fleet = Fleet::new();
     let mut master = fleet.start_master("auto_accept: True");
-    let dir = fleet.path("swarm");
-    std::fs::create_dir_all(&dir).expect("swarm dir");
-    std::fs::write(
-        dir.join("minion"),
-        format!(
-            "master: 127.0.0.1\nmaster_port: {}\npublish_port: {}\nid: swarm\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {d}/swarm.log\nlog_level: info\n",
-            fleet.ret_port,
-            fleet.publish_port,
-            d = dir.display()
-        ),
-    )
-    .expect("swarm config");
-    let _swarm = Daemon {
-        child: Command::new(bin("halite-minion"))
-            .arg("-c")
-            .arg(&dir)
-            .args(["--swarm", &N.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("swarm"),
-        log: dir.join("swarm.log"),
-    };
-    let authenticated = || {
-        std::fs::read_to_string(fleet.path("master.log"))
-            .unwrap_or_default()
-            .matches("minion authenticated")
-            .count()
-    };
-    assert!(
-        wait_for(Duration::from_secs(40), || authenticated() >= N),
-        "the swarm never came up"
-    );
+    let _swarm = fleet.start_swarm(N, "");
     assert_eq!(answering(&fleet, "20"), N);
-    master.kill();
-    let _ = std::fs::remove_file(fleet.path("master-sock/master.sock"));
     let restarted = std::time::Instant::now();
-    let _master = fleet.start_master("auto_accept: True");
+    let _master = fleet.restart_master(&mut master, "auto_accept: True");
     // Salt's default keepalive is 30 s: coming back sooner needs the transport's notice.
-    let back = wait_for(Duration::from_secs(25), || authenticated() >= 2 * N);
+    let back = wait_for(Duration::from_secs(25), || fleet.authenticated() >= 2 * N);
     eprintln!(
         "swarm of {N}: all authenticated again {:.1} s after the master restarted",
         restarted.elapsed().as_secs_f64()

@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
@@ -149,39 +148,9 @@ fn a_master_given_sigterm_while_returns_arrive_loses_none() {
     const N: usize = 60;
     let fleet = Fleet::new();
     let mut master = fleet.start_master("auto_accept: True");
-    let dir = fleet.path("swarm");
-    std::fs::create_dir_all(&dir).expect("swarm dir");
-    std::fs::write(
-        dir.join("minion"),
-        format!(
-            "master: 127.0.0.1\nmaster_port: {}\npublish_port: {}\nid: swarm\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {d}/swarm.log\nlog_level: info\nacceptance_wait_time: 1\nauth_timeout: 2\nmaster_alive_interval: 1\nrecon_default: 200\nrecon_max: 1000\n",
-            fleet.ret_port,
-            fleet.publish_port,
-            d = dir.display()
-        ),
-    )
-    .expect("swarm config");
-    let _swarm = Daemon {
-        child: Command::new(bin("halite-minion"))
-            .arg("-c")
-            .arg(&dir)
-            .args(["--swarm", &N.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("swarm"),
-        log: dir.join("swarm.log"),
-    };
-    let authenticated = || {
-        std::fs::read_to_string(fleet.path("master.log"))
-            .unwrap_or_default()
-            .matches("minion authenticated")
-            .count()
-    };
-    assert!(
-        wait_for(Duration::from_secs(40), || authenticated() >= N),
-        "the swarm never came up"
+    let _swarm = fleet.start_swarm(
+        N,
+        "acceptance_wait_time: 1\nauth_timeout: 2\nmaster_alive_interval: 1\nrecon_default: 200\nrecon_max: 1000",
     );
     let (text, code) = fleet.halite(&["*", "test.sleep", "1", "--async"]);
     assert_eq!(code, 0, "{text}");

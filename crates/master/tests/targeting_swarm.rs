@@ -10,7 +10,6 @@
 mod common;
 
 use std::collections::BTreeSet;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::*;
@@ -24,30 +23,7 @@ fn ipcidr_selects_swarm_identities_by_their_ipv4_grains() {
     }
     let fleet = Fleet::new();
     let _master = fleet.start_master("auto_accept: True");
-    let dir = fleet.path("swarm");
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("minion"),
-        format!(
-            "master: 127.0.0.1\nmaster_port: {}\npublish_port: {}\nid: swarm\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {d}/swarm.log\nlog_level: info\n",
-            fleet.ret_port,
-            fleet.publish_port,
-            d = dir.display()
-        ),
-    )
-    .unwrap();
-    let _swarm = Daemon {
-        child: Command::new(bin("halite-minion"))
-            .arg("-c")
-            .arg(&dir)
-            .args(["--swarm", &N.to_string()])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-        log: dir.join("swarm.log"),
-    };
+    let _swarm = fleet.start_swarm(N, "");
     let ids = |args: &[&str]| -> BTreeSet<String> {
         let mut full = args.to_vec();
         full.extend(["-t", "5"]);

@@ -2,6 +2,9 @@
 //! split into words, as another user, in a directory, with an environment
 //! and stdin, and killed when it outlives its `timeout=`.
 //!
+//! `runas=` is Salt's: the user's login environment read once, `env=`
+//! over it, and the command started as that user (see [`runas`]).
+//!
 //! Why one module: `cmd.run`, `cmd.script`, the `cmd` states, `unless`,
 //! `onlyif` and every module that shells out come through here, so a rule
 //! (the timeout, how output is trimmed) is enforced once.
@@ -14,6 +17,8 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use halite_state::{CmdOptions, CmdOutput, CmdTimeout, Value};
+
+mod runas;
 
 /// Runs a command the way Salt's `cmd.run` does: through `/bin/sh -c` when
 /// `python_shell` (or a `shell`) is set, else split like a shell would.
@@ -85,27 +90,18 @@ fn build(cmd: &str, opts: &CmdOptions) -> std::io::Result<Command> {
         c.args(rest);
         c
     };
-    if let Some(user) = &opts.runas {
-        // Run as another user through su, as Salt does.
-        let inner = format!(
-            "{} -c {}",
-            opts.shell.as_deref().unwrap_or("/bin/sh"),
-            shell_quote(cmd)
-        );
-        command = Command::new("su");
-        command
-            .arg("-s")
-            .arg("/bin/sh")
-            .arg("-")
-            .arg(user)
-            .arg("-c")
-            .arg(inner);
-    }
     if let Some(cwd) = &opts.cwd {
         command.current_dir(cwd);
     }
-    for (k, v) in &opts.env {
-        command.env(k, v);
+    match &opts.runas {
+        Some(user) => runas::apply(
+            &mut command,
+            runas::resolve(user, opts)?,
+            opts.cwd.is_some(),
+        ),
+        None => {
+            command.envs(opts.env.iter().map(|(k, v)| (k, v)));
+        }
     }
     command
         .stdin(if opts.stdin.is_some() {

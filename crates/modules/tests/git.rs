@@ -770,7 +770,11 @@ impl TestUser {
             println!("skipped: needs root to create a test user");
             return None;
         }
-        let name = format!("hgit{}", std::process::id() % 100000);
+        Self::named(format!("hgit{}", std::process::id() % 100000))
+    }
+
+    /// A user called `name` (root only).
+    fn named(name: String) -> Option<Self> {
         let ok = Command::new("useradd")
             .args(["-m", "-s", "/bin/sh", &name])
             .status()
@@ -868,4 +872,126 @@ fn detached_checks_out_a_rev_once() {
         json!("HEAD"),
         "HEAD is detached"
     );
+}
+
+/// An sshd of the test's own: its config, host key and authorized_keys in
+/// a temp dir, listening on a free loopback port; killed when dropped.
+struct Sshd {
+    child: Child,
+    port: u16,
+}
+
+impl Sshd {
+    fn start(dir: &Path, authorized: &Path) -> Self {
+        let host_key = dir.join("host_key");
+        keygen(&host_key);
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let conf = dir.join("sshd_config");
+        std::fs::write(
+            &conf,
+            format!(
+                "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nAuthorizedKeysFile {}\n\
+                 PidFile none\nUsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\n\
+                 PasswordAuthentication no\nKbdInteractiveAuthentication no\n",
+                host_key.display(),
+                authorized.display()
+            ),
+        )
+        .unwrap();
+        // Debian's sshd refuses to start without its privilege separation dir.
+        std::fs::create_dir_all("/run/sshd").unwrap();
+        let child = Command::new("/usr/sbin/sshd")
+            .args(["-D", "-e", "-f"])
+            .arg(&conf)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let up = (0..200).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+        });
+        assert!(up, "sshd did not listen on 127.0.0.1:{port}");
+        Sshd { child, port }
+    }
+}
+
+impl Drop for Sshd {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// An ed25519 key pair without a passphrase at `path` (and `.pub`).
+fn keygen(path: &Path) {
+    let ok = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
+        .arg(path)
+        .status()
+        .unwrap()
+        .success();
+    assert!(ok, "ssh-keygen {}", path.display());
+}
+
+#[test]
+fn latest_clones_over_ssh_with_an_identity_as_another_user() {
+    if !ready() {
+        return;
+    }
+    if !Path::new("/usr/sbin/sshd").exists() {
+        println!("skipped: sshd is missing (openssh-server, scripts/install-deps.sh)");
+        return;
+    }
+    let Some(user) = TestUser::named(format!("hgitssh{}", std::process::id() % 10000)) else {
+        return;
+    };
+    let found = nix::unistd::User::from_name(&user.0).unwrap().unwrap();
+    let remote = Remote::new();
+    let bare = remote.target("bare.git");
+    git(
+        remote.dir.path(),
+        &[
+            "clone",
+            "-q",
+            "--bare",
+            &remote.repo().display().to_string(),
+            &bare,
+        ],
+    );
+    let keys = tempfile::tempdir().unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(keys.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let identity = keys.path().join("id_test");
+    keygen(&identity);
+    nix::unistd::chown(&identity, Some(found.uid), None).unwrap();
+    let authorized = keys.path().join("authorized_keys");
+    std::fs::copy(keys.path().join("id_test.pub"), &authorized).unwrap();
+    let work = keys.path().join("work");
+    std::fs::create_dir(&work).unwrap();
+    nix::unistd::chown(&work, Some(found.uid), Some(found.gid)).unwrap();
+    let sshd = Sshd::start(keys.path(), &authorized);
+    let url = format!("ssh://root@127.0.0.1:{}{bare}", sshd.port);
+    let target = work.join("clone").display().to_string();
+    let args =
+        json!({"target": target, "identity": identity.display().to_string(), "user": user.0});
+
+    let r = state(&host(), "latest", &url, args.clone(), false);
+    assert_eq!(r.result, Some(true), "{}", r.comment);
+    assert_eq!(
+        r.changes["revision"],
+        json!({"old": null, "new": remote.head()}),
+        "{:?}",
+        r.changes
+    );
+    use std::os::unix::fs::MetadataExt;
+    let meta = std::fs::metadata(work.join("clone/f")).unwrap();
+    assert_eq!(meta.uid(), found.uid.as_raw(), "cloned as the user");
+    let again = state(&host(), "latest", &url, args, false);
+    assert_eq!(again.result, Some(true), "{}", again.comment);
+    assert!(again.changes.is_empty(), "{:?}", again.changes);
 }

@@ -144,6 +144,22 @@ fn outcome(r: &StateResult) -> (Option<bool>, String, Value) {
     )
 }
 
+/// One state call with what Salt answers: `(fun, name, test, result,
+/// comment, changes)`.
+type Step<'a> = (&'a str, &'a str, bool, Option<bool>, &'a str, Value);
+
+/// Runs `steps` in order against the daemon of `args`, each checked.
+fn steps(host: &Host, args: &Value, steps: &[Step<'_>]) {
+    for (fun, name, test, result, comment, changes) in steps {
+        let r = state(host, fun, name, args.clone(), *test);
+        assert_eq!(
+            outcome(&r),
+            (*result, comment.to_string(), changes.clone()),
+            "{fun} {name} test={test}"
+        );
+    }
+}
+
 #[test]
 fn running_dead_and_watch_drive_a_real_supervisord() {
     if !has("supervisord") || !has("supervisorctl") {
@@ -161,42 +177,56 @@ fn running_dead_and_watch_drive_a_real_supervisord() {
     assert_eq!(pid(&host, "sleeper", &conf), None);
 
     // test=True predicts, changes nothing.
-    let t = state(&host, "running", "sleeper", args.clone(), true);
-    assert_eq!(
-        outcome(&t),
-        (None, "Service sleeper will be started".into(), json!({}))
+    let started = json!({"sleeper": "Starting service: sleeper"});
+    steps(
+        &host,
+        &args,
+        &[(
+            "running",
+            "sleeper",
+            true,
+            None,
+            "Service sleeper will be started",
+            json!({}),
+        )],
     );
     assert_eq!(pid(&host, "sleeper", &conf), None);
-
-    let r = state(&host, "running", "sleeper", args.clone(), false);
-    assert_eq!(
-        outcome(&r),
-        (
+    steps(
+        &host,
+        &args,
+        &[(
+            "running",
+            "sleeper",
+            false,
             Some(true),
-            "Starting service: sleeper".into(),
-            json!({"sleeper": "Starting service: sleeper"})
-        )
+            "Starting service: sleeper",
+            started,
+        )],
     );
     let first = pid(&host, "sleeper", &conf).expect("sleeper runs");
 
     // Applied twice: nothing to do.
-    let again = state(&host, "running", "sleeper", args.clone(), false);
-    assert_eq!(
-        outcome(&again),
-        (
-            Some(true),
-            "Not starting already running service: sleeper".into(),
-            json!({})
-        )
-    );
-    let t = state(&host, "running", "sleeper", args.clone(), true);
-    assert_eq!(
-        outcome(&t),
-        (
-            Some(true),
-            "Service sleeper is already running".into(),
-            json!({})
-        )
+    steps(
+        &host,
+        &args,
+        &[
+            (
+                "running",
+                "sleeper",
+                false,
+                Some(true),
+                "Not starting already running service: sleeper",
+                json!({}),
+            ),
+            (
+                "running",
+                "sleeper",
+                true,
+                Some(true),
+                "Service sleeper is already running",
+                json!({}),
+            ),
+        ],
     );
     assert_eq!(
         pid(&host, "sleeper", &conf).as_deref(),
@@ -204,46 +234,58 @@ fn running_dead_and_watch_drive_a_real_supervisord() {
     );
 
     // A watched change restarts it: a new process.
-    let w = state(&host, "mod_watch", "sleeper", args.clone(), false);
-    assert_eq!(
-        outcome(&w),
-        (
+    let restarted = json!({"sleeper": "Restarting service: sleeper"});
+    steps(
+        &host,
+        &args,
+        &[(
+            "mod_watch",
+            "sleeper",
+            false,
             Some(true),
-            "Restarting service: sleeper".into(),
-            json!({"sleeper": "Restarting service: sleeper"})
-        )
+            "Restarting service: sleeper",
+            restarted,
+        )],
     );
     let second = pid(&host, "sleeper", &conf).expect("sleeper runs again");
     assert_ne!(first, second, "mod_watch did not restart the program");
 
     // dead stops it, then has nothing to do.
-    let t = state(&host, "dead", "sleeper", args.clone(), true);
-    assert_eq!(
-        outcome(&t),
-        (
-            None,
-            "Service sleeper is set to be stopped".into(),
-            json!({})
-        )
-    );
-    let d = state(&host, "dead", "sleeper", args.clone(), false);
-    assert_eq!(
-        outcome(&d),
-        (
-            Some(true),
-            "Stopping service: sleeper".into(),
-            json!({"sleeper": "Stopping service: sleeper"})
-        )
+    let stopped = json!({"sleeper": "Stopping service: sleeper"});
+    steps(
+        &host,
+        &args,
+        &[
+            (
+                "dead",
+                "sleeper",
+                true,
+                None,
+                "Service sleeper is set to be stopped",
+                json!({}),
+            ),
+            (
+                "dead",
+                "sleeper",
+                false,
+                Some(true),
+                "Stopping service: sleeper",
+                stopped,
+            ),
+        ],
     );
     assert_eq!(pid(&host, "sleeper", &conf), None);
-    let d = state(&host, "dead", "sleeper", args.clone(), false);
-    assert_eq!(
-        outcome(&d),
-        (
+    steps(
+        &host,
+        &args,
+        &[(
+            "dead",
+            "sleeper",
+            false,
             Some(true),
-            "Service sleeper is not running".into(),
-            json!({})
-        )
+            "Service sleeper is not running",
+            json!({}),
+        )],
     );
     let d = state(&host, "dead", "nosuch", args.clone(), false);
     assert_eq!(d.comment, "Service nosuch doesn't exist");
@@ -261,45 +303,56 @@ fn groups_and_new_programs_are_started_and_added() {
     let args = json!({"conf_file": conf.display().to_string()});
 
     // A group, named with Salt's trailing `:*`.
-    let t = state(&host, "running", "grp:*", args.clone(), true);
-    assert_eq!(
-        outcome(&t),
-        (
-            None,
-            "All services in group 'grp:' will be started".into(),
-            json!({})
-        )
-    );
-    let r = state(&host, "running", "grp:*", args.clone(), false);
-    assert_eq!(
-        outcome(&r),
-        (
-            Some(true),
-            "Starting group: grp:".into(),
-            json!({"grp:": "Starting group: grp:"})
-        )
+    let started = json!({"grp:": "Starting group: grp:"});
+    steps(
+        &host,
+        &args,
+        &[
+            (
+                "running",
+                "grp:*",
+                true,
+                None,
+                "All services in group 'grp:' will be started",
+                json!({}),
+            ),
+            (
+                "running",
+                "grp:*",
+                false,
+                Some(true),
+                "Starting group: grp:",
+                started,
+            ),
+        ],
     );
     assert!(pid(&host, "grp:napper", &conf).is_some());
-    let again = state(&host, "running", "grp:", args.clone(), false);
-    assert_eq!(
-        outcome(&again),
-        (
+    steps(
+        &host,
+        &args,
+        &[(
+            "running",
+            "grp:",
+            false,
             Some(true),
-            "Not starting already running group: grp:".into(),
-            json!({})
-        )
+            "Not starting already running group: grp:",
+            json!({}),
+        )],
     );
 
     // A program new to the config is reread, added and started.
     daemon.add_program("fresh");
-    let t = state(&host, "running", "fresh", args.clone(), true);
-    assert_eq!(
-        outcome(&t),
-        (
+    steps(
+        &host,
+        &args,
+        &[(
+            "running",
+            "fresh",
+            true,
             None,
-            "Service fresh will be added and started".into(),
-            json!({})
-        )
+            "Service fresh will be added and started",
+            json!({}),
+        )],
     );
     let r = state(&host, "running", "fresh", args.clone(), false);
     assert_eq!(r.result, Some(true), "{}", r.comment);

@@ -8,8 +8,10 @@
 //! of halite's, so any crate may use it without pulling in an engine.
 
 pub mod archive_path;
+pub mod colors;
 pub mod fnmatch;
 pub mod jid;
+pub mod nested;
 pub mod pyfmt;
 pub mod shell;
 pub mod truth;

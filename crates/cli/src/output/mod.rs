@@ -4,10 +4,12 @@
 //! same code prints `halite-call`'s single `local` return and the many
 //! returns of `halite '*' ...`.
 
-pub mod colors;
+/// Salt's terminal colours (shared with the modules' comments).
+pub use halite_salt_rules::colors;
 pub mod highstate;
 pub mod json;
-pub mod nested;
+/// Salt's `nested` outputter (shared: state comments quote it too).
+pub use halite_salt_rules::nested;
 
 use serde_json::Value;
 

@@ -163,6 +163,57 @@ impl Fleet {
         Daemon { child, log }
     }
 
+    /// Starts one `halite-minion --swarm n` (ids `swarm-*`, plus `extra`
+    /// YAML in its config) and waits until the master has authenticated
+    /// all `n`: the fleet tests of restarts and shutdowns start from here.
+    pub fn start_swarm(&self, n: usize, extra: &str) -> Daemon {
+        let dir = self.path("swarm");
+        std::fs::create_dir_all(&dir).expect("swarm dir");
+        std::fs::write(
+            dir.join("minion"),
+            format!(
+                "master: 127.0.0.1\nmaster_port: {}\npublish_port: {}\nid: swarm\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {d}/swarm.log\nlog_level: info\n{extra}\n",
+                self.ret_port,
+                self.publish_port,
+                d = dir.display()
+            ),
+        )
+        .expect("swarm config");
+        let swarm = Daemon {
+            child: Command::new(bin("halite-minion"))
+                .arg("-c")
+                .arg(&dir)
+                .args(["--swarm", &n.to_string()])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .expect("swarm"),
+            log: dir.join("swarm.log"),
+        };
+        assert!(
+            wait_for(Duration::from_secs(40), || self.authenticated() >= n),
+            "the swarm never came up"
+        );
+        swarm
+    }
+
+    /// How many minion authentications the master has logged so far.
+    pub fn authenticated(&self) -> usize {
+        std::fs::read_to_string(self.path("master.log"))
+            .unwrap_or_default()
+            .matches("minion authenticated")
+            .count()
+    }
+
+    /// Kills `master` and starts it again with `extra` (the socket of the
+    /// killed one removed first, as a crash would leave it).
+    pub fn restart_master(&self, master: &mut Daemon, extra: &str) -> Daemon {
+        master.kill();
+        let _ = std::fs::remove_file(self.path("master-sock/master.sock"));
+        self.start_master(extra)
+    }
+
     /// Starts `halite-run state.event`: every bus event from now on, for
     /// [`EventWatch::stop`] to collect.
     pub fn watch_events(&self) -> EventWatch {

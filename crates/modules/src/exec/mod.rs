@@ -16,6 +16,7 @@ crate::module_list! {
         environ,
         event,
         file,
+        firewalld,
         gem,
         git,
         grains,

@@ -16,6 +16,7 @@ crate::module_list! {
         cron,
         debconf,
         file,
+        firewalld,
         gem,
         git,
         grains,

@@ -183,17 +183,7 @@ fn chain_present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             comment: "Table_type, hook, and priority required.".into(),
         },
     };
-    if res.result {
-        ret.changes
-            .insert("locale".into(), Value::from(name.clone()));
-        ret.comment = format!("nftables {name} chain in {table} table create success for {family}");
-    } else {
-        ret.result = Some(false);
-        ret.comment = format!(
-            "Failed to create {name} chain in {table} table: {} for {family}",
-            res.comment.trim()
-        );
-    }
+    report(&mut ret, &res, "create", &table, &family);
     Ok(ret)
 }
 
@@ -228,18 +218,25 @@ fn chain_absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         return Ok(ret);
     }
     let res = exec::delete_chain(&table, &name, &family).map_err(err)?;
+    report(&mut ret, &res, "delete", &table, &family);
+    Ok(ret)
+}
+
+/// The end of `chain_present` (`verb` "create") and `chain_absent`
+/// ("delete"): Salt's `locale` change and its success or failure comment,
+/// the same words for both.
+fn report(ret: &mut StateResult, res: &exec::Answer, verb: &str, table: &str, family: &str) {
+    let name = ret.name.clone();
     if res.result {
-        ret.changes
-            .insert("locale".into(), Value::from(name.clone()));
-        ret.comment = format!("nftables {name} chain in {table} table delete success for {family}");
+        ret.changes.insert("locale".into(), Value::from(name.clone()));
+        ret.comment = format!("nftables {name} chain in {table} table {verb} success for {family}");
     } else {
         ret.result = Some(false);
         ret.comment = format!(
-            "Failed to delete {name} chain in {table} table: {} for {family}",
+            "Failed to {verb} {name} chain in {table} table: {} for {family}",
             res.comment.trim()
         );
     }
-    Ok(ret)
 }
 
 /// Salt's `nftables.table_present`.

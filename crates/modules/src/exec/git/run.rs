@@ -74,7 +74,7 @@ pub struct Git<'a> {
 pub struct GitCmd {
     /// The words after `git` (`["rev-parse", "HEAD"]`).
     pub args: Vec<String>,
-    /// The directory git works in (passed as `git -C`, which survives `su -`).
+    /// The directory git works in (passed as `git -C`, so a missing one is git's own error).
     pub cwd: Option<String>,
     /// Salt's `failhard=False`: a non-zero exit is returned, not raised.
     pub soft: bool,
@@ -219,17 +219,16 @@ impl<'a> Git<'a> {
 
     /// One run of `git`, with `identity` as the ssh key when given.
     fn run_once(&self, cmd: &GitCmd, identity: Option<&str>) -> Result<CmdOutput, GitError> {
-        // The environment goes through env(1): `su -` (the runas path)
-        // clears the one the process is started with. git never asks for
-        // a password: a missing credential fails instead of hanging.
-        let mut words: Vec<String> = vec!["env".into(), "GIT_TERMINAL_PROMPT=0".into()];
+        // git never asks for a password: a missing credential fails
+        // instead of hanging. command.rs keeps this environment for `user`.
+        let mut env = vec![("GIT_TERMINAL_PROMPT".to_string(), "0".to_string())];
         if let Some(key) = identity {
-            words.push(format!(
-                "GIT_SSH_COMMAND={SSH_OPTS} -i {}",
-                shell_quote(key)
+            env.push((
+                "GIT_SSH_COMMAND".to_string(),
+                format!("{SSH_OPTS} -i {}", shell_quote(key)),
             ));
         }
-        words.push("git".into());
+        let mut words: Vec<String> = vec!["git".into()];
         if let Some(cwd) = &cmd.cwd {
             words.push("-C".into());
             words.push(cwd.clone());
@@ -242,6 +241,7 @@ impl<'a> Git<'a> {
             .join(" ");
         let opts = CmdOptions {
             runas: self.user.clone(),
+            env,
             ..CmdOptions::default()
         };
         let shown = redact_http_basic_auth(&format!("git {}", cmd.args.join(" ")));

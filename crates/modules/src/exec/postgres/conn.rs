@@ -236,17 +236,7 @@ impl<'a> Psql<'a> {
             Some(pw) => Some(self.passfile(pw, runas.as_deref())?),
             None => None,
         };
-        let mut words: Vec<String> = Vec::new();
-        if let Some(file) = &passfile {
-            // `su -` clears the environment: the variable goes on the
-            // command line, the password stays in the file.
-            words.extend([
-                "env".into(),
-                format!("PGPASSFILE={}", file.path().display()),
-            ]);
-        }
-        words.extend(argv);
-        let cmd = words
+        let cmd = argv
             .iter()
             .map(|w| crate::command::shell_quote(w))
             .collect::<Vec<_>>()
@@ -262,12 +252,18 @@ impl<'a> Psql<'a> {
         )
         .filter(|v| v.as_str() != Some(""));
         let timeout = CmdTimeout::from_value(limit.as_ref()).map_err(ExecError::Invocation)?;
+        // The variable names the file; the password stays in the file.
+        let env = passfile
+            .iter()
+            .map(|file| ("PGPASSFILE".to_string(), file.path().display().to_string()))
+            .collect();
         let opts = CmdOptions {
             runas,
+            env,
             timeout,
             ..CmdOptions::default()
         };
-        tracing::debug!(?words, "running psql");
+        tracing::debug!(?argv, "running psql");
         let out = crate::command::run_command(&cmd, &opts)
             .map_err(|e| ExecError::Execution(format!("cannot run psql: {e}")))?;
         if out.retcode != 0 {

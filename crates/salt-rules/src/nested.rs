@@ -1,11 +1,16 @@
 //! Salt's `nested` outputter: indented keys, `----------` between maps,
 //! `|_` for lists of structures.
+//!
+//! Shared: the CLI prints returns with it, and states that quote their
+//! changes in a comment as Salt does (`firewalld.present` in test mode)
+//! render them with it too.
 
 use serde_json::Value;
 
-use super::Colors;
+use crate::colors::Colors;
 
-/// Renders `v` starting at `indent` spaces.
+/// Renders `v` starting at `indent` spaces; `retcode` other than 0 turns
+/// lists and keys red, as Salt's outputter does for a failed job.
 pub fn render(v: &Value, indent: usize, colors: &Colors, retcode: i32) -> String {
     let mut out = Vec::new();
     display(v, indent, "", &mut out, colors, retcode);
