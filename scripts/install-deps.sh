@@ -52,7 +52,25 @@ if [ "${#need[@]}" -gt 0 ]; then
   echo "install-deps: installing ${need[*]}"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
+  # The tests start their own daemons (firewalld, sshd, postgres, mariadb,
+  # supervisord) in temp dirs and namespaces: none of the system services
+  # these packages bring may start on the host while installing.
+  policy=/usr/sbin/policy-rc.d
+  own_policy=
+  if [ ! -e "$policy" ]; then
+    printf '#!/bin/sh\nexit 101\n' >"$policy" && chmod 755 "$policy" && own_policy=1
+  fi
   apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  [ -n "$own_policy" ] && rm -f "$policy"
+  # Nor at the next boot: firewalld would take over the host's firewall and
+  # sshd would listen on port 22. Only for what this run installed.
+  if [ -d /run/systemd/system ]; then
+    for pair in firewalld:firewalld openssh-server:ssh; do
+      case " ${need[*]} " in
+        *" ${pair%%:*} "*) systemctl disable --now "${pair##*:}" >/dev/null 2>&1 || true ;;
+      esac
+    done
+  fi
 fi
 if ! command -v cargo >/dev/null 2>&1; then
   rustup default stable
