@@ -133,6 +133,7 @@ fn dunders(opts: &Value, grains: &Value, pillar: &Value, test: bool) -> Dunders 
             .and_then(Value::as_str)
             .map(String::from),
         test,
+        job: opts.get("jid").and_then(Value::as_str).map(String::from),
     }
 }
 

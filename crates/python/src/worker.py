@@ -319,13 +319,32 @@ class Loader:
 LOADER = Loader()
 
 
+# __context__ is one dict per job, as in Salt (a job's process starts with
+# an empty one): the dict every module holds is swapped in place when a
+# request of another job arrives, and the last few jobs' dicts are kept
+# for a job whose calls interleave with another's.
+CONTEXT_JOB = [None]
+SAVED_CONTEXTS = {}
+
+
+def switch_context(job):
+    if job == CONTEXT_JOB[0]:
+        return
+    if CONTEXT_JOB[0] is not None:
+        SAVED_CONTEXTS[CONTEXT_JOB[0]] = dict(CONTEXT)
+        while len(SAVED_CONTEXTS) > 16:
+            SAVED_CONTEXTS.pop(next(iter(SAVED_CONTEXTS)))
+    CONTEXT.clear()
+    CONTEXT.update(SAVED_CONTEXTS.pop(job, {}) if job is not None else {})
+    CONTEXT_JOB[0] = job
+
+
 def set_dunders(d, low=None):
     for target, key in ((OPTS, "opts"), (GRAINS, "grains"), (PILLAR, "pillar")):
         if key in d:
             target.clear()
             target.update(d[key] or {})
-    if d.get("new_job"):
-        CONTEXT.clear()
+    switch_context(d.get("job"))
     saltenv = d.get("saltenv") or OPTS.get("saltenv") or "base"
     for kind in KINDS:
         for mod in LOADER.modules[kind].values():
