@@ -844,6 +844,19 @@ impl Link<'_> {
                 runner.run(&id_for_thread, &grains, &job_for_thread, events, master)
             })
             .await;
+            // Salt's sync_grains/sync_all refresh the minion's modules and
+            // grains: the master hears the new grains (custom `_grains`)
+            // before the job's return, so `-G` targets see them at once.
+            if refreshes_grains(&job) && result.as_ref().is_ok_and(|r| r.success) {
+                let fresh = {
+                    let runner = runner.clone();
+                    let id = id.clone();
+                    tokio::task::spawn_blocking(move || runner.grains(&id))
+                        .await
+                        .unwrap_or(Value::Null)
+                };
+                let _ = tx.send(FromJob::Event(idx, "__grains__".into(), fresh));
+            }
             let ret = result.unwrap_or_else(|e| JobReturn {
                 jid: job.jid.clone(),
                 id,
@@ -970,6 +983,19 @@ impl Link<'_> {
 
 /// Salt's `saltutil.find_job JID`: the job's load while this identity
 /// runs it, `{}` otherwise (the CLI keeps waiting for minions that answer).
+/// Whether `job` changes the minion's grains as Salt's module refresh
+/// does: `saltutil.sync_grains`/`sync_all`, unless
+/// called with `refresh=False`.
+fn refreshes_grains(job: &Job) -> bool {
+    matches!(
+        job.fun.as_str(),
+        "saltutil.sync_grains" | "saltutil.sync_all"
+    ) && !job
+        .kwarg
+        .get("refresh")
+        .is_some_and(|v| !halite_state::truthy(v))
+}
+
 fn find_job(agent: &Agent, job: &Job) -> JobReturn {
     let wanted = job.arg.first().and_then(Value::as_str).unwrap_or_default();
     let ret = match agent.running.get(wanted) {

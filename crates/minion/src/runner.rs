@@ -229,6 +229,10 @@ impl HostRunner {
             BundleAction::Call if job.fun == "saltutil.refresh_pillar" => Ok(Value::Bool(true)),
             BundleAction::Call => host.call(&job.fun, &args),
             BundleAction::Run { chunks, files } => {
+                // The master's compile may have synced custom modules here
+                // (a highstate's autoload, sync_mods): this job's host was
+                // built before, so it loads them now.
+                halite_modules::python::add_custom_modules(host);
                 host.files = Arc::new(RemoteFileClient::new(
                     master.clone(),
                     self.file_cache.clone(),

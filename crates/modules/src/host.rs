@@ -305,6 +305,11 @@ impl ExecModules {
         }
     }
 
+    /// Whether calls go to a minion (a master compiling for it).
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
     /// Calls `mod.fun`.
     pub fn call(&self, fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
         if let Some(remote) = &self.remote {

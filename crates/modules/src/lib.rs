@@ -22,6 +22,7 @@ macro_rules! module_list {
 }
 
 pub mod command;
+pub mod dynamic;
 pub mod exec;
 pub mod fetch;
 pub mod fileclient;

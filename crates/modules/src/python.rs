@@ -109,7 +109,7 @@ pub fn reload_all() {
 
 /// A name of a Python module or function, kept for the process: the
 /// registries hold `&'static str`. Each distinct name is stored once.
-fn intern(s: &str) -> &'static str {
+pub(crate) fn intern(s: &str) -> &'static str {
     static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
     let Ok(mut names) = NAMES.get_or_init(Default::default).lock() else {
         return Box::leak(s.to_string().into_boxed_str());
