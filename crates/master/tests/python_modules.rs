@@ -192,6 +192,9 @@ fn custom_modules_states_and_grains_through_master_and_minion() {
     assert!(!out.join("first").exists());
     assert_eq!(code, 0, "{rets:?}");
 
+    // The watcher's file is already right, so its own run changes nothing
+    // and Salt calls its mod_watch (as for a service already running).
+    std::fs::write(out.join("watcher"), "x").unwrap();
     let (rets, code) = fleet.halite_json(&["py1", "state.apply", "custom"]);
     let st = states(&rets, "py1");
     assert_eq!(code, 0, "{st:?}");
@@ -201,7 +204,7 @@ fn custom_modules_states_and_grains_through_master_and_minion() {
     );
     assert_eq!(by_id(&st, "second")["result"], json!(true));
     assert!(out.join("second").is_file());
-    // The watcher ran, then its mod_watch fired because `first` changed.
+    // `first` changed, so the watcher's mod_watch fired.
     assert_eq!(by_id(&st, "watcher")["comment"], json!("Watch fired"));
     assert_eq!(
         std::fs::read_to_string(out.join("watcher.watched")).unwrap(),
@@ -216,4 +219,30 @@ fn custom_modules_states_and_grains_through_master_and_minion() {
         json!("unless condition is true")
     );
     assert!(!out.join("skipped").exists());
+
+    // A highstate syncs first, as Salt's autoload_dynamic_modules: a
+    // module added to the master since is used by the same run's
+    // template, without any saltutil call.
+    let salt = fleet.path("salt");
+    write(
+        &salt.join("_modules/later.py"),
+        "def answer():\n    return 'forty-two'\n",
+    );
+    write(&salt.join("top.sls"), "base:\n  '*':\n    - hs\n");
+    write(
+        &salt.join("hs.sls"),
+        &format!(
+            "hs:\n  mystate.present:\n    - name: {}/hs\n    - contents: {{{{ salt['later.answer']() }}}}\n",
+            out.display()
+        ),
+    );
+    let (rets, code) = fleet.halite_json(&["py1", "state.apply"]);
+    assert_eq!(code, 0, "{rets:?}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("hs")).unwrap(),
+        "forty-two"
+    );
+    assert!(fleet
+        .path("minion-py1/cache/extmods/modules/later.py")
+        .is_file());
 }

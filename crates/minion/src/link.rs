@@ -840,8 +840,9 @@ impl Link<'_> {
             });
             let job_for_thread = job.clone();
             let id_for_thread = id.clone();
+            let runner_for_thread = runner.clone();
             let result = tokio::task::spawn_blocking(move || {
-                runner.run(&id_for_thread, &grains, &job_for_thread, events, master)
+                runner_for_thread.run(&id_for_thread, &grains, &job_for_thread, events, master)
             })
             .await;
             // Salt's sync_grains/sync_all refresh the minion's modules and

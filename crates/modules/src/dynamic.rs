@@ -145,13 +145,18 @@ pub fn learn_remote_functions(host: &mut Host) {
     if !any_custom {
         return;
     }
-    let listed = match host.call("sys.list_functions", &Args::default()) {
-        Ok(Value::Array(names)) => names,
-        Ok(other) => {
+    // The master answers sys.list_functions itself: ask the minion.
+    let listed = match host
+        .exec
+        .call_remote("sys.list_functions", &Args::default())
+    {
+        None => return,
+        Some(Ok(Value::Array(names))) => names,
+        Some(Ok(other)) => {
             tracing::warn!(answer = %other, "the minion's sys.list_functions is not a list");
             return;
         }
-        Err(e) => {
+        Some(Err(e)) => {
             tracing::warn!("cannot list the minion's functions: {e}");
             return;
         }

@@ -33,6 +33,7 @@ pub mod pillar_render;
 pub mod pkg;
 pub mod python;
 pub mod render_context;
+pub mod salt_fallback;
 pub mod sls;
 pub mod state_env;
 pub mod state_lock;
