@@ -991,10 +991,7 @@ fn refreshes_grains(job: &Job) -> bool {
     matches!(
         job.fun.as_str(),
         "saltutil.sync_grains" | "saltutil.sync_all"
-    ) && !job
-        .kwarg
-        .get("refresh")
-        .is_some_and(|v| !halite_state::truthy(v))
+    ) && job.kwarg.get("refresh").is_none_or(halite_state::truthy)
 }
 
 fn find_job(agent: &Agent, job: &Job) -> JobReturn {

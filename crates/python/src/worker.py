@@ -11,6 +11,7 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import struct
 import sys
 import traceback
@@ -111,13 +112,47 @@ def _install_salt_shim():
         return bool(value)
 
     data.is_true = is_true
+    versions = types.ModuleType("salt.utils.versions")
+
+    def _loose(v):
+        # distutils' LooseVersion: runs of digits as ints, other runs as text.
+        parts = []
+        for part in re.split(r"(\d+|[a-z]+|\.)", str(v)):
+            if part and part != ".":
+                parts.append(int(part) if part.isdigit() else part)
+        return parts
+
+    def version_cmp(pkg1, pkg2, ignore_epoch=False):
+        if ignore_epoch:
+            pkg1, pkg2 = (str(p).split(":", 1)[-1] for p in (pkg1, pkg2))
+        try:
+            a, b = _loose(pkg1), _loose(pkg2)
+            return (a > b) - (a < b)
+        except TypeError:
+            return None
+
+    def compare(ver1="", oper="==", ver2="", cmp_func=None, ignore_epoch=False):
+        wanted = {"<": (-1,), "<=": (-1, 0), "==": (0,), ">=": (0, 1), ">": (1,)}
+        if oper != "!=" and oper not in wanted:
+            return False
+        res = (cmp_func or version_cmp)(ver1, ver2, ignore_epoch=ignore_epoch)
+        if not isinstance(res, int):
+            return False
+        if oper == "!=":
+            return res != 0
+        return max(-1, min(1, res)) in wanted[oper]
+
+    versions.version_cmp = version_cmp
+    versions.compare = compare
     salt.exceptions = exceptions
     salt.utils = utils
     utils.args = args
     utils.data = data
+    utils.versions = versions
     sys.modules.update({
         "salt": salt, "salt.exceptions": exceptions, "salt.utils": utils,
         "salt.utils.args": args, "salt.utils.data": data,
+        "salt.utils.versions": versions,
     })
 
 
@@ -249,7 +284,9 @@ class Loader:
                 self._load_one(kind, name, path)
 
     def _load_one(self, kind, name, path):
-        modname = "salt.loaded.ext.{}.{}".format(kind, name)
+        # Salt's loader names: salt.loaded.ext.module.x, ...ext.states.x, ...ext.render.x
+        tag = {"modules": "module", "renderers": "render"}.get(kind, kind)
+        modname = "salt.loaded.ext.{}.{}".format(tag, name)
         try:
             spec = importlib.util.spec_from_file_location(
                 modname, path,
