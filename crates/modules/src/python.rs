@@ -216,7 +216,8 @@ pub fn render(
     ctx: &halite_render::RenderContext,
 ) -> Option<Result<Value, String>> {
     let exec = host.exec.clone();
-    let py = if renderer == "py" {
+    let builtin = matches!(renderer, "py" | "pyobjects");
+    let py = if builtin {
         // `#!py` needs no custom directory: a host of its own when none exists.
         python_host(&host.opts, || exec.list_functions())
             .unwrap_or_else(|| py_only_host(&host.opts, host.exec.list_functions()))
@@ -225,7 +226,7 @@ pub fn render(
     };
     let mut d = dunders(&ctx.opts, &ctx.grains, &ctx.pillar, host.test_mode());
     d.saltenv = Some(ctx.saltenv.clone());
-    if renderer != "py" {
+    if !builtin {
         let inv = py.inventory(&d, call_timeout(&host.opts)).ok()?;
         if !inv.renderers.contains_key(renderer) {
             return None;

@@ -454,10 +454,148 @@ def collect_grains(msg):
     return merged
 
 
+# --- #!pyobjects: Salt's pyobjects renderer (salt/renderers/pyobjects.py)
+PYOBJECTS_REQUISITES = (
+    "listen", "onchanges", "onfail", "require", "watch", "use",
+    "listen_in", "onchanges_in", "onfail_in", "require_in", "watch_in", "use_in",
+)
+
+
+class DuplicateState(Exception):
+    pass
+
+
+def render_pyobjects(msg):
+    """Runs a #!pyobjects file: State objects made by `Pkg.installed(...)`
+    and friends register into high data, as Salt's Registry does."""
+    states, extends, includes, stack = {}, {}, [], []
+
+    class Extend:
+        def __init__(self, name):
+            self.name = name
+
+    class Requisite:
+        def __init__(self, requisite, module, id_):
+            self.requisite, self.module, self.id_ = requisite, module, id_
+
+        def __call__(self):
+            return {self.module: self.id_}
+
+        def __enter__(self):
+            stack.append(self)
+
+        def __exit__(self, *exc):
+            stack.pop()
+
+    class State:
+        def __init__(self, id_, module, func, **kwargs):
+            for attr in PYOBJECTS_REQUISITES:
+                if attr in kwargs:
+                    try:
+                        iter(kwargs[attr])
+                    except TypeError:
+                        kwargs[attr] = [kwargs[attr]]
+            self.module, self.func, self.kwargs = module, func, kwargs
+            target = states
+            if isinstance(id_, Extend):
+                target, id_ = extends, id_.name
+            self.id_ = id_
+            full = "{}.{}".format(module, func)
+            if id_ in target and full in target[id_]:
+                raise DuplicateState("A state with id ''{}'', type ''{}'' exists".format(id_, full))
+            target.setdefault(id_, {})
+            for req in stack:
+                kwargs.setdefault(req.requisite, []).append(req())
+            for attr in PYOBJECTS_REQUISITES:
+                if attr in kwargs:
+                    kwargs[attr] = [r() if isinstance(r, Requisite) else r for r in kwargs[attr]]
+            target[id_][full] = [{k: kwargs[k]} for k in sorted(kwargs)]
+            self.requisite = Requisite("require", module, id_)
+
+        def __enter__(self):
+            stack.append(self.requisite)
+
+        def __exit__(self, *exc):
+            stack.pop()
+
+    class StateFactory:
+        def __init__(self, module, valid_funcs=None):
+            self.module = module
+
+        def __getattr__(self, func):
+            if func.startswith("__"):
+                raise AttributeError(func)
+
+            def make_state(id_, **kwargs):
+                return State(id_, self.module, func, **kwargs)
+            return make_state
+
+        def __call__(self, id_, requisite="require"):
+            return Requisite(requisite, self.module, id_)
+
+    class SaltObject:
+        def __getattr__(self, mod):
+            class Wrapper:
+                def __getattr__(wself, func):
+                    try:
+                        return SALT["{}.{}".format(mod, func)]
+                    except KeyError:
+                        raise AttributeError(func)
+            return Wrapper()
+
+    import builtins
+
+    class Globals(dict):
+        # `Pkg`, `File`, `SshAuth`...: a StateFactory for the state module
+        # of that name (Salt makes one per loaded state module).
+        def __missing__(self, key):
+            if key in builtins.__dict__:
+                return builtins.__dict__[key]
+            if key[:1].isupper() and key.isidentifier():
+                module = re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+                factory = StateFactory(module)
+                self[key] = factory
+                return factory
+            raise KeyError(key)
+
+    def dunder(name):
+        try:
+            return SALT[name]
+        except KeyError:
+            return None
+
+    sls = msg.get("sls", "")
+    g = Globals({
+        "__builtins__": builtins,
+        "StateFactory": StateFactory,
+        "include": lambda *names: includes.extend(names),
+        "extend": Extend,
+        "salt": SaltObject(),
+        "pillar": dunder("pillar.get"),
+        "grains": dunder("grains.get"),
+        "mine": dunder("mine.get"),
+        "config": dunder("config.get"),
+        "__salt__": SALT,
+        "__pillar__": PILLAR,
+        "__grains__": GRAINS,
+        "__opts__": OPTS,
+        "__sls__": sls,
+    })
+    exec(compile(msg.get("text", ""), msg.get("path") or "<pyobjects sls>", "exec"), g)
+    data = dict(states)
+    if includes:
+        data["include"] = includes
+    if extends:
+        data["extend"] = extends
+    return data
+
+
 def render(msg):
     text = msg.get("text", "")
     path = msg.get("path") or "<py sls>"
     renderer = msg.get("renderer", "py")
+    if renderer == "pyobjects":
+        return render_pyobjects(msg)
     if renderer == "py":
         mod = types.ModuleType("salt.loaded.ext.render.py_sls")
         mod.__file__ = path
