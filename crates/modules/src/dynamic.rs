@@ -23,6 +23,14 @@ use crate::Host;
 /// minion's `autoload_dynamic_modules` is on (Salt's default), then the
 /// host's registries see what was synced.
 pub fn load_dynamic(host: &mut Host, envs: &[String]) {
+    // A host that reads its own roots (`file_client: local`), with no
+    // Python in any `_<kind>` of them nor in extmods: the sync would copy
+    // and remove nothing.
+    let own_roots = host.opt("file_client").and_then(Value::as_str) == Some("local")
+        || host.opt("local").is_some_and(halite_state::truthy);
+    if own_roots && !crate::python::module_dirs(&host.opts).has_any() {
+        return;
+    }
     let autoload = host
         .call(
             "config.get",
