@@ -205,6 +205,10 @@ impl HostRunner {
         if !needs_bundle(&job.fun) {
             return host.call(&job.fun, &args);
         }
+        if halite_modules::exec::state::is_state_run(&job.fun) {
+            // Salt syncs custom modules before a state run's render.
+            halite_modules::dynamic::before_master_compile(host, &job.fun, &args);
+        }
         let bundle = match master.request(RequestBody::Bundle {
             jid: job.jid.clone(),
         }) {

@@ -23,6 +23,12 @@ use crate::Host;
 /// minion's `autoload_dynamic_modules` is on (Salt's default), then the
 /// host's registries see what was synced.
 pub fn load_dynamic(host: &mut Host, envs: &[String]) {
+    if host.exec.is_remote() {
+        // A master compiling for a minion: the minion synced before it
+        // asked for the bundle ([`before_master_compile`]).
+        learn_remote_functions(host);
+        return;
+    }
     // A host that reads its own roots (`file_client: local`), with no
     // Python in any `_<kind>` of them nor in extmods: the sync would copy
     // and remove nothing.
@@ -67,6 +73,41 @@ pub fn load_dynamic(host: &mut Host, envs: &[String]) {
             refresh(host, grains);
         }
         Err(e) => tracing::warn!("the automatic sync before the highstate failed: {e}"),
+    }
+}
+
+/// On a minion whose master compiles its state run: the sync Salt does
+/// before rendering, done here before asking for the bundle (a sync
+/// from inside the master's compile would have the minion ask the master
+/// for files while the master waits on the minion). A highstate syncs
+/// every saltenv (Salt: the saltenvs its top file matched), named SLS
+/// the kinds of `sync_mods=`.
+pub fn before_master_compile(host: &mut Host, fun: &str, args: &Args) {
+    let f = fun.strip_prefix("state.").unwrap_or(fun);
+    let mods_given = args.get(0, "mods").is_some_and(|m| match m {
+        Value::String(s) => !s.trim().is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Null => false,
+        _ => true,
+    });
+    let highstate = match f {
+        "highstate" | "top" => true,
+        "apply" | "test" => !mods_given,
+        _ => false,
+    };
+    if highstate {
+        let envs = host.files.envs();
+        load_dynamic(host, &envs);
+    } else if matches!(f, "sls" | "apply" | "test") {
+        let env = args
+            .kwargs
+            .get("saltenv")
+            .and_then(Value::as_str)
+            .unwrap_or("base")
+            .to_string();
+        if let Some(grains) = sync_mods(host, args, &env) {
+            refresh(host, grains);
+        }
     }
 }
 

@@ -314,9 +314,11 @@ fn high_data(host: &mut Host, args: &Args, highstate: bool) -> Result<Map, Value
         render_highstate(host, &matches)
     } else {
         let env = saltenv(host, args);
-        match crate::dynamic::sync_mods(host, args, &env) {
-            Some(grains) => crate::dynamic::refresh(host, grains),
-            None => crate::dynamic::learn_remote_functions(host),
+        // On a master the minion synced before asking for the bundle.
+        if host.exec.is_remote() {
+            crate::dynamic::learn_remote_functions(host);
+        } else if let Some(grains) = crate::dynamic::sync_mods(host, args, &env) {
+            crate::dynamic::refresh(host, grains);
         }
         render_mods(host, &env, split_mods(args.get(0, "mods")))
     };
