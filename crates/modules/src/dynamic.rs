@@ -6,10 +6,10 @@
 //! minion that loaded it.
 //!
 //! Where the host runs its own jobs (`halite-call`, a masterless minion)
-//! the synced modules are loaded into its registries at once. On a master
-//! the sync runs on the minion (through the host's remote execution, as
-//! Salt syncs on the minion), and the minion keeps the final word on
-//! which modules load (`__virtual__`).
+//! the synced modules are loaded into its registries at once. A minion
+//! whose master compiles its run syncs before asking for the bundle
+//! ([`before_master_compile`]), and keeps the final word on which modules
+//! load (`__virtual__`).
 
 use std::sync::Arc;
 
