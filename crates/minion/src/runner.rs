@@ -205,6 +205,10 @@ impl HostRunner {
         if !needs_bundle(&job.fun) {
             return host.call(&job.fun, &args);
         }
+        if halite_modules::exec::state::is_state_run(&job.fun) {
+            // Salt syncs custom modules before a state run's render.
+            halite_modules::dynamic::before_master_compile(host, &job.fun, &args);
+        }
         // A call of the minion's own (halite-call) has no published job:
         // the master compiles it from the call itself.
         let ask = if job.jid == halite_proto::jid::CALLER_JID {
@@ -244,6 +248,10 @@ impl HostRunner {
             BundleAction::Call if job.fun == "saltutil.refresh_pillar" => Ok(Value::Bool(true)),
             BundleAction::Call => host.call(&job.fun, &args),
             BundleAction::Run { chunks, files } => {
+                // The master's compile may have synced custom modules here
+                // (a highstate's autoload, sync_mods): this job's host was
+                // built before, so it loads them now.
+                halite_modules::python::add_custom_modules(host);
                 host.files = Arc::new(RemoteFileClient::new(
                     master.clone(),
                     self.file_cache.clone(),

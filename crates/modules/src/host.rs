@@ -65,8 +65,18 @@ pub struct Host {
 
 impl Host {
     /// Calls an execution function by name.
+    ///
+    /// A function nobody here provides runs through Salt's own loader
+    /// when `salt_fallback` is configured ([`crate::salt_fallback`]); a
+    /// master compiling for a minion never does that (the minion decides).
     pub fn call(&self, fun: &str, args: &Args) -> Result<Value, ExecError> {
-        self.exec.call(fun, args, self)
+        match self.exec.call(fun, args, self) {
+            Err(ExecError::NotAvailable(f)) if !self.exec.is_remote() => {
+                crate::salt_fallback::call(self, fun, args)
+                    .unwrap_or(Err(ExecError::NotAvailable(f)))
+            }
+            other => other,
+        }
     }
 
     /// An option from `opts`, `None` when absent.
@@ -303,6 +313,17 @@ impl ExecModules {
             functions: self.functions.clone(),
             remote: Some(remote),
         }
+    }
+
+    /// Whether calls go to a minion (a master compiling for it).
+    pub fn is_remote(&self) -> bool {
+        self.remote.is_some()
+    }
+
+    /// Calls `mod.fun` on the minion even when the master would answer
+    /// it itself; `None` without a remote.
+    pub fn call_remote(&self, fun: &str, args: &Args) -> Option<Result<Value, String>> {
+        self.remote.as_ref().map(|r| r.call(fun, args))
     }
 
     /// Calls `mod.fun`.

@@ -22,6 +22,7 @@ macro_rules! module_list {
 }
 
 pub mod command;
+pub mod dynamic;
 pub mod exec;
 pub mod fetch;
 pub mod fileclient;
@@ -33,6 +34,7 @@ pub mod pillar_source;
 pub mod pkg;
 pub mod python;
 pub mod render_context;
+pub mod salt_fallback;
 pub mod sls;
 pub mod state_env;
 pub mod state_lock;

@@ -109,7 +109,7 @@ pub fn reload_all() {
 
 /// A name of a Python module or function, kept for the process: the
 /// registries hold `&'static str`. Each distinct name is stored once.
-fn intern(s: &str) -> &'static str {
+pub(crate) fn intern(s: &str) -> &'static str {
     static NAMES: OnceLock<Mutex<HashSet<&'static str>>> = OnceLock::new();
     let Ok(mut names) = NAMES.get_or_init(Default::default).lock() else {
         return Box::leak(s.to_string().into_boxed_str());
@@ -133,6 +133,7 @@ fn dunders(opts: &Value, grains: &Value, pillar: &Value, test: bool) -> Dunders 
             .and_then(Value::as_str)
             .map(String::from),
         test,
+        job: opts.get("jid").and_then(Value::as_str).map(String::from),
     }
 }
 
@@ -215,7 +216,8 @@ pub fn render(
     ctx: &halite_render::RenderContext,
 ) -> Option<Result<Value, String>> {
     let exec = host.exec.clone();
-    let py = if renderer == "py" {
+    let builtin = matches!(renderer, "py" | "pyobjects");
+    let py = if builtin {
         // `#!py` needs no custom directory: a host of its own when none exists.
         python_host(&host.opts, || exec.list_functions())
             .unwrap_or_else(|| py_only_host(&host.opts, host.exec.list_functions()))
@@ -224,7 +226,7 @@ pub fn render(
     };
     let mut d = dunders(&ctx.opts, &ctx.grains, &ctx.pillar, host.test_mode());
     d.saltenv = Some(ctx.saltenv.clone());
-    if renderer != "py" {
+    if !builtin {
         let inv = py.inventory(&d, call_timeout(&host.opts)).ok()?;
         if !inv.renderers.contains_key(renderer) {
             return None;

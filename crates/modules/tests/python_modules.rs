@@ -339,3 +339,26 @@ fn sync_all_copies_the_file_roots_into_extmods_with_salts_shape() {
     assert!(!t.dir.path().join("cache/extmods/modules/nope.py").exists());
     assert!(synced.exists());
 }
+
+#[test]
+fn a_highstate_syncs_custom_modules_first_and_sync_mods_syncs_named_kinds() {
+    let t = Tree::new(&[
+        ("top.sls", "base:\n  '*':\n    - hs\n"),
+        ("hs.sls", "hs:\n  test.succeed_without_changes\n"),
+    ]);
+    let ext = t.dir.path().join("cache/extmods");
+    let ok = |ret: Value| assert_eq!(state(&ret, "hs")["result"], json!(true), "{ret}");
+    // Named SLS: no sync unless asked (Salt 3008's state.sls).
+    ok(t.call("state.sls", &[json!("hs")], json!({})).unwrap());
+    assert!(!ext.exists());
+    ok(
+        t.call("state.sls", &[json!("hs")], json!({"sync_mods": "modules"}))
+            .unwrap(),
+    );
+    assert!(ext.join("modules/hello.py").is_file());
+    assert!(!ext.join("states").exists());
+    // A highstate syncs every kind (autoload_dynamic_modules).
+    ok(t.call("state.apply", &[], json!({})).unwrap());
+    assert!(ext.join("states/marker.py").is_file());
+    assert!(ext.join("grains/roles.py").is_file());
+}

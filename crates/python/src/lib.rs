@@ -253,6 +253,10 @@ pub struct Dunders {
     pub saltenv: Option<String>,
     /// `__opts__['test']`.
     pub test: bool,
+    /// The job the call belongs to (its jid): `__context__` is one dict
+    /// per job, as in Salt. `None` keeps one dict for the worker's life
+    /// (one `halite-call` process is one job).
+    pub job: Option<String>,
 }
 
 impl Dunders {
@@ -277,7 +281,11 @@ impl Dunders {
             }
         }
         let saltenv = serde_json::to_string(&self.saltenv).unwrap_or_else(|_| "null".into());
-        s.push_str(&format!("\"saltenv\":{saltenv},\"test\":{}}}}}", self.test));
+        let job = serde_json::to_string(&self.job).unwrap_or_else(|_| "null".into());
+        s.push_str(&format!(
+            "\"saltenv\":{saltenv},\"job\":{job},\"test\":{}}}}}",
+            self.test
+        ));
         s.into_bytes()
     }
 
@@ -287,6 +295,7 @@ impl Dunders {
             "grains": self.grains,
             "pillar": self.pillar,
             "saltenv": self.saltenv,
+            "job": self.job,
             "test": self.test,
         })
     }

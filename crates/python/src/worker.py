@@ -11,6 +11,7 @@ import importlib.util
 import inspect
 import json
 import os
+import re
 import struct
 import sys
 import traceback
@@ -111,13 +112,47 @@ def _install_salt_shim():
         return bool(value)
 
     data.is_true = is_true
+    versions = types.ModuleType("salt.utils.versions")
+
+    def _loose(v):
+        # distutils' LooseVersion: runs of digits as ints, other runs as text.
+        parts = []
+        for part in re.split(r"(\d+|[a-z]+|\.)", str(v)):
+            if part and part != ".":
+                parts.append(int(part) if part.isdigit() else part)
+        return parts
+
+    def version_cmp(pkg1, pkg2, ignore_epoch=False):
+        if ignore_epoch:
+            pkg1, pkg2 = (str(p).split(":", 1)[-1] for p in (pkg1, pkg2))
+        try:
+            a, b = _loose(pkg1), _loose(pkg2)
+            return (a > b) - (a < b)
+        except TypeError:
+            return None
+
+    def compare(ver1="", oper="==", ver2="", cmp_func=None, ignore_epoch=False):
+        wanted = {"<": (-1,), "<=": (-1, 0), "==": (0,), ">=": (0, 1), ">": (1,)}
+        if oper != "!=" and oper not in wanted:
+            return False
+        res = (cmp_func or version_cmp)(ver1, ver2, ignore_epoch=ignore_epoch)
+        if not isinstance(res, int):
+            return False
+        if oper == "!=":
+            return res != 0
+        return max(-1, min(1, res)) in wanted[oper]
+
+    versions.version_cmp = version_cmp
+    versions.compare = compare
     salt.exceptions = exceptions
     salt.utils = utils
     utils.args = args
     utils.data = data
+    utils.versions = versions
     sys.modules.update({
         "salt": salt, "salt.exceptions": exceptions, "salt.utils": utils,
         "salt.utils.args": args, "salt.utils.data": data,
+        "salt.utils.versions": versions,
     })
 
 
@@ -249,7 +284,9 @@ class Loader:
                 self._load_one(kind, name, path)
 
     def _load_one(self, kind, name, path):
-        modname = "salt.loaded.ext.{}.{}".format(kind, name)
+        # Salt's loader names: salt.loaded.ext.module.x, ...ext.states.x, ...ext.render.x
+        tag = {"modules": "module", "renderers": "render"}.get(kind, kind)
+        modname = "salt.loaded.ext.{}.{}".format(tag, name)
         try:
             spec = importlib.util.spec_from_file_location(
                 modname, path,
@@ -319,13 +356,32 @@ class Loader:
 LOADER = Loader()
 
 
+# __context__ is one dict per job, as in Salt (a job's process starts with
+# an empty one): the dict every module holds is swapped in place when a
+# request of another job arrives, and the last few jobs' dicts are kept
+# for a job whose calls interleave with another's.
+CONTEXT_JOB = [None]
+SAVED_CONTEXTS = {}
+
+
+def switch_context(job):
+    if job == CONTEXT_JOB[0]:
+        return
+    if CONTEXT_JOB[0] is not None:
+        SAVED_CONTEXTS[CONTEXT_JOB[0]] = dict(CONTEXT)
+        while len(SAVED_CONTEXTS) > 16:
+            SAVED_CONTEXTS.pop(next(iter(SAVED_CONTEXTS)))
+    CONTEXT.clear()
+    CONTEXT.update(SAVED_CONTEXTS.pop(job, {}) if job is not None else {})
+    CONTEXT_JOB[0] = job
+
+
 def set_dunders(d, low=None):
     for target, key in ((OPTS, "opts"), (GRAINS, "grains"), (PILLAR, "pillar")):
         if key in d:
             target.clear()
             target.update(d[key] or {})
-    if d.get("new_job"):
-        CONTEXT.clear()
+    switch_context(d.get("job"))
     saltenv = d.get("saltenv") or OPTS.get("saltenv") or "base"
     for kind in KINDS:
         for mod in LOADER.modules[kind].values():
@@ -398,10 +454,148 @@ def collect_grains(msg):
     return merged
 
 
+# --- #!pyobjects: Salt's pyobjects renderer (salt/renderers/pyobjects.py)
+PYOBJECTS_REQUISITES = (
+    "listen", "onchanges", "onfail", "require", "watch", "use",
+    "listen_in", "onchanges_in", "onfail_in", "require_in", "watch_in", "use_in",
+)
+
+
+class DuplicateState(Exception):
+    pass
+
+
+def render_pyobjects(msg):
+    """Runs a #!pyobjects file: State objects made by `Pkg.installed(...)`
+    and friends register into high data, as Salt's Registry does."""
+    states, extends, includes, stack = {}, {}, [], []
+
+    class Extend:
+        def __init__(self, name):
+            self.name = name
+
+    class Requisite:
+        def __init__(self, requisite, module, id_):
+            self.requisite, self.module, self.id_ = requisite, module, id_
+
+        def __call__(self):
+            return {self.module: self.id_}
+
+        def __enter__(self):
+            stack.append(self)
+
+        def __exit__(self, *exc):
+            stack.pop()
+
+    class State:
+        def __init__(self, id_, module, func, **kwargs):
+            for attr in PYOBJECTS_REQUISITES:
+                if attr in kwargs:
+                    try:
+                        iter(kwargs[attr])
+                    except TypeError:
+                        kwargs[attr] = [kwargs[attr]]
+            self.module, self.func, self.kwargs = module, func, kwargs
+            target = states
+            if isinstance(id_, Extend):
+                target, id_ = extends, id_.name
+            self.id_ = id_
+            full = "{}.{}".format(module, func)
+            if id_ in target and full in target[id_]:
+                raise DuplicateState("A state with id ''{}'', type ''{}'' exists".format(id_, full))
+            target.setdefault(id_, {})
+            for req in stack:
+                kwargs.setdefault(req.requisite, []).append(req())
+            for attr in PYOBJECTS_REQUISITES:
+                if attr in kwargs:
+                    kwargs[attr] = [r() if isinstance(r, Requisite) else r for r in kwargs[attr]]
+            target[id_][full] = [{k: kwargs[k]} for k in sorted(kwargs)]
+            self.requisite = Requisite("require", module, id_)
+
+        def __enter__(self):
+            stack.append(self.requisite)
+
+        def __exit__(self, *exc):
+            stack.pop()
+
+    class StateFactory:
+        def __init__(self, module, valid_funcs=None):
+            self.module = module
+
+        def __getattr__(self, func):
+            if func.startswith("__"):
+                raise AttributeError(func)
+
+            def make_state(id_, **kwargs):
+                return State(id_, self.module, func, **kwargs)
+            return make_state
+
+        def __call__(self, id_, requisite="require"):
+            return Requisite(requisite, self.module, id_)
+
+    class SaltObject:
+        def __getattr__(self, mod):
+            class Wrapper:
+                def __getattr__(wself, func):
+                    try:
+                        return SALT["{}.{}".format(mod, func)]
+                    except KeyError:
+                        raise AttributeError(func)
+            return Wrapper()
+
+    import builtins
+
+    class Globals(dict):
+        # `Pkg`, `File`, `SshAuth`...: a StateFactory for the state module
+        # of that name (Salt makes one per loaded state module).
+        def __missing__(self, key):
+            if key in builtins.__dict__:
+                return builtins.__dict__[key]
+            if key[:1].isupper() and key.isidentifier():
+                module = re.sub(r"(?<!^)(?=[A-Z])", "_", key).lower()
+                factory = StateFactory(module)
+                self[key] = factory
+                return factory
+            raise KeyError(key)
+
+    def dunder(name):
+        try:
+            return SALT[name]
+        except KeyError:
+            return None
+
+    sls = msg.get("sls", "")
+    g = Globals({
+        "__builtins__": builtins,
+        "StateFactory": StateFactory,
+        "include": lambda *names: includes.extend(names),
+        "extend": Extend,
+        "salt": SaltObject(),
+        "pillar": dunder("pillar.get"),
+        "grains": dunder("grains.get"),
+        "mine": dunder("mine.get"),
+        "config": dunder("config.get"),
+        "__salt__": SALT,
+        "__pillar__": PILLAR,
+        "__grains__": GRAINS,
+        "__opts__": OPTS,
+        "__sls__": sls,
+    })
+    exec(compile(msg.get("text", ""), msg.get("path") or "<pyobjects sls>", "exec"), g)
+    data = dict(states)
+    if includes:
+        data["include"] = includes
+    if extends:
+        data["extend"] = extends
+    return data
+
+
 def render(msg):
     text = msg.get("text", "")
     path = msg.get("path") or "<py sls>"
     renderer = msg.get("renderer", "py")
+    if renderer == "pyobjects":
+        return render_pyobjects(msg)
     if renderer == "py":
         mod = types.ModuleType("salt.loaded.ext.render.py_sls")
         mod.__file__ = path

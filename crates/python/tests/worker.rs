@@ -167,6 +167,37 @@ fn calls_round_trip_values_and_reach_the_callback() {
 }
 
 #[test]
+fn context_is_one_dict_per_job() {
+    let tmp = tempfile::tempdir().unwrap();
+    write(&tmp.path().join("_modules"), "mymod.py", MYMOD);
+    let py = host(tmp.path());
+    let call = |job: &str, n: i64| {
+        let d = Dunders {
+            job: Some(job.to_string()),
+            ..dunders()
+        };
+        py.call(
+            &Call::Exec {
+                fun: "mymod.ctx",
+                args: &[json!(n)],
+                kwargs: &Map::new(),
+            },
+            &d,
+            &Recorder::default(),
+            None,
+        )
+        .unwrap()
+    };
+    assert_eq!(call("j1", 2), json!(2));
+    assert_eq!(call("j1", 3), json!(5));
+    // A new job starts with an empty __context__ ...
+    assert_eq!(call("j2", 10), json!(10));
+    // ... and a job whose calls interleave with another's keeps its own.
+    assert_eq!(call("j1", 1), json!(6));
+    assert_eq!(call("j2", 1), json!(11));
+}
+
+#[test]
 fn exceptions_come_back_with_their_traceback() {
     let tmp = tempfile::tempdir().unwrap();
     write(&tmp.path().join("_modules"), "mymod.py", MYMOD);

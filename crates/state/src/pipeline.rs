@@ -49,10 +49,14 @@ pub fn prepare_high(high: &mut Map, disabled: &[String]) -> Result<(), Vec<Strin
 }
 
 /// Turns `watch` into `require` for modules without `mod_watch`, as Salt's
-/// `_reconcile_watch_req` does.
+/// `_reconcile_watch_req` does. A module `modules` does not know at all
+/// keeps its `watch`: on a master that is a minion's custom state module
+/// (`_states`), and the minion, which loaded it, reconciles it
+/// ([`order_chunks`]); where it is missing the state fails as not found
+/// before its requisites matter.
 fn reconcile_watch_req(graph: &mut Graph, modules: &StateModules) {
     for chunk in graph.chunks.iter_mut() {
-        if modules.has(chunk.state(), "mod_watch") {
+        if modules.get(chunk.state()).is_none() || modules.has(chunk.state(), "mod_watch") {
             continue;
         }
         for (from, to) in [("watch", "require"), ("watch_any", "require_any")] {
@@ -103,15 +107,19 @@ pub fn compile_chunks(
 }
 
 /// Orders chunks compiled elsewhere (the master's bundle): the same
-/// graph and order [`compile_chunks`] gives for the high data they came from.
+/// graph and order [`compile_chunks`] gives for the high data they came
+/// from. `modules` are the registry of the host that runs them: `watch`
+/// of modules the compiling side did not know is reconciled here.
 pub fn order_chunks(
     chunks: impl IntoIterator<Item = LowChunk>,
+    modules: &StateModules,
     disabled: &[String],
 ) -> Result<Compiled, Vec<String>> {
     let mut graph = Graph::new();
     for chunk in chunks {
         graph.add_chunk(chunk);
     }
+    reconcile_watch_req(&mut graph, modules);
     let order = graph.order(disabled)?;
     Ok(Compiled { graph, order })
 }

@@ -150,10 +150,24 @@ impl Link<'_> {
             });
             let job_for_thread = job.clone();
             let id_for_thread = id.clone();
+            let runner_for_thread = runner.clone();
             let result = tokio::task::spawn_blocking(move || {
-                runner.run(&id_for_thread, &grains, &job_for_thread, events, master)
+                runner_for_thread.run(&id_for_thread, &grains, &job_for_thread, events, master)
             })
             .await;
+            // Salt's sync_grains/sync_all refresh the minion's modules and
+            // grains: the master hears the new grains (custom `_grains`)
+            // before the job's return, so `-G` targets see them at once.
+            if refreshes_grains(&job) && result.as_ref().is_ok_and(|r| r.success) {
+                let fresh = {
+                    let runner = runner.clone();
+                    let id = id.clone();
+                    tokio::task::spawn_blocking(move || runner.grains(&id))
+                        .await
+                        .unwrap_or(Value::Null)
+                };
+                let _ = tx.send(FromJob::Event(idx, "__grains__".into(), fresh));
+            }
             let ret = result.unwrap_or_else(|e| JobReturn {
                 jid: job.jid.clone(),
                 id,
@@ -196,6 +210,16 @@ impl Link<'_> {
             }
         }
     }
+}
+
+/// Whether `job` changes the minion's grains as Salt's module refresh
+/// does: `saltutil.sync_grains`/`sync_all`, unless
+/// called with `refresh=False`.
+fn refreshes_grains(job: &Job) -> bool {
+    matches!(
+        job.fun.as_str(),
+        "saltutil.sync_grains" | "saltutil.sync_all"
+    ) && job.kwarg.get("refresh").is_none_or(halite_state::truthy)
 }
 
 /// Salt's `saltutil.find_job JID`: the job's load while this identity

@@ -273,11 +273,26 @@ pub fn run_script(
     result
 }
 
+/// The command of a `cmd.*` call: a string as given, or a list of words
+/// (Salt's cmdmod takes both; public modules pass `["opm", "list"]`),
+/// quoted word by word as Python's `shlex.join`, so the shell or the word
+/// split sees the same words.
+fn command_arg(args: &Args, fun: &str) -> Result<String, ExecError> {
+    match args.get(0, "cmd") {
+        Some(Value::Array(words)) => Ok(words
+            .iter()
+            .map(|w| halite_salt_rules::shell::shlex_quote(&crate::exec::py_str(w)))
+            .collect::<Vec<_>>()
+            .join(" ")),
+        _ => args.require_str(0, "cmd", fun),
+    }
+}
+
 /// `cmd.run`, `shell`, `run_all`, `run_stdout`, `run_stderr` and
 /// `retcode` (`fun`) `<cmd>`: runs the command and returns what `fun` asks for.
 fn run_fn(fun: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
     let mut kwargs = args.kwargs.clone();
-    let cmd = args.require_str(0, "cmd", &format!("cmd.{fun}"))?;
+    let cmd = command_arg(args, &format!("cmd.{fun}"))?;
     if fun != "retcode" && fun != "run_all" && !kwargs.contains_key("python_shell") {
         kwargs.insert("python_shell".into(), Value::Bool(true));
     }
@@ -377,7 +392,7 @@ pub fn which(cmd: &str) -> Option<String> {
 /// runner as `cmd.run` (cwd, runas, env, shell): a shell starts the
 /// command detached, its output to /dev/null, and prints its pid.
 fn run_bg_fn(args: &Args, host: &Host) -> Result<Value, ExecError> {
-    let cmd = args.require_str(0, "cmd", "cmd.run_bg")?;
+    let cmd = command_arg(args, "cmd.run_bg")?;
     let mut kwargs = args.kwargs.clone();
     let python_shell = kwargs
         .get("python_shell")

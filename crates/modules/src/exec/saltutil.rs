@@ -55,7 +55,10 @@ const SYNC_ALL_KEYS: &[&str] = &[
 /// (`modules.mymod`) that were new or changed.
 fn sync_one(kind: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
     let synced = sync_kind(kind, saltenvs(args, host).as_slice(), host)?;
-    crate::python::reload_all();
+    // Nothing new: the loaded modules stand (a highstate syncs every run).
+    if !synced.is_empty() {
+        crate::python::reload_all();
+    }
     Ok(Value::from(synced))
 }
 
@@ -63,15 +66,19 @@ fn sync_one(kind: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
 fn sync_all(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let envs = saltenvs(args, host);
     let mut out = halite_state::Map::new();
+    let mut any = false;
     for key in SYNC_ALL_KEYS {
         let synced = if crate::python::KINDS.contains(key) {
             sync_kind(key, &envs, host)?
         } else {
             Vec::new()
         };
+        any |= !synced.is_empty();
         out.insert((*key).to_string(), Value::from(synced));
     }
-    crate::python::reload_all();
+    if any {
+        crate::python::reload_all();
+    }
     Ok(Value::Object(out))
 }
 
@@ -142,7 +149,9 @@ fn sync_kind(kind: &str, envs: &[String], host: &Host) -> Result<Vec<String>, Ex
             changed.insert(module_name(kind, rel));
         }
     }
-    remove_stale(&dest, &wanted);
+    if remove_stale(&dest, &wanted) {
+        crate::python::reload_all();
+    }
     Ok(changed.into_iter().collect())
 }
 
@@ -154,8 +163,9 @@ fn module_name(kind: &str, rel: &str) -> String {
 }
 
 /// Removes files of `dest` that no saltenv provides any more (Salt's
-/// `clean_dynamic_modules`).
-fn remove_stale(dest: &Path, wanted: &BTreeSet<String>) {
+/// `clean_dynamic_modules`); whether it removed any.
+fn remove_stale(dest: &Path, wanted: &BTreeSet<String>) -> bool {
+    let mut removed = false;
     for entry in walkdir::WalkDir::new(dest).into_iter().flatten() {
         if !entry.file_type().is_file() {
             continue;
@@ -168,9 +178,10 @@ fn remove_stale(dest: &Path, wanted: &BTreeSet<String>) {
                 "removing {} (no saltenv has it any more)",
                 entry.path().display()
             );
-            let _ = std::fs::remove_file(entry.path());
+            removed |= std::fs::remove_file(entry.path()).is_ok();
         }
     }
+    removed
 }
 
 fn io_err(path: &Path, e: std::io::Error) -> ExecError {

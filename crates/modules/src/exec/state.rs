@@ -296,7 +296,11 @@ fn runs_highstate(f: &str, args: &Args) -> bool {
 /// The high data a state run applies: the highstate's (top file matches)
 /// or `mods`', with `exclude`. `Err` is the run's whole return instead:
 /// render errors, or Salt's "No States" result.
-fn high_data(host: &Host, args: &Args, highstate: bool) -> Result<Map, Value> {
+///
+/// Custom modules are synced first as Salt does: all kinds over the
+/// matched saltenvs before a highstate (`autoload_dynamic_modules`), the
+/// kinds of `sync_mods=` before named SLS ([`crate::dynamic`]).
+fn high_data(host: &mut Host, args: &Args, highstate: bool) -> Result<Map, Value> {
     let (mut high, errors) = if highstate {
         let only = args.kwargs.get("saltenv").map(py_str);
         let matches = top_matches(host, only.as_deref()).map_err(errors_value)?;
@@ -305,9 +309,18 @@ fn high_data(host: &Host, args: &Args, highstate: bool) -> Result<Map, Value> {
                 "No Top file or master_tops data matches found. Please see master log for details.",
             ));
         }
+        let envs: Vec<String> = matches.keys().cloned().collect();
+        crate::dynamic::load_dynamic(host, &envs);
         render_highstate(host, &matches)
     } else {
-        render_mods(host, &saltenv(host, args), split_mods(args.get(0, "mods")))
+        let env = saltenv(host, args);
+        // On a master the minion synced before asking for the bundle.
+        if host.exec.is_remote() {
+            crate::dynamic::learn_remote_functions(host);
+        } else if let Some(grains) = crate::dynamic::sync_mods(host, args, &env) {
+            crate::dynamic::refresh(host, grains);
+        }
+        render_mods(host, &env, split_mods(args.get(0, "mods")))
     };
     if !errors.is_empty() {
         return Err(errors_value(errors));
@@ -366,8 +379,8 @@ impl StateExec {
                 if f == "test" {
                     args.kwargs.insert("test".into(), Value::Bool(true));
                 }
-                let host = run_host(host, &args)?;
-                match high_data(&host, &args, runs_highstate(f, &args)) {
+                let mut host = run_host(host, &args)?;
+                match high_data(&mut host, &args, runs_highstate(f, &args)) {
                     Ok(high) => high,
                     Err(ret) => return Ok(StatePlan::Return(ret)),
                 }
@@ -415,7 +428,11 @@ impl StateExec {
             Value::Object(m) => Some(LowChunk::from(m)),
             _ => None,
         });
-        match halite_state::pipeline::order_chunks(chunks, &opts.disabled_requisites) {
+        match halite_state::pipeline::order_chunks(
+            chunks,
+            &host.states,
+            &opts.disabled_requisites,
+        ) {
             Ok(compiled) => running_value(
                 Executor::new(compiled.graph, &host.states, &host, opts).run(&compiled.order),
             ),
@@ -431,7 +448,7 @@ impl StateExec {
         highstate: bool,
         fun: &str,
     ) -> Result<StateOutput, ExecError> {
-        let host = run_host(host, args)?;
+        let mut host = run_host(host, args)?;
         // One state run at a time on this host (Salt's _check_queue).
         let _lock = match lock_state_run(&host, args, fun) {
             Ok(lock) => lock,
@@ -442,7 +459,7 @@ impl StateExec {
             }
         };
         let start = std::time::Instant::now();
-        let high = high_data(&host, args, highstate);
+        let high = high_data(&mut host, args, highstate);
         tracing::debug!(
             target: "halite::timing",
             "render (top file, SLS, includes) {:.1} ms",

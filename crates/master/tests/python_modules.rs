@@ -1,0 +1,248 @@
+//! Custom Python modules through a master and minion on loopback: the
+//! master's `file_roots` hold `_modules`, `_states` and `_grains`;
+//! `saltutil.sync_all` copies them to the minion, which then serves
+//! `halite '*' mymod.fun`, SLS states `mystate.present` (compiled on the
+//! master, whose registry does not know them) with requisites, `test=True`
+//! and `mod_watch`, and reports the custom grains for `-G` targeting.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
+
+mod common;
+
+use std::path::Path;
+
+use common::{can_run, Fleet};
+use serde_json::{json, Map, Value};
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
+}
+
+const MYMOD: &str = r#"
+__virtualname__ = "mymod"
+
+
+def __virtual__():
+    return __virtualname__
+
+
+def hello(who="world"):
+    return "hello {} from {}".format(who, __grains__["id"])
+
+
+def shell(cmd):
+    return __salt__["cmd.run"](cmd, python_shell=True)
+
+
+def counter():
+    __context__["n"] = __context__.get("n", 0) + 1
+    return __context__["n"]
+
+
+def has(path):
+    import os
+    return os.path.exists(path)
+"#;
+
+const MYSTATE: &str = r#"
+import os
+
+
+def present(name, contents="x"):
+    ret = {"name": name, "changes": {}, "result": True, "comment": ""}
+    if os.path.exists(name) and open(name).read() == contents:
+        ret["comment"] = "{} is already present".format(name)
+        return ret
+    if __opts__["test"]:
+        ret["result"] = None
+        ret["changes"] = {"new": contents}
+        ret["comment"] = "{} would be written".format(name)
+        return ret
+    with open(name, "w") as f:
+        f.write(contents)
+    ret["changes"] = {"new": contents}
+    ret["comment"] = "{} written".format(name)
+    return ret
+
+
+def mod_watch(name, sfun=None, **kwargs):
+    with open(name + ".watched", "w") as f:
+        f.write(str(sfun))
+    return {"name": name, "changes": {"watched": sfun}, "result": True, "comment": "Watch fired"}
+"#;
+
+const MYGRAINS: &str = r#"
+def team():
+    return {"h21_team": "blue"}
+"#;
+
+/// The master's state tree: the custom modules and an SLS using them.
+fn tree(salt: &Path, out: &Path) {
+    write(&salt.join("_modules/mymod.py"), MYMOD);
+    write(&salt.join("_states/mystate.py"), MYSTATE);
+    write(&salt.join("_grains/team.py"), MYGRAINS);
+    let o = out.display();
+    write(
+        &salt.join("custom.sls"),
+        &format!(
+            r#"first:
+  mystate.present:
+    - name: {o}/first
+    - contents: {{{{ salt['mymod.hello']('sls') }}}}
+
+second:
+  mystate.present:
+    - name: {o}/second
+    - require:
+      - mystate: first
+
+watcher:
+  mystate.present:
+    - name: {o}/watcher
+    - watch:
+      - mystate: first
+
+by_module_run:
+  module.run:
+    - mymod.shell:
+      - cmd: echo ran > {o}/module_run
+
+skipped:
+  cmd.run:
+    - name: echo no > {o}/skipped
+    - unless:
+      - fun: mymod.has
+        path: {o}/first
+"#
+        ),
+    );
+}
+
+/// The states of `id` in a state run's returns.
+fn states(rets: &Map<String, Value>, id: &str) -> Map<String, Value> {
+    rets[id]
+        .as_object()
+        .unwrap_or_else(|| panic!("{id} returned no states: {}", rets[id]))
+        .clone()
+}
+
+/// The return of the state whose `__id__` is `id`.
+fn by_id<'a>(states: &'a Map<String, Value>, id: &str) -> &'a Value {
+    states
+        .values()
+        .find(|r| r["__id__"] == id)
+        .unwrap_or_else(|| panic!("no state {id} in {states:?}"))
+}
+
+#[test]
+fn custom_modules_states_and_grains_through_master_and_minion() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let out = fleet.path("out");
+    std::fs::create_dir_all(&out).unwrap();
+    tree(&fleet.path("salt"), &out);
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base: [{}]\n",
+        fleet.path("salt").display()
+    ));
+    let _minion = fleet.start_minion("py1", "");
+    fleet.wait_responding("py1");
+
+    // Before a sync the minion has no such module (Salt's text).
+    let (rets, _) = fleet.halite_json(&["py1", "mymod.hello"]);
+    assert_eq!(rets["py1"], json!("'mymod.hello' is not available."));
+
+    let (rets, code) = fleet.halite_json(&["py1", "saltutil.sync_all"]);
+    assert_eq!(code, 0, "{rets:?}");
+    assert_eq!(rets["py1"]["modules"], json!(["modules.mymod"]));
+    assert_eq!(rets["py1"]["states"], json!(["states.mystate"]));
+    assert_eq!(rets["py1"]["grains"], json!(["grains.team"]));
+    assert!(fleet
+        .path("minion-py1/cache/extmods/modules/mymod.py")
+        .is_file());
+
+    let (rets, code) = fleet.halite_json(&["py1", "mymod.hello", "you"]);
+    assert_eq!((code, &rets["py1"]), (0, &json!("hello you from py1")));
+    let (rets, _) = fleet.halite_json(&["py1", "mymod.shell", "echo a; echo b"]);
+    assert_eq!(rets["py1"], json!("a\nb"));
+    // __context__ is per job: a fresh dict for each.
+    for _ in 0..2 {
+        let (rets, _) = fleet.halite_json(&["py1", "mymod.counter"]);
+        assert_eq!(rets["py1"], json!(1));
+    }
+
+    // The custom grain reached the master: -G targets it.
+    let (rets, code) = fleet.halite_json(&["-G", "h21_team:blue", "test.ping"]);
+    assert_eq!((code, &rets["py1"]), (0, &json!(true)), "{rets:?}");
+
+    // test=True first: nothing written, the custom state says so.
+    let (rets, code) = fleet.halite_json(&["py1", "state.apply", "custom", "test=True"]);
+    let st = states(&rets, "py1");
+    assert_eq!(by_id(&st, "first")["result"], Value::Null, "{st:?}");
+    assert_eq!(
+        by_id(&st, "first")["comment"],
+        json!(format!("{}/first would be written", out.display()))
+    );
+    assert!(!out.join("first").exists());
+    assert_eq!(code, 0, "{rets:?}");
+
+    // The watcher's file is already right, so its own run changes nothing
+    // and Salt calls its mod_watch (as for a service already running).
+    std::fs::write(out.join("watcher"), "x").unwrap();
+    let (rets, code) = fleet.halite_json(&["py1", "state.apply", "custom"]);
+    let st = states(&rets, "py1");
+    assert_eq!(code, 0, "{st:?}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("first")).unwrap(),
+        "hello sls from py1"
+    );
+    assert_eq!(by_id(&st, "second")["result"], json!(true));
+    assert!(out.join("second").is_file());
+    // `first` changed, so the watcher's mod_watch fired.
+    assert_eq!(by_id(&st, "watcher")["comment"], json!("Watch fired"));
+    assert_eq!(
+        std::fs::read_to_string(out.join("watcher.watched")).unwrap(),
+        "present"
+    );
+    assert_eq!(
+        std::fs::read_to_string(out.join("module_run")).unwrap(),
+        "ran\n"
+    );
+    assert_eq!(
+        by_id(&st, "skipped")["comment"],
+        json!("unless condition is true")
+    );
+    assert!(!out.join("skipped").exists());
+
+    // A highstate syncs first, as Salt's autoload_dynamic_modules: a
+    // module added to the master since is used by the same run's
+    // template, without any saltutil call.
+    let salt = fleet.path("salt");
+    write(
+        &salt.join("_modules/later.py"),
+        "def answer():\n    return 'forty-two'\n",
+    );
+    write(&salt.join("top.sls"), "base:\n  '*':\n    - hs\n");
+    write(
+        &salt.join("hs.sls"),
+        &format!(
+            "hs:\n  mystate.present:\n    - name: {}/hs\n    - contents: {{{{ salt['later.answer']() }}}}\n",
+            out.display()
+        ),
+    );
+    let (rets, code) = fleet.halite_json(&["py1", "state.apply"]);
+    assert_eq!(code, 0, "{rets:?}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("hs")).unwrap(),
+        "forty-two"
+    );
+    assert!(fleet
+        .path("minion-py1/cache/extmods/modules/later.py")
+        .is_file());
+}

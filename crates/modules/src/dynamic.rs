@@ -1,0 +1,252 @@
+//! Salt's dynamic modules around a state run: the automatic
+//! `saltutil.sync_all` before a highstate (`autoload_dynamic_modules`,
+//! Salt's `BaseHighState.load_dynamic`), `state.sls ... sync_mods=`, and,
+//! on a master compiling for a minion, the names of the minion's custom
+//! execution functions, so `salt['mymod.fun']` in a template reaches the
+//! minion that loaded it.
+//!
+//! Where the host runs its own jobs (`halite-call`, a masterless minion)
+//! the synced modules are loaded into its registries at once. A minion
+//! whose master compiles its run syncs before asking for the bundle
+//! ([`before_master_compile`]), and keeps the final word on which modules
+//! load (`__virtual__`).
+
+use std::sync::Arc;
+
+use halite_state::{Map, Value};
+
+use crate::exec::{Args, ExecError, ExecModule};
+use crate::Host;
+
+/// Salt's `load_dynamic`: before a highstate whose top file matched
+/// saltenvs `envs`, `saltutil.sync_all(envs, refresh=False)` when the
+/// minion's `autoload_dynamic_modules` is on (Salt's default), then the
+/// host's registries see what was synced.
+pub fn load_dynamic(host: &mut Host, envs: &[String]) {
+    if host.exec.is_remote() {
+        // A master compiling for a minion: the minion synced before it
+        // asked for the bundle ([`before_master_compile`]).
+        learn_remote_functions(host);
+        return;
+    }
+    // A host that reads its own roots (`file_client: local`), with no
+    // Python in any `_<kind>` of them nor in extmods: the sync would copy
+    // and remove nothing.
+    let own_roots = host.opt("file_client").and_then(Value::as_str) == Some("local")
+        || host.opt("local").is_some_and(halite_state::truthy);
+    if own_roots && !crate::python::module_dirs(&host.opts).has_any() {
+        return;
+    }
+    let autoload = host
+        .call(
+            "config.get",
+            &Args {
+                positional: vec![Value::from("autoload_dynamic_modules")],
+                kwargs: Map::new(),
+            },
+        )
+        .ok()
+        // An unset option is Salt's default, True.
+        .is_none_or(|v| v.is_null() || v == "" || halite_state::truthy(&v));
+    if !autoload {
+        return;
+    }
+    let mut kwargs = Map::new();
+    kwargs.insert(
+        "saltenv".into(),
+        Value::Array(envs.iter().map(|e| Value::from(e.as_str())).collect()),
+    );
+    kwargs.insert("refresh".into(), Value::Bool(false));
+    let synced = host.call(
+        "saltutil.sync_all",
+        &Args {
+            positional: Vec::new(),
+            kwargs,
+        },
+    );
+    match synced {
+        Ok(ret) => {
+            let grains = ret
+                .get("grains")
+                .and_then(Value::as_array)
+                .is_some_and(|g| !g.is_empty());
+            refresh(host, grains);
+        }
+        Err(e) => tracing::warn!("the automatic sync before the highstate failed: {e}"),
+    }
+}
+
+/// On a minion whose master compiles its state run: the sync Salt does
+/// before rendering, done here before asking for the bundle (a sync
+/// from inside the master's compile would have the minion ask the master
+/// for files while the master waits on the minion). A highstate syncs
+/// every saltenv (Salt: the saltenvs its top file matched), named SLS
+/// the kinds of `sync_mods=`.
+pub fn before_master_compile(host: &mut Host, fun: &str, args: &Args) {
+    let f = fun.strip_prefix("state.").unwrap_or(fun);
+    let mods_given = args.get(0, "mods").is_some_and(|m| match m {
+        Value::String(s) => !s.trim().is_empty(),
+        Value::Array(a) => !a.is_empty(),
+        Value::Null => false,
+        _ => true,
+    });
+    let highstate = match f {
+        "highstate" | "top" => true,
+        "apply" | "test" => !mods_given,
+        _ => false,
+    };
+    if highstate {
+        let envs = host.files.envs();
+        load_dynamic(host, &envs);
+    } else if matches!(f, "sls" | "apply" | "test") {
+        let env = args
+            .kwargs
+            .get("saltenv")
+            .and_then(Value::as_str)
+            .unwrap_or("base")
+            .to_string();
+        if let Some(grains) = sync_mods(host, args, &env) {
+            refresh(host, grains);
+        }
+    }
+}
+
+/// `state.sls`/`state.apply <mods>`'s `sync_mods=` (a list, a comma
+/// string, `True` or `all`): `saltutil.sync_<kind>` of each kind in
+/// `saltenv` before the SLS render, as Salt 3008 does. Unknown kinds are
+/// logged and skipped, as Salt's warning. `None` when nothing was asked;
+/// else whether grains were synced, for [`refresh`].
+pub fn sync_mods(host: &Host, args: &Args, saltenv: &str) -> Option<bool> {
+    let kinds: Vec<String> = match args.kwargs.get("sync_mods") {
+        None | Some(Value::Null) | Some(Value::Bool(false)) => return None,
+        Some(Value::Bool(true)) => vec!["all".into()],
+        Some(Value::Array(a)) => a.iter().map(crate::exec::py_str).collect(),
+        Some(other) => crate::exec::py_str(other)
+            .split(',')
+            .map(|s| s.trim().to_string())
+            .filter(|s| !s.is_empty())
+            .collect(),
+    };
+    let kinds = if kinds.iter().any(|k| k == "all") {
+        vec!["all".to_string()]
+    } else {
+        kinds
+    };
+    let mut grains = false;
+    for kind in kinds {
+        let fun = format!("saltutil.sync_{kind}");
+        if !host.exec.has(&fun) {
+            tracing::warn!("Invalid custom module type '{kind}', ignoring");
+            continue;
+        }
+        let mut kwargs = Map::new();
+        kwargs.insert("saltenv".into(), Value::from(saltenv));
+        match host.call(
+            &fun,
+            &Args {
+                positional: Vec::new(),
+                kwargs,
+            },
+        ) {
+            Ok(ret) => grains |= kind == "grains" || (kind == "all" && has_synced(&ret, "grains")),
+            Err(e) => tracing::warn!("{fun} before the state run failed: {e}"),
+        }
+    }
+    Some(grains)
+}
+
+fn has_synced(ret: &Value, kind: &str) -> bool {
+    ret.get(kind)
+        .and_then(Value::as_array)
+        .is_some_and(|a| !a.is_empty())
+}
+
+/// Makes `host`'s registries see the modules synced for it: loaded here
+/// when the host runs its own jobs (and its custom grains merged again
+/// when `grains` were synced); on a master, the minion's custom function
+/// names ([`learn_remote_functions`]).
+pub fn refresh(host: &mut Host, grains: bool) {
+    if host.exec.is_remote() {
+        learn_remote_functions(host);
+        return;
+    }
+    crate::python::add_custom_modules(host);
+    if grains {
+        crate::python::refresh_custom_grains(host);
+    }
+}
+
+/// On a master compiling for a minion: when some saltenv of the file
+/// server holds `_modules`, asks the minion for its functions
+/// (`sys.list_functions`) and adds the modules the master does not have
+/// as rows whose calls go to the minion, so a template's
+/// `salt['mymod.fun']` (and `'mymod.fun' in salt`) sees what the minion
+/// loaded. Without `_modules` anywhere this costs nothing.
+pub fn learn_remote_functions(host: &mut Host) {
+    if !host.exec.is_remote() {
+        return;
+    }
+    let any_custom = host.files.envs().iter().any(|env| {
+        host.files
+            .list_files(env, "_modules")
+            .is_ok_and(|files| !files.is_empty())
+    });
+    if !any_custom {
+        return;
+    }
+    // The master answers sys.list_functions itself: ask the minion.
+    let listed = match host
+        .exec
+        .call_remote("sys.list_functions", &Args::default())
+    {
+        None => return,
+        Some(Ok(Value::Array(names))) => names,
+        Some(Ok(other)) => {
+            tracing::warn!(answer = %other, "the minion's sys.list_functions is not a list");
+            return;
+        }
+        Some(Err(e)) => {
+            tracing::warn!("cannot list the minion's functions: {e}");
+            return;
+        }
+    };
+    let mut by_module: indexmap::IndexMap<String, Vec<&'static str>> = Default::default();
+    for name in listed.iter().filter_map(Value::as_str) {
+        let Some((m, f)) = name.split_once('.') else {
+            continue;
+        };
+        if host.exec.functions_of(m).is_some() {
+            continue;
+        }
+        by_module
+            .entry(m.to_string())
+            .or_default()
+            .push(crate::python::intern(f));
+    }
+    for (name, functions) in by_module {
+        host.exec.register(Arc::new(OnTheMinion {
+            name: crate::python::intern(&name),
+            functions,
+        }));
+    }
+}
+
+/// A minion's custom execution module, as a master's registry sees it:
+/// names only; its calls go to the minion (the registry's remote).
+struct OnTheMinion {
+    name: &'static str,
+    functions: Vec<&'static str>,
+}
+
+impl ExecModule for OnTheMinion {
+    fn name(&self) -> &'static str {
+        self.name
+    }
+    fn functions(&self) -> Vec<&'static str> {
+        self.functions.clone()
+    }
+    fn call(&self, fun: &str, _args: &Args, _host: &Host) -> Result<Value, ExecError> {
+        // Only reached without a remote: the function lives on the minion.
+        Err(ExecError::NotAvailable(format!("{}.{fun}", self.name)))
+    }
+}
