@@ -193,6 +193,8 @@ pub enum RequestBody {
     },
     /// The saltenvs the master serves.
     FileEnvs,
+    /// A mine request (`mine.send`, `mine.get`...): see [`crate::mine`].
+    Mine(crate::mine::MineRequest),
 }
 
 /// A file on the master's fileserver.
@@ -219,6 +221,8 @@ pub enum ReplyBody {
     List(Vec<String>),
     /// The request was refused or failed; the text says why.
     Error(String),
+    /// A plain value (the answer to a [`RequestBody::Mine`]).
+    Value(Value),
 }
 
 /// What the master compiled for one minion and one job: the pillar it

@@ -10,6 +10,7 @@
 pub mod archive_path;
 pub mod fnmatch;
 pub mod jid;
+pub mod mine;
 pub mod pyfmt;
 pub mod shell;
 pub mod truth;
