@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use halite_modules::exec::state::{StateExec, StatePlan};
-use halite_modules::exec::RemoteExec;
+use halite_modules::exec::{MineLink, RemoteExec};
 use halite_modules::host::LogEvents;
 use halite_modules::{Args, ExecError, ExecModules, Host, LocalFileClient};
 use halite_proto::msg::{Bundle, BundleAction, Job};
@@ -29,7 +29,12 @@ pub struct Compiler {
     pillar_files: Arc<LocalFileClient>,
     /// Where each compiled pillar is remembered for pillar targets.
     pillar_cache: Option<Arc<PillarCache>>,
+    /// The mine templates read (`salt['mine.get']`), made per minion.
+    mine: Option<MineFactory>,
 }
+
+/// Makes the mine a compile for a minion id reads.
+pub type MineFactory = Arc<dyn Fn(&str) -> Arc<dyn MineLink> + Send + Sync>;
 
 /// Salt's message before pillar render errors in a state return.
 const PILLAR_FAILED: &str = "Pillar failed to render with the following messages:";
@@ -49,7 +54,14 @@ impl Compiler {
             files,
             pillar_files: Arc::new(LocalFileClient::new(pillar_roots)),
             pillar_cache: None,
+            mine: None,
         }
+    }
+
+    /// Lets templates read the mine through the links `mine` makes.
+    pub fn with_mine(mut self, mine: MineFactory) -> Self {
+        self.mine = Some(mine);
+        self
     }
 
     /// Remembers every pillar this compiler renders in `cache`.
@@ -92,7 +104,10 @@ impl Compiler {
             opts,
             grains,
             files: Arc::new(self.files.client().clone()),
-            exec: self.exec.with_remote(remote),
+            exec: match &self.mine {
+                Some(mine) => self.exec.with_remote(remote).with_mine(mine(id)),
+                None => self.exec.with_remote(remote),
+            },
             states: self.states.clone(),
             events: Arc::new(LogEvents),
         }
@@ -114,6 +129,25 @@ impl Compiler {
         let (compiled, errors) = halite_modules::pillar_render::compile_pillar(&pillar_host);
         halite_modules::exec::pillar::deep_merge(&mut pillar, &compiled);
         (pillar, errors)
+    }
+
+    /// The `mine_functions` of minion `id`'s pillar, compiled now (`{}`
+    /// when none or when the pillar fails to render: the minion then runs
+    /// its config's alone). The pillar is cached as a job's would be.
+    pub fn mine_functions(&self, id: &str, grains: &Value, remote: Arc<dyn RemoteExec>) -> Value {
+        let host = self.host_for(id, "", grains, remote);
+        let (pillar, errors) = self.pillar(&host);
+        if !errors.is_empty() {
+            tracing::warn!(%id, ?errors, "pillar failed to render; mine_functions of the pillar are not sent");
+            return Value::Object(Map::new());
+        }
+        if let Some(cache) = &self.pillar_cache {
+            cache.store(id, &pillar);
+        }
+        match pillar.get("mine_functions") {
+            Some(Value::Object(functions)) => Value::Object(functions.clone()),
+            _ => Value::Object(Map::new()),
+        }
     }
 
     /// Compiles `job` for minion `id` with its cached `grains`.

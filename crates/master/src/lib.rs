@@ -8,6 +8,7 @@ pub mod events;
 pub mod fileserver;
 pub mod intake;
 pub mod local_fire;
+pub mod mine;
 pub mod pillar_cache;
 pub mod server;
 pub mod targeting;
