@@ -133,16 +133,14 @@ impl Compiler {
 
     /// The `mine_functions` of minion `id`'s pillar, compiled now (`{}`
     /// when none or when the pillar fails to render: the minion then runs
-    /// its config's alone). The pillar is cached as a job's would be.
+    /// its config's alone). Not stored in the pillar cache: pillar targets
+    /// keep seeing the pillar of the last job.
     pub fn mine_functions(&self, id: &str, grains: &Value, remote: Arc<dyn RemoteExec>) -> Value {
         let host = self.host_for(id, "", grains, remote);
         let (pillar, errors) = self.pillar(&host);
         if !errors.is_empty() {
             tracing::warn!(%id, ?errors, "pillar failed to render; mine_functions of the pillar are not sent");
             return Value::Object(Map::new());
-        }
-        if let Some(cache) = &self.pillar_cache {
-            cache.store(id, &pillar);
         }
         match pillar.get("mine_functions") {
             Some(Value::Object(functions)) => Value::Object(functions.clone()),

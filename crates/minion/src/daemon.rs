@@ -52,6 +52,7 @@ pub fn link_settings(cfg: &MinionConfig, master: &str) -> LinkSettings {
         alive_interval: Duration::from_secs(cfg.master_alive_interval.max(1)),
         max_concurrent_jobs: usize::try_from(cfg.process_count_max).unwrap_or(0),
         shutdown_grace: Duration::from_secs(cfg.shutdown_grace),
+        mine_interval: crate::mine::interval(&cfg.extra),
     }
 }
 

@@ -39,6 +39,8 @@ pub struct Agent {
     seen_jids: VecDeque<String>,
     /// Jobs this identity runs now, for `saltutil.find_job`.
     running: HashMap<String, Arc<Job>>,
+    /// When this identity's next `mine.update` is due (crate::mine).
+    mine_due: Option<Instant>,
 }
 
 enum Phase {
@@ -74,6 +76,7 @@ impl Agent {
             },
             seen_jids: VecDeque::new(),
             running: HashMap::new(),
+            mine_due: None,
         }
     }
 
@@ -134,6 +137,9 @@ pub struct LinkSettings {
     /// How long a stopping minion waits for its running jobs
     /// (`shutdown_grace`) before it abandons them.
     pub shutdown_grace: Duration,
+    /// How often `mine.update` runs, first once authenticated
+    /// (`mine_interval`; `None`: never).
+    pub mine_interval: Option<Duration>,
 }
 
 /// Why a link ended.
@@ -616,6 +622,7 @@ impl Link<'_> {
                     last_resend: now,
                 };
                 tracing::info!(id = %agent.id, "authenticated with the master");
+                agent.mine_due = self.settings.mine_interval.map(|_| now);
                 self.install_publish_key(&publish_key);
                 // Returns first: the master redelivers the jobs still
                 // waiting for this minion when it starts, and a job whose
@@ -694,6 +701,26 @@ impl Link<'_> {
             },
         )
         .await;
+    }
+
+    /// Starts identity `idx`'s `mine.update` when it is due (crate::mine).
+    fn mine_if_due(&mut self, idx: usize, now: Instant) {
+        let (Some(interval), Some(due)) = (self.settings.mine_interval, self.agents[idx].mine_due)
+        else {
+            return;
+        };
+        if due > now || self.draining || !self.agents[idx].is_ready() {
+            return;
+        }
+        let agent = &mut self.agents[idx];
+        agent.mine_due = Some(now + interval);
+        let master = MasterChannel::new(idx, self.requests_tx.clone(), REQUEST_TIMEOUT);
+        crate::mine::spawn_update(
+            self.runner.clone(),
+            agent.id.clone(),
+            agent.grains.clone(),
+            master,
+        );
     }
 
     fn touch(&mut self, idx: usize, now: Instant) {
@@ -958,6 +985,7 @@ impl Link<'_> {
                     self.resend_returns(idx).await;
                 }
             }
+            self.mine_if_due(idx, now);
         }
         if waiting_on_master
             && now.duration_since(self.last_heard_any) > self.settings.auth_timeout * 3
