@@ -42,6 +42,9 @@ fn stored_json(text: &str, what: &str, key: &str) -> Option<Value> {
     }
 }
 
+/// A minion id and its mine (`{function or alias: data}`).
+pub type MinionMine = (String, Map<String, Value>);
+
 /// An open job cache.
 pub struct JobCache {
     conn: Connection,
@@ -288,7 +291,7 @@ impl JobCache {
 
     /// Every minion's mine as stored (entries with `allow_tgt` still
     /// wrapped): what the master loads at start and `cache.mine` prints.
-    pub fn all_mine(&self) -> Result<Vec<(String, Map<String, Value>)>, JobCacheError> {
+    pub fn all_mine(&self) -> Result<Vec<MinionMine>, JobCacheError> {
         let mut stmt = self
             .conn
             .prepare("SELECT id, mine FROM minion_mine ORDER BY id")

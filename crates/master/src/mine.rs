@@ -153,7 +153,7 @@ pub struct CompileMine {
 
 impl CompileMine {
     /// The mine for a compile for minion `requester`.
-    pub fn new(
+    pub fn link(
         requester: &str,
         questions: mpsc::UnboundedSender<MineQuestion>,
         timeout: Duration,

@@ -352,7 +352,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
         Compiler::new(cfg.opts(), fileserver.clone(), cfg.pillar_roots.clone())
             .with_pillar_cache(pillars)
             .with_mine(Arc::new(move |id: &str| {
-                CompileMine::new(id, mine_tx.clone(), mine_timeout)
+                CompileMine::link(id, mine_tx.clone(), mine_timeout)
             })),
     );
     // Compiles' mine questions join the state task's internal queue.

@@ -23,7 +23,7 @@ pub struct MinionMine {
 
 impl MinionMine {
     /// A link over `master`, the channel of the job (or render call) running.
-    pub fn new(master: MasterChannel) -> Arc<dyn MineLink> {
+    pub fn link(master: MasterChannel) -> Arc<dyn MineLink> {
         Arc::new(Self { master })
     }
 

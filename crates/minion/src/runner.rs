@@ -154,7 +154,7 @@ impl HostRunner {
             Some(_) => self.exec.clone(),
             None => self
                 .exec
-                .with_mine(crate::mine::MinionMine::new(master.clone())),
+                .with_mine(crate::mine::MinionMine::link(master.clone())),
         };
         let mut host = Host {
             opts: self.opts_for(id, jid),
