@@ -250,3 +250,70 @@ fn one_minions_mine_reaches_anothers_sls_through_the_master() {
         .collect();
     assert_eq!(stored, ["db1"]);
 }
+
+/// Ten swarm identities each send their own `swarm_index` grain (alias
+/// form over `grains.get`); a real minion's SLS reads all of them, and by
+/// grain only the Debian ones (identities 1, 5, 9).
+#[test]
+fn every_swarm_identity_sends_its_own_mine() {
+    if !can_run() {
+        return;
+    }
+    const N: usize = 10;
+    let fleet = Fleet::new();
+    let salt = fleet.path("salt");
+    std::fs::create_dir_all(&salt).unwrap();
+    std::fs::create_dir_all(fleet.path("out")).unwrap();
+    std::fs::write(
+        salt.join("consume.sls"),
+        format!(
+            "{{% set seen = {{'all': salt['mine.get']('swarm-*', 'index'), 'debian': salt['mine.get']('os:Debian', 'index', tgt_type='grain')}} %}}\n{}/out/{{{{ grains['id'] }}}}.json:\n  file.managed:\n    - contents: '{{{{ seen | json }}}}'\n",
+            fleet.root.path().display()
+        ),
+    )
+    .unwrap();
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base:\n    - {}\n",
+        salt.display()
+    ));
+    let dir = fleet.path("swarm");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("minion"),
+        format!(
+            "master: 127.0.0.1\nmaster_port: {}\npublish_port: {}\nid: swarm\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {d}/swarm.log\nlog_level: info\nmine_functions:\n  index:\n    - mine_function: grains.get\n    - swarm_index\n",
+            fleet.ret_port,
+            fleet.publish_port,
+            d = dir.display()
+        ),
+    )
+    .unwrap();
+    let _swarm = Daemon {
+        child: std::process::Command::new(bin("halite-minion"))
+            .arg("-c")
+            .arg(&dir)
+            .args(["--swarm", &N.to_string()])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+        log: dir.join("swarm.log"),
+    };
+    let _reader = fleet.start_minion("reader", "");
+    fleet.wait_responding("reader");
+    let expected: serde_json::Map<String, Value> =
+        (0..N).map(|n| (format!("swarm-{n}"), json!(n))).collect();
+    assert!(
+        wait_for(Duration::from_secs(40), || {
+            run_json(&fleet, &["mine.get", "swarm-*", "index"]) == Value::Object(expected.clone())
+        }),
+        "the swarm's mine never arrived: {}",
+        run_json(&fleet, &["cache.mine"])
+    );
+    call(&fleet, "reader", &["state.apply", "consume"]);
+    assert_eq!(
+        consumed(&fleet, "reader"),
+        json!({"all": expected, "debian": {"swarm-1": 1, "swarm-5": 5, "swarm-9": 9}})
+    );
+}
