@@ -154,6 +154,7 @@ impl HostRunner {
             Some(_) => self.exec.clone(),
             None => self
                 .exec
+                .clone()
                 .with_mine(crate::mine::MinionMine::link(master.clone())),
         };
         let mut host = Host {

@@ -329,13 +329,11 @@ impl ExecModules {
         }
     }
 
-    /// The same registry, with the `mine` module reaching its mine
-    /// through `link`.
-    pub fn with_mine(&self, link: Arc<dyn MineLink>) -> Self {
-        Self {
-            mine: Some(link),
-            ..self.clone()
-        }
+    /// This registry, with the `mine` module reaching its mine through
+    /// `link` (by value: the maps are not copied again).
+    pub fn with_mine(mut self, link: Arc<dyn MineLink>) -> Self {
+        self.mine = Some(link);
+        self
     }
 
     /// Where this host's mine lives, when it has one.
