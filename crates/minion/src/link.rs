@@ -622,7 +622,11 @@ impl Link<'_> {
                     last_resend: now,
                 };
                 tracing::info!(id = %agent.id, "authenticated with the master");
-                agent.mine_due = self.settings.mine_interval.map(|_| now);
+                // Salt's run_on_start: the first authentication of this
+                // process, not every reconnection.
+                if agent.mine_due.is_none() {
+                    agent.mine_due = self.settings.mine_interval.map(|_| now);
+                }
                 self.install_publish_key(&publish_key);
                 // Returns first: the master redelivers the jobs still
                 // waiting for this minion when it starts, and a job whose
