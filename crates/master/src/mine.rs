@@ -23,6 +23,8 @@ pub struct MineStore {
     mem: HashMap<String, Map<String, Value>>,
     /// A connection of its own, so the store needs nothing else of the master.
     db: JobCache,
+    /// The master's `mine_get` option (which minions may read which functions).
+    acl: Option<Value>,
 }
 
 impl MineStore {
@@ -30,7 +32,13 @@ impl MineStore {
     pub fn open(path: &Path) -> Result<Self, JobCacheError> {
         let db = JobCache::open(path)?;
         let mem = db.all_mine()?.into_iter().collect();
-        Ok(Self { mem, db })
+        Ok(Self { mem, db, acl: None })
+    }
+
+    /// Applies the master's `mine_get` option to every `mine.get`.
+    pub fn with_acl(mut self, acl: Option<Value>) -> Self {
+        self.acl = acl;
+        self
     }
 
     /// Minion `id`'s mine, when it has one.
@@ -98,6 +106,7 @@ impl MineStore {
                 let ret = halite_salt_rules::mine::select(
                     requester,
                     &fun,
+                    self.acl.as_ref(),
                     &minions,
                     |id| self.mem.get(id),
                     |t, k| match resolve(t, k) {
@@ -243,6 +252,18 @@ mod tests {
         };
         assert_eq!(
             store.answer("db1", get.clone(), all).unwrap().unwrap(),
+            json!({"db1": ["10.0.0.2"], "web1": ["10.0.0.1"]})
+        );
+        // The master's mine_get option: only web* may read, and only ips.
+        let mut guarded = MineStore::open(&path)
+            .unwrap()
+            .with_acl(Some(json!({"web.*": ["ip"]})));
+        assert_eq!(
+            guarded.answer("db1", get.clone(), all).unwrap().unwrap(),
+            json!({})
+        );
+        assert_eq!(
+            guarded.answer("web1", get.clone(), all).unwrap().unwrap(),
             json!({"db1": ["10.0.0.2"], "web1": ["10.0.0.1"]})
         );
         store

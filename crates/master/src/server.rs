@@ -344,7 +344,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     let pillars = Arc::new(crate::pillar_cache::PillarCache::open(
         &cfg.job_cache_path(),
     )?);
-    let mine = MineStore::open(&cfg.job_cache_path())?;
+    let mine = MineStore::open(&cfg.job_cache_path())?.with_acl(cfg.extra.get("mine_get").cloned());
     let (internal, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
     let (mine_tx, mut mine_rx) = mpsc::unbounded_channel::<MineQuestion>();
     let mine_timeout = Duration::from_secs(cfg.render_call_timeout);

@@ -62,6 +62,7 @@ pub fn get(
     let ret = halite_salt_rules::mine::select(
         &master_id(),
         fun,
+        cfg.extra.get("mine_get"),
         &minions,
         |id| mines.get(id),
         |t, k| match crate::cache::resolve(cfg, t, k) {

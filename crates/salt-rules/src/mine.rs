@@ -125,14 +125,55 @@ fn target_text(tgt: &Value) -> String {
     }
 }
 
+/// Python's `re.match(pattern, text)`: the pattern anchored at the start
+/// only; a pattern Rust's regex cannot read matches nothing (logged).
+fn re_match(pattern: &str, text: &str) -> bool {
+    match regex::Regex::new(&format!("^(?:{pattern})")) {
+        Ok(re) => re.is_match(text),
+        Err(e) => {
+            tracing::warn!(%pattern, error = %e, "a mine_get pattern cannot be read; it matches nothing (fix the master's mine_get option)");
+            false
+        }
+    }
+}
+
+/// The master's `mine_get` option (Salt's master-side mine ACL:
+/// `{minion id regex: [function regex, ...]}`) applied to `requester`
+/// asking `functions`: those it may read. Without the option, all.
+pub fn allowed_functions(
+    acl: Option<&Value>,
+    requester: &str,
+    functions: Vec<String>,
+) -> Vec<String> {
+    let Some(acl) = acl else {
+        return functions;
+    };
+    let Value::Object(acl) = acl else {
+        return Vec::new();
+    };
+    let perms: Vec<&str> = acl
+        .iter()
+        .filter(|(who, _)| re_match(who, requester))
+        .filter_map(|(_, perms)| perms.as_array())
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    functions
+        .into_iter()
+        .filter(|f| perms.iter().any(|p| re_match(p, f)))
+        .collect()
+}
+
 /// Salt's `_mine_get` once the target is resolved: for each of `minions`
-/// (those `tgt` selected) and each requested function in its mine, the
-/// data, unwrapped; an entry with `allow_tgt` is given only when
+/// (those `tgt` selected) and each requested function in its mine that
+/// the master's `mine_get` option (`acl`, when set) lets `requester`
+/// read, the data, unwrapped; an entry with `allow_tgt` is given only when
 /// `resolve(allow_tgt, allow_tgt_type)` selects `requester` (an
 /// `allow_tgt` that selects nobody hides the entry from everyone).
 pub fn select<'a>(
     requester: &str,
     fun: &Value,
+    acl: Option<&Value>,
     minions: &[String],
     mine_of: impl Fn(&str) -> Option<&'a Map>,
     mut resolve: impl FnMut(&str, &str) -> Vec<String>,
@@ -141,6 +182,7 @@ pub fn select<'a>(
     let Some((functions, keyed)) = requested_functions(fun) else {
         return Value::Object(ret);
     };
+    let functions = allowed_functions(acl, requester, functions);
     for minion in minions {
         let Some(mine) = mine_of(minion) else {
             continue;
@@ -228,26 +270,50 @@ mod tests {
                 .collect::<Vec<_>>()
         };
         assert_eq!(
-            select("x", &json!("ips"), &all, mines, resolve),
+            select("x", &json!("ips"), None, &all, mines, resolve),
             json!({"db1": ["10.0.0.2"], "web1": ["10.0.0.1"]})
         );
         assert_eq!(
-            select("web1", &json!("secret"), &all, mines, resolve),
+            select("web1", &json!("secret"), None, &all, mines, resolve),
             json!({})
         );
         assert_eq!(
-            select("db1", &json!("secret"), &all, mines, resolve),
+            select("db1", &json!("secret"), None, &all, mines, resolve),
             json!({"web1": "s3"})
         );
         assert_eq!(
-            select("db1", &json!("ips,secret"), &all, mines, resolve),
+            select("db1", &json!("ips,secret"), None, &all, mines, resolve),
             json!({"ips": {"db1": ["10.0.0.2"], "web1": ["10.0.0.1"]}, "secret": {"web1": "s3"}})
         );
         assert_eq!(
-            select("x", &json!(["open"]), &all, mines, resolve),
+            select("x", &json!(["open"]), None, &all, mines, resolve),
             json!({"open": {"web1": 7}})
         );
-        assert_eq!(select("x", &json!(3), &all, mines, resolve), json!({}));
+        assert_eq!(
+            select("x", &json!(3), None, &all, mines, resolve),
+            json!({})
+        );
         assert_eq!(match_type("Pillar"), "pillar_exact");
+        // The master's mine_get option: app* may read ips only.
+        let acl = json!({"app.*": ["ip.*"], "db1": ["secret"]});
+        assert_eq!(
+            select(
+                "app1",
+                &json!("ips,secret"),
+                Some(&acl),
+                &all,
+                mines,
+                resolve
+            ),
+            json!({"ips": {"db1": ["10.0.0.2"], "web1": ["10.0.0.1"]}})
+        );
+        assert_eq!(
+            select("web1", &json!("ips"), Some(&acl), &all, mines, resolve),
+            json!({})
+        );
+        assert_eq!(
+            select("x", &json!("ips"), Some(&json!([])), &all, mines, resolve),
+            json!({})
+        );
     }
 }
