@@ -719,12 +719,11 @@ impl Link<'_> {
         let agent = &mut self.agents[idx];
         agent.mine_due = Some(now + interval);
         let master = MasterChannel::new(idx, self.requests_tx.clone(), REQUEST_TIMEOUT);
-        crate::mine::spawn_update(
-            self.runner.clone(),
-            agent.id.clone(),
-            agent.grains.clone(),
-            master,
-        );
+        let (runner, id, grains) = (self.runner.clone(), agent.id.clone(), agent.grains.clone());
+        crate::mine::spawn_update(id.clone(), move || {
+            let args = halite_modules::Args::default();
+            runner.render_call(&id, &grains, "mine.update", args, master)
+        });
     }
 
     fn touch(&mut self, idx: usize, now: Instant) {

@@ -8,13 +8,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use halite_modules::exec::MineLink;
-use halite_modules::Args;
 use halite_proto::mine::MineRequest;
 use halite_proto::msg::{ReplyBody, RequestBody};
 use serde_json::{Map, Value};
 
 use crate::channel::MasterChannel;
-use crate::runner::JobRunner;
 
 /// The mine as a minion reaches it: requests to its master.
 pub struct MinionMine {
@@ -95,16 +93,14 @@ pub fn interval(opts: &Map<String, Value>) -> Option<Duration> {
     (minutes > 0.0).then(|| Duration::from_secs_f64((minutes * 60.0).max(1.0)))
 }
 
-/// Runs `mine.update` for identity `id` on a blocking thread (Salt's
-/// `__mine_interval` job); the outcome is logged, never returned to the
-/// master as a job (Salt's `mine_return_job` defaults to False).
-pub fn spawn_update(runner: Arc<dyn JobRunner>, id: String, grains: Value, master: MasterChannel) {
-    tokio::task::spawn_blocking(move || {
-        match runner.render_call(&id, &grains, "mine.update", Args::default(), master) {
-            Ok(Value::Null) => tracing::debug!(%id, "mine.update: no mine_functions"),
-            Ok(_) => tracing::debug!(%id, "mine data sent to the master"),
-            Err(e) => tracing::warn!(%id, error = %e, "mine.update failed"),
-        }
+/// Runs `update` (identity `id`'s `mine.update`) on a blocking thread
+/// (Salt's `__mine_interval` job); the outcome is logged, never returned
+/// to the master as a job (Salt's `mine_return_job` defaults to False).
+pub fn spawn_update(id: String, update: impl FnOnce() -> Result<Value, String> + Send + 'static) {
+    tokio::task::spawn_blocking(move || match update() {
+        Ok(Value::Null) => tracing::debug!(%id, "mine.update: no mine_functions"),
+        Ok(_) => tracing::debug!(%id, "mine data sent to the master"),
+        Err(e) => tracing::warn!(%id, error = %e, "mine.update failed"),
     });
 }
 
