@@ -1,7 +1,8 @@
 //! The job cache: SQLite in WAL mode under `cachedir`. Jobs, returns, the
 //! grains each minion last reported and the pillar the master last compiled
 //! for it (Salt's `minion_data_cache`, read by pillar targets and the
-//! `cache.grains`/`cache.pillar` runners). A return is committed here before
+//! `cache.grains`/`cache.pillar` runners), and each minion's mine
+//! (`cache.mine`, `mine.get`). A return is committed here before
 //! the master acknowledges it to the minion.
 
 use std::path::Path;
@@ -41,6 +42,9 @@ fn stored_json(text: &str, what: &str, key: &str) -> Option<Value> {
     }
 }
 
+/// A minion id and its mine (`{function or alias: data}`).
+pub type MinionMine = (String, Map<String, Value>);
+
 /// An open job cache.
 pub struct JobCache {
     conn: Connection,
@@ -74,6 +78,10 @@ CREATE TABLE IF NOT EXISTS minion_data (
 CREATE TABLE IF NOT EXISTS minion_pillar (
     id TEXT PRIMARY KEY,
     pillar TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS minion_mine (
+    id TEXT PRIMARY KEY,
+    mine TEXT NOT NULL
 );
 ";
 
@@ -263,12 +271,53 @@ impl JobCache {
         Ok(text.and_then(|t| stored_json(&t, "pillar", id)))
     }
 
-    /// Forgets a minion's cached data, grains and pillar (its key was
-    /// deleted).
+    /// Stores minion `id`'s whole mine (`{function or alias: data}`,
+    /// replacing the previous one); an empty mine removes the row, as
+    /// `mine.flush` empties Salt's cache bank.
+    pub fn store_mine(&self, id: &str, mine: &Map<String, Value>) -> Result<(), JobCacheError> {
+        if mine.is_empty() {
+            self.conn
+                .execute("DELETE FROM minion_mine WHERE id = ?1", params![id])
+                .map_err(self.err())?;
+            return Ok(());
+        }
+        let text = serde_json::to_string(mine)?;
+        self.conn
+            .prepare_cached("INSERT OR REPLACE INTO minion_mine (id, mine) VALUES (?1, ?2)")
+            .and_then(|mut stmt| stmt.execute(params![id, text]))
+            .map_err(self.err())?;
+        Ok(())
+    }
+
+    /// Every minion's mine as stored (entries with `allow_tgt` still
+    /// wrapped): what the master loads at start and `cache.mine` prints.
+    pub fn all_mine(&self) -> Result<Vec<MinionMine>, JobCacheError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, mine FROM minion_mine ORDER BY id")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+            })
+            .map_err(self.err())?;
+        let mut out = Vec::new();
+        for row in rows {
+            let (id, mine) = row.map_err(self.err())?;
+            if let Some(Value::Object(mine)) = stored_json(&mine, "mine", &id) {
+                out.push((id, mine));
+            }
+        }
+        Ok(out)
+    }
+
+    /// Forgets a minion's cached data, grains, pillar and mine (its key
+    /// was deleted).
     pub fn forget_minion(&self, id: &str) -> Result<(), JobCacheError> {
         for sql in [
             "DELETE FROM minion_data WHERE id = ?1",
             "DELETE FROM minion_pillar WHERE id = ?1",
+            "DELETE FROM minion_mine WHERE id = ?1",
         ] {
             self.conn.execute(sql, params![id]).map_err(self.err())?;
         }

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 
 use halite_modules::exec::state::{StateExec, StatePlan};
-use halite_modules::exec::RemoteExec;
+use halite_modules::exec::{MineLink, RemoteExec};
 use halite_modules::host::LogEvents;
 use halite_modules::pillar_source::PillarSource;
 use halite_modules::{Args, ExecError, ExecModules, Host, LocalFileClient};
@@ -32,7 +32,12 @@ pub struct Compiler {
     pillar_cache: Option<Arc<PillarCache>>,
     /// `ext_pillar` sources, merged after `pillar_roots` in their order.
     pillar_sources: Vec<Arc<dyn PillarSource>>,
+    /// The mine templates read (`salt['mine.get']`), made per minion.
+    mine: Option<MineFactory>,
 }
+
+/// Makes the mine a compile for a minion id reads.
+pub type MineFactory = Arc<dyn Fn(&str) -> Arc<dyn MineLink> + Send + Sync>;
 
 /// Salt's message before pillar render errors in a state return.
 const PILLAR_FAILED: &str = "Pillar failed to render with the following messages:";
@@ -53,6 +58,7 @@ impl Compiler {
             pillar_files: Arc::new(LocalFileClient::new(pillar_roots)),
             pillar_cache: None,
             pillar_sources: Vec::new(),
+            mine: None,
         }
     }
 
@@ -60,6 +66,12 @@ impl Compiler {
     /// every minion, in this order.
     pub fn with_pillar_sources(mut self, sources: Vec<Arc<dyn PillarSource>>) -> Self {
         self.pillar_sources = sources;
+        self
+    }
+
+    /// Lets templates read the mine through the links `mine` makes.
+    pub fn with_mine(mut self, mine: MineFactory) -> Self {
+        self.mine = Some(mine);
         self
     }
 
@@ -103,7 +115,10 @@ impl Compiler {
             opts,
             grains,
             files: Arc::new(self.files.client().clone()),
-            exec: self.exec.with_remote(remote),
+            exec: match &self.mine {
+                Some(mine) => self.exec.with_remote(remote).with_mine(mine(id)),
+                None => self.exec.with_remote(remote),
+            },
             states: self.states.clone(),
             events: Arc::new(LogEvents),
         }
@@ -134,6 +149,23 @@ impl Compiler {
             errors.extend(part.errors);
         }
         (pillar, errors)
+    }
+
+    /// The `mine_functions` of minion `id`'s pillar, compiled now (`{}`
+    /// when none or when the pillar fails to render: the minion then runs
+    /// its config's alone). Not stored in the pillar cache: pillar targets
+    /// keep seeing the pillar of the last job.
+    pub fn mine_functions(&self, id: &str, grains: &Value, remote: Arc<dyn RemoteExec>) -> Value {
+        let host = self.host_for(id, "", grains, remote);
+        let (pillar, errors) = self.pillar(&host);
+        if !errors.is_empty() {
+            tracing::warn!(%id, ?errors, "pillar failed to render; mine_functions of the pillar are not sent");
+            return Value::Object(Map::new());
+        }
+        match pillar.get("mine_functions") {
+            Some(Value::Object(functions)) => Value::Object(functions.clone()),
+            _ => Value::Object(Map::new()),
+        }
     }
 
     /// Compiles `job` for minion `id` with its cached `grains`.

@@ -185,7 +185,7 @@ impl FileServer {
                     .map_err(|e| FileServerError::Refused(e.to_string()))
             }
             RequestBody::FileEnvs => Ok(ReplyBody::List(self.client.envs())),
-            RequestBody::Bundle { .. } | RequestBody::CallBundle { .. } => {
+            RequestBody::Bundle { .. } | RequestBody::CallBundle { .. } | RequestBody::Mine(_) => {
                 Err(FileServerError::Refused("not a fileserver request".into()))
             }
         };

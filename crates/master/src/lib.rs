@@ -10,6 +10,7 @@ pub mod git_sources;
 pub mod intake;
 pub mod local_fire;
 pub mod minion_events;
+pub mod mine;
 pub mod pillar_cache;
 pub mod reactor;
 pub mod server;

@@ -15,6 +15,7 @@ use halite_modules::exec::RemoteExec;
 use halite_modules::Args;
 use halite_proto::crypto::{random_u64, PendingSession, Publisher, SessionCipher};
 use halite_proto::keyfile::{load_or_create_identity, write_private};
+use halite_proto::mine::MineRequest;
 use halite_proto::msg::{
     Hello, Job, JobReturn, KeyStatus, MasterMessage, MinionRequest, ReplyBody, RequestBody,
     ToMaster, ToMinion,
@@ -34,6 +35,7 @@ use crate::fileserver::FileServer;
 use crate::jobcache::JobCache;
 use crate::keys::KeyStore;
 use crate::local::{LocalBody, LocalReply, LocalRequest};
+use crate::mine::{CompileMine, MineQuestion, MineStore};
 use crate::targeting::{check_minions, MinionFacts};
 
 /// Handshakes that may wait for their `Confirm` at once (a flood of
@@ -101,6 +103,8 @@ enum Internal {
         args: Args,
         reply: std::sync::mpsc::Sender<Result<Value, String>>,
     },
+    /// A compile's `mine.get` (crate::mine).
+    Mine(MineQuestion),
 }
 
 /// A compile thread's way to call functions on the minion it compiles for.
@@ -253,6 +257,8 @@ struct Master {
     book: JobBook,
     /// Compiles, file reads and render-time calls.
     compile: CompileSide,
+    /// Every minion's Salt mine.
+    mine: MineStore,
 }
 
 /// At most the first 300 bytes of `text` (on a character boundary), for
@@ -350,13 +356,28 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     let pillars = Arc::new(crate::pillar_cache::PillarCache::open(
         &cfg.job_cache_path(),
     )?);
+    let mine = MineStore::open(&cfg.job_cache_path())?.with_acl(cfg.extra.get("mine_get").cloned());
+    let (internal, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
+    let (mine_tx, mut mine_rx) = mpsc::unbounded_channel::<MineQuestion>();
+    let mine_timeout = Duration::from_secs(cfg.render_call_timeout);
     let compiler = Arc::new(
         Compiler::new(cfg.opts(), fileserver.clone(), cfg.pillar_roots.clone())
             .with_pillar_cache(pillars)
-            .with_pillar_sources(git.pillar_sources()),
+            .with_pillar_sources(git.pillar_sources())
+            .with_mine(Arc::new(move |id: &str| {
+                CompileMine::link(id, mine_tx.clone(), mine_timeout)
+            })),
     );
+    // Compiles' mine questions join the state task's internal queue.
+    let mine_internal = internal.clone();
+    tokio::spawn(async move {
+        while let Some(question) = mine_rx.recv().await {
+            if mine_internal.send(Internal::Mine(question)).is_err() {
+                return;
+            }
+        }
+    });
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
-    let (internal, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
     let mut master = Master {
         bus,
         wire: Wire {
@@ -402,6 +423,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
             render_calls: HashMap::new(),
             next_call: 1,
         },
+        mine,
         cfg,
     };
     master.refresh_keys(true);
@@ -588,6 +610,8 @@ impl Master {
             }
         }
         self.trust.accepted = accepted;
+        let accepted = &self.trust.accepted;
+        self.mine.keep_only(|id| accepted.contains_key(id));
         if !revoked.is_empty() {
             self.rotate_publish_key();
         }
@@ -633,6 +657,12 @@ impl Master {
         match work {
             Internal::Reply { sid, req, body } => self.send_reply(sid, req, body),
             Internal::KeysWritten { batch, results } => self.keys_written(batch, results),
+            Internal::Mine(question) => {
+                let answer = self
+                    .mine_answer(&question.requester, question.request)
+                    .unwrap_or_else(|| Err("not a mine.get".into()));
+                let _ = question.reply.send(answer);
+            }
             Internal::RenderCall {
                 sid,
                 jid,
@@ -740,6 +770,32 @@ impl Master {
                 });
                 let id = id.to_string();
                 Box::new(move || ReplyBody::Bundle(compiler.bundle(&id, &grains, &job, remote)))
+            }
+            RequestBody::Mine(MineRequest::PillarFunctions) => {
+                let grains = self
+                    .book
+                    .grains
+                    .get(id)
+                    .cloned()
+                    .unwrap_or_else(|| json!({ "id": id }));
+                let compiler = self.compile.compiler.clone();
+                let remote = Arc::new(MinionCalls {
+                    sid,
+                    jid: "mine".into(),
+                    internal: internal.clone(),
+                    timeout: Duration::from_secs(self.cfg.render_call_timeout),
+                });
+                let id = id.to_string();
+                Box::new(move || ReplyBody::Value(compiler.mine_functions(&id, &grains, remote)))
+            }
+            RequestBody::Mine(request) => {
+                let body = match self.mine_answer(id, request) {
+                    Some(Ok(value)) => ReplyBody::Value(value),
+                    Some(Err(e)) => ReplyBody::Error(e),
+                    None => ReplyBody::Error("unanswerable mine request".into()),
+                };
+                self.send_reply(sid, req, body);
+                return;
             }
             other => {
                 let fileserver = self.compile.fileserver.clone();
@@ -1346,18 +1402,40 @@ impl Master {
     /// The accepted minions `tgt` selects.
     fn resolve(&mut self, tgt: &str, tgt_type: &str) -> Result<Vec<String>, String> {
         self.refresh_keys(false);
-        let mut ids: Vec<&String> = self.trust.accepted.keys().collect();
-        ids.sort();
-        let pillars = self.compile.compiler.pillar_cache().map(|c| c.read());
-        let facts: Vec<MinionFacts> = ids
-            .iter()
-            .map(|id| MinionFacts {
-                id,
-                grains: self.book.grains.get(*id),
-                pillar: pillars.as_ref().and_then(|p| p.get(*id)),
-            })
-            .collect();
-        check_minions(tgt, tgt_type, &facts, &self.cfg.nodegroups).map_err(|e| e.to_string())
+        resolve_among(
+            &self.trust.accepted,
+            &self.book.grains,
+            self.compile.compiler.pillar_cache(),
+            &self.cfg.nodegroups,
+            tgt,
+            tgt_type,
+        )
+    }
+
+    /// Answers minion `requester`'s mine request (crate::mine), targets
+    /// resolved as jobs' are; `None` for a request that needs a compile.
+    fn mine_answer(
+        &mut self,
+        requester: &str,
+        request: MineRequest,
+    ) -> Option<Result<Value, String>> {
+        self.refresh_keys(false);
+        let (accepted, grains, compiler, nodegroups) = (
+            &self.trust.accepted,
+            &self.book.grains,
+            &self.compile.compiler,
+            &self.cfg.nodegroups,
+        );
+        self.mine.answer(requester, request, |tgt, tgt_type| {
+            resolve_among(
+                accepted,
+                grains,
+                compiler.pillar_cache(),
+                nodegroups,
+                tgt,
+                tgt_type,
+            )
+        })
     }
 
     fn publish(
@@ -1468,6 +1546,30 @@ fn in_process(commands: mpsc::Sender<LocalCommand>) -> crate::reactor::LocalCall
         commands.blocking_send(LocalCommand { body, reply }).ok()?;
         answer.blocking_recv().ok()
     })
+}
+
+/// The ids among `accepted` that `tgt` selects, from their cached grains
+/// and pillars.
+fn resolve_among(
+    accepted: &HashMap<String, PublicKey>,
+    grains: &HashMap<String, Value>,
+    pillar_cache: Option<&crate::pillar_cache::PillarCache>,
+    nodegroups: &std::collections::BTreeMap<String, Value>,
+    tgt: &str,
+    tgt_type: &str,
+) -> Result<Vec<String>, String> {
+    let mut ids: Vec<&String> = accepted.keys().collect();
+    ids.sort();
+    let pillars = pillar_cache.map(|c| c.read());
+    let facts: Vec<MinionFacts> = ids
+        .iter()
+        .map(|id| MinionFacts {
+            id,
+            grains: grains.get(*id),
+            pillar: pillars.as_ref().and_then(|p| p.get(*id)),
+        })
+        .collect();
+    check_minions(tgt, tgt_type, &facts, nodegroups).map_err(|e| e.to_string())
 }
 
 /// Accepts CLI connections until the shutdown is triggered.

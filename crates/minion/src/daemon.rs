@@ -84,6 +84,7 @@ pub fn link_settings(cfg: &MinionConfig, master: &str) -> LinkSettings {
         job_slots: None,
         caller: false,
         shutdown_grace: Duration::from_secs(cfg.shutdown_grace),
+        mine_interval: crate::mine::interval(&cfg.extra),
     }
 }
 

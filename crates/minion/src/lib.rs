@@ -8,6 +8,7 @@ pub mod channel;
 pub mod config;
 pub mod daemon;
 pub mod link;
+pub mod mine;
 pub mod remote_files;
 pub mod replay;
 pub mod runner;

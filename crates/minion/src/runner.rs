@@ -150,12 +150,19 @@ impl HostRunner {
             .and_then(|p| p.get(id).cloned())
             .or_else(|| self.opts.get("pillar").cloned())
             .unwrap_or_else(|| Value::Object(Map::new()));
+        let exec = match &self.local {
+            Some(_) => self.exec.clone(),
+            None => self
+                .exec
+                .clone()
+                .with_mine(crate::mine::MinionMine::link(master.clone())),
+        };
         let mut host = Host {
             opts: self.opts_for(id, jid),
             grains: grains.clone(),
             pillar,
             files,
-            exec: self.exec.clone(),
+            exec,
             states: self.states.clone(),
             events,
         };

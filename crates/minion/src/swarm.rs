@@ -86,6 +86,12 @@ pub async fn run(
     );
     settings.pinned_master_path = Some(root.join("minion_master.pub"));
     settings.replay_path = Some(root.join("publications"));
+    // Thousands of identities each asking for a pillar compile at start
+    // would swamp the master: a swarm runs mine.update only when its
+    // config asks for the mine.
+    if !cfg.extra.contains_key("mine_functions") && !cfg.extra.contains_key("mine_interval") {
+        settings.mine_interval = None;
+    }
     if settings.max_concurrent_jobs == 0 {
         settings.max_concurrent_jobs = 64;
     }

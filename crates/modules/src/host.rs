@@ -231,6 +231,25 @@ pub trait RemoteExec: Send + Sync {
     fn call(&self, fun: &str, args: &Args) -> Result<Value, String>;
 }
 
+/// Where this host's Salt mine lives: the master, over the minion's link
+/// (or the master's own store while it compiles SLS for a minion). The
+/// `mine` execution module is the only caller; errors are texts for the
+/// user (`ExecError::Execution`).
+pub trait MineLink: Send + Sync {
+    /// Salt's `_mine`: stores `data` (`{function or alias: result}`) as
+    /// this minion's mine, merged into it or, with `clear`, replacing it.
+    fn store(&self, data: Map, clear: bool) -> Result<Value, String>;
+    /// Salt's `_mine_get`: the mine data of the minions `tgt` selects.
+    fn get(&self, tgt: &str, fun: &Value, tgt_type: &str) -> Result<Value, String>;
+    /// Salt's `_mine_delete`: forgets `fun` in this minion's mine.
+    fn delete(&self, fun: &str) -> Result<Value, String>;
+    /// Salt's `_mine_flush`: forgets this minion's whole mine.
+    fn flush(&self) -> Result<Value, String>;
+    /// The `mine_functions` of this minion's pillar as the master compiles
+    /// it now (`{}` when none).
+    fn pillar_functions(&self) -> Result<Map, String>;
+}
+
 /// The functions the master answers itself while compiling for a
 /// minion: lookups in that minion's cached grains and compiled pillar,
 /// and reads of the master's own file roots. Everything else needs the
@@ -263,6 +282,7 @@ pub const ANSWERED_ON_MASTER: &[&str] = &[
     "cp.list_states",
     "cp.hash_file",
     "state.sls_exists",
+    "mine.get",
     "test.echo",
     "test.ping",
     "test.true",
@@ -277,6 +297,9 @@ pub struct ExecModules {
     functions: BTreeMap<&'static str, Vec<&'static str>>,
     /// Set on the master while compiling for a minion.
     remote: Option<Arc<dyn RemoteExec>>,
+    /// Where the `mine` module sends and reads mine data (none when
+    /// masterless).
+    mine: Option<Arc<dyn MineLink>>,
 }
 
 impl ExecModules {
@@ -312,6 +335,7 @@ impl ExecModules {
             modules: self.modules.clone(),
             functions: self.functions.clone(),
             remote: Some(remote),
+            mine: self.mine.clone(),
         }
     }
 
@@ -324,6 +348,18 @@ impl ExecModules {
     /// it itself; `None` without a remote.
     pub fn call_remote(&self, fun: &str, args: &Args) -> Option<Result<Value, String>> {
         self.remote.as_ref().map(|r| r.call(fun, args))
+    }
+
+    /// This registry, with the `mine` module reaching its mine through
+    /// `link` (by value: the maps are not copied again).
+    pub fn with_mine(mut self, link: Arc<dyn MineLink>) -> Self {
+        self.mine = Some(link);
+        self
+    }
+
+    /// Where this host's mine lives, when it has one.
+    pub fn mine(&self) -> Option<&Arc<dyn MineLink>> {
+        self.mine.as_ref()
     }
 
     /// Calls `mod.fun`.

@@ -15,6 +15,7 @@ pub mod frame;
 pub mod id;
 pub mod jid;
 pub mod keyfile;
+pub mod mine;
 pub mod msg;
 pub mod tags;
 

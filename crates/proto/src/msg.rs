@@ -213,6 +213,8 @@ pub enum RequestBody {
         #[serde(default)]
         grains: Value,
     },
+    /// A mine request (`mine.send`, `mine.get`...): see [`crate::mine`].
+    Mine(crate::mine::MineRequest),
 }
 
 /// A file on the master's fileserver.
@@ -239,6 +241,8 @@ pub enum ReplyBody {
     List(Vec<String>),
     /// The request was refused or failed; the text says why.
     Error(String),
+    /// A plain value (the answer to a [`RequestBody::Mine`]).
+    Value(Value),
 }
 
 /// What the master compiled for one minion and one job: the pillar it

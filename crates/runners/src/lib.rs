@@ -6,8 +6,8 @@
 //! - [`orchestrate`]: `state.orchestrate` and its aliases;
 //! - [`saltmod`]: the `salt.*` states an orchestration is made of;
 //! - [`event`]: the `event.send` runner;
-//! - [`jobs`], [`manage`], [`fileserver`], [`cache`]: the runners of
-//!   those names that read the master's state;
+//! - [`jobs`], [`manage`], [`fileserver`], [`cache`], [`mine`]: the
+//!   runners of those names that read the master's state;
 //! - `salt.cmd`: an execution function run on the master host.
 
 pub mod cache;
@@ -15,6 +15,7 @@ pub mod event;
 pub mod fileserver;
 pub mod jobs;
 pub mod manage;
+pub mod mine;
 pub mod orchestrate;
 pub mod saltmod;
 
@@ -131,20 +132,20 @@ pub fn call_runner_args(
         "fileserver.envs" => fileserver::envs(cfg, arg(positional, kwargs, 0, "backend")),
         "fileserver.update" => fileserver::update(cfg, arg(positional, kwargs, 0, "backend")),
         "git_pillar.update" => fileserver::git_pillar_update(cfg),
-        "cache.grains" | "cache.pillar" => {
+        "cache.grains" | "cache.pillar" | "cache.mine" => {
             let tgt = arg(positional, kwargs, 0, "tgt")
                 .map(halite_salt_rules::pyfmt::python_str)
                 .unwrap_or_else(|| "*".into());
             let tgt_type = arg(positional, kwargs, 1, "tgt_type")
                 .map(halite_salt_rules::pyfmt::python_str)
                 .unwrap_or_else(|| "glob".into());
-            if fun == "cache.grains" {
-                cache::grains(cfg, &tgt, &tgt_type)
-            } else {
-                cache::pillar(cfg, &tgt, &tgt_type)
+            match fun {
+                "cache.grains" => cache::grains(cfg, &tgt, &tgt_type),
+                "cache.pillar" => cache::pillar(cfg, &tgt, &tgt_type),
+                _ => cache::mine(cfg, &tgt, &tgt_type),
             }
         }
-        "cache.mine" => Ok(cache::empty()),
+        "mine.get" => mine::get_runner(cfg, positional, kwargs),
         "salt.cmd" => {
             let Some(target) =
                 arg(positional, kwargs, 0, "fun").map(halite_salt_rules::pyfmt::python_str)

@@ -12,6 +12,7 @@ pub mod colors;
 pub mod fnmatch;
 pub mod jid;
 pub mod nested;
+pub mod mine;
 pub mod pyfmt;
 pub mod shell;
 pub mod truth;

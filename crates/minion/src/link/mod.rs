@@ -48,6 +48,8 @@ pub struct Agent {
     seen_jids: VecDeque<String>,
     /// Jobs this identity runs now, for `saltutil.find_job`.
     running: HashMap<String, Arc<Job>>,
+    /// When this identity's next `mine.update` is due (crate::mine).
+    mine_due: Option<Instant>,
 }
 
 enum Phase {
@@ -83,6 +85,7 @@ impl Agent {
             },
             seen_jids: VecDeque::new(),
             running: HashMap::new(),
+            mine_due: None,
         }
     }
 
@@ -155,6 +158,9 @@ pub struct LinkSettings {
     /// How long a stopping minion waits for its running jobs
     /// (`shutdown_grace`) before it abandons them.
     pub shutdown_grace: Duration,
+    /// How often `mine.update` runs, first once authenticated
+    /// (`mine_interval`; `None`: never).
+    pub mine_interval: Option<Duration>,
 }
 
 /// Why a link ended.
@@ -470,6 +476,12 @@ impl<'a> Link<'a> {
                     // minion daemon owns this id's jobs and returns.
                     return Ok(());
                 }
+                // Salt's run_on_start: the first authentication of this
+                // process, not every reconnection.
+                let agent = &mut self.agents[idx];
+                if agent.mine_due.is_none() {
+                    agent.mine_due = self.settings.mine_interval.map(|_| now);
+                }
                 self.subscribe(publish_port).await?;
                 // Returns first: the master redelivers the jobs still
                 // waiting for this minion when it starts, and a job whose
@@ -554,6 +566,25 @@ impl<'a> Link<'a> {
         .await;
     }
 
+    /// Starts identity `idx`'s `mine.update` when it is due (crate::mine).
+    fn mine_if_due(&mut self, idx: usize, now: Instant) {
+        let (Some(interval), Some(due)) = (self.settings.mine_interval, self.agents[idx].mine_due)
+        else {
+            return;
+        };
+        if due > now || self.draining || !self.agents[idx].is_ready() {
+            return;
+        }
+        let agent = &mut self.agents[idx];
+        agent.mine_due = Some(now + interval);
+        let master = MasterChannel::new(idx, self.requests_tx.clone(), REQUEST_TIMEOUT);
+        let (runner, id, grains) = (self.runner.clone(), agent.id.clone(), agent.grains.clone());
+        crate::mine::spawn_update(id.clone(), move || {
+            let args = halite_modules::Args::default();
+            runner.render_call(&id, &grains, "mine.update", args, master)
+        });
+    }
+
     fn touch(&mut self, idx: usize, now: Instant) {
         if let Phase::Ready { last_heard, .. } = &mut self.agents[idx].phase {
             *last_heard = now;
@@ -631,6 +662,7 @@ impl<'a> Link<'a> {
                     self.resend_returns(idx).await;
                 }
             }
+            self.mine_if_due(idx, now);
         }
         if waiting_on_master
             && now.duration_since(self.last_heard_any) > self.settings.auth_timeout * 3

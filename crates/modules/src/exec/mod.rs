@@ -28,6 +28,7 @@ crate::module_list! {
         kmod,
         locale,
         lowpkg,
+        mine,
         mount,
         mysql,
         network,
@@ -115,6 +116,6 @@ pub use halite_salt_rules::truth::python_bool as py_truth;
 /// keeps the import graph free of circles. These names stay here for the
 /// module files and the crates that reach them through `exec`.
 pub use crate::host::{
-    Args, ExecError, ExecFunction, ExecHandler, ExecModule, ExecModules, ExecTable, RemoteExec,
-    ANSWERED_ON_MASTER,
+    Args, ExecError, ExecFunction, ExecHandler, ExecModule, ExecModules, ExecTable, MineLink,
+    RemoteExec, ANSWERED_ON_MASTER,
 };
