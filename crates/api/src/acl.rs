@@ -123,10 +123,8 @@ pub fn auth_check(
 ) -> bool {
     for entry in list {
         match entry {
-            Value::String(pattern) => {
-                if !pattern.starts_with('@') && re_match(pattern, call.fun) {
-                    return true;
-                }
+            Value::String(pattern) if !pattern.starts_with('@') && re_match(pattern, call.fun) => {
+                return true;
             }
             Value::Object(map) if map.len() == 1 => {
                 let Some((valid, conds)) = map.iter().next() else {

@@ -36,9 +36,12 @@ pub struct RestConfig {
     pub stats_disable_auth: bool,
     /// The largest request body accepted, in bytes.
     pub max_request_body_size: usize,
-    /// halite's own: failed logins allowed per user and per source address
-    /// in `login_window` seconds before further attempts are refused.
+    /// halite's own: failed logins allowed per user name in `login_window`
+    /// seconds before further attempts are refused (429).
     pub login_attempts: u32,
+    /// halite's own: failed logins allowed per source address in
+    /// `login_window` (higher: many users may share a proxy or a NAT).
+    pub login_attempts_per_address: u32,
     /// halite's own: the window of `login_attempts`, in seconds.
     pub login_window: u64,
     /// halite's own: seconds a `local` call waits for returns when the
@@ -62,6 +65,7 @@ impl Default for RestConfig {
             stats_disable_auth: false,
             max_request_body_size: 1_048_576,
             login_attempts: 10,
+            login_attempts_per_address: 100,
             login_window: 60,
             timeout: None,
         }

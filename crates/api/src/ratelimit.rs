@@ -10,15 +10,18 @@ use std::time::{Duration, Instant};
 /// The failure counters.
 pub struct LoginLimiter {
     limit: u32,
+    addr_limit: u32,
     window: Duration,
     counts: Mutex<HashMap<String, (Instant, u32)>>,
 }
 
 impl LoginLimiter {
-    /// `limit` failures per `window` per key; 0 disables the limit.
-    pub fn new(limit: u32, window: Duration) -> Self {
+    /// `limit` failures per `window` per user, `addr_limit` per source
+    /// address; 0 disables a limit.
+    pub fn new(limit: u32, addr_limit: u32, window: Duration) -> Self {
         Self {
             limit,
+            addr_limit,
             window,
             counts: Mutex::new(HashMap::new()),
         }
@@ -35,9 +38,8 @@ impl LoginLimiter {
 
     /// Whether a login for `user` from `addr` may be tried now.
     pub fn allowed(&self, user: &str, addr: &str) -> bool {
-        self.limit == 0
-            || (self.count(&format!("user:{user}")) < self.limit
-                && self.count(&format!("addr:{addr}")) < self.limit)
+        (self.limit == 0 || self.count(&format!("user:{user}")) < self.limit)
+            && (self.addr_limit == 0 || self.count(&format!("addr:{addr}")) < self.addr_limit)
     }
 
     /// Records a failed login.
@@ -65,7 +67,7 @@ mod tests {
 
     #[test]
     fn failures_lock_the_user_and_the_address() {
-        let l = LoginLimiter::new(2, Duration::from_secs(60));
+        let l = LoginLimiter::new(2, 2, Duration::from_secs(60));
         assert!(l.allowed("a", "1.1.1.1"));
         l.failed("a", "1.1.1.1");
         l.failed("b", "1.1.1.1");
@@ -75,6 +77,6 @@ mod tests {
         assert!(!l.allowed("a", "4.4.4.4"), "the user is locked");
         l.succeeded("a");
         assert!(l.allowed("a", "4.4.4.4"));
-        assert!(LoginLimiter::new(0, Duration::from_secs(1)).allowed("x", "y"));
+        assert!(LoginLimiter::new(0, 0, Duration::from_secs(1)).allowed("x", "y"));
     }
 }

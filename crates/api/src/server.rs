@@ -89,6 +89,17 @@ impl Req {
         })
     }
 
+    /// For URLs that answer a stream, not a document (`/events`): an
+    /// `Accept` of `text/event-stream` is fine; errors come as JSON then.
+    fn lenient(headers: HeaderMap, addr: SocketAddr) -> Self {
+        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
+        Self {
+            out: OutFormat::negotiate(accept).unwrap_or(OutFormat::Json),
+            source: addr.ip().to_string(),
+            headers,
+        }
+    }
+
     fn body(&self, body: &[u8]) -> Result<Option<Value>, ApiError> {
         let ct = self
             .headers
@@ -568,7 +579,7 @@ async fn events(
     headers: HeaderMap,
     RawQuery(query): RawQuery,
 ) -> Response<Body> {
-    let r = req!(st, headers, addr);
+    let r = Req::lenient(headers, addr);
     if query.is_some_and(|q| !q.is_empty()) {
         return fail(&st, r.out, &ApiError::BadRequest(
             "The /events endpoint takes no query parameters; in particular, tokens must not be passed via the query string -- they end up in access logs and the Referer header. Use the 'X-Auth-Token' header (for non-browser clients) or the session cookie set by /login (for browser EventSource clients) instead.".into(),

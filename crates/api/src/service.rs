@@ -72,6 +72,7 @@ impl Service {
         let tokens = TokenStore::open(&cfg.master.cachedir.join("api_tokens.sqlite"))?;
         let limiter = LoginLimiter::new(
             cfg.rest.login_attempts,
+            cfg.rest.login_attempts_per_address,
             Duration::from_secs(cfg.rest.login_window.max(1)),
         );
         Ok(Self {
@@ -269,7 +270,7 @@ impl Service {
                 "Invalid client specified: '{client}'"
             )));
         }
-        if !self.cfg.enable_clients.iter().any(|c| *c == client) {
+        if !self.cfg.enable_clients.contains(&client) {
             return Err(ApiError::BadRequest(format!(
                 "Client disabled: '{client}'. Add to 'netapi_enable_clients' master config option to enable."
             )));
