@@ -245,8 +245,8 @@ async fn login_get(
     respond(
         &st,
         r.out,
-        StatusCode::UNAUTHORIZED,
-        &json!({"status": "401 Unauthorized", "return": "Please log in"}),
+        StatusCode::OK,
+        &json!({"status": null, "return": "Please log in"}),
     )
 }
 

@@ -531,13 +531,14 @@ impl Service {
             Ok(v) => (v, true),
             Err(e) => (json!(e.to_string()), false),
         };
+        let tag = format!("salt/wheel/{jid}");
         json!({
-            "tag": format!("salt/wheel/{jid}"),
+            "tag": tag,
             "data": {
                 "fun": format!("wheel.{fun}"),
                 "jid": jid,
+                "tag": tag,
                 "user": who.name,
-                "_stamp": stamp(),
                 "return": ret,
                 "success": success,
             }

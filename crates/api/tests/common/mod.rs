@@ -380,3 +380,69 @@ pub fn read(path: &Path) -> String {
     }
     s
 }
+
+/// A recording of Salt 3008.5's salt-api (tests/fixtures/salt-3008.5,
+/// made by tests/fixtures/record.sh): its status and its body (JSON, or
+/// CherryPy's HTML error page).
+pub fn salt_recording(name: &str) -> (u16, Option<Value>) {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/salt-3008.5")
+        .join(name);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    let (status, body) = text.split_once('\n').expect("status line");
+    (
+        status.trim().parse().expect("status"),
+        serde_json::from_str(body.trim()).ok(),
+    )
+}
+
+/// The structure of a value: map keys (jids and minion ids replaced by
+/// placeholders, so Salt's `jerry` and halite's `m1` agree), the shape of
+/// a list's first item, and scalar types.
+pub fn shape(v: &Value) -> Value {
+    fn key(k: &str) -> String {
+        if k.len() == 20 && k.bytes().all(|b| b.is_ascii_digit()) {
+            "<jid>".into()
+        } else if ["jerry", "m1", "m2"].contains(&k) {
+            "<minion>".into()
+        } else {
+            k.to_string()
+        }
+    }
+    match v {
+        Value::Object(m) => {
+            let mut out = serde_json::Map::new();
+            let mut keys: Vec<(String, Value)> =
+                m.iter().map(|(k, v)| (key(k), shape(v))).collect();
+            keys.sort_by(|a, b| a.0.cmp(&b.0));
+            for (k, v) in keys {
+                out.insert(k, v);
+            }
+            Value::Object(out)
+        }
+        Value::Array(a) => Value::Array(a.first().map(shape).into_iter().collect()),
+        Value::Null => Value::from("null"),
+        Value::Bool(_) => Value::from("bool"),
+        Value::Number(_) => Value::from("number"),
+        Value::String(_) => Value::from("string"),
+    }
+}
+
+/// Asserts that halite's answer has the status and the shape of Salt's
+/// recorded one (the body's shape only when Salt answered JSON).
+pub fn assert_like_salt(name: &str, answer: &Answer) {
+    let (status, salt) = salt_recording(name);
+    assert_eq!(
+        answer.status, status,
+        "{name}: status differs from Salt 3008.5's: {}",
+        answer.body
+    );
+    if let Some(salt) = salt {
+        assert_eq!(
+            shape(&answer.json()),
+            shape(&salt),
+            "{name}: shape differs from Salt 3008.5's\nhalite: {}\nsalt:   {salt}",
+            answer.body
+        );
+    }
+}
