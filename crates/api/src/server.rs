@@ -645,13 +645,24 @@ fn stream_events(
     {
         return;
     }
+    // The token is checked again at most once a second (not per event:
+    // a busy bus would otherwise query the store thousands of times a
+    // second per stream); a revoked or expired token ends the stream.
+    let mut checked = std::time::Instant::now();
+    let mut still_valid = || {
+        if checked.elapsed() < Duration::from_secs(1) {
+            return true;
+        }
+        checked = std::time::Instant::now();
+        matches!(st.svc.tokens.get(token), Ok(Some(_)))
+    };
     loop {
         if tx.is_closed() {
             return;
         }
         match client.next(Some(Duration::from_secs(1))) {
             Ok(Some(LocalReply::Event { tag, data })) => {
-                if !matches!(st.svc.tokens.get(token), Ok(Some(_))) {
+                if !still_valid() {
                     tracing::debug!("event stream: the token is no longer valid");
                     return;
                 }
@@ -666,7 +677,7 @@ fn stream_events(
             Ok(Some(_)) => {}
             Ok(None) => {
                 // Idle second: end streams whose token expired or was revoked.
-                if !matches!(st.svc.tokens.get(token), Ok(Some(_))) {
+                if !still_valid() {
                     return;
                 }
             }
