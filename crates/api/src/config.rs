@@ -166,3 +166,41 @@ impl ApiConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+    use serde_json::json;
+
+    fn master(extra: Value) -> MasterConfig {
+        MasterConfig {
+            extra: extra.as_object().unwrap().clone(),
+            ..MasterConfig::default()
+        }
+    }
+
+    #[test]
+    fn tls_needs_a_certificate_unless_disabled() {
+        let e =
+            ApiConfig::from_master(master(json!({"rest_cherrypy": {"port": 8000}}))).unwrap_err();
+        assert!(e.to_string().contains("ssl_crt"), "{e}");
+        let c = ApiConfig::from_master(master(json!({
+            "rest_cherrypy": {"port": 8001, "disable_ssl": true},
+            "token_expire_user_override": {"pam": ["alice"]},
+        })))
+        .unwrap();
+        assert_eq!(c.rest.port, 8001);
+        assert_eq!(c.token_expire, 43200.0);
+        assert!(
+            c.enable_clients.is_empty(),
+            "Salt 3006+: no client unless listed"
+        );
+        assert!(c.may_override_expire("pam", "alice"));
+        assert!(!c.may_override_expire("file", "alice"));
+        assert!(ApiConfig::from_master(master(
+            json!({"rest_cherrypy": {"port": "lots", "disable_ssl": true}})
+        ))
+        .is_err());
+    }
+}

@@ -539,6 +539,53 @@ fn salt_api_contract_with_file_eauth() {
         json!({"revision": "aa22", "result": true})
     );
     assert_eq!(v["tag"], "salt/netapi/hook/ci/build/done");
+    // A refusal fires a salt/auth/api event naming who, what and why.
+    let base2 = base.clone();
+    let tester2 = tester.clone();
+    let lines = read_events(
+        port,
+        &token,
+        Duration::from_secs(20),
+        |l| l.starts_with("data: ") && l.contains("\"refused\"") && l.contains("key.list_all"),
+        || {
+            let a = post_json(
+                &base2,
+                Some(&tester2),
+                &json!([{"client": "wheel", "fun": "key.list_all"}]),
+            );
+            assert_eq!(a.status, 401);
+        },
+    );
+    let refused = lines
+        .iter()
+        .find(|l| l.starts_with("data: ") && l.contains("key.list_all"))
+        .unwrap_or_else(|| panic!("no salt/auth/api event: {lines:?}"));
+    let v: Value = serde_json::from_str(refused.trim_start_matches("data: ")).unwrap();
+    assert_eq!(v["tag"], "salt/auth/api");
+    assert_eq!(v["data"]["user"], "tester");
+    assert_eq!(v["data"]["reason"], "authorization");
+    assert_eq!(v["data"]["what"], "wheel key.list_all");
+
+    // POST /run: credentials in each chunk, no session.
+    let a = post_json(
+        &f.url("/run"),
+        None,
+        &json!([{"client": "local", "tgt": "m1", "fun": "test.ping", "username": "tester", "password": "testpass", "eauth": "file"}]),
+    );
+    assert_eq!(a.json(), json!({"return": [{"m1": true}]}), "{}", a.body);
+    let a = post_json(
+        &f.url("/run"),
+        None,
+        &json!([{"client": "local", "tgt": "m1", "fun": "test.ping", "username": "tester", "password": "nope", "eauth": "file"}]),
+    );
+    assert_eq!(a.status, 401);
+    let a = post_json(
+        &f.url("/run"),
+        None,
+        &json!([{"client": "local", "tgt": "m1", "fun": "test.ping"}]),
+    );
+    assert_eq!(a.status, 401);
+
     // Hooks need a token unless webhook_disable_auth.
     assert_eq!(post_json(&f.url("/hook/x"), None, &json!({})).status, 401);
     // No tokens in the query string (Salt 3008.5).
