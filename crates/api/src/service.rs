@@ -296,8 +296,9 @@ impl Service {
                 })?;
                 let tgt_type = text(chunk.get("tgt_type").or_else(|| chunk.get("expr_form")))
                     .unwrap_or_else(|| "glob".into());
-                let minions: BTreeSet<String> =
-                    self.resolve(&tgt, &tgt_type)?.into_iter().collect();
+                // The targeted minions are resolved only when an ACL entry
+                // names a target (string entries hold for every minion).
+                let mut minions: Option<BTreeSet<String>> = None;
                 let call = Call {
                     fun: &fun,
                     args: &args,
@@ -305,10 +306,20 @@ impl Service {
                 };
                 let mut resolve_err = None;
                 let allowed = acl::auth_check(&auth_list, &call, |valid| {
+                    let targeted = match &minions {
+                        Some(m) => m,
+                        None => match self.resolve(&tgt, &tgt_type) {
+                            Ok(m) => minions.insert(m.into_iter().collect()),
+                            Err(e) => {
+                                resolve_err = Some(e);
+                                return false;
+                            }
+                        },
+                    };
                     match self.resolve(valid, "compound") {
                         Ok(v) => {
                             let v: BTreeSet<String> = v.into_iter().collect();
-                            minions.is_subset(&v)
+                            targeted.is_subset(&v)
                         }
                         Err(e) => {
                             resolve_err = Some(e);
