@@ -660,7 +660,10 @@ fn stream_events(
         if tx.is_closed() {
             return;
         }
-        match client.next(Some(Duration::from_secs(1))) {
+        // No read timeout: a timeout in the middle of a frame would leave
+        // the socket mid-frame. A client that left, or a token revoked
+        // while the bus is idle, is noticed at the next event.
+        match client.next(None) {
             Ok(Some(LocalReply::Event { tag, data })) => {
                 if !still_valid() {
                     tracing::debug!("event stream: the token is no longer valid");
@@ -675,12 +678,7 @@ fn stream_events(
                 }
             }
             Ok(Some(_)) => {}
-            Ok(None) => {
-                // Idle second: end streams whose token expired or was revoked.
-                if !still_valid() {
-                    return;
-                }
-            }
+            Ok(None) => return,
             Err(e) => {
                 tracing::warn!(error = %e, "event stream: lost the master");
                 return;

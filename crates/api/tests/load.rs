@@ -67,7 +67,7 @@ fn two_hundred_clients_and_fifty_event_streams() {
                 "GET /events HTTP/1.1\r\nHost: x\r\nX-Auth-Token: {token}\r\n\r\n"
             )
             .unwrap();
-            s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+            s.set_read_timeout(Some(Duration::from_secs(600))).unwrap();
             let mut r = BufReader::new(s);
             let mut line = String::new();
             let mut signalled = false;
