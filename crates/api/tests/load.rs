@@ -57,9 +57,15 @@ fn two_hundred_clients_and_fifty_event_streams() {
     let seen: Arc<Vec<Seen>> =
         Arc::new((0..STREAMS).map(|_| Mutex::new(BTreeSet::new())).collect());
     let ready = Arc::new(Barrier::new(STREAMS + 1));
+    let started_flags: Arc<Vec<std::sync::atomic::AtomicBool>> = Arc::new(
+        (0..STREAMS)
+            .map(|_| std::sync::atomic::AtomicBool::new(false))
+            .collect(),
+    );
     let mut readers = Vec::new();
     for i in 0..STREAMS {
         let (seen, ready, token) = (seen.clone(), ready.clone(), stream_token.clone());
+        let started_flags = started_flags.clone();
         readers.push(std::thread::spawn(move || {
             let mut s = TcpStream::connect(("127.0.0.1", port)).unwrap();
             write!(
@@ -99,6 +105,9 @@ fn two_hundred_clients_and_fifty_event_streams() {
                         }
                     }
                 }
+                if line.trim_end() == "tag: load/start" {
+                    started_flags[i].store(true, std::sync::atomic::Ordering::SeqCst);
+                }
                 if line.trim_end() == "tag: load/done" {
                     break;
                 }
@@ -106,6 +115,20 @@ fn two_hundred_clients_and_fifty_event_streams() {
         }));
     }
     ready.wait();
+    // A stream is live once the master has subscribed it: fire probes
+    // until every stream has carried one (events before the subscription
+    // are not delivered, as with Salt's bus).
+    let live = wait_for(Duration::from_secs(120), || {
+        let _ = std::process::Command::new(bin("halite-run"))
+            .arg("-c")
+            .arg(f.master_dir())
+            .args(["event.send", "load/start"])
+            .output();
+        started_flags
+            .iter()
+            .all(|b| b.load(std::sync::atomic::Ordering::SeqCst))
+    });
+    assert!(live, "the event streams never went live");
 
     // 200 clients, each with its own token.
     let tokens: Vec<String> = (0..CLIENTS)
