@@ -34,6 +34,8 @@ packages=(
   mariadb-client       # the mysql module drives the server through its client
   python3-venv         # virtualenv.managed (python3 -m venv)
   python3-pip          # the pip module
+  libpam0g-dev         # halite-api links libpam for eauth: pam
+  curl                 # halite-api's TLS test
 )
 for pkg in "${packages[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")

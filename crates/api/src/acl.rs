@@ -1,0 +1,371 @@
+//! Salt's ACL grammar (salt/utils/minions.py `fill_auth_list`,
+//! `auth_check`, `spec_check`): what an `external_auth` (or
+//! `publisher_acl`) entry allows.
+//!
+//! An auth list is a list of entries, each either
+//! - a string: a regular expression (Python `re.match`, anchored at the
+//!   start) on the function name, for every minion (`'.*'`, `'test.*'`);
+//!   or, starting with `@`, a whole class (`@runner`, `@wheel`, `@jobs`
+//!   for the runner module `jobs`);
+//! - a one-key mapping: `{minion target: [function conditions]}` or
+//!   `{'@runner': [...]}` / `{'@jobs': [...]}`, where each condition is a
+//!   function regex or `{fun regex: {'args': [...], 'kwargs': {...}}}`.
+
+use std::collections::BTreeSet;
+
+use serde_json::{Map, Value};
+
+/// Python's `re.match(pattern, text)`: the pattern anchored at the start
+/// only. An invalid pattern matches nothing (Salt logs and moves on).
+pub fn re_match(pattern: &str, text: &str) -> bool {
+    match regex::Regex::new(&format!(r"\A(?:{pattern})")) {
+        Ok(re) => re.is_match(text),
+        Err(e) => {
+            tracing::error!(pattern, error = %e, "invalid regular expression in an ACL");
+            false
+        }
+    }
+}
+
+/// Salt's `expr_match` for user names: equal, fnmatch, or a full regex match.
+pub fn expr_match(expr: &str, name: &str) -> bool {
+    expr == name
+        || halite_salt_rules::fnmatch(name, expr)
+        || regex::Regex::new(&format!(r"\A(?:{expr})\z")).is_ok_and(|re| re.is_match(name))
+}
+
+/// The auth list of `user` (in `groups`) under one eauth backend's
+/// configuration (`external_auth: {pam: {...}}`'s inner mapping): the
+/// entries of every user pattern that matches, of every `group%` the user
+/// is in, and `*`'s only when no user pattern matched (Salt's
+/// non-permissive default; `permissive` adds `*` always).
+pub fn fill_auth_list(
+    provider: &Map<String, Value>,
+    user: &str,
+    groups: &BTreeSet<String>,
+    permissive: bool,
+) -> Vec<Value> {
+    let mut list = Vec::new();
+    let mut name_matched = false;
+    for (pattern, entries) in provider {
+        if pattern == "*" && !permissive {
+            continue;
+        }
+        let add = if let Some(group) = pattern.strip_suffix('%') {
+            groups.contains(group)
+        } else if expr_match(pattern, user) {
+            name_matched = true;
+            true
+        } else {
+            false
+        };
+        if add {
+            extend(&mut list, entries);
+        }
+    }
+    if !permissive && !name_matched {
+        if let Some(entries) = provider.get("*") {
+            extend(&mut list, entries);
+        }
+    }
+    list
+}
+
+fn extend(list: &mut Vec<Value>, entries: &Value) {
+    match entries {
+        Value::Array(items) => list.extend(items.iter().cloned()),
+        Value::Null => {}
+        other => list.push(other.clone()),
+    }
+}
+
+/// Salt's `sorted_permissions`: strings sorted, then the mappings, each
+/// once (the `perms` of the login document).
+pub fn sorted_permissions(perms: &[Value]) -> Vec<Value> {
+    let mut strings: Vec<String> = Vec::new();
+    let mut others: Vec<Value> = Vec::new();
+    for p in perms {
+        match p {
+            Value::String(s) if !strings.contains(s) => strings.push(s.clone()),
+            Value::String(_) => {}
+            other if !others.contains(other) => others.push(other.clone()),
+            _ => {}
+        }
+    }
+    strings.sort();
+    others.sort_by_key(halite_salt_rules::pyfmt::python_repr);
+    strings
+        .into_iter()
+        .map(Value::String)
+        .chain(others)
+        .collect()
+}
+
+/// The call being authorised: a function with its arguments.
+#[derive(Debug, Clone, Default)]
+pub struct Call<'a> {
+    /// `mod.fun`.
+    pub fun: &'a str,
+    /// Positional arguments.
+    pub args: &'a [Value],
+    /// Keyword arguments.
+    pub kwargs: Option<&'a Map<String, Value>>,
+}
+
+/// `auth_check` for an execution function on minions: whether `list`
+/// allows `call` on the target. `target_within(valid)` says whether every
+/// minion the request targets is matched by the ACL's compound target
+/// `valid` (Salt's `validate_tgt`).
+pub fn auth_check(
+    list: &[Value],
+    call: &Call<'_>,
+    mut target_within: impl FnMut(&str) -> bool,
+) -> bool {
+    for entry in list {
+        match entry {
+            Value::String(pattern) if !pattern.starts_with('@') && re_match(pattern, call.fun) => {
+                return true;
+            }
+            Value::Object(map) if map.len() == 1 => {
+                let Some((valid, conds)) = map.iter().next() else {
+                    continue;
+                };
+                if valid.starts_with('@') {
+                    continue;
+                }
+                if target_within(valid) && fun_check(conds, call.fun, call.args, call.kwargs) {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// `spec_check` for the `runner` and `wheel` clients (`form`): `@runner`,
+/// `@wheel`, `@<module>` (`@jobs`), `@runners`, or their mapping forms
+/// with function conditions. An execution-module entry such as `'.*'`
+/// never grants a runner or wheel function (CVE-2021-25281).
+pub fn spec_check(list: &[Value], form: &str, call: &Call<'_>) -> bool {
+    let Some((module, name)) = call.fun.split_once('.') else {
+        return false;
+    };
+    if name.contains('.') {
+        return false;
+    }
+    let plural = format!("@{form}s");
+    for entry in list {
+        match entry {
+            Value::String(s) => {
+                if let Some(class) = s.strip_prefix('@') {
+                    if class == module || class == form || *s == plural {
+                        return true;
+                    }
+                }
+            }
+            Value::Object(map) if map.len() == 1 => {
+                let Some((valid, conds)) = map.iter().next() else {
+                    continue;
+                };
+                let Some(class) = valid.strip_prefix('@') else {
+                    continue;
+                };
+                if class == module && fun_check(conds, name, call.args, call.kwargs) {
+                    return true;
+                }
+                if (class == form || *valid == plural)
+                    && fun_check(conds, call.fun, call.args, call.kwargs)
+                {
+                    return true;
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}
+
+/// `__fun_check`: one of `conds` (a regex, or `{regex: args spec}`) allows
+/// `fun` with these arguments.
+fn fun_check(
+    conds: &Value,
+    fun: &str,
+    args: &[Value],
+    kwargs: Option<&Map<String, Value>>,
+) -> bool {
+    let conds: Vec<&Value> = match conds {
+        Value::Array(items) => items.iter().collect(),
+        other => vec![other],
+    };
+    conds.into_iter().any(|cond| match cond {
+        Value::String(pattern) => re_match(pattern, fun),
+        Value::Object(m) if m.len() == 1 => m.iter().next().is_some_and(|(pattern, spec)| {
+            re_match(pattern, fun) && args_check(spec, args, kwargs)
+        }),
+        _ => false,
+    })
+}
+
+/// `__args_check`: `spec` (`{'args': [...], 'kwargs': {...}}` or a list
+/// of them) allows these arguments. `None`/null conditions allow anything;
+/// the others are regexes on Python's `str()` of the argument.
+fn args_check(spec: &Value, args: &[Value], kwargs: Option<&Map<String, Value>>) -> bool {
+    let specs: Vec<&Value> = match spec {
+        Value::Array(items) => items.iter().collect(),
+        other => vec![other],
+    };
+    specs.into_iter().any(|cond| {
+        let Value::Object(cond) = cond else {
+            return false;
+        };
+        let positional_ok = match cond.get("args") {
+            Some(Value::Array(wanted)) => wanted.iter().enumerate().all(|(i, w)| {
+                args.get(i).is_some_and(|a| match w {
+                    Value::Null => true,
+                    w => re_match(
+                        &halite_salt_rules::pyfmt::python_str(w),
+                        &halite_salt_rules::pyfmt::python_str(a),
+                    ),
+                })
+            }),
+            _ => true,
+        };
+        let keywords_ok = match cond.get("kwargs") {
+            Some(Value::Object(wanted)) => wanted.iter().all(|(k, w)| {
+                kwargs.and_then(|m| m.get(k)).is_some_and(|a| match w {
+                    Value::Null => true,
+                    w => re_match(
+                        &halite_salt_rules::pyfmt::python_str(w),
+                        &halite_salt_rules::pyfmt::python_str(a),
+                    ),
+                })
+            }),
+            _ => true,
+        };
+        positional_ok && keywords_ok
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+    use serde_json::json;
+
+    fn list(v: Value) -> Vec<Value> {
+        v.as_array().unwrap().clone()
+    }
+
+    fn call<'a>(fun: &'a str, args: &'a [Value]) -> Call<'a> {
+        Call {
+            fun,
+            args,
+            kwargs: None,
+        }
+    }
+
+    #[test]
+    fn string_entries_are_anchored_regexes_on_the_function() {
+        let l = list(json!(["test.*", "grains.item"]));
+        assert!(auth_check(&l, &call("test.ping", &[]), |_| true));
+        assert!(auth_check(&l, &call("grains.items", &[]), |_| true));
+        assert!(!auth_check(&l, &call("cmd.run", &[]), |_| true));
+        assert!(!auth_check(&l, &call("mytest.ping", &[]), |_| true));
+    }
+
+    #[test]
+    fn target_entries_need_every_targeted_minion_inside() {
+        let l = list(json!([{"web*": ["state.*"]}]));
+        assert!(auth_check(&l, &call("state.apply", &[]), |v| v == "web*"));
+        assert!(!auth_check(&l, &call("state.apply", &[]), |_| false));
+        assert!(!auth_check(&l, &call("cmd.run", &[]), |_| true));
+    }
+
+    #[test]
+    fn argument_conditions() {
+        let l = list(json!([{"*": [{"cmd.run": {"args": ["ls.*"], "kwargs": {"cwd": "/tmp"}}}]}]));
+        let mut kw = Map::new();
+        kw.insert("cwd".into(), json!("/tmp"));
+        let args = [json!("ls -l")];
+        let ok = Call {
+            fun: "cmd.run",
+            args: &args,
+            kwargs: Some(&kw),
+        };
+        assert!(auth_check(&l, &ok, |_| true));
+        let bad_args = [json!("rm -rf /")];
+        let bad = Call {
+            fun: "cmd.run",
+            args: &bad_args,
+            kwargs: Some(&kw),
+        };
+        assert!(!auth_check(&l, &bad, |_| true));
+        let no_kw = Call {
+            fun: "cmd.run",
+            args: &args,
+            kwargs: None,
+        };
+        assert!(!auth_check(&l, &no_kw, |_| true));
+    }
+
+    #[test]
+    fn runner_and_wheel_need_their_own_entries() {
+        let everything = list(json!([".*"]));
+        assert!(!spec_check(
+            &everything,
+            "runner",
+            &call("jobs.list_jobs", &[])
+        ));
+        assert!(!spec_check(
+            &everything,
+            "wheel",
+            &call("key.list_all", &[])
+        ));
+        let l = list(json!(["@wheel", {"@runner": ["jobs.*"]}, "@manage"]));
+        assert!(spec_check(&l, "wheel", &call("key.accept", &[])));
+        assert!(spec_check(&l, "runner", &call("jobs.list_jobs", &[])));
+        assert!(spec_check(&l, "runner", &call("manage.up", &[])));
+        assert!(!spec_check(&l, "runner", &call("state.orchestrate", &[])));
+        let jobs = list(json!([{"@jobs": ["list_.*"]}]));
+        assert!(spec_check(&jobs, "runner", &call("jobs.list_jobs", &[])));
+        assert!(!spec_check(&jobs, "runner", &call("jobs.lookup_jid", &[])));
+        // @runner never grants an execution function, nor the reverse.
+        assert!(!auth_check(&l, &call("test.ping", &[]), |_| true));
+    }
+
+    #[test]
+    fn user_and_group_lists() {
+        let provider = json!({
+            "alice": ["test.*"],
+            "ops%": ["@wheel"],
+            "*": ["grains.items"],
+        });
+        let provider = provider.as_object().unwrap();
+        let none = BTreeSet::new();
+        assert_eq!(
+            fill_auth_list(provider, "alice", &none, false),
+            [json!("test.*")]
+        );
+        let ops: BTreeSet<String> = ["ops".to_string()].into();
+        assert_eq!(
+            fill_auth_list(provider, "bob", &ops, false),
+            [json!("@wheel"), json!("grains.items")]
+        );
+        assert_eq!(
+            fill_auth_list(provider, "carol", &none, false),
+            [json!("grains.items")]
+        );
+    }
+
+    #[test]
+    fn perms_sorted_as_salt() {
+        let p = sorted_permissions(&[
+            json!("test.*"),
+            json!("@wheel"),
+            json!("test.*"),
+            json!({"a": ["b"]}),
+        ]);
+        assert_eq!(p, [json!("@wheel"), json!("test.*"), json!({"a": ["b"]})]);
+    }
+}
