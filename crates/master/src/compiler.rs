@@ -109,31 +109,16 @@ impl Compiler {
         }
     }
 
-    /// The pillar of the minion `host` is for, and the render errors.
+    /// The pillar of the minion `host` is for, and the render errors
+    /// (the one pillar compile halite has: `pillar_render::compile_full`).
     fn pillar(&self, host: &Host) -> (Value, Vec<String>) {
-        let mut pillar = host.pillar.clone();
-        let mut errors = Vec::new();
-        if self
+        let roots = self
             .pillar_files
             .envs()
             .iter()
             .any(|env| self.pillar_files.roots(env).iter().any(|dir| dir.is_dir()))
-        {
-            let mut pillar_host = host.clone();
-            pillar_host.files = self.pillar_files.clone();
-            let (compiled, roots_errors) =
-                halite_modules::pillar_render::compile_pillar(&pillar_host);
-            halite_modules::exec::pillar::deep_merge(&mut pillar, &compiled);
-            errors.extend(roots_errors);
-        }
-        for source in &self.pillar_sources {
-            let mut source_host = host.clone();
-            source_host.pillar = pillar.clone();
-            let part = source.compile(&source_host);
-            halite_modules::exec::pillar::deep_merge(&mut pillar, &part.data);
-            errors.extend(part.errors);
-        }
-        (pillar, errors)
+            .then(|| self.pillar_files.clone() as Arc<dyn FileClient>);
+        halite_modules::pillar_render::compile_full(host, roots, &self.pillar_sources)
     }
 
     /// Compiles `job` for minion `id` with its cached `grains`.
