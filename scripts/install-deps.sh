@@ -23,6 +23,7 @@ packages=(
   openssl              # the remote sources' test CA
   ca-certificates
   git                  # the git module (its daemon too), gitfs and git_pillar
+  gnupg                # the gpg renderer (pillar secrets) and its tests
   supervisor           # supervisord tests start their own daemon
   iptables nftables    # firewall tests, in a network namespace of their own
   ruby                 # gem

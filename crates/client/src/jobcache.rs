@@ -263,6 +263,15 @@ impl JobCache {
         Ok(text.and_then(|t| stored_json(&t, "pillar", id)))
     }
 
+    /// Drops minion `id`'s cached pillar row (its pillar now holds secrets
+    /// that must not be written to disk).
+    pub fn drop_pillar(&self, id: &str) -> Result<(), JobCacheError> {
+        self.conn
+            .execute("DELETE FROM minion_pillar WHERE id = ?1", params![id])
+            .map_err(self.err())?;
+        Ok(())
+    }
+
     /// Forgets a minion's cached data, grains and pillar (its key was
     /// deleted).
     pub fn forget_minion(&self, id: &str) -> Result<(), JobCacheError> {

@@ -130,10 +130,13 @@ impl Compiler {
         remote: Arc<dyn RemoteExec>,
     ) -> Bundle {
         let mut host = self.host_for(id, &job.jid, grains, remote);
+        halite_modules::gpg::take_decrypted();
         let (pillar, errors) = self.pillar(&host);
-        // A pillar that failed to render keeps the last good one cached.
+        let has_secrets = halite_modules::gpg::take_decrypted();
+        // A pillar that failed to render keeps the last good one cached;
+        // one holding GPG-decrypted secrets is kept in memory only.
         if let (Some(cache), true) = (&self.pillar_cache, errors.is_empty()) {
-            cache.store(id, &pillar);
+            cache.store(id, &pillar, !has_secrets);
         }
         host.pillar = pillar.clone();
         let action = if !job.fun.starts_with("state.") {

@@ -26,6 +26,7 @@ pub mod exec;
 pub mod ext_pillar;
 pub mod fetch;
 pub mod fileclient;
+pub mod gpg;
 pub mod grains;
 pub mod host;
 pub mod local;
