@@ -130,6 +130,15 @@ impl Compiler {
         remote: Arc<dyn RemoteExec>,
     ) -> Bundle {
         let mut host = self.host_for(id, &job.jid, grains, remote);
+        // The job's saltenv=/pillarenv= choose the pillar top files
+        // (pillarenv, pillarenv_from_saltenv) as in Salt.
+        if let Value::Object(opts) = &mut host.opts {
+            for key in ["saltenv", "pillarenv"] {
+                if let Some(v) = job.kwarg.get(key).filter(|v| v.is_string()) {
+                    opts.insert(key.into(), v.clone());
+                }
+            }
+        }
         halite_modules::gpg::take_decrypted();
         let (pillar, errors) = self.pillar(&host);
         let has_secrets = halite_modules::gpg::take_decrypted();

@@ -78,7 +78,12 @@ pub fn compile_full(
 /// and the errors (Salt puts them under `_errors`).
 pub fn compile_pillar(pillar_host: &Host) -> (Value, Vec<String>) {
     let source = FileSls::new(pillar_host);
-    let envs = pillar_host.files.envs();
+    let pillarenv = pillarenv_of(&pillar_host.opts);
+    let envs = top_envs(
+        &pillar_host.opts,
+        pillarenv.as_deref(),
+        pillar_host.files.envs(),
+    );
     let mut errors = Vec::new();
     let top = match halite_state::top::get_top(&source, &envs) {
         Ok(t) => t,
@@ -108,6 +113,10 @@ pub fn compile_pillar(pillar_host: &Host) -> (Value, Vec<String>) {
     let mut pillar = Value::Object(Default::default());
     let mut seen = std::collections::HashSet::new();
     for (env, slses) in matches {
+        // Salt's top_matches: with a pillarenv, other saltenvs are skipped.
+        if pillarenv.as_deref().is_some_and(|p| p != env) {
+            continue;
+        }
         for sls in slses {
             let walk = Walk {
                 source: &source,
@@ -120,6 +129,45 @@ pub fn compile_pillar(pillar_host: &Host) -> (Value, Vec<String>) {
         }
     }
     (pillar, errors)
+}
+
+/// The `pillarenv` of `opts`, or with `pillarenv_from_saltenv` the
+/// `saltenv` (Salt's `Pillar.__init__`).
+fn pillarenv_of(opts: &Value) -> Option<String> {
+    let text = |k: &str| {
+        opts.get(k)
+            .and_then(Value::as_str)
+            .filter(|s| !s.is_empty())
+            .map(str::to_string)
+    };
+    text("pillarenv").or_else(|| {
+        opts.get("pillarenv_from_saltenv")
+            .is_some_and(halite_salt_rules::truth::python_bool)
+            .then(|| text("saltenv"))
+            .flatten()
+    })
+}
+
+/// The saltenvs whose pillar top files are read (Salt's `get_tops`): the
+/// `pillarenv` alone when set, the `saltenv` (default `base`) alone with
+/// `pillar_source_merging_strategy: none`, else every saltenv.
+fn top_envs(opts: &Value, pillarenv: Option<&str>, envs: Vec<String>) -> Vec<String> {
+    let only = match pillarenv {
+        Some(p) => p.to_string(),
+        None if opts
+            .get("pillar_source_merging_strategy")
+            .and_then(Value::as_str)
+            == Some("none") =>
+        {
+            opts.get("saltenv")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .unwrap_or("base")
+                .to_string()
+        }
+        None => return envs,
+    };
+    envs.into_iter().filter(|e| *e == only).collect()
 }
 
 /// One SLS walk: what renders it and how its includes are merged.

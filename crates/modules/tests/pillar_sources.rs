@@ -260,3 +260,41 @@ fn gpg_blocks_anywhere_are_decrypted_and_a_missing_key_fails_as_salt_3008() {
     let left = pillar["db"]["list"][0]["pw"].as_str().unwrap();
     assert!(left.starts_with("-----BEGIN PGP MESSAGE-----"), "{left}");
 }
+
+#[test]
+fn pillarenv_and_strategy_none_choose_the_top_files_as_salt() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(&d.join("base/top.sls"), "base:\n  '*':\n    - a\n");
+    write(&d.join("base/a.sls"), "k: base\nonly_base: 1\n");
+    write(&d.join("dev/top.sls"), "dev:\n  '*':\n    - b\n");
+    write(&d.join("dev/b.sls"), "k: dev\nonly_dev: 1\n");
+    let roots = json!({"base": [d.join("base")], "dev": [d.join("dev")]});
+    // (extra options, Salt 3008.5's pillar.items)
+    let cases = [
+        (
+            json!({}),
+            json!({"k": "dev", "only_base": 1, "only_dev": 1}),
+        ),
+        (
+            json!({"pillarenv": "dev"}),
+            json!({"k": "dev", "only_dev": 1}),
+        ),
+        (
+            json!({"pillar_source_merging_strategy": "none"}),
+            json!({"k": "base", "only_base": 1}),
+        ),
+        (
+            json!({"pillarenv_from_saltenv": true, "saltenv": "dev"}),
+            json!({"k": "dev", "only_dev": 1}),
+        ),
+    ];
+    for (extra, want) in cases {
+        let mut opts = extra.clone();
+        opts["pillar_roots"] = roots.clone();
+        opts["ext_pillar"] = json!([]);
+        let (pillar, errors) = pillar_with(d, opts);
+        assert!(errors.is_empty(), "{errors:?}");
+        assert_eq!(pillar, want, "{extra}");
+    }
+}
