@@ -24,6 +24,7 @@ packages=(
   ca-certificates
   git                  # the git module (its daemon too), gitfs and git_pillar
   openssh-server       # sshd for git.latest identity over ssh://
+  gnupg                # the gpg renderer (pillar secrets) and its tests
   supervisor           # supervisord tests start their own daemon
   iptables nftables    # firewall tests, in a network namespace of their own
   firewalld dbus       # firewalld tests: their own firewalld on a private bus in a netns

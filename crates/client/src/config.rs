@@ -162,10 +162,16 @@ impl MasterConfig {
         config_dir: &Path,
         overrides: &serde_json::Map<String, serde_json::Value>,
     ) -> Result<Self, ConfigError> {
-        layered(config_dir, "master", MasterConfig::default())?
+        let mut cfg: Self = layered(config_dir, "master", MasterConfig::default())?
             .merge(Serialized::defaults(overrides))
             .extract()
-            .map_err(|e| ConfigError::Invalid(e.to_string()))
+            .map_err(|e| ConfigError::Invalid(e.to_string()))?;
+        // Salt's opts name their config dir (the gpg renderer's default
+        // gpg_keydir is `<config_dir>/gpgkeys`).
+        cfg.extra
+            .entry("config_dir")
+            .or_insert_with(|| serde_json::Value::from(config_dir.display().to_string()));
+        Ok(cfg)
     }
 
     /// The local socket the CLI and event-bus clients connect to.

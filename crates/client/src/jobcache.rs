@@ -289,6 +289,15 @@ impl JobCache {
         Ok(())
     }
 
+    /// Drops minion `id`'s cached pillar row (its pillar now holds secrets
+    /// that must not be written to disk).
+    pub fn drop_pillar(&self, id: &str) -> Result<(), JobCacheError> {
+        self.conn
+            .execute("DELETE FROM minion_pillar WHERE id = ?1", params![id])
+            .map_err(self.err())?;
+        Ok(())
+    }
+
     /// Every minion's mine as stored (entries with `allow_tgt` still
     /// wrapped): what the master loads at start and `cache.mine` prints.
     pub fn all_mine(&self) -> Result<Vec<MinionMine>, JobCacheError> {

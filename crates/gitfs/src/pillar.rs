@@ -187,6 +187,10 @@ impl PillarSource for GitPillar {
         "git"
     }
 
+    fn position(&self) -> usize {
+        self.position
+    }
+
     fn compile(&self, host: &Host) -> PillarPart {
         let opt = |k: &str| {
             host.opts

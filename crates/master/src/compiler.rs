@@ -124,31 +124,16 @@ impl Compiler {
         }
     }
 
-    /// The pillar of the minion `host` is for, and the render errors.
+    /// The pillar of the minion `host` is for, and the render errors
+    /// (the one pillar compile halite has: `pillar_render::compile_full`).
     fn pillar(&self, host: &Host) -> (Value, Vec<String>) {
-        let mut pillar = host.pillar.clone();
-        let mut errors = Vec::new();
-        if self
+        let roots = self
             .pillar_files
             .envs()
             .iter()
             .any(|env| self.pillar_files.roots(env).iter().any(|dir| dir.is_dir()))
-        {
-            let mut pillar_host = host.clone();
-            pillar_host.files = self.pillar_files.clone();
-            let (compiled, roots_errors) =
-                halite_modules::pillar_render::compile_pillar(&pillar_host);
-            halite_modules::exec::pillar::deep_merge(&mut pillar, &compiled);
-            errors.extend(roots_errors);
-        }
-        for source in &self.pillar_sources {
-            let mut source_host = host.clone();
-            source_host.pillar = pillar.clone();
-            let part = source.compile(&source_host);
-            halite_modules::exec::pillar::deep_merge(&mut pillar, &part.data);
-            errors.extend(part.errors);
-        }
-        (pillar, errors)
+            .then(|| self.pillar_files.clone() as Arc<dyn FileClient>);
+        halite_modules::pillar_render::compile_full(host, roots, &self.pillar_sources)
     }
 
     /// The `mine_functions` of minion `id`'s pillar, compiled now (`{}`
@@ -177,10 +162,22 @@ impl Compiler {
         remote: Arc<dyn RemoteExec>,
     ) -> Bundle {
         let mut host = self.host_for(id, &job.jid, grains, remote);
+        // The job's saltenv=/pillarenv= choose the pillar top files
+        // (pillarenv, pillarenv_from_saltenv) as in Salt.
+        if let Value::Object(opts) = &mut host.opts {
+            for key in ["saltenv", "pillarenv"] {
+                if let Some(v) = job.kwarg.get(key).filter(|v| v.is_string()) {
+                    opts.insert(key.into(), v.clone());
+                }
+            }
+        }
+        halite_modules::gpg::take_decrypted();
         let (pillar, errors) = self.pillar(&host);
-        // A pillar that failed to render keeps the last good one cached.
+        let has_secrets = halite_modules::gpg::take_decrypted();
+        // A pillar that failed to render keeps the last good one cached;
+        // one holding GPG-decrypted secrets is kept in memory only.
         if let (Some(cache), true) = (&self.pillar_cache, errors.is_empty()) {
-            cache.store(id, &pillar);
+            cache.store(id, &pillar, !has_secrets);
         }
         host.pillar = pillar.clone();
         let action = if !job.fun.starts_with("state.") {

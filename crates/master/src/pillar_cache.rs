@@ -32,9 +32,12 @@ impl PillarCache {
     }
 
     /// Remembers `pillar` as minion `id`'s; written to disk only when it
-    /// changed, so a job that recompiles the same pillar costs no write. A
-    /// write that fails is logged: the in-memory copy still serves targets.
-    pub fn store(&self, id: &str, pillar: &Value) {
+    /// changed and `persist` (a pillar holding secrets the gpg renderer
+    /// decrypted is never written in clear: its disk row is dropped, so a
+    /// restarted master matches that minion's pillar targets only after its
+    /// next compile). A write that fails is logged: the in-memory copy still
+    /// serves targets.
+    pub fn store(&self, id: &str, pillar: &Value, persist: bool) {
         {
             let mut mem = self.mem.write().unwrap_or_else(PoisonError::into_inner);
             if mem.get(id) == Some(pillar) {
@@ -42,12 +45,14 @@ impl PillarCache {
             }
             mem.insert(id.to_string(), pillar.clone());
         }
-        // GPG: pillar values decrypted from `#!yaml|gpg` sources must not be
-        // written here in clear. No such renderer exists yet; the GPG issue
-        // has to encrypt or drop those values before this write.
         let db = self.db.lock().unwrap_or_else(PoisonError::into_inner);
-        if let Err(e) = db.store_pillar(id, pillar) {
-            tracing::warn!(%id, error = %e, "cannot cache the minion's pillar on disk");
+        let result = if persist {
+            db.store_pillar(id, pillar)
+        } else {
+            db.drop_pillar(id)
+        };
+        if let Err(e) = result {
+            tracing::warn!(%id, error = %e, "cannot update the minion's pillar cached on disk");
         }
     }
 
@@ -77,9 +82,11 @@ mod tests {
         let path = dir.path().join("jobs.sqlite");
         {
             let cache = PillarCache::open(&path).unwrap();
-            cache.store("web1", &json!({"role": "web"}));
-            cache.store("db1", &json!({"role": "db"}));
-            cache.store("db1", &json!({"role": "db2"}));
+            cache.store("web1", &json!({"role": "web"}), true);
+            cache.store("db1", &json!({"role": "db"}), true);
+            cache.store("db1", &json!({"role": "db2"}), true);
+            cache.store("secret1", &json!({"pw": "hunter2"}), false);
+            assert_eq!(cache.read()["secret1"], json!({"pw": "hunter2"}));
             assert_eq!(cache.read()["db1"], json!({"role": "db2"}));
             cache.forget("web1");
             assert!(!cache.read().contains_key("web1"));
@@ -88,5 +95,10 @@ mod tests {
         assert_eq!(cache.read()["db1"], json!({"role": "db2"}));
         // forget() is memory only: the key deletion path drops the row.
         assert_eq!(cache.read()["web1"], json!({"role": "web"}));
+        // A pillar with decrypted secrets never reached the disk.
+        assert!(!cache.read().contains_key("secret1"));
+        drop(cache);
+        let raw = std::fs::read(&path).unwrap();
+        assert!(!raw.windows(7).any(|w| w == b"hunter2"));
     }
 }

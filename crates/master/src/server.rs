@@ -363,7 +363,13 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     let compiler = Arc::new(
         Compiler::new(cfg.opts(), fileserver.clone(), cfg.pillar_roots.clone())
             .with_pillar_cache(pillars)
-            .with_pillar_sources(git.pillar_sources())
+            .with_pillar_sources(
+                [
+                    git.pillar_sources(),
+                    halite_modules::ext_pillar::sources_from_opts(&cfg.opts()),
+                ]
+                .concat(),
+            )
             .with_mine(Arc::new(move |id: &str| {
                 CompileMine::link(id, mine_tx.clone(), mine_timeout)
             })),

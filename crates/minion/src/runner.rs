@@ -176,13 +176,17 @@ impl HostRunner {
         let Some(local) = &self.local else {
             return Vec::new();
         };
-        if !local.pillar_roots.values().flatten().any(|d| d.is_dir()) {
+        let sources = halite_modules::ext_pillar::sources_from_opts(&host.opts);
+        let has_roots = local.pillar_roots.values().flatten().any(|d| d.is_dir());
+        if !has_roots && sources.is_empty() {
             return Vec::new();
         }
-        let mut pillar_host = host.clone();
-        pillar_host.files = Arc::new(LocalFileClient::new(local.pillar_roots.clone()));
-        let (compiled, errors) = halite_modules::pillar_render::compile_pillar(&pillar_host);
-        halite_modules::exec::pillar::deep_merge(&mut host.pillar, &compiled);
+        let files = has_roots.then(|| {
+            Arc::new(LocalFileClient::new(local.pillar_roots.clone()))
+                as Arc<dyn halite_state::FileClient>
+        });
+        let (pillar, errors) = halite_modules::pillar_render::compile_full(host, files, &sources);
+        host.pillar = pillar;
         errors
     }
 

@@ -24,11 +24,14 @@ macro_rules! module_list {
 pub mod command;
 pub mod dynamic;
 pub mod exec;
+pub mod ext_pillar;
 pub mod fetch;
 pub mod fileclient;
+pub mod gpg;
 pub mod grains;
 pub mod host;
 pub mod local;
+pub mod pillar_merge;
 pub mod pillar_render;
 pub mod pillar_source;
 pub mod pkg;

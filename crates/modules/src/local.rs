@@ -61,10 +61,12 @@ pub fn local_host(opts: Value, events: Arc<dyn EventSink>) -> (Host, Vec<String>
 /// and the render errors; `None` when none of those directories exists.
 pub fn local_pillar(host: &Host) -> Option<(Value, Vec<String>)> {
     let pillar_roots = roots_of(&host.opts, "pillar_roots");
-    if !pillar_roots.values().flatten().any(|d| d.is_dir()) {
+    let sources = crate::ext_pillar::sources_from_opts(&host.opts);
+    let has_roots = pillar_roots.values().flatten().any(|d| d.is_dir());
+    if !has_roots && sources.is_empty() {
         return None;
     }
-    let mut pillar_host = host.clone();
-    pillar_host.files = Arc::new(LocalFileClient::new(pillar_roots));
-    Some(crate::pillar_render::compile_pillar(&pillar_host))
+    let files = has_roots
+        .then(|| Arc::new(LocalFileClient::new(pillar_roots)) as Arc<dyn halite_state::FileClient>);
+    Some(crate::pillar_render::compile_full(host, files, &sources))
 }

@@ -31,4 +31,10 @@ pub trait PillarSource: Send + Sync {
     /// in `host.pillar` the pillar compiled so far (Salt passes it to
     /// every ext_pillar as `pillar`).
     fn compile(&self, host: &Host) -> PillarPart;
+
+    /// The index of this source's entry in `ext_pillar`: sources are
+    /// merged in that order, whichever crate built them.
+    fn position(&self) -> usize {
+        usize::MAX
+    }
 }

@@ -36,6 +36,9 @@ impl halite_render::SaltFunctions for HostSalt {
         input: &Value,
         ctx: &halite_render::RenderContext,
     ) -> Option<Result<Value, String>> {
+        if renderer == "gpg" {
+            return Some(crate::gpg::render(input, &self.0.opts));
+        }
         crate::python::render(&self.0, renderer, input, ctx)
     }
 }
