@@ -134,6 +134,9 @@ fn main() -> anyhow::Result<()> {
         per(encode),
         bytes / n.max(1)
     );
-    println!("render cache: {:?}", halite_render::cache::RenderCache::global().stats());
+    println!(
+        "render cache: {:?}",
+        halite_render::cache::RenderCache::global().stats()
+    );
     Ok(())
 }
