@@ -7,6 +7,8 @@
 //!
 //! `cargo run -p halite-master --example compile_profile -- 200 [fresh]`
 //! (`fresh`: with the render cache off, every text parsed for every minion)
+//! `[noid]` (`noid`: the SLS's paths from `grains['os']` instead of the
+//! id, so every minion renders the same text: a homogeneous fleet)
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -39,13 +41,14 @@ fn write(path: &Path, text: &str) -> anyhow::Result<()> {
 }
 
 /// The benchmark's tree (crates/cli/benches/highstate.rs, same shape).
-fn generate(root: &Path) -> anyhow::Result<()> {
+fn generate(root: &Path, by: &str) -> anyhow::Result<()> {
     let salt = root.join("salt");
     write(&salt.join("top.sls"), "base:\n  '*':\n    - bench\n")?;
-    let mut sls = String::from(
-        "{% set out = pillar['bench_out'] ~ '/' ~ grains['id'] %}\n\
+    let sls = String::from(
+        "{% set out = pillar['bench_out'] ~ '/' ~ grains['BY'] %}\n\
          bench_motd:\n  test.succeed_without_changes:\n    - name: \"motd {{ pillar['bench']['motd'] }}\"\n\n",
     );
+    let mut sls = sls.replace("BY", by);
     for k in 0..50 {
         write(
             &salt.join(format!("files/f{k:02}.txt")),
@@ -95,7 +98,12 @@ fn main() -> anyhow::Result<()> {
         halite_render::cache::RenderCache::global().set_enabled(false);
     }
     let dir = tempfile::tempdir()?;
-    generate(dir.path())?;
+    let by = if std::env::args().nth(3).as_deref() == Some("noid") {
+        "os"
+    } else {
+        "id"
+    };
+    generate(dir.path(), by)?;
     let roots = BTreeMap::from([("base".to_string(), vec![dir.path().join("salt")])]);
     let pillar_roots = BTreeMap::from([("base".to_string(), vec![dir.path().join("pillar")])]);
     let opts = json!({"file_roots": {"base": [dir.path().join("salt")]}, "renderer": "jinja|yaml"});
