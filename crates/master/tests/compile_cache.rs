@@ -3,6 +3,10 @@
 //! render-time call results, with the cache on (twice, so it is used) and
 //! off, and compares the encoded bundles byte for byte; then changes the
 //! state and pillar trees between two jobs and compares again.
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
 
 use std::collections::BTreeMap;
 use std::path::Path;
