@@ -26,8 +26,10 @@ use crate::Value;
 
 /// Most parsed documents kept at once.
 pub const MAX_ENTRIES: usize = 1024;
-/// Most bytes of source text kept at once (the parsed data is of the same order).
-pub const MAX_BYTES: usize = 64 << 20;
+/// Most bytes of source text kept at once. The parsed data of a YAML text
+/// takes several times its size in memory (maps of `Value`s), so this
+/// keeps a long-running daemon's cache to some tens of megabytes.
+pub const MAX_BYTES: usize = 8 << 20;
 /// Most texts remembered as seen once before the set starts over.
 const MAX_SEEN: usize = 64 * 1024;
 
