@@ -90,6 +90,8 @@ struct LocalCommand {
 enum Internal {
     /// Send `body` as the answer to request `req` of session `sid`.
     Reply { sid: u64, req: u64, body: ReplyBody },
+    /// Seal and send `plain`, an answer the worker encoded ([`reply_frame`]).
+    EncodedReply { sid: u64, plain: Vec<u8> },
     /// Key files of Hellos were written (one result per key).
     KeysWritten {
         batch: Vec<NewKey>,
@@ -105,6 +107,28 @@ enum Internal {
     },
     /// A compile's `mine.get` (crate::mine).
     Mine(MineQuestion),
+}
+
+/// The encoded `Reply` to request `req`: `body`, or an error the minion
+/// can show when `body` is too large for one frame. Runs on the compile
+/// worker for bundles (issue 25: a 1000-chunk bundle's encoding is ~8% of
+/// its compile, and the main task also serves returns, events and pings).
+fn reply_frame(req: u64, body: ReplyBody) -> Result<Vec<u8>, halite_proto::FrameError> {
+    match encode(&MasterMessage::Reply { req, body }) {
+        Ok(plain) if plain.len() + 4096 < halite_proto::MAX_FRAME_BYTES => Ok(plain),
+        too_big => {
+            let why = match too_big {
+                Ok(plain) => format!(
+                    "the answer is {} bytes, over the {} byte message limit; split the run into smaller state.sls calls",
+                    plain.len(),
+                    halite_proto::MAX_FRAME_BYTES
+                ),
+                Err(e) => format!("cannot encode the answer: {e}"),
+            };
+            let body = ReplyBody::Error(why);
+            encode(&MasterMessage::Reply { req, body })
+        }
+    }
 }
 
 /// A compile thread's way to call functions on the minion it compiles for.
@@ -543,22 +567,10 @@ impl Master {
     /// Answers request `req` of session `sid`; an answer too large for one
     /// frame (a huge bundle) becomes an error the minion can show.
     fn send_reply(&mut self, sid: u64, req: u64, body: ReplyBody) {
-        let plain = match encode(&MasterMessage::Reply { req, body }) {
-            Ok(plain) if plain.len() + 4096 < halite_proto::MAX_FRAME_BYTES => plain,
-            too_big => {
-                let why = match too_big {
-                    Ok(plain) => format!(
-                        "the answer is {} bytes, over the {} byte message limit; split the run into smaller state.sls calls",
-                        plain.len(),
-                        halite_proto::MAX_FRAME_BYTES
-                    ),
-                    Err(e) => format!("cannot encode the answer: {e}"),
-                };
-                let body = ReplyBody::Error(why);
-                return self.send_sealed(sid, &MasterMessage::Reply { req, body });
-            }
-        };
-        self.seal_and_send(sid, &plain);
+        match reply_frame(req, body) {
+            Ok(plain) => self.seal_and_send(sid, &plain),
+            Err(e) => tracing::warn!(error = %e, "cannot encode a message"),
+        }
     }
 
     fn seal_and_send(&mut self, sid: u64, plain: &[u8]) {
@@ -662,6 +674,7 @@ impl Master {
     fn on_internal(&mut self, work: Internal) {
         match work {
             Internal::Reply { sid, req, body } => self.send_reply(sid, req, body),
+            Internal::EncodedReply { sid, plain } => self.seal_and_send(sid, &plain),
             Internal::KeysWritten { batch, results } => self.keys_written(batch, results),
             Internal::Mine(question) => {
                 let answer = self
@@ -813,10 +826,21 @@ impl Master {
             // Dropped after the answer is queued for this task.
             let _work = work_guard;
             let _permit = workers.acquire_owned().await;
-            let body = tokio::task::spawn_blocking(work).await.unwrap_or_else(|e| {
-                ReplyBody::Error(format!("the request failed on the master: {e}"))
-            });
-            let _ = internal.send(Internal::Reply { sid, req, body });
+            // The answer is encoded on the worker too; the main task only seals it.
+            let encoded = tokio::task::spawn_blocking(move || reply_frame(req, work())).await;
+            let _ = match encoded {
+                Ok(Ok(plain)) => internal.send(Internal::EncodedReply { sid, plain }),
+                Ok(Err(e)) => internal.send(Internal::Reply {
+                    sid,
+                    req,
+                    body: ReplyBody::Error(format!("cannot encode the answer: {e}")),
+                }),
+                Err(e) => internal.send(Internal::Reply {
+                    sid,
+                    req,
+                    body: ReplyBody::Error(format!("the request failed on the master: {e}")),
+                }),
+            };
         });
     }
 
@@ -1733,5 +1757,30 @@ async fn stream_events(
             // The client closing its end ends the stream.
             read = stream.read(&mut probe) => if matches!(read, Ok(0) | Err(_)) { return },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_reply_too_large_for_a_frame_becomes_an_error_the_minion_reads() {
+        // Under the frame limit, but without the room sealing needs.
+        let huge = ReplyBody::Error("x".repeat(halite_proto::MAX_FRAME_BYTES - 2000));
+        let plain = reply_frame(7, huge).unwrap();
+        let MasterMessage::Reply { req, body } = decode(&plain).unwrap() else {
+            panic!("not a reply");
+        };
+        assert_eq!(req, 7);
+        let ReplyBody::Error(why) = body else {
+            panic!("not an error");
+        };
+        assert!(why.contains("message limit"), "{why}");
+        let small = reply_frame(8, ReplyBody::Error("fine".into())).unwrap();
+        assert!(matches!(
+            decode(&small).unwrap(),
+            MasterMessage::Reply { req: 8, body: ReplyBody::Error(ref e) } if e == "fine"
+        ));
     }
 }

@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+pub mod cache;
 mod jinja;
 /// Python's `str()`/`repr()`/`json.dumps` of values, from the leaf crate of
 /// Salt's rules (the renderer's filters and YAML dumper print with them).
@@ -127,7 +128,7 @@ pub fn render_sls(text: &str, ctx: &RenderContext) -> Result<Value, RenderError>
                 Stage::Text(source)
             }
             (shebang::Renderer::Jinja, Stage::Text(source)) => Stage::Text(jinja::render(&source, ctx)?),
-            (shebang::Renderer::Yaml, Stage::Text(source)) => Stage::Data(yaml::load(&source)?),
+            (shebang::Renderer::Yaml, Stage::Text(source)) => Stage::Data(load_yaml(&source)?),
             (shebang::Renderer::Json, Stage::Text(source)) => Stage::Data(load_json(&source)?),
             (shebang::Renderer::External(name), stage) => {
                 let input = match stage {
@@ -158,7 +159,7 @@ pub fn render_sls(text: &str, ctx: &RenderContext) -> Result<Value, RenderError>
         Stage::Data(data) => data,
         // A pipeline of text renderers only (`#!jinja`): Salt would hand the
         // text to the state compiler, which needs data, so load it as YAML.
-        Stage::Text(source) => match yaml::load(&source)? {
+        Stage::Text(source) => match load_yaml(&source)? {
             Value::Null => Value::Object(Map::new()),
             data => data,
         },
@@ -179,11 +180,18 @@ enum Stage {
     Data(Value),
 }
 
+/// Salt's YAML load of a rendered SLS, through the [`cache::RenderCache`].
+fn load_yaml(source: &str) -> Result<Value, yaml::YamlError> {
+    cache::RenderCache::global().load(cache::Loader::Yaml, source, yaml::load)
+}
+
 fn load_json(source: &str) -> Result<Value, RenderError> {
     if source.trim().is_empty() {
         return Ok(Value::Object(Map::new()));
     }
-    serde_json::from_str(source).map_err(|e| RenderError::Other(format!("{e}; line {}", e.line())))
+    cache::RenderCache::global()
+        .load(cache::Loader::Json, source, |s| serde_json::from_str(s))
+        .map_err(|e| RenderError::Other(format!("{e}; line {}", e.line())))
 }
 
 /// Renders a text template (`engine` is `jinja`) with the context.

@@ -1,0 +1,150 @@
+//! Profiles the master's per-minion compile without sockets: generates the
+//! highstate benchmark's tree shape (1000 states, 50 `salt://` files, paths
+//! from `grains['id']` and pillar) in a temp dir and compiles
+//! `state.apply` for N minion ids, as the master does for a fleet job,
+//! then encodes each bundle as the reply frame does. Prints the time of
+//! each phase; run it under `perf record` for the functions.
+//!
+//! `cargo run -p halite-master --example compile_profile -- 200 [fresh]`
+//! (`fresh`: with the render cache off, every text parsed for every minion)
+//! `[noid]` (`noid`: the SLS's paths from `grains['os']` instead of the
+//! id, so every minion renders the same text: a homogeneous fleet)
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use halite_master::compiler::Compiler;
+use halite_master::fileserver::FileServer;
+use halite_modules::exec::RemoteExec;
+use halite_modules::Args;
+use halite_proto::msg::Job;
+use serde_json::{json, Map, Value};
+
+/// Render-time calls the tree never makes.
+struct NoRemote;
+
+impl RemoteExec for NoRemote {
+    fn call(&self, fun: &str, _args: &Args) -> Result<Value, String> {
+        Err(format!("{fun}: no minion in the profile"))
+    }
+}
+
+fn write(path: &Path, text: &str) -> anyhow::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
+    std::fs::write(path, text)?;
+    Ok(())
+}
+
+/// The benchmark's tree (crates/cli/benches/highstate.rs, same shape).
+fn generate(root: &Path, by: &str) -> anyhow::Result<()> {
+    let salt = root.join("salt");
+    write(&salt.join("top.sls"), "base:\n  '*':\n    - bench\n")?;
+    let sls = String::from(
+        "{% set out = pillar['bench_out'] ~ '/' ~ grains['BY'] %}\n\
+         bench_motd:\n  test.succeed_without_changes:\n    - name: \"motd {{ pillar['bench']['motd'] }}\"\n\n",
+    );
+    let mut sls = sls.replace("BY", by);
+    for k in 0..50 {
+        write(
+            &salt.join(format!("files/f{k:02}.txt")),
+            &"x".repeat(2048 + k * 64),
+        )?;
+        let _ = write!(
+            sls,
+            "bench_file_{k:02}:\n  file.managed:\n    - name: {{{{ out }}}}/f{k:02}.txt\n    - source: salt://files/f{k:02}.txt\n    - makedirs: True\n\n"
+        );
+    }
+    for i in 1..950 {
+        let _ = writeln!(sls, "bench_test_{i:03}:\n  test.succeed_without_changes:");
+        let mut reqs = Vec::new();
+        if i % 10 == 9 {
+            reqs.push(format!("test: bench_test_{:03}", i - 1));
+        }
+        if i % 50 == 0 {
+            reqs.push(format!("file: bench_file_{:02}", (i / 50) % 50));
+        }
+        if reqs.is_empty() {
+            sls.push_str("    []\n");
+        } else {
+            sls.push_str("    - require:\n");
+            for r in reqs {
+                let _ = writeln!(sls, "      - {r}");
+            }
+        }
+        sls.push('\n');
+    }
+    write(&salt.join("bench.sls"), &sls)?;
+    let pillar = root.join("pillar");
+    write(&pillar.join("top.sls"), "base:\n  '*':\n    - bench\n")?;
+    write(
+        &pillar.join("bench.sls"),
+        "bench_out: /tmp/out\nbench:\n  motd: hello from the pillar\n  users: [alice, bob, carol]\n  limits:\n    nofile: 4096\n",
+    )?;
+    Ok(())
+}
+
+fn main() -> anyhow::Result<()> {
+    let n: usize = std::env::args()
+        .nth(1)
+        .map(|s| s.parse())
+        .transpose()?
+        .unwrap_or(100);
+    if std::env::args().nth(2).as_deref() == Some("fresh") {
+        halite_render::cache::RenderCache::global().set_enabled(false);
+    }
+    let dir = tempfile::tempdir()?;
+    let by = if std::env::args().nth(3).as_deref() == Some("noid") {
+        "os"
+    } else {
+        "id"
+    };
+    generate(dir.path(), by)?;
+    let roots = BTreeMap::from([("base".to_string(), vec![dir.path().join("salt")])]);
+    let pillar_roots = BTreeMap::from([("base".to_string(), vec![dir.path().join("pillar")])]);
+    let opts = json!({"file_roots": {"base": [dir.path().join("salt")]}, "renderer": "jinja|yaml"});
+    let compiler = Compiler::new(
+        opts,
+        Arc::new(FileServer::new(roots, 1 << 20)),
+        pillar_roots,
+    );
+    let job = Job {
+        jid: "20261126000000000000".into(),
+        fun: "state.apply".into(),
+        arg: vec![],
+        kwarg: Map::new(),
+        tgt: "*".into(),
+        tgt_type: "glob".into(),
+        user: "root".into(),
+        minions: vec![],
+    };
+    let remote: Arc<dyn RemoteExec> = Arc::new(NoRemote);
+    let (mut compile, mut encode) = (Duration::ZERO, Duration::ZERO);
+    let mut bytes = 0;
+    for m in 0..n {
+        let id = format!("swarm-{m:05}");
+        let grains = json!({"id": id, "os": "Debian", "os_family": "Debian"});
+        let t = Instant::now();
+        let bundle = compiler.bundle(&id, &grains, &job, remote.clone());
+        compile += t.elapsed();
+        let t = Instant::now();
+        bytes += halite_proto::frame::encode(&bundle)?.len();
+        encode += t.elapsed();
+    }
+    let per = |d: Duration| d.as_secs_f64() * 1000.0 / n as f64;
+    println!(
+        "{n} minions: compile {:.2} ms/minion, encode {:.2} ms/minion, {} bytes/bundle",
+        per(compile),
+        per(encode),
+        bytes / n.max(1)
+    );
+    println!(
+        "render cache: {:?}",
+        halite_render::cache::RenderCache::global().stats()
+    );
+    Ok(())
+}

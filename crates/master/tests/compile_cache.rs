@@ -1,0 +1,154 @@
+//! Issue 25: the render cache must never change what a minion receives.
+//! Compiles `state.apply` for minions with different grains, pillar and
+//! render-time call results, with the cache on (twice, so it is used) and
+//! off, and compares the encoded bundles byte for byte; then changes the
+//! state and pillar trees between two jobs and compares again.
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use halite_master::compiler::Compiler;
+use halite_master::fileserver::FileServer;
+use halite_modules::exec::RemoteExec;
+use halite_modules::Args;
+use halite_proto::msg::Job;
+use halite_render::cache::RenderCache;
+use serde_json::{json, Map, Value};
+
+/// The minion's side of render-time calls: answers with its own id, as a
+/// real minion's `cmd.run` or `mine.get` would answer with its own data.
+struct Minion(String);
+
+impl RemoteExec for Minion {
+    fn call(&self, fun: &str, args: &Args) -> Result<Value, String> {
+        Ok(json!(format!("{fun}{:?} on {}", args.positional, self.0)))
+    }
+}
+
+fn write(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A tree whose output differs per minion by grain, pillar and a
+/// render-time call, with one SLS that is the same for every minion.
+fn tree(root: &Path, version: &str) {
+    write(
+        &root.join("salt/top.sls"),
+        "base:\n  '*':\n    - common\n    - same\n  'db*':\n    - db\n",
+    );
+    write(
+        &root.join("salt/common.sls"),
+        &format!(
+            "os_{version}:\n  test.succeed_without_changes:\n    - name: {{{{ grains['os'] }}}} {{{{ pillar['role'] }}}}\n\
+             call:\n  test.succeed_without_changes:\n    - name: {{{{ salt['cmd.run']('hostname') }}}}\n"
+        ),
+    );
+    write(
+        &root.join("salt/same.sls"),
+        &format!("same_{version}:\n  test.succeed_without_changes:\n    - name: same for all\n"),
+    );
+    write(
+        &root.join("salt/db.sls"),
+        "{% for u in pillar.get('users', []) %}\nuser_{{ u }}:\n  test.nop: []\n{% endfor %}\n",
+    );
+    write(
+        &root.join("pillar/top.sls"),
+        "base:\n  '*':\n    - common\n  'db*':\n    - db\n",
+    );
+    write(
+        &root.join("pillar/common.sls"),
+        &format!("role: {{{{ grains.get('role', 'none') }}}}-{version}\n"),
+    );
+    write(&root.join("pillar/db.sls"), "users: [alice, bob]\n");
+}
+
+fn compile_all(root: &Path) -> Vec<Vec<u8>> {
+    let roots = BTreeMap::from([("base".to_string(), vec![root.join("salt")])]);
+    let pillar_roots = BTreeMap::from([("base".to_string(), vec![root.join("pillar")])]);
+    let compiler = Compiler::new(
+        json!({"renderer": "jinja|yaml"}),
+        Arc::new(FileServer::new(roots, 1 << 20)),
+        pillar_roots,
+    );
+    let job = Job {
+        jid: "20261126000000000001".into(),
+        fun: "state.apply".into(),
+        arg: vec![],
+        kwarg: Map::new(),
+        tgt: "*".into(),
+        tgt_type: "glob".into(),
+        user: "root".into(),
+        minions: vec![],
+    };
+    let minions = [
+        ("web1", json!({"os": "Debian", "role": "web"})),
+        ("web2", json!({"os": "Debian", "role": "web"})),
+        ("db1", json!({"os": "RedHat", "role": "db"})),
+        ("db2", json!({"os": "Debian"})),
+    ];
+    minions
+        .iter()
+        .map(|(id, grains)| {
+            let remote = Arc::new(Minion(id.to_string()));
+            let bundle = compiler.bundle(id, grains, &job, remote);
+            halite_proto::frame::encode(&bundle).unwrap()
+        })
+        .collect()
+}
+
+/// Cached twice (the second time served from the cache), then fresh.
+fn cached_and_fresh(root: &Path) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+    let cache = RenderCache::global();
+    cache.set_enabled(true);
+    compile_all(root);
+    let before = cache.stats().hits;
+    let cached = compile_all(root);
+    assert!(
+        cache.stats().hits > before,
+        "the second compile must be served partly from the cache"
+    );
+    cache.set_enabled(false);
+    let fresh = compile_all(root);
+    cache.set_enabled(true);
+    (cached, fresh)
+}
+
+#[test]
+fn memoised_compiles_equal_fresh_ones_per_minion_and_after_a_tree_change() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), "v1");
+    let (cached, fresh) = cached_and_fresh(dir.path());
+    assert_eq!(cached, fresh);
+    // The bundles really differ per minion (id, grains, pillar, call).
+    for (i, a) in fresh.iter().enumerate() {
+        for b in &fresh[i + 1..] {
+            assert_ne!(a, b);
+        }
+    }
+    let text = String::from_utf8_lossy(&cached[2]);
+    assert!(text.contains("RedHat db-v1"), "{text}");
+    assert!(
+        text.contains("cmd.run[String(\"hostname\")] on db1"),
+        "{text}"
+    );
+    assert!(text.contains("user_alice"), "{text}");
+
+    // The tree changes between two jobs: the cache must not serve v1.
+    tree(dir.path(), "v2");
+    let (cached2, fresh2) = cached_and_fresh(dir.path());
+    assert_eq!(cached2, fresh2);
+    for (old, new) in cached.iter().zip(&cached2) {
+        assert_ne!(old, new);
+        let text = String::from_utf8_lossy(new);
+        assert!(
+            text.contains("same_v2") && !text.contains("same_v1"),
+            "{text}"
+        );
+    }
+}
