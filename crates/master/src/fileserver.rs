@@ -178,7 +178,7 @@ impl FileServer {
                     .map_err(|e| FileServerError::Refused(e.to_string()))
             }
             RequestBody::FileEnvs => Ok(ReplyBody::List(self.client.envs())),
-            RequestBody::Bundle { .. } => {
+            RequestBody::Bundle { .. } | RequestBody::OwnJob { .. } => {
                 Err(FileServerError::Refused("not a fileserver request".into()))
             }
         };

@@ -10,6 +10,7 @@ pub mod link;
 pub mod remote_files;
 pub mod replay;
 pub mod runner;
+pub mod running;
 pub mod store;
 pub mod swarm;
 

@@ -23,6 +23,7 @@ use tokio::sync::{mpsc, Semaphore};
 use crate::channel::{JobRequest, MasterChannel};
 use crate::replay::ReplayGuard;
 use crate::runner::JobRunner;
+use crate::running::{LocalJob, RunningJob, RunningJobs};
 use crate::store::ReturnStore;
 
 /// One minion identity: who it is, its grains, its unacknowledged returns.
@@ -37,9 +38,15 @@ pub struct Agent {
     pub store: ReturnStore,
     phase: Phase,
     seen_jids: VecDeque<String>,
-    /// Jobs this identity runs now, for `saltutil.find_job`.
-    running: HashMap<String, Arc<Job>>,
+    /// Jobs this identity runs now, for `saltutil.find_job`/`running`/`kill_job`.
+    running: RunningJobs,
+    /// Jobs the minion started by itself while this identity had no
+    /// session; they start once it has one.
+    deferred: VecDeque<LocalJob>,
 }
+
+/// Jobs started by the minion itself wait this many at most for a session.
+const DEFERRED_LOCAL_JOBS: usize = 64;
 
 enum Phase {
     Idle {
@@ -73,15 +80,31 @@ impl Agent {
                 next_try: Instant::now(),
             },
             seen_jids: VecDeque::new(),
-            running: HashMap::new(),
+            running: RunningJobs::default(),
+            deferred: VecDeque::new(),
         }
     }
 
+    /// The jobs this identity runs (shared: the minion's control reads it).
+    pub fn running_jobs(&self) -> RunningJobs {
+        self.running.clone()
+    }
+
     /// A job of this identity ended: it is no longer running, and its
-    /// return goes on disk until the master acknowledges it.
-    fn job_ended(&mut self, ret: &JobReturn) -> std::io::Result<()> {
-        self.running.remove(&ret.jid);
-        self.store.put(ret)
+    /// return goes on disk until the master acknowledges it. `None` when
+    /// the return is not for the master (a scheduled job with
+    /// `return_job: False`); a signalled job's return says so.
+    fn job_ended(&mut self, ret: &JobReturn) -> std::io::Result<Option<JobReturn>> {
+        let ended = self.running.remove(&ret.jid);
+        if ended.as_ref().is_some_and(|r| !r.return_job) {
+            return Ok(None);
+        }
+        let ret = match ended.and_then(|r| r.signalled) {
+            Some(signal) => signalled_return(ret, signal),
+            None => ret.clone(),
+        };
+        self.store.put(&ret)?;
+        Ok(Some(ret))
     }
 
     /// Whether this identity has an open session.
@@ -145,9 +168,12 @@ pub enum LinkEnd {
     MasterLost(String),
 }
 
-/// A job's result or an event, coming back from a blocking job thread.
+/// A job's result or an event, coming back from a blocking job thread;
+/// or a job the minion starts by itself.
 enum FromJob {
     Done(usize, JobReturn),
+    /// A job of identity `usize` started by the minion (its scheduler).
+    Start(usize, LocalJob),
     Event(usize, String, Value),
     /// The answer to the master's render-time call `call`.
     RenderReply(usize, u64, Result<Value, String>),
@@ -169,6 +195,30 @@ impl JobOutputs {
     pub fn new() -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         JobOutputs { tx, rx }
+    }
+
+    /// Where the minion starts jobs of identity `agent` by itself.
+    pub fn starter(&self, agent: usize) -> JobStarter {
+        JobStarter {
+            agent,
+            tx: self.tx.clone(),
+        }
+    }
+}
+
+/// Starts jobs of one identity on whatever link serves it (the
+/// scheduler's handle): the job runs as a published one would, once the
+/// identity has a session with a master.
+#[derive(Clone)]
+pub struct JobStarter {
+    agent: usize,
+    tx: mpsc::UnboundedSender<FromJob>,
+}
+
+impl JobStarter {
+    /// Queues `job`; false when the minion is stopping.
+    pub fn start(&self, job: LocalJob) -> bool {
+        self.tx.send(FromJob::Start(self.agent, job)).is_ok()
     }
 }
 
@@ -194,6 +244,21 @@ fn keep_finished_returns(agents: &mut [Agent], outputs: &mut JobOutputs) {
     }
 }
 
+/// The return of a job `saltutil.signal_job` stopped: Salt's job dies of
+/// the signal and its return never comes; halite's job thread ends early
+/// and its return says why, so the job cache tells what happened.
+fn signalled_return(ret: &JobReturn, signal: i32) -> JobReturn {
+    JobReturn {
+        ret: Value::String(format!(
+            "The job {} was stopped by signal {signal} (saltutil.signal_job)",
+            ret.jid
+        )),
+        retcode: 1,
+        success: false,
+        ..ret.clone()
+    }
+}
+
 /// The end of a stopping minion's jobs once no link serves them: waits up
 /// to `grace` for the running ones, keeps every finished return on disk
 /// (sent to the master after the next start), and abandons what still
@@ -211,7 +276,7 @@ pub async fn stop_jobs(
         return;
     }
     for agent in agents.iter_mut() {
-        let abandoned: Vec<Arc<Job>> = agent.running.values().cloned().collect();
+        let abandoned: Vec<Arc<Job>> = agent.running.all().into_iter().map(|r| r.job).collect();
         for job in abandoned {
             tracing::warn!(id = %agent.id, jid = %job.jid, fun = %job.fun, "job abandoned at shutdown");
             let ret = abandoned_return(&agent.id, &job, grace);
@@ -625,6 +690,10 @@ impl Link<'_> {
                 let grains = self.agents[idx].grains.clone();
                 self.send_request(idx, &MinionRequest::Start { grains })
                     .await;
+                let deferred: Vec<LocalJob> = self.agents[idx].deferred.drain(..).collect();
+                for local in deferred {
+                    self.start_local(idx, local);
+                }
             }
             MasterMessage::PublishKey(key) => {
                 self.touch(idx, now);
@@ -774,7 +843,31 @@ impl Link<'_> {
         self.held.push_back((Instant::now(), publication));
     }
 
+    /// Starts a job the minion started by itself, or keeps it until the
+    /// identity has a session (it may need its bundle from the master).
+    fn start_local(&mut self, idx: usize, local: LocalJob) {
+        let Some(agent) = self.agents.get_mut(idx) else {
+            return;
+        };
+        if !agent.is_ready() {
+            if agent.deferred.len() >= DEFERRED_LOCAL_JOBS {
+                tracing::warn!(jid = %local.job.jid, fun = %local.job.fun, "scheduled job dropped: no session with a master and too many waiting");
+                return;
+            }
+            agent.deferred.push_back(local);
+            return;
+        }
+        let job = Arc::new(local.job.clone());
+        self.launch(idx, job, Some(local));
+    }
+
     fn start_job(&mut self, idx: usize, job: Arc<Job>) {
+        self.launch(idx, job, None);
+    }
+
+    /// Runs `job` for identity `idx`; `local` when the minion started it
+    /// (the master learns of it first, so its return and bundle are known).
+    fn launch(&mut self, idx: usize, job: Arc<Job>, local: Option<LocalJob>) {
         if self.draining {
             // Not marked seen: the master delivers it again after the restart.
             tracing::info!(jid = %job.jid, fun = %job.fun, "job not started: the minion is stopping");
@@ -797,7 +890,16 @@ impl Link<'_> {
             let _ = self.jobs_tx.send(FromJob::Done(idx, ret));
             return;
         }
-        agent.running.insert(job.jid.clone(), job.clone());
+        agent.running.insert(match &local {
+            Some(l) => RunningJob {
+                job: job.clone(),
+                schedule: l.schedule.clone(),
+                return_job: l.return_job,
+                listed: l.listed,
+                signalled: None,
+            },
+            None => RunningJob::published(job.clone()),
+        });
         let grains = agent.grains.clone();
         let runner = self.runner.clone();
         let tx = self.jobs_tx.clone();
@@ -841,6 +943,9 @@ impl Link<'_> {
             let job_for_thread = job.clone();
             let id_for_thread = id.clone();
             let result = tokio::task::spawn_blocking(move || {
+                if let Some(local) = local {
+                    announce(&master, local);
+                }
                 runner.run(&id_for_thread, &grains, &job_for_thread, events, master)
             })
             .await;
@@ -864,11 +969,18 @@ impl Link<'_> {
                     self.unacked.insert((idx, ret.jid.clone()));
                 }
                 // On disk before it is sent: an unacknowledged return survives anything.
-                if let Err(e) = self.agents[idx].job_ended(&ret) {
-                    tracing::error!(error = %e, "cannot keep the return on disk; sending it anyway");
-                }
+                let ret = match self.agents[idx].job_ended(&ret) {
+                    Ok(Some(ret)) => ret,
+                    // Not for the master (return_job: False).
+                    Ok(None) => return,
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot keep the return on disk; sending it anyway");
+                        ret
+                    }
+                };
                 self.send_request(idx, &MinionRequest::Return(ret)).await;
             }
+            FromJob::Start(idx, local) => self.start_local(idx, local),
             FromJob::Event(idx, tag, data) if tag == "__grains__" => {
                 if data.is_object() {
                     self.agents[idx].grains = data.clone();
@@ -973,15 +1085,7 @@ impl Link<'_> {
 fn find_job(agent: &Agent, job: &Job) -> JobReturn {
     let wanted = job.arg.first().and_then(Value::as_str).unwrap_or_default();
     let ret = match agent.running.get(wanted) {
-        Some(running) => serde_json::json!({
-            "jid": running.jid,
-            "fun": running.fun,
-            "arg": running.arg,
-            "tgt": running.tgt,
-            "tgt_type": running.tgt_type,
-            "user": running.user,
-            "pid": std::process::id(),
-        }),
+        Some(running) => running.proc_data(),
         None => Value::Object(Default::default()),
     };
     JobReturn {
@@ -992,5 +1096,22 @@ fn find_job(agent: &Agent, job: &Job) -> JobReturn {
         ret,
         retcode: 0,
         success: true,
+    }
+}
+
+/// Tells the master of a job the minion started by itself, so the job
+/// cache lists it, its return lands there and its bundle can be asked for.
+/// A job whose return stays here and that needs nothing from the master
+/// runs unannounced; a refusal is logged and the job runs anyway.
+fn announce(master: &MasterChannel, local: LocalJob) {
+    if !local.return_job && !crate::runner::needs_bundle(&local.job.fun) {
+        return;
+    }
+    let jid = local.job.jid.clone();
+    if let Err(e) = master.request(halite_proto::msg::RequestBody::OwnJob {
+        job: local.job,
+        schedule: local.schedule,
+    }) {
+        tracing::warn!(%jid, error = %e, "the master did not record the minion's own job");
     }
 }

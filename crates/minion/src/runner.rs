@@ -67,7 +67,7 @@ struct LocalCompile {
 }
 
 /// Functions that need this identity's pillar fresh from the master.
-fn needs_bundle(fun: &str) -> bool {
+pub fn needs_bundle(fun: &str) -> bool {
     fun.starts_with("state.")
         || fun.starts_with("pillar.")
         || fun.starts_with("config.")
@@ -249,6 +249,8 @@ impl JobRunner for HostRunner {
         events: Arc<dyn EventSink>,
         master: MasterChannel,
     ) -> JobReturn {
+        // The job's commands are recorded under its jid (saltutil.kill_job).
+        let _scope = halite_modules::job_procs::JobScope::enter(&job.jid);
         let mut host = self.host(id, Some(&job.jid), grains, events, &master, Manifest::new());
         halite_modules::exec::clear_retcode();
         let outcome = self.execute(id, &mut host, job, &master);

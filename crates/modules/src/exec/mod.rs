@@ -36,6 +36,7 @@ crate::module_list! {
         pkg,
         postgres,
         saltutil,
+        schedule,
         service,
         shadow,
         slsutil,
