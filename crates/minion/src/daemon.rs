@@ -86,6 +86,14 @@ pub async fn run(cfg: MinionConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     let runner: Arc<dyn JobRunner> = runner;
     // Outlives each connection: a job finishing between two keeps its return.
     let mut outputs = JobOutputs::new();
+    crate::schedule::start(
+        &cfg.opts(),
+        &agents[0],
+        0,
+        &outputs,
+        runner.clone(),
+        &shutdown,
+    );
     let mut attempt = 0u32;
     let mut master_idx = 0usize;
     loop {

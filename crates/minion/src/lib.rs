@@ -11,6 +11,7 @@ pub mod remote_files;
 pub mod replay;
 pub mod runner;
 pub mod running;
+pub mod schedule;
 pub mod store;
 pub mod swarm;
 

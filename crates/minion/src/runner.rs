@@ -42,6 +42,11 @@ pub trait JobRunner: Send + Sync {
     ) -> Result<Value, String>;
     /// The grains of identity `id` (recomputed by `saltutil.refresh_grains`).
     fn grains(&self, id: &str) -> Value;
+    /// The pillar identity `id` last received (its scheduler reads the
+    /// pillar's `schedule:` from it); `None` before any.
+    fn pillar(&self, _id: &str) -> Option<Value> {
+        None
+    }
 }
 
 /// The real runner: halite's execution and state modules on this host.
@@ -300,6 +305,10 @@ impl JobRunner for HostRunner {
         let events: Arc<dyn EventSink> = Arc::new(halite_modules::host::LogEvents);
         let host = self.host(id, None, grains, events, &master, Manifest::new());
         host.call(fun, &args).map_err(|e| e.to_string())
+    }
+
+    fn pillar(&self, id: &str) -> Option<Value> {
+        self.pillar.read().ok()?.get(id).cloned()
     }
 
     fn grains(&self, id: &str) -> Value {

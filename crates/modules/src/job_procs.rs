@@ -114,12 +114,24 @@ pub fn signal_job(jid: &str, signal: i32) -> bool {
     let Some(procs) = jobs.get_mut(jid) else {
         return false;
     };
-    procs.signalled = Some(signal);
+    if terminates(signal) {
+        procs.signalled = Some(signal);
+    }
     for &pgid in &procs.groups {
         send(pgid, signal);
     }
     reg.wake.notify_all();
     true
+}
+
+/// Whether `signal`'s default action ends a process (so the job ends):
+/// not SIGCHLD, SIGCONT, SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU, SIGURG, SIGWINCH.
+pub fn terminates(signal: i32) -> bool {
+    use nix::sys::signal::Signal::*;
+    let keeps = [
+        SIGCHLD, SIGCONT, SIGSTOP, SIGTSTP, SIGTTIN, SIGTTOU, SIGURG, SIGWINCH,
+    ];
+    signal > 0 && !keeps.iter().any(|s| *s as i32 == signal)
 }
 
 /// The signal job `jid` received, if any.

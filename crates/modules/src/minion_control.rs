@@ -68,9 +68,6 @@ pub trait MinionControl: Send + Sync {
     fn running(&self) -> Vec<Value>;
     /// Sends `signal` to running job `jid`; false when it runs no more.
     fn signal_job(&self, jid: &str, signal: i32) -> bool;
-    /// Asks the master for this identity's pillar again and keeps it for
-    /// the next jobs (and the scheduler's pillar items).
-    fn refresh_pillar(&self) -> Result<(), String>;
 }
 
 type Controls = RwLock<HashMap<String, Arc<dyn MinionControl>>>;

@@ -10,6 +10,9 @@
 //! `cron` crate (well kept, the usual Rust choice): five fields as in a
 //! crontab (Salt's croniter), or six/seven with seconds first.
 
+/// A parsed cron expression (the `cron` crate's), for the scheduler.
+pub use cron::Schedule as CronSchedule;
+
 use chrono::{Datelike, Duration, NaiveDate, NaiveDateTime, NaiveTime, Weekday};
 
 /// The date-and-time forms `when` may take.
