@@ -229,10 +229,20 @@ impl Default for JobOutputs {
 }
 
 /// Puts on disk the returns of jobs that finished while no link was up
-/// (before a new one tries to connect, which may fail for a while); what
+/// (before a new one tries to connect, which may fail for a while), and
+/// keeps the jobs the minion started meanwhile for the next session; what
 /// else they sent (events, render replies) was for a master that is gone.
 fn keep_finished_returns(agents: &mut [Agent], outputs: &mut JobOutputs) {
     while let Ok(output) = outputs.rx.try_recv() {
+        if let FromJob::Start(idx, local) = output {
+            // Started by the minion itself: it runs once a master answers.
+            if let Some(agent) = agents.get_mut(idx) {
+                if agent.deferred.len() < DEFERRED_LOCAL_JOBS {
+                    agent.deferred.push_back(local);
+                }
+            }
+            continue;
+        }
         if let FromJob::Done(idx, ret) = output {
             let Some(agent) = agents.get_mut(idx) else {
                 continue;
