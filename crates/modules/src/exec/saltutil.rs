@@ -155,9 +155,12 @@ fn remove_files(path: &Path) -> bool {
     let Ok(entries) = std::fs::read_dir(path) else {
         return true;
     };
-    entries
-        .flatten()
-        .fold(true, |ok, e| remove_files(&e.path()) && ok)
+    // Every file is tried, even after one resisted.
+    let mut ok = true;
+    for entry in entries.flatten() {
+        ok &= remove_files(&entry.path());
+    }
+    ok
 }
 
 /// `saltutil.sync_<kind> [saltenv=...]`: the list of synced modules
