@@ -305,6 +305,28 @@ fn kill_job_stops_a_running_job_and_its_commands() {
             assert!(!process_running(child), "{child} still runs");
         }
     }
+    // term_all_jobs: every job but itself; is_running finds by function.
+    let (text, _) = fleet.halite(&["victim", "test.sleep", "300", "--async"]);
+    let jid = text.trim().rsplit(' ').next().unwrap().to_string();
+    assert!(wait_for(Duration::from_secs(20), || {
+        let (rets, _) = fleet.halite_json(&["victim", "saltutil.is_running", "test.sl*"]);
+        rets["victim"]
+            .as_array()
+            .is_some_and(|j| j.len() == 1 && j[0]["jid"] == jid.as_str())
+    }));
+    let (rets, _) = fleet.halite_json(&["victim", "saltutil.term_all_jobs"]);
+    let said = rets["victim"].as_array().cloned().unwrap_or_default();
+    assert_eq!(said.len(), 1, "{rets:?}");
+    assert!(said[0]
+        .as_str()
+        .unwrap()
+        .starts_with(&format!("Signal 15 sent to job {jid} at pid ")));
+    assert!(wait_for(Duration::from_secs(20), || run_json(
+        &fleet,
+        &["jobs.lookup_jid", &jid]
+    )["victim"]
+        .as_str()
+        .is_some_and(|r| r.contains("stopped by signal 15"))));
     // A job that does not run: Salt's empty answer.
     let (rets, _) = fleet.halite_json(&["victim", "saltutil.kill_job", "20200101000000000000"]);
     assert_eq!(rets["victim"], "");

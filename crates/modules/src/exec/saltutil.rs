@@ -26,6 +26,9 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("kill_job", |a, h| signal_named(9, a, h)),
         ExecFunction::new("term_job", |a, h| signal_named(15, a, h)),
         ExecFunction::new("signal_job", signal_job),
+        ExecFunction::new("kill_all_jobs", |a, h| signal_all(9, a, h)),
+        ExecFunction::new("term_all_jobs", |a, h| signal_all(15, a, h)),
+        ExecFunction::new("is_running", is_running),
         ExecFunction::new("refresh_modules", refresh_modules),
         ExecFunction::new("clear_cache", clear_cache),
     ],
@@ -99,6 +102,46 @@ fn signal_named(signal: i32, args: &Args, host: &Host) -> Result<Value, ExecErro
         "Signal {signal} sent to job {jid} at pid {}",
         std::process::id()
     )))
+}
+
+/// `saltutil.is_running <fun>`: the running jobs whose function matches
+/// the glob `fun` (Salt's fnmatch), as `running` shows them.
+fn is_running(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let pattern = args.require_str(0, "fun", "is_running")?;
+    let jobs = crate::minion_control::for_host(host)
+        .map(|c| c.running())
+        .unwrap_or_default();
+    Ok(Value::Array(
+        jobs.into_iter()
+            .filter(|j| {
+                j.get("fun")
+                    .and_then(Value::as_str)
+                    .is_some_and(|f| halite_state::fnmatch(f, &pattern))
+            })
+            .collect(),
+    ))
+}
+
+/// `saltutil.kill_all_jobs` (9) / `term_all_jobs` (15): the signal to
+/// every running job but this one; Salt's list of `signal_job` answers.
+fn signal_all(signal: i32, _args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let Some(control) = crate::minion_control::for_host(host) else {
+        return Ok(Value::Array(Vec::new()));
+    };
+    let own = host.opt("jid").and_then(Value::as_str).unwrap_or_default();
+    let mut said = Vec::new();
+    for job in control.running() {
+        let Some(jid) = job.get("jid").and_then(Value::as_str) else {
+            continue;
+        };
+        if jid != own && control.signal_job(jid, signal) {
+            said.push(Value::from(format!(
+                "Signal {signal} sent to job {jid} at pid {}",
+                std::process::id()
+            )));
+        }
+    }
+    Ok(Value::Array(said))
 }
 
 /// `saltutil.refresh_modules`: loaded Python modules read their
