@@ -388,4 +388,16 @@ fn a_hot_multi_master_minion_runs_its_schedule_once_not_once_per_master() {
     );
     let text = std::fs::read_to_string(&marker).unwrap_or_default();
     assert_eq!(text.lines().count(), 1, "{text}");
+    // The start-up refresh_pillar goes to every master: each one's pillar
+    // cache (-I targeting) has the minion's pillar from the start.
+    for fleet in [&a, &b] {
+        assert!(
+            wait_for(Duration::from_secs(20), || scheduled_jobs(
+                fleet,
+                "saltutil.refresh_pillar"
+            ) == 1),
+            "{}",
+            run_json(fleet, &["jobs.list_jobs"])
+        );
+    }
 }

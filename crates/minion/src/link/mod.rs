@@ -282,6 +282,17 @@ impl JobStarter {
         self
     }
 
+    /// Queues a job made by `make` on every link (each master hears of
+    /// its own: the start-up `refresh_pillar` fills each master's pillar
+    /// cache); false when the minion is stopping.
+    pub fn start_on_each(&self, mut make: impl FnMut() -> LocalJob) -> bool {
+        let mut sent = false;
+        for r in &self.routes {
+            sent |= r.tx.send(FromJob::Start(r.agent, make())).is_ok();
+        }
+        sent
+    }
+
     /// Queues `job`; false when the minion is stopping.
     pub fn start(&self, job: LocalJob) -> bool {
         let route = self

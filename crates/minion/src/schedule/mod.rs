@@ -311,9 +311,11 @@ pub fn start(
     );
     let masterless = opts.get("file_client").and_then(Value::as_str) == Some("local");
     if !masterless {
-        let refresh = LocalJob {
+        // One per master (hot multi-master): each fills its pillar cache.
+        let jids = halite_proto::jid::JidGenerator::new();
+        let refresh = || LocalJob {
             job: Job {
-                jid: halite_proto::jid::JidGenerator::new().next_jid(),
+                jid: jids.next_jid(),
                 fun: "saltutil.refresh_pillar".into(),
                 arg: Vec::new(),
                 kwarg: Map::new(),
@@ -327,7 +329,7 @@ pub fn start(
             return_job: true,
             listed: false,
         };
-        starter.start(refresh);
+        starter.start_on_each(refresh);
     }
     tokio::spawn(run(
         schedule,
