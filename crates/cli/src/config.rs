@@ -73,6 +73,11 @@ pub fn load_minion_opts(config_dir: &Path, flags: Map<String, Value>) -> Result<
         .merge(Serialized::globals(Value::Object(file)))
         .merge(Env::prefixed("HALITE_"))
         .merge(Serialized::globals(Value::Object(flags)));
-    let opts: Value = fig.extract().context("invalid minion configuration")?;
+    let mut opts: Value = fig.extract().context("invalid minion configuration")?;
+    // Salt's `conf_file`: where `schedule.* offline=True` finds `minion.d/`.
+    if let Value::Object(map) = &mut opts {
+        map.entry("conf_file")
+            .or_insert_with(|| Value::String(config_dir.join("minion").display().to_string()));
+    }
     Ok(opts)
 }

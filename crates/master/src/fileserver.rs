@@ -185,7 +185,10 @@ impl FileServer {
                     .map_err(|e| FileServerError::Refused(e.to_string()))
             }
             RequestBody::FileEnvs => Ok(ReplyBody::List(self.client.envs())),
-            RequestBody::Bundle { .. } | RequestBody::CallBundle { .. } | RequestBody::Mine(_) => {
+            RequestBody::Bundle { .. }
+            | RequestBody::CallBundle { .. }
+            | RequestBody::Mine(_)
+            | RequestBody::OwnJob { .. } => {
                 Err(FileServerError::Refused("not a fileserver request".into()))
             }
         };

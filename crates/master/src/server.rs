@@ -67,6 +67,9 @@ struct ActiveJob {
     /// Targeted minions that have not returned yet.
     waiting: HashSet<String>,
     started: Instant,
+    /// The schedule item of a job a minion's scheduler started (Salt's
+    /// `schedule` key of its return).
+    schedule: Option<String>,
 }
 
 /// A key file a Hello asked for (pending or denied), written at the end
@@ -816,6 +819,11 @@ impl Master {
                 self.send_reply(sid, req, body);
                 return;
             }
+            RequestBody::OwnJob { job, schedule } => {
+                let body = self.own_job(id, job, schedule);
+                self.send_reply(sid, req, body);
+                return;
+            }
             other => {
                 let fileserver = self.compile.fileserver.clone();
                 Box::new(move || fileserver.answer(&other))
@@ -842,6 +850,35 @@ impl Master {
                 }),
             };
         });
+    }
+
+    /// Records a job minion `id` started by itself (its scheduler), as
+    /// Salt's master saves the load of a minion's `req` return: in the job
+    /// cache, targeted at that minion alone, and active until it returns.
+    fn own_job(&mut self, id: &str, job: Job, schedule: Option<String>) -> ReplyBody {
+        if job.minions != [id] || job.tgt != id || !halite_proto::jid::is_jid(&job.jid) {
+            return ReplyBody::Error(format!(
+                "a minion's own job must target that minion alone ({id}) and carry a valid jid"
+            ));
+        }
+        if self.book.active.contains_key(&job.jid) {
+            return ReplyBody::Error(format!("job {} is already known", job.jid));
+        }
+        if let Err(e) = self.book.jobs.store_job(&job) {
+            return ReplyBody::Error(format!("cannot record the job: {e}"));
+        }
+        let jid = job.jid.clone();
+        self.book.active.insert(
+            jid.clone(),
+            ActiveJob {
+                waiting: job.minions.iter().cloned().collect(),
+                job,
+                returned: BTreeSet::new(),
+                started: Instant::now(),
+                schedule,
+            },
+        );
+        ReplyBody::List(vec![jid])
     }
 
     fn handle_batch(&mut self, batch: Vec<Inbound>) {
@@ -1356,26 +1393,31 @@ impl Master {
                     jid: ret.jid.clone(),
                 },
             );
-            let (user, finished) = match self.book.active.get_mut(&ret.jid) {
+            let (user, finished, schedule) = match self.book.active.get_mut(&ret.jid) {
                 Some(active) => {
                     active.returned.insert(ret.id.clone());
                     active.waiting.remove(&ret.id);
-                    (active.job.user.clone(), active.waiting.is_empty())
+                    (
+                        active.job.user.clone(),
+                        active.waiting.is_empty(),
+                        active.schedule.clone(),
+                    )
                 }
-                None => ("root".to_string(), false),
+                None => ("root".to_string(), false, None),
             };
             if finished {
                 self.book.active.remove(&ret.jid);
             }
             let tag = tags::job_ret(&ret.jid, &ret.id);
-            self.bus.fire(
-                &tag,
-                json!({
-                    "cmd": "_return", "fun": ret.fun, "fun_args": ret.fun_args, "id": ret.id,
-                    "jid": ret.jid, "retcode": ret.retcode, "return": ret.ret, "success": ret.success,
-                    "ts": chrono::Utc::now().timestamp(), "user": user,
-                }),
-            );
+            let mut data = json!({
+                "cmd": "_return", "fun": ret.fun, "fun_args": ret.fun_args, "id": ret.id,
+                "jid": ret.jid, "retcode": ret.retcode, "return": ret.ret, "success": ret.success,
+                "ts": chrono::Utc::now().timestamp(), "user": user,
+            });
+            if let Some(name) = schedule {
+                data["schedule"] = Value::String(name);
+            }
+            self.bus.fire(&tag, data);
         }
     }
 
@@ -1517,6 +1559,7 @@ impl Master {
                     job,
                     returned: BTreeSet::new(),
                     started: Instant::now(),
+                    schedule: None,
                 },
             );
         }

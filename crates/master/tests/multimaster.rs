@@ -336,3 +336,68 @@ fn two_masters_share_the_minions_job_limit() {
         "B's job ran beside A's: the limit is per master"
     );
 }
+
+/// The scheduled jobs of `fleet`'s job cache that ran `fun`.
+fn scheduled_jobs(fleet: &Fleet, fun: &str) -> usize {
+    run_json(fleet, &["jobs.list_jobs"])
+        .as_object()
+        .map_or(0, |m| m.values().filter(|j| j["Function"] == fun).count())
+}
+
+#[test]
+fn a_hot_multi_master_minion_runs_its_schedule_once_not_once_per_master() {
+    if !can_run() {
+        return;
+    }
+    let a = Fleet::new();
+    let b = Fleet::new();
+    let _master_a = a.start_master("auto_accept: True");
+    let _master_b = b.start_master("auto_accept: True");
+    let marker = a.path("started");
+    let minion = a.start_minion(
+        "sched2",
+        &format!(
+            "master: ['127.0.0.1:{}', '127.0.0.1:{}']\npublish_port: 4505\nschedule:\n  boot:\n    function: cmd.run\n    args: ['echo boot >> {}']\n    seconds: 3600\n    run_on_start: True\n",
+            a.ret_port,
+            b.ret_port,
+            marker.display()
+        ),
+    );
+    a.wait_responding("sched2");
+    b.wait_responding("sched2");
+    // Both links have a session: a scheduler per link would have started
+    // its run_on_start job on each by now.
+    let (rets, _) = a.halite_json(&["sched2", "test.echo", "a"]);
+    assert_eq!(rets.get("sched2"), Some(&json!("a")));
+    let (rets, _) = b.halite_json(&["sched2", "test.echo", "b"]);
+    assert_eq!(rets.get("sched2"), Some(&json!("b")));
+    assert!(
+        wait_for(Duration::from_secs(30), || scheduled_jobs(&a, "cmd.run")
+            + scheduled_jobs(&b, "cmd.run")
+            >= 1),
+        "the scheduled job reached neither master:\n{}",
+        minion.log_text()
+    );
+    // The minion's own job went to one master, and ran once.
+    assert_eq!(
+        scheduled_jobs(&a, "cmd.run") + scheduled_jobs(&b, "cmd.run"),
+        1,
+        "A: {} B: {}",
+        run_json(&a, &["jobs.list_jobs"]),
+        run_json(&b, &["jobs.list_jobs"])
+    );
+    let text = std::fs::read_to_string(&marker).unwrap_or_default();
+    assert_eq!(text.lines().count(), 1, "{text}");
+    // The start-up refresh_pillar goes to every master: each one's pillar
+    // cache (-I targeting) has the minion's pillar from the start.
+    for fleet in [&a, &b] {
+        assert!(
+            wait_for(Duration::from_secs(20), || scheduled_jobs(
+                fleet,
+                "saltutil.refresh_pillar"
+            ) == 1),
+            "{}",
+            run_json(fleet, &["jobs.list_jobs"])
+        );
+    }
+}

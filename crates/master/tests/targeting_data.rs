@@ -11,6 +11,7 @@
 mod common;
 
 use std::collections::BTreeSet;
+use std::time::Duration;
 
 use common::*;
 
@@ -106,8 +107,15 @@ fn ipcidr_pillar_and_range_targets_on_real_minions() {
         );
     }
 
-    // Pillar: nothing matches before the master compiled any pillar.
-    check(&["-I", "role:web", "test.ping"], &[]);
+    // Pillar: each minion asked for its pillar when it connected (Salt's
+    // minion compiles it at start), so -I matches before any job needed it.
+    assert!(
+        wait_for(Duration::from_secs(20), || {
+            let (rets, _) = fleet.halite_json(&["-I", "role:web", "test.ping", "-t", "5"]);
+            rets.keys().cloned().collect::<BTreeSet<String>>() == set(&["web1", "web2"])
+        }),
+        "the minions' pillars never reached the master's cache"
+    );
     let (rets, _) = fleet.halite_json(&["*", "pillar.items", "-t", "10"]);
     assert_eq!(rets["web1"]["role"], "web", "{rets:?}");
     assert_eq!(rets["db1"]["role"], "db", "{rets:?}");

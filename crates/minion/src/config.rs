@@ -167,6 +167,10 @@ impl MinionConfig {
         if cfg.id.is_empty() {
             cfg.id = default_id();
         }
+        // Salt's `conf_file`: where `schedule.save` finds `minion.d/`.
+        cfg.extra
+            .entry("conf_file")
+            .or_insert_with(|| Value::String(main.display().to_string()));
         Ok(cfg)
     }
 

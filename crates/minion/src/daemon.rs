@@ -11,8 +11,9 @@ use halite_transport::Shutdown;
 use tokio::sync::Semaphore;
 
 use crate::config::MinionConfig;
-use crate::link::{run_link, stop_jobs, Agent, JobOutputs, LinkEnd, LinkSettings};
+use crate::link::{run_link, stop_jobs, Agent, JobOutputs, JobStarter, LinkEnd, LinkSettings};
 use crate::runner::{HostRunner, JobRunner};
+use crate::running::RunningJobs;
 use crate::store::ReturnStore;
 
 /// Waits [`reconnect_delay`] before reconnection attempt `attempt`;
@@ -244,7 +245,10 @@ pub async fn run(cfg: MinionConfig, shutdown: Shutdown) -> anyhow::Result<()> {
         }
         MasterPlan::Failover(masters) => {
             let dirs = MasterDirs::shared(&shared.cfg);
-            serve(shared, masters, dirs).await?;
+            let running = RunningJobs::default();
+            let (agents, outputs) = identity_for(&shared, &dirs, running.clone())?;
+            start_scheduler(&shared, running, outputs.starter(&agents, 0));
+            serve(shared, masters, dirs, agents, outputs).await?;
         }
         MasterPlan::Hot(masters) => {
             tracing::info!(
@@ -252,11 +256,31 @@ pub async fn run(cfg: MinionConfig, shutdown: Shutdown) -> anyhow::Result<()> {
                 "hot multi-master: serving every listed master at once"
             );
             let mut links = tokio::task::JoinSet::new();
+            let mut failed = None;
+            // One list of running jobs and one scheduler for the minion:
+            // its own jobs go to the first master with a session.
+            let running = RunningJobs::default();
+            let mut starter: Option<JobStarter> = None;
             for master in masters {
                 let dirs = MasterDirs::of(&shared.cfg, &master);
-                links.spawn(serve(shared.clone(), vec![master], dirs));
+                let (agents, outputs) = match identity_for(&shared, &dirs, running.clone()) {
+                    Ok(parts) => parts,
+                    Err(e) => {
+                        tracing::error!(%master, error = %format!("{e:#}"), "a master's link could not start");
+                        failed.get_or_insert(e);
+                        continue;
+                    }
+                };
+                let this = outputs.starter(&agents, 0);
+                starter = Some(match starter {
+                    Some(s) => s.or_else(this),
+                    None => this,
+                });
+                links.spawn(serve(shared.clone(), vec![master], dirs, agents, outputs));
             }
-            let mut failed = None;
+            if let Some(starter) = starter {
+                start_scheduler(&shared, running, starter);
+            }
             while let Some(done) = links.join_next().await {
                 match done {
                     Ok(Ok(())) => {}
@@ -309,16 +333,15 @@ async fn first_master_back(
     }
 }
 
-/// Serves `masters` one at a time (the next when one is lost, with
-/// jittered backoff) until the shutdown, then ends this link's jobs.
-async fn serve(shared: Shared, masters: Vec<String>, dirs: MasterDirs) -> anyhow::Result<()> {
-    let Shared {
-        cfg,
-        grains,
-        runner,
-        job_slots,
-        shutdown,
-    } = shared;
+/// The minion's identity as the link to one master (or one failover
+/// list) serves it, with its own places (`dirs`) and the minion's shared
+/// list of running jobs; and the outputs its jobs send back on, which
+/// outlive each connection (a job finishing between two keeps its return).
+fn identity_for(
+    shared: &Shared,
+    dirs: &MasterDirs,
+    running: RunningJobs,
+) -> anyhow::Result<(Vec<Agent>, JobOutputs)> {
     for dir in [dirs.pin.parent(), dirs.replay.parent()]
         .into_iter()
         .flatten()
@@ -326,12 +349,48 @@ async fn serve(shared: Shared, masters: Vec<String>, dirs: MasterDirs) -> anyhow
         halite_proto::keyfile::ensure_private_dir(dir)
             .with_context(|| format!("cannot create {}", dir.display()))?;
     }
-    let identity = halite_proto::keyfile::load_or_create_identity(&cfg.pki_dir, "minion")?;
+    let identity = halite_proto::keyfile::load_or_create_identity(&shared.cfg.pki_dir, "minion")?;
     let store = ReturnStore::disk(dirs.returns.clone())
         .with_context(|| format!("cannot create {}", dirs.returns.display()))?;
-    let mut agents = vec![Agent::new(cfg.id.clone(), identity, grains, store)];
-    // Outlives each connection: a job finishing between two keeps its return.
-    let mut outputs = JobOutputs::new();
+    let agent = Agent::new(
+        shared.cfg.id.clone(),
+        identity,
+        shared.grains.clone(),
+        store,
+    )
+    .with_running(running);
+    Ok((vec![agent], JobOutputs::new()))
+}
+
+/// Starts the minion's scheduler (once per process, whatever the number
+/// of masters): its jobs start through `starter`.
+fn start_scheduler(shared: &Shared, running: RunningJobs, starter: JobStarter) {
+    crate::schedule::start(
+        &shared.cfg.opts(),
+        &shared.cfg.id,
+        running,
+        starter,
+        shared.runner.clone(),
+        &shared.shutdown,
+    );
+}
+
+/// Serves `masters` one at a time (the next when one is lost, with
+/// jittered backoff) until the shutdown, then ends this link's jobs.
+async fn serve(
+    shared: Shared,
+    masters: Vec<String>,
+    dirs: MasterDirs,
+    mut agents: Vec<Agent>,
+    mut outputs: JobOutputs,
+) -> anyhow::Result<()> {
+    let Shared {
+        cfg,
+        runner,
+        job_slots,
+        shutdown,
+        ..
+    } = shared;
     let mut attempt = 0u32;
     let mut master_idx = 0usize;
     // master_failback: whether this link is a failback, and how many did not hold.

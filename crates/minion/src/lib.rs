@@ -12,6 +12,8 @@ pub mod mine;
 pub mod remote_files;
 pub mod replay;
 pub mod runner;
+pub mod running;
+pub mod schedule;
 pub mod store;
 pub mod swarm;
 

@@ -42,6 +42,11 @@ pub trait JobRunner: Send + Sync {
     ) -> Result<Value, String>;
     /// The grains of identity `id` (recomputed by `saltutil.refresh_grains`).
     fn grains(&self, id: &str) -> Value;
+    /// The pillar identity `id` last received (its scheduler reads the
+    /// pillar's `schedule:` from it); `None` before any.
+    fn pillar(&self, _id: &str) -> Option<Value> {
+        None
+    }
 }
 
 /// The real runner: halite's execution and state modules on this host.
@@ -67,7 +72,7 @@ struct LocalCompile {
 }
 
 /// Functions that need this identity's pillar fresh from the master.
-fn needs_bundle(fun: &str) -> bool {
+pub fn needs_bundle(fun: &str) -> bool {
     fun.starts_with("state.")
         || fun.starts_with("pillar.")
         || fun.starts_with("config.")
@@ -283,6 +288,8 @@ impl JobRunner for HostRunner {
         events: Arc<dyn EventSink>,
         master: MasterChannel,
     ) -> JobReturn {
+        // The job's commands are recorded under its jid (saltutil.kill_job).
+        let _scope = halite_modules::job_procs::JobScope::enter(&job.jid);
         let mut host = self.host(id, Some(&job.jid), grains, events, &master, Manifest::new());
         halite_modules::exec::clear_retcode();
         let outcome = self.execute(id, &mut host, job, &master);
@@ -332,6 +339,10 @@ impl JobRunner for HostRunner {
         let events: Arc<dyn EventSink> = Arc::new(halite_modules::host::LogEvents);
         let host = self.host(id, None, grains, events, &master, Manifest::new());
         host.call(fun, &args).map_err(|e| e.to_string())
+    }
+
+    fn pillar(&self, id: &str) -> Option<Value> {
+        self.pillar.read().ok()?.get(id).cloned()
     }
 
     fn grains(&self, id: &str) -> Value {

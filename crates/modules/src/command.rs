@@ -39,12 +39,14 @@ pub fn run_command_shown_as(
     opts: &CmdOptions,
 ) -> std::io::Result<CmdOutput> {
     let mut command = build(cmd, opts)?;
-    if opts.timeout.is_some() {
-        // Its own group, so the timeout can kill the grandchildren too.
+    if opts.timeout.is_some() || crate::job_procs::in_job() {
+        // Its own group, so the timeout (or saltutil.kill_job) reaches
+        // the grandchildren too.
         command.process_group(0);
     }
     let mut child = command.spawn()?;
     let pid = child.id();
+    let _tracked = crate::job_procs::in_job().then(|| crate::job_procs::track_child(pid));
     // Armed before stdin is written: a command that never reads its
     // stdin cannot block us past the timeout.
     let watchdog = opts

@@ -215,6 +215,16 @@ pub enum RequestBody {
     },
     /// A mine request (`mine.send`, `mine.get`...): see [`crate::mine`].
     Mine(crate::mine::MineRequest),
+    /// A job this minion starts by itself (its scheduler): the master
+    /// records it in the job cache under the minion's jid, targeted at the
+    /// minion alone, so its return lands there as a published job's does
+    /// and its bundle can be asked for. Answered `List([jid])`.
+    OwnJob {
+        /// The job: `tgt` and `minions` name the asking minion only.
+        job: Job,
+        /// The schedule item that started it (Salt's `schedule` key).
+        schedule: Option<String>,
+    },
 }
 
 /// A file on the master's fileserver.

@@ -84,7 +84,31 @@ impl Link<'_> {
         self.held.push_back((Instant::now(), publication));
     }
 
+    /// Starts a job the minion started by itself, or keeps it until the
+    /// identity has a session (it may need its bundle from the master).
+    pub(super) fn start_local(&mut self, idx: usize, local: LocalJob) {
+        let Some(agent) = self.agents.get_mut(idx) else {
+            return;
+        };
+        if !agent.is_ready() {
+            if agent.deferred.len() >= DEFERRED_LOCAL_JOBS {
+                tracing::warn!(jid = %local.job.jid, fun = %local.job.fun, "scheduled job dropped: no session with a master and too many waiting");
+                return;
+            }
+            agent.deferred.push_back(local);
+            return;
+        }
+        let job = Arc::new(local.job.clone());
+        self.launch(idx, job, Some(local));
+    }
+
     pub(super) fn start_job(&mut self, idx: usize, job: Arc<Job>) {
+        self.launch(idx, job, None);
+    }
+
+    /// Runs `job` for identity `idx`; `local` when the minion started it
+    /// (the master learns of it first, so its return and bundle are known).
+    fn launch(&mut self, idx: usize, job: Arc<Job>, local: Option<LocalJob>) {
         if self.draining {
             // Not marked seen: the master delivers it again after the restart.
             tracing::info!(jid = %job.jid, fun = %job.fun, "job not started: the minion is stopping");
@@ -107,7 +131,16 @@ impl Link<'_> {
             let _ = self.jobs_tx.send(FromJob::Done(idx, ret));
             return;
         }
-        agent.running.insert(job.jid.clone(), job.clone());
+        agent.running.insert(match &local {
+            Some(l) => RunningJob {
+                job: job.clone(),
+                schedule: l.schedule.clone(),
+                return_job: l.return_job,
+                listed: l.listed,
+                signalled: None,
+            },
+            None => RunningJob::published(job.clone()),
+        });
         let grains = agent.grains.clone();
         let runner = self.runner.clone();
         let tx = self.jobs_tx.clone();
@@ -152,6 +185,9 @@ impl Link<'_> {
             let id_for_thread = id.clone();
             let runner_for_thread = runner.clone();
             let result = tokio::task::spawn_blocking(move || {
+                if let Some(local) = local {
+                    announce(&master, local);
+                }
                 runner_for_thread.run(&id_for_thread, &grains, &job_for_thread, events, master)
             })
             .await;
@@ -188,11 +224,18 @@ impl Link<'_> {
                     self.unacked.insert((idx, ret.jid.clone()));
                 }
                 // On disk before it is sent: an unacknowledged return survives anything.
-                if let Err(e) = self.agents[idx].job_ended(&ret) {
-                    tracing::error!(error = %e, "cannot keep the return on disk; sending it anyway");
-                }
+                let ret = match self.agents[idx].job_ended(&ret) {
+                    Ok(Some(ret)) => ret,
+                    // Not for the master (return_job: False).
+                    Ok(None) => return,
+                    Err(e) => {
+                        tracing::error!(error = %e, "cannot keep the return on disk; sending it anyway");
+                        ret
+                    }
+                };
                 self.send_request(idx, &MinionRequest::Return(ret)).await;
             }
+            FromJob::Start(idx, local) => self.start_local(idx, local),
             FromJob::Event(idx, tag, data) if tag == "__grains__" => {
                 if data.is_object() {
                     self.agents[idx].grains = data.clone();
@@ -227,15 +270,7 @@ fn refreshes_grains(job: &Job) -> bool {
 fn find_job(agent: &Agent, job: &Job) -> JobReturn {
     let wanted = job.arg.first().and_then(Value::as_str).unwrap_or_default();
     let ret = match agent.running.get(wanted) {
-        Some(running) => serde_json::json!({
-            "jid": running.jid,
-            "fun": running.fun,
-            "arg": running.arg,
-            "tgt": running.tgt,
-            "tgt_type": running.tgt_type,
-            "user": running.user,
-            "pid": std::process::id(),
-        }),
+        Some(running) => running.proc_data(),
         None => Value::Object(Default::default()),
     };
     JobReturn {
@@ -246,5 +281,22 @@ fn find_job(agent: &Agent, job: &Job) -> JobReturn {
         ret,
         retcode: 0,
         success: true,
+    }
+}
+
+/// Tells the master of a job the minion started by itself, so the job
+/// cache lists it, its return lands there and its bundle can be asked for.
+/// A job whose return stays here and that needs nothing from the master
+/// runs unannounced; a refusal is logged and the job runs anyway.
+fn announce(master: &MasterChannel, local: LocalJob) {
+    if !local.return_job && !crate::runner::needs_bundle(&local.job.fun) {
+        return;
+    }
+    let jid = local.job.jid.clone();
+    if let Err(e) = master.request(halite_proto::msg::RequestBody::OwnJob {
+        job: local.job,
+        schedule: local.schedule,
+    }) {
+        tracing::warn!(%jid, error = %e, "the master did not record the minion's own job");
     }
 }

@@ -6,6 +6,7 @@
 
 use std::collections::{HashMap, HashSet, VecDeque};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -23,6 +24,7 @@ use tokio::sync::{mpsc, Semaphore};
 use crate::channel::{JobRequest, MasterChannel};
 use crate::replay::ReplayGuard;
 use crate::runner::JobRunner;
+use crate::running::{LocalJob, RunningJob, RunningJobs};
 use crate::store::ReturnStore;
 
 mod call;
@@ -31,8 +33,8 @@ mod jobs;
 mod returns;
 
 pub use call::{call_master, CallError, CallOutcome};
-use returns::keep_finished_returns;
 pub use returns::stop_jobs;
+use returns::{keep_finished_returns, signalled_return};
 
 /// One minion identity: who it is, its grains, its unacknowledged returns.
 pub struct Agent {
@@ -46,11 +48,20 @@ pub struct Agent {
     pub store: ReturnStore,
     phase: Phase,
     seen_jids: VecDeque<String>,
-    /// Jobs this identity runs now, for `saltutil.find_job`.
-    running: HashMap<String, Arc<Job>>,
+    /// Jobs this identity runs now, for `saltutil.find_job`/`running`/`kill_job`.
+    running: RunningJobs,
+    /// Jobs the minion started by itself while this identity had no
+    /// session; they start once it has one.
+    deferred: VecDeque<LocalJob>,
+    /// Whether this identity has a session now, for the minion's own
+    /// jobs to pick a link that can take them (hot multi-master).
+    ready_flag: Arc<AtomicBool>,
     /// When this identity's next `mine.update` is due (crate::mine).
     mine_due: Option<Instant>,
 }
+
+/// Jobs started by the minion itself wait this many at most for a session.
+const DEFERRED_LOCAL_JOBS: usize = 64;
 
 enum Phase {
     Idle {
@@ -84,16 +95,46 @@ impl Agent {
                 next_try: Instant::now(),
             },
             seen_jids: VecDeque::new(),
-            running: HashMap::new(),
+            running: RunningJobs::default(),
+            deferred: VecDeque::new(),
+            ready_flag: Arc::new(AtomicBool::new(false)),
             mine_due: None,
         }
     }
 
+    /// The same identity recording its jobs in `running`: a hot
+    /// multi-master minion's links share one list, as Salt's proc
+    /// directory is one per minion whichever master sent the job.
+    pub fn with_running(mut self, running: RunningJobs) -> Self {
+        self.running = running;
+        self
+    }
+
+    /// The jobs this identity runs (shared: the minion's control reads it).
+    pub fn running_jobs(&self) -> RunningJobs {
+        self.running.clone()
+    }
+
+    /// Records whether this identity has a session (read by [`JobStarter`]).
+    fn set_ready(&mut self, ready: bool) {
+        self.ready_flag.store(ready, Ordering::Relaxed);
+    }
+
     /// A job of this identity ended: it is no longer running, and its
-    /// return goes on disk until the master acknowledges it.
-    fn job_ended(&mut self, ret: &JobReturn) -> std::io::Result<()> {
-        self.running.remove(&ret.jid);
-        self.store.put(ret)
+    /// return goes on disk until the master acknowledges it. `None` when
+    /// the return is not for the master (a scheduled job with
+    /// `return_job: False`); a signalled job's return says so.
+    fn job_ended(&mut self, ret: &JobReturn) -> std::io::Result<Option<JobReturn>> {
+        let ended = self.running.remove(&ret.jid);
+        if ended.as_ref().is_some_and(|r| !r.return_job) {
+            return Ok(None);
+        }
+        let ret = match ended.and_then(|r| r.signalled) {
+            Some(signal) => signalled_return(ret, signal),
+            None => ret.clone(),
+        };
+        self.store.put(&ret)?;
+        Ok(Some(ret))
     }
 
     /// Whether this identity has an open session.
@@ -172,9 +213,12 @@ pub enum LinkEnd {
     MasterLost(String),
 }
 
-/// A job's result or an event, coming back from a blocking job thread.
+/// A job's result or an event, coming back from a blocking job thread;
+/// or a job the minion starts by itself.
 enum FromJob {
     Done(usize, JobReturn),
+    /// A job of identity `usize` started by the minion (its scheduler).
+    Start(usize, LocalJob),
     Event(usize, String, Value),
     /// The answer to the master's render-time call `call`.
     RenderReply(usize, u64, Result<Value, String>),
@@ -196,6 +240,70 @@ impl JobOutputs {
     pub fn new() -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
         JobOutputs { tx, rx }
+    }
+
+    /// Where the minion starts jobs of identity `agent` (of `agents`) by itself.
+    pub fn starter(&self, agents: &[Agent], agent: usize) -> JobStarter {
+        JobStarter {
+            routes: vec![Route {
+                agent,
+                tx: self.tx.clone(),
+                ready: agents
+                    .get(agent)
+                    .map(|a| a.ready_flag.clone())
+                    .unwrap_or_default(),
+            }],
+        }
+    }
+}
+
+/// One link a [`JobStarter`] can start jobs on.
+#[derive(Clone)]
+struct Route {
+    agent: usize,
+    tx: mpsc::UnboundedSender<FromJob>,
+    ready: Arc<AtomicBool>,
+}
+
+/// Starts jobs of one identity on whatever link serves it (the
+/// scheduler's handle): the job runs as a published one would, once the
+/// identity has a session with a master. With several masters at once
+/// (hot multi-master) it goes to the first link with a session, else to
+/// the first link, which keeps it until its session opens.
+#[derive(Clone)]
+pub struct JobStarter {
+    routes: Vec<Route>,
+}
+
+impl JobStarter {
+    /// One starter over this one's links and then `other`'s.
+    pub fn or_else(mut self, other: JobStarter) -> JobStarter {
+        self.routes.extend(other.routes);
+        self
+    }
+
+    /// Queues a job made by `make` on every link (each master hears of
+    /// its own: the start-up `refresh_pillar` fills each master's pillar
+    /// cache); false when the minion is stopping.
+    pub fn start_on_each(&self, mut make: impl FnMut() -> LocalJob) -> bool {
+        let mut sent = false;
+        for r in &self.routes {
+            sent |= r.tx.send(FromJob::Start(r.agent, make())).is_ok();
+        }
+        sent
+    }
+
+    /// Queues `job`; false when the minion is stopping.
+    pub fn start(&self, job: LocalJob) -> bool {
+        let route = self
+            .routes
+            .iter()
+            .find(|r| r.ready.load(Ordering::Relaxed))
+            .or_else(|| self.routes.first());
+        match route {
+            Some(r) => r.tx.send(FromJob::Start(r.agent, job)).is_ok(),
+            None => false,
+        }
     }
 }
 
@@ -286,7 +394,7 @@ pub async fn run_link(
     let mut tick = tokio::time::interval(Duration::from_millis(200));
     let stop = shutdown.triggered();
     tokio::pin!(stop);
-    let end = loop {
+    let end = 'serve: loop {
         tokio::select! {
             _ = &mut stop, if stop_by.is_none() => {
                 tracing::info!(running = shutdown.running(), grace_s = settings.shutdown_grace.as_secs(), "stopping: no new jobs; waiting for the running ones");
@@ -309,7 +417,7 @@ pub async fn run_link(
                 Ok(frames) => {
                     for frame in frames {
                         if let Err(end) = link.on_master_frame(&frame).await {
-                            return end;
+                            break 'serve end;
                         }
                     }
                 }
@@ -331,6 +439,10 @@ pub async fn run_link(
             }
         }
     };
+    // No session any more: the minion's own jobs go to another link.
+    for agent in link.agents.iter_mut() {
+        agent.set_ready(false);
+    }
     end
 }
 
@@ -370,6 +482,7 @@ impl<'a> Link<'a> {
             agent.phase = Phase::Idle {
                 next_try: Instant::now(),
             };
+            agent.set_ready(false);
         }
         let slots = settings.job_slots.clone().or_else(|| {
             (settings.max_concurrent_jobs > 0)
@@ -469,6 +582,7 @@ impl<'a> Link<'a> {
                     last_ping: now,
                     last_resend: now,
                 };
+                agent.set_ready(true);
                 tracing::info!(id = %agent.id, "authenticated with the master");
                 self.install_publish_key(&publish_key);
                 if self.settings.caller {
@@ -491,6 +605,10 @@ impl<'a> Link<'a> {
                 let grains = self.agents[idx].grains.clone();
                 self.send_request(idx, &MinionRequest::Start { grains })
                     .await;
+                let deferred: Vec<LocalJob> = self.agents[idx].deferred.drain(..).collect();
+                for local in deferred {
+                    self.start_local(idx, local);
+                }
             }
             MasterMessage::PublishKey(key) => {
                 self.touch(idx, now);

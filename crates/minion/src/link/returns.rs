@@ -4,10 +4,22 @@
 use super::*;
 
 /// Puts on disk the returns of jobs that finished while no link was up
-/// (before a new one tries to connect, which may fail for a while); what
+/// (before a new one tries to connect, which may fail for a while), and
+/// keeps the jobs the minion started meanwhile for the next session; what
 /// else they sent (events, render replies) was for a master that is gone.
 pub(super) fn keep_finished_returns(agents: &mut [Agent], outputs: &mut JobOutputs) {
     while let Ok(output) = outputs.rx.try_recv() {
+        if let FromJob::Start(idx, local) = output {
+            // Started by the minion itself: it runs once a master answers.
+            if let Some(agent) = agents.get_mut(idx) {
+                if agent.deferred.len() < DEFERRED_LOCAL_JOBS {
+                    agent.deferred.push_back(local);
+                } else {
+                    tracing::warn!(jid = %local.job.jid, fun = %local.job.fun, "scheduled job dropped: no session with a master and too many waiting");
+                }
+            }
+            continue;
+        }
         if let FromJob::Done(idx, ret) = output {
             let Some(agent) = agents.get_mut(idx) else {
                 continue;
@@ -36,7 +48,7 @@ pub async fn stop_jobs(
         return;
     }
     for agent in agents.iter_mut() {
-        let abandoned: Vec<Arc<Job>> = agent.running.values().cloned().collect();
+        let abandoned: Vec<Arc<Job>> = agent.running.all().into_iter().map(|r| r.job).collect();
         for job in abandoned {
             tracing::warn!(id = %agent.id, jid = %job.jid, fun = %job.fun, "job abandoned at shutdown");
             let ret = abandoned_return(&agent.id, &job, grace);
@@ -44,6 +56,21 @@ pub async fn stop_jobs(
                 tracing::error!(error = %e, jid = %job.jid, "cannot keep the abandoned job's return on disk");
             }
         }
+    }
+}
+
+/// The return of a job `saltutil.signal_job` stopped: Salt's job dies of
+/// the signal and its return never comes; halite's job thread ends early
+/// and its return says why, so the job cache tells what happened.
+pub(super) fn signalled_return(ret: &JobReturn, signal: i32) -> JobReturn {
+    JobReturn {
+        ret: Value::String(format!(
+            "The job {} was stopped by signal {signal} (saltutil.signal_job)",
+            ret.jid
+        )),
+        retcode: 1,
+        success: false,
+        ..ret.clone()
     }
 }
 

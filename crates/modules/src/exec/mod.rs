@@ -39,6 +39,7 @@ crate::module_list! {
         pkg,
         postgres,
         saltutil,
+        schedule,
         service,
         shadow,
         slsutil,

@@ -22,6 +22,15 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("sync_renderers", |a, h| sync_one("renderers", a, h)),
         ExecFunction::new("sync_utils", |a, h| sync_one("utils", a, h)),
         ExecFunction::new("sync_all", sync_all),
+        ExecFunction::new("running", running),
+        ExecFunction::new("kill_job", |a, h| signal_named(9, a, h)),
+        ExecFunction::new("term_job", |a, h| signal_named(15, a, h)),
+        ExecFunction::new("signal_job", signal_job),
+        ExecFunction::new("kill_all_jobs", |a, h| signal_all(9, a, h)),
+        ExecFunction::new("term_all_jobs", |a, h| signal_all(15, a, h)),
+        ExecFunction::new("is_running", is_running),
+        ExecFunction::new("refresh_modules", refresh_modules),
+        ExecFunction::new("clear_cache", clear_cache),
     ],
 };
 
@@ -50,6 +59,152 @@ const SYNC_ALL_KEYS: &[&str] = &[
     "pillar",
     "wrapper",
 ];
+
+/// `saltutil.running`: the jobs this minion runs now (itself included,
+/// as Salt's proc files list it), each as its job's load with the pid.
+/// Without a running minion (`halite-call --local`) there are none.
+fn running(_args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let jobs = crate::minion_control::for_host(host)
+        .map(|c| c.running())
+        .unwrap_or_default();
+    Ok(Value::Array(jobs))
+}
+
+/// `saltutil.signal_job <jid> <signal>`.
+fn signal_job(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let signal = args
+        .get(1, "signal")
+        .and_then(|v| v.as_i64().or_else(|| v.as_str()?.parse().ok()))
+        .and_then(|s| i32::try_from(s).ok())
+        .ok_or_else(|| {
+            ExecError::Invocation(
+                "signal_job() missing 1 required positional argument: 'sig' (a signal number such as 15)"
+                    .into(),
+            )
+        })?;
+    signal_named(signal, args, host)
+}
+
+/// `saltutil.kill_job <jid>` (9), `term_job <jid>` (15), `signal_job`:
+/// Salt's "Signal N sent to job JID at pid PID", or `""` when the minion
+/// runs no such job. The job's commands (their process groups) get the
+/// signal and its waits end; the job's own return then says it was
+/// stopped by that signal.
+fn signal_named(signal: i32, args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let jid = args.require_str(0, "jid", "signal_job")?;
+    let Some(control) = crate::minion_control::for_host(host) else {
+        return Ok(Value::from(""));
+    };
+    if !control.signal_job(&jid, signal) {
+        return Ok(Value::from(""));
+    }
+    Ok(Value::from(format!(
+        "Signal {signal} sent to job {jid} at pid {}",
+        std::process::id()
+    )))
+}
+
+/// `saltutil.is_running <fun>`: the running jobs whose function matches
+/// the glob `fun` (Salt's fnmatch), as `running` shows them.
+fn is_running(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let pattern = args.require_str(0, "fun", "is_running")?;
+    let jobs = crate::minion_control::for_host(host)
+        .map(|c| c.running())
+        .unwrap_or_default();
+    Ok(Value::Array(
+        jobs.into_iter()
+            .filter(|j| {
+                j.get("fun")
+                    .and_then(Value::as_str)
+                    .is_some_and(|f| halite_state::fnmatch(f, &pattern))
+            })
+            .collect(),
+    ))
+}
+
+/// `saltutil.kill_all_jobs` (9) / `term_all_jobs` (15): the signal to
+/// every running job but this one; Salt's list of `signal_job` answers.
+fn signal_all(signal: i32, _args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let Some(control) = crate::minion_control::for_host(host) else {
+        return Ok(Value::Array(Vec::new()));
+    };
+    let own = host.opt("jid").and_then(Value::as_str).unwrap_or_default();
+    let mut said = Vec::new();
+    for job in control.running() {
+        let Some(jid) = job.get("jid").and_then(Value::as_str) else {
+            continue;
+        };
+        if jid != own && control.signal_job(jid, signal) {
+            said.push(Value::from(format!(
+                "Signal {signal} sent to job {jid} at pid {}",
+                std::process::id()
+            )));
+        }
+    }
+    Ok(Value::Array(said))
+}
+
+/// `saltutil.refresh_modules`: loaded Python modules read their
+/// directories again (halite's own modules are compiled in); True.
+fn refresh_modules(_args: &Args, _host: &Host) -> Result<Value, ExecError> {
+    crate::python::reload_all();
+    Ok(Value::Bool(true))
+}
+
+/// What `clear_cache` keeps in the cachedir: returns the master has not
+/// acknowledged (`returns/`), the replay guard (`publications`) and the
+/// state-run lock. Salt's removes every file; these are halite's
+/// delivery and safety records, not caches.
+const CACHE_KEPT: &[&str] = &["returns", "publications", crate::state_lock::LOCK_FILE];
+
+/// `saltutil.clear_cache`: removes the files of the minion's cachedir
+/// (directories stay, as Salt's), except [`CACHE_KEPT`]; True, or False
+/// when a file could not be removed (logged, as Salt's).
+fn clear_cache(_args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let cachedir = host
+        .opt("cachedir")
+        .and_then(Value::as_str)
+        .unwrap_or("/var/cache/halite/minion");
+    let root = Path::new(cachedir);
+    let Ok(top) = std::fs::read_dir(root) else {
+        return Ok(Value::Bool(true));
+    };
+    let mut ok = true;
+    for entry in top.flatten() {
+        let name = entry.file_name();
+        if CACHE_KEPT.iter().any(|k| name.to_str() == Some(*k)) {
+            continue;
+        }
+        ok &= remove_files(&entry.path());
+    }
+    Ok(Value::Bool(ok))
+}
+
+/// Removes `path` if a file, or every file below it if a directory
+/// (symlinks are removed, never followed); false when one resisted.
+fn remove_files(path: &Path) -> bool {
+    let Ok(meta) = std::fs::symlink_metadata(path) else {
+        return true;
+    };
+    if !meta.is_dir() {
+        return match std::fs::remove_file(path) {
+            Ok(()) => true,
+            Err(e) => {
+                tracing::error!(path = %path.display(), error = %e, "Attempt to clear cache with saltutil.clear_cache FAILED");
+                false
+            }
+        };
+    }
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return true;
+    };
+    // Every file is tried, even after one resisted.
+    let mut ok = true;
+    for entry in entries.flatten() {
+        ok &= remove_files(&entry.path());
+    }
+    ok
+}
 
 /// `saltutil.sync_<kind> [saltenv=...]`: the list of synced modules
 /// (`modules.mymod`) that were new or changed.

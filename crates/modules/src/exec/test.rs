@@ -75,7 +75,13 @@ fn sleep(fun: &str, args: &Args) -> Result<Value, ExecError> {
             "test.{fun}: {secs} is not a valid number of seconds"
         )));
     }
-    std::thread::sleep(std::time::Duration::from_secs_f64(secs));
+    // A job signalled by saltutil.kill_job stops sleeping: Salt's job
+    // process dies of the signal.
+    if let Some(signal) = crate::job_procs::sleep(std::time::Duration::from_secs_f64(secs)) {
+        return Err(ExecError::Execution(format!(
+            "test.{fun} was stopped by signal {signal}"
+        )));
+    }
     Ok(Value::Bool(true))
 }
 
