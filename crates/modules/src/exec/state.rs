@@ -428,11 +428,8 @@ impl StateExec {
             Value::Object(m) => Some(LowChunk::from(m)),
             _ => None,
         });
-        match halite_state::pipeline::order_chunks(
-            chunks,
-            &host.states,
-            &opts.disabled_requisites,
-        ) {
+        match halite_state::pipeline::order_chunks(chunks, &host.states, &opts.disabled_requisites)
+        {
             Ok(compiled) => running_value(
                 Executor::new(compiled.graph, &host.states, &host, opts).run(&compiled.order),
             ),

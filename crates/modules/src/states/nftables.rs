@@ -228,7 +228,8 @@ fn chain_absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
 fn report(ret: &mut StateResult, res: &exec::Answer, verb: &str, table: &str, family: &str) {
     let name = ret.name.clone();
     if res.result {
-        ret.changes.insert("locale".into(), Value::from(name.clone()));
+        ret.changes
+            .insert("locale".into(), Value::from(name.clone()));
         ret.comment = format!("nftables {name} chain in {table} table {verb} success for {family}");
     } else {
         ret.result = Some(false);
