@@ -4,10 +4,11 @@
 //! PATH) and postgres-formula's `postgres_ext`/`postgres_tablespace`,
 //! written for an older Salt, which both decline the same way.
 //!
-//! The modules are not kept in this repository: `scripts/fetch-formula-
-//! modules.sh` fetches them at pinned commits with their LICENSE into
-//! `target/formula-modules` (or `$HALITE_FORMULA_MODULES`). The test skips
-//! with a reason when they or Salt (`~/.venvs/salt`) are absent.
+//! The modules are test fixtures with their formulas' LICENSE
+//! (`tests/fixtures/formula-modules`, commits in its README). halite's
+//! results are compared with Salt 3008.5's recorded in
+//! `salt-3008.5.json` there; where Salt is installed (`~/.venvs/salt`)
+//! the test also runs it and checks the recording still holds.
 //!
 //! One test in this file on purpose: it sets PATH for the process (the
 //! stand-in `opm` must be found by halite's cmd.run_all in-process).
@@ -25,25 +26,22 @@ use halite_modules::host::LogEvents;
 use halite_modules::{Args, ExecError, Host};
 use serde_json::{json, Map, Value};
 
-fn formula_dir() -> Option<PathBuf> {
-    let dir = std::env::var_os("HALITE_FORMULA_MODULES")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| {
-            Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/formula-modules")
-        });
-    if dir.join("nginx-formula/_modules/opm.py").is_file()
-        && dir
-            .join("postgres-formula/_modules/postgres_ext.py")
-            .is_file()
-    {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipping: no formula modules in {} (run scripts/fetch-formula-modules.sh)",
-            dir.display()
-        );
-        None
+fn formula_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/formula-modules")
+}
+
+fn recording() -> PathBuf {
+    formula_dir().join("salt-3008.5.json")
+}
+
+/// Salt 3008.5's answers, recorded from the same calls on the same tree
+/// (`HALITE_RECORD_SALT=1` with Salt installed writes them again).
+fn recorded() -> Option<Value> {
+    if std::env::var_os("HALITE_RECORD_SALT").is_some() {
+        return None;
     }
+    let text = std::fs::read_to_string(recording()).unwrap();
+    Some(serde_json::from_str(&text).unwrap())
 }
 
 fn salt_bin() -> Option<PathBuf> {
@@ -195,12 +193,62 @@ fn by_id(ret: &Value) -> Map<String, Value> {
         .collect()
 }
 
+/// Salt's answers for the test's calls: run live when Salt is installed,
+/// else the recording (which a live run must still match).
+fn salts_answers(w: &World) -> Value {
+    let rec = recorded();
+    let Some(bin) = salt_bin() else {
+        return rec.expect("no Salt to record from (~/.venvs/salt)");
+    };
+    // Salt loads file_roots' _modules only once synced.
+    let (synced, err) = w.salt(&bin, &["saltutil.sync_all"]);
+    assert_eq!(
+        synced["modules"],
+        json!(["modules.opm", "modules.postgres_ext"]),
+        "{err}"
+    );
+    let mut live = Map::new();
+    let (list, err) = w.salt(&bin, &["opm.list"]);
+    assert!(list.is_object(), "{err}");
+    live.insert("opm.list".into(), list);
+    for (key, t) in [("test", "test=True"), ("real", "test=False")] {
+        w.reset();
+        let (ret, err) = w.salt(&bin, &["state.apply", "opm_states", t]);
+        let states = by_id(&ret);
+        assert_eq!(states.len(), 3, "{err}");
+        live.insert(format!("states_{key}"), Value::Object(states));
+        let db = std::fs::read_to_string(w.dir.path().join("opm.db")).unwrap();
+        live.insert(format!("db_{key}"), Value::from(db));
+    }
+    // Salt's reason for declining, as its stderr shows it.
+    let (_, salt_err) = w.salt(&bin, &["postgres_ext.tablespace_list"]);
+    let reason = match &rec {
+        Some(rec) => rec["postgres_ext_declined"].as_str().unwrap().to_string(),
+        None => {
+            halite_modules::python::missing_text(&w.host().opts, "postgres_ext.tablespace_list")
+        }
+    };
+    assert!(salt_err.contains(&reason), "{salt_err}");
+    live.insert("postgres_ext_declined".into(), Value::from(reason));
+    let (modules, _) = w.salt(&bin, &["sys.list_state_modules", "postgres_t*"]);
+    live.insert("state_modules_postgres_t".into(), modules);
+    let live = Value::Object(live);
+    match rec {
+        Some(rec) => {
+            assert_eq!(live, rec, "Salt no longer answers as recorded");
+            rec
+        }
+        None => {
+            let text = serde_json::to_string_pretty(&live).unwrap();
+            std::fs::write(recording(), text + "\n").unwrap();
+            live
+        }
+    }
+}
+
 #[test]
 fn formula_modules_run_unchanged_with_salts_results() {
-    let (Some(formulas), Some(bin)) = (formula_dir(), salt_bin()) else {
-        return;
-    };
-    let w = World::new(&formulas);
+    let w = World::new(&formula_dir());
     let path = format!(
         "{}:{}",
         w.dir.path().join("bin").display(),
@@ -208,32 +256,17 @@ fn formula_modules_run_unchanged_with_salts_results() {
     );
     // The only test of this binary: no other thread reads the environment.
     std::env::set_var("PATH", &path);
-
-    // Salt loads file_roots' _modules only once synced; halite-call reads them.
-    let (synced, err) = w.salt(&bin, &["saltutil.sync_all"]);
-    assert_eq!(
-        synced["modules"],
-        json!(["modules.opm", "modules.postgres_ext"]),
-        "{err}"
-    );
+    let salts = salts_answers(&w);
 
     // opm.list: the stand-in's packages, parsed by the module.
-    let (salts, err) = w.salt(&bin, &["opm.list"]);
+    w.reset();
     assert_eq!(
-        salts,
-        json!({"lua-resty-foo": "0.1.0", "lua-resty-bar": "1.2"}),
-        "{err}"
+        w.halite("opm.list", &[], json!({})).unwrap(),
+        salts["opm.list"]
     );
-    assert_eq!(w.halite("opm.list", &[], json!({})).unwrap(), salts);
 
     // The opm states, test=True then for real, from the same starting point.
-    for test in [true, false] {
-        w.reset();
-        let t = if test { "test=True" } else { "test=False" };
-        let (salts, err) = w.salt(&bin, &["state.apply", "opm_states", t]);
-        let salts = by_id(&salts);
-        assert_eq!(salts.len(), 3, "{err}");
-        let salt_db = std::fs::read_to_string(w.dir.path().join("opm.db")).unwrap();
+    for (key, test) in [("test", true), ("real", false)] {
         w.reset();
         let ours = w
             .halite(
@@ -242,24 +275,31 @@ fn formula_modules_run_unchanged_with_salts_results() {
                 json!({ "test": test }),
             )
             .unwrap();
-        assert_eq!(by_id(&ours), salts, "test={test}");
+        assert_eq!(
+            Value::Object(by_id(&ours)),
+            salts[format!("states_{key}")],
+            "test={test}"
+        );
         let our_db = std::fs::read_to_string(w.dir.path().join("opm.db")).unwrap();
-        assert_eq!(our_db, salt_db, "test={test}");
+        assert_eq!(
+            Value::from(our_db),
+            salts[format!("db_{key}")],
+            "test={test}"
+        );
     }
 
     // postgres_ext calls salt.utils.which, gone from Salt 3008: both
     // decline it in __virtual__, with the same reason.
-    let (_, salt_err) = w.salt(&bin, &["postgres_ext.tablespace_list"]);
     let host = w.host();
     assert!(matches!(
         host.call("postgres_ext.tablespace_list", &Args::default()),
         Err(ExecError::NotAvailable(_))
     ));
     let ours = halite_modules::python::missing_text(&host.opts, "postgres_ext.tablespace_list");
-    assert!(salt_err.contains(&ours), "halite: {ours}\nsalt: {salt_err}");
+    let reason = salts["postgres_ext_declined"].as_str().unwrap();
+    assert!(ours.contains(reason), "halite: {ours}\nsalt: {reason}");
     // Its state module loads only beside it: absent in both.
-    let (salts, _) = w.salt(&bin, &["sys.list_state_modules", "postgres_t*"]);
-    assert_eq!(salts, json!([]));
+    assert_eq!(salts["state_modules_postgres_t"], json!([]));
     // (halite's sys.list_state_modules ignores a pattern: ask the registry.)
     assert!(w.host().states.get("postgres_tablespace").is_none());
     assert!(w.host().states.get("opm").is_some());
