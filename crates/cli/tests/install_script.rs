@@ -337,7 +337,13 @@ fn the_master_example_shows_the_real_keys_and_defaults() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("master"), &yaml).unwrap();
     let loaded = halite_client::MasterConfig::load(dir.path(), &serde_json::Map::new()).unwrap();
-    assert_eq!(loaded, halite_client::MasterConfig::default(), "{yaml}");
+    // The only key load adds: where it read from, as Salt's opts carry it.
+    let mut expected = halite_client::MasterConfig::default();
+    expected.extra.insert(
+        "config_dir".into(),
+        serde_json::Value::from(dir.path().display().to_string()),
+    );
+    assert_eq!(loaded, expected, "{yaml}");
     // Every key the master reads is shown.
     let documented: BTreeSet<String> = example_keys(&example).into_iter().map(|(k, _)| k).collect();
     let all = serde_json::to_value(halite_client::MasterConfig::default()).unwrap();
