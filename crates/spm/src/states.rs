@@ -213,7 +213,9 @@ impl LocalStateRunner for HaliteCallRunner {
             .arg("--local")
             .arg("--file-root")
             .arg(root.path())
-            .args(["--out", "json", "state.apply", "spm_hook"])
+            // queue=True: a hook waits for a state run already holding
+            // the host's state-run lock instead of failing the install.
+            .args(["--out", "json", "state.apply", "spm_hook", "queue=True"])
             .output()
             .map_err(|e| format!("cannot run {}: {e}", self.halite_call.display()))?;
         let stdout = String::from_utf8_lossy(&output.stdout);
