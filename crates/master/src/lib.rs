@@ -3,6 +3,7 @@
 //! acknowledging them, and serves the CLI and the event bus on a local socket.
 
 pub mod admission;
+pub mod bundles;
 pub mod compiler;
 pub mod events;
 pub mod fileserver;
