@@ -16,6 +16,7 @@ pub mod pillar_cache;
 pub mod reactor;
 pub mod server;
 pub mod targeting;
+pub mod workers;
 
 /// The master's config, key store, job cache and local socket protocol
 /// live in `halite-client`, shared with the CLI tools.

@@ -262,8 +262,9 @@ struct CompileSide {
     compiler: Arc<Compiler>,
     /// Answers `salt://` file requests.
     fileserver: Arc<FileServer>,
-    /// Compiles and file reads at once (the rest wait): one per core.
-    workers: Arc<tokio::sync::Semaphore>,
+    /// The compile threads (compiles and file reads): one per core, at a
+    /// lower priority than this task, which serves the sockets.
+    workers: Arc<crate::workers::Workers>,
     /// Replies prepared at once, from their work's start until sent
     /// (`max_bundles_in_flight`): bounds the memory of a fleet highstate.
     in_flight: InFlight,
@@ -462,7 +463,10 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
         compile: CompileSide {
             compiler,
             fileserver,
-            workers: Arc::new(tokio::sync::Semaphore::new(cores)),
+            workers: Arc::new(
+                crate::workers::Workers::start(cores)
+                    .context("cannot start the master's compile threads")?,
+            ),
             in_flight: InFlight::new(cfg.max_bundles_in_flight, bundle_stats.clone()),
             bundle_stats,
             internal,
@@ -858,13 +862,11 @@ impl Master {
         tokio::spawn(async move {
             // Dropped after the answer is queued for this task.
             let _work = work_guard;
-            // A place among the replies in flight first, then a worker: a
-            // reply waiting to be sealed holds its place, not a core.
+            // A place among the replies in flight first, then a compile
+            // thread: a reply waiting to be sealed holds its place, not a core.
             let slot = in_flight.enter().await;
-            let permit = workers.acquire_owned().await;
             // The answer is encoded on the worker too; the main task only seals it.
-            let encoded = tokio::task::spawn_blocking(move || reply_frame(req, work())).await;
-            drop(permit);
+            let encoded = workers.run(move || reply_frame(req, work())).await;
             let _ = match encoded {
                 Ok(Ok(plain)) => internal.send(Internal::EncodedReply { sid, plain, slot }),
                 Ok(Err(e)) => internal.send(Internal::Reply {
