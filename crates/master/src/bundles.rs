@@ -121,7 +121,8 @@ impl BundleAnswer {
             stats.sent.fetch_add(1, Ordering::Relaxed);
             return ReplyBody::Bundle(bundle);
         }
-        let packed = match pack(&bundle, Some(self.compress_above)) {
+        // Compressed only once it is known to be sent.
+        let packed = match pack(&bundle, None) {
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(jid = %bundle.jid, error = %e, "cannot pack a bundle; sending it unpacked");
@@ -137,6 +138,7 @@ impl BundleAnswer {
                 digest: packed.digest,
             };
         }
+        let packed = packed.compressed_above(self.compress_above);
         stats.sent.fetch_add(1, Ordering::Relaxed);
         if packed.zstd {
             stats.compressed.fetch_add(1, Ordering::Relaxed);

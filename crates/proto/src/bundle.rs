@@ -81,6 +81,26 @@ pub enum BundleError {
     Malformed(String),
 }
 
+impl Packed {
+    /// This bundle zstd-compressed when its encoding is larger than
+    /// `compress_above` bytes; as is when it is small, when compression
+    /// does not shrink it, or when zstd fails (the plain bundle is as
+    /// good, only larger).
+    pub fn compressed_above(self, compress_above: usize) -> Packed {
+        if self.zstd || self.plain_len <= compress_above {
+            return self;
+        }
+        match compress(&self.bytes) {
+            Ok(bytes) if bytes.len() < self.plain_len => Packed {
+                bytes,
+                zstd: true,
+                ..self
+            },
+            _ => self,
+        }
+    }
+}
+
 /// The sha256 of `bytes`, as lowercase hex.
 pub fn digest(bytes: &[u8]) -> String {
     hex::encode(ring::digest::digest(&ring::digest::SHA256, bytes).as_ref())
@@ -96,25 +116,15 @@ pub fn pack(bundle: &Bundle, compress_above: Option<usize>) -> Result<Packed, Bu
         commits: &bundle.commits,
     };
     let plain = rmp_serde::to_vec_named(&body).map_err(|e| BundleError::Encode(e.to_string()))?;
-    let digest = digest(&plain);
-    let plain_len = plain.len();
-    if compress_above.is_some_and(|limit| plain_len > limit) {
-        let bytes = compress(&plain)?;
-        // Kept plain when compression does not pay.
-        if bytes.len() < plain_len {
-            return Ok(Packed {
-                digest,
-                zstd: true,
-                bytes,
-                plain_len,
-            });
-        }
-    }
-    Ok(Packed {
-        digest,
+    let packed = Packed {
+        digest: digest(&plain),
         zstd: false,
+        plain_len: plain.len(),
         bytes: plain,
-        plain_len,
+    };
+    Ok(match compress_above {
+        Some(limit) => packed.compressed_above(limit),
+        None => packed,
     })
 }
 
