@@ -168,6 +168,7 @@ async fn log_in(c: &Client, base: &str, user: &str, password: &str) {
     .await;
     fill_in(c, "#login-user", user).await;
     fill_in(c, "#login-pass", password).await;
+    click(c, "#login-eauth option[value=file]").await;
     click(c, "#login-submit").await;
     until(c, "the minions page", "document.querySelector('#minions')").await;
 }

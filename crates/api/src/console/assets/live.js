@@ -122,10 +122,14 @@ export class Runs {
     }
     if (!this.jobs.has(jid)) return false;
     if (parts[3] === "prog" && parts[4]) {
+      // Salt's bus shape nests the minion's payload under `data`
+      // ({"cmd": "_minion_event", "data": {"len", "ret"}}).
+      const p = d.data && typeof d.data === "object" && "ret" in d.data ? d.data : d;
       const m = this.minion(jid, parts[4]);
-      const r = d.ret || {};
+      if (m.done || !p.ret || typeof p.ret !== "object") return false;
+      const r = p.ret;
       m.states.set(String(r.__run_num__ ?? m.states.size), r);
-      if (typeof d.len === "number") m.total = d.len;
+      if (typeof p.len === "number") m.total = p.len;
       return true;
     }
     if (parts[3] === "ret" && parts[4]) {
