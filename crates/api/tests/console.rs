@@ -454,6 +454,24 @@ async fn drive(c: &Client, f: &Fleet, base: &str, gate: &Path) {
     )
     .await;
     shot(c, "jobs").await;
+    // The time filter: the job started before 2099 and after 2000 (UTC).
+    let set_from = |when: &str| {
+        format!("const e = document.querySelector('#f-from'); e.value = '{when}'; e.dispatchEvent(new Event('input', {{bubbles: true}}));")
+    };
+    js(c, &set_from("2099-01-01T00:00")).await;
+    until(
+        c,
+        "no job after 2099",
+        "document.querySelectorAll('#jobs tbody tr').length === 0",
+    )
+    .await;
+    js(c, &set_from("2000-01-01T00:00")).await;
+    until(
+        c,
+        "the job after 2000",
+        "document.querySelectorAll('#jobs tbody tr').length === 1",
+    )
+    .await;
     fill_in(c, "#f-fun", "test.echo").await;
     fill_in(c, "#f-user", "").await;
     until(

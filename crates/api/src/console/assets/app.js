@@ -248,12 +248,13 @@ async function jobsPage() {
   const input = (id, label, type) => h("label", {}, label, h("input", { id, type: type || "text" }));
   const filters = h("form", { id: "job-filters", class: "filters" },
     input("f-fun", "Function"), input("f-tgt", "Target"), input("f-user", "User"),
-    input("f-from", "From", "datetime-local"), input("f-to", "To", "datetime-local"));
+    input("f-from", "From (UTC)", "datetime-local"), input("f-to", "To (UTC)", "datetime-local"));
   const body = h("tbody");
   const draw = () => {
     const v = (id) => document.getElementById(id).value;
-    const from = v("f-from") ? new Date(v("f-from")) : null;
-    const to = v("f-to") ? new Date(v("f-to")) : null;
+    // The times are UTC, as the jids and the table are.
+    const from = v("f-from") ? new Date(v("f-from") + "Z") : null;
+    const to = v("f-to") ? new Date(v("f-to") + "Z") : null;
     const shown = jobs.filter(([jid, j]) => {
       const when = jidDate(jid);
       return glob(v("f-fun"), j.Function) && glob(v("f-tgt"), text(j.Target)) && glob(v("f-user"), j.User) &&
