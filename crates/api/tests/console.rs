@@ -17,12 +17,14 @@
 
 mod common;
 
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::*;
 use fantoccini::{Client, ClientBuilder, Locator};
+use futures_util::FutureExt;
 use serde_json::{json, Value};
 
 const CHROMIUM: &str = "/usr/bin/chromium";
@@ -260,12 +262,20 @@ fn console_in_a_real_browser() {
         .enable_all()
         .build()
         .unwrap();
-    rt.block_on(async {
+    let outcome = rt.block_on(async {
         let c = browser(driver_port, profile.path()).await;
-        let result = drive(&c, &f, &base, &gate).await;
+        // A failed assertion still ends the WebDriver session, so that
+        // chromedriver closes Chromium (killing chromedriver alone would
+        // leave the browser running).
+        let outcome = AssertUnwindSafe(drive(&c, &f, &base, &gate))
+            .catch_unwind()
+            .await;
         let _ = c.close().await;
-        result
+        outcome
     });
+    if let Err(panic) = outcome {
+        std::panic::resume_unwind(panic);
+    }
     drop(minions);
 }
 
