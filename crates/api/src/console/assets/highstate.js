@@ -69,7 +69,8 @@ export function stateBlock(r, selected) {
     h("span", { class: color }, "----------"),
     "\n",
     field("ID", idOf(r), color),
-    field("Function", funOf(r), color),
+    // A state seen only in a prog event has no tag, so no function yet.
+    funOf(r) ? field("Function", funOf(r), color) : [],
     field("Name", scalar(r.name), color),
     field("Result", scalar(r.result), color),
     field("Comment", Array.isArray(r.comment) ? r.comment.join("\n") : scalar(r.comment ?? ""), color),
