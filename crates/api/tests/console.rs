@@ -17,6 +17,7 @@
 
 mod common;
 
+use std::io::Write;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -140,7 +141,9 @@ async fn shot(c: &Client, name: &str) {
     let png = c.screenshot().await.expect("screenshot");
     let path = shots_dir().join(format!("{name}.png"));
     std::fs::write(&path, png).expect("write screenshot");
-    println!("screenshot: {}", path.display());
+    // Straight to the process's stderr, past libtest's capture, so the
+    // paths show in a passing run too.
+    let _ = writeln!(std::io::stderr(), "screenshot: {}", path.display());
 }
 
 async fn fill_in(c: &Client, css: &str, text: &str) {
