@@ -180,9 +180,9 @@ async fn log_in(c: &Client, base: &str, user: &str, password: &str) {
 
 fn config(f: &Fleet, srv: &Path) -> String {
     let users = f.path("users");
-    std::fs::write(&users, "admin:adminpass\ntester:testpass\n").unwrap();
+    std::fs::write(&users, "admin:adminpass\ntester:testpass\nweb:webpass\n").unwrap();
     format!(
-        "netapi_enable_clients: [local, local_async, runner, wheel]\nfile_roots:\n  base:\n    - {}\nrest_cherrypy:\n  port: {}\n  host: 127.0.0.1\n  disable_ssl: True\nexternal_auth:\n  file:\n    ^filename: {}\n    admin: ['.*', '@runner', '@wheel']\n    tester: ['test.*']\n  auto:\n    nobody: ['test.ping']\n",
+        "netapi_enable_clients: [local, local_async, runner, wheel]\nfile_roots:\n  base:\n    - {}\nrest_cherrypy:\n  port: {}\n  host: 127.0.0.1\n  disable_ssl: True\nexternal_auth:\n  file:\n    ^filename: {}\n    admin: ['.*', '@runner', '@wheel']\n    tester: ['test.*']\n    web: [{{'m1': ['test.*', 'grains.items']}}]\n  auto:\n    nobody: ['test.ping']\n",
         srv.display(),
         f.api_port,
         users.display()
@@ -228,6 +228,24 @@ fn console_in_a_real_browser() {
         "{}",
         page.body
     );
+    for path in ["/console/", "/console/assets/app.js", "/console/api/eauth"] {
+        let resp = ureq::get(&f.url(path)).call().expect(path);
+        let header = |name: &str| {
+            resp.headers()
+                .get(name)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string()
+        };
+        let csp = header("content-security-policy");
+        assert!(
+            csp.starts_with("default-src 'self'; script-src 'self'; style-src 'self';"),
+            "{path}: {csp}"
+        );
+        assert!(!csp.contains("unsafe-inline"), "{path}: {csp}");
+        assert_eq!(header("x-content-type-options"), "nosniff", "{path}");
+        assert_eq!(header("x-frame-options"), "DENY", "{path}");
+    }
     let admin_token = login(&base, "admin", "adminpass", "file");
     let cookie_only = http(
         "POST",
@@ -646,4 +664,29 @@ async fn drive(c: &Client, f: &Fleet, base: &str, gate: &Path) {
     .await;
     assert_eq!(refused, json!(401));
     shot(c, "tester-live").await;
+
+    // A user whose ACL names a target sees only that minion, with grains.
+    click(c, "#logout").await;
+    until(c, "the login page", "document.querySelector('#login')").await;
+    log_in(c, base, "web", "webpass").await;
+    assert_eq!(
+        js(c, "return [...document.querySelectorAll('#minions tbody tr')].map(r => r.dataset.minion);").await,
+        json!(["m1"])
+    );
+    assert_eq!(
+        js(
+            c,
+            "return !!document.querySelector('tr[data-minion=m1] details pre');"
+        )
+        .await,
+        json!(true)
+    );
+    assert_eq!(
+        js(
+            c,
+            "return document.querySelectorAll('button.key-action').length;"
+        )
+        .await,
+        json!(0)
+    );
 }
