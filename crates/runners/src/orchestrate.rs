@@ -27,6 +27,10 @@ pub struct Orchestrate {
     pub test: bool,
     /// `exclude=`.
     pub exclude: Option<Value>,
+    /// Who runs it (Salt's `__user__`): `Reactor` when a reactor started
+    /// it, so the reactor skips the run's own `salt/run/...` events; the
+    /// process's user when `None`.
+    pub user: Option<String>,
 }
 
 /// What an orchestration returned.
@@ -110,13 +114,14 @@ pub fn orchestrate(
     }
     let mut host = master_host(cfg, events);
     let jid = halite_modules::exec::state::new_jid();
+    let user = req.user.clone().unwrap_or_else(crate::saltmod::user);
     if let Value::Object(o) = &mut host.opts {
         o.insert("__orchestration_jid__".into(), Value::from(jid.as_str()));
+        o.insert(crate::USER_KEY.into(), Value::from(user.as_str()));
     }
     let fun_args: Vec<Value> = std::iter::once(Value::from(req.mods.join(",")))
         .chain(req.test.then(|| Value::from("test=True")))
         .collect();
-    let user = crate::saltmod::user();
     let mut new = Map::new();
     new.insert("fun".into(), Value::from("runner.state.orchestrate"));
     new.insert("fun_args".into(), Value::Array(fun_args));

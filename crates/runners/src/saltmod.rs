@@ -45,6 +45,24 @@ pub(crate) fn user() -> String {
         .unwrap_or_else(|_| "root".into())
 }
 
+/// Who runs the orchestration (`Reactor` when a reactor started it), or
+/// the process's user.
+pub(crate) fn run_user(env: &dyn halite_state::StateEnv) -> String {
+    env.opts()
+        .get(crate::USER_KEY)
+        .and_then(Value::as_str)
+        .map(String::from)
+        .unwrap_or_else(user)
+}
+
+/// A runner a step calls runs as the orchestration's user, so what a
+/// reactor started stays marked as the reactor's all the way down.
+fn inherit_user(env: &dyn halite_state::StateEnv, kwargs: &mut Map) {
+    if let Some(u) = env.opts().get(crate::USER_KEY) {
+        kwargs.insert(crate::USER_KEY.into(), u.clone());
+    }
+}
+
 /// `timeout=` of a step, or the master's `timeout`.
 fn step_timeout(call: &StateCall<'_>, cfg: &MasterConfig) -> Result<Duration, StateError> {
     match call.arg("timeout") {
@@ -158,6 +176,9 @@ fn fire_args(call: &StateCall<'_>, kind: &str, req: &JobRequest) {
     data.insert("tgt".into(), Value::from(req.tgt.as_str()));
     data.insert("name".into(), Value::from(call.name()));
     data.insert("args".into(), Value::Object(args));
+    // Not in Salt's event: the run's user, so a reactor on `salt/run/*`
+    // skips the steps of the orchestrations it started itself.
+    data.insert("user".into(), Value::from(run_user(call.env)));
     call.env
         .fire_event(&format!("salt/run/{jid}/args"), &Value::Object(data));
 }
@@ -555,7 +576,8 @@ fn runner(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             .with_comment(format!("Runner function '{name}' would be executed.")));
     }
     let cfg = master_config(call.env)?;
-    let kwargs = runner_kwargs(call.chunk);
+    let mut kwargs = runner_kwargs(call.chunk);
+    inherit_user(call.env, &mut kwargs);
     let (ret_value, success) = match crate::call_runner(&cfg, &name, &kwargs) {
         Ok(v) => {
             let ok = !v.as_object().is_some_and(|m| m.contains_key("Error"));
@@ -659,9 +681,11 @@ fn parallel_runners(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             .iter()
             .map(|(id, fun, kwargs)| {
                 let cfg = &cfg;
+                let mut kwargs = kwargs.clone();
+                inherit_user(call.env, &mut kwargs);
                 (
                     id.clone(),
-                    s.spawn(move || crate::call_runner(cfg, fun, kwargs)),
+                    s.spawn(move || crate::call_runner(cfg, fun, &kwargs)),
                 )
             })
             .collect();

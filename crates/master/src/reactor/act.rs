@@ -77,6 +77,11 @@ pub fn run(clients: &Clients, host: &Host, r: &Reaction) -> Result<Value, String
             }
         }
         Form::Runner => {
+            // Salt's ReactWrap: the runner runs as `Reactor`, so the
+            // events of what it starts (`salt/run/<jid>/new|args|ret` of
+            // an orchestration) are not reacted to: no reaction loops.
+            let mut kwargs = kwargs;
+            kwargs.insert(halite_runners::USER_KEY.into(), Value::from(REACTOR_USER));
             halite_runners::call_runner_args(&clients.cfg, &r.fun, &positional, &kwargs)
                 .map_err(|e| e.to_string())
         }
