@@ -167,10 +167,30 @@ fn fire_args(call: &StateCall<'_>, kind: &str, req: &JobRequest) {
     else {
         return;
     };
+    // Salt 3008.5's keys (a capture of its bus, docs/orchestration.md):
+    // `_cmd_meta` for a function step; `expect_minions`, `ret`, `ssh` and
+    // `timeout` as the step gave them or their defaults.
+    let function = kind == "function";
     let mut args = Map::new();
+    if function {
+        args.insert("_cmd_meta".into(), Value::Bool(true));
+    }
     args.insert("arg".into(), Value::Array(req.arg.clone()));
+    args.insert(
+        "expect_minions".into(),
+        Value::Bool(call.arg_bool("expect_minions", !function)),
+    );
     args.insert("kwarg".into(), Value::Object(req.kwarg.clone()));
+    args.insert(
+        "ret".into(),
+        call.arg("ret").cloned().unwrap_or_else(|| Value::from("")),
+    );
+    args.insert("ssh".into(), Value::Bool(call.arg_bool("ssh", false)));
     args.insert("tgt_type".into(), Value::from(req.tgt_type.as_str()));
+    args.insert(
+        "timeout".into(),
+        call.arg("timeout").cloned().unwrap_or(Value::Null),
+    );
     let mut data = Map::new();
     data.insert("type".into(), Value::from(kind));
     data.insert("tgt".into(), Value::from(req.tgt.as_str()));
