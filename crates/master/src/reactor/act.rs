@@ -52,8 +52,15 @@ pub fn run(clients: &Clients, host: &Host, r: &Reaction) -> Result<Value, String
             let tgt_type = opt_str(r, "tgt_type")
                 .or_else(|| opt_str(r, "expr_form"))
                 .unwrap_or_else(|| "glob".into());
-            if let Some(ret) = opt_str(r, "ret").filter(|s| !s.is_empty()) {
-                tracing::warn!(reaction = %r.id, returner = %ret, "halite has no returners: the job's returns go to the master's job cache only");
+            // `ret:` names returners the minions send the job's returns
+            // to, besides the master's job cache (as `--return`).
+            let mut kwargs = kwargs;
+            if let Some(spec) = r
+                .opts
+                .get("ret")
+                .and_then(halite_modules::returners::ReturnSpec::from_names)
+            {
+                spec.to_kwargs(&mut kwargs);
             }
             let body = LocalBody::Publish {
                 tgt,
