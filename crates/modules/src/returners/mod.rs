@@ -8,9 +8,11 @@
 //!
 //! - [`options`]: Salt's `get_returner_options` (`<name>.<attr>`, the
 //!   `ret_config` profile `<profile>.<name>.<attr>`, `ret_kwargs`);
-//! - [`syslog`]: the `syslog` returner.
+//! - [`syslog`]: the `syslog` returner;
+//! - [`postgres`]: the `postgres` and `pgjsonb` returners.
 
 pub mod options;
+pub mod postgres;
 pub mod syslog;
 
 use halite_state::{Map, Value};
@@ -116,10 +118,20 @@ struct Returner {
 }
 
 /// The returners halite has.
-const RETURNERS: &[Returner] = &[Returner {
-    name: "syslog",
-    send: syslog::returner,
-}];
+const RETURNERS: &[Returner] = &[
+    Returner {
+        name: "syslog",
+        send: syslog::returner,
+    },
+    Returner {
+        name: "postgres",
+        send: postgres::returner,
+    },
+    Returner {
+        name: "pgjsonb",
+        send: postgres::returner_jsonb,
+    },
+];
 
 /// The names of the returners halite has, for messages.
 pub fn available() -> Vec<&'static str> {
