@@ -215,3 +215,52 @@ fn scheduled_jobs_and_reactions_name_returners_too() {
     assert_eq!(ret["fun"], "test.echo");
     assert_eq!(ret["id"], "web1");
 }
+
+/// A shop's own returner: `_returners/filer.py` in the master's file
+/// roots, synced to the minion by `saltutil.sync_returners` (and listed
+/// by `sync_all`), then named by `--return` like a native one; its
+/// `__opts__` is the minion's.
+#[test]
+fn a_custom_python_returner_synced_from_the_master_gets_the_return() {
+    if !can_run() {
+        return;
+    }
+    if halite_modules::grains::hw::which("python3").is_none() {
+        println!("skipped: needs python3 for the Python host");
+        return;
+    }
+    let fleet = Fleet::new();
+    let salt = fleet.path("salt");
+    let out = fleet.path("out/returns.jsonl");
+    std::fs::create_dir_all(salt.join("_returners")).unwrap();
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    std::fs::write(
+        salt.join("_returners/filer.py"),
+        "import json\n\n__virtualname__ = 'filer'\n\n\ndef __virtual__():\n    return __virtualname__\n\n\ndef returner(ret):\n    with open(__opts__['filer.path'], 'a') as f:\n        f.write(json.dumps(ret) + '\\n')\n",
+    )
+    .unwrap();
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base:\n    - {}\n",
+        salt.display()
+    ));
+    let _web = fleet.start_minion("web1", &format!("filer.path: {}\n", out.display()));
+    fleet.wait_responding("web1");
+    let (rets, _) = fleet.halite_json(&["web1", "saltutil.sync_returners"]);
+    assert_eq!(
+        rets.get("web1"),
+        Some(&serde_json::json!(["returners.filer"])),
+        "{rets:?}"
+    );
+    let (rets, _) = fleet.halite_json(&["web1", "saltutil.sync_all"]);
+    assert_eq!(rets["web1"]["returners"], serde_json::json!([]), "{rets:?}");
+
+    let (rets, code) = fleet.halite_json(&["web1", "test.echo", "custom", "--return", "filer"]);
+    assert_eq!(rets.get("web1"), Some(&Value::from("custom")));
+    assert_eq!(code, 0);
+    let written = std::fs::read_to_string(&out).expect("the returner wrote its file");
+    let ret: Value = serde_json::from_str(written.lines().next().unwrap()).unwrap();
+    assert_eq!(ret["id"], "web1");
+    assert_eq!(ret["fun"], "test.echo");
+    assert_eq!(ret["return"], "custom");
+    assert_eq!(ret["success"], true);
+}

@@ -9,7 +9,10 @@
 //! - [`options`]: Salt's `get_returner_options` (`<name>.<attr>`, the
 //!   `ret_config` profile `<profile>.<name>.<attr>`, `ret_kwargs`);
 //! - [`syslog`]: the `syslog` returner;
-//! - [`postgres`]: the `postgres` and `pgjsonb` returners.
+//! - [`postgres`]: the `postgres` and `pgjsonb` returners;
+//! - custom Python returners from `_returners` (synced by
+//!   `saltutil.sync_returners`/`sync_all`), run by the Python host
+//!   (`crate::python::call_returner`), before a native one of that name.
 
 pub mod options;
 pub mod postgres;
@@ -174,9 +177,15 @@ pub fn send(host: &Host, spec: &ReturnSpec, mut ret: Map) -> Vec<ReturnerError> 
     let lookup = options::Lookup::new(host, spec.ret_config.as_deref(), &spec.ret_kwargs);
     let mut errors = Vec::new();
     for name in &spec.names {
-        let result = match RETURNERS.iter().find(|r| r.name == name) {
-            Some(r) => (r.send)(host, &lookup, &ret),
-            None => Err(ReturnerError::Missing(name.clone(), available().join(", "))),
+        // A custom returner (`_returners`) replaces a native one of the
+        // same name, as custom modules do.
+        let result = match crate::python::call_returner(host, name, &ret) {
+            Some(Ok(())) => Ok(()),
+            Some(Err(e)) => Err(ReturnerError::Send(format!("{name}.returner: {e}"))),
+            None => match RETURNERS.iter().find(|r| r.name == name) {
+                Some(r) => (r.send)(host, &lookup, &ret),
+                None => Err(ReturnerError::Missing(name.clone(), available().join(", "))),
+            },
         };
         match result {
             Ok(()) => tracing::debug!(returner = %name, "return sent"),
