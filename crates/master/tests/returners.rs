@@ -187,8 +187,16 @@ fn scheduled_jobs_and_reactions_name_returners_too() {
         "ping:\n  local.test.echo:\n    - tgt: web1\n    - arg:\n      - from-reactor\n    - ret: syslog\n",
     )
     .unwrap();
+    let orch = fleet.path("salt/orch/ret.sls");
+    std::fs::create_dir_all(orch.parent().unwrap()).unwrap();
+    std::fs::write(
+        &orch,
+        "step:\n  salt.function:\n    - name: test.echo\n    - tgt: web1\n    - arg:\n      - from-orchestration\n    - ret: syslog\n",
+    )
+    .unwrap();
     let _master = fleet.start_master(&format!(
-        "auto_accept: True\nreactor:\n  - 'myco/ping':\n    - {}\n",
+        "auto_accept: True\nfile_roots:\n  base:\n    - {}\nreactor:\n  - 'myco/ping':\n    - {}\n",
+        fleet.path("salt").display(),
         reactor.display()
     ));
     // A scheduled job with `returner:` (Salt's key) and its return_config.
@@ -214,6 +222,17 @@ fn scheduled_jobs_and_reactions_name_returners_too() {
     let (_, _, ret) = seen.expect("the reaction's return in syslog");
     assert_eq!(ret["fun"], "test.echo");
     assert_eq!(ret["id"], "web1");
+    // An orchestration step's `ret:`.
+    let run = fleet.cli("halite-run", &["state.orchestrate", "orch.ret"]);
+    assert!(
+        run.status.success(),
+        "{}",
+        String::from_utf8_lossy(&run.stdout)
+    );
+    let seen = (0..20)
+        .map(|_| log.next())
+        .find(|(_, _, r)| r["return"] == "from-orchestration");
+    assert!(seen.is_some(), "the step's return never reached syslog");
 }
 
 /// A shop's own returner: `_returners/filer.py` in the master's file

@@ -214,7 +214,7 @@ fn publish(
     let tgt = call.require_str("tgt")?;
     let tgt_type = call.arg_str("tgt_type")?.unwrap_or_else(|| "glob".into());
     let timeout = step_timeout(call, cfg)?;
-    let req = JobRequest {
+    let mut req = JobRequest {
         tgt,
         tgt_type,
         fun: fun.to_string(),
@@ -224,6 +224,18 @@ fn publish(
     };
     tracing::debug!(tgt = %req.tgt, fun, "orchestration step publishes");
     fire_args(call, kind, &req);
+    // `ret`, `ret_config`, `ret_kwargs`: the minions also send their
+    // returns to these returners (as `--return`).
+    if let Some(mut spec) = call
+        .arg("ret")
+        .and_then(halite_modules::returners::ReturnSpec::from_names)
+    {
+        spec.ret_config = call.arg_str("ret_config")?.filter(|c| !c.is_empty());
+        if let Some(Value::Object(k)) = call.arg("ret_kwargs") {
+            spec.ret_kwargs = k.clone();
+        }
+        spec.to_kwargs(&mut req.kwarg);
+    }
     match call.arg("batch") {
         Some(b) => run_batched(cfg, &req, &py_str(b), timeout),
         None => run_job(cfg, &req, timeout),
