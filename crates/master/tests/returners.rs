@@ -56,7 +56,16 @@ fn the_minion_sends_a_jobs_return_to_syslog_too() {
     let fleet = Fleet::new();
     let socket = fleet.path("syslog.sock");
     let log = Syslog::listen(&socket);
-    let _master = fleet.start_master("auto_accept: True\n");
+    std::fs::create_dir_all(fleet.path("salt")).unwrap();
+    std::fs::write(
+        fleet.path("salt/one.sls"),
+        "one:\n  test.succeed_without_changes\n",
+    )
+    .unwrap();
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base:\n    - {}\n",
+        fleet.path("salt").display()
+    ));
     let _web = fleet.start_minion(
         "web1",
         &format!(
@@ -119,6 +128,17 @@ fn the_minion_sends_a_jobs_return_to_syslog_too() {
     let (_, ident, ret) = log.next();
     assert_eq!(ident, "kw-tag");
     assert_eq!(ret["ret_kwargs"]["tag"], "kw-tag");
+
+    // A state run compiled by the master: the returner keys do not reach
+    // the compile nor the states, and the run's return goes to syslog.
+    let (rets, code) = fleet.halite_json(&["web1", "state.apply", "one", "--return", "syslog"]);
+    assert_eq!(code, 0, "{rets:?}");
+    let run = rets["web1"].as_object().expect("a state run");
+    assert_eq!(run.len(), 1, "{rets:?}");
+    assert!(run.values().all(|s| s["result"] == true), "{rets:?}");
+    let (_, _, ret) = log.next();
+    assert_eq!(ret["fun"], "state.apply");
+    assert_eq!(ret["return"], rets["web1"]);
 
     // A returner halite does not have: logged, the return still arrives.
     let (rets, code) = fleet.halite_json(&["web1", "test.ping", "--return", "nosuch"]);
