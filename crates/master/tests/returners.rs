@@ -69,8 +69,9 @@ fn the_minion_sends_a_jobs_return_to_syslog_too() {
     let _web = fleet.start_minion(
         "web1",
         &format!(
-            "syslog.socket: {}\nsyslog.tag: halite-test\nsyslog.facility: LOG_LOCAL0\nalt.syslog.tag: alt-tag\nalt.syslog.level: LOG_ERR\n",
-            socket.display()
+            "syslog.socket: {}\nsyslog.tag: halite-test\nsyslog.facility: LOG_LOCAL0\nalt.syslog.tag: alt-tag\nalt.syslog.level: LOG_ERR\nrawfile_json.filename: {}\n",
+            socket.display(),
+            fleet.path("raw.jsonl").display()
         ),
     );
     fleet.wait_responding("web1");
@@ -139,6 +140,22 @@ fn the_minion_sends_a_jobs_return_to_syslog_too() {
     let (_, _, ret) = log.next();
     assert_eq!(ret["fun"], "state.apply");
     assert_eq!(ret["return"], rets["web1"]);
+
+    // rawfile_json: one JSON line per return in its file; two at once.
+    let (rets, _) = fleet.halite_json(&[
+        "web1",
+        "test.echo",
+        "raw",
+        "--return",
+        "rawfile_json,syslog",
+    ]);
+    assert_eq!(rets.get("web1"), Some(&Value::from("raw")));
+    let (_, _, ret) = log.next();
+    assert_eq!(ret["return"], "raw");
+    let raw = std::fs::read_to_string(fleet.path("raw.jsonl")).expect("rawfile_json's file");
+    let line: Value = serde_json::from_str(raw.lines().next().unwrap()).unwrap();
+    assert_eq!(line["return"], "raw");
+    assert_eq!(line["id"], "web1");
 
     // A returner halite does not have: logged, the return still arrives.
     let (rets, code) = fleet.halite_json(&["web1", "test.ping", "--return", "nosuch"]);

@@ -10,12 +10,14 @@
 //!   `ret_config` profile `<profile>.<name>.<attr>`, `ret_kwargs`);
 //! - [`syslog`]: the `syslog` returner;
 //! - [`postgres`]: the `postgres` and `pgjsonb` returners;
+//! - [`rawfile_json`]: the `rawfile_json` and `local` returners;
 //! - custom Python returners from `_returners` (synced by
 //!   `saltutil.sync_returners`/`sync_all`), run by the Python host
 //!   (`crate::python::call_returner`), before a native one of that name.
 
 pub mod options;
 pub mod postgres;
+pub mod rawfile_json;
 pub mod syslog;
 
 use halite_state::{Map, Value};
@@ -133,6 +135,14 @@ const RETURNERS: &[Returner] = &[
     Returner {
         name: "pgjsonb",
         send: postgres::returner_jsonb,
+    },
+    Returner {
+        name: "rawfile_json",
+        send: rawfile_json::returner,
+    },
+    Returner {
+        name: "local",
+        send: rawfile_json::local,
     },
 ];
 
