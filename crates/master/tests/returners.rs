@@ -157,6 +157,29 @@ fn the_minion_sends_a_jobs_return_to_syslog_too() {
     assert_eq!(line["return"], "raw");
     assert_eq!(line["id"], "web1");
 
+    // halite-call through the master: the minion's runner calls them.
+    let call = Command::new(bin("halite-call"))
+        .arg("-c")
+        .arg(fleet.path("minion-web1"))
+        .args([
+            "test.echo",
+            "viacall",
+            "--return",
+            "syslog",
+            "--out",
+            "json",
+        ])
+        .output()
+        .expect("halite-call");
+    assert!(
+        call.status.success(),
+        "{}",
+        String::from_utf8_lossy(&call.stderr)
+    );
+    let (_, _, ret) = log.next();
+    assert_eq!(ret["return"], "viacall");
+    assert_eq!(ret["id"], "web1");
+
     // A returner halite does not have: logged, the return still arrives.
     let (rets, code) = fleet.halite_json(&["web1", "test.ping", "--return", "nosuch"]);
     assert_eq!(rets.get("web1"), Some(&Value::Bool(true)));
