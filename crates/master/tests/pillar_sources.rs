@@ -157,6 +157,11 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
         "30",
     ]);
     assert_eq!(rets["web1"], SECRET, "{rets:?}");
+    // A cmd.run job whose output is the secret (read back from the file
+    // the state wrote): the CLI sees it.
+    let cat = format!("cat {}", managed.display());
+    let (rets, _) = fleet.halite_json(&["web1", "cmd.run", &cat, "-t", "30"]);
+    assert_eq!(rets["web1"], format!("password={SECRET}"), "{rets:?}");
     // Pillar targeting sees the gpg-rendered source.
     let (hit, _) = fleet.halite_json(&["-I", "db:user:admin", "test.ping", "-t", "30"]);
     assert_eq!(hit.get("web1"), Some(&Value::Bool(true)), "{hit:?}");
