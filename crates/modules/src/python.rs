@@ -281,7 +281,7 @@ pub fn render(
         sls: &ctx.sls,
     };
     Some(
-        py.call(&call, &d, &HostCallback(host), call_timeout(&host.opts))
+        py.call(&call, &d, &RenderCallback(host), call_timeout(&host.opts))
             .map_err(|e| error_text(&e)),
     )
 }
@@ -326,6 +326,18 @@ impl Callback for HostCallback<'_> {
             kwargs: kwargs.clone(),
         };
         self.0.call(fun, &args).map_err(|e| e.to_string())
+    }
+}
+
+/// `__salt__` calls of a Python renderer (`#!py`, `_renderers`): pillar
+/// functions unmasked, as Salt renders with masking off.
+struct RenderCallback<'a>(&'a Host);
+
+impl Callback for RenderCallback<'_> {
+    fn salt_call(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String> {
+        let mut kwargs = kwargs.clone();
+        crate::exec::pillar::unmask_for_render(fun, &mut kwargs);
+        HostCallback(self.0).salt_call(fun, args, &kwargs)
     }
 }
 
