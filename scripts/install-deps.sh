@@ -37,6 +37,8 @@ packages=(
   python3-pip          # the pip module
   libpam0g-dev         # halite-api links libpam for eauth: pam
   curl                 # halite-api's TLS test
+  chromium             # halite-api's console test: a real headless browser
+  chromium-driver      # chromedriver, which the console test drives over WebDriver
 )
 for pkg in "${packages[@]}"; do
   dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")

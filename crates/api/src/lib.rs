@@ -11,10 +11,12 @@
 //! - [`wheel`], [`jobs`]: the wheel `key.*` functions and `jobs.*` runners;
 //! - [`format`]: JSON/YAML/form bodies and `Accept` negotiation;
 //! - [`ratelimit`]: failed-login throttling;
-//! - [`server`]: the URLs, on axum.
+//! - [`server`]: the URLs, on axum;
+//! - [`console`]: the web console under `/console`.
 
 pub mod acl;
 pub mod config;
+pub mod console;
 pub mod eauth;
 pub mod error;
 pub mod format;

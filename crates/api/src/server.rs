@@ -66,6 +66,7 @@ pub fn router(state: Shared) -> Router {
         .route(&hook_root, post(hook_bare))
         .route(&hook, post(hook_tag))
         .route("/stats", get(stats))
+        .merge(crate::console::router())
         .fallback(not_found)
         .layer(DefaultBodyLimit::max(limit))
         .with_state(state)

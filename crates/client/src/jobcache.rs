@@ -200,6 +200,22 @@ impl JobCache {
         Ok(())
     }
 
+    /// Each minion's newest return: `(id, jid)` of the latest job it
+    /// answered, the "last seen" halite-api's console shows (a jid is its
+    /// start time, so the newest jid is the latest contact).
+    pub fn last_returns(&self) -> Result<Vec<(String, String)>, JobCacheError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT id, MAX(jid) FROM returns GROUP BY id ORDER BY id")
+            .map_err(self.err())?;
+        let rows = stmt
+            .query_map([], |row| {
+                Ok((row.get::<_, String>(0)?, row.get::<_, String>(1)?))
+            })
+            .map_err(self.err())?;
+        rows.collect::<Result<Vec<_>, _>>().map_err(self.err())
+    }
+
     /// Every cached minion's grains.
     pub fn all_grains(&self) -> Result<Vec<(String, Value)>, JobCacheError> {
         let mut stmt = self
@@ -540,7 +556,11 @@ mod tests {
                 retcode: 0,
                 success: true,
             };
-            cache.store_returns(&[ret]).unwrap();
+            let older = JobReturn {
+                jid: "20000101000000000000".into(),
+                ..ret.clone()
+            };
+            cache.store_returns(&[ret, older]).unwrap();
             cache
                 .store_grains("web1", &json!({"os": "Ubuntu"}))
                 .unwrap();
@@ -560,6 +580,10 @@ mod tests {
         let rets = cache.returns(&recent).unwrap();
         assert_eq!(rets[0].1["return"], "hi");
         assert_eq!(cache.all_grains().unwrap()[0].1["os"], "Ubuntu");
+        assert_eq!(
+            cache.last_returns().unwrap(),
+            vec![("web1".to_string(), recent.clone())]
+        );
         assert_eq!(cache.clean_old_jobs(24).unwrap(), 1);
         assert!(cache.job("20000101000000000000").unwrap().is_none());
         assert!(cache.job(&recent).unwrap().is_some());

@@ -343,9 +343,19 @@ impl Repo {
             env.push(("HALITE_GIT_PASSWORD".into(), auth.password.clone()));
         }
         if !auth.privkey.is_empty() {
+            // Host keys: Salt's git CLI provider turns checking off
+            // (StrictHostKeyChecking=no). halite trusts a server's key on
+            // first use and refuses it if it changes later: new keys go to
+            // `<cache_root>/known_hosts` (the master user's own
+            // ~/.ssh/known_hosts is read too), never prompting.
+            let known = format!(
+                "{} ~/.ssh/known_hosts",
+                self.root.join("known_hosts").display()
+            );
             let mut ssh = format!(
-                "ssh -i {} -o IdentitiesOnly=yes",
-                shlex_quote(&auth.privkey)
+                "ssh -i {} -o IdentitiesOnly=yes -o StrictHostKeyChecking=accept-new -o UserKnownHostsFile={}",
+                shlex_quote(&auth.privkey),
+                shlex_quote(&known)
             );
             if auth.passphrase.is_empty() {
                 ssh.push_str(" -o BatchMode=yes");

@@ -21,6 +21,9 @@ use halite_modules::pillar_source::PillarSource;
 use halite_state::FileClient;
 use serde_json::{json, Value};
 
+#[path = "../../../tests/support/sshd.rs"]
+mod sshd;
+
 fn ready() -> bool {
     if Command::new("git").arg("--version").output().is_err() {
         println!("skipped: git is not installed (scripts/install-deps.sh installs it)");
@@ -536,5 +539,59 @@ fn http_remotes_fetch_with_gitfs_user_and_password() {
         out.stdout.is_empty(),
         "secrets on disk: {}",
         String::from_utf8_lossy(&out.stdout)
+    );
+}
+
+#[test]
+fn ssh_remotes_fetch_with_gitfs_pubkey_and_privkey() {
+    if !ready() {
+        return;
+    }
+    let up = states_repo();
+    let keys = tempfile::tempdir().unwrap();
+    let identity = keys.path().join("id_gitfs");
+    sshd::keygen(&identity);
+    let stranger = keys.path().join("id_stranger");
+    sshd::keygen(&stranger);
+    let authorized = keys.path().join("authorized_keys");
+    std::fs::copy(keys.path().join("id_gitfs.pub"), &authorized).unwrap();
+    let Some(server) = sshd::Sshd::start(keys.path(), &authorized) else {
+        println!("skipped: sshd is missing (openssh-server, scripts/install-deps.sh)");
+        return;
+    };
+    let url = format!(
+        "ssh://root@127.0.0.1:{}{}",
+        server.port,
+        up.bare().display()
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let opts = |key: &Path| {
+        json!({"fileserver_backend": ["gitfs"], "gitfs_remotes": [url],
+            "gitfs_pubkey": format!("{}.pub", key.display()),
+            "gitfs_privkey": key.display().to_string()})
+    };
+    // A key the server does not know: refused, and the error names the remote.
+    let fs = Fileserver::from_opts(&opts(&stranger), BTreeMap::new(), cache.path());
+    let report = fs.gitfs().unwrap().update(None);
+    let err = report[0].1.clone().expect("an unknown key is refused");
+    assert!(err.contains(&url), "{err}");
+    // The authorized key: fetched over ssh, branches are saltenvs.
+    let fs = Fileserver::from_opts(&opts(&identity), BTreeMap::new(), cache.path());
+    let report = fs.gitfs().unwrap().update(None);
+    assert_eq!(report, vec![(url.clone(), None)]);
+    assert_eq!(
+        read(&fs, "web.sls", "base").as_deref(),
+        Some("master-web\n")
+    );
+    assert_eq!(read(&fs, "web.sls", "dev").as_deref(), Some("dev-web\n"));
+    // A pushed commit is served after the next update.
+    up.write("web.sls", "pushed-web\n");
+    up.commit("pushed");
+    up.push();
+    let report = fs.gitfs().unwrap().update(None);
+    assert_eq!(report, vec![(url.clone(), None)]);
+    assert_eq!(
+        read(&fs, "web.sls", "base").as_deref(),
+        Some("pushed-web\n")
     );
 }

@@ -173,11 +173,16 @@ impl Compiler {
         }
         halite_modules::gpg::take_decrypted();
         let (pillar, errors) = self.pillar(&host);
-        let has_secrets = halite_modules::gpg::take_decrypted();
+        let decrypted = halite_modules::gpg::take_decrypted();
         // A pillar that failed to render keeps the last good one cached;
-        // one holding GPG-decrypted secrets is kept in memory only.
-        if let (Some(cache), true) = (&self.pillar_cache, errors.is_empty()) {
-            cache.store(id, &pillar, !has_secrets);
+        // what the gpg renderer decrypted is masked in everything the
+        // master writes to disk for this minion (pillar_cache.rs).
+        if let Some(cache) = &self.pillar_cache {
+            if errors.is_empty() {
+                cache.store(id, &pillar, &decrypted);
+            } else {
+                cache.add_secrets(id, &decrypted);
+            }
         }
         host.pillar = pillar.clone();
         let action = if !job.fun.starts_with("state.") {

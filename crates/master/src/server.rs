@@ -1410,8 +1410,23 @@ impl Master {
     }
 
     /// Commits the returns, then acknowledges them, then fires their events.
+    ///
+    /// What the job cache stores has the minion's gpg-decrypted secrets
+    /// masked (`**********`); the event the CLI waits on carries the
+    /// return as the minion sent it.
     fn commit_returns(&mut self, returns: Vec<(u64, JobReturn)>) {
-        let records: Vec<JobReturn> = returns.iter().map(|(_, r)| r.clone()).collect();
+        let pillars = self.compile.compiler.pillar_cache();
+        let records: Vec<JobReturn> = returns
+            .iter()
+            .map(|(_, r)| match pillars.and_then(|p| p.secrets(&r.id)) {
+                Some(secrets) => JobReturn {
+                    ret: secrets.mask(&r.ret),
+                    fun_args: r.fun_args.iter().map(|a| secrets.mask(a)).collect(),
+                    ..r.clone()
+                },
+                None => r.clone(),
+            })
+            .collect();
         if let Err(e) = self.book.jobs.store_returns(&records) {
             // Not acknowledged: the minions keep them and resend.
             tracing::error!(error = %e, "cannot store returns; they will be resent");

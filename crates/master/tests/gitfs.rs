@@ -140,7 +140,7 @@ fn state_apply_from_gitfs_with_git_pillar() {
     };
     assert!(
         wait_for(Duration::from_secs(30), || {
-            let (rets, _) = fleet.halite_json(&["web1", "pillar.get", "greeting"]);
+            let (rets, _) = fleet.halite_json(&["web1", "pillar.get", "greeting", "unmask=True"]);
             rets.get("web1") == Some(&Value::from("hello"))
         }),
         "git_pillar never gave the pillar"
@@ -172,7 +172,7 @@ fn state_apply_from_gitfs_with_git_pillar() {
     pillar.commit_push("pillar two");
     assert!(
         wait_for(Duration::from_secs(60), || {
-            let (rets, _) = fleet.halite_json(&["web1", "pillar.get", "greeting"]);
+            let (rets, _) = fleet.halite_json(&["web1", "pillar.get", "greeting", "unmask=True"]);
             rets.get("web1") == Some(&Value::from("bonjour"))
         }),
         "the pillar commit was never fetched"

@@ -419,7 +419,7 @@ fn highstate_through_the_master() {
     assert_eq!(rets["web1"], json!(false));
 
     // Each minion sees its own pillar only.
-    let (rets, _) = fleet.halite_json(&["*", "pillar.items"]);
+    let (rets, _) = fleet.halite_json(&["*", "pillar.items", "unmask=True"]);
     assert_eq!(rets["web1"]["secret"], "web-only-s3cret");
     assert_eq!(rets["db1"]["secret"], "db-only-s3cret");
     assert!(!rets["web1"].to_string().contains("db-only"));

@@ -219,7 +219,7 @@ fn halite_call_shows_the_masters_pillar_and_fetches_its_files() {
     let fleet = Fleet::new();
     let (_master, _minion) = master_with_tree(&fleet, "peeker");
 
-    let (ret, code, err) = call_json(&fleet, "peeker", &["pillar.items"]);
+    let (ret, code, err) = call_json(&fleet, "peeker", &["pillar.items", "unmask=True"]);
     assert_eq!(code, 0, "{err}");
     assert_eq!(ret["motd_text"], "hello-from-pillar", "{ret}");
 

@@ -565,3 +565,124 @@ both:
         String::from_utf8_lossy(&out.stdout)
     );
 }
+
+/// The events of an orchestration on the master's bus, as Salt 3008.5
+/// fires them (recorded with a salt-master, `state_events: True` and a
+/// state with `fire_event: True`; docs/orchestration.md): the run's
+/// `new`, one `args` per published step (Salt's keys), each step's job
+/// events (`new`, the minion's `prog` and `ret`), the run's `ret`; and no
+/// `salt/state_result/<run jid>/...` nor `salt/job/<run jid>/prog/...`
+/// for the orchestration's own states, which Salt's master never fires.
+#[test]
+fn orchestration_events_are_the_ones_salt_fires() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let salt = fleet.path("salt");
+    write(
+        &salt.join("orch/events.sls"),
+        "db:\n  salt.function:\n    - name: test.echo\n    - tgt: web1\n    - arg:\n      - hi\n\
+         app:\n  salt.state:\n    - tgt: web1\n    - sls: app\n    - require:\n      - salt: db\n\
+         note:\n  test.succeed_with_changes:\n    - fire_event: True\n    - require:\n      - salt: app\n",
+    );
+    write(
+        &salt.join("app.sls"),
+        "a:\n  test.succeed_without_changes\n",
+    );
+    let _master = fleet.start_master(&format!(
+        "file_roots:\n  base:\n    - {}\nstate_events: True\nauto_accept: True\n",
+        salt.display()
+    ));
+    let _web = fleet.start_minion("web1", "");
+    fleet.wait_responding("web1");
+    let events = fleet.watch_events();
+    let (v, code) = orch_json(&fleet, &["state.orchestrate", "orch.events"]);
+    assert_eq!(code, 0, "{v}");
+    let seen: Vec<(String, Value)> = events
+        .stop()
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(t, d)| (t.to_string(), serde_json::from_str(d).unwrap()))
+        .filter(|(t, _)| t.starts_with("salt/run/") || t.starts_with("salt/job/"))
+        .filter(|(t, _)| !t.ends_with("/publish"))
+        .collect();
+    let (new_tag, new) = &seen[0];
+    let jid = new["jid"].as_str().expect("the run's jid").to_string();
+    assert_eq!(new_tag, &format!("salt/run/{jid}/new"));
+    assert_eq!(
+        new["fun_args"],
+        serde_json::json!(["orch.events", {"orchestration_jid": jid}])
+    );
+    assert_eq!(new["fun"], "runner.state.orchestrate");
+    let db_jid = step(&v, "db")["__jid__"].as_str().unwrap().to_string();
+    let app_jid = step(&v, "app")["__jid__"].as_str().unwrap().to_string();
+    let tags: Vec<String> = seen
+        .iter()
+        .map(|(t, _)| {
+            t.replace(&jid, "RUN")
+                .replace(&db_jid, "DB")
+                .replace(&app_jid, "APP")
+        })
+        .collect();
+    assert_eq!(
+        tags,
+        [
+            "salt/run/RUN/new",
+            "salt/run/RUN/args",
+            "salt/job/DB/new",
+            "salt/job/DB/ret/web1",
+            "salt/run/RUN/args",
+            "salt/job/APP/new",
+            "salt/job/APP/prog/web1/0",
+            "salt/job/APP/ret/web1",
+            "salt/run/RUN/ret",
+        ],
+        "{seen:?}"
+    );
+    let keys = |d: &Value| {
+        let mut k: Vec<String> = d["args"].as_object().unwrap().keys().cloned().collect();
+        k.sort();
+        k
+    };
+    let (function, state) = (&seen[1].1, &seen[4].1);
+    assert_eq!(function["type"], "function");
+    assert_eq!(function["name"], "test.echo");
+    assert_eq!(function["tgt"], "web1");
+    assert_eq!(
+        keys(function),
+        [
+            "_cmd_meta",
+            "arg",
+            "expect_minions",
+            "kwarg",
+            "ret",
+            "ssh",
+            "tgt_type",
+            "timeout"
+        ]
+    );
+    assert_eq!(function["args"]["arg"], serde_json::json!(["hi"]));
+    assert_eq!(function["args"]["expect_minions"], false);
+    assert_eq!(state["type"], "state");
+    assert_eq!(
+        keys(state),
+        [
+            "arg",
+            "expect_minions",
+            "kwarg",
+            "ret",
+            "ssh",
+            "tgt_type",
+            "timeout"
+        ]
+    );
+    assert_eq!(state["args"]["arg"], serde_json::json!(["app"]));
+    assert_eq!(state["args"]["expect_minions"], true);
+    assert_eq!(state["args"]["kwarg"]["queue"], false);
+    assert_eq!(state["args"]["kwarg"]["concurrent"], false);
+    let ret = &seen[8].1;
+    assert_eq!(ret["success"], true);
+    assert_eq!(ret["fun_args"], new["fun_args"]);
+    assert_eq!(ret["return"]["retcode"], 0);
+}

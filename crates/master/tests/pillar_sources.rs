@@ -3,7 +3,9 @@
 //! test, `gpg` from Debian), an `ext_pillar` `cmd_json` command. The minion
 //! sees the decrypted secret and the command's data, a pillar target (`-I`)
 //! matches them, and afterwards the cleartext is in no file or log of the
-//! master or the minion (the master's SQLite pillar cache included).
+//! master or the minion (the master's SQLite pillar and job cache, its WAL
+//! included) although `pillar.items unmask=True`, `pillar.get`, a
+//! `file.managed` diff and a `cmd.run` output returned it to the CLI.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -104,15 +106,22 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
     let minion = fleet.start_minion("web1", "");
     fleet.wait_responding("web1");
 
-    // The SLS proves the minion got the decrypted secret without printing
-    // it (a pillar.items return would be kept by the job cache: Salt
-    // 3008.5 masks those, halite does not yet).
+    // The SLS proves the minion got the decrypted secret; the secret is
+    // also written by file.managed (its diff shows it) and echoed by
+    // cmd.run (its stdout and state id show it).
     let states = fleet.path("states");
     std::fs::create_dir_all(&states).unwrap();
     std::fs::write(states.join("top.sls"), "base:\n  '*':\n    - uses\n").unwrap();
+    let managed = fleet.path("out/managed.txt");
     std::fs::write(
         states.join("uses.sls"),
-        "check:\n  test.succeed_without_changes:\n    - name: len-{{ pillar['db']['nested'][0]['password'] | length }}-{{ pillar['from_cmd']['id'] }}\n",
+        format!(
+            "{{% set pw = pillar['db']['nested'][0]['password'] %}}\n\
+             check:\n  test.succeed_without_changes:\n    - name: len-{{{{ pw | length }}}}-{{{{ pillar['from_cmd']['id'] }}}}\n\
+             {}:\n  file.managed:\n    - makedirs: true\n    - contents: 'password={{{{ pw }}}}'\n\
+             echo {{{{ pw }}}}:\n  cmd.run: []\n",
+            managed.display()
+        ),
     )
     .unwrap();
     let (rets, _) = fleet.halite_json(&["web1", "state.apply", "-t", "60"]);
@@ -121,9 +130,47 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
         text.contains(&format!("len-{}-web1", SECRET.len())),
         "{rets:?}"
     );
+    // The CLI user who ran the job sees the return as the minion gave it.
+    assert!(text.contains(&format!("echo {SECRET}")), "{rets:?}");
+    assert_eq!(
+        std::fs::read_to_string(&managed).unwrap(),
+        format!("password={SECRET}\n")
+    );
+    // pillar.items and pillar.get are masked as in Salt 3008.5; with
+    // unmask=True the CLI shows the value.
+    let (rets, _) = fleet.halite_json(&["web1", "pillar.items", "-t", "30"]);
+    assert_eq!(
+        rets["web1"]["db"]["nested"][0]["password"], "**********",
+        "{rets:?}"
+    );
+    let (rets, _) = fleet.halite_json(&["web1", "pillar.items", "unmask=True", "-t", "30"]);
+    assert_eq!(
+        rets["web1"]["db"]["nested"][0]["password"], SECRET,
+        "{rets:?}"
+    );
+    let (rets, _) = fleet.halite_json(&[
+        "web1",
+        "pillar.get",
+        "db:nested:0:password",
+        "unmask=True",
+        "-t",
+        "30",
+    ]);
+    assert_eq!(rets["web1"], SECRET, "{rets:?}");
+    // A cmd.run job whose output is the secret (read back from the file
+    // the state wrote): the CLI sees it.
+    let cat = format!("cat {}", managed.display());
+    let (rets, _) = fleet.halite_json(&["web1", "cmd.run", &cat, "-t", "30"]);
+    assert_eq!(rets["web1"], format!("password={SECRET}"), "{rets:?}");
     // Pillar targeting sees the gpg-rendered source.
     let (hit, _) = fleet.halite_json(&["-I", "db:user:admin", "test.ping", "-t", "30"]);
     assert_eq!(hit.get("web1"), Some(&Value::Bool(true)), "{hit:?}");
+    // cache.pillar shows the cached pillar with the secret masked.
+    let cached = fleet.cli("halite-run", &["cache.pillar", "--out", "json"]);
+    let cached = String::from_utf8_lossy(&cached.stdout).into_owned();
+    assert!(cached.contains("**********"), "{cached}");
+    assert!(cached.contains("admin"), "{cached}");
+    assert!(!cached.contains(SECRET), "{cached}");
 
     let out = Command::new("grep")
         .args(["-r", "-l", "-a", SECRET])

@@ -453,3 +453,76 @@ fn bench_reactor_events_to_jobs_published() {
     );
     assert_eq!(published, N);
 }
+
+/// Salt's loop guard for runner reactions: a reactor on `salt/run/*`
+/// that starts an orchestration reacts to the orchestration an operator
+/// ran, but not to the one it started itself (its `salt/run/<jid>/new`,
+/// `args` and `ret` carry `user: Reactor`), so it runs once and stops.
+#[test]
+fn a_reactor_on_salt_run_does_not_react_to_its_own_orchestration() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let runs = fleet.path("out/runs");
+    std::fs::create_dir_all(runs.parent().unwrap()).unwrap();
+    write(
+        &fleet.path("salt/orch/count.sls"),
+        &format!(
+            "count:\n  cmd.run:\n    - name: echo run >> {}\n",
+            runs.display()
+        ),
+    );
+    write(
+        &fleet.path("reactor/again.sls"),
+        // On ret only: the run holds the master's state-run lock until then.
+        "{% if tag.endswith('/ret') %}\nagain:\n  runner.state.orchestrate:\n    - args:\n      - mods: orch.count\n{% endif %}\n",
+    );
+    let master = fleet.start_master(&master_config(&fleet, &[("salt/run/*", "again.sls")], ""));
+    let events = fleet.watch_events();
+    let first = fleet.cli("halite-run", &["state.orchestrate", "orch.count"]);
+    assert!(
+        first.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&first.stdout),
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let lines = || {
+        std::fs::read_to_string(&runs)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    // The operator's run's ret: one reaction, one more run.
+    assert!(
+        wait_for(Duration::from_secs(60), || lines() >= 2),
+        "the reactor never ran its orchestrations: {} runs\n{}",
+        lines(),
+        master.log_text()
+    );
+    // Settle: a loop would keep appending (each run's events starting more).
+    std::thread::sleep(Duration::from_secs(5));
+    assert_eq!(lines(), 2, "{}", master.log_text());
+    let seen = bus_events(&events.stop());
+    let news: Vec<&Value> = seen
+        .iter()
+        .filter(|(t, _)| t.starts_with("salt/run/") && t.ends_with("/new"))
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(news.len(), 2, "{news:?}");
+    assert_eq!(
+        news.iter().filter(|d| d["user"] == "Reactor").count(),
+        1,
+        "the reactor's orchestrations run as Reactor: {news:?}"
+    );
+    let rets: Vec<&Value> = seen
+        .iter()
+        .filter(|(t, _)| t.starts_with("salt/run/") && t.ends_with("/ret"))
+        .map(|(_, d)| d)
+        .collect();
+    assert_eq!(
+        rets.iter().filter(|d| d["user"] == "Reactor").count(),
+        1,
+        "{rets:?}"
+    );
+}

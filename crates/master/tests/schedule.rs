@@ -179,7 +179,7 @@ fn pillar_schedules_and_refresh_pillar_reach_the_minion_and_the_master() {
     std::fs::write(pillar.join("data.sls"), data("new")).unwrap();
     let (rets, _) = fleet.halite_json(&["pil", "saltutil.refresh_pillar"]);
     assert_eq!(rets.get("pil"), Some(&json!(true)));
-    let (rets, _) = fleet.halite_json(&["pil", "pillar.get", "role"]);
+    let (rets, _) = fleet.halite_json(&["pil", "pillar.get", "role", "unmask=True"]);
     assert_eq!(rets.get("pil"), Some(&json!("new")));
     let (rets, _) = fleet.halite_json(&["-I", "role:new", "test.ping"]);
     assert_eq!(rets.get("pil"), Some(&json!(true)));

@@ -116,7 +116,7 @@ fn ipcidr_pillar_and_range_targets_on_real_minions() {
         }),
         "the minions' pillars never reached the master's cache"
     );
-    let (rets, _) = fleet.halite_json(&["*", "pillar.items", "-t", "10"]);
+    let (rets, _) = fleet.halite_json(&["*", "pillar.items", "unmask=True", "-t", "10"]);
     assert_eq!(rets["web1"]["role"], "web", "{rets:?}");
     assert_eq!(rets["db1"]["role"], "db", "{rets:?}");
     let pillar_checks = || {

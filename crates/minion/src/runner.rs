@@ -333,6 +333,22 @@ impl HostRunner {
     }
 }
 
+/// The returners `job` names (`--return`), and the job without them
+/// when it named any.
+fn take_returners(job: &Job) -> (Option<halite_modules::returners::ReturnSpec>, Option<Job>) {
+    let mut kwarg = job.kwarg.clone();
+    match halite_modules::returners::ReturnSpec::take_from(&mut kwarg) {
+        Some(spec) => (
+            Some(spec),
+            Some(Job {
+                kwarg,
+                ..job.clone()
+            }),
+        ),
+        None => (None, None),
+    }
+}
+
 impl JobRunner for HostRunner {
     fn run(
         &self,
@@ -344,6 +360,10 @@ impl JobRunner for HostRunner {
     ) -> JobReturn {
         // The job's commands are recorded under its jid (saltutil.kill_job).
         let _scope = halite_modules::job_procs::JobScope::enter(&job.jid);
+        // `--return`: the returners are the minion's to call, never the
+        // function's arguments.
+        let (returners, stripped) = take_returners(job);
+        let job = stripped.as_ref().unwrap_or(job);
         let mut host = self.host(id, Some(&job.jid), grains, events, &master, Manifest::new());
         halite_modules::exec::clear_retcode();
         let outcome = self.execute(id, &mut host, job, &master);
@@ -371,7 +391,7 @@ impl JobRunner for HostRunner {
             ),
             Err(ExecError::Execution(msg)) => (Value::String(format!("ERROR: {msg}")), 1),
         };
-        JobReturn {
+        let done = JobReturn {
             jid: job.jid.clone(),
             id: id.to_string(),
             fun: job.fun.clone(),
@@ -379,7 +399,21 @@ impl JobRunner for HostRunner {
             ret,
             retcode,
             success: retcode == 0,
+        };
+        if let Some(spec) = returners {
+            let dict = halite_modules::returners::return_dict(
+                &done.jid,
+                &done.id,
+                &done.fun,
+                &done.fun_args,
+                &done.ret,
+                done.retcode,
+                done.success,
+            );
+            // Failures are logged by send; the master still gets the return.
+            let _ = halite_modules::returners::send(&host, &spec, dict);
         }
+        done
     }
 
     fn render_call(

@@ -1,5 +1,5 @@
 //! The `ext_pillar` sources halite runs itself (Salt's
-//! salt/pillar/cmd_json.py, cmd_yaml.py, file_tree.py), built from the
+//! salt/pillar/cmd_json.py, cmd_yaml.py, file_tree.py, stack.py), built from the
 //! master's `ext_pillar` option. `git` entries are built by halite-gitfs;
 //! an entry naming another interface is logged as Salt logs it ("Specified
 //! ext_pillar interface X is unavailable") and left out.
@@ -12,8 +12,10 @@ use crate::pillar_source::{PillarPart, PillarSource};
 use crate::Host;
 
 mod file_tree;
+mod stack;
 
 pub use file_tree::FileTree;
+pub use stack::Stack;
 
 /// The interfaces built elsewhere (halite-gitfs builds `git`).
 const BUILT_ELSEWHERE: &[&str] = &["git"];
@@ -47,6 +49,7 @@ pub fn sources_from_opts(opts: &Value) -> Vec<Arc<dyn PillarSource>> {
                     position,
                 })),
                 "file_tree" => out.push(Arc::new(FileTree::new(val, position))),
+                "stack" => out.push(Arc::new(Stack::new(val, position))),
                 other => {
                     tracing::error!("Specified ext_pillar interface {other} is unavailable");
                 }

@@ -6,11 +6,11 @@
 //! be decrypted is an error when `gpg_decrypt_must_succeed` (Salt 3008's
 //! default), else it is left as it was with Salt's warning.
 //!
-//! Whether a compile decrypted anything is remembered per thread
-//! ([`take_decrypted`]), so the master never writes such a pillar to its
-//! disk cache.
+//! What a compile decrypted is remembered per thread ([`take_decrypted`]),
+//! so the master can mask those cleartexts in everything it writes to disk
+//! (its pillar cache, its job cache).
 
-use std::cell::Cell;
+use std::cell::RefCell;
 use std::io::Write;
 use std::process::{Command, Stdio};
 
@@ -20,12 +20,13 @@ const BEGIN: &str = "-----BEGIN PGP MESSAGE-----";
 const END: &str = "-----END PGP MESSAGE-----";
 
 thread_local! {
-    static DECRYPTED: Cell<bool> = const { Cell::new(false) };
+    static DECRYPTED: RefCell<Vec<String>> = const { RefCell::new(Vec::new()) };
 }
 
-/// Whether this thread decrypted a secret since the last call (and resets it).
-pub fn take_decrypted() -> bool {
-    DECRYPTED.with(|d| d.replace(false))
+/// The cleartexts this thread decrypted since the last call (and forgets
+/// them): empty when nothing was decrypted.
+pub fn take_decrypted() -> Vec<String> {
+    DECRYPTED.with(|d| std::mem::take(&mut *d.borrow_mut()))
 }
 
 /// The GnuPG home holding the private keys: `gpg_keydir`, else
@@ -147,7 +148,8 @@ impl Decryptor {
             }
             return Ok(cipher);
         }
-        DECRYPTED.with(|d| d.set(true));
-        Ok(String::from_utf8_lossy(&stdout).into_owned())
+        let clear = String::from_utf8_lossy(&stdout).into_owned();
+        DECRYPTED.with(|d| d.borrow_mut().push(clear.clone()));
+        Ok(clear)
     }
 }

@@ -39,6 +39,7 @@ pub mod pillar_source;
 pub mod pkg;
 pub mod python;
 pub mod render_context;
+pub mod returners;
 pub mod salt_fallback;
 pub mod schedule_time;
 pub mod sls;

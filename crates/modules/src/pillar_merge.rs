@@ -121,40 +121,18 @@ fn update(dest: &mut Value, upd: &Value, merge_lists: bool) {
 }
 
 /// `merge_aggregate` = yamlex's `merge_recursive(a, b, level=1)`: the top
-/// mappings are aggregated (keys of both kept); below them, without
-/// yamlex's `!aggregate` marks, a key both sides have takes `b`'s value,
-/// mappings keeping only `b`'s keys (each merged the same way).
+/// mappings are aggregated (keys of both kept); below them two values are
+/// aggregated only when both carry yamlex's `!aggregate` mark (lists joined
+/// without duplicates, mappings merged), else a key both sides have takes
+/// `b`'s value, mappings keeping only `b`'s keys (each merged the same way).
+/// The marks below the top stay for the next merge; pillar compilation
+/// strips them at the end (`pillar_render::compile_full`).
 fn aggregate_top(a: &Value, b: &Value) -> Value {
-    match (a, b) {
-        (Value::Object(am), Value::Object(bm)) => {
-            let mut out = am.clone();
-            for (k, v) in bm {
-                let merged = match am.get(k) {
-                    Some(old) => aggregate_plain(old, v),
-                    None => v.clone(),
-                };
-                out.insert(k.clone(), merged);
-            }
-            Value::Object(out)
-        }
-        _ => b.clone(),
+    let mut merged = halite_render::yaml::yamlex::aggregate(a, b, 1);
+    if let Value::Object(m) = &mut merged {
+        m.shift_remove(halite_render::yaml::yamlex::MARK);
     }
-}
-
-/// Salt's `aggregate` below the marked level: `b`'s structure wins.
-fn aggregate_plain(a: &Value, b: &Value) -> Value {
-    match (a, b) {
-        (Value::Object(am), Value::Object(bm)) => {
-            let mut out = bm.clone();
-            for (k, v) in bm {
-                if let Some(old) = am.get(k) {
-                    out.insert(k.clone(), aggregate_plain(old, v));
-                }
-            }
-            Value::Object(out)
-        }
-        _ => b.clone(),
-    }
+    merged
 }
 
 #[cfg(test)]

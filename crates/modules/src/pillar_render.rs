@@ -1,6 +1,7 @@
 //! Compiling a minion's pillar from `pillar_roots`: the pillar top file,
 //! then each matched SLS rendered (Jinja + YAML) and deep-merged in order.
 
+use halite_render::yaml::yamlex;
 use halite_state::target::MinionFacts;
 use halite_state::{SlsSource, Value};
 
@@ -33,10 +34,13 @@ pub fn compile_full(
         .get("ext_pillar_first")
         .is_some_and(halite_salt_rules::truth::python_bool);
     let mut errors = Vec::new();
+    // yamlex's !aggregate marks travel in the data while SLS are merged;
+    // what templates and sources see, and the result, has none.
+    let _marks = yamlex::keep_marks();
     let roots = |start: &Value, errors: &mut Vec<String>| -> Option<Value> {
         let files = pillar_files.clone()?;
         let mut pillar_host = host.clone();
-        pillar_host.pillar = start.clone();
+        pillar_host.pillar = yamlex::strip(start.clone());
         pillar_host.files = files;
         let (compiled, errs) = compile_pillar(&pillar_host);
         errors.extend(errs);
@@ -45,7 +49,7 @@ pub fn compile_full(
     let run_sources = |mut pillar: Value, errors: &mut Vec<String>| -> Value {
         for source in &sources {
             let mut source_host = host.clone();
-            source_host.pillar = pillar.clone();
+            source_host.pillar = yamlex::strip(pillar.clone());
             let part = source.compile(&source_host);
             if part.errors.is_empty() {
                 tracing::debug!(source = source.name(), "ext_pillar compiled");
@@ -70,7 +74,7 @@ pub fn compile_full(
         };
         run_sources(start, &mut errors)
     };
-    (pillar, errors)
+    (yamlex::strip(pillar), errors)
 }
 
 /// Renders the pillar of `host` from the file roots of `pillar_host`

@@ -21,7 +21,14 @@ use crate::Host;
 
 /// The kinds of custom module directories, by Salt's names
 /// (`_modules` in the file roots, `extmods/modules` in the cache).
-pub const KINDS: [&str; 5] = ["modules", "states", "grains", "utils", "renderers"];
+pub const KINDS: [&str; 6] = [
+    "modules",
+    "states",
+    "grains",
+    "utils",
+    "renderers",
+    "returners",
+];
 
 /// The directories custom modules of each kind are loaded from for a
 /// minion with options `opts`: every saltenv's `file_roots` first, then
@@ -49,6 +56,7 @@ pub fn module_dirs(opts: &Value) -> ModuleDirs {
         grains: dirs_of("grains"),
         utils: dirs_of("utils"),
         renderers: dirs_of("renderers"),
+        returners: dirs_of("returners"),
     }
 }
 
@@ -169,6 +177,36 @@ pub fn add_custom_modules(host: &mut Host) {
     }
 }
 
+/// Calls the custom returner `name` (`_returners/<name>.py`, or synced
+/// into `extmods/returners`) with `ret`: `None` when no custom returner
+/// has that name, else what its `returner(ret)` did.
+pub fn call_returner(host: &Host, name: &str, ret: &Value) -> Option<Result<(), String>> {
+    if !module_dirs(&host.opts).has_kind("returners") {
+        return None;
+    }
+    let exec = host.exec.clone();
+    let py = python_host(&host.opts, || exec.list_functions())?;
+    let d = dunders(&host.opts, &host.grains, &host.pillar, host.test_mode());
+    let inventory = match py.inventory(&d, call_timeout(&host.opts)) {
+        Ok(inv) => inv,
+        Err(e) => return Some(Err(format!("custom returners are not loaded: {e}"))),
+    };
+    let loaded = inventory
+        .returners
+        .get(name)
+        .is_some_and(|funs| funs.iter().any(|f| f == "returner"));
+    if !loaded {
+        return None;
+    }
+    let fun = format!("{name}.returner");
+    let call = Call::Returner { fun: &fun, ret };
+    Some(
+        py.call(&call, &d, &HostCallback(host), call_timeout(&host.opts))
+            .map(|_| ())
+            .map_err(|e| error_text(&e)),
+    )
+}
+
 /// Merges the `_grains` functions' grains into `host`'s grains (at start,
 /// `reload_grains`, `saltutil.refresh_grains`); their `__salt__` calls
 /// reach the host's functions.
@@ -243,7 +281,7 @@ pub fn render(
         sls: &ctx.sls,
     };
     Some(
-        py.call(&call, &d, &HostCallback(host), call_timeout(&host.opts))
+        py.call(&call, &d, &RenderCallback(host), call_timeout(&host.opts))
             .map_err(|e| error_text(&e)),
     )
 }
@@ -288,6 +326,18 @@ impl Callback for HostCallback<'_> {
             kwargs: kwargs.clone(),
         };
         self.0.call(fun, &args).map_err(|e| e.to_string())
+    }
+}
+
+/// `__salt__` calls of a Python renderer (`#!py`, `_renderers`): pillar
+/// functions unmasked, as Salt renders with masking off.
+struct RenderCallback<'a>(&'a Host);
+
+impl Callback for RenderCallback<'_> {
+    fn salt_call(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String> {
+        let mut kwargs = kwargs.clone();
+        crate::exec::pillar::unmask_for_render(fun, &mut kwargs);
+        HostCallback(self.0).salt_call(fun, args, &kwargs)
     }
 }
 

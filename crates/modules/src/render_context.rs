@@ -18,10 +18,11 @@ impl halite_render::SaltFunctions for HostSalt {
         self.0.exec.has(fun)
     }
     fn call(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String> {
-        let args = Args {
+        let mut args = Args {
             positional: args.to_vec(),
             kwargs: kwargs.clone(),
         };
+        crate::exec::pillar::unmask_for_render(fun, &mut args.kwargs);
         self.0.call(fun, &args).map_err(|e| e.to_string())
     }
     fn opts(&self) -> Option<Value> {

@@ -432,6 +432,21 @@ fn single_graph_and_unknown_functions() {
         dot.contains("\"test_|-a_|-a_|-nop\" -> \"test_|-b_|-b_|-nop\" [label=\"require\"];"),
         "{dot}"
     );
+    let data = t.call("state.graph", &[json!("g")], json!({"format": "json"}));
+    assert_eq!(
+        data["edges"],
+        json!([{"source": "test_|-a_|-a_|-nop", "target": "test_|-b_|-b_|-nop", "kind": "require"}]),
+        "{data}"
+    );
+    let ids: Vec<&str> = data["nodes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["test_|-a_|-a_|-nop", "test_|-b_|-b_|-nop"]);
+    assert_eq!(data["nodes"][1]["state_id"], json!("b"));
+    assert_eq!(data["nodes"][1]["sls"], json!("g"));
     let t = Tree::new(&[("u.sls", "x:\n  test.no_such_function\n")]);
     let ret = t.call("state.apply", &[json!("u")], json!({}));
     let r = &ret["test_|-x_|-x_|-no_such_function"];

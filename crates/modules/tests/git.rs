@@ -9,6 +9,8 @@
 )]
 
 mod common;
+#[path = "../../../tests/support/sshd.rs"]
+mod sshd;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -16,6 +18,7 @@ use std::process::{Child, Command, Stdio};
 use halite_modules::{Args, Host};
 use halite_state::StateResult;
 use serde_json::{json, Value};
+use sshd::{keygen, Sshd};
 
 fn ready() -> bool {
     if Command::new("git").arg("--version").output().is_err() {
@@ -874,76 +877,12 @@ fn detached_checks_out_a_rev_once() {
     );
 }
 
-/// An sshd of the test's own: its config, host key and authorized_keys in
-/// a temp dir, listening on a free loopback port; killed when dropped.
-struct Sshd {
-    child: Child,
-    port: u16,
-}
-
-impl Sshd {
-    fn start(dir: &Path, authorized: &Path) -> Self {
-        let host_key = dir.join("host_key");
-        keygen(&host_key);
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let conf = dir.join("sshd_config");
-        std::fs::write(
-            &conf,
-            format!(
-                "Port {port}\nListenAddress 127.0.0.1\nHostKey {}\nAuthorizedKeysFile {}\n\
-                 PidFile none\nUsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\n\
-                 PasswordAuthentication no\nKbdInteractiveAuthentication no\n",
-                host_key.display(),
-                authorized.display()
-            ),
-        )
-        .unwrap();
-        // Debian's sshd refuses to start without its privilege separation dir.
-        std::fs::create_dir_all("/run/sshd").unwrap();
-        let child = Command::new("/usr/sbin/sshd")
-            .args(["-D", "-e", "-f"])
-            .arg(&conf)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let up = (0..200).any(|_| {
-            std::thread::sleep(std::time::Duration::from_millis(100));
-            std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
-        });
-        assert!(up, "sshd did not listen on 127.0.0.1:{port}");
-        Sshd { child, port }
-    }
-}
-
-impl Drop for Sshd {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// An ed25519 key pair without a passphrase at `path` (and `.pub`).
-fn keygen(path: &Path) {
-    let ok = Command::new("ssh-keygen")
-        .args(["-q", "-t", "ed25519", "-N", "", "-f"])
-        .arg(path)
-        .status()
-        .unwrap()
-        .success();
-    assert!(ok, "ssh-keygen {}", path.display());
-}
-
 #[test]
 fn latest_clones_over_ssh_with_an_identity_as_another_user() {
     if !ready() {
         return;
     }
-    if !Path::new("/usr/sbin/sshd").exists() {
+    if !Path::new(sshd::SSHD).exists() {
         println!("skipped: sshd is missing (openssh-server, scripts/install-deps.sh)");
         return;
     }
@@ -974,7 +913,7 @@ fn latest_clones_over_ssh_with_an_identity_as_another_user() {
     let work = keys.path().join("work");
     std::fs::create_dir(&work).unwrap();
     nix::unistd::chown(&work, Some(found.uid), Some(found.gid)).unwrap();
-    let sshd = Sshd::start(keys.path(), &authorized);
+    let sshd = Sshd::start(keys.path(), &authorized).unwrap();
     let url = format!("ssh://root@127.0.0.1:{}{bare}", sshd.port);
     let target = work.join("clone").display().to_string();
     let args =

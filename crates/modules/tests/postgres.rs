@@ -391,3 +391,128 @@ fn postgres_exec_functions_reach_the_server_as_salt_does() {
     let dbs = call(&configured, "postgres.db_list", json!({}));
     assert!(dbs.get("template1").is_some(), "{dbs}");
 }
+
+/// `psql` as the postgres OS user on the server's socket: the rows of `sql`.
+fn psql_as_postgres(server: &Server, db: &str, sql: &str) -> String {
+    let out = server
+        .as_postgres("psql")
+        .args([
+            "-h",
+            &server.socket(),
+            "-p",
+            &server.port.to_string(),
+            "-d",
+            db,
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-At",
+            "-c",
+            sql,
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{sql}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// The `postgres` and `pgjsonb` returners insert one row per return into
+/// Salt's `salt_returns` schema, over TCP with a password, with the
+/// options under `returner.postgres.*` / a `ret_config` profile.
+#[test]
+fn postgres_and_pgjsonb_returners_store_returns_on_a_real_server() {
+    if let Some(why) = Server::missing() {
+        println!("skipped: {why}");
+        return;
+    }
+    let server = Server::start();
+    psql_as_postgres(
+        &server,
+        "postgres",
+        "CREATE ROLE salt LOGIN PASSWORD 'pw''s'",
+    );
+    psql_as_postgres(&server, "postgres", "CREATE DATABASE salt OWNER salt");
+    psql_as_postgres(&server, "postgres", "CREATE DATABASE saltj OWNER salt");
+    let owned = |table: &str| format!("{table}; ALTER TABLE salt_returns OWNER TO salt");
+    psql_as_postgres(
+        &server,
+        "salt",
+        &owned("CREATE TABLE salt_returns (fun varchar(50) NOT NULL, jid varchar(255) NOT NULL, return text NOT NULL, full_ret text, id varchar(255) NOT NULL, success varchar(10) NOT NULL, alter_time TIMESTAMP WITH TIME ZONE DEFAULT now())"),
+    );
+    psql_as_postgres(
+        &server,
+        "saltj",
+        &owned("CREATE TABLE salt_returns (fun varchar(50) NOT NULL, jid varchar(255) NOT NULL, return jsonb NOT NULL, id varchar(255) NOT NULL, success varchar(10) NOT NULL, full_ret jsonb NOT NULL, alter_time TIMESTAMP WITH TIME ZONE DEFAULT NOW())"),
+    );
+    let port = server.port;
+    let host = common::host_with(
+        json!({
+            "returner.postgres.host": "127.0.0.1",
+            "returner.postgres.port": port,
+            "returner.postgres.passwd": "pw's",
+            // A ret_config profile for pgjsonb (Salt's `<profile>.<name>.<attr>`).
+            "jsonb.returner.pgjsonb": {"host": "127.0.0.1", "port": port, "pass": "pw's", "db": "saltj"},
+        }),
+        json!({"os_family": "Debian"}),
+    );
+    let dict = halite_modules::returners::return_dict(
+        "20261126060000000001",
+        "web1",
+        "test.echo",
+        &[json!("it's")],
+        &json!({"said": "it's"}),
+        0,
+        true,
+    );
+    let spec = halite_modules::returners::ReturnSpec::from_names(&json!("postgres")).unwrap();
+    let errors = halite_modules::returners::send(&host, &spec, dict.clone());
+    assert!(errors.is_empty(), "{errors:?}");
+    let row = psql_as_postgres(
+        &server,
+        "salt",
+        "SELECT fun, jid, id, success, return, full_ret::json->>'fun_args' FROM salt_returns",
+    );
+    assert_eq!(
+        row.trim(),
+        r#"test.echo|20261126060000000001|web1|true|{"said": "it's"}|["it's"]"#
+    );
+
+    let mut spec = halite_modules::returners::ReturnSpec::from_names(&json!("pgjsonb")).unwrap();
+    spec.ret_config = Some("jsonb".into());
+    let errors = halite_modules::returners::send(&host, &spec, dict);
+    assert!(errors.is_empty(), "{errors:?}");
+    let row = psql_as_postgres(
+        &server,
+        "saltj",
+        "SELECT id, success, return->>'said', full_ret->>'ret_config', alter_time IS NOT NULL FROM salt_returns",
+    );
+    assert_eq!(row.trim(), "web1|true|it's|jsonb|t");
+
+    // A wrong password: an error that says what to check, nothing panics.
+    let mut spec = halite_modules::returners::ReturnSpec::from_names(&json!("postgres")).unwrap();
+    spec.ret_kwargs.insert("passwd".into(), json!("wrong"));
+    let errors = halite_modules::returners::send(
+        &host,
+        &spec,
+        halite_modules::returners::return_dict(
+            "1",
+            "web1",
+            "test.ping",
+            &[],
+            &json!(true),
+            0,
+            true,
+        ),
+    );
+    assert_eq!(errors.len(), 1);
+    assert!(
+        errors[0]
+            .to_string()
+            .contains("Could not store return with postgres returner"),
+        "{}",
+        errors[0]
+    );
+}

@@ -99,6 +99,8 @@ pub struct ModuleDirs {
     pub utils: Vec<PathBuf>,
     /// `_renderers`: custom renderers.
     pub renderers: Vec<PathBuf>,
+    /// `_returners`: custom returners (`returner(ret)`).
+    pub returners: Vec<PathBuf>,
 }
 
 impl ModuleDirs {
@@ -120,6 +122,7 @@ impl ModuleDirs {
             ("grains", &self.grains),
             ("utils", &self.utils),
             ("renderers", &self.renderers),
+            ("returners", &self.returners),
         ]
         .into_iter()
         .flat_map(|(k, v)| v.iter().map(move |d| (k, d)))
@@ -137,6 +140,7 @@ impl ModuleDirs {
             "grains": list(&self.grains),
             "utils": list(&self.utils),
             "renderers": list(&self.renderers),
+            "returners": list(&self.returners),
         })
     }
 }
@@ -160,6 +164,8 @@ pub struct Inventory {
     pub states: BTreeMap<String, Vec<String>>,
     /// Custom renderers by name.
     pub renderers: BTreeMap<String, Vec<String>>,
+    /// Custom returners: name -> function names (`returner`...).
+    pub returners: BTreeMap<String, Vec<String>>,
     /// Declined or broken modules per kind: name -> reason (`None`: no reason given).
     pub declined: BTreeMap<String, BTreeMap<String, Option<String>>>,
     /// Import errors with their tracebacks, for the log.
@@ -213,6 +219,7 @@ impl Inventory {
             modules: funs("modules"),
             states: funs("states"),
             renderers: funs("renderers"),
+            returners: funs("returners"),
             declined,
             errors: v
                 .get("errors")
@@ -324,6 +331,14 @@ pub enum Call<'a> {
         /// For `mod_watch`: Salt's `__reqs__`.
         reqs: Option<&'a Map<String, Value>>,
     },
+    /// A `_returners` module's function (`name.returner`) with the
+    /// job's return dict.
+    Returner {
+        /// `name.returner`.
+        fun: &'a str,
+        /// Salt's return dict.
+        ret: &'a Value,
+    },
     /// Every `_grains` function, merged.
     Grains,
     /// A `#!py` file (`renderer` "py") or a custom renderer over `text`.
@@ -355,6 +370,9 @@ impl Call<'_> {
                 "op": "call", "kind": "state", "fun": fun, "kwargs": low,
                 "sfun": sfun, "reqs": reqs, "dunders": d,
             }),
+            Call::Returner { fun, ret } => {
+                json!({"op": "call", "kind": "returner", "fun": fun, "args": [ret], "dunders": d})
+            }
             Call::Grains => json!({"op": "grains", "dunders": d}),
             Call::Render {
                 renderer,

@@ -234,7 +234,7 @@ class FunctionMap:
 
 
 SALT, STATES, UTILS = FunctionMap("modules"), FunctionMap("states"), FunctionMap("utils")
-KINDS = ("utils", "modules", "states", "grains", "renderers")
+KINDS = ("utils", "modules", "states", "grains", "renderers", "returners")
 
 
 class Loader:
@@ -414,6 +414,16 @@ def call_exec(msg):
         raise CommandExecutionError(LOADER.missing(fun))
     kwargs = {k: v for k, v in (msg.get("kwargs") or {}).items() if not k.startswith("__pub_")}
     return func(*(msg.get("args") or []), **kwargs)
+
+
+def call_returner(msg):
+    """A `_returners` module's `returner(ret)` (Salt's minion calls it
+    with the job's return dict after the job)."""
+    fun = msg["fun"]
+    func = LOADER.functions["returners"].get(fun)
+    if func is None:
+        raise CommandExecutionError("'{}' is not available.".format(fun))
+    return func(*(msg.get("args") or []))
 
 
 def call_state(msg):
@@ -626,7 +636,8 @@ def serve(msg):
             return
         set_dunders(msg.get("dunders") or {}, msg.get("kwargs") if op == "call" and msg.get("kind") == "state" else None)
         if op == "call":
-            ret = call_state(msg) if msg.get("kind") == "state" else call_exec(msg)
+            kind = msg.get("kind")
+            ret = call_state(msg) if kind == "state" else call_returner(msg) if kind == "returner" else call_exec(msg)
         elif op == "grains":
             ret = collect_grains(msg)
         elif op == "render":

@@ -130,6 +130,9 @@ pub fn render_sls(text: &str, ctx: &RenderContext) -> Result<Value, RenderError>
             (shebang::Renderer::Jinja, Stage::Text(source)) => Stage::Text(jinja::render(&source, ctx)?),
             (shebang::Renderer::Yaml, Stage::Text(source)) => Stage::Data(load_yaml(&source)?),
             (shebang::Renderer::Json, Stage::Text(source)) => Stage::Data(load_json(&source)?),
+            (shebang::Renderer::Yamlex, Stage::Text(source)) => {
+                Stage::Data(yaml::yamlex::render(&source)?)
+            }
             (shebang::Renderer::External(name), stage) => {
                 let input = match stage {
                     Stage::Text(source) => Value::String(source),

@@ -10,6 +10,8 @@ pub enum Renderer {
     Jinja,
     Yaml,
     Json,
+    /// Salt's `yamlex` (`yaml::yamlex`).
+    Yamlex,
     External(String),
 }
 
@@ -19,6 +21,7 @@ impl Renderer {
             Renderer::Jinja => "jinja",
             Renderer::Yaml => "yaml",
             Renderer::Json => "json",
+            Renderer::Yamlex => "yamlex",
             Renderer::External(name) => name,
         }
     }
@@ -41,7 +44,8 @@ pub fn split(text: &str) -> Result<(Vec<Renderer>, &str), RenderError> {
         let name = name.split_whitespace().next().unwrap_or("").trim();
         pipeline.push(match name {
             "jinja" => Renderer::Jinja,
-            "yaml" | "yamlex" => Renderer::Yaml,
+            "yaml" => Renderer::Yaml,
+            "yamlex" => Renderer::Yamlex,
             "json" => Renderer::Json,
             "" => continue,
             other => Renderer::External(other.to_string()),

@@ -6,6 +6,7 @@ mod fast;
 mod load;
 mod reindent;
 pub(crate) mod scalar;
+pub mod yamlex;
 
 use crate::Value;
 

@@ -42,6 +42,12 @@ pub enum RunnerError {
     Local(#[from] halite_client::local::LocalError),
 }
 
+/// The keyword argument (and the orchestration's option) naming who
+/// calls a runner: Salt's `__user__`, which the reactor sets to `Reactor`
+/// on its runner reactions so the events of what they start are not
+/// reacted to again.
+pub const USER_KEY: &str = "__user__";
+
 /// Whether `fun` runs an orchestration (`state.orchestrate`, `state.orch`,
 /// and `state.sls` as salt-run names it).
 pub fn is_orchestrate(fun: &str) -> bool {
@@ -77,6 +83,12 @@ pub fn call_runner_args(
     positional: &[Value],
     kwargs: &Map,
 ) -> Result<Value, RunnerError> {
+    if kwargs.contains_key(USER_KEY) && !is_orchestrate(fun) {
+        // Salt's internal keys are not the runner's arguments.
+        let mut kw = kwargs.clone();
+        kw.remove(USER_KEY);
+        return call_runner_args(cfg, fun, positional, &kw);
+    }
     match fun {
         "event.send" => {
             let tag = arg(positional, kwargs, 0, "tag")
@@ -190,6 +202,9 @@ pub fn call_runner(cfg: &MasterConfig, fun: &str, kwargs: &Map) -> Result<Value,
         pillar: kwargs.get("pillar").cloned(),
         test: kwargs.get("test").is_some_and(halite_salt_rules::truthy),
         exclude: kwargs.get("exclude").cloned(),
+        user: kwargs
+            .get(USER_KEY)
+            .map(halite_salt_rules::pyfmt::python_str),
     };
     let events: Arc<dyn halite_modules::host::EventSink> = Arc::new(event::MasterBus::new(cfg));
     Ok(orchestrate::orchestrate(cfg, &req, events)?.to_value())

@@ -27,6 +27,10 @@ pub struct Orchestrate {
     pub test: bool,
     /// `exclude=`.
     pub exclude: Option<Value>,
+    /// Who runs it (Salt's `__user__`): `Reactor` when a reactor started
+    /// it, so the reactor skips the run's own `salt/run/...` events; the
+    /// process's user when `None`.
+    pub user: Option<String>,
 }
 
 /// What an orchestration returned.
@@ -97,6 +101,31 @@ pub fn master_host(cfg: &MasterConfig, events: Arc<dyn EventSink>) -> Host {
     }
 }
 
+/// The events of an orchestration's run: Salt 3008.5's master fires no
+/// event for the orchestration's own states (its master options say
+/// `local: True`, so `state_events` and `fire_event` stay silent there;
+/// recorded in docs/orchestration.md), only `salt/run/<jid>/new|args|ret`
+/// and the events of the jobs the steps publish. The state engine's
+/// `salt/state_result/<jid>/...` and `salt/job/<jid>/prog/...` of the
+/// run's own jid are dropped here; everything else passes.
+struct RunEvents {
+    inner: Arc<dyn EventSink>,
+    own: [String; 2],
+}
+
+impl EventSink for RunEvents {
+    fn fire(&self, tag: &str, data: &Value) {
+        if self.own.iter().any(|p| tag.starts_with(p.as_str())) {
+            tracing::debug!(
+                tag,
+                "an orchestration's own state event: not fired, as in Salt"
+            );
+            return;
+        }
+        self.inner.fire(tag, data);
+    }
+}
+
 /// Runs the orchestration `req` on the master of `cfg`.
 pub fn orchestrate(
     cfg: &MasterConfig,
@@ -108,15 +137,36 @@ pub fn orchestrate(
             "state.orchestrate needs the SLS to run: halite-run state.orchestrate <sls>".into(),
         ));
     }
-    let mut host = master_host(cfg, events);
     let jid = halite_modules::exec::state::new_jid();
+    let events: Arc<dyn EventSink> = Arc::new(RunEvents {
+        inner: events,
+        own: [
+            format!("salt/state_result/{jid}/"),
+            format!("salt/job/{jid}/prog/"),
+        ],
+    });
+    let mut host = master_host(cfg, events);
+    let user = req.user.clone().unwrap_or_else(crate::saltmod::user);
     if let Value::Object(o) = &mut host.opts {
         o.insert("__orchestration_jid__".into(), Value::from(jid.as_str()));
+        o.insert(crate::USER_KEY.into(), Value::from(user.as_str()));
     }
-    let fun_args: Vec<Value> = std::iter::once(Value::from(req.mods.join(",")))
-        .chain(req.test.then(|| Value::from("test=True")))
-        .collect();
-    let user = crate::saltmod::user();
+    // Salt 3008.5: `[mods, {<keyword arguments given>..., orchestration_jid}]`.
+    let mut given = Map::new();
+    if req.test {
+        given.insert("test".into(), Value::Bool(true));
+    }
+    if let Some(env) = &req.saltenv {
+        given.insert("saltenv".into(), Value::from(env.as_str()));
+    }
+    if let Some(p) = &req.pillar {
+        given.insert("pillar".into(), p.clone());
+    }
+    if let Some(e) = &req.exclude {
+        given.insert("exclude".into(), e.clone());
+    }
+    given.insert("orchestration_jid".into(), Value::from(jid.as_str()));
+    let fun_args = vec![Value::from(req.mods.join(",")), Value::Object(given)];
     let mut new = Map::new();
     new.insert("fun".into(), Value::from("runner.state.orchestrate"));
     new.insert("fun_args".into(), Value::Array(fun_args));

@@ -45,6 +45,24 @@ pub(crate) fn user() -> String {
         .unwrap_or_else(|_| "root".into())
 }
 
+/// Who runs the orchestration (`Reactor` when a reactor started it), or
+/// the process's user.
+pub(crate) fn run_user(env: &dyn halite_state::StateEnv) -> String {
+    env.opts()
+        .get(crate::USER_KEY)
+        .and_then(Value::as_str)
+        .map(String::from)
+        .unwrap_or_else(user)
+}
+
+/// A runner a step calls runs as the orchestration's user, so what a
+/// reactor started stays marked as the reactor's all the way down.
+fn inherit_user(env: &dyn halite_state::StateEnv, kwargs: &mut Map) {
+    if let Some(u) = env.opts().get(crate::USER_KEY) {
+        kwargs.insert(crate::USER_KEY.into(), u.clone());
+    }
+}
+
 /// `timeout=` of a step, or the master's `timeout`.
 fn step_timeout(call: &StateCall<'_>, cfg: &MasterConfig) -> Result<Duration, StateError> {
     match call.arg("timeout") {
@@ -149,15 +167,38 @@ fn fire_args(call: &StateCall<'_>, kind: &str, req: &JobRequest) {
     else {
         return;
     };
+    // Salt 3008.5's keys (a capture of its bus, docs/orchestration.md):
+    // `_cmd_meta` for a function step; `expect_minions`, `ret`, `ssh` and
+    // `timeout` as the step gave them or their defaults.
+    let function = kind == "function";
     let mut args = Map::new();
+    if function {
+        args.insert("_cmd_meta".into(), Value::Bool(true));
+    }
     args.insert("arg".into(), Value::Array(req.arg.clone()));
+    args.insert(
+        "expect_minions".into(),
+        Value::Bool(call.arg_bool("expect_minions", !function)),
+    );
     args.insert("kwarg".into(), Value::Object(req.kwarg.clone()));
+    args.insert(
+        "ret".into(),
+        call.arg("ret").cloned().unwrap_or_else(|| Value::from("")),
+    );
+    args.insert("ssh".into(), Value::Bool(call.arg_bool("ssh", false)));
     args.insert("tgt_type".into(), Value::from(req.tgt_type.as_str()));
+    args.insert(
+        "timeout".into(),
+        call.arg("timeout").cloned().unwrap_or(Value::Null),
+    );
     let mut data = Map::new();
     data.insert("type".into(), Value::from(kind));
     data.insert("tgt".into(), Value::from(req.tgt.as_str()));
     data.insert("name".into(), Value::from(call.name()));
     data.insert("args".into(), Value::Object(args));
+    // Not in Salt's event: the run's user, so a reactor on `salt/run/*`
+    // skips the steps of the orchestrations it started itself.
+    data.insert("user".into(), Value::from(run_user(call.env)));
     call.env
         .fire_event(&format!("salt/run/{jid}/args"), &Value::Object(data));
 }
@@ -173,7 +214,7 @@ fn publish(
     let tgt = call.require_str("tgt")?;
     let tgt_type = call.arg_str("tgt_type")?.unwrap_or_else(|| "glob".into());
     let timeout = step_timeout(call, cfg)?;
-    let req = JobRequest {
+    let mut req = JobRequest {
         tgt,
         tgt_type,
         fun: fun.to_string(),
@@ -183,6 +224,18 @@ fn publish(
     };
     tracing::debug!(tgt = %req.tgt, fun, "orchestration step publishes");
     fire_args(call, kind, &req);
+    // `ret`, `ret_config`, `ret_kwargs`: the minions also send their
+    // returns to these returners (as `--return`).
+    if let Some(mut spec) = call
+        .arg("ret")
+        .and_then(halite_modules::returners::ReturnSpec::from_names)
+    {
+        spec.ret_config = call.arg_str("ret_config")?.filter(|c| !c.is_empty());
+        if let Some(Value::Object(k)) = call.arg("ret_kwargs") {
+            spec.ret_kwargs = k.clone();
+        }
+        spec.to_kwargs(&mut req.kwarg);
+    }
     match call.arg("batch") {
         Some(b) => run_batched(cfg, &req, &py_str(b), timeout),
         None => run_job(cfg, &req, timeout),
@@ -555,7 +608,8 @@ fn runner(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             .with_comment(format!("Runner function '{name}' would be executed.")));
     }
     let cfg = master_config(call.env)?;
-    let kwargs = runner_kwargs(call.chunk);
+    let mut kwargs = runner_kwargs(call.chunk);
+    inherit_user(call.env, &mut kwargs);
     let (ret_value, success) = match crate::call_runner(&cfg, &name, &kwargs) {
         Ok(v) => {
             let ok = !v.as_object().is_some_and(|m| m.contains_key("Error"));
@@ -659,9 +713,11 @@ fn parallel_runners(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             .iter()
             .map(|(id, fun, kwargs)| {
                 let cfg = &cfg;
+                let mut kwargs = kwargs.clone();
+                inherit_user(call.env, &mut kwargs);
                 (
                     id.clone(),
-                    s.spawn(move || crate::call_runner(cfg, fun, kwargs)),
+                    s.spawn(move || crate::call_runner(cfg, fun, &kwargs)),
                 )
             })
             .collect();

@@ -984,6 +984,48 @@ impl Graph {
         dot.join("\n")
     }
 
+    /// The graph as data (`state.graph format=json`): `nodes` (each with
+    /// its run tag as `id`, and the state, function, ID, name and SLS of
+    /// its chunk) and `edges` (`source` requisite target, `target`
+    /// dependent, `kind` the requisite keyword), for tools that draw it
+    /// themselves, such as halite-api's console.
+    pub fn to_json(&self) -> Value {
+        let nodes: Vec<Value> = self
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(i, node)| {
+                let mut m = Map::new();
+                m.insert("id".into(), Value::from(self.node_tag(i)));
+                if let Some(ci) = node.chunk {
+                    let c = &self.chunks[ci];
+                    m.insert("state".into(), Value::from(c.state()));
+                    m.insert("fun".into(), Value::from(c.fun()));
+                    m.insert("state_id".into(), Value::from(c.id()));
+                    m.insert("name".into(), Value::from(name_str(c)));
+                    m.insert("sls".into(), Value::from(c.sls()));
+                }
+                Value::Object(m)
+            })
+            .collect();
+        let mut edges = Vec::new();
+        for (i, out) in self.out_edges.iter().enumerate() {
+            for (t, kinds) in out {
+                for k in kinds.iter() {
+                    let mut m = Map::new();
+                    m.insert("source".into(), Value::from(self.node_tag(i)));
+                    m.insert("target".into(), Value::from(self.node_tag(*t)));
+                    m.insert("kind".into(), Value::from(k.keyword()));
+                    edges.push(Value::Object(m));
+                }
+            }
+        }
+        let mut m = Map::new();
+        m.insert("nodes".into(), Value::Array(nodes));
+        m.insert("edges".into(), Value::Array(edges));
+        Value::Object(m)
+    }
+
     /// The graph as a Mermaid flowchart (`state.graph format=mermaid`).
     pub fn to_mermaid(&self) -> String {
         let mut out = vec!["flowchart TD".to_string()];

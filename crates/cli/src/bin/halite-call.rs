@@ -71,6 +71,17 @@ struct Cli {
     /// Log level on stderr: quiet, error, warning, info, debug, trace.
     #[arg(short = 'l', long = "log-level")]
     log_level: Option<String>,
+    /// Send the return to these returners too (comma separated), as
+    /// salt-call's `--return`.
+    #[arg(long = "return")]
+    returner: Option<String>,
+    /// The returners' options profile (salt-call's `--return_config`).
+    #[arg(long = "return_config", visible_alias = "return-config")]
+    return_config: Option<String>,
+    /// Options for the returners over the configured ones, a mapping
+    /// (salt-call's `--return_kwargs`).
+    #[arg(long = "return_kwargs", visible_alias = "return-kwargs")]
+    return_kwargs: Option<String>,
     /// The function, e.g. state.apply.
     fun: String,
     /// Its arguments: positional words and key=value pairs. Options may
@@ -176,7 +187,8 @@ fn run() -> Result<i32> {
     let args = parse_args(&cli.args);
     // A state run printed as JSON is serialized straight from the
     // executor's records (the same text, without a map per state first).
-    if cli.out.as_deref() == Some("json") && pillar_errors.is_empty() {
+    let returners = return_spec(&cli);
+    if cli.out.as_deref() == Some("json") && pillar_errors.is_empty() && returners.is_none() {
         if let Some(run) = halite_modules::exec::state::StateExec::run(&host, &cli.fun, &args) {
             let run = match run {
                 Ok(run) => run,
@@ -230,9 +242,38 @@ fn run() -> Result<i32> {
         }
     };
 
+    if let Some(spec) = &returners {
+        let jid = halite_modules::exec::state::new_jid();
+        let dict = halite_modules::returners::return_dict(
+            &jid,
+            &id,
+            &cli.fun,
+            &args.positional,
+            &ret,
+            i64::from(retcode),
+            retcode == 0,
+        );
+        // Each failure is logged; the call's own output is unchanged.
+        let _ = halite_modules::returners::send(&host, spec, dict);
+    }
     let code = print_return(&cli, &opts, ret, retcode)?;
     std::mem::forget(host);
     Ok(code)
+}
+
+/// The returners `--return` names, with `--return_config` and
+/// `--return_kwargs` (a mapping, in YAML or JSON).
+fn return_spec(cli: &Cli) -> Option<halite_modules::returners::ReturnSpec> {
+    let mut spec =
+        halite_modules::returners::ReturnSpec::from_names(&Value::from(cli.returner.clone()?))?;
+    spec.ret_config = cli.return_config.clone().filter(|c| !c.is_empty());
+    if let Some(k) = &cli.return_kwargs {
+        match parse_args(&[format!("k={k}")]).kwargs.remove("k") {
+            Some(Value::Object(m)) => spec.ret_kwargs = m,
+            _ => tracing::warn!(return_kwargs = %k, "--return_kwargs is not a mapping; ignored"),
+        }
+    }
+    Some(spec)
 }
 
 /// Salt's salt-call without `--local`: the call runs on this host as a
@@ -248,7 +289,11 @@ fn through_master(cli: &Cli) -> Result<(Value, i32)> {
         overrides.insert("log_level".into(), json!(l));
     }
     let cfg = halite_minion::MinionConfig::load(&cli.config_dir, &overrides)?;
-    let args = parse_args(&cli.args);
+    let mut args = parse_args(&cli.args);
+    if let Some(spec) = return_spec(cli) {
+        // The minion's runner calls them after the call, as for a job.
+        spec.to_kwargs(&mut args.kwargs);
+    }
     let outcome = halite_minion::caller::call(&cfg, &cli.fun, args.positional, args.kwargs)?;
     match &outcome.jid {
         Some(jid) => tracing::info!(%jid, "return stored in the master's job cache"),

@@ -69,12 +69,41 @@ struct Cli {
     /// Never draw live progress.
     #[arg(long = "no-progress", overrides_with = "progress")]
     no_progress: bool,
+    /// Send the returns to these returners too (comma separated), from
+    /// the minion, as Salt's `--return`.
+    #[arg(long = "return")]
+    returner: Option<String>,
+    /// The returners' options profile (Salt's `--return_config`).
+    #[arg(long = "return_config", visible_alias = "return-config")]
+    return_config: Option<String>,
+    /// Options for the returners over the configured ones, a mapping
+    /// (Salt's `--return_kwargs`, e.g. `'{"tag": "deploy"}'`).
+    #[arg(long = "return_kwargs", visible_alias = "return-kwargs")]
+    return_kwargs: Option<String>,
     /// The target.
     target: String,
     /// The function (`test.ping`).
     fun: String,
     /// Arguments: positional, then `key=value`.
     args: Vec<String>,
+}
+
+/// The call's arguments plus the returner keys the minion reads
+/// (`halite_modules::returners::RET_KEY`...), as Salt's load carries
+/// `ret`, `ret_config` and `ret_kwargs`.
+fn with_returners(cli: &Cli) -> Vec<String> {
+    use halite_modules::returners::{RET_CONFIG_KEY, RET_KEY, RET_KWARGS_KEY};
+    let mut args = cli.args.clone();
+    if let Some(r) = &cli.returner {
+        args.push(format!("{RET_KEY}={r}"));
+        if let Some(c) = &cli.return_config {
+            args.push(format!("{RET_CONFIG_KEY}={c}"));
+        }
+        if let Some(k) = &cli.return_kwargs {
+            args.push(format!("{RET_KWARGS_KEY}={k}"));
+        }
+    }
+    args
 }
 
 fn main() -> std::process::ExitCode {
@@ -107,7 +136,7 @@ fn main() -> std::process::ExitCode {
             tgt: cli.target.clone(),
             tgt_type: tgt_type.to_string(),
             fun: cli.fun.clone(),
-            args: cli.args.clone(),
+            args: with_returners(&cli),
             out: cli.out.clone(),
             timeout: Duration::from_secs(cli.timeout.unwrap_or(cfg.timeout)),
             gather_job_timeout: Duration::from_secs(cfg.gather_job_timeout),

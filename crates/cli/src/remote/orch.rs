@@ -42,6 +42,7 @@ pub fn request(call: &RunnerCall) -> anyhow::Result<Orchestrate> {
             .get("test")
             .is_some_and(halite_salt_rules::truthy),
         exclude: parsed.kwargs.get("exclude").cloned(),
+        user: None,
     })
 }
 

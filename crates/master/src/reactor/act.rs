@@ -52,8 +52,15 @@ pub fn run(clients: &Clients, host: &Host, r: &Reaction) -> Result<Value, String
             let tgt_type = opt_str(r, "tgt_type")
                 .or_else(|| opt_str(r, "expr_form"))
                 .unwrap_or_else(|| "glob".into());
-            if let Some(ret) = opt_str(r, "ret").filter(|s| !s.is_empty()) {
-                tracing::warn!(reaction = %r.id, returner = %ret, "halite has no returners: the job's returns go to the master's job cache only");
+            // `ret:` names returners the minions send the job's returns
+            // to, besides the master's job cache (as `--return`).
+            let mut kwargs = kwargs;
+            if let Some(spec) = r
+                .opts
+                .get("ret")
+                .and_then(halite_modules::returners::ReturnSpec::from_names)
+            {
+                spec.to_kwargs(&mut kwargs);
             }
             let body = LocalBody::Publish {
                 tgt,
@@ -77,6 +84,11 @@ pub fn run(clients: &Clients, host: &Host, r: &Reaction) -> Result<Value, String
             }
         }
         Form::Runner => {
+            // Salt's ReactWrap: the runner runs as `Reactor`, so the
+            // events of what it starts (`salt/run/<jid>/new|args|ret` of
+            // an orchestration) are not reacted to: no reaction loops.
+            let mut kwargs = kwargs;
+            kwargs.insert(halite_runners::USER_KEY.into(), Value::from(REACTOR_USER));
             halite_runners::call_runner_args(&clients.cfg, &r.fun, &positional, &kwargs)
                 .map_err(|e| e.to_string())
         }

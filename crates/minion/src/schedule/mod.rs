@@ -58,6 +58,8 @@ pub struct Schedule {
     states: HashMap<String, ItemState>,
     /// `minion.d/_schedule.conf`.
     save_path: PathBuf,
+    /// `schedule_returner`: returners every scheduled job's return goes to.
+    returner: Option<Value>,
 }
 
 impl Schedule {
@@ -74,6 +76,7 @@ impl Schedule {
             pillar_items: Map::new(),
             states: HashMap::new(),
             save_path: halite_modules::exec::schedule::schedule_file_of(opts),
+            returner: opts.get("schedule_returner").cloned(),
         }
     }
 
@@ -141,6 +144,38 @@ impl Schedule {
             .map(|t| t.format("%Y-%m-%dT%H:%M:%S").to_string())
     }
 
+    /// The returners of an item, as Salt's scheduler reads them: its
+    /// `returner` (halite also takes `return`), then `schedule_returner`,
+    /// each once, with the item's `return_config` and `return_kwargs`.
+    fn returners_of(
+        &self,
+        settings: &Map<String, Value>,
+    ) -> Option<halite_modules::returners::ReturnSpec> {
+        let mut names = Vec::new();
+        for v in [
+            settings.get("returner").or_else(|| settings.get("return")),
+            self.returner.as_ref(),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            match v {
+                Value::Array(a) => names.extend(a.iter().cloned()),
+                Value::String(_) => names.push(v.clone()),
+                _ => {}
+            }
+        }
+        let mut spec = halite_modules::returners::ReturnSpec::from_names(&Value::Array(names))?;
+        spec.ret_config = settings
+            .get("return_config")
+            .and_then(Value::as_str)
+            .map(String::from);
+        if let Some(Value::Object(k)) = settings.get("return_kwargs") {
+            spec.ret_kwargs = k.clone();
+        }
+        Some(spec)
+    }
+
     /// The job item `name` runs, with a fresh jid.
     pub fn job_of(&self, name: &str, settings: &Map<String, Value>) -> Option<LocalJob> {
         let fun = settings.get("function").and_then(Value::as_str)?;
@@ -149,11 +184,15 @@ impl Schedule {
             Some(Value::Null) | None => Vec::new(),
             Some(one) => vec![one.clone()],
         };
-        let kwarg = settings
+        let mut kwarg = settings
             .get("kwargs")
             .and_then(Value::as_object)
             .cloned()
             .unwrap_or_default();
+        if let Some(spec) = self.returners_of(settings) {
+            // The runner calls them after the job, as for `--return`.
+            spec.to_kwargs(&mut kwarg);
+        }
         Some(LocalJob {
             job: Job {
                 jid: halite_proto::jid::JidGenerator::new().next_jid(),

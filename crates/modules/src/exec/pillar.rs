@@ -1,4 +1,12 @@
 //! Salt's `pillar` execution module: reading this minion's pillar.
+//!
+//! As in Salt 3008.5, what `pillar.items`, `pillar.get` and `pillar.item`
+//! return is masked (`**********` for every non-empty value,
+//! `halite_salt_rules::secret::serial`) unless `unmask=True`;
+//! `pillar.raw` is unmasked unless `unmask=False`; `pillar_mask_output:
+//! False` makes `pillar.items` unmasked by default. Templates see plain
+//! values ([`unmask_for_render`]), as Salt turns masking off while it
+//! renders.
 
 use halite_state::Value;
 
@@ -61,7 +69,7 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("items", items),
         ExecFunction::new("get", get),
         ExecFunction::new("item", item),
-        ExecFunction::new("raw", items),
+        ExecFunction::new("raw", raw),
         ExecFunction::new("keys", keys),
         ExecFunction::new("ls", ls),
         ExecFunction::new("data", items),
@@ -69,17 +77,63 @@ pub const MODULE: ExecTable = ExecTable {
     ],
 };
 
-/// `pillar.items`, `pillar.raw` and `pillar.data`: the whole pillar.
-fn items(_args: &Args, host: &Host) -> Result<Value, ExecError> {
-    Ok(host.pillar.clone())
+/// A `salt['pillar.*']` call made while rendering a template or SLS:
+/// `unmask=True` added when the caller did not say, since Salt renders
+/// with masking off (`mask_pillar` is false in its renderers) so SLS
+/// files get real values.
+pub fn unmask_for_render(fun: &str, kwargs: &mut halite_state::Map) {
+    if fun.starts_with("pillar.") && !kwargs.contains_key("unmask") {
+        kwargs.insert("unmask".into(), Value::Bool(true));
+    }
 }
 
-/// `pillar.get` and `pillar.fetch`: one key, with a default.
+/// The caller's `unmask=`, else `default`.
+fn unmask(args: &Args, default: bool) -> bool {
+    args.get(usize::MAX, "unmask")
+        .filter(|v| !v.is_null())
+        .map_or(default, halite_salt_rules::truthy)
+}
+
+/// `value` as the caller may see it: masked unless `unmask`.
+fn shown(value: Value, unmask: bool) -> Value {
+    if unmask {
+        value
+    } else {
+        halite_salt_rules::secret::serial(&value)
+    }
+}
+
+/// `pillar.items` and `pillar.data`: the whole pillar, masked unless
+/// `unmask=True` or the option `pillar_mask_output: False`.
+fn items(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let default = host
+        .opt("pillar_mask_output")
+        .is_some_and(|v| !halite_salt_rules::truth::python_bool(v));
+    Ok(shown(host.pillar.clone(), unmask(args, default)))
+}
+
+/// `pillar.raw [key]`: the pillar (or one top-level key, `{}` when
+/// missing) unmasked unless `unmask=False`.
+fn raw(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let value = match args.get_str(0, "key").filter(|k| !k.is_empty()) {
+        Some(key) => host
+            .pillar
+            .get(&key)
+            .cloned()
+            .unwrap_or_else(|| Value::Object(halite_state::Map::new())),
+        None => host.pillar.clone(),
+    };
+    Ok(shown(value, unmask(args, true)))
+}
+
+/// `pillar.get` and `pillar.fetch`: one key, with a default; masked
+/// unless `unmask=True` (the default too, as Salt masks what it returns).
 fn get(args: &Args, host: &Host) -> Result<Value, ExecError> {
-    Ok(get_with_default(&host.pillar, args))
+    Ok(shown(get_with_default(&host.pillar, args), unmask(args, false)))
 }
 
-/// `pillar.item <keys...>`: the keys given, `""` for missing ones.
+/// `pillar.item <keys...>`: the keys given, `""` for missing ones;
+/// masked unless `unmask=True`.
 fn item(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let mut out = halite_state::Map::new();
     for k in &args.positional {
@@ -89,7 +143,7 @@ fn item(args: &Args, host: &Host) -> Result<Value, ExecError> {
             .unwrap_or(Value::from(""));
         out.insert(key, v);
     }
-    Ok(Value::Object(out))
+    Ok(shown(Value::Object(out), unmask(args, false)))
 }
 
 /// `pillar.keys <key>`: the keys of a mapping in the pillar.

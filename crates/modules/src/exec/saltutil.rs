@@ -21,6 +21,7 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("sync_grains", |a, h| sync_one("grains", a, h)),
         ExecFunction::new("sync_renderers", |a, h| sync_one("renderers", a, h)),
         ExecFunction::new("sync_utils", |a, h| sync_one("utils", a, h)),
+        ExecFunction::new("sync_returners", |a, h| sync_one("returners", a, h)),
         ExecFunction::new("sync_all", sync_all),
         ExecFunction::new("running", running),
         ExecFunction::new("kill_job", |a, h| signal_named(9, a, h)),

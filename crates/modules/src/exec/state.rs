@@ -658,7 +658,8 @@ fn show_highstate(args: &Args, host: &Host) -> Result<Value, ExecError> {
     }
 }
 
-/// `state.graph [format=dot|mermaid]`: the requisite graph of the run.
+/// `state.graph [format=dot|mermaid|json]`: the requisite graph of the run
+/// (`json`: `{nodes, edges}` data for a client that draws it itself).
 fn graph(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let host = run_host(host, args)?;
     let high = match StateExec::prepared(&host, args) {
@@ -672,11 +673,11 @@ fn graph(args: &Args, host: &Host) -> Result<Value, ExecError> {
                 .get("format")
                 .map(py_str)
                 .unwrap_or_else(|| "dot".into());
-            Ok(Value::from(if format == "mermaid" {
-                c.graph.to_mermaid()
-            } else {
-                c.graph.to_dot()
-            }))
+            Ok(match format.as_str() {
+                "mermaid" => Value::from(c.graph.to_mermaid()),
+                "json" => c.graph.to_json(),
+                _ => Value::from(c.graph.to_dot()),
+            })
         }
         Err(e) => Ok(errors_value(e)),
     }

@@ -1,0 +1,390 @@
+//! Orchestration at fleet scale: `state.orchestrate` of three `salt.state`
+//! steps (db, then app, then web, each requiring the one before) over one
+//! `halite-minion --swarm N`, beside Salt 3008.5's `salt-run
+//! state.orchestrate` of the same SLS over a `salt-master` and M
+//! `salt-minion` processes on the same machine.
+//!
+//! `cargo bench -p halite-cli --bench orchestrate [-- --minions 1000
+//! --salt-minions 10 --rounds 3 --bin-dir target/release]`; with a debug
+//! tree only: `cargo test -p halite-cli --bench orchestrate -- --bin-dir
+//! target/debug ...` (the harness is this `main`, either way). Salt comes
+//! from `~/.venvs/salt/bin` (or `--salt-bin-dir`); `--salt-minions 0`
+//! measures halite only, `--minions 0` Salt only; a round that fails is
+//! reported and not timed. Every daemon runs in its own process group,
+//! killed when the bench ends, fails or panics. Figures:
+//! docs/benchmarks.md, "Orchestration over a swarm".
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a bench's helpers may panic: a panic is a failed run"
+)]
+
+use std::fs::File;
+use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use serde_json::Value;
+
+/// States each tier's SLS applies.
+const TIER_STATES: usize = 10;
+
+/// A daemon in its own process group, killed (with its children) on drop.
+struct Group {
+    child: Child,
+    name: String,
+}
+
+impl Group {
+    fn spawn(cmd: &mut Command, name: &str, log: &Path) -> Result<Group> {
+        let out = File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
+        let err = out.try_clone()?;
+        let child = cmd
+            .process_group(0)
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .with_context(|| format!("cannot start {name} ({cmd:?}): build it first"))?;
+        Ok(Group {
+            child,
+            name: name.into(),
+        })
+    }
+
+    fn check_alive(&mut self) -> Result<()> {
+        match self.child.try_wait() {
+            Ok(None) => Ok(()),
+            Ok(Some(status)) => bail!("{} exited early ({status}); see its log", self.name),
+            Err(e) => bail!("cannot check on {}: {e}", self.name),
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        // SAFETY: signalling our own child's process group.
+        unsafe {
+            libc::kill(-(self.child.id() as i32), libc::SIGKILL);
+        }
+        let _ = self.child.wait();
+    }
+}
+
+fn write(path: &Path, text: &str) -> Result<()> {
+    std::fs::create_dir_all(path.parent().context("a path with a parent")?)?;
+    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// The state tree: `tier.sls` and `orch/three.sls` whose steps target
+/// `<prefix>*[0-2]`, `[3-5]` and `[6-9]` (the ids' last digit: 30/30/40%).
+/// `queue: True`: a swarm's identities share one host and its state-run
+/// lock, which refuses a second run starting while the first writes the
+/// lock file ("Another state run is in progress on this host").
+fn tree(root: &Path, prefix: &str) -> Result<()> {
+    let mut tier = String::new();
+    for i in 0..TIER_STATES {
+        tier.push_str(&format!("s{i}:\n  test.succeed_without_changes\n"));
+    }
+    write(&root.join("tier.sls"), &tier)?;
+    write(
+        &root.join("orch/three.sls"),
+        &format!(
+            "db:\n  salt.state:\n    - tgt: '{prefix}*[0-2]'\n    - sls: tier\n    - queue: True\n    - timeout: 600\n\
+             app:\n  salt.state:\n    - tgt: '{prefix}*[3-5]'\n    - sls: tier\n    - queue: True\n    - timeout: 600\n    - require:\n      - salt: db\n\
+             web:\n  salt.state:\n    - tgt: '{prefix}*[6-9]'\n    - sls: tier\n    - queue: True\n    - timeout: 600\n    - require:\n      - salt: app\n"
+        ),
+    )
+}
+
+fn port_pair() -> Result<(u16, u16)> {
+    let a = TcpListener::bind("127.0.0.1:0")?;
+    let b = TcpListener::bind("127.0.0.1:0")?;
+    Ok((a.local_addr()?.port(), b.local_addr()?.port()))
+}
+
+/// How many minions answered a `test.ping` printed as JSON documents.
+fn pings(cli: &mut Command) -> usize {
+    let Ok(out) = cli.stdin(Stdio::null()).stderr(Stdio::null()).output() else {
+        return 0;
+    };
+    serde_json::Deserializer::from_slice(&out.stdout)
+        .into_iter::<Value>()
+        .filter_map(Result::ok)
+        .filter_map(|v| v.as_object().cloned())
+        .flat_map(|m| m.into_iter())
+        .filter(|(_, v)| *v == Value::Bool(true))
+        .count()
+}
+
+/// Pings until `n` answer; the seconds it took.
+fn wait_all(
+    what: &str,
+    n: usize,
+    daemons: &mut [&mut Group],
+    mut ping: impl FnMut() -> usize,
+) -> Result<f64> {
+    let start = Instant::now();
+    let mut last = 0;
+    loop {
+        for d in daemons.iter_mut() {
+            d.check_alive()?;
+        }
+        let got = ping();
+        if got >= n {
+            return Ok(start.elapsed().as_secs_f64());
+        }
+        if got != last {
+            eprintln!("  {what}: {got} of {n} answering");
+            last = got;
+        }
+        if start.elapsed() > Duration::from_secs(1800) {
+            bail!("{what}: only {got} of {n} answered test.ping");
+        }
+        std::thread::sleep(Duration::from_secs(1));
+    }
+}
+
+/// Runs the orchestration once: its wall time, after checking every step
+/// succeeded on every minion it targeted (`n` in all).
+fn timed_orchestrate(cmd: &mut Command, n: usize) -> Result<f64> {
+    let start = Instant::now();
+    let out = cmd.stdin(Stdio::null()).output()?;
+    let secs = start.elapsed().as_secs_f64();
+    let v: Value = serde_json::from_slice(&out.stdout).with_context(|| {
+        format!(
+            "the orchestration printed no JSON: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    })?;
+    let run = v["data"]
+        .as_object()
+        .and_then(|d| d.values().next())
+        .and_then(Value::as_object)
+        .context("no run in the return")?;
+    let mut minions = 0;
+    for (tag, step) in run {
+        if step["result"] != Value::Bool(true) {
+            bail!("step {tag} failed: {}", step["comment"]);
+        }
+        let comment = step["comment"].as_str().unwrap_or_default();
+        // "States ran successfully. No changes made to a, b." / "Updating a, b."
+        minions += comment
+            .split_once(". ")
+            .map(|(_, rest)| rest.split(", ").count())
+            .unwrap_or(0);
+    }
+    if run.len() != 3 || minions != n {
+        bail!(
+            "{} steps over {minions} minions, expected 3 over {n}",
+            run.len()
+        );
+    }
+    Ok(secs)
+}
+
+/// The median, or NaN when every round failed.
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn run_halite(bin: &Path, dir: &Path, n: usize, rounds: usize) -> Result<(f64, Vec<f64>)> {
+    let (publish, ret) = port_pair()?;
+    let d = dir.display();
+    tree(&dir.join("salt"), "bench-")?;
+    let mconf = dir.join("master-conf");
+    write(
+        &mconf.join("master"),
+        &format!(
+            "interface: 127.0.0.1\npublish_port: {publish}\nret_port: {ret}\npki_dir: {d}/master-pki\ncachedir: {d}/master-cache\nsock_dir: {d}/master-sock\nlog_file: {d}/master.log\nlog_level: warning\ntimeout: 120\nauto_accept: True\nfile_roots:\n  base: [{d}/salt]\n"
+        ),
+    )?;
+    write(
+        &dir.join("swarm-conf/minion"),
+        &format!(
+            "master: 127.0.0.1\nmaster_port: {ret}\npublish_port: {publish}\nid: swarm\npki_dir: {d}/swarm-pki\ncachedir: {d}/swarm-cache\nsock_dir: {d}/swarm-sock\nlog_file: {d}/swarm.log\nlog_level: warning\nmaster_alive_interval: 30\nauth_timeout: 30\n"
+        ),
+    )?;
+    let mut master = Group::spawn(
+        Command::new(bin.join("halite-master"))
+            .arg("-c")
+            .arg(&mconf),
+        "halite-master",
+        &dir.join("master.out"),
+    )?;
+    let sock = dir.join("master-sock/master.sock");
+    let start = Instant::now();
+    while !sock.exists() {
+        master.check_alive()?;
+        if start.elapsed() > Duration::from_secs(30) {
+            bail!("halite-master did not start");
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let mut swarm = Group::spawn(
+        Command::new(bin.join("halite-minion"))
+            .arg("-c")
+            .arg(dir.join("swarm-conf"))
+            .args(["--swarm", &n.to_string(), "--swarm-prefix", "bench-"]),
+        "halite-minion --swarm",
+        &dir.join("swarm.out"),
+    )?;
+    let ready = wait_all(
+        &format!("halite {n}"),
+        n,
+        &mut [&mut master, &mut swarm],
+        || {
+            pings(
+                Command::new(bin.join("halite"))
+                    .arg("-c")
+                    .arg(&mconf)
+                    .args(["*", "test.ping", "-t", "20", "--out", "json"]),
+            )
+        },
+    )?;
+    eprintln!("  halite {n}: all answering after {ready:.1} s");
+    let mut times = Vec::new();
+    for r in 0..rounds {
+        match timed_orchestrate(
+            Command::new(bin.join("halite-run"))
+                .arg("-c")
+                .arg(&mconf)
+                .args(["state.orchestrate", "orch.three", "--out", "json"]),
+            n,
+        ) {
+            Ok(t) => {
+                eprintln!("  halite {n}: round {r}: {t:.2} s");
+                times.push(t);
+            }
+            Err(e) => eprintln!("  halite {n}: round {r} FAILED: {e:#}"),
+        }
+    }
+    Ok((ready, times))
+}
+
+fn run_salt(sbin: &Path, dir: &Path, n: usize, rounds: usize) -> Result<(f64, Vec<f64>)> {
+    let (publish, ret) = port_pair()?;
+    let d = dir.display();
+    tree(&dir.join("salt"), "sb-")?;
+    let mconf = dir.join("master-conf");
+    write(
+        &mconf.join("master"),
+        &format!(
+            "interface: 127.0.0.1\npublish_port: {publish}\nret_port: {ret}\nroot_dir: {d}/mroot\npki_dir: {d}/mroot/pki\ncachedir: {d}/mroot/cache\nsock_dir: {d}/mroot/sock\nlog_file: {d}/master.log\nlog_level: warning\nauto_accept: True\nuser: root\nworker_threads: 2\npidfile: {d}/mroot/master.pid\nfile_roots:\n  base: [{d}/salt]\n"
+        ),
+    )?;
+    let mut master = Group::spawn(
+        Command::new(sbin.join("salt-master")).arg("-c").arg(&mconf),
+        "salt-master",
+        &dir.join("master.out"),
+    )?;
+    let mut minions = Vec::new();
+    for i in 0..n {
+        let m = dir.join(format!("minion{i}"));
+        let md = m.display();
+        write(
+            &m.join("minion"),
+            &format!(
+                "master: 127.0.0.1\nmaster_port: {ret}\npublish_port: {publish}\nid: sb-{i}\nroot_dir: {md}/root\npki_dir: {md}/root/pki\ncachedir: {md}/root/cache\nsock_dir: {md}/root/sock\nlog_file: {md}/minion.log\nlog_level: warning\nuser: root\nacceptance_wait_time: 1\npidfile: {md}/root/minion.pid\n"
+            ),
+        )?;
+        minions.push(Group::spawn(
+            Command::new(sbin.join("salt-minion")).arg("-c").arg(&m),
+            &format!("salt-minion sb-{i}"),
+            &m.join("minion.out"),
+        )?);
+    }
+    let ready = {
+        let mut daemons: Vec<&mut Group> = vec![&mut master];
+        daemons.extend(minions.iter_mut());
+        wait_all(&format!("salt {n}"), n, &mut daemons, || {
+            pings(Command::new(sbin.join("salt")).arg("-c").arg(&mconf).args([
+                "*",
+                "test.ping",
+                "-t",
+                "10",
+                "--out",
+                "json",
+                "--static",
+            ]))
+        })?
+    };
+    eprintln!("  salt {n}: all answering after {ready:.1} s");
+    let mut times = Vec::new();
+    for r in 0..rounds {
+        match timed_orchestrate(
+            Command::new(sbin.join("salt-run"))
+                .arg("-c")
+                .arg(&mconf)
+                .args(["state.orchestrate", "orch.three", "--out", "json"]),
+            n,
+        ) {
+            Ok(t) => {
+                eprintln!("  salt {n}: round {r}: {t:.2} s");
+                times.push(t);
+            }
+            // A failed round is reported, not timed (Salt under load
+            // sometimes fails a minion's pillar fetch).
+            Err(e) => eprintln!("  salt {n}: round {r} FAILED: {e:#}"),
+        }
+    }
+    Ok((ready, times))
+}
+
+fn arg(args: &[String], name: &str) -> Option<String> {
+    args.iter()
+        .position(|a| a == name)
+        .and_then(|i| args.get(i + 1).cloned())
+}
+
+fn loadavg() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
+        .unwrap_or_default()
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let n: usize = arg(&args, "--minions").map_or(Ok(1000), |s| s.parse())?;
+    let salt_n: usize = arg(&args, "--salt-minions").map_or(Ok(10), |s| s.parse())?;
+    let rounds: usize = arg(&args, "--rounds").map_or(Ok(3), |s| s.parse())?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let bin = arg(&args, "--bin-dir")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| root.join("target/release"));
+    let sbin = arg(&args, "--salt-bin-dir")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| {
+            PathBuf::from(std::env::var("HOME").unwrap_or_default()).join(".venvs/salt/bin")
+        });
+    let work = tempfile::tempdir()?;
+    eprintln!("orchestrate bench: load average before {}", loadavg());
+    if n > 0 {
+        let (ready, times) = run_halite(&bin, &work.path().join("halite"), n, rounds)?;
+        println!(
+        "halite ({}) {n} swarm minions: ready {ready:.1} s; orchestration of 3 steps: median {:.2} s, runs {:?}; load average {}",
+        bin.display(),
+        median(times.clone()),
+        times.iter().map(|t| format!("{t:.2}")).collect::<Vec<_>>(),
+        loadavg()
+        );
+    }
+    if salt_n > 0 {
+        if !sbin.join("salt-master").exists() {
+            bail!("no salt-master in {}: install Salt (../shared/bench/install-salt.sh) or pass --salt-minions 0", sbin.display());
+        }
+        let (ready, times) = run_salt(&sbin, &work.path().join("salt"), salt_n, rounds)?;
+        println!(
+            "Salt 3008.5 {salt_n} salt-minion processes: ready {ready:.1} s; orchestration of 3 steps: median {:.2} s, runs {:?}; load average {}",
+            median(times.clone()),
+            times.iter().map(|t| format!("{t:.2}")).collect::<Vec<_>>(),
+            loadavg()
+        );
+    }
+    Ok(())
+}
