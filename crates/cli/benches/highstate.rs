@@ -1161,7 +1161,9 @@ fn main() -> Result<()> {
          (`auto_accept`, file_roots/pillar_roots in its config) and ONE\n\
          `halite-minion --swarm N` process; Salt 3008.5: a `salt-master` (2 workers) and\n\
          one `salt-minion` process per minion. Once all minions answer `test.ping`, it\n\
-         times `'*' state.apply -t 600 --out json` from the CLI's start until it exited\n\
+         times `state.apply -t 600 --out json` on every minion (halite: `'bench-*'`, which\n\
+         leaves out the probe minion pinged during the apply; Salt: `'*'`) from the\n\
+         CLI's start until it exited\n\
          with every return printed: cold (the minions' file caches empty, every file\n\
          written) then warm (cache hit, nothing changes), and checks that every minion\n\
          returned all {STATES} states with `result: true`.\n",
