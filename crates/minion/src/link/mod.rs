@@ -58,6 +58,9 @@ pub struct Agent {
     ready_flag: Arc<AtomicBool>,
     /// When this identity's next `mine.update` is due (crate::mine).
     mine_due: Option<Instant>,
+    /// Whether its first `mine.update` has run: that one waits for the
+    /// start-up pillar (crate::mine::FIRST_UPDATE_WAIT).
+    mine_started: bool,
 }
 
 /// Jobs started by the minion itself wait this many at most for a session.
@@ -99,6 +102,7 @@ impl Agent {
             deferred: VecDeque::new(),
             ready_flag: Arc::new(AtomicBool::new(false)),
             mine_due: None,
+            mine_started: false,
         }
     }
 
@@ -693,7 +697,18 @@ impl<'a> Link<'a> {
         if due > now || self.draining || !self.agents[idx].is_ready() {
             return;
         }
+        // The first update reads the pillar's mine_functions from the
+        // pillar the start-up refresh_pillar brings (one compile serves
+        // both, as Salt's minion reads its own __pillar__); it asks the
+        // master only if that pillar is late.
+        if !self.agents[idx].mine_started
+            && self.runner.pillar(&self.agents[idx].id).is_none()
+            && now.duration_since(due) < crate::mine::FIRST_UPDATE_WAIT
+        {
+            return;
+        }
         let agent = &mut self.agents[idx];
+        agent.mine_started = true;
         agent.mine_due = Some(now + interval);
         let master = MasterChannel::new(idx, self.requests_tx.clone(), REQUEST_TIMEOUT);
         let (runner, id, grains) = (self.runner.clone(), agent.id.clone(), agent.grains.clone());
