@@ -224,6 +224,10 @@ enum FromJob {
     /// A job of identity `usize` started by the minion (its scheduler).
     Start(usize, LocalJob),
     Event(usize, String, Value),
+    /// Identity `usize`'s grains, computed again by a job
+    /// (`saltutil.refresh_grains`, `sync_grains`, `sync_all`): the link
+    /// keeps them and tells the master.
+    Grains(usize, Value),
     /// The answer to the master's render-time call `call`.
     RenderReply(usize, u64, Result<Value, String>),
 }
