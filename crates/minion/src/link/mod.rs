@@ -27,14 +27,10 @@ use crate::runner::JobRunner;
 use crate::running::{LocalJob, RunningJob, RunningJobs};
 use crate::store::ReturnStore;
 
-mod call;
+pub mod call;
 mod handshake;
 mod jobs;
-mod returns;
-
-pub use call::{call_master, CallError, CallOutcome};
-pub use returns::stop_jobs;
-use returns::{keep_finished_returns, signalled_return};
+pub mod returns;
 
 /// One minion identity: who it is, its grains, its unacknowledged returns.
 pub struct Agent {
@@ -122,23 +118,6 @@ impl Agent {
     /// Records whether this identity has a session (read by [`JobStarter`]).
     fn set_ready(&mut self, ready: bool) {
         self.ready_flag.store(ready, Ordering::Relaxed);
-    }
-
-    /// A job of this identity ended: it is no longer running, and its
-    /// return goes on disk until the master acknowledges it. `None` when
-    /// the return is not for the master (a scheduled job with
-    /// `return_job: False`); a signalled job's return says so.
-    fn job_ended(&mut self, ret: &JobReturn) -> std::io::Result<Option<JobReturn>> {
-        let ended = self.running.remove(&ret.jid);
-        if ended.as_ref().is_some_and(|r| !r.return_job) {
-            return Ok(None);
-        }
-        let ret = match ended.and_then(|r| r.signalled) {
-            Some(signal) => signalled_return(ret, signal),
-            None => ret.clone(),
-        };
-        self.store.put(&ret)?;
-        Ok(Some(ret))
     }
 
     /// Whether this identity has an open session.
@@ -390,7 +369,7 @@ pub async fn run_link(
     outputs: &mut JobOutputs,
     shutdown: &Shutdown,
 ) -> LinkEnd {
-    keep_finished_returns(agents, outputs);
+    outputs.keep_finished_returns(agents);
     let (mut link, mut watch, mut requests_rx) =
         match Link::connect(settings, agents, runner, outputs, shutdown).await {
             Ok(parts) => parts,

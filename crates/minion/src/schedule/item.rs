@@ -129,10 +129,15 @@ pub fn next_after(
 
 /// Whether one of the item's `key` entries (`skip_explicit`,
 /// `run_explicit`: `[{time, time_fmt}]`, as `schedule.skip_job` and
-/// `postpone_job` add them) names `now`, within one scheduler check
-/// (Salt's `_handle_skip_explicit`/`_handle_run_explicit`). An entry that
-/// does not parse is logged and matches nothing.
-pub fn explicit_at(item: &Map<String, Value>, key: &str, now: DateTime<Local>) -> bool {
+/// `postpone_job` add them) names `now`, within `window` (one scheduler
+/// check; Salt's `_handle_skip_explicit`/`_handle_run_explicit`). An entry
+/// that does not parse is logged and matches nothing.
+pub fn explicit_at(
+    item: &Map<String, Value>,
+    key: &str,
+    now: DateTime<Local>,
+    window: Duration,
+) -> bool {
     let Some(Value::Array(entries)) = item.get(key) else {
         return false;
     };
@@ -143,7 +148,7 @@ pub fn explicit_at(item: &Map<String, Value>, key: &str, now: DateTime<Local>) -
             .and_then(Value::as_str)
             .unwrap_or("%Y-%m-%dT%H:%M:%S");
         match NaiveDateTime::parse_from_str(time, fmt).ok().and_then(local) {
-            Some(at) => at <= now && now < at + chrono::Duration::seconds(super::LOOP_INTERVAL.as_secs() as i64),
+            Some(at) => at <= now && now < at + window,
             None => {
                 tracing::warn!(%key, %time, %fmt, "a schedule item's {key} time does not parse; it is ignored");
                 false

@@ -31,6 +31,10 @@ use item::Timing;
 
 /// How often items are checked (Salt's `loop_interval` default).
 const LOOP_INTERVAL: StdDuration = StdDuration::from_secs(1);
+/// [`LOOP_INTERVAL`] as a span of time (`skip_explicit`/`run_explicit`).
+fn check_window() -> chrono::Duration {
+    chrono::Duration::from_std(LOOP_INTERVAL).unwrap_or(chrono::Duration::seconds(1))
+}
 
 /// What the scheduler remembers of one item between checks.
 #[derive(Default)]
@@ -231,7 +235,7 @@ impl Schedule {
                 state.next_fire =
                     item::next_after(&timing, now - chrono::Duration::seconds(1), state.last);
             }
-            if item::explicit_at(settings, "run_explicit", now) {
+            if item::explicit_at(settings, "run_explicit", now, check_window()) {
                 // `postpone_job`'s new time: a run of its own, the
                 // item's own timing left as it is.
                 if let Some(job) = self.job_of(name, settings) {
@@ -250,8 +254,8 @@ impl Schedule {
             state.last = Some(fired);
             state.next_fire =
                 item::next_after(&timing, now, Some(fired)).map(|t| t + item::splay(settings));
-            if item::explicit_at(settings, "skip_explicit", now)
-                || item::explicit_at(settings, "skip_explicit", fired)
+            if item::explicit_at(settings, "skip_explicit", now, check_window())
+                || item::explicit_at(settings, "skip_explicit", fired, check_window())
             {
                 tracing::info!(%name, "schedule item skipped: skip_explicit (schedule.skip_job/postpone_job)");
                 continue;
