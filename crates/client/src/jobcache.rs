@@ -550,7 +550,10 @@ mod tests {
                 retcode: 0,
                 success: true,
             };
-            assert_eq!(cache.store_returns(&[ret.clone()]).unwrap(), [true]);
+            assert_eq!(
+                cache.store_returns(std::slice::from_ref(&ret)).unwrap(),
+                [true]
+            );
             // A resent return (its ack was lost) is stored, but not new.
             assert_eq!(cache.store_returns(&[ret]).unwrap(), [false]);
             cache

@@ -48,14 +48,7 @@ pub fn run_command_shown_as(
 /// apply): for modules that build a command from values, such as a
 /// firewalld zone or a service name.
 pub fn run_argv(argv: &[String], opts: &CmdOptions) -> std::io::Result<CmdOutput> {
-    let Some((prog, rest)) = argv.split_first() else {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidInput,
-            "empty command",
-        ));
-    };
-    let mut command = Command::new(prog);
-    command.args(rest);
+    let command = program(argv)?;
     let words = argv.iter().map(|w| Value::from(w.as_str())).collect();
     let shown = halite_state::requisite::py_repr(&Value::Array(words));
     run_prepared(prepare(command, opts)?, &shown, opts)
@@ -110,17 +103,21 @@ fn command_of(cmd: &str, opts: &CmdOptions) -> std::io::Result<Command> {
         c.arg("-c").arg(cmd);
         c
     } else {
-        let words = shell_words(cmd);
-        let Some((prog, rest)) = words.split_first() else {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "empty command",
-            ));
-        };
-        let mut c = Command::new(prog);
-        c.args(rest);
-        c
+        program(&shell_words(cmd))?
     })
+}
+
+/// `words[0]` with the arguments `words[1..]`; an empty list is an error.
+fn program(words: &[String]) -> std::io::Result<Command> {
+    let Some((prog, rest)) = words.split_first() else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "empty command",
+        ));
+    };
+    let mut command = Command::new(prog);
+    command.args(rest);
+    Ok(command)
 }
 
 /// `command` set up under `opts`: directory, user, environment, pipes.
