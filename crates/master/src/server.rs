@@ -1396,18 +1396,27 @@ impl Master {
                 None => r.clone(),
             })
             .collect();
-        if let Err(e) = self.book.jobs.store_returns(&records) {
-            // Not acknowledged: the minions keep them and resend.
-            tracing::error!(error = %e, "cannot store returns; they will be resent");
-            return;
-        }
-        for (sid, ret) in returns {
+        let fresh = match self.book.jobs.store_returns(&records) {
+            Ok(fresh) => fresh,
+            Err(e) => {
+                // Not acknowledged: the minions keep them and resend.
+                tracing::error!(error = %e, "cannot store returns; they will be resent");
+                return;
+            }
+        };
+        for ((sid, ret), fresh) in returns.into_iter().zip(fresh) {
             self.send_sealed(
                 sid,
                 &MasterMessage::Ack {
                     jid: ret.jid.clone(),
                 },
             );
+            if !fresh {
+                // A resend (the minion missed the first ack): acknowledged
+                // again, its event already fired once.
+                tracing::debug!(jid = %ret.jid, id = %ret.id, "return resent; its event is not fired again");
+                continue;
+            }
             let (user, finished, schedule) = match self.book.active.get_mut(&ret.jid) {
                 Some(active) => {
                     active.returned.insert(ret.id.clone());
