@@ -5,7 +5,8 @@
 //!
 //! - [`config`]: `rest_cherrypy` and the eauth keys of the master config;
 //! - [`eauth`]: `pam`, `file` and `auto` authentication;
-//! - [`acl`]: Salt's ACL grammar;
+//! - [`acl`]: Salt's ACL grammar (the `halite-acl` crate, shared with
+//!   the master's `publisher_acl`);
 //! - [`tokens`]: the token store (SQLite in the master's cachedir);
 //! - [`service`]: login, token checks, the lowstate clients;
 //! - [`wheel`], [`jobs`]: the wheel `key.*` functions and `jobs.*` runners;
@@ -13,7 +14,7 @@
 //! - [`ratelimit`]: failed-login throttling;
 //! - [`server`]: the URLs, on axum.
 
-pub mod acl;
+pub use halite_acl as acl;
 pub mod config;
 pub mod eauth;
 pub mod error;

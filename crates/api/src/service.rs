@@ -110,12 +110,9 @@ impl Service {
             source,
             "halite-api refused a request"
         );
-        self.fire(
-            AUTH_TAG,
-            json!({"act": "refused", "user": who, "eauth": eauth, "what": what, "reason": why, "source": source, "_stamp": stamp()}),
-        );
+        self.fire(AUTH_TAG, acl::refusal_event(who, eauth, what, why, source));
         ApiError::Unauthorized(match why {
-            "authorization" => "Authorization error occurred.".into(),
+            "authorization" => acl::AUTHORIZATION_ERROR.into(),
             _ => "Authentication failure of type \"eauth\" occurred.".into(),
         })
     }
