@@ -338,6 +338,15 @@ impl PublisherBlacklist {
 /// The message a refused publisher sees (Salt's `AuthorizationError`).
 pub const AUTHORIZATION_ERROR: &str = "Authorization error occurred.";
 
+/// Salt's message for a local user `publisher_acl` does not name.
+pub const USER_AUTHENTICATION_ERROR: &str = "Authentication failure of type \"user\" occurred.";
+
+/// Whether a master's refusal is one of Salt's ACL messages (the CLI
+/// prints those as Salt's `salt` does, not as a failure to connect).
+pub fn is_acl_refusal(message: &str) -> bool {
+    message == AUTHORIZATION_ERROR || message == USER_AUTHENTICATION_ERROR
+}
+
 /// The data of the `salt/auth/*` event fired for a refusal: who (`user`,
 /// by `eauth`: a backend, or `user` for a local publisher), `what` was
 /// asked, `why` it was refused and from where (`source`), stamped.

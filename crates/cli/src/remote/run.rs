@@ -156,6 +156,9 @@ pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow
             client.send(LocalBody::Events { tagmatch })?;
             let mut seen = 0u64;
             while let Some(reply) = client.next(None)? {
+                if let LocalReply::Error(e) = reply {
+                    anyhow::bail!("the master refused the event stream: {e}");
+                }
                 if let LocalReply::Event { tag, data } = reply {
                     let body = if pretty {
                         python_json(&data, Some(4), true)
