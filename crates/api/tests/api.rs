@@ -317,6 +317,19 @@ fn salt_api_contract_with_file_eauth() {
     assert_eq!(y.status, 200);
     assert!(y.content_type.starts_with("application/x-yaml"));
     assert!(y.body.contains("m1: true"), "{}", y.body);
+    // An Accept the API cannot answer is refused before any work is done
+    // (every handler's extractor), in JSON.
+    let refused = http(
+        "POST",
+        &base,
+        &[("Accept", "image/png"), ("X-Auth-Token", &token)],
+        Some((
+            "application/json",
+            r#"[{"client":"local","tgt":"m1","fun":"test.ping"}]"#,
+        )),
+    );
+    assert_eq!(refused.status, 406, "{}", refused.body);
+    assert!(refused.content_type.starts_with("application/json"));
 
     // local_async, then /jobs/<jid> once both returned.
     let a = post_json(
