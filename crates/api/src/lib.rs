@@ -9,7 +9,8 @@
 //!   the master's `publisher_acl`);
 //! - [`tokens`]: the token store (SQLite in the master's cachedir);
 //! - [`service`]: login, token checks, the lowstate clients;
-//! - [`wheel`], [`jobs`]: the wheel `key.*` functions and `jobs.*` runners;
+//! - [`wheel`]: the wheel `key.*` functions (the runners, `jobs.*` among
+//!   them, are halite-runners');
 //! - [`format`]: JSON/YAML/form bodies and `Accept` negotiation;
 //! - [`ratelimit`]: failed-login throttling;
 //! - [`server`]: the URLs, on axum.
@@ -19,9 +20,8 @@ pub mod config;
 pub mod eauth;
 pub mod error;
 pub mod format;
-pub mod jobs;
 pub mod ratelimit;
 pub mod server;
 pub mod service;
 pub mod tokens;
-pub mod wheel;
+pub use halite_runners::wheel;

@@ -500,31 +500,18 @@ impl Service {
         }
     }
 
-    /// Runs runner `fun`: the `jobs.*` of the job cache here, the others
-    /// through halite-runners.
+    /// Runs runner `fun` through halite-runners (the `jobs.*` of the job
+    /// cache among them, shared with `halite-run`).
     pub fn run_runner(
         &self,
         fun: &str,
         args: &[Value],
         kwargs: &Map<String, Value>,
     ) -> Result<Value, ApiError> {
-        let master = &self.cfg.master;
-        let jid = || {
-            kwargs
-                .get("jid")
-                .or_else(|| args.first())
-                .map(halite_salt_rules::pyfmt::python_str)
-                .ok_or_else(|| ApiError::BadRequest(format!("{fun} needs a jid")))
-        };
-        match fun {
-            "jobs.list_jobs" => Ok(crate::jobs::list_jobs(master)?),
-            "jobs.lookup_jid" => Ok(crate::jobs::lookup_jid(master, &jid()?)?),
-            "jobs.list_job" => Ok(crate::jobs::list_job(master, &jid()?)?),
-            _ => halite_runners::call_runner_args(master, fun, args, kwargs).map_err(|e| match e {
-                halite_runners::RunnerError::Local(l) => ApiError::from(l),
-                other => ApiError::BadRequest(other.to_string()),
-            }),
-        }
+        halite_runners::call_runner_args(&self.cfg.master, fun, args, kwargs).map_err(|e| match e {
+            halite_runners::RunnerError::Local(l) => ApiError::from(l),
+            other => ApiError::BadRequest(other.to_string()),
+        })
     }
 
     /// `runner_async` and `wheel_async`: answers `{tag, jid}` at once
