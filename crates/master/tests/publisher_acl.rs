@@ -42,16 +42,16 @@ impl LocalUser {
         Some(Self { name, uid, gid })
     }
 
-    /// Runs `halite ARGS` as this user: (stdout, stderr, exit code). The
+    /// Runs CLI `tool ARGS` against `fleet`'s master as this user. The
     /// environment claims root, which must change nothing.
-    fn halite(&self, fleet: &Fleet, args: &[&str]) -> (String, String, i32) {
-        let out = Command::new("setpriv")
+    fn run(&self, fleet: &Fleet, tool: &str, args: &[&str]) -> std::process::Output {
+        Command::new("setpriv")
             .args([
                 &format!("--reuid={}", self.uid),
                 &format!("--regid={}", self.gid),
                 "--clear-groups",
             ])
-            .arg(bin("halite"))
+            .arg(bin(tool))
             .arg("-c")
             .arg(fleet.master_dir())
             .args(args)
@@ -59,7 +59,12 @@ impl LocalUser {
             .env("SUDO_USER", "root")
             .stdin(Stdio::null())
             .output()
-            .unwrap();
+            .unwrap()
+    }
+
+    /// `halite ARGS` as this user: (stdout, stderr, exit code).
+    fn halite(&self, fleet: &Fleet, args: &[&str]) -> (String, String, i32) {
+        let out = self.run(fleet, "halite", args);
         (
             String::from_utf8_lossy(&out.stdout).into_owned(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
@@ -140,19 +145,7 @@ fn local_users_run_exactly_what_publisher_acl_grants() {
         );
     }
     // Nothing but publishing: the bus stays root's.
-    let watch = Command::new("setpriv")
-        .args([
-            &format!("--reuid={}", fred.uid),
-            &format!("--regid={}", fred.gid),
-            "--clear-groups",
-        ])
-        .arg(bin("halite-run"))
-        .arg("-c")
-        .arg(f.master_dir())
-        .args(["state.event", "count=1"])
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
+    let watch = fred.run(&f, "halite-run", &["state.event", "count=1"]);
     assert!(!watch.status.success());
     assert!(
         String::from_utf8_lossy(&watch.stderr).contains("Authorization error occurred."),
