@@ -95,12 +95,25 @@ impl LocalAcl {
         !self.publisher_acl.is_empty()
     }
 
-    /// Who sent a request: root when it carries the root key or comes from
-    /// uid 0 or the master's own uid; else the `publisher_acl` user of the
-    /// peer's uid.
-    pub fn identify(&self, root_key_ok: bool, uid: Option<u32>) -> Result<Principal, Refusal> {
-        if root_key_ok || uid.is_some_and(|u| u == 0 || u == self.master_uid) {
-            return Ok(Principal::Root);
+    /// Who sent a request: root when it carries the root key (`key`:
+    /// `Some(true)`), or carries none (`None`) from uid 0 or the master's
+    /// own uid; else the `publisher_acl` user of the peer's uid. A wrong
+    /// key (`Some(false)`) is refused whoever sends it.
+    pub fn identify(&self, key: Option<bool>, uid: Option<u32>) -> Result<Principal, Refusal> {
+        match key {
+            Some(true) => return Ok(Principal::Root),
+            Some(false) => {
+                return Err(refusal(
+                    &uid.map_or_else(|| "unknown".to_string(), |u| format!("uid {u}")),
+                    "connect",
+                    "a wrong root key",
+                    "bad root key",
+                ))
+            }
+            None if uid.is_some_and(|u| u == 0 || u == self.master_uid) => {
+                return Ok(Principal::Root)
+            }
+            None => {}
         }
         let Some(uid) = uid else {
             return Err(refusal(
@@ -229,21 +242,27 @@ mod tests {
     #[test]
     fn root_and_the_root_key_pass_unlisted_uids_do_not() {
         let a = acl(json!({"nobody": ["test.*"]}), json!({}));
-        assert!(matches!(a.identify(true, Some(4242)), Ok(Principal::Root)));
-        assert!(matches!(a.identify(false, Some(0)), Ok(Principal::Root)));
+        assert!(matches!(
+            a.identify(Some(true), Some(4242)),
+            Ok(Principal::Root)
+        ));
+        assert!(matches!(a.identify(None, Some(0)), Ok(Principal::Root)));
+        // A wrong key is refused even from root.
+        assert_eq!(
+            a.identify(Some(false), Some(0)).unwrap_err().message,
+            "bad root key"
+        );
         // uid 65534 is `nobody` on Debian.
-        match a.identify(false, Some(65534)) {
+        match a.identify(None, Some(65534)) {
             Ok(Principal::Publisher { user, list, .. }) => {
                 assert_eq!(user, "nobody");
                 assert_eq!(list, [json!("test.*")]);
             }
             other => panic!("{other:?}"),
         }
-        let refused = a.identify(false, Some(4242)).unwrap_err();
+        let refused = a.identify(None, Some(4242)).unwrap_err();
         assert_eq!(refused.message, USER_AUTHENTICATION_ERROR);
-        let closed = LocalAcl::default()
-            .identify(false, Some(65534))
-            .unwrap_err();
+        let closed = LocalAcl::default().identify(None, Some(65534)).unwrap_err();
         assert_eq!(closed.message, "bad root key");
     }
 

@@ -1828,8 +1828,10 @@ async fn serve_local(
     bus: EventBus,
 ) {
     while let Some(mut request) = read_local(&mut stream).await {
-        let key_ok = constant_time_eq(request.key.as_bytes(), root_key.as_bytes());
-        let checked = match local_acl.identify(key_ok, uid) {
+        // No key: a client that cannot read it (a publisher_acl user).
+        let key = (!request.key.is_empty())
+            .then(|| constant_time_eq(request.key.as_bytes(), root_key.as_bytes()));
+        let checked = match local_acl.identify(key, uid) {
             Ok(principal) => {
                 authorize_local(&principal, &local_acl, &commands, &mut request.body).await
             }
