@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs halite on this machine (or into a staging root): the binaries,
 # the systemd units, the example configs and the directories the daemons
-# use. Idempotent: run it again to upgrade. An existing /etc/halite/master
-# or /etc/halite/minion is never overwritten; a differing new example lands
-# beside it as master.new / minion.new.
+# use. Idempotent: run it again to upgrade. An existing /etc/halite/master,
+# /etc/halite/minion or /etc/halite/master.d/api.conf is never overwritten;
+# a differing new example lands beside it as master.new / minion.new /
+# api.conf.new.
 #
 #   sudo bash scripts/install.sh                  # build, install master + minion
 #   sudo bash scripts/install.sh --minion --enable
+#   sudo bash scripts/install.sh --master --api   # master + halite-api
 #   bash scripts/install.sh --no-build --destdir /tmp/stage   # packaging
 #
 # See docs/install.md.
@@ -27,6 +29,8 @@ usage: scripts/install.sh [options]
   --master           install the master (halite-master, its unit and config)
   --minion           install the minion (halite-minion, its unit and config)
                      (neither: both; the CLI tools are always installed)
+  --api              also install halite-api (Salt's REST API: its binary,
+                     unit, and master.d/api.conf); never installed by default
   --enable           systemctl daemon-reload, then enable --now the units
                      (only on a live system booted with systemd)
   -h, --help         this text
@@ -47,6 +51,7 @@ build=1
 bindir_src=
 want_master=0
 want_minion=0
+want_api=0
 enable=0
 
 # The value of option $1, given as `$1 VALUE` ($2) or `$1=VALUE`.
@@ -67,6 +72,7 @@ while [ $# -gt 0 ]; do
     --no-build) build=0 ;;
     --master) want_master=1 ;;
     --minion) want_minion=1 ;;
+    --api) want_api=1 ;;
     --enable) enable=1 ;;
     -h | --help) usage; exit 0 ;;
     *) usage >&2; die "unknown option: $1" ;;
@@ -116,6 +122,12 @@ if [ "$want_minion" -eq 1 ]; then
   bins+=(halite-minion)
   units+=(halite-minion.service)
   roles+=(minion)
+fi
+# halite-api reads the master's config (its settings are a master.d
+# drop-in) and keeps its tokens in the master's cachedir.
+if [ "$want_api" -eq 1 ]; then
+  bins+=(halite-api)
+  units+=(halite-api.service)
 fi
 
 # ---- build ---------------------------------------------------------------
@@ -174,7 +186,11 @@ dir 0755 "$etc"
 dir 0755 "$etc/pki"
 dir 0755 "$destdir/var/cache/halite"
 dir 0750 "$destdir/var/log/halite"
-for role in "${roles[@]}"; do
+dir_roles=("${roles[@]}")
+if [ "$want_api" -eq 1 ] && [ "$want_master" -eq 0 ]; then
+  dir_roles+=(master)
+fi
+for role in "${dir_roles[@]}"; do
   dir 0755 "$etc/$role.d"
   dir 0700 "$etc/pki/$role"
   dir 0700 "$destdir/var/cache/halite/$role"
@@ -208,13 +224,20 @@ say "installed ${units[*]} into $destdir$unitdir"
 
 # ---- configs ---------------------------------------------------------------
 # The master config may hold secrets (external pillar credentials...):
-# root-only. The minion config stays readable so halite-call works for
-# every user, as Salt's /etc/salt/minion does.
+# root-only, and so is the API's drop-in (external_auth, TLS key paths).
+# The minion config stays readable so halite-call works for every user,
+# as Salt's /etc/salt/minion does.
+configs=()
 for role in "${roles[@]}"; do
-  src=$repo/config/$role
-  dst=$etc/$role
   mode=0644
   [ "$role" = master ] && mode=0640
+  configs+=("$role:$role:$mode")
+done
+[ "$want_api" -eq 1 ] && configs+=("api:master.d/api.conf:0640")
+for c in "${configs[@]}"; do
+  IFS=: read -r name target mode <<<"$c"
+  src=$repo/config/$name
+  dst=$etc/$target
   [ -f "$src" ] || die "missing $src: run this script from a complete halite checkout"
   if [ ! -e "$dst" ]; then
     put "$src" "$mode" "$dst"

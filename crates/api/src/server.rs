@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use axum::body::{Body, Bytes};
-use axum::extract::{ConnectInfo, DefaultBodyLimit, Path, RawQuery, State};
+use axum::extract::{ConnectInfo, DefaultBodyLimit, FromRequestParts, Path, RawQuery, State};
+use axum::http::request::Parts;
 use axum::http::{header, HeaderMap, HeaderValue, Method, Response, StatusCode};
 use axum::routing::{get, post};
 use axum::Router;
@@ -80,25 +81,27 @@ struct Req {
 }
 
 impl Req {
-    fn new(headers: HeaderMap, addr: SocketAddr) -> Result<Self, (OutFormat, ApiError)> {
-        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-        let out = OutFormat::negotiate(accept).map_err(|e| (OutFormat::Json, e))?;
-        Ok(Self {
+    /// The request's view from its parts: the answer's format as `Accept`
+    /// negotiates it, or the negotiation's error.
+    fn of(parts: &Parts) -> (Self, Result<(), ApiError>) {
+        let accept = parts
+            .headers
+            .get(header::ACCEPT)
+            .and_then(|v| v.to_str().ok());
+        let (out, negotiated) = match OutFormat::negotiate(accept) {
+            Ok(out) => (out, Ok(())),
+            Err(e) => (OutFormat::Json, Err(e)),
+        };
+        let source = parts
+            .extensions
+            .get::<ConnectInfo<SocketAddr>>()
+            .map_or_else(|| "unknown".to_string(), |c| c.0.ip().to_string());
+        let req = Self {
             out,
-            source: addr.ip().to_string(),
-            headers,
-        })
-    }
-
-    /// For URLs that answer a stream, not a document (`/events`): an
-    /// `Accept` of `text/event-stream` is fine; errors come as JSON then.
-    fn lenient(headers: HeaderMap, addr: SocketAddr) -> Self {
-        let accept = headers.get(header::ACCEPT).and_then(|v| v.to_str().ok());
-        Self {
-            out: OutFormat::negotiate(accept).unwrap_or(OutFormat::Json),
-            source: addr.ip().to_string(),
-            headers,
-        }
+            source,
+            headers: parts.headers.clone(),
+        };
+        (req, negotiated)
     }
 
     fn body(&self, body: &[u8]) -> Result<Option<Value>, ApiError> {
@@ -214,21 +217,40 @@ where
     }
 }
 
-macro_rules! req {
-    ($st:expr, $headers:expr, $addr:expr) => {
-        match Req::new($headers, $addr) {
-            Ok(r) => r,
-            Err((out, e)) => return fail(&$st, out, &e),
-        }
-    };
+/// What every handler starts from: the shared state and the request's
+/// view (format, caller's address, headers). An `Accept` the API cannot
+/// answer is refused (406) before the handler runs.
+struct Ctx {
+    st: Shared,
+    r: Req,
 }
 
-async fn index(
-    State(st): State<Shared>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-) -> Response<Body> {
-    let r = req!(st, headers, addr);
+impl FromRequestParts<Shared> for Ctx {
+    type Rejection = Response<Body>;
+
+    async fn from_request_parts(parts: &mut Parts, st: &Shared) -> Result<Self, Self::Rejection> {
+        let (r, negotiated) = Req::of(parts);
+        match negotiated {
+            Ok(()) => Ok(Self { st: st.clone(), r }),
+            Err(e) => Err(fail(st, r.out, &e)),
+        }
+    }
+}
+
+/// [`Ctx`] for URLs that answer a stream, not a document (`/events`): an
+/// `Accept` of `text/event-stream` is fine; errors come as JSON then.
+struct StreamCtx(Ctx);
+
+impl FromRequestParts<Shared> for StreamCtx {
+    type Rejection = std::convert::Infallible;
+
+    async fn from_request_parts(parts: &mut Parts, st: &Shared) -> Result<Self, Self::Rejection> {
+        let (r, _) = Req::of(parts);
+        Ok(Self(Ctx { st: st.clone(), r }))
+    }
+}
+
+async fn index(Ctx { st, r }: Ctx) -> Response<Body> {
     respond(
         &st,
         r.out,
@@ -237,12 +259,7 @@ async fn index(
     )
 }
 
-async fn login_get(
-    State(st): State<Shared>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-) -> Response<Body> {
-    let r = req!(st, headers, addr);
+async fn login_get(Ctx { st, r }: Ctx) -> Response<Body> {
     respond(
         &st,
         r.out,
@@ -262,13 +279,7 @@ fn creds_of(data: Option<Value>) -> Map<String, Value> {
     }
 }
 
-async fn login(
-    State(st): State<Shared>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response<Body> {
-    let r = req!(st, headers, addr);
+async fn login(Ctx { st, r }: Ctx, body: Bytes) -> Response<Body> {
     let creds = match r.body(&body) {
         Ok(d) => creds_of(d),
         Err(e) => return fail(&st, r.out, &e),
@@ -300,12 +311,7 @@ async fn login(
     }
 }
 
-async fn logout(
-    State(st): State<Shared>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-) -> Response<Body> {
-    let r = req!(st, headers, addr);
+async fn logout(Ctx { st, r }: Ctx) -> Response<Body> {
     let token = r.header_token();
     let source = r.source.clone();
     let mut resp = blocking(st.clone(), r.out, StatusCode::OK, move |svc| {
@@ -359,13 +365,7 @@ fn run_all(
     Ok(json!({"return": out}))
 }
 
-async fn root_post(
-    State(st): State<Shared>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response<Body> {
-    let r = req!(st, headers, addr);
+async fn root_post(Ctx { st, r }: Ctx, body: Bytes) -> Response<Body> {
     let chunks = match chunks(&r, &body) {
         Ok(c) => c,
         Err(e) => return fail(&st, r.out, &e),
@@ -380,13 +380,7 @@ async fn root_post(
 }
 
 /// `POST /run`: credentials (or a token) in each chunk, no session.
-async fn run(
-    State(st): State<Shared>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response<Body> {
-    let r = req!(st, headers, addr);
+async fn run(Ctx { st, r }: Ctx, body: Bytes) -> Response<Body> {
     let chunks = match chunks(&r, &body) {
         Ok(c) => c,
         Err(e) => return fail(&st, r.out, &e),
@@ -421,32 +415,15 @@ async fn minions_get(st: Shared, r: Req, mid: Option<String>) -> Response<Body> 
     .await
 }
 
-async fn minions(
-    State(st): State<Shared>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-) -> Response<Body> {
-    let r = req!(st, headers, addr);
+async fn minions(Ctx { st, r }: Ctx) -> Response<Body> {
     minions_get(st, r, None).await
 }
 
-async fn minions_one(
-    State(st): State<Shared>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    Path(mid): Path<String>,
-) -> Response<Body> {
-    let r = req!(st, headers, addr);
+async fn minions_one(Ctx { st, r }: Ctx, Path(mid): Path<String>) -> Response<Body> {
     minions_get(st, r, Some(mid)).await
 }
 
-async fn minions_post(
-    State(st): State<Shared>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response<Body> {
-    let r = req!(st, headers, addr);
+async fn minions_post(Ctx { st, r }: Ctx, body: Bytes) -> Response<Body> {
     let mut chunks = match chunks(&r, &body) {
         Ok(c) => c,
         Err(e) => return fail(&st, r.out, &e),
@@ -510,22 +487,11 @@ async fn jobs_get(st: Shared, r: Req, jid: Option<String>) -> Response<Body> {
     .await
 }
 
-async fn jobs(
-    State(st): State<Shared>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-) -> Response<Body> {
-    let r = req!(st, headers, addr);
+async fn jobs(Ctx { st, r }: Ctx) -> Response<Body> {
     jobs_get(st, r, None).await
 }
 
-async fn jobs_one(
-    State(st): State<Shared>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    Path(jid): Path<String>,
-) -> Response<Body> {
-    let r = req!(st, headers, addr);
+async fn jobs_one(Ctx { st, r }: Ctx, Path(jid): Path<String>) -> Response<Body> {
     jobs_get(st, r, Some(jid)).await
 }
 
@@ -551,22 +517,11 @@ async fn keys_get(st: Shared, r: Req, mid: Option<String>) -> Response<Body> {
     .await
 }
 
-async fn keys(
-    State(st): State<Shared>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-) -> Response<Body> {
-    let r = req!(st, headers, addr);
+async fn keys(Ctx { st, r }: Ctx) -> Response<Body> {
     keys_get(st, r, None).await
 }
 
-async fn keys_one(
-    State(st): State<Shared>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    Path(mid): Path<String>,
-) -> Response<Body> {
-    let r = req!(st, headers, addr);
+async fn keys_one(Ctx { st, r }: Ctx, Path(mid): Path<String>) -> Response<Body> {
     keys_get(st, r, Some(mid)).await
 }
 
@@ -574,13 +529,7 @@ async fn keys_one(
 /// 3008.5, the token comes in the `X-Auth-Token` header or the
 /// `session_id` cookie, never the query string; the stream ends when the
 /// token expires or is revoked.
-async fn events(
-    State(st): State<Shared>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    RawQuery(query): RawQuery,
-) -> Response<Body> {
-    let r = Req::lenient(headers, addr);
+async fn events(StreamCtx(Ctx { st, r }): StreamCtx, RawQuery(query): RawQuery) -> Response<Body> {
     if query.is_some_and(|q| !q.is_empty()) {
         return fail(&st, r.out, &ApiError::BadRequest(
             "The /events endpoint takes no query parameters; in particular, tokens must not be passed via the query string -- they end up in access logs and the Referer header. Use the 'X-Auth-Token' header (for non-browser clients) or the session cookie set by /login (for browser EventSource clients) instead.".into(),
@@ -688,35 +637,17 @@ fn stream_events(
     }
 }
 
-async fn hook_bare(
-    State(st): State<Shared>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    body: Bytes,
-) -> Response<Body> {
-    hook(st, addr, headers, String::new(), body).await
+async fn hook_bare(ctx: Ctx, body: Bytes) -> Response<Body> {
+    hook(ctx, String::new(), body).await
 }
 
-async fn hook_tag(
-    State(st): State<Shared>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-    Path(tag): Path<String>,
-    body: Bytes,
-) -> Response<Body> {
-    hook(st, addr, headers, tag, body).await
+async fn hook_tag(ctx: Ctx, Path(tag): Path<String>, body: Bytes) -> Response<Body> {
+    hook(ctx, tag, body).await
 }
 
 /// `POST /hook/<tag>`: fires `salt/netapi/hook/<tag>` with the body, its
 /// parsed form and the headers, as salt-api.
-async fn hook(
-    st: Shared,
-    addr: SocketAddr,
-    headers: HeaderMap,
-    tag: String,
-    body: Bytes,
-) -> Response<Body> {
-    let r = req!(st, headers, addr);
+async fn hook(Ctx { st, r }: Ctx, tag: String, body: Bytes) -> Response<Body> {
     let data = match r.body(&body) {
         Ok(d) => d.unwrap_or_else(|| json!({})),
         Err(e) => return fail(&st, r.out, &e),
@@ -767,12 +698,7 @@ fn title_case(name: &str) -> String {
 
 /// `GET /stats`: the server's counters (halite's own names; salt-api
 /// dumps CherryPy's).
-async fn stats(
-    State(st): State<Shared>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
-) -> Response<Body> {
-    let r = req!(st, headers, addr);
+async fn stats(Ctx { st, r }: Ctx) -> Response<Body> {
     let token = r.header_token();
     let source = r.source.clone();
     let open = st.svc.cfg.rest.stats_disable_auth;

@@ -19,14 +19,21 @@ use crate::ratelimit::LoginLimiter;
 use crate::tokens::{now, Token, TokenStore};
 
 /// The lowstate clients salt-api knows (the others are refused by name).
-pub const CLIENTS: [&str; 6] = [
+/// `ssh` is known so that it is refused as disabled, or, enabled, with
+/// [`NO_SSH`]: halite has no salt-ssh.
+pub const CLIENTS: [&str; 8] = [
     "local",
     "local_async",
     "local_batch",
     "runner",
     "runner_async",
     "wheel",
+    "wheel_async",
+    "ssh",
 ];
+
+/// Why the `ssh` client is refused even when `netapi_enable_clients` lists it.
+pub const NO_SSH: &str = "the 'ssh' client is not available: halite has no salt-ssh. Install halite-minion on the host and use the 'local' client, or remove 'ssh' from netapi_enable_clients";
 
 /// The tag of the events fired for logins and refusals.
 pub const AUTH_TAG: &str = "salt/auth/api";
@@ -110,12 +117,9 @@ impl Service {
             source,
             "halite-api refused a request"
         );
-        self.fire(
-            AUTH_TAG,
-            json!({"act": "refused", "user": who, "eauth": eauth, "what": what, "reason": why, "source": source, "_stamp": stamp()}),
-        );
+        self.fire(AUTH_TAG, acl::refusal_event(who, eauth, what, why, source));
         ApiError::Unauthorized(match why {
-            "authorization" => "Authorization error occurred.".into(),
+            "authorization" => acl::AUTHORIZATION_ERROR.into(),
             _ => "Authentication failure of type \"eauth\" occurred.".into(),
         })
     }
@@ -275,6 +279,9 @@ impl Service {
                 "Client disabled: '{client}'. Add to 'netapi_enable_clients' master config option to enable."
             )));
         }
+        if client == "ssh" {
+            return Err(ApiError::BadRequest(NO_SSH.into()));
+        }
         let fun = text(chunk.get("fun"))
             .ok_or_else(|| ApiError::BadRequest(format!("the '{client}' client needs a 'fun'")))?;
         let mut args: Vec<Value> = match chunk.get("arg") {
@@ -349,8 +356,12 @@ impl Service {
                 };
                 self.run_local(&client, chunk, &req)
             }
-            "runner" | "runner_async" | "wheel" => {
-                let form = if client == "wheel" { "wheel" } else { "runner" };
+            "runner" | "runner_async" | "wheel" | "wheel_async" => {
+                let form = if client.starts_with("wheel") {
+                    "wheel"
+                } else {
+                    "runner"
+                };
                 // Salt passes the chunk's other keys to the function as
                 // keyword arguments (`{"fun": "jobs.lookup_jid", "jid": ...}`).
                 for (k, v) in chunk {
@@ -387,8 +398,21 @@ impl Service {
                 }
                 match client.as_str() {
                     "wheel" => Ok(vec![self.run_wheel(who, &fun, &args, &kwargs)]),
+                    "wheel_async" => {
+                        let name = fun.clone();
+                        Ok(vec![self.run_async(who, "wheel", fun, move |svc| {
+                            crate::wheel::call(&svc.cfg.master, &name, &args, &kwargs)
+                                .map_err(|e| e.to_string())
+                        })])
+                    }
                     "runner" => Ok(vec![self.run_runner(&fun, &args, &kwargs)?]),
-                    _ => Ok(vec![self.run_runner_async(who, fun, args, kwargs)]),
+                    _ => {
+                        let name = fun.clone();
+                        Ok(vec![self.run_async(who, "run", fun, move |svc| {
+                            svc.run_runner(&name, &args, &kwargs)
+                                .map_err(|e| e.to_string())
+                        })])
+                    }
                 }
             }
             _ => Err(ApiError::BadRequest(format!(
@@ -476,42 +500,34 @@ impl Service {
         }
     }
 
-    /// Runs runner `fun`: the `jobs.*` of the job cache here, the others
-    /// through halite-runners.
+    /// Runs runner `fun` through halite-runners (the `jobs.*` of the job
+    /// cache among them, shared with `halite-run`).
     pub fn run_runner(
         &self,
         fun: &str,
         args: &[Value],
         kwargs: &Map<String, Value>,
     ) -> Result<Value, ApiError> {
-        let master = &self.cfg.master;
-        let jid = || {
-            kwargs
-                .get("jid")
-                .or_else(|| args.first())
-                .map(halite_salt_rules::pyfmt::python_str)
-                .ok_or_else(|| ApiError::BadRequest(format!("{fun} needs a jid")))
-        };
-        match fun {
-            "jobs.list_jobs" => Ok(crate::jobs::list_jobs(master)?),
-            "jobs.lookup_jid" => Ok(crate::jobs::lookup_jid(master, &jid()?)?),
-            "jobs.list_job" => Ok(crate::jobs::list_job(master, &jid()?)?),
-            _ => halite_runners::call_runner_args(master, fun, args, kwargs).map_err(|e| match e {
-                halite_runners::RunnerError::Local(l) => ApiError::from(l),
-                other => ApiError::BadRequest(other.to_string()),
-            }),
-        }
+        halite_runners::call_runner_args(&self.cfg.master, fun, args, kwargs).map_err(|e| match e {
+            halite_runners::RunnerError::Local(l) => ApiError::from(l),
+            other => ApiError::BadRequest(other.to_string()),
+        })
     }
 
-    fn run_runner_async(
+    /// `runner_async` and `wheel_async`: answers `{tag, jid}` at once
+    /// (Salt's `AsyncClientMixin.asynchronous`) and runs `job` on a
+    /// thread, firing `salt/<kind>/<jid>/new` and `.../ret` as Salt does
+    /// (`kind` is `run` or `wheel`).
+    fn run_async(
         &self,
         who: &Identity,
+        kind: &str,
         fun: String,
-        args: Vec<Value>,
-        kwargs: Map<String, Value>,
+        job: impl FnOnce(&Service) -> Result<Value, String> + Send + 'static,
     ) -> Value {
         let jid = halite_proto::jid::JidGenerator::new().next_jid();
-        let tag = format!("salt/run/{jid}");
+        let tag = format!("salt/{kind}/{jid}");
+        let fun_name = format!("{}.{fun}", if kind == "run" { "runner" } else { kind });
         let cfg = self.cfg.clone();
         let user = who.name.clone();
         let (j, t) = (jid.clone(), tag.clone());
@@ -519,13 +535,13 @@ impl Service {
             let Ok(svc) = Service::new(cfg) else { return };
             svc.fire(
                 &format!("{t}/new"),
-                json!({"fun": format!("runner.{fun}"), "jid": j, "user": user, "_stamp": stamp()}),
+                json!({"fun": fun_name, "jid": j, "user": user, "_stamp": stamp()}),
             );
-            let (ret, success) = match svc.run_runner(&fun, &args, &kwargs) {
+            let (ret, success) = match job(&svc) {
                 Ok(v) => (v, true),
-                Err(e) => (json!(e.to_string()), false),
+                Err(e) => (json!(e), false),
             };
-            svc.fire(&format!("{t}/ret"), json!({"fun": format!("runner.{fun}"), "jid": j, "user": user, "return": ret, "success": success, "_stamp": stamp()}));
+            svc.fire(&format!("{t}/ret"), json!({"fun": fun_name, "jid": j, "user": user, "return": ret, "success": success, "_stamp": stamp()}));
         });
         json!({"tag": tag, "jid": jid})
     }
@@ -562,4 +578,40 @@ pub fn stamp() -> String {
     chrono::Utc::now()
         .format("%Y-%m-%dT%H:%M:%S%.6f")
         .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "tests")]
+    use super::*;
+
+    #[test]
+    fn an_enabled_ssh_client_is_refused_with_what_to_do() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut master = halite_client::MasterConfig {
+            cachedir: dir.path().join("cache"),
+            ..Default::default()
+        };
+        master.extra.insert(
+            "rest_cherrypy".into(),
+            json!({"port": 8000, "disable_ssl": true}),
+        );
+        master
+            .extra
+            .insert("netapi_enable_clients".into(), json!(["ssh"]));
+        let svc = Service::new(ApiConfig::from_master(master).unwrap()).unwrap();
+        let who = Identity {
+            name: "alice".into(),
+            eauth: "auto".into(),
+            groups: BTreeSet::new(),
+        };
+        let chunk = json!({"client": "ssh", "tgt": "*", "fun": "test.ping"});
+        let err = svc
+            .run_chunk(&who, chunk.as_object().unwrap(), "test")
+            .unwrap_err();
+        assert!(
+            matches!(&err, ApiError::BadRequest(m) if m == NO_SSH),
+            "{err}"
+        );
+    }
 }

@@ -20,7 +20,7 @@ use common::*;
 use serde_json::{json, Value};
 
 const CLIENTS: &str =
-    "netapi_enable_clients: [local, local_async, local_batch, runner, runner_async, wheel]\n";
+    "netapi_enable_clients: [local, local_async, local_batch, runner, runner_async, wheel, wheel_async]\n";
 
 fn file_eauth_config(f: &Fleet, extra_rest: &str) -> String {
     let users = f.path("users");
@@ -317,6 +317,19 @@ fn salt_api_contract_with_file_eauth() {
     assert_eq!(y.status, 200);
     assert!(y.content_type.starts_with("application/x-yaml"));
     assert!(y.body.contains("m1: true"), "{}", y.body);
+    // An Accept the API cannot answer is refused before any work is done
+    // (every handler's extractor), in JSON.
+    let refused = http(
+        "POST",
+        &base,
+        &[("Accept", "image/png"), ("X-Auth-Token", &token)],
+        Some((
+            "application/json",
+            r#"[{"client":"local","tgt":"m1","fun":"test.ping"}]"#,
+        )),
+    );
+    assert_eq!(refused.status, 406, "{}", refused.body);
+    assert!(refused.content_type.starts_with("application/json"));
 
     // local_async, then /jobs/<jid> once both returned.
     let a = post_json(
@@ -496,14 +509,51 @@ fn salt_api_contract_with_file_eauth() {
             assert_eq!(get_json(&f.url(url), t).status, 401, "{url}");
         }
     }
-    // Disabled / unknown clients.
+    // Disabled / unknown clients: `ssh` as Salt refuses it when disabled.
     let a = post_json(
         &base,
         Some(&token),
         &json!([{"client": "ssh", "tgt": "*", "fun": "test.ping"}]),
     );
-    assert_eq!(a.status, 400);
-    assert!(a.body.contains("Invalid client specified"));
+    assert_like_salt("ssh_disabled.json", &a);
+    assert!(a.body.contains("Client disabled: 'ssh'"), "{}", a.body);
+
+    // wheel_async answers {tag, jid} at once, like Salt's; the function's
+    // return comes on the bus as salt/wheel/<jid>/ret.
+    let tok3 = token.clone();
+    let base3 = base.clone();
+    let mut wheel_started = None;
+    let lines = read_events(
+        f.api_port,
+        &token,
+        Duration::from_secs(20),
+        |l| l.starts_with("data: ") && l.contains("salt/wheel/") && l.contains("/ret"),
+        || {
+            let a = post_json(
+                &base3,
+                Some(&tok3),
+                &json!([{"client": "wheel_async", "fun": "key.list_all"}]),
+            );
+            assert_like_salt("wheel_async.json", &a);
+            wheel_started = Some(a.json()["return"][0].clone());
+        },
+    );
+    let wheel_started = wheel_started.expect("wheel_async answered");
+    let wheel_jid = wheel_started["jid"].as_str().unwrap();
+    assert_eq!(wheel_started["tag"], format!("salt/wheel/{wheel_jid}"));
+    let ret = lines
+        .iter()
+        .find(|l| l.starts_with("data: ") && l.contains(&format!("salt/wheel/{wheel_jid}/ret")))
+        .expect("the wheel_async return event");
+    let v: Value = serde_json::from_str(ret.trim_start_matches("data: ")).unwrap();
+    assert_eq!(v["data"]["fun"], "wheel.key.list_all", "{v}");
+    assert_eq!(v["data"]["success"], true, "{v}");
+    assert!(
+        v["data"]["return"]["minions"]
+            .as_array()
+            .is_some_and(|m| m.contains(&json!("m1"))),
+        "{v}"
+    );
 
     // Hooks fire salt/netapi/hook/<tag>; the event stream shows them.
     let port = f.api_port;

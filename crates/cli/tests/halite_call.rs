@@ -283,3 +283,66 @@ fn state_aggregation_is_announced_as_unsupported_and_states_still_run() {
         assert!(ran.values().all(|r| r["result"] == true), "{out}");
     }
 }
+
+/// `mine.*` masterless, as salt-call 3008.5 --local answered each step
+/// (recorded by hand against the same config): the mine lives in the
+/// minion's datastore (`<cachedir>/datastore`, Salt's msgpack file).
+#[test]
+fn masterless_mine_is_kept_in_the_minion_datastore() {
+    let d = tempfile::tempdir().unwrap();
+    std::fs::write(
+        d.path().join("minion"),
+        own_cachedir(
+            d.path(),
+            "id: local\nmine_functions:\n  test.ping: []\n  ident:\n    - mine_function: test.echo\n    - mine\n",
+        ),
+    )
+    .unwrap();
+    let call = |args: &[&str]| -> serde_json::Value {
+        let mut all = args.to_vec();
+        all.extend(["--out", "json"]);
+        let (out, err, rc) = halite_call(d.path(), &all);
+        assert_eq!(rc, 0, "{args:?}: {out}{err}");
+        serde_json::from_str::<serde_json::Value>(&out).unwrap()["local"].clone()
+    };
+    use serde_json::json;
+    assert_eq!(call(&["mine.send", "grains.item", "id"]), json!(true));
+    assert_eq!(
+        call(&["mine.get", "local", "grains.item"]),
+        json!({"local": {"id": "local"}})
+    );
+    assert_eq!(call(&["mine.get", "other", "grains.item"]), json!({}));
+    assert_eq!(call(&["mine.update"]), json!(true));
+    assert_eq!(
+        call(&["mine.get", "*", "grains.item,ident"]),
+        json!({"grains.item": {"local": {"id": "local"}}, "ident": {"local": "mine"}})
+    );
+    assert_eq!(
+        call(&["mine.get", "id:local", "test.ping", "tgt_type=grain"]),
+        json!({"local": true})
+    );
+    assert_eq!(call(&["mine.delete", "test.ping"]), json!(true));
+    assert_eq!(call(&["mine.get", "local", "test.ping"]), json!({}));
+    // An entry with allow_tgt is the minion's own: unwrapped locally.
+    assert_eq!(
+        call(&[
+            "mine.send",
+            "alias",
+            "mine_function=test.echo",
+            "text=hi",
+            "allow_tgt=nobody"
+        ]),
+        json!(true)
+    );
+    assert_eq!(
+        call(&["mine.get", "local", "alias"]),
+        json!({"local": "hi"})
+    );
+    assert_eq!(call(&["mine.send", "nope.nope"]), json!(false));
+    // update with clear=True replaces the whole mine.
+    assert_eq!(call(&["mine.update", "clear=True"]), json!(true));
+    assert_eq!(call(&["mine.get", "local", "alias"]), json!({}));
+    assert!(d.path().join("cache/datastore").is_file());
+    assert_eq!(call(&["mine.flush"]), json!(true));
+    assert_eq!(call(&["mine.get", "local", "ident"]), json!({}));
+}

@@ -25,6 +25,9 @@ const BINS: [&str; 7] = [
     "halite-minion",
 ];
 const UNITS: [&str; 2] = ["halite-master.service", "halite-minion.service"];
+/// What `--api` adds.
+const API_BIN: &str = "halite-api";
+const API_UNIT: &str = "halite-api.service";
 
 fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -33,7 +36,7 @@ fn repo_root() -> PathBuf {
 /// A directory of executable shell scripts named like the real binaries.
 fn fake_binaries() -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
-    for b in BINS {
+    for b in BINS.into_iter().chain([API_BIN]) {
         let p = dir.path().join(b);
         std::fs::write(&p, format!("#!/bin/sh\necho fake {b}\n")).unwrap();
         std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -257,12 +260,14 @@ fn units_pass_systemd_analyze_verify() {
         src.path().to_str().unwrap(),
         "--destdir",
         root.path().to_str().unwrap(),
+        "--api",
     ]);
     // verify checks that ExecStart's binary exists: point the staged units
     // at the staged binaries (same file names, so the unit names hold).
     let bindir = root.path().join("usr/local/bin");
     let check = tempfile::tempdir().unwrap();
-    for u in UNITS {
+    let units: Vec<&str> = UNITS.into_iter().chain([API_UNIT]).collect();
+    for u in &units {
         let unit = text(&root.path().join("usr/local/lib/systemd/system").join(u));
         let staged = unit.replace(
             "ExecStart=/usr/local/bin/",
@@ -273,7 +278,7 @@ fn units_pass_systemd_analyze_verify() {
     }
     let out = Command::new("systemd-analyze")
         .arg("verify")
-        .args(UNITS.iter().map(|u| check.path().join(u)))
+        .args(units.iter().map(|u| check.path().join(u)))
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -333,21 +338,29 @@ fn the_master_example_shows_the_real_keys_and_defaults() {
     // Uncommented, the example must load as exactly the built-in defaults:
     // a wrong default, or a key the master does not have (it would land in
     // `extra`), shows here.
-    let yaml = uncommented(&example, &["nodegroups"]);
+    let yaml = uncommented(
+        &example,
+        &["nodegroups", "publisher_acl", "publisher_acl_blacklist"],
+    );
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("master"), &yaml).unwrap();
     let loaded = halite_client::MasterConfig::load(dir.path(), &serde_json::Map::new()).unwrap();
     // The only key load adds: where it read from, as Salt's opts carry it.
-    let mut expected = halite_client::MasterConfig::default();
-    expected.extra.insert(
-        "config_dir".into(),
-        serde_json::Value::from(dir.path().display().to_string()),
-    );
+    let expected = halite_client::MasterConfig {
+        config_dir: dir.path().to_path_buf(),
+        ..Default::default()
+    };
     assert_eq!(loaded, expected, "{yaml}");
-    // Every key the master reads is shown.
+    // Every key the master reads is shown (config_dir is where it reads,
+    // -c, not a key of the file).
     let documented: BTreeSet<String> = example_keys(&example).into_iter().map(|(k, _)| k).collect();
     let all = serde_json::to_value(halite_client::MasterConfig::default()).unwrap();
-    for key in all.as_object().unwrap().keys() {
+    for key in all
+        .as_object()
+        .unwrap()
+        .keys()
+        .filter(|k| *k != "config_dir")
+    {
         assert!(
             documented.contains(key),
             "config/master does not show {key}"
@@ -383,5 +396,106 @@ fn the_minion_example_names_only_keys_the_minion_reads() {
                 "config/minion shows {k}: {v}, the default is {default}"
             );
         }
+    }
+}
+
+#[test]
+fn the_api_installs_its_binary_unit_and_drop_in_only_when_asked() {
+    let src = fake_binaries();
+    let root = tempfile::tempdir().unwrap();
+    let r = root.path();
+    let base = [
+        "--no-build",
+        "--bindir-src",
+        src.path().to_str().unwrap(),
+        "--destdir",
+        r.to_str().unwrap(),
+    ];
+    install(&base);
+    assert!(!r.join("usr/local/bin/halite-api").exists());
+    assert!(!r
+        .join("usr/local/lib/systemd/system/halite-api.service")
+        .exists());
+    assert!(!r.join("etc/halite/master.d/api.conf").exists());
+
+    let with_api: Vec<&str> = base.iter().copied().chain(["--api"]).collect();
+    install(&with_api);
+    let bin = r.join("usr/local/bin/halite-api");
+    assert_eq!(mode(&bin), 0o755);
+    let unit = r.join("usr/local/lib/systemd/system/halite-api.service");
+    assert_eq!(mode(&unit), 0o644);
+    assert_eq!(
+        exec_start(&text(&unit)),
+        "ExecStart=/usr/local/bin/halite-api --config-dir /etc/halite"
+    );
+    let conf = r.join("etc/halite/master.d/api.conf");
+    assert_eq!(mode(&conf), 0o640, "external_auth and TLS paths are root's");
+    assert_eq!(text(&conf), text(&repo_root().join("config/api")));
+
+    // The drop-in is part of the master's config, where halite-api reads
+    // it: loopback, no TLS, Salt's port.
+    let loaded =
+        halite_client::MasterConfig::load(&r.join("etc/halite"), &serde_json::Map::new()).unwrap();
+    assert_eq!(
+        loaded.extra.get("rest_cherrypy"),
+        Some(&serde_json::json!({"port": 8000, "host": "127.0.0.1", "disable_ssl": true}))
+    );
+
+    // The admin's drop-in is kept; the new example lands beside it, where
+    // the master does not read it (only *.conf are).
+    std::fs::write(&conf, "rest_cherrypy: {port: 8443}\n").unwrap();
+    let out = install(&with_api);
+    assert_eq!(text(&conf), "rest_cherrypy: {port: 8443}\n");
+    assert!(String::from_utf8_lossy(&out.stdout).contains("api.conf.new"));
+    assert_eq!(
+        text(&r.join("etc/halite/master.d/api.conf.new")),
+        text(&repo_root().join("config/api"))
+    );
+
+    // --api alone (the master elsewhere on this host's config) still
+    // makes the master's directories the API uses.
+    let alone = tempfile::tempdir().unwrap();
+    install(&[
+        "--no-build",
+        "--bindir-src",
+        src.path().to_str().unwrap(),
+        "--destdir",
+        alone.path().to_str().unwrap(),
+        "--minion",
+        "--api",
+    ]);
+    assert_eq!(mode(&alone.path().join("var/cache/halite/master")), 0o700);
+    assert!(alone.path().join("etc/halite/master.d/api.conf").is_file());
+}
+
+#[test]
+fn the_api_example_names_only_keys_halite_api_reads() {
+    let example = text(&repo_root().join("config/api"));
+    let source = text(&repo_root().join("crates/api/src/config.rs"));
+    // `  #key: value` lines inside rest_cherrypy are RestConfig fields.
+    let mut shown = 0;
+    for line in example.lines() {
+        let Some(body) = line.strip_prefix("  #").or_else(|| line.strip_prefix("  ")) else {
+            continue;
+        };
+        let Some((key, _)) = body.split_once(':') else {
+            continue;
+        };
+        if key.is_empty() || !key.chars().all(|c| c.is_ascii_lowercase() || c == '_') {
+            continue;
+        }
+        shown += 1;
+        assert!(
+            source.contains(&format!("pub {key}:")),
+            "config/api shows rest_cherrypy {key}, which RestConfig has no field for"
+        );
+    }
+    assert!(shown >= 10, "{shown}");
+    // The top-level keys are those ApiConfig::from_master reads.
+    for (key, _) in example_keys(&example) {
+        assert!(
+            source.contains(&format!("\"{key}\"")),
+            "config/api shows {key}, which halite-api does not read"
+        );
     }
 }

@@ -42,7 +42,13 @@ fn postgres_module_follows_psql_like_salts_virtual() {
     };
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("main.sls"), SLS).unwrap();
-    std::fs::write(dir.path().join("minion"), "id: local\n").unwrap();
+    // Its own cachedir: the state-run lock lives there (tests run at once,
+    // and the default one is the host's).
+    std::fs::write(
+        dir.path().join("minion"),
+        format!("id: local\ncachedir: {}/cache\n", dir.path().display()),
+    )
+    .unwrap();
     let with_dir = Path::new(&psql).parent().unwrap().display().to_string();
     let (state, functions) = run(
         dir.path(),

@@ -78,6 +78,11 @@ pub struct MasterConfig {
     /// Bundles whose encoding is larger than this many bytes travel
     /// zstd-compressed to minions that read packed bundles (halite's own).
     pub bundle_compress_threshold: usize,
+    /// The directory the configuration was read from (Salt's opts carry
+    /// it: the gpg renderer's default `gpg_keydir` is `<config_dir>/gpgkeys`).
+    /// Set by [`MasterConfig::load`], never read from a file.
+    #[serde(skip_deserializing)]
+    pub config_dir: PathBuf,
     /// Everything else, passed to the renderer as `opts` (Salt's keys).
     #[serde(flatten)]
     pub extra: serde_json::Map<String, serde_json::Value>,
@@ -112,6 +117,7 @@ impl Default for MasterConfig {
             hello_rate_per_peer: 2000,
             max_bundles_in_flight: 64,
             bundle_compress_threshold: 32 * 1024,
+            config_dir: DEFAULT_CONFIG_DIR.into(),
             extra: serde_json::Map::new(),
         }
     }
@@ -176,11 +182,11 @@ impl MasterConfig {
             .merge(Serialized::defaults(overrides))
             .extract()
             .map_err(|e| ConfigError::Invalid(e.to_string()))?;
-        // Salt's opts name their config dir (the gpg renderer's default
-        // gpg_keydir is `<config_dir>/gpgkeys`).
-        cfg.extra
-            .entry("config_dir")
-            .or_insert_with(|| serde_json::Value::from(config_dir.display().to_string()));
+        // Where it was read from, whatever a file says (as Salt's opts).
+        if cfg.extra.remove("config_dir").is_some() {
+            tracing::warn!(dir = %config_dir.display(), "config_dir in the master config is ignored: it is the directory the config is read from (-c)");
+        }
+        cfg.config_dir = config_dir.to_path_buf();
         Ok(cfg)
     }
 
@@ -230,6 +236,19 @@ mod tests {
         assert!(cfg.auto_accept);
         assert_eq!(cfg.log_level, "debug");
         assert_eq!(cfg.keep_jobs, 24);
+    }
+
+    #[test]
+    fn config_dir_is_where_the_config_was_read() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("master"), "config_dir: /elsewhere\n").unwrap();
+        let cfg = MasterConfig::load(dir.path(), &serde_json::Map::new()).unwrap();
+        assert_eq!(cfg.config_dir, dir.path());
+        assert!(!cfg.extra.contains_key("config_dir"), "{:?}", cfg.extra);
+        assert_eq!(
+            cfg.opts()["config_dir"],
+            serde_json::Value::from(dir.path().display().to_string())
+        );
     }
 
     #[test]

@@ -137,21 +137,31 @@ impl JobCache {
     }
 
     /// Commits a batch of returns in one transaction (so 10 000 returns
-    /// cost one fsync, not 10 000).
-    pub fn store_returns(&mut self, returns: &[JobReturn]) -> Result<(), JobCacheError> {
+    /// cost one fsync, not 10 000). For each, whether it is new: a minion
+    /// resends a return whose acknowledgement it missed, and that copy
+    /// (stored again, the same) must not fire its event twice.
+    pub fn store_returns(&mut self, returns: &[JobReturn]) -> Result<Vec<bool>, JobCacheError> {
         let path = self.path.clone();
         let err = |source| JobCacheError::Sqlite {
             path: path.clone(),
             source,
         };
         let tx = self.conn.transaction().map_err(err)?;
+        let mut fresh = Vec::with_capacity(returns.len());
         {
             let mut stmt = tx
                 .prepare_cached(
                     "INSERT OR REPLACE INTO returns (jid, id, fun, fun_args, ret, retcode, success) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
                 )
                 .map_err(err)?;
+            let mut known = tx
+                .prepare_cached("SELECT EXISTS(SELECT 1 FROM returns WHERE jid = ?1 AND id = ?2)")
+                .map_err(err)?;
             for r in returns {
+                let stored: bool = known
+                    .query_row(params![r.jid, r.id], |row| row.get(0))
+                    .map_err(err)?;
+                fresh.push(!stored);
                 stmt.execute(params![
                     r.jid,
                     r.id,
@@ -165,7 +175,7 @@ impl JobCache {
             }
         }
         tx.commit().map_err(err)?;
-        Ok(())
+        Ok(fresh)
     }
 
     /// Remembers the grains `id` reported.
@@ -560,7 +570,13 @@ mod tests {
                 jid: "20000101000000000000".into(),
                 ..ret.clone()
             };
-            cache.store_returns(&[ret, older]).unwrap();
+            assert_eq!(
+                cache.store_returns(std::slice::from_ref(&ret)).unwrap(),
+                [true]
+            );
+            // A resent return (its ack was lost) is stored, but not new.
+            assert_eq!(cache.store_returns(&[ret]).unwrap(), [false]);
+            cache.store_returns(&[older]).unwrap();
             cache
                 .store_grains("web1", &json!({"os": "Ubuntu"}))
                 .unwrap();

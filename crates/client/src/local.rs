@@ -1,6 +1,7 @@
 //! The local channel between the CLI tools and the master: a Unix socket
 //! in `sock_dir` (mode 0600), every request carrying the root key from
-//! `cachedir/.root_key` (mode 0600). Frames are a 4-byte big-endian length
+//! `cachedir/.root_key` (mode 0600), or, from a user `publisher_acl` names,
+//! none (the master checks the socket's peer credentials). Frames are a 4-byte big-endian length
 //! then msgpack, bounded like the network frames.
 
 use std::io::{Read, Write};
@@ -179,19 +180,29 @@ pub struct LocalClient {
 }
 
 impl LocalClient {
-    /// Connects with the root key from `root_key_path`.
+    /// Connects with the root key from `root_key_path`. A user who cannot
+    /// read the key (not root) connects without it: the master then knows
+    /// the user from the socket's peer credentials and grants what its
+    /// `publisher_acl` names; when the socket is closed to that user too,
+    /// the key's error says what to do.
     pub fn connect(socket: &Path, root_key_path: &Path) -> Result<Self, LocalError> {
         let key = std::fs::read_to_string(root_key_path).map_err(|source| LocalError::RootKey {
             path: root_key_path.display().to_string(),
             source,
-        })?;
-        let stream = UnixStream::connect(socket).map_err(|source| LocalError::Connect {
+        });
+        let stream = match (UnixStream::connect(socket), key) {
+            (Ok(stream), key) => {
+                let key = key.map(|k| k.trim().to_string()).unwrap_or_default();
+                return Ok(Self { stream, key });
+            }
+            (Err(e), Err(key_error)) if e.kind() == std::io::ErrorKind::PermissionDenied => {
+                return Err(key_error)
+            }
+            (Err(source), _) => source,
+        };
+        Err(LocalError::Connect {
             path: socket.display().to_string(),
-            source,
-        })?;
-        Ok(Self {
-            stream,
-            key: key.trim().to_string(),
+            source: stream,
         })
     }
 

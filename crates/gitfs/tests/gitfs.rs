@@ -11,7 +11,7 @@
 )]
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 
@@ -19,73 +19,9 @@ use halite_gitfs::pillar::GitPillar;
 use halite_gitfs::{Fileserver, GitFs};
 use halite_modules::pillar_source::PillarSource;
 use halite_state::FileClient;
+use halite_test_support::git::{git, ready, Daemon, Upstream};
+use halite_test_support::sshd;
 use serde_json::{json, Value};
-
-#[path = "../../../tests/support/sshd.rs"]
-mod sshd;
-
-fn ready() -> bool {
-    if Command::new("git").arg("--version").output().is_err() {
-        println!("skipped: git is not installed (scripts/install-deps.sh installs it)");
-        return false;
-    }
-    true
-}
-
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
-}
-
-/// A work repository (`work/`) and its bare remote (`remote.git`).
-struct Upstream {
-    dir: tempfile::TempDir,
-}
-
-impl Upstream {
-    fn new() -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let u = Upstream { dir };
-        std::fs::create_dir_all(u.work()).unwrap();
-        git(&u.work(), &["init", "-q", "-b", "master"]);
-        git(u.dir.path(), &["init", "-q", "--bare", "remote.git"]);
-        u
-    }
-    fn work(&self) -> PathBuf {
-        self.dir.path().join("work")
-    }
-    fn bare(&self) -> PathBuf {
-        self.dir.path().join("remote.git")
-    }
-    fn url(&self) -> String {
-        format!("file://{}", self.bare().display())
-    }
-    fn write(&self, path: &str, text: &str) {
-        let p = self.work().join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-    fn commit(&self, msg: &str) -> String {
-        git(&self.work(), &["add", "-A"]);
-        git(&self.work(), &["commit", "-q", "-m", msg]);
-        git(&self.work(), &["rev-parse", "HEAD"])
-    }
-    fn push(&self) {
-        let bare = self.bare().display().to_string();
-        git(&self.work(), &["push", "-q", "--force", &bare, "--all"]);
-        git(&self.work(), &["push", "-q", "--force", &bare, "--tags"]);
-    }
-}
 
 /// master: top.sls + web.sls; branch dev: web.sls changed; tag v1 (annotated) at master.
 fn states_repo() -> Upstream {
@@ -297,59 +233,6 @@ fn https_credentials_never_reach_errors_or_the_cache() {
     );
 }
 
-/// A `git daemon` serving a directory on 127.0.0.1, stopped on drop.
-struct Daemon {
-    child: Child,
-    port: u16,
-}
-
-impl Daemon {
-    fn start(base: &Path) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("git")
-            .args([
-                "daemon",
-                "--reuseaddr",
-                "--export-all",
-                "--listen=127.0.0.1",
-                &format!("--port={port}"),
-                &format!("--base-path={}", base.display()),
-                &base.display().to_string(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("git daemon starts");
-        let d = Daemon { child, port };
-        for _ in 0..200 {
-            let ok = Command::new("git")
-                .args(["ls-remote", &d.url("remote.git")])
-                .output()
-                .map(|o| o.status.success())
-                .unwrap_or(false);
-            if ok {
-                return d;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        panic!("git daemon on 127.0.0.1:{port} never answered");
-    }
-    fn url(&self, repo: &str) -> String {
-        format!("git://127.0.0.1:{}/{repo}", self.port)
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 fn pillar_host(opts: Value) -> halite_modules::Host {
     halite_modules::Host {
         opts,
@@ -376,7 +259,7 @@ fn git_pillar_over_git_daemon_two_branches_are_two_pillarenvs() {
     up.write("pillar/common.sls", "role: prod-role\nshared: {b: 2}\n");
     up.commit("prod");
     up.push();
-    let daemon = Daemon::start(up.dir.path());
+    let daemon = Daemon::start(up.dir.path(), "remote.git");
     let url = daemon.url("remote.git");
     let cache = tempfile::tempdir().unwrap();
     let opts = json!({"id": "web1", "ext_pillar": [{"git": [

@@ -127,6 +127,8 @@ impl Compiler {
     /// The pillar of the minion `host` is for, and the render errors
     /// (the one pillar compile halite has: `pillar_render::compile_full`).
     fn pillar(&self, host: &Host) -> (Value, Vec<String>) {
+        // Counted by tests (one start-up compile per minion).
+        tracing::debug!(id = %host.grains.get("id").map(halite_salt_rules::pyfmt::python_str).unwrap_or_default(), "pillar compiled");
         let roots = self
             .pillar_files
             .envs()

@@ -13,6 +13,7 @@ pub mod local_fire;
 pub mod mine;
 pub mod minion_events;
 pub mod pillar_cache;
+pub mod publisher_acl;
 pub mod reactor;
 pub mod server;
 pub mod targeting;

@@ -370,7 +370,8 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     let _ = std::fs::remove_file(&socket_path);
     let listener = UnixListener::bind(&socket_path)
         .with_context(|| format!("cannot bind {}", socket_path.display()))?;
-    std::fs::set_permissions(&socket_path, std::fs::Permissions::from_mode(0o600))?;
+    let local_acl = Arc::new(crate::publisher_acl::LocalAcl::from_config(&cfg));
+    open_socket_to_publishers(&cfg, &socket_path, local_acl.enabled())?;
     tracing::info!(ret = %ret_endpoint, publish = %pub_endpoint, socket = %socket_path.display(), "halite-master listening");
 
     let to_router = router.sender();
@@ -381,6 +382,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     let accept_task = tokio::spawn(accept_local(
         listener,
         root_key,
+        local_acl,
         local_tx,
         bus.clone(),
         shutdown.clone(),
@@ -1427,18 +1429,27 @@ impl Master {
                 None => r.clone(),
             })
             .collect();
-        if let Err(e) = self.book.jobs.store_returns(&records) {
-            // Not acknowledged: the minions keep them and resend.
-            tracing::error!(error = %e, "cannot store returns; they will be resent");
-            return;
-        }
-        for (sid, ret) in returns {
+        let fresh = match self.book.jobs.store_returns(&records) {
+            Ok(fresh) => fresh,
+            Err(e) => {
+                // Not acknowledged: the minions keep them and resend.
+                tracing::error!(error = %e, "cannot store returns; they will be resent");
+                return;
+            }
+        };
+        for ((sid, ret), fresh) in returns.into_iter().zip(fresh) {
             self.send_sealed(
                 sid,
                 &MasterMessage::Ack {
                     jid: ret.jid.clone(),
                 },
             );
+            if !fresh {
+                // A resend (the minion missed the first ack): acknowledged
+                // again, its event already fired once.
+                tracing::debug!(jid = %ret.jid, id = %ret.id, "return resent; its event is not fired again");
+                continue;
+            }
             let (user, finished, schedule) = match self.book.active.get_mut(&ret.jid) {
                 Some(active) => {
                     active.returned.insert(ret.id.clone());
@@ -1694,10 +1705,45 @@ fn resolve_among(
     check_minions(tgt, tgt_type, &facts, nodegroups).map_err(|e| e.to_string())
 }
 
+/// The local socket's mode: root's alone (0600), or, with `publisher_acl`
+/// configured, connectable by every local user (0666; each request is then
+/// authorised by the peer's uid, `crate::publisher_acl`), with `sock_dir`
+/// traversable by them (Salt opens `cachedir` likewise for its key files).
+fn open_socket_to_publishers(
+    cfg: &MasterConfig,
+    socket: &Path,
+    publishers: bool,
+) -> anyhow::Result<()> {
+    let mode = if publishers { 0o666 } else { 0o600 };
+    std::fs::set_permissions(socket, std::fs::Permissions::from_mode(mode))
+        .with_context(|| format!("cannot chmod {}", socket.display()))?;
+    if publishers {
+        let current = std::fs::metadata(&cfg.sock_dir)
+            .with_context(|| format!("cannot stat {}", cfg.sock_dir.display()))?
+            .permissions()
+            .mode();
+        if current & 0o001 == 0 {
+            std::fs::set_permissions(
+                &cfg.sock_dir,
+                std::fs::Permissions::from_mode((current & 0o7777) | 0o001),
+            )
+            .with_context(|| {
+                format!(
+                    "cannot let publisher_acl users reach {}",
+                    cfg.sock_dir.display()
+                )
+            })?;
+        }
+        tracing::info!(socket = %socket.display(), "publisher_acl is set: local users it names may publish");
+    }
+    Ok(())
+}
+
 /// Accepts CLI connections until the shutdown is triggered.
 async fn accept_local(
     listener: UnixListener,
     root_key: Arc<String>,
+    local_acl: Arc<crate::publisher_acl::LocalAcl>,
     commands: mpsc::Sender<LocalCommand>,
     bus: EventBus,
     shutdown: Shutdown,
@@ -1710,9 +1756,13 @@ async fn accept_local(
         let Ok((stream, _)) = accepted else {
             continue;
         };
+        // The kernel's word on who connected (SO_PEERCRED).
+        let uid = stream.peer_cred().ok().map(|c| c.uid());
         tokio::spawn(serve_local(
             stream,
+            uid,
             root_key.clone(),
+            local_acl.clone(),
             commands.clone(),
             bus.clone(),
         ));
@@ -1744,15 +1794,117 @@ fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
 }
 
+/// Asks the master's state task for the ids `tgt` selects.
+async fn resolve_local(
+    commands: &mpsc::Sender<LocalCommand>,
+    tgt: &str,
+    tgt_type: &str,
+) -> Result<BTreeSet<String>, String> {
+    let (tx, reply) = oneshot::channel();
+    commands
+        .send(LocalCommand {
+            body: LocalBody::Resolve {
+                tgt: tgt.to_string(),
+                tgt_type: tgt_type.to_string(),
+            },
+            reply: tx,
+        })
+        .await
+        .map_err(|_| "the master is shutting down".to_string())?;
+    match reply.await {
+        Ok(LocalReply::Value(v)) => Ok(serde_json::from_value(v).unwrap_or_default()),
+        Ok(LocalReply::Error(e)) => Err(e),
+        _ => Err("the master is shutting down".into()),
+    }
+}
+
+/// Authorises one request of `principal` (see `crate::publisher_acl`):
+/// root passes; a publisher's publication must be granted by its list on
+/// every minion it targets, and carries the publisher's own name as the
+/// job's `user`.
+async fn authorize_local(
+    principal: &crate::publisher_acl::Principal,
+    local_acl: &crate::publisher_acl::LocalAcl,
+    commands: &mpsc::Sender<LocalCommand>,
+    body: &mut LocalBody,
+) -> Result<(), crate::publisher_acl::Refusal> {
+    let crate::publisher_acl::Principal::Publisher { user, list, .. } = principal else {
+        return Ok(());
+    };
+    local_acl.precheck(user, body)?;
+    let LocalBody::Publish {
+        tgt,
+        tgt_type,
+        fun,
+        arg,
+        kwarg,
+        user: job_user,
+        ..
+    } = body
+    else {
+        return Ok(());
+    };
+    *job_user = user.clone();
+    let failed = |e: String| crate::publisher_acl::Refusal {
+        user: user.clone(),
+        what: format!("{fun} on {tgt}"),
+        reason: format!("the target could not be resolved: {e}"),
+        message: e,
+    };
+    let named = halite_acl::targets_named(list);
+    let (targeted, mut resolved) = (
+        if named.is_empty() {
+            BTreeSet::new()
+        } else {
+            resolve_local(commands, tgt, tgt_type)
+                .await
+                .map_err(failed)?
+        },
+        HashMap::new(),
+    );
+    for valid in named {
+        let ids = resolve_local(commands, &valid, "compound")
+            .await
+            .map_err(failed)?;
+        resolved.insert(valid, ids);
+    }
+    let call = halite_acl::Call {
+        fun,
+        args: arg,
+        kwargs: Some(kwarg),
+    };
+    crate::publisher_acl::LocalAcl::authorize_publish(user, list, &call, tgt, &targeted, &resolved)
+}
+
+#[allow(clippy::too_many_arguments, reason = "one connection's context")]
 async fn serve_local(
     mut stream: UnixStream,
+    uid: Option<u32>,
     root_key: Arc<String>,
+    local_acl: Arc<crate::publisher_acl::LocalAcl>,
     commands: mpsc::Sender<LocalCommand>,
     bus: EventBus,
 ) {
-    while let Some(request) = read_local(&mut stream).await {
-        if !constant_time_eq(request.key.as_bytes(), root_key.as_bytes()) {
-            write_local(&mut stream, &LocalReply::Error("bad root key".into())).await;
+    while let Some(mut request) = read_local(&mut stream).await {
+        // No key: a client that cannot read it (a publisher_acl user).
+        let key = (!request.key.is_empty())
+            .then(|| constant_time_eq(request.key.as_bytes(), root_key.as_bytes()));
+        let checked = match local_acl.identify(key, uid) {
+            Ok(principal) => {
+                authorize_local(&principal, &local_acl, &commands, &mut request.body).await
+            }
+            Err(refusal) => Err(refusal),
+        };
+        if let Err(refusal) = checked {
+            tracing::warn!(
+                user = %refusal.user,
+                uid,
+                what = %refusal.what,
+                reason = %refusal.reason,
+                "refused a local client"
+            );
+            bus.fire(crate::publisher_acl::REFUSAL_TAG, refusal.event(uid));
+            write_local(&mut stream, &LocalReply::Error(refusal.message)).await;
             return;
         }
         match request.body {

@@ -19,21 +19,8 @@ use std::process::Command;
 use std::time::Duration;
 
 use common::{can_run, wait_for, Fleet};
+use halite_test_support::git::{git, ready};
 use serde_json::Value;
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(["-c", "user.name=t", "-c", "user.email=t@example.invalid"])
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
 
 /// A work tree and its bare remote under `dir/<name>`.
 struct Repo {
@@ -83,8 +70,7 @@ fn state_apply_from_gitfs_with_git_pillar() {
     if !can_run() {
         return;
     }
-    if Command::new("git").arg("--version").output().is_err() {
-        println!("skipped: git is not installed (scripts/install-deps.sh installs it)");
+    if !ready() {
         return;
     }
     let fleet = Fleet::new();
@@ -156,12 +142,7 @@ fn state_apply_from_gitfs_with_git_pillar() {
     assert!(ok && ret == Value::Bool(true), "{ret} {err}");
     apply("two hello\n");
     // The bundle named the commit it was compiled from.
-    let head = Command::new("git")
-        .args(["rev-parse", "HEAD"])
-        .current_dir(&states.work)
-        .output()
-        .unwrap();
-    let head = String::from_utf8_lossy(&head.stdout).trim().to_string();
+    let head = git(&states.work, &["rev-parse", "HEAD"]);
     assert!(
         minion.log_text().contains(&head),
         "the minion never logged commit {head}"
@@ -200,8 +181,7 @@ fn a_remote_never_fetched_is_named_to_the_minion_and_its_password_is_nowhere() {
     if !can_run() {
         return;
     }
-    if Command::new("git").arg("--version").output().is_err() {
-        println!("skipped: git is not installed (scripts/install-deps.sh installs it)");
+    if !ready() {
         return;
     }
     let fleet = Fleet::new();

@@ -105,6 +105,14 @@ fn one_minions_mine_reaches_anothers_sls_through_the_master() {
         "db1's mine never reached the master: {}",
         run_json(&fleet, &["cache.mine"])
     );
+    // One pillar compile at start serves the start-up refresh_pillar and
+    // the first mine.update (which reads the pillar's mine_functions).
+    let compiles = master
+        .log_text()
+        .lines()
+        .filter(|l| l.contains("pillar compiled") && l.contains("db1"))
+        .count();
+    assert_eq!(compiles, 1, "{}", master.log_text());
     let mine = run_json(&fleet, &["cache.mine"]);
     assert_eq!(mine["db1"]["role_echo"], "db-primary", "{mine}");
     // allow_tgt entries are stored wrapped, as Salt stores them.

@@ -148,8 +148,9 @@ fn custom_modules_states_and_grains_through_master_and_minion() {
     std::fs::create_dir_all(&out).unwrap();
     tree(&fleet.path("salt"), &out);
     let _master = fleet.start_master(&format!(
-        "auto_accept: True\nfile_roots:\n  base: [{}]\n",
-        fleet.path("salt").display()
+        "auto_accept: True\nfile_roots:\n  base: [{}]\n  dev: [{}]\n",
+        fleet.path("salt").display(),
+        fleet.path("dev").display()
     ));
     let _minion = fleet.start_minion("py1", "");
     fleet.wait_responding("py1");
@@ -229,6 +230,12 @@ fn custom_modules_states_and_grains_through_master_and_minion() {
         "def answer():\n    return 'forty-two'\n",
     );
     write(&salt.join("top.sls"), "base:\n  '*':\n    - hs\n");
+    // A saltenv the top file does not use is not synced (Salt syncs the
+    // saltenvs the top file matched).
+    write(
+        &fleet.path("dev/_modules/devonly.py"),
+        "def answer():\n    return 'dev'\n",
+    );
     write(
         &salt.join("hs.sls"),
         &format!(
@@ -245,4 +252,7 @@ fn custom_modules_states_and_grains_through_master_and_minion() {
     assert!(fleet
         .path("minion-py1/cache/extmods/modules/later.py")
         .is_file());
+    assert!(!fleet
+        .path("minion-py1/cache/extmods/modules/devonly.py")
+        .exists());
 }

@@ -131,6 +131,30 @@ fn schedule_functions_edit_the_running_minions_scheduler() {
     assert_eq!(rets["edit"]["function"], "cmd.run");
     let (rets, _) = fleet.halite_json(&["edit", "schedule.show_next_fire_time", "job1"]);
     assert!(rets["edit"]["next_fire_time"].is_string(), "{rets:?}");
+    // skip_job and postpone_job reach the running scheduler (its
+    // skip_explicit/run_explicit), reload merges the saved file.
+    let (rets, _) =
+        fleet.halite_json(&["edit", "schedule.skip_job", "job1", "2030-01-01T10:00:00"]);
+    assert_eq!(
+        rets["edit"],
+        json!({"comment": "Added Skip Job job1 in schedule.", "result": true})
+    );
+    let (rets, _) = fleet.halite_json(&[
+        "edit",
+        "schedule.postpone_job",
+        "job1",
+        "2030-01-01T11:00:00",
+        "2030-01-01T12:00:00",
+    ]);
+    assert_eq!(
+        rets["edit"],
+        json!({"comment": "Postponed Job job1 in schedule.", "result": true})
+    );
+    let (rets, _) = fleet.halite_json(&["edit", "schedule.reload"]);
+    assert_eq!(
+        rets["edit"],
+        json!({"comment": ["Reloaded schedule on minion from schedule.conf."], "result": true})
+    );
     let (rets, _) = fleet.halite_json(&["edit", "schedule.disable_job", "job1"]);
     assert_eq!(rets["edit"]["comment"], "Disabled Job job1 in schedule.");
     let (rets, _) = fleet.halite_json(&["edit", "schedule.list", "show_disabled=False"]);

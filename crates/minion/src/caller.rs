@@ -14,7 +14,8 @@ use serde_json::{Map, Value};
 
 use crate::config::MinionConfig;
 use crate::daemon::{link_settings, MasterDirs, MasterPlan};
-use crate::link::{call_master, Agent, CallError, CallOutcome};
+use crate::link::call::{call_master, CallError, CallOutcome};
+use crate::link::Agent;
 use crate::runner::{HostRunner, JobRunner};
 use crate::store::ReturnStore;
 

@@ -11,7 +11,8 @@ use halite_transport::Shutdown;
 use tokio::sync::Semaphore;
 
 use crate::config::MinionConfig;
-use crate::link::{run_link, stop_jobs, Agent, JobOutputs, JobStarter, LinkEnd, LinkSettings};
+use crate::link::returns::stop_jobs;
+use crate::link::{run_link, Agent, JobOutputs, JobStarter, LinkEnd, LinkSettings};
 use crate::runner::{HostRunner, JobRunner};
 use crate::running::RunningJobs;
 use crate::store::ReturnStore;

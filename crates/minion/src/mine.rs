@@ -17,12 +17,20 @@ use crate::channel::MasterChannel;
 /// The mine as a minion reaches it: requests to its master.
 pub struct MinionMine {
     master: MasterChannel,
+    /// The pillar the minion holds (its last refresh), when it has one.
+    pillar: Option<Value>,
 }
 
+/// How long the first `mine.update` after start waits for the start-up
+/// pillar before asking the master to compile the pillar for it.
+pub const FIRST_UPDATE_WAIT: Duration = Duration::from_secs(30);
+
 impl MinionMine {
-    /// A link over `master`, the channel of the job (or render call) running.
-    pub fn link(master: MasterChannel) -> Arc<dyn MineLink> {
-        Arc::new(Self { master })
+    /// A link over `master`, the channel of the job (or render call)
+    /// running; `pillar` is the pillar the minion holds (`None` before its
+    /// first refresh: then the master compiles it for `mine_functions`).
+    pub fn link(master: MasterChannel, pillar: Option<Value>) -> Arc<dyn MineLink> {
+        Arc::new(Self { master, pillar })
     }
 
     fn ask(&self, request: MineRequest) -> Result<Value, String> {
@@ -58,6 +66,13 @@ impl MineLink for MinionMine {
     }
 
     fn pillar_functions(&self) -> Result<Map<String, Value>, String> {
+        if let Some(pillar) = &self.pillar {
+            return Ok(pillar
+                .get("mine_functions")
+                .and_then(Value::as_object)
+                .cloned()
+                .unwrap_or_default());
+        }
         match self.ask(MineRequest::PillarFunctions)? {
             Value::Object(functions) => Ok(functions),
             _ => Ok(Map::new()),

@@ -153,20 +153,17 @@ impl HostRunner {
                 manifest,
             )),
         };
-        let pillar = self
-            .pillar
-            .read()
-            .ok()
-            .and_then(|p| p.get(id).cloned())
-            .or_else(|| self.opts.get("pillar").cloned())
-            .unwrap_or_else(|| Value::Object(Map::new()));
+        let received = self.pillar.read().ok().and_then(|p| p.get(id).cloned());
         let exec = match &self.local {
             Some(_) => self.exec.clone(),
-            None => self
-                .exec
-                .clone()
-                .with_mine(crate::mine::MinionMine::link(master.clone())),
+            None => self.exec.clone().with_mine(crate::mine::MinionMine::link(
+                master.clone(),
+                received.clone(),
+            )),
         };
+        let pillar = received
+            .or_else(|| self.opts.get("pillar").cloned())
+            .unwrap_or_else(|| Value::Object(Map::new()));
         let mut host = Host {
             opts: self.opts_for(id, jid),
             grains: grains.clone(),

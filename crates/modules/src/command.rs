@@ -38,7 +38,29 @@ pub fn run_command_shown_as(
     shown: Option<&str>,
     opts: &CmdOptions,
 ) -> std::io::Result<CmdOutput> {
-    let mut command = build(cmd, opts)?;
+    let shown = shown.map_or_else(|| shown_command(cmd, opts), String::from);
+    run_prepared(prepare(command_of(cmd, opts)?, opts)?, &shown, opts)
+}
+
+/// Runs the program `argv[0]` with the arguments `argv[1..]` as they are
+/// (no shell, no splitting, nothing to quote), under `opts` (`runas`,
+/// `cwd`, `env`, `stdin`, `timeout`; `python_shell` and `shell` do not
+/// apply): for modules that build a command from values, such as a
+/// firewalld zone or a service name.
+pub fn run_argv(argv: &[String], opts: &CmdOptions) -> std::io::Result<CmdOutput> {
+    let command = program(argv)?;
+    let words = argv.iter().map(|w| Value::from(w.as_str())).collect();
+    let shown = halite_state::requisite::py_repr(&Value::Array(words));
+    run_prepared(prepare(command, opts)?, &shown, opts)
+}
+
+/// Starts `command` (built by [`prepare`]) and collects its output,
+/// killing its process group after `opts.timeout` (`shown` names it then).
+fn run_prepared(
+    mut command: Command,
+    shown: &str,
+    opts: &CmdOptions,
+) -> std::io::Result<CmdOutput> {
     if opts.timeout.is_some() || crate::job_procs::in_job() {
         // Its own group, so the timeout (or saltutil.kill_job) reaches
         // the grandchildren too.
@@ -57,8 +79,7 @@ pub fn run_command_shown_as(
     let timed_out = watchdog.is_some_and(Watchdog::finish);
     let (status, stdout, stderr) = output?;
     if let (true, Some(timeout)) = (timed_out, opts.timeout.as_ref()) {
-        let shown = shown.map_or_else(|| shown_command(cmd, opts), String::from);
-        return Ok(timed_out_output(&shown, timeout, pid));
+        return Ok(timed_out_output(shown, timeout, pid));
     }
     let retcode = status.code().unwrap_or_else(|| {
         use std::os::unix::process::ExitStatusExt;
@@ -73,25 +94,34 @@ pub fn run_command_shown_as(
     })
 }
 
-/// The process to start for `cmd` under `opts`, pipes set up.
-fn build(cmd: &str, opts: &CmdOptions) -> std::io::Result<Command> {
-    let mut command = if opts.python_shell || opts.shell.is_some() {
+/// The process to start for the command line `cmd`: its shell, or its
+/// words split as a shell would.
+fn command_of(cmd: &str, opts: &CmdOptions) -> std::io::Result<Command> {
+    Ok(if opts.python_shell || opts.shell.is_some() {
         let shell = opts.shell.as_deref().unwrap_or("/bin/sh");
         let mut c = Command::new(shell);
         c.arg("-c").arg(cmd);
         c
     } else {
-        let words = shell_words(cmd);
-        let Some((prog, rest)) = words.split_first() else {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::InvalidInput,
-                "empty command",
-            ));
-        };
-        let mut c = Command::new(prog);
-        c.args(rest);
-        c
+        program(&shell_words(cmd))?
+    })
+}
+
+/// `words[0]` with the arguments `words[1..]`; an empty list is an error.
+fn program(words: &[String]) -> std::io::Result<Command> {
+    let Some((prog, rest)) = words.split_first() else {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "empty command",
+        ));
     };
+    let mut command = Command::new(prog);
+    command.args(rest);
+    Ok(command)
+}
+
+/// `command` set up under `opts`: directory, user, environment, pipes.
+fn prepare(mut command: Command, opts: &CmdOptions) -> std::io::Result<Command> {
     if let Some(cwd) = &opts.cwd {
         command.current_dir(cwd);
     }

@@ -80,8 +80,9 @@ pub fn load_dynamic(host: &mut Host, envs: &[String]) {
 /// before rendering, done here before asking for the bundle (a sync
 /// from inside the master's compile would have the minion ask the master
 /// for files while the master waits on the minion). A highstate syncs
-/// every saltenv (Salt: the saltenvs its top file matched), named SLS
-/// the kinds of `sync_mods=`.
+/// the saltenvs its top file matches for this minion (read here, through
+/// the master's files, as Salt's minion reads it), named SLS the kinds
+/// of `sync_mods=`.
 pub fn before_master_compile(host: &mut Host, fun: &str, args: &Args) {
     let f = fun.strip_prefix("state.").unwrap_or(fun);
     let mods_given = args.get(0, "mods").is_some_and(|m| match m {
@@ -96,8 +97,20 @@ pub fn before_master_compile(host: &mut Host, fun: &str, args: &Args) {
         _ => false,
     };
     if highstate {
-        let envs = host.files.envs();
-        load_dynamic(host, &envs);
+        let only = args.kwargs.get("saltenv").map(crate::exec::py_str);
+        match crate::exec::state::top_matches(host, only.as_deref()) {
+            Ok(matches) => {
+                let envs: Vec<String> = matches.keys().cloned().collect();
+                if !envs.is_empty() {
+                    load_dynamic(host, &envs);
+                }
+            }
+            // The master's compile of the same top file reports them.
+            Err(errors) => tracing::warn!(
+                ?errors,
+                "the top file did not render before the highstate; no custom modules synced"
+            ),
+        }
     } else if matches!(f, "sls" | "apply" | "test") {
         let env = args
             .kwargs

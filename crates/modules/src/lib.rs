@@ -22,6 +22,7 @@ macro_rules! module_list {
 }
 
 pub mod command;
+pub mod datastore;
 pub mod dynamic;
 pub mod exec;
 pub mod ext_pillar;
@@ -32,6 +33,7 @@ pub mod grains;
 pub mod host;
 pub mod job_procs;
 pub mod local;
+pub mod mine_local;
 pub mod minion_control;
 pub mod pillar_merge;
 pub mod pillar_render;

@@ -47,6 +47,25 @@ pub enum ScheduleEdit {
     },
     /// Removes every item that is not from pillar.
     Purge,
+    /// Merges the saved schedule file's items into the schedule
+    /// (`schedule.reload`, Salt's `reload` of the scheduler).
+    Reload {
+        /// The saved items.
+        items: Map<String, Value>,
+    },
+    /// Skips item `name`'s run at `time` and, with `run_at`, runs it then
+    /// instead (`schedule.skip_job`, `schedule.postpone_job`): Salt's
+    /// `skip_explicit` and `run_explicit` entries of the item.
+    Skip {
+        /// The item's name.
+        name: String,
+        /// The run to skip, written in `time_fmt`.
+        time: String,
+        /// When to run it instead (`postpone_job`), in `time_fmt`.
+        run_at: Option<String>,
+        /// The `strptime` format of the times.
+        time_fmt: String,
+    },
 }
 
 /// What the minion daemon offers its execution functions.

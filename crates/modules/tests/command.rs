@@ -6,7 +6,7 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
-use halite_modules::command::run_command;
+use halite_modules::command::{run_argv, run_command};
 use halite_state::{CmdOptions, CmdTimeout, Value};
 
 fn timeout(v: Value) -> Option<CmdTimeout> {
@@ -55,4 +55,25 @@ fn timeouts_read_like_salts() {
         CmdTimeout::from_value(Some(&Value::from("abc"))),
         Err("Error: timeout abc must be a number".to_string())
     );
+}
+
+/// `run_argv` hands each word to the program as it is: spaces, quotes and
+/// shell syntax in a value reach it untouched and nothing runs a shell.
+#[test]
+fn run_argv_passes_each_word_untouched() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let tricky = format!("a b'c\"; touch {}", marker.display());
+    let argv = vec![
+        "printf".to_string(),
+        "%s|%s".to_string(),
+        tricky.clone(),
+        "$HOME".to_string(),
+    ];
+    let out = run_argv(&argv, &CmdOptions::default()).unwrap();
+    assert_eq!(out.retcode, 0);
+    assert_eq!(out.stdout, format!("{tricky}|$HOME"));
+    assert!(!marker.exists());
+    let err = run_argv(&[], &CmdOptions::default()).unwrap_err();
+    assert_eq!(err.kind(), std::io::ErrorKind::InvalidInput);
 }

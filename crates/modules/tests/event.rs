@@ -112,21 +112,31 @@ fn fire_master_sends_data_as_given_and_refuses_masterless() {
     assert!(rec.0.lock().unwrap().is_empty());
 }
 
+/// No tag is the minion's own: refreshed grains reach the link on a
+/// channel of their own, so `__grains__` is a tag like any other, as in Salt.
 #[test]
-fn empty_or_missing_tags_fire_nothing() {
+fn any_non_empty_tag_fires_even_grains_like_ones() {
     let (host, rec) = recording_host(json!({"id": "web1"}));
-    assert_eq!(
-        host.call("event.send", &args(json!([""]), json!({})))
-            .unwrap(),
-        json!(false)
-    );
-    // The minion daemon's internal grains channel is not a user's tag.
     assert_eq!(
         host.call(
             "event.send",
             &args(json!(["__grains__"]), json!({"os": "x"}))
         )
         .unwrap(),
+        json!(true)
+    );
+    let fired = rec.0.lock().unwrap().clone();
+    assert_eq!(fired.len(), 1);
+    assert_eq!(fired[0].0, "__grains__");
+    assert_eq!(fired[0].1["os"], "x");
+}
+
+#[test]
+fn empty_or_missing_tags_fire_nothing() {
+    let (host, rec) = recording_host(json!({"id": "web1"}));
+    assert_eq!(
+        host.call("event.send", &args(json!([""]), json!({})))
+            .unwrap(),
         json!(false)
     );
     let err = host

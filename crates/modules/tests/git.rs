@@ -9,24 +9,15 @@
 )]
 
 mod common;
-#[path = "../../../tests/support/sshd.rs"]
-mod sshd;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 
 use halite_modules::{Args, Host};
 use halite_state::StateResult;
+use halite_test_support::git::{git, ready, Daemon};
+use halite_test_support::sshd::{keygen, Sshd, SSHD};
 use serde_json::{json, Value};
-use sshd::{keygen, Sshd};
-
-fn ready() -> bool {
-    if Command::new("git").arg("--version").output().is_err() {
-        println!("skipped: git is not installed (scripts/install-deps.sh installs it)");
-        return false;
-    }
-    true
-}
 
 fn host() -> Host {
     common::host()
@@ -43,27 +34,6 @@ fn exec(host: &Host, fun: &str, positional: Vec<Value>, kwargs: Value) -> Result
     };
     host.call(fun, &Args { positional, kwargs })
         .map_err(|e| e.to_string())
-}
-
-/// Runs git in `dir` with fixed identities and dates, so SHAs are stable.
-fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "t")
-        .env("GIT_AUTHOR_EMAIL", "t@example.com")
-        .env("GIT_COMMITTER_NAME", "t")
-        .env("GIT_COMMITTER_EMAIL", "t@example.com")
-        .env("GIT_AUTHOR_DATE", "2020-01-01T00:00:00Z")
-        .env("GIT_COMMITTER_DATE", "2020-01-01T00:00:00Z")
-        .output()
-        .expect("git runs");
-    assert!(
-        out.status.success(),
-        "git {args:?}: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
 
 /// A remote repository with one commit on `main`, a tag `v1` and a
@@ -333,61 +303,6 @@ fn local_changes_need_force_reset_and_remote_changes_resets_only_on_news() {
     assert!(again.changes.is_empty(), "{}", again.comment);
 }
 
-/// A `git daemon` serving a directory on 127.0.0.1, stopped on drop.
-struct Daemon {
-    child: Child,
-    port: u16,
-}
-
-impl Daemon {
-    fn start(base: &Path) -> Self {
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let child = Command::new("git")
-            .args([
-                "daemon",
-                "--reuseaddr",
-                "--export-all",
-                "--enable=receive-pack",
-                "--listen=127.0.0.1",
-                &format!("--port={port}"),
-                &format!("--base-path={}", base.display()),
-                &base.display().to_string(),
-            ])
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("git daemon starts");
-        let d = Daemon { child, port };
-        // Ready when it answers an ls-remote (no timing: a bounded retry).
-        for _ in 0..200 {
-            let ok = Command::new("git")
-                .args(["ls-remote", &d.url("remote")])
-                .output()
-                .map(|o| o.status.success())
-                .unwrap_or(false);
-            if ok {
-                return d;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(50));
-        }
-        panic!("git daemon on 127.0.0.1:{port} never answered");
-    }
-    fn url(&self, repo: &str) -> String {
-        format!("git://127.0.0.1:{}/{repo}", self.port)
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
 #[test]
 fn a_force_pushed_history_over_git_daemon_needs_force_reset() {
     if !ready() {
@@ -395,7 +310,7 @@ fn a_force_pushed_history_over_git_daemon_needs_force_reset() {
     }
     let host = host();
     let remote = Remote::new();
-    let daemon = Daemon::start(remote.dir.path());
+    let daemon = Daemon::start(remote.dir.path(), "remote");
     let url = daemon.url("remote");
     let target = remote.target("work");
     let args = json!({"target": target});
@@ -804,7 +719,7 @@ fn latest_runs_git_as_the_given_user() {
     };
     let host = host();
     let remote = Remote::new();
-    let daemon = Daemon::start(remote.dir.path());
+    let daemon = Daemon::start(remote.dir.path(), "remote");
     let url = daemon.url("remote");
     let home = format!("/home/{}", user.0);
     let target = format!("{home}/checkout");
@@ -882,7 +797,7 @@ fn latest_clones_over_ssh_with_an_identity_as_another_user() {
     if !ready() {
         return;
     }
-    if !Path::new(sshd::SSHD).exists() {
+    if !Path::new(SSHD).exists() {
         println!("skipped: sshd is missing (openssh-server, scripts/install-deps.sh)");
         return;
     }

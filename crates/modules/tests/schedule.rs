@@ -128,3 +128,71 @@ fn clear_cache_keeps_unacknowledged_returns_and_the_replay_guard() {
     assert!(cache.join("returns/20260101000000000000").exists());
     assert!(cache.join("publications").exists());
 }
+
+/// The functions Salt 3008.5 answers without a minion, with its returns
+/// (recorded with `salt-call --local schedule.*`).
+#[test]
+fn reload_postpone_skip_move_copy_answer_as_salt_without_a_minion() {
+    let dir = tempfile::tempdir().unwrap();
+    let conf = dir.path().join("minion");
+    let host = common::host_with(
+        json!({"id": "m1", "conf_file": conf.display().to_string()}),
+        json!({}),
+    );
+    let t = |s: &str| json!(s);
+    assert_eq!(
+        call(&host, "schedule.reload", vec![], json!({})),
+        json!({"comment": [], "result": true})
+    );
+    assert_eq!(
+        call(
+            &host,
+            "schedule.postpone_job",
+            vec![
+                t("job1"),
+                t("2026-11-26T10:00:00"),
+                t("2026-11-26T11:00:00")
+            ],
+            json!({})
+        ),
+        json!({"comment": "Job job1 does not exist.", "result": false})
+    );
+    assert_eq!(
+        call(
+            &host,
+            "schedule.postpone_job",
+            vec![t("job1"), t("bad"), t("2026-11-26T11:00:00")],
+            json!({})
+        ),
+        json!({"comment": "Date string could not be parsed.", "result": false})
+    );
+    assert_eq!(
+        call(
+            &host,
+            "schedule.skip_job",
+            vec![t("job1"), t("2026-11-26T10:00:00")],
+            json!({})
+        ),
+        json!({"comment": "Job job1 does not exist.", "result": false})
+    );
+    for (fun, past) in [("move", "moved"), ("copy", "copied")] {
+        assert_eq!(
+            call(
+                &host,
+                &format!("schedule.{fun}"),
+                vec![t("job1"), t("other")],
+                json!({})
+            ),
+            json!({"comment": "Job job1 does not exist.", "result": false})
+        );
+        assert_eq!(
+            call(
+                &host,
+                &format!("schedule.{fun}"),
+                vec![t("job1"), t("other")],
+                json!({"test": true})
+            ),
+            json!({"comment": format!("Job: job1 would be {past} from schedule."), "result": true})
+        );
+    }
+}

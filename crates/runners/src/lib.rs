@@ -18,6 +18,7 @@ pub mod manage;
 pub mod mine;
 pub mod orchestrate;
 pub mod saltmod;
+pub mod wheel;
 
 use std::sync::Arc;
 
@@ -101,16 +102,18 @@ pub fn call_runner_args(
                 })?;
             event::send(cfg, &tag, arg(positional, kwargs, 1, "data"))
         }
-        "jobs.print_job" | "jobs.exit_success" => {
+        "jobs.list_jobs" => jobs::list_jobs(cfg),
+        "jobs.print_job" | "jobs.exit_success" | "jobs.lookup_jid" | "jobs.list_job" => {
             let jid = arg(positional, kwargs, 0, "jid")
                 .map(halite_salt_rules::pyfmt::python_str)
                 .ok_or_else(|| {
                     RunnerError::Usage(format!("{fun} needs a jid: halite-run {fun} <jid>"))
                 })?;
-            if fun == "jobs.print_job" {
-                jobs::print_job(cfg, &jid)
-            } else {
-                jobs::exit_success(cfg, &jid)
+            match fun {
+                "jobs.print_job" => jobs::print_job(cfg, &jid),
+                "jobs.lookup_jid" => jobs::lookup_jid(cfg, &jid),
+                "jobs.list_job" => jobs::list_job(cfg, &jid),
+                _ => jobs::exit_success(cfg, &jid),
             }
         }
         "manage.up" | "manage.down" | "manage.status" | "manage.present" | "manage.not_present"

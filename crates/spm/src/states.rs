@@ -183,6 +183,10 @@ impl halite_render::TemplateSource for NoTemplates {
 pub struct HaliteCallRunner {
     /// The `halite-call` binary that applies the states.
     pub halite_call: PathBuf,
+    /// The cachedir the hooks' runs use (their state-run lock lives
+    /// there): SPM's own, as Salt's SPM runs its hooks with its own opts;
+    /// `None` leaves halite-call's configured one.
+    pub cachedir: Option<PathBuf>,
 }
 
 impl HaliteCallRunner {
@@ -192,13 +196,25 @@ impl HaliteCallRunner {
             .ok()
             .and_then(|exe| exe.parent().map(|dir| dir.join("halite-call")));
         if let Some(path) = beside.filter(|p| p.is_file()) {
-            return Some(HaliteCallRunner { halite_call: path });
+            return Some(HaliteCallRunner {
+                halite_call: path,
+                cachedir: None,
+            });
         }
         let path_var = std::env::var_os("PATH")?;
         std::env::split_paths(&path_var)
             .map(|dir| dir.join("halite-call"))
             .find(|p| p.is_file())
-            .map(|halite_call| HaliteCallRunner { halite_call })
+            .map(|halite_call| HaliteCallRunner {
+                halite_call,
+                cachedir: None,
+            })
+    }
+
+    /// The same runner, its hooks using `cachedir` (see [`Self::cachedir`]).
+    pub fn with_cachedir(mut self, cachedir: PathBuf) -> Self {
+        self.cachedir = Some(cachedir);
+        self
     }
 }
 
@@ -209,7 +225,12 @@ impl LocalStateRunner for HaliteCallRunner {
         let sls_path = root.path().join("spm_hook.sls");
         std::fs::write(&sls_path, sls_text)
             .map_err(|e| format!("cannot write {}: {e}", sls_path.display()))?;
-        let output = Command::new(&self.halite_call)
+        let mut command = Command::new(&self.halite_call);
+        if let Some(dir) = &self.cachedir {
+            // halite-call's config layers read HALITE_<key>.
+            command.env("HALITE_CACHEDIR", dir);
+        }
+        let output = command
             .arg("--local")
             .arg("--file-root")
             .arg(root.path())

@@ -182,7 +182,9 @@ fn the_formula_renderer_decides_jinja_and_the_data_format() {
 }
 
 /// halite-call built in this workspace, when it is there and applies SLS.
-fn working_halite_call() -> Option<HaliteCallRunner> {
+/// Its runs keep their cache under `cachedir` (each test its own: the
+/// state-run lock lives there).
+fn working_halite_call(cachedir: &Path) -> Option<HaliteCallRunner> {
     let candidate = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/debug/halite-call");
     if !candidate.is_file() {
         println!(
@@ -193,6 +195,7 @@ fn working_halite_call() -> Option<HaliteCallRunner> {
     }
     let runner = HaliteCallRunner {
         halite_call: candidate,
+        cachedir: Some(cachedir.to_path_buf()),
     };
     let probe = halite_spm::states::LocalStateRunner::apply(
         &runner,
@@ -210,10 +213,10 @@ fn working_halite_call() -> Option<HaliteCallRunner> {
 
 #[test]
 fn halite_call_applies_pre_and_post_states_for_real() {
-    let Some(runner) = working_halite_call() else {
+    let sandbox = Sandbox::new();
+    let Some(runner) = working_halite_call(&sandbox.root().join("caller-cache")) else {
         return;
     };
-    let sandbox = Sandbox::new();
     let marker = sandbox.root().join("markers");
     let hooks = format!(
         "pre_local_state: |\n  pre_marker:\n    file.managed:\n      - name: {m}/pre\n      - makedirs: True\n      - contents: pre {{{{ name }}}}\n\
@@ -260,10 +263,10 @@ fn halite_call_applies_pre_and_post_states_for_real() {
 
 #[test]
 fn the_binary_finds_halite_call_beside_it_and_runs_the_hooks() {
-    if working_halite_call().is_none() {
+    let sandbox = Sandbox::new();
+    if working_halite_call(&sandbox.root().join("probe-cache")).is_none() {
         return;
     }
-    let sandbox = Sandbox::new();
     let marker = sandbox.root().join("cli-marker");
     let hooks = format!(
         "pre_local_state: |\n  marker:\n    file.managed:\n      - name: {}\n      - contents: {{{{ summary }}}}\n",
@@ -291,4 +294,6 @@ fn the_binary_finds_halite_call_beside_it_and_runs_the_hooks() {
         .formula_path
         .join("hooked/init.sls")
         .is_file());
+    // The hook ran with SPM's own cache, not the host minion's.
+    assert!(sandbox.config.spm_cache_dir.join("caller").is_dir());
 }

@@ -3,21 +3,14 @@
 #![allow(dead_code)]
 
 use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// Whether these tests can run (the daemons write key files as root).
-pub fn can_run() -> bool {
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipping: the daemons' key and cache directories need root");
-        return false;
-    }
-    true
-}
+pub use halite_test_support::{can_run, free_port, wait_for, Daemon};
 
 /// A workspace binary beside halite-api (build them with
 /// `cargo build -p halite-master -p halite-minion -p halite-cli -p halite-api`).
@@ -30,50 +23,6 @@ pub fn bin(name: &str) -> PathBuf {
         path.display()
     );
     path
-}
-
-/// A free TCP port on loopback.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// Waits until `check` holds, up to `limit`.
-pub fn wait_for(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    loop {
-        if check() {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// A process killed when dropped.
-pub struct Daemon {
-    pub child: Child,
-    pub log: PathBuf,
-}
-
-impl Daemon {
-    pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-    pub fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.kill();
-    }
 }
 
 /// A fleet: master config dir, ports, the API's port.

@@ -161,6 +161,11 @@ fn main() -> std::process::ExitCode {
     match result {
         Ok(code) => std::process::ExitCode::from(code.clamp(0, 255) as u8),
         Err(e) => {
+            if let Some(refused) = e.downcast_ref::<cmd::Refused>() {
+                // Salt prints the refusal as the command's output.
+                println!("{refused}");
+                return std::process::ExitCode::from(1);
+            }
             eprintln!("ERROR: {e:#}");
             std::process::ExitCode::from(2)
         }

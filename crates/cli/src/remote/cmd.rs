@@ -75,6 +75,12 @@ fn print_return(
     )
 }
 
+/// The master refused the publication under `publisher_acl` (Salt's
+/// message, which `halite` prints as Salt's `salt` does).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Refused(pub String);
+
 /// Publishes one job to `tgt`/`tgt_type` and prints its returns; the
 /// set of minions that failed or did not return.
 fn run_one(
@@ -99,6 +105,9 @@ fn run_one(
     })?;
     let (jid, minions) = match client.next(None)? {
         Some(LocalReply::Started { jid, minions }) => (jid, minions),
+        Some(LocalReply::Error(e)) if halite_acl::is_acl_refusal(&e) => {
+            return Err(Refused(e).into())
+        }
         Some(LocalReply::Error(e)) => anyhow::bail!("{e}"),
         _ => anyhow::bail!("the master closed the connection without publishing"),
     };

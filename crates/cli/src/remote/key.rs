@@ -5,10 +5,9 @@
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};
 
-use halite_client::keys::{status_dir, KeyStore, ALL_STATUSES};
-use halite_client::local::LocalBody;
+use halite_client::keys::{status_dir, KeyStore};
 use halite_client::MasterConfig;
-use halite_proto::msg::KeyStatus;
+use halite_runners::wheel::{apply, fingers, glob_match, statuses_named};
 use serde_json::{json, Value};
 
 /// What `halite-key` was asked to do.
@@ -73,25 +72,6 @@ pub fn key_output(data: &BTreeMap<String, Value>) -> String {
     lines.join("\n")
 }
 
-fn status_of(dir: &str) -> Option<KeyStatus> {
-    ALL_STATUSES.into_iter().find(|s| status_dir(*s) == dir)
-}
-
-fn glob_match(store: &KeyStore, pattern: &str) -> anyhow::Result<BTreeMap<String, Vec<String>>> {
-    let mut out = BTreeMap::new();
-    for status in ALL_STATUSES {
-        let ids: Vec<String> = store
-            .ids(status)?
-            .into_iter()
-            .filter(|id| halite_salt_rules::fnmatch(id, pattern))
-            .collect();
-        if !ids.is_empty() {
-            out.insert(status_dir(status).to_string(), ids);
-        }
-    }
-    Ok(out)
-}
-
 /// Runs `action`, printing as salt-key does; returns the exit code.
 pub fn run(
     cfg: &MasterConfig,
@@ -112,22 +92,12 @@ pub fn run(
     };
     match action {
         KeyAction::List(which) => {
+            let Some(statuses) = statuses_named(which) else {
+                anyhow::bail!("unknown key list {which:?}; use acc, pre, un, rej, den or all");
+            };
             let mut data = BTreeMap::new();
-            for status in ALL_STATUSES {
-                let dir = status_dir(status);
-                let wanted = match which.as_str() {
-                    "all" | "" => true,
-                    "acc" | "accepted" => status == KeyStatus::Accepted,
-                    "pre" | "un" | "unaccepted" => status == KeyStatus::Pending,
-                    "rej" | "rejected" => status == KeyStatus::Rejected,
-                    "den" | "denied" => status == KeyStatus::Denied,
-                    other => anyhow::bail!(
-                        "unknown key list {other:?}; use acc, pre, un, rej, den or all"
-                    ),
-                };
-                if wanted {
-                    data.insert(dir.to_string(), json!(store.ids(status)?));
-                }
+            for status in statuses {
+                data.insert(status_dir(status).to_string(), json!(store.ids(status)?));
             }
             print(out, &data)?;
             Ok(0)
@@ -143,15 +113,7 @@ pub fn run(
                     );
                 }
             }
-            for (dir, ids) in glob_match(&store, pattern)? {
-                let mut fingers = serde_json::Map::new();
-                for id in ids {
-                    if let Some((_, key)) = store.status(&id)? {
-                        fingers.insert(id, json!(key.fingerprint()));
-                    }
-                }
-                data.insert(dir, Value::Object(fingers));
-            }
+            data.extend(fingers(&store, pattern)?);
             print(out, &data)?;
             Ok(0)
         }
@@ -234,31 +196,9 @@ fn change(
             return Ok(0);
         }
     }
-    let mut events = Vec::new();
-    for (dir, ids) in &matched {
-        let Some(from) = status_of(dir) else { continue };
-        for id in ids {
-            match verb {
-                "accept" => {
-                    store.transition(id, from, KeyStatus::Accepted)?;
-                }
-                "reject" => {
-                    store.transition(id, from, KeyStatus::Rejected)?;
-                }
-                _ => {
-                    store.delete(id)?;
-                }
-            }
-            writeln!(out, "Key for minion {id} {done}.")?;
-            events.push((
-                halite_proto::tags::KEY.to_string(),
-                json!({"act": verb, "id": id, "result": true}),
-            ));
-        }
-    }
-    // Tell a running master now; one that is down rereads the keys at start.
-    if let Ok(mut client) = super::connect(cfg) {
-        let _ = client.call(LocalBody::KeysChanged { events });
+    // Tells a running master now; one that is down rereads the keys at start.
+    for id in apply(cfg, store, verb, &matched)? {
+        writeln!(out, "Key for minion {id} {done}.")?;
     }
     Ok(0)
 }
@@ -266,6 +206,7 @@ fn change(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use halite_proto::msg::KeyStatus;
     use halite_proto::Identity;
 
     fn setup() -> (tempfile::TempDir, MasterConfig, KeyStore) {

@@ -8,7 +8,7 @@ use std::io::Write;
 use halite_client::jobcache::JobCache;
 use halite_client::local::{LocalBody, LocalReply};
 use halite_client::MasterConfig;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use crate::output::{self, OutputOptions, Outputter};
 
@@ -91,8 +91,7 @@ pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow
     }
     match call.fun.as_str() {
         "jobs.list_jobs" => {
-            let cache = JobCache::open(&cfg.job_cache_path())?;
-            print_data(out, fmt, Value::Object(cache.list_jobs()?))?;
+            print_data(out, fmt, halite_runners::jobs::list_jobs(cfg)?)?;
         }
         "jobs.lookup_jid" => {
             let Some(jid) = positional(&call.args)
@@ -102,17 +101,15 @@ pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow
             else {
                 anyhow::bail!("jobs.lookup_jid needs a jid: halite-run jobs.lookup_jid <jid>");
             };
-            let cache = JobCache::open(&cfg.job_cache_path())?;
-            let mut data = Map::new();
-            for (id, record) in cache.returns(&jid)? {
-                data.insert(id, record.get("return").cloned().unwrap_or(Value::Null));
-            }
+            let Value::Object(data) = halite_runners::jobs::lookup_jid(cfg, &jid)? else {
+                anyhow::bail!("jobs.lookup_jid answered something other than a mapping");
+            };
             if data.is_empty() {
                 // Salt prints an empty mapping.
                 writeln!(out, "{}", if fmt == Some("json") { "{}" } else { "" })?;
                 return Ok(0);
             }
-            let fun = cache
+            let fun = JobCache::open(&cfg.job_cache_path())?
                 .job(&jid)?
                 .and_then(|j| j.get("fun").and_then(Value::as_str).map(String::from))
                 .unwrap_or_default();
@@ -165,6 +162,9 @@ pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow
             client.send(LocalBody::Events { tagmatch })?;
             let mut seen = 0u64;
             while let Some(reply) = client.next(None)? {
+                if let LocalReply::Error(e) = reply {
+                    anyhow::bail!("the master refused the event stream: {e}");
+                }
                 if let LocalReply::Event { tag, data } = reply {
                     let body = if pretty {
                         python_json(&data, Some(4), true)

@@ -3,19 +3,11 @@
 #![allow(dead_code)]
 
 use std::io::Read;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// Whether these tests can run (they bind sockets and write key files as root).
-pub fn can_run() -> bool {
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipping: the daemons' key and cache directories need root");
-        return false;
-    }
-    true
-}
+pub use halite_test_support::{can_run, free_port, wait_for, Daemon};
 
 /// The path of a workspace binary (built by `cargo build --workspace --bins`).
 pub fn bin(name: &str) -> PathBuf {
@@ -27,56 +19,6 @@ pub fn bin(name: &str) -> PathBuf {
         path.display()
     );
     path
-}
-
-/// A free TCP port on loopback.
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
-}
-
-/// Waits until `check` holds, up to `limit`; whether it did.
-pub fn wait_for(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + limit;
-    loop {
-        if check() {
-            return true;
-        }
-        if Instant::now() > deadline {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// A daemon process, killed when dropped.
-pub struct Daemon {
-    pub child: Child,
-    pub log: PathBuf,
-}
-
-impl Daemon {
-    /// SIGKILL now, and reap.
-    pub fn kill(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-    /// Whether the process still runs.
-    pub fn alive(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(None))
-    }
-    /// The daemon's log so far.
-    pub fn log_text(&self) -> String {
-        std::fs::read_to_string(&self.log).unwrap_or_default()
-    }
-}
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        self.kill();
-    }
 }
 
 /// One test fleet: a temp root, the master's config dir and its ports.

@@ -164,7 +164,7 @@ impl Link<'_> {
                         .await
                         .unwrap_or(Value::Null)
                 };
-                let _ = tx.send(FromJob::Event(idx, "__grains__".into(), fresh));
+                let _ = tx.send(FromJob::Grains(idx, fresh));
                 let ret = JobReturn {
                     jid: job.jid.clone(),
                     id,
@@ -202,7 +202,7 @@ impl Link<'_> {
                         .await
                         .unwrap_or(Value::Null)
                 };
-                let _ = tx.send(FromJob::Event(idx, "__grains__".into(), fresh));
+                let _ = tx.send(FromJob::Grains(idx, fresh));
             }
             let ret = result.unwrap_or_else(|e| JobReturn {
                 jid: job.jid.clone(),
@@ -236,7 +236,7 @@ impl Link<'_> {
                 self.send_request(idx, &MinionRequest::Return(ret)).await;
             }
             FromJob::Start(idx, local) => self.start_local(idx, local),
-            FromJob::Event(idx, tag, data) if tag == "__grains__" => {
+            FromJob::Grains(idx, data) => {
                 if data.is_object() {
                     self.agents[idx].grains = data.clone();
                     self.send_request(idx, &MinionRequest::Start { grains: data })

@@ -27,14 +27,10 @@ use crate::runner::JobRunner;
 use crate::running::{LocalJob, RunningJob, RunningJobs};
 use crate::store::ReturnStore;
 
-mod call;
+pub mod call;
 mod handshake;
 mod jobs;
-mod returns;
-
-pub use call::{call_master, CallError, CallOutcome};
-pub use returns::stop_jobs;
-use returns::{keep_finished_returns, signalled_return};
+pub mod returns;
 
 /// One minion identity: who it is, its grains, its unacknowledged returns.
 pub struct Agent {
@@ -58,6 +54,9 @@ pub struct Agent {
     ready_flag: Arc<AtomicBool>,
     /// When this identity's next `mine.update` is due (crate::mine).
     mine_due: Option<Instant>,
+    /// Whether its first `mine.update` has run: that one waits for the
+    /// start-up pillar (crate::mine::FIRST_UPDATE_WAIT).
+    mine_started: bool,
 }
 
 /// Jobs started by the minion itself wait this many at most for a session.
@@ -99,6 +98,7 @@ impl Agent {
             deferred: VecDeque::new(),
             ready_flag: Arc::new(AtomicBool::new(false)),
             mine_due: None,
+            mine_started: false,
         }
     }
 
@@ -118,23 +118,6 @@ impl Agent {
     /// Records whether this identity has a session (read by [`JobStarter`]).
     fn set_ready(&mut self, ready: bool) {
         self.ready_flag.store(ready, Ordering::Relaxed);
-    }
-
-    /// A job of this identity ended: it is no longer running, and its
-    /// return goes on disk until the master acknowledges it. `None` when
-    /// the return is not for the master (a scheduled job with
-    /// `return_job: False`); a signalled job's return says so.
-    fn job_ended(&mut self, ret: &JobReturn) -> std::io::Result<Option<JobReturn>> {
-        let ended = self.running.remove(&ret.jid);
-        if ended.as_ref().is_some_and(|r| !r.return_job) {
-            return Ok(None);
-        }
-        let ret = match ended.and_then(|r| r.signalled) {
-            Some(signal) => signalled_return(ret, signal),
-            None => ret.clone(),
-        };
-        self.store.put(&ret)?;
-        Ok(Some(ret))
     }
 
     /// Whether this identity has an open session.
@@ -220,6 +203,10 @@ enum FromJob {
     /// A job of identity `usize` started by the minion (its scheduler).
     Start(usize, LocalJob),
     Event(usize, String, Value),
+    /// Identity `usize`'s grains, computed again by a job
+    /// (`saltutil.refresh_grains`, `sync_grains`, `sync_all`): the link
+    /// keeps them and tells the master.
+    Grains(usize, Value),
     /// The answer to the master's render-time call `call`.
     RenderReply(usize, u64, Result<Value, String>),
 }
@@ -382,7 +369,7 @@ pub async fn run_link(
     outputs: &mut JobOutputs,
     shutdown: &Shutdown,
 ) -> LinkEnd {
-    keep_finished_returns(agents, outputs);
+    outputs.keep_finished_returns(agents);
     let (mut link, mut watch, mut requests_rx) =
         match Link::connect(settings, agents, runner, outputs, shutdown).await {
             Ok(parts) => parts,
@@ -693,7 +680,18 @@ impl<'a> Link<'a> {
         if due > now || self.draining || !self.agents[idx].is_ready() {
             return;
         }
+        // The first update reads the pillar's mine_functions from the
+        // pillar the start-up refresh_pillar brings (one compile serves
+        // both, as Salt's minion reads its own __pillar__); it asks the
+        // master only if that pillar is late.
+        if !self.agents[idx].mine_started
+            && self.runner.pillar(&self.agents[idx].id).is_none()
+            && now.duration_since(due) < crate::mine::FIRST_UPDATE_WAIT
+        {
+            return;
+        }
         let agent = &mut self.agents[idx];
+        agent.mine_started = true;
         agent.mine_due = Some(now + interval);
         let master = MasterChannel::new(idx, self.requests_tx.clone(), REQUEST_TIMEOUT);
         let (runner, id, grains) = (self.runner.clone(), agent.id.clone(), agent.grains.clone());

@@ -7,27 +7,48 @@ use super::*;
 /// (before a new one tries to connect, which may fail for a while), and
 /// keeps the jobs the minion started meanwhile for the next session; what
 /// else they sent (events, render replies) was for a master that is gone.
-pub(super) fn keep_finished_returns(agents: &mut [Agent], outputs: &mut JobOutputs) {
-    while let Ok(output) = outputs.rx.try_recv() {
-        if let FromJob::Start(idx, local) = output {
-            // Started by the minion itself: it runs once a master answers.
-            if let Some(agent) = agents.get_mut(idx) {
-                if agent.deferred.len() < DEFERRED_LOCAL_JOBS {
-                    agent.deferred.push_back(local);
-                } else {
-                    tracing::warn!(jid = %local.job.jid, fun = %local.job.fun, "scheduled job dropped: no session with a master and too many waiting");
+impl JobOutputs {
+    pub(super) fn keep_finished_returns(&mut self, agents: &mut [Agent]) {
+        while let Ok(output) = self.rx.try_recv() {
+            if let FromJob::Start(idx, local) = output {
+                // Started by the minion itself: it runs once a master answers.
+                if let Some(agent) = agents.get_mut(idx) {
+                    if agent.deferred.len() < DEFERRED_LOCAL_JOBS {
+                        agent.deferred.push_back(local);
+                    } else {
+                        tracing::warn!(jid = %local.job.jid, fun = %local.job.fun, "scheduled job dropped: no session with a master and too many waiting");
+                    }
+                }
+                continue;
+            }
+            if let FromJob::Done(idx, ret) = output {
+                let Some(agent) = agents.get_mut(idx) else {
+                    continue;
+                };
+                if let Err(e) = agent.job_ended(&ret) {
+                    tracing::error!(error = %e, jid = %ret.jid, "cannot keep the return on disk; it is lost");
                 }
             }
-            continue;
         }
-        if let FromJob::Done(idx, ret) = output {
-            let Some(agent) = agents.get_mut(idx) else {
-                continue;
-            };
-            if let Err(e) = agent.job_ended(&ret) {
-                tracing::error!(error = %e, jid = %ret.jid, "cannot keep the return on disk; it is lost");
-            }
+    }
+}
+
+impl Agent {
+    /// A job of this identity ended: it is no longer running, and its
+    /// return goes on disk until the master acknowledges it. `None` when
+    /// the return is not for the master (a scheduled job with
+    /// `return_job: False`); a signalled job's return says so.
+    pub(super) fn job_ended(&mut self, ret: &JobReturn) -> std::io::Result<Option<JobReturn>> {
+        let ended = self.running.remove(&ret.jid);
+        if ended.as_ref().is_some_and(|r| !r.return_job) {
+            return Ok(None);
         }
+        let ret = match ended.and_then(|r| r.signalled) {
+            Some(signal) => signalled_return(ret, signal),
+            None => ret.clone(),
+        };
+        self.store.put(&ret)?;
+        Ok(Some(ret))
     }
 }
 
@@ -43,7 +64,7 @@ pub async fn stop_jobs(
     grace: Duration,
 ) {
     let left = shutdown.drain(grace).await;
-    keep_finished_returns(agents, outputs);
+    outputs.keep_finished_returns(agents);
     if left == 0 {
         return;
     }
@@ -62,7 +83,7 @@ pub async fn stop_jobs(
 /// The return of a job `saltutil.signal_job` stopped: Salt's job dies of
 /// the signal and its return never comes; halite's job thread ends early
 /// and its return says why, so the job cache tells what happened.
-pub(super) fn signalled_return(ret: &JobReturn, signal: i32) -> JobReturn {
+fn signalled_return(ret: &JobReturn, signal: i32) -> JobReturn {
     JobReturn {
         ret: Value::String(format!(
             "The job {} was stopped by signal {signal} (saltutil.signal_job)",

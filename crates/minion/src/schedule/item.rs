@@ -127,6 +127,36 @@ pub fn next_after(
     }
 }
 
+/// Whether one of the item's `key` entries (`skip_explicit`,
+/// `run_explicit`: `[{time, time_fmt}]`, as `schedule.skip_job` and
+/// `postpone_job` add them) names `now`, within `window` (one scheduler
+/// check; Salt's `_handle_skip_explicit`/`_handle_run_explicit`). An entry
+/// that does not parse is logged and matches nothing.
+pub fn explicit_at(
+    item: &Map<String, Value>,
+    key: &str,
+    now: DateTime<Local>,
+    window: Duration,
+) -> bool {
+    let Some(Value::Array(entries)) = item.get(key) else {
+        return false;
+    };
+    entries.iter().any(|entry| {
+        let time = entry.get("time").and_then(Value::as_str).unwrap_or_default();
+        let fmt = entry
+            .get("time_fmt")
+            .and_then(Value::as_str)
+            .unwrap_or("%Y-%m-%dT%H:%M:%S");
+        match NaiveDateTime::parse_from_str(time, fmt).ok().and_then(local) {
+            Some(at) => at <= now && now < at + window,
+            None => {
+                tracing::warn!(%key, %time, %fmt, "a schedule item's {key} time does not parse; it is ignored");
+                false
+            }
+        }
+    })
+}
+
 /// Seconds of random delay before a run (`splay: N`, or `{start, end}`).
 pub fn splay(item: &Map<String, Value>) -> Duration {
     let (start, end) = match item.get("splay") {

@@ -31,6 +31,10 @@ use item::Timing;
 
 /// How often items are checked (Salt's `loop_interval` default).
 const LOOP_INTERVAL: StdDuration = StdDuration::from_secs(1);
+/// [`LOOP_INTERVAL`] as a span of time (`skip_explicit`/`run_explicit`).
+fn check_window() -> chrono::Duration {
+    chrono::Duration::from_std(LOOP_INTERVAL).unwrap_or(chrono::Duration::seconds(1))
+}
 
 /// What the scheduler remembers of one item between checks.
 #[derive(Default)]
@@ -116,6 +120,10 @@ impl Schedule {
             // A pillar item deleted or toggled is so until the next refresh, as Salt's.
             ScheduleEdit::Delete { name } => {
                 self.pillar_items.remove(name);
+            }
+            ScheduleEdit::Skip { name, .. } if !self.opts_items.contains_key(name) => {
+                tracing::warn!(%name, "Cannot modify job {name}, it's in the pillar!");
+                return Ok(());
             }
             ScheduleEdit::EnableJob { name, .. } if !self.opts_items.contains_key(name) => {
                 edit_items(&mut self.pillar_items, edit);
@@ -266,6 +274,14 @@ impl Schedule {
                 state.next_fire =
                     item::next_after(&timing, now - chrono::Duration::seconds(1), state.last);
             }
+            if item::explicit_at(settings, "run_explicit", now, check_window()) {
+                // `postpone_job`'s new time: a run of its own, the
+                // item's own timing left as it is.
+                if let Some(job) = self.job_of(name, settings) {
+                    jobs.push(job);
+                }
+                continue;
+            }
             let Some(at) = state.next_fire else {
                 continue;
             };
@@ -277,6 +293,12 @@ impl Schedule {
             state.last = Some(fired);
             state.next_fire =
                 item::next_after(&timing, now, Some(fired)).map(|t| t + item::splay(settings));
+            if item::explicit_at(settings, "skip_explicit", now, check_window())
+                || item::explicit_at(settings, "skip_explicit", fired, check_window())
+            {
+                tracing::info!(%name, "schedule item skipped: skip_explicit (schedule.skip_job/postpone_job)");
+                continue;
+            }
             match item::in_range(settings, now) {
                 Ok(true) => {}
                 Ok(false) => {
@@ -422,6 +444,7 @@ pub async fn run(
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
     use super::*;
+    use chrono::Timelike;
     use serde_json::json;
 
     #[test]
@@ -464,6 +487,72 @@ mod tests {
             .due(t0 + chrono::Duration::seconds(40), &running)
             .is_empty());
         assert_eq!(s.merged()["enabled"], json!(false));
+    }
+
+    #[test]
+    fn skip_job_and_postpone_job_move_a_run() {
+        let mut s = Schedule::new(
+            "m1",
+            &json!({"schedule": {"ping": {"function": "test.ping", "seconds": 10}}}),
+        );
+        let running = RunningJobs::default();
+        let t0 = Local::now().with_nanosecond(0).unwrap();
+        let fmt = "%Y-%m-%dT%H:%M:%S";
+        let at = |secs: i64| {
+            (t0 + chrono::Duration::seconds(secs))
+                .format(fmt)
+                .to_string()
+        };
+        let ran = |s: &mut Schedule, secs: i64| {
+            !s.due(t0 + chrono::Duration::seconds(secs), &running)
+                .is_empty()
+        };
+        assert!(!ran(&mut s, 0));
+        // The run at +10 is skipped, the one at +20 is not.
+        s.edit(
+            &ScheduleEdit::Skip {
+                name: "ping".into(),
+                time: at(10),
+                run_at: None,
+                time_fmt: fmt.into(),
+            },
+            false,
+        )
+        .unwrap();
+        assert_eq!(
+            s.merged()["ping"]["skip_explicit"][0]["time"],
+            json!(at(10))
+        );
+        assert!(!ran(&mut s, 10));
+        assert!(ran(&mut s, 20));
+        // Postponed from +30 to +35.
+        s.edit(
+            &ScheduleEdit::Skip {
+                name: "ping".into(),
+                time: at(30),
+                run_at: Some(at(35)),
+                time_fmt: fmt.into(),
+            },
+            false,
+        )
+        .unwrap();
+        assert!(!ran(&mut s, 30));
+        assert!(ran(&mut s, 35));
+        assert!(ran(&mut s, 40));
+    }
+
+    #[test]
+    fn reload_merges_the_saved_items() {
+        let mut s = Schedule::new(
+            "m1",
+            &json!({"schedule": {"a": {"function": "test.ping", "seconds": 5}}}),
+        );
+        let mut items = Map::new();
+        items.insert("b".into(), json!({"function": "test.true", "minutes": 1}));
+        s.edit(&ScheduleEdit::Reload { items }, false).unwrap();
+        let all = s.merged();
+        assert_eq!(all["a"]["seconds"], 5);
+        assert_eq!(all["b"]["function"], "test.true");
     }
 
     #[test]

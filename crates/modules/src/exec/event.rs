@@ -117,23 +117,14 @@ pub fn send_data(args: &Args, host: &Host) -> Value {
     Value::Object(data)
 }
 
-/// The minion daemon's internal tag for refreshed grains (its job threads
-/// hand them to the link as an event of this tag): never a user's.
-const INTERNAL_GRAINS_TAG: &str = "__grains__";
-
 /// A tag as Salt takes it: a string (anything else as Python's `str()`);
-/// an empty tag is refused as Salt's `fire_event` refuses it ("Empty tag."),
-/// and the minion's internal grains tag is refused (logged).
+/// an empty tag is refused as Salt's `fire_event` refuses it ("Empty tag.").
 fn tag_of(v: Option<&Value>) -> Option<String> {
     let tag = match v? {
         Value::String(s) => s.clone(),
         Value::Null => return None,
         other => halite_salt_rules::pyfmt::python_str(other),
     };
-    if tag == INTERNAL_GRAINS_TAG {
-        tracing::warn!("the event tag {INTERNAL_GRAINS_TAG} is the minion's own (refreshed grains); nothing fired: use another tag");
-        return None;
-    }
     (!tag.is_empty()).then_some(tag)
 }
 

@@ -167,13 +167,9 @@ pub fn firewall_cmd(words: &[String]) -> Result<String, ExecError> {
             "firewall-cmd is not installed: install firewalld (apt-get install firewalld)".into(),
         )
     })?;
-    let line = std::iter::once(bin.as_str())
-        .chain(words.iter().map(String::as_str))
-        .map(crate::command::shell_quote)
-        .collect::<Vec<_>>()
-        .join(" ");
-    tracing::debug!(%line, "firewall-cmd");
-    let out = crate::command::run_command(&line, &CmdOptions::default())
+    let argv: Vec<String> = std::iter::once(bin).chain(words.iter().cloned()).collect();
+    tracing::debug!(?argv, "firewall-cmd");
+    let out = crate::command::run_argv(&argv, &CmdOptions::default())
         .map_err(|e| ExecError::Execution(format!("cannot run firewall-cmd: {e}")))?;
     if out.retcode != 0 {
         let msg = if out.stderr.is_empty() {

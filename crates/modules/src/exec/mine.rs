@@ -2,13 +2,18 @@
 //! `mine_functions` (config and pillar) and stores their results on the
 //! master (`mine.update`, `mine.send`), reads other minions' results
 //! (`mine.get`), and forgets its own (`mine.delete`, `mine.flush`). The
-//! master is reached through the host's [`MineLink`]; the data rules
+//! master is reached through the host's [`MineLink`]; a masterless minion
+//! (`file_client: local`) keeps its mine in its own datastore
+//! ([`crate::mine_local`]), as Salt 3008 does. The data rules
 //! (`allow_tgt` wrapping, definitions) are `halite_salt_rules::mine`.
 
 use halite_salt_rules::mine::{parse_function_definition, wrap_acl, MineFunction};
 use halite_state::{Map, Value};
 
+use std::sync::Arc;
+
 use crate::exec::{Args, ExecError, ExecFunction, ExecTable, MineLink};
+use crate::mine_local::LocalMine;
 use crate::Host;
 
 /// The module's table.
@@ -24,13 +29,19 @@ pub const MODULE: ExecTable = ExecTable {
     ],
 };
 
-/// The host's way to its mine, or an error saying why there is none.
-fn link(host: &Host) -> Result<&dyn MineLink, ExecError> {
-    host.exec.mine().map(|l| l.as_ref()).ok_or_else(|| {
-        ExecError::Execution(
-            "the Salt mine lives on the master and this call has none (halite-call --local or file_client: local); run it through halite-minion or halite '<target>' mine.<function>".into(),
-        )
-    })
+/// The host's mine: its master's (through the host's link), its own
+/// datastore when masterless (`file_client: local`), or an error saying
+/// why there is none.
+fn link(host: &Host) -> Result<Arc<dyn MineLink>, ExecError> {
+    if let Some(link) = host.exec.mine() {
+        return Ok(link.clone());
+    }
+    match LocalMine::of(host) {
+        Some(local) => Ok(Arc::new(local)),
+        None => Err(ExecError::Execution(
+            "this call reaches no master for the Salt mine; run it through halite-minion, halite '<target>' mine.<function>, or masterless with file_client: local".into(),
+        )),
+    }
 }
 
 fn failed(e: String) -> ExecError {

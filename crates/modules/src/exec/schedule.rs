@@ -35,6 +35,11 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("save", save),
         ExecFunction::new("run_job", run_job),
         ExecFunction::new("show_next_fire_time", show_next_fire_time),
+        ExecFunction::new("reload", reload),
+        ExecFunction::new("postpone_job", postpone_job),
+        ExecFunction::new("skip_job", skip_job),
+        ExecFunction::new("move", |a, h| copy_to(true, a, h)),
+        ExecFunction::new("copy", |a, h| copy_to(false, a, h)),
     ],
 };
 
@@ -431,6 +436,32 @@ pub fn edit_items(items: &mut Map<String, Value>, edit: &ScheduleEdit) {
             items.insert("enabled".into(), Value::Bool(*enabled));
         }
         ScheduleEdit::Purge => items.retain(|k, _| k.starts_with("__") || k == "enabled"),
+        ScheduleEdit::Reload { items: saved } => {
+            items.extend(saved.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        ScheduleEdit::Skip {
+            name,
+            time,
+            run_at,
+            time_fmt,
+        } => {
+            let Some(Value::Object(item)) = items.get_mut(name) else {
+                return;
+            };
+            let mut push = |key: &str, at: &str| {
+                let entry = json!({"time": at, "time_fmt": time_fmt});
+                match item.get_mut(key) {
+                    Some(Value::Array(list)) => list.push(entry),
+                    _ => {
+                        item.insert(key.into(), Value::Array(vec![entry]));
+                    }
+                }
+            };
+            push("skip_explicit", time);
+            if let Some(at) = run_at {
+                push("run_explicit", at);
+            }
+        }
     }
 }
 
@@ -725,4 +756,209 @@ fn show_next_fire_time(args: &Args, host: &Host) -> Result<Value, ExecError> {
         None => ret["comment"] = json!("next fire time not available."),
     }
     Ok(ret)
+}
+
+/// `schedule.reload`: the pillar's items again (a pillar refresh, when the
+/// pillar has `schedule:`) and the saved file's items merged into the
+/// running schedule. Salt 3008 reads `minion.d/schedule.conf` here while
+/// its `save` writes `_schedule.conf`; halite reloads the file it saves.
+fn reload(_args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let mut comments = Vec::new();
+    let mut result = true;
+    let control = minion_control::for_host(host);
+    if host.pillar.get("schedule").is_some() {
+        match host.call("saltutil.refresh_pillar", &Args::default()) {
+            Ok(v) if halite_state::truthy(&v) => {
+                comments.push(json!("Reloaded schedule from pillar on minion."));
+            }
+            _ => {
+                comments.push(json!("Failed to reload schedule from pillar on minion."));
+                result = false;
+            }
+        }
+    }
+    let path = schedule_file(host);
+    if path.is_file() {
+        let items = match read_saved(&path) {
+            Ok(items) => items,
+            Err(e) => {
+                comments.push(json!(format!("Unable to read existing schedule file: {e}")));
+                Map::new()
+            }
+        };
+        if items.is_empty() {
+            comments.push(json!(
+                "Failed to reload schedule on minion.  Saved file is empty or invalid."
+            ));
+            result = false;
+        } else {
+            let target = match control {
+                Some(c) => Target::Live(c),
+                None => Target::Nobody,
+            };
+            match apply(&target, ScheduleEdit::Reload { items }, false) {
+                Ok(()) => comments.push(json!("Reloaded schedule on minion from schedule.conf.")),
+                Err(e) => {
+                    tracing::warn!(error = %e, "schedule.reload failed");
+                    comments.push(json!(
+                        "Failed to reload schedule on minion from schedule.conf."
+                    ));
+                    result = false;
+                }
+            }
+        }
+    }
+    Ok(json!({"comment": comments, "result": result}))
+}
+
+/// Whether `text` reads as a time in Python's `strptime` format `fmt`.
+fn parses(text: &str, fmt: &str) -> bool {
+    chrono::NaiveDateTime::parse_from_str(text, fmt).is_ok()
+}
+
+/// `schedule.postpone_job name current_time new_time [time_fmt=...]`:
+/// the run at `current_time` is skipped and one runs at `new_time`.
+fn postpone_job(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let name = args.get_str(0, "name").unwrap_or_default();
+    let time = args.get_str(1, "current_time").unwrap_or_default();
+    let new_time = args.get_str(2, "new_time").unwrap_or_default();
+    let fmt = time_fmt(args);
+    let fail = |comment: &str| Ok(json!({"comment": comment, "result": false}));
+    if name.is_empty() {
+        return fail("Job name is required.");
+    }
+    if time.is_empty() {
+        return fail("Job current time is required.");
+    }
+    if !parses(&time, &fmt) {
+        tracing::error!(%new_time, %fmt, "Date string could not be parsed: {new_time}, {fmt}");
+        return fail("Date string could not be parsed.");
+    }
+    if new_time.is_empty() {
+        return fail("Job new_time is required.");
+    }
+    if !parses(&new_time, &fmt) {
+        tracing::error!(%new_time, %fmt, "Date string could not be parsed: {new_time}, {fmt}");
+        return fail("Date string could not be parsed.");
+    }
+    skip_or_postpone(
+        args,
+        host,
+        &name,
+        time,
+        Some(new_time),
+        fmt,
+        "postpone",
+        "Postponed Job",
+    )
+}
+
+/// `schedule.skip_job name current_time [time_fmt=...]`: the run at
+/// `current_time` is skipped.
+fn skip_job(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let name = args.get_str(0, "name").unwrap_or_default();
+    let time = args.get_str(1, "current_time").unwrap_or_default();
+    let fmt = time_fmt(args);
+    if time.is_empty() {
+        return Ok(json!({"comment": "Job time is required.", "result": false}));
+    }
+    if !parses(&time, &fmt) {
+        tracing::error!(%time, %fmt, "Date string could not be parsed: {time}, {fmt}");
+        return Ok(json!({"comment": "Date string could not be parsed.", "result": false}));
+    }
+    if name.is_empty() {
+        return Ok(json!({"comment": "Job name is required.", "result": false}));
+    }
+    skip_or_postpone(args, host, &name, time, None, fmt, "skip", "Added Skip Job")
+}
+
+/// `time_fmt=` of `postpone_job`/`skip_job` (Salt's default otherwise).
+fn time_fmt(args: &Args) -> String {
+    args.get_str(usize::MAX, "time_fmt")
+        .filter(|f| !f.is_empty())
+        .unwrap_or_else(|| "%Y-%m-%dT%H:%M:%S".to_string())
+}
+
+/// The common end of `postpone_job` (`verb` postpone) and `skip_job`:
+/// test mode, the job's existence, the edit and Salt's comments (`done`
+/// is the success comment's start).
+#[allow(
+    clippy::too_many_arguments,
+    reason = "the two functions' shared phases, called twice"
+)]
+fn skip_or_postpone(
+    args: &Args,
+    host: &Host,
+    name: &str,
+    time: String,
+    run_at: Option<String>,
+    time_fmt: String,
+    verb: &str,
+    done: &str,
+) -> Result<Value, ExecError> {
+    if host.test_mode() || test_flag(args) {
+        let past = if verb == "skip" {
+            "skipped"
+        } else {
+            "postponed"
+        };
+        return Ok(
+            json!({"comment": format!("Job: {name} would be {past} in schedule."), "result": true}),
+        );
+    }
+    let current = listed(args, host)?;
+    if !current.contains_key(name) {
+        return Ok(json!({"comment": format!("Job {name} does not exist."), "result": false}));
+    }
+    let target = target(args, host);
+    if matches!(target, Target::Nobody) {
+        return Ok(
+            json!({"comment": format!("Event module not available. Schedule {verb} job failed."), "result": true}),
+        );
+    }
+    let edit = ScheduleEdit::Skip {
+        name: name.to_string(),
+        time,
+        run_at,
+        time_fmt,
+    };
+    let applied = apply(&target, edit, false);
+    let enabled = current
+        .get(name)
+        .and_then(|item| item.get("enabled"))
+        .is_none_or(halite_state::truthy);
+    if applied.is_ok() && enabled {
+        Ok(json!({"comment": format!("{done} {name} in schedule."), "result": true}))
+    } else {
+        Ok(json!({"comment": format!("Failed to {verb} job {name} in schedule."), "result": false}))
+    }
+}
+
+/// `schedule.move name target` and `schedule.copy name target`: Salt's
+/// publish the item as `schedule.add` to minion `target` through its
+/// master (`publish.publish`, peer publishing), which halite's minion
+/// cannot do yet; they answer Salt's comments for a missing job and test
+/// mode, and otherwise say so without changing anything.
+fn copy_to(moving: bool, args: &Args, host: &Host) -> Result<Value, ExecError> {
+    let name = args.get_str(0, "name").unwrap_or_default();
+    let (verb, past) = if moving {
+        ("move", "moved")
+    } else {
+        ("copy", "copied")
+    };
+    if name.is_empty() {
+        return Ok(json!({"comment": "Job name is required.", "result": false}));
+    }
+    if test_flag(args) {
+        return Ok(
+            json!({"comment": format!("Job: {name} would be {past} from schedule."), "result": true}),
+        );
+    }
+    if !listed(args, host)?.contains_key(&name) {
+        return Ok(json!({"comment": format!("Job {name} does not exist."), "result": false}));
+    }
+    Ok(json!({
+        "comment": format!("schedule.{verb} publishes schedule.add to the target minions through the master (Salt's publish.publish, peer publishing), which halite does not support yet; run schedule.add on the target with halite '<target>' schedule.add {name} ... instead"),
+        "result": false,
+    }))
 }

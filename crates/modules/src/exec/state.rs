@@ -170,8 +170,10 @@ fn render_mods(host: &Host, saltenv: &str, mods: Vec<String>) -> (Map, Vec<Strin
     HighBuilder::new(&source, auto_order(host)).render_highstate(&matches)
 }
 
-/// The top-file matches of this host.
-fn top_matches(host: &Host, only_env: Option<&str>) -> Result<Matches, Vec<String>> {
+/// The top-file matches of this host (`only_env`: a highstate's
+/// `saltenv=`), also read by a minion before its master compiles its
+/// highstate, to sync the saltenvs the run uses ([`crate::dynamic`]).
+pub(crate) fn top_matches(host: &Host, only_env: Option<&str>) -> Result<Matches, Vec<String>> {
     let source = FileSls::new(host);
     let envs = host.files.envs();
     let top = halite_state::top::get_top(&source, &envs)?;

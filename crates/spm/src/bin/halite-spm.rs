@@ -229,7 +229,10 @@ fn install(cli: &Cli, config: &SpmConfig, requests: &[String]) -> anyhow::Result
         &format!("Installing packages:\n\t{}\n", names.join("\n\t")),
     )?;
     let runner = HookRunner {
-        inner: halite_spm::HaliteCallRunner::locate(),
+        // The hooks' state runs keep their cache (and state-run lock)
+        // under SPM's cache, as Salt's SPM runs them with its own opts.
+        inner: halite_spm::HaliteCallRunner::locate()
+            .map(|r| r.with_cachedir(config.spm_cache_dir.join("caller"))),
     };
     for name in &names {
         println!("... installing {name}");

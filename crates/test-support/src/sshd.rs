@@ -1,8 +1,7 @@
 //! An sshd of a test's own, shared by the test crates that need an ssh
 //! server (`crates/modules/tests/git.rs`, `crates/gitfs/tests/gitfs.rs`):
 //! its config, host key and authorized_keys in the test's temp dir,
-//! listening on a free 127.0.0.1 port, killed when dropped. Included with
-//! `#[path = "../../../tests/support/sshd.rs"] mod sshd;`.
+//! listening on a free 127.0.0.1 port, killed when dropped.
 
 use std::path::Path;
 use std::process::{Child, Command, Stdio};

@@ -10,6 +10,10 @@
 //! - a one-key mapping: `{minion target: [function conditions]}` or
 //!   `{'@runner': [...]}` / `{'@jobs': [...]}`, where each condition is a
 //!   function regex or `{fun regex: {'args': [...], 'kwargs': {...}}}`.
+//!
+//! One crate for the rules, so the master (`publisher_acl` for local
+//! users of the `halite` CLI) and halite-api (`external_auth`) cannot
+//! drift apart.
 
 use std::collections::BTreeSet;
 
@@ -247,6 +251,117 @@ fn args_check(spec: &Value, args: &[Value], kwargs: Option<&Map<String, Value>>)
     })
 }
 
+/// Functions every authorised publisher may run whatever its list says:
+/// the CLI asks the minions whether a job still runs (Salt's `publish`
+/// passes the same whitelist to `auth_check`).
+pub const ALWAYS_ALLOWED: [&str; 1] = ["saltutil.find_job"];
+
+/// `auth_check` with [`ALWAYS_ALLOWED`] first (Salt's `whitelist`).
+pub fn publish_check(
+    list: &[Value],
+    call: &Call<'_>,
+    target_within: impl FnMut(&str) -> bool,
+) -> bool {
+    ALWAYS_ALLOWED.contains(&call.fun) || auth_check(list, call, target_within)
+}
+
+/// The compound targets an auth list's mapping entries name (`{'web*':
+/// [...]}` gives `web*`), so a caller can resolve them before
+/// [`auth_check`] asks.
+pub fn targets_named(list: &[Value]) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for entry in list {
+        if let Value::Object(map) = entry {
+            for key in map.keys() {
+                if !key.starts_with('@') && !out.contains(key) {
+                    out.push(key.clone());
+                }
+            }
+        }
+    }
+    out
+}
+
+/// The auth list `publisher_acl` gives local user `user`: the entries of
+/// every key that names the user (equal, fnmatch or regex; Salt's
+/// `get_values_of_matching_keys`). Empty: the user may run nothing.
+pub fn publisher_acl_list(publisher_acl: &Map<String, Value>, user: &str) -> Vec<Value> {
+    let mut list = Vec::new();
+    for (expr, entries) in publisher_acl {
+        if expr_match(expr, user) {
+            extend(&mut list, entries);
+        }
+    }
+    list
+}
+
+/// `publisher_acl_blacklist`: users who may publish nothing and functions
+/// nobody but root may publish (Salt's `PublisherACL`), each entry an
+/// exact name, a glob or a regex.
+#[derive(Debug, Clone, Default)]
+pub struct PublisherBlacklist {
+    users: Vec<String>,
+    modules: Vec<String>,
+}
+
+impl PublisherBlacklist {
+    /// Reads the `publisher_acl_blacklist` mapping (`users:`, `modules:`);
+    /// anything else there is ignored, as Salt ignores it.
+    pub fn from_config(value: Option<&Value>) -> Self {
+        let names = |key: &str| -> Vec<String> {
+            match value.and_then(|v| v.get(key)) {
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .map(halite_salt_rules::pyfmt::python_str)
+                    .collect(),
+                Some(Value::String(s)) => vec![s.clone()],
+                _ => Vec::new(),
+            }
+        };
+        Self {
+            users: names("users"),
+            modules: names("modules"),
+        }
+    }
+
+    /// Whether `user` is blacklisted.
+    pub fn user_is_blacklisted(&self, user: &str) -> bool {
+        self.users.iter().any(|expr| expr_match(expr, user))
+    }
+
+    /// Whether function `fun` is blacklisted.
+    pub fn cmd_is_blacklisted(&self, fun: &str) -> bool {
+        self.modules.iter().any(|expr| expr_match(expr, fun))
+    }
+}
+
+/// The message a refused publisher sees (Salt's `AuthorizationError`).
+pub const AUTHORIZATION_ERROR: &str = "Authorization error occurred.";
+
+/// Salt's message for a local user `publisher_acl` does not name.
+pub const USER_AUTHENTICATION_ERROR: &str = "Authentication failure of type \"user\" occurred.";
+
+/// Whether a master's refusal is one of Salt's ACL messages (the CLI
+/// prints those as Salt's `salt` does, not as a failure to connect).
+pub fn is_acl_refusal(message: &str) -> bool {
+    message == AUTHORIZATION_ERROR || message == USER_AUTHENTICATION_ERROR
+}
+
+/// The data of the `salt/auth/*` event fired for a refusal: who (`user`,
+/// by `eauth`: a backend, or `user` for a local publisher), `what` was
+/// asked, `why` it was refused and from where (`source`), stamped.
+pub fn refusal_event(user: &str, eauth: &str, what: &str, why: &str, source: &str) -> Value {
+    serde_json::json!({
+        "act": "refused",
+        "user": user,
+        "eauth": eauth,
+        "what": what,
+        "reason": why,
+        "source": source,
+        "_stamp": chrono::Utc::now().format("%Y-%m-%dT%H:%M:%S%.6f").to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #![allow(clippy::unwrap_used, reason = "tests")]
@@ -367,5 +482,43 @@ mod tests {
             json!({"a": ["b"]}),
         ]);
         assert_eq!(p, [json!("@wheel"), json!("test.*"), json!({"a": ["b"]})]);
+    }
+
+    #[test]
+    fn publisher_acl_keys_match_users_by_name_glob_or_regex() {
+        let acl = json!({"fred": ["test.*"], "dev*": ["grains.items"], "ops.+": ["cmd.run"]});
+        let acl = acl.as_object().unwrap();
+        assert_eq!(publisher_acl_list(acl, "fred"), [json!("test.*")]);
+        assert_eq!(publisher_acl_list(acl, "devon"), [json!("grains.items")]);
+        assert_eq!(publisher_acl_list(acl, "opsy"), [json!("cmd.run")]);
+        assert!(publisher_acl_list(acl, "mallory").is_empty());
+        assert_eq!(
+            targets_named(&[
+                json!("test.*"),
+                json!({"web*": ["a"]}),
+                json!({"@runner": ["b"]})
+            ]),
+            ["web*"]
+        );
+        let list = [json!("test.ping")];
+        assert!(publish_check(
+            &list,
+            &call("saltutil.find_job", &[]),
+            |_| false
+        ));
+        assert!(!publish_check(&list, &call("cmd.run", &[]), |_| true));
+    }
+
+    #[test]
+    fn publisher_blacklist_users_and_modules() {
+        let b = PublisherBlacklist::from_config(Some(
+            &json!({"users": ["root", "^mal.*"], "modules": ["cmd.*"]}),
+        ));
+        assert!(b.user_is_blacklisted("mallory"));
+        assert!(b.user_is_blacklisted("root"));
+        assert!(!b.user_is_blacklisted("fred"));
+        assert!(b.cmd_is_blacklisted("cmd.run"));
+        assert!(!b.cmd_is_blacklisted("test.ping"));
+        assert!(!PublisherBlacklist::from_config(None).user_is_blacklisted("x"));
     }
 }

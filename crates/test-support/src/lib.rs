@@ -1,0 +1,87 @@
+//! What the integration tests of several crates share, so each setup
+//! exists once, when they drive real processes on loopback: whether they
+//! can run (root), a free port, waiting for a condition, a daemon process
+//! that is killed when the test ends (also when it fails); [`git`] (the
+//! `git` binary with fixed identities, a work repository and its bare
+//! remote, a `git daemon` on 127.0.0.1) and [`sshd`] (an ssh server of the
+//! test's own on 127.0.0.1). A dev-dependency only.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "test support: a helper that cannot set up panics, and a panic is a failed test"
+)]
+
+pub mod git;
+pub mod sshd;
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::Child;
+use std::time::{Duration, Instant};
+
+/// Whether tests that start the daemons can run (they bind sockets and
+/// write key files as root); prints why not.
+pub fn can_run() -> bool {
+    // SAFETY: geteuid has no preconditions and cannot fail.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipping: the daemons' key and cache directories need root");
+        return false;
+    }
+    true
+}
+
+/// A free TCP port on loopback (127.0.0.1 only).
+///
+/// # Panics
+/// When the system has no free port: the test cannot run then.
+pub fn free_port() -> u16 {
+    #[allow(clippy::expect_used, reason = "test support: no port is a failed test")]
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+/// Waits until `check` holds, up to `limit`; whether it did.
+pub fn wait_for(limit: Duration, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = Instant::now() + limit;
+    loop {
+        if check() {
+            return true;
+        }
+        if Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A daemon process with its log file, killed when dropped.
+pub struct Daemon {
+    /// The process.
+    pub child: Child,
+    /// Its log file.
+    pub log: PathBuf,
+}
+
+impl Daemon {
+    /// SIGKILL now, and reap.
+    pub fn kill(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+    /// Whether the process still runs.
+    pub fn alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+    /// The daemon's log so far.
+    pub fn log_text(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
