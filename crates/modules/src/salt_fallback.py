@@ -4,7 +4,8 @@ loader with the options, grains and pillar halite gives it.
 Run as `<salt_fallback python> -I -B <this file>`; reads one JSON request
 on stdin ({"fun", "args", "kwargs", "opts", "grains", "pillar"}) and
 writes one JSON answer on stdout: {"ret": ...}, {"missing": text} when
-Salt has no such function either, or {"error": text}.
+Salt has no such function either, or {"error": text}. With "check": true
+the function is not called: the answer is {"has": true} or {"missing": fun}.
 """
 import json
 import os
@@ -35,6 +36,8 @@ def main():
     funcs = salt.loader.minion_mods(opts)
     if fun not in funcs:
         answer = {"missing": fun}
+    elif req.get("check"):
+        answer = {"has": True}
     else:
         try:
             ret = funcs[fun](*req.get("args", []), **req.get("kwargs", {}))
