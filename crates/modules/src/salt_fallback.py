@@ -33,7 +33,10 @@ def main():
     opts["grains"] = req.get("grains") or {}
     opts["pillar"] = req.get("pillar") or {}
     fun = req["fun"]
-    funcs = salt.loader.minion_mods(opts)
+    # Salt's functions reach its utils through __utils__ (network.calc_net
+    # does): without them the loader hands every module an empty one.
+    utils = salt.loader.utils(opts)
+    funcs = salt.loader.minion_mods(opts, utils=utils)
     if fun not in funcs:
         answer = {"missing": fun}
     elif req.get("check"):
