@@ -15,7 +15,7 @@ struct HostSalt(Host, std::sync::OnceLock<Option<Value>>);
 
 impl halite_render::SaltFunctions for HostSalt {
     fn has(&self, fun: &str) -> bool {
-        self.0.exec.has(fun)
+        self.0.exec.has(fun) || crate::salt_fallback::has(&self.0, fun)
     }
     fn call(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String> {
         let mut args = Args {
