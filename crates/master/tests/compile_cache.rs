@@ -1,8 +1,10 @@
 //! Issue 25: the render cache must never change what a minion receives.
-//! Compiles `state.apply` for minions with different grains, pillar and
-//! render-time call results, with the cache on (twice, so it is used) and
-//! off, and compares the encoded bundles byte for byte; then changes the
-//! state and pillar trees between two jobs and compares again.
+//! Compiles `state.apply` for minions with different ids, grains, pillar,
+//! mine data and render-time call results, with the cache on (twice, so
+//! it is used) and off, and compares the encoded bundles byte for byte;
+//! then changes the state and pillar trees between two jobs and compares
+//! again. Ids include ones the shared id form must refuse (`123` reads
+//! as an integer, `on` as a boolean).
 #![allow(
     clippy::unwrap_used,
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
@@ -14,7 +16,7 @@ use std::sync::Arc;
 
 use halite_master::compiler::Compiler;
 use halite_master::fileserver::FileServer;
-use halite_modules::exec::RemoteExec;
+use halite_modules::exec::{MineLink, RemoteExec};
 use halite_modules::Args;
 use halite_proto::msg::Job;
 use halite_render::cache::RenderCache;
@@ -30,6 +32,37 @@ impl RemoteExec for Minion {
     }
 }
 
+/// The mine as the master holds it, read by minion `.0`: each minion's
+/// `network.ip_addrs` is its own, so `mine.get` differs per reader only
+/// by what `tgt` selects.
+struct Mine(String);
+
+impl MineLink for Mine {
+    fn store(&self, _data: Map<String, Value>, _clear: bool) -> Result<Value, String> {
+        Err("read-only mine in this test".into())
+    }
+    fn get(&self, tgt: &str, fun: &Value, _tgt_type: &str) -> Result<Value, String> {
+        let all = json!({"web1": ["10.0.0.1"], "web2": ["10.0.0.2"], "db1": ["10.0.1.1"]});
+        let mut out = Map::new();
+        for (id, ips) in all.as_object().unwrap() {
+            let selected = tgt == "*" || tgt == id || (tgt == "self" && *id == self.0);
+            if selected && fun == "network.ip_addrs" {
+                out.insert(id.clone(), ips.clone());
+            }
+        }
+        Ok(Value::Object(out))
+    }
+    fn delete(&self, _fun: &str) -> Result<Value, String> {
+        Ok(json!(true))
+    }
+    fn flush(&self) -> Result<Value, String> {
+        Ok(json!(true))
+    }
+    fn pillar_functions(&self) -> Result<Map<String, Value>, String> {
+        Ok(Map::new())
+    }
+}
+
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
@@ -40,7 +73,25 @@ fn write(path: &Path, text: &str) {
 fn tree(root: &Path, version: &str) {
     write(
         &root.join("salt/top.sls"),
-        "base:\n  '*':\n    - common\n    - same\n  'db*':\n    - db\n",
+        "base:\n  '*':\n    - common\n    - same\n    - ids\n    - mine\n  'db*':\n    - db\n",
+    );
+    // The benchmark's shape: paths and IDs built from the minion's id.
+    write(
+        &root.join("salt/ids.sls"),
+        &format!(
+            "{{% set out = '/srv/' ~ grains['id'] %}}\n\
+             {{{{ grains['id'] }}}}_{version}:\n  test.succeed_without_changes:\n    - name: {{{{ out }}}}/motd\n\
+             opts_id:\n  test.succeed_without_changes:\n    - name: {{{{ opts['id'] }}}}\n\
+             bare_id:\n  test.succeed_without_changes:\n    - name: \"{{{{ grains['id'] }}}}\"\n\
+             {{% if grains['id'].startswith('web') %}}\nweb_only:\n  test.nop:\n    - name: web {{{{ grains['id'] }}}}\n{{% endif %}}\n"
+        ),
+    );
+    write(
+        &root.join("salt/mine.sls"),
+        "{% for id, ips in salt['mine.get']('*', 'network.ip_addrs') | dictsort %}\n\
+         peer_{{ id }}:\n  test.nop:\n    - name: {{ ips[0] }}\n{% endfor %}\n\
+         {% for id, ips in salt['mine.get']('self', 'network.ip_addrs') | dictsort %}\n\
+         me_{{ id }}:\n  test.nop:\n    - name: {{ ips[0] }}\n{% endfor %}\n",
     );
     write(
         &root.join("salt/common.sls"),
@@ -75,7 +126,10 @@ fn compile_all(root: &Path) -> Vec<Vec<u8>> {
         json!({"renderer": "jinja|yaml"}),
         Arc::new(FileServer::new(roots, 1 << 20)),
         pillar_roots,
-    );
+    )
+    .with_mine(Arc::new(|id: &str| {
+        Arc::new(Mine(id.to_string())) as Arc<dyn MineLink>
+    }));
     let job = Job {
         jid: "20261126000000000001".into(),
         fun: "state.apply".into(),
@@ -91,6 +145,11 @@ fn compile_all(root: &Path) -> Vec<Vec<u8>> {
         ("web2", json!({"os": "Debian", "role": "web"})),
         ("db1", json!({"os": "RedHat", "role": "db"})),
         ("db2", json!({"os": "Debian"})),
+        // Ids whose id form the cache must refuse: `123` and `on` read as
+        // an integer and a boolean where they stand alone.
+        ("123", json!({"os": "Debian", "role": "web"})),
+        ("on", json!({"os": "Debian", "role": "web"})),
+        ("web-3.example.com", json!({"os": "Debian", "role": "web"})),
     ];
     minions
         .iter()
@@ -107,11 +166,16 @@ fn cached_and_fresh(root: &Path) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let cache = RenderCache::global();
     cache.set_enabled(true);
     compile_all(root);
-    let before = cache.stats().hits;
+    let before = cache.stats();
     let cached = compile_all(root);
+    let after = cache.stats();
     assert!(
-        cache.stats().hits > before,
+        after.hits > before.hits,
         "the second compile must be served partly from the cache"
+    );
+    assert!(
+        after.id_form > before.id_form,
+        "texts that differ only by the id must share a parse"
     );
     cache.set_enabled(false);
     let fresh = compile_all(root);
@@ -133,6 +197,24 @@ fn memoised_compiles_equal_fresh_ones_per_minion_and_after_a_tree_change() {
     }
     let text = String::from_utf8_lossy(&cached[2]);
     assert!(text.contains("RedHat db-v1"), "{text}");
+    // Mine data: every minion sees the fleet's, and its own under `self`.
+    assert!(
+        text.contains("10.0.0.2") && text.contains("me_db1"),
+        "{text}"
+    );
+    assert!(!text.contains("me_web1"), "{text}");
+    // The id in paths, IDs, opts and logic on it.
+    assert!(
+        text.contains("/srv/db1/motd") && text.contains("db1_v1"),
+        "{text}"
+    );
+    assert!(!text.contains("web_only"), "{text}");
+    let web = String::from_utf8_lossy(&cached[0]);
+    assert!(
+        web.contains("/srv/web1/motd") && web.contains("web web1"),
+        "{web}"
+    );
+    assert!(!web.contains("db1_v1") && !web.contains("me_db1"), "{web}");
     assert!(
         text.contains("cmd.run[String(\"hostname\")] on db1"),
         "{text}"

@@ -128,7 +128,7 @@ pub fn render_sls(text: &str, ctx: &RenderContext) -> Result<Value, RenderError>
                 Stage::Text(source)
             }
             (shebang::Renderer::Jinja, Stage::Text(source)) => Stage::Text(jinja::render(&source, ctx)?),
-            (shebang::Renderer::Yaml, Stage::Text(source)) => Stage::Data(load_yaml(&source)?),
+            (shebang::Renderer::Yaml, Stage::Text(source)) => Stage::Data(load_yaml(&source, ctx)?),
             (shebang::Renderer::Json, Stage::Text(source)) => Stage::Data(load_json(&source)?),
             (shebang::Renderer::External(name), stage) => {
                 let input = match stage {
@@ -159,7 +159,7 @@ pub fn render_sls(text: &str, ctx: &RenderContext) -> Result<Value, RenderError>
         Stage::Data(data) => data,
         // A pipeline of text renderers only (`#!jinja`): Salt would hand the
         // text to the state compiler, which needs data, so load it as YAML.
-        Stage::Text(source) => match load_yaml(&source)? {
+        Stage::Text(source) => match load_yaml(&source, ctx)? {
             Value::Null => Value::Object(Map::new()),
             data => data,
         },
@@ -180,9 +180,23 @@ enum Stage {
     Data(Value),
 }
 
-/// Salt's YAML load of a rendered SLS, through the [`cache::RenderCache`].
-fn load_yaml(source: &str) -> Result<Value, yaml::YamlError> {
-    cache::RenderCache::global().load(cache::Loader::Yaml, source, yaml::load)
+/// Salt's YAML load of a rendered SLS, through the [`cache::RenderCache`]
+/// (texts that differ only by the minion's id share one parse).
+fn load_yaml(source: &str, ctx: &RenderContext) -> Result<Value, yaml::YamlError> {
+    cache::RenderCache::global().load_varying(
+        cache::Loader::Yaml,
+        source,
+        minion_id(ctx),
+        yaml::load,
+    )
+}
+
+/// The id of the minion a render is for (`opts['id']`, else `grains['id']`).
+fn minion_id(ctx: &RenderContext) -> Option<&str> {
+    ctx.opts
+        .get("id")
+        .and_then(Value::as_str)
+        .or_else(|| ctx.grains.get("id").and_then(Value::as_str))
 }
 
 fn load_json(source: &str) -> Result<Value, RenderError> {
