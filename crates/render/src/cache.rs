@@ -134,6 +134,11 @@ impl RenderCache {
         }
     }
 
+    /// Whether the cache is on; the compiled Jinja templates follow it.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
     /// Hits and misses since the process started.
     pub fn stats(&self) -> CacheStats {
         CacheStats {
