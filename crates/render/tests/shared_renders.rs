@@ -70,3 +70,150 @@ fn a_changed_template_under_the_same_name_is_compiled_again() {
         assert!(error.contains("expected"), "{error}");
     }
 }
+
+/// Render-time functions for the memo tests: `mine.get` answers from data
+/// the test changes (a lookup the host can replay), `cmd.run` counts its
+/// runs (an effect on the minion: never replayed).
+struct Lookups {
+    mine: std::sync::Mutex<serde_json::Value>,
+    runs: std::sync::atomic::AtomicUsize,
+}
+
+impl halite_render::SaltFunctions for Lookups {
+    fn has(&self, fun: &str) -> bool {
+        matches!(fun, "mine.get" | "cmd.run")
+    }
+    fn call(
+        &self,
+        fun: &str,
+        _args: &[serde_json::Value],
+        _kwargs: &halite_render::Map,
+    ) -> Result<serde_json::Value, String> {
+        match fun {
+            "mine.get" => Ok(self.mine.lock().unwrap().clone()),
+            _ => {
+                let n = self.runs.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Ok(json!(format!("run {n}")))
+            }
+        }
+    }
+    fn replayable(&self, fun: &str) -> bool {
+        fun == "mine.get"
+    }
+}
+
+fn lookups() -> Arc<Lookups> {
+    Arc::new(Lookups {
+        mine: std::sync::Mutex::new(json!({"web1": "10.0.0.1"})),
+        runs: std::sync::atomic::AtomicUsize::new(0),
+    })
+}
+
+use std::sync::Arc;
+
+/// A context for `path` with these grains and pillar.
+fn context(
+    tree: &Tree,
+    path: &str,
+    grains: serde_json::Value,
+    pillar: serde_json::Value,
+    salt: Arc<Lookups>,
+) -> halite_render::RenderContext {
+    let mut ctx = tree.context(path.trim_end_matches(".sls"), path);
+    ctx.opts = json!({"id": grains["id"].clone()});
+    ctx.grains = grains;
+    ctx.pillar = pillar;
+    ctx.salt = salt;
+    ctx
+}
+
+/// A render is reused for minions whose grains and pillar agree on what
+/// it read (the id is not read), and rendered anew for one that differs
+/// in any of them; every minion's data is its own render's.
+#[test]
+fn a_render_is_reused_exactly_when_what_it_read_is_equal() {
+    let text = "pkgs:\n  test.nop:\n    - name: {{ grains['os'] }} {{ salt['pillar.get']('motd:text', 'none') }}\n";
+    let tree = Tree::new(&[("homog.sls", text)]);
+    let salt = lookups();
+    let render = |id: &str, os: &str, motd: &str| {
+        let ctx = context(
+            &tree,
+            "homog.sls",
+            json!({"id": id, "os": os, "mem": id.len()}),
+            json!({"motd": {"text": motd}, "other": id}),
+            salt.clone(),
+        );
+        halite_render::render_sls(text, &ctx).unwrap()["pkgs"]["test.nop"][0]["name"].clone()
+    };
+    let memo = halite_render::memo::RenderMemo::global();
+    assert_eq!(render("m1", "Debian", "hi"), json!("Debian hi"));
+    assert_eq!(render("m2", "Debian", "hi"), json!("Debian hi"));
+    let before = memo.stats().reused;
+    // Unread grains (`id`, `mem`) and pillar (`other`) differ: reused.
+    assert_eq!(render("m3", "Debian", "hi"), json!("Debian hi"));
+    assert!(memo.stats().reused > before, "{:?}", memo.stats());
+    // A read grain or pillar key differs: its own render.
+    assert_eq!(render("m4", "RedHat", "hi"), json!("RedHat hi"));
+    assert_eq!(render("m5", "Debian", "bye"), json!("Debian bye"));
+    assert_eq!(render("m6", "Debian", "hi"), json!("Debian hi"));
+}
+
+/// Reads of a whole dict (iteration), the mine (a replayable call whose
+/// data changes between two jobs), an imported file that changes, and a
+/// call that runs on the minion (never reused).
+#[test]
+fn whole_dicts_the_mine_imports_and_minion_calls_are_inputs() {
+    let text = "{% from 'lib/v.jinja' import version %}\n\
+                {% for k, v in grains | dictsort %}\ng_{{ k }}:\n  test.nop:\n    - name: {{ v }}\n{% endfor %}\n\
+                {% for id, ip in salt['mine.get']('*', 'ip') | dictsort %}\nmine_{{ id }}:\n  test.nop:\n    - name: {{ ip }} {{ version }}\n{% endfor %}\n";
+    let tree = Tree::new(&[
+        ("all.sls", text),
+        ("lib/v.jinja", "{% set version = 'v1' %}"),
+    ]);
+    let salt = lookups();
+    let render = |grains: serde_json::Value| {
+        let ctx = context(&tree, "all.sls", grains, json!({}), salt.clone());
+        halite_render::render_sls(text, &ctx).unwrap()
+    };
+    let grains = json!({"id": "a", "os": "Debian"});
+    for _ in 0..3 {
+        let data = render(grains.clone());
+        assert_eq!(
+            data["mine_web1"]["test.nop"][0]["name"],
+            json!("10.0.0.1 v1")
+        );
+    }
+    // Another grain: the whole dict was read.
+    let data = render(json!({"id": "a", "os": "Debian", "extra": 1}));
+    assert_eq!(data["g_extra"]["test.nop"][0]["name"], json!(1));
+    // The mine changes between two jobs.
+    *salt.mine.lock().unwrap() = json!({"web1": "10.0.0.9", "web2": "10.0.0.2"});
+    let data = render(grains.clone());
+    assert_eq!(
+        data["mine_web1"]["test.nop"][0]["name"],
+        json!("10.0.0.9 v1")
+    );
+    assert_eq!(
+        data["mine_web2"]["test.nop"][0]["name"],
+        json!("10.0.0.2 v1")
+    );
+    // The imported file changes.
+    std::fs::write(tree.root().join("lib/v.jinja"), "{% set version = 'v2' %}").unwrap();
+    let data = render(grains.clone());
+    assert_eq!(
+        data["mine_web1"]["test.nop"][0]["name"],
+        json!("10.0.0.9 v2")
+    );
+
+    // A call to the minion: rendered every time, its effect every time.
+    let run = "r:\n  test.nop:\n    - name: {{ salt['cmd.run']('hostname') }}\n";
+    let tree = Tree::new(&[("run.sls", run)]);
+    let mut names = Vec::new();
+    for _ in 0..3 {
+        let ctx = context(&tree, "run.sls", grains.clone(), json!({}), salt.clone());
+        let data = halite_render::render_sls(run, &ctx).unwrap();
+        names.push(data["r"]["test.nop"][0]["name"].clone());
+    }
+    assert_eq!(salt.runs.load(std::sync::atomic::Ordering::SeqCst), 3);
+    assert_eq!(names, [json!("run 0"), json!("run 1"), json!("run 2")]);
+}

@@ -21,22 +21,29 @@ use std::sync::{Arc, Mutex};
 use minijinja::value::{Rest, ValueKind, ValueOrKwargs};
 use minijinja::{Environment, Error, ErrorKind, State, Value as MjValue};
 
+use crate::memo::{Read, ReadLog, Root};
 use crate::{RenderContext, RenderError};
-use objects::{python_str, to_template, PyDict};
+use objects::{python_str, to_template, to_watched, PyDict};
 use salt::{SaltData, SaltObject};
 
 /// The name under which a template without a path is compiled.
 const ANONYMOUS_TEMPLATE: &str = "<template>";
 
-/// Renders `text` as a Jinja template with Salt's environment and `ctx`.
-pub fn render(text: &str, ctx: &RenderContext) -> Result<String, RenderError> {
+/// Renders `text` as a Jinja template with Salt's environment and `ctx`,
+/// recording what it reads in `log` when one is given.
+pub fn render(
+    text: &str,
+    ctx: &RenderContext,
+    log: Option<Arc<ReadLog>>,
+) -> Result<String, RenderError> {
     let originals: Arc<Mutex<HashMap<String, String>>> = Arc::new(Mutex::new(HashMap::new()));
     let salt_data = Arc::new(SaltData {
-        grains: to_template(&ctx.grains),
-        pillar: to_template(&ctx.pillar),
-        opts: to_template(&ctx.opts),
+        grains: to_watched(&ctx.grains, Root::Grains, log.as_ref()),
+        pillar: to_watched(&ctx.pillar, Root::Pillar, log.as_ref()),
+        opts: to_watched(&ctx.opts, Root::Opts, log.as_ref()),
         functions: ctx.salt.clone(),
         last_failure: Mutex::new(None),
+        log,
     });
     let name = if ctx.source_path.is_empty() {
         ANONYMOUS_TEMPLATE.to_string()
@@ -80,9 +87,21 @@ fn add_render_globals(
 ) {
     let files = ctx.files.clone();
     let saltenv = ctx.saltenv.clone();
+    let log = salt_data.log.clone();
     env.set_loader(move |name| {
         let clean = name.trim_start_matches('/');
-        match files.get(clean, &saltenv) {
+        let found = files.get(clean, &saltenv);
+        if let Some(log) = &log {
+            match &found {
+                Ok(text) => log.note(Read::File {
+                    name: clean.to_string(),
+                    saltenv: saltenv.clone(),
+                    text: text.clone(),
+                }),
+                Err(_) => log.volatile(),
+            }
+        }
+        match found {
             Ok(Some(text)) => {
                 if let Ok(mut map) = originals.lock() {
                     map.insert(name.to_string(), text.clone());
