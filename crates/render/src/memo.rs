@@ -129,7 +129,7 @@ enum Stored {
     },
 }
 
-fn root_of<'a>(ctx: &'a RenderContext, root: Root) -> &'a Value {
+fn root_of(ctx: &RenderContext, root: Root) -> &Value {
     match root {
         Root::Grains => &ctx.grains,
         Root::Pillar => &ctx.pillar,

@@ -3,6 +3,7 @@
 //! Real files in temp dirs, read through a real `TemplateSource`.
 #![allow(
     clippy::unwrap_used,
+    clippy::expect_used,
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
