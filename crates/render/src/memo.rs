@@ -36,6 +36,8 @@ use crate::{Map, RenderContext, RenderError, Value};
 
 /// Most texts remembered at once.
 pub const MAX_TEXTS: usize = 1024;
+/// Most bytes of text whose rendered data is kept at once.
+pub const MAX_BYTES: usize = 8 << 20;
 /// Most read sets remembered per text (the oldest goes first).
 const MAX_VARIANTS: usize = 8;
 
@@ -254,6 +256,8 @@ pub struct RenderMemo {
     reused: AtomicU64,
     rendered: AtomicU64,
     volatile: AtomicU64,
+    /// Bytes of text whose data is kept.
+    kept: AtomicU64,
 }
 
 impl RenderMemo {
@@ -318,8 +322,14 @@ impl RenderMemo {
         match matched {
             // A second context with these reads: keep the data now.
             Some(variant) => {
-                *variant.data.lock().unwrap_or_else(PoisonError::into_inner) =
-                    Some(Arc::new(data.clone()));
+                let kept = self.kept.fetch_add(text.len() as u64, Ordering::Relaxed);
+                if kept as usize + text.len() > MAX_BYTES {
+                    self.lock().clear();
+                    self.kept.store(0, Ordering::Relaxed);
+                } else {
+                    *variant.data.lock().unwrap_or_else(PoisonError::into_inner) =
+                        Some(Arc::new(data.clone()));
+                }
             }
             None => self.remember(key, text, ctx, log.take()),
         }
@@ -340,6 +350,7 @@ impl RenderMemo {
         let mut slots = self.lock();
         if !slots.contains_key(&key) && slots.len() >= MAX_TEXTS {
             slots.clear();
+            self.kept.store(0, Ordering::Relaxed);
         }
         let slot = slots.entry(key).or_insert_with(|| Slot {
             text: Arc::from(text),
