@@ -1,6 +1,7 @@
 //! Issue 25: the render cache must never change what a minion receives.
 //! Compiles `state.apply` for minions with different ids, grains, pillar,
-//! mine data and render-time call results, with the cache on (twice, so
+//! mine data (the master's own mine store, changed between the two jobs)
+//! and render-time call results, with the cache on (twice, so
 //! it is used) and off, and compares the encoded bundles byte for byte;
 //! then changes the state and pillar trees between two jobs and compares
 //! again. Ids include ones the shared id form must refuse (`123` reads
@@ -16,8 +17,13 @@ use std::sync::Arc;
 
 use halite_master::compiler::Compiler;
 use halite_master::fileserver::FileServer;
-use halite_modules::exec::{MineLink, RemoteExec};
+use std::time::Duration;
+
+use halite_master::compiler::MineFactory;
+use halite_master::mine::{CompileMine, MineQuestion, MineStore};
+use halite_modules::exec::RemoteExec;
 use halite_modules::Args;
+use halite_proto::mine::MineRequest;
 use halite_proto::msg::Job;
 use halite_render::cache::RenderCache;
 use halite_render::memo::RenderMemo;
@@ -33,35 +39,36 @@ impl RemoteExec for Minion {
     }
 }
 
-/// The mine as the master holds it, read by minion `.0`: each minion's
-/// `network.ip_addrs` is its own, so `mine.get` differs per reader only
-/// by what `tgt` selects.
-struct Mine(String);
-
-impl MineLink for Mine {
-    fn store(&self, _data: Map<String, Value>, _clear: bool) -> Result<Value, String> {
-        Err("read-only mine in this test".into())
+/// The master's own mine store (SQLite in `dir`), answering the compile
+/// threads' `mine.get` on a thread of its own as the state task does;
+/// `ips` is each minion's `network.ip_addrs`.
+fn mine(dir: &Path, ips: &[(&str, &str)]) -> MineFactory {
+    let mut store = MineStore::open(&dir.join("mine.sqlite")).unwrap();
+    for (id, ip) in ips {
+        let data = json!({"network.ip_addrs": [ip]});
+        let request = MineRequest::Store {
+            data: data.as_object().unwrap().clone(),
+            clear: true,
+        };
+        store.answer(id, request, |_, _| Ok(Vec::new()));
     }
-    fn get(&self, tgt: &str, fun: &Value, _tgt_type: &str) -> Result<Value, String> {
-        let all = json!({"web1": ["10.0.0.1"], "web2": ["10.0.0.2"], "db1": ["10.0.1.1"]});
-        let mut out = Map::new();
-        for (id, ips) in all.as_object().unwrap() {
-            let selected = tgt == "*" || tgt == id || (tgt == "self" && *id == self.0);
-            if selected && fun == "network.ip_addrs" {
-                out.insert(id.clone(), ips.clone());
-            }
+    let known: Vec<String> = ips.iter().map(|(id, _)| id.to_string()).collect();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<MineQuestion>();
+    std::thread::spawn(move || {
+        while let Some(question) = rx.blocking_recv() {
+            let answer = store.answer(&question.requester, question.request, |tgt, _| {
+                Ok(known
+                    .iter()
+                    .filter(|id| tgt == "*" || tgt == *id)
+                    .cloned()
+                    .collect())
+            });
+            let _ = question
+                .reply
+                .send(answer.unwrap_or_else(|| Err("not a mine.get".into())));
         }
-        Ok(Value::Object(out))
-    }
-    fn delete(&self, _fun: &str) -> Result<Value, String> {
-        Ok(json!(true))
-    }
-    fn flush(&self) -> Result<Value, String> {
-        Ok(json!(true))
-    }
-    fn pillar_functions(&self) -> Result<Map<String, Value>, String> {
-        Ok(Map::new())
-    }
+    });
+    Arc::new(move |id: &str| CompileMine::link(id, tx.clone(), Duration::from_secs(30)))
 }
 
 fn write(path: &Path, text: &str) {
@@ -91,7 +98,7 @@ fn tree(root: &Path, version: &str) {
         &root.join("salt/mine.sls"),
         "{% for id, ips in salt['mine.get']('*', 'network.ip_addrs') | dictsort %}\n\
          peer_{{ id }}:\n  test.nop:\n    - name: {{ ips[0] }}\n{% endfor %}\n\
-         {% for id, ips in salt['mine.get']('self', 'network.ip_addrs') | dictsort %}\n\
+         {% for id, ips in salt['mine.get'](grains['id'], 'network.ip_addrs') | dictsort %}\n\
          me_{{ id }}:\n  test.nop:\n    - name: {{ ips[0] }}\n{% endfor %}\n",
     );
     write(
@@ -120,7 +127,7 @@ fn tree(root: &Path, version: &str) {
     write(&root.join("pillar/db.sls"), "users: [alice, bob]\n");
 }
 
-fn compile_all(root: &Path) -> Vec<Vec<u8>> {
+fn compile_all(root: &Path, mine: &MineFactory) -> Vec<Vec<u8>> {
     let roots = BTreeMap::from([("base".to_string(), vec![root.join("salt")])]);
     let pillar_roots = BTreeMap::from([("base".to_string(), vec![root.join("pillar")])]);
     let compiler = Compiler::new(
@@ -128,9 +135,7 @@ fn compile_all(root: &Path) -> Vec<Vec<u8>> {
         Arc::new(FileServer::new(roots, 1 << 20)),
         pillar_roots,
     )
-    .with_mine(Arc::new(|id: &str| {
-        Arc::new(Mine(id.to_string())) as Arc<dyn MineLink>
-    }));
+    .with_mine(mine.clone());
     let job = Job {
         jid: "20261126000000000001".into(),
         fun: "state.apply".into(),
@@ -163,13 +168,13 @@ fn compile_all(root: &Path) -> Vec<Vec<u8>> {
 }
 
 /// Cached twice (the second time served from the cache), then fresh.
-fn cached_and_fresh(root: &Path) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+fn cached_and_fresh(root: &Path, mine: &MineFactory) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let cache = RenderCache::global();
     cache.set_enabled(true);
-    compile_all(root);
+    compile_all(root, mine);
     let memo = RenderMemo::global();
     let (before, memo_before) = (cache.stats(), memo.stats());
-    let cached = compile_all(root);
+    let cached = compile_all(root, mine);
     let (after, memo_after) = (cache.stats(), memo.stats());
     assert!(
         memo_after.reused > memo_before.reused,
@@ -180,7 +185,7 @@ fn cached_and_fresh(root: &Path) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
         "texts that differ only by the id must share a parse"
     );
     cache.set_enabled(false);
-    let fresh = compile_all(root);
+    let fresh = compile_all(root, mine);
     cache.set_enabled(true);
     (cached, fresh)
 }
@@ -189,7 +194,12 @@ fn cached_and_fresh(root: &Path) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
 fn memoised_compiles_equal_fresh_ones_per_minion_and_after_a_tree_change() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path(), "v1");
-    let (cached, fresh) = cached_and_fresh(dir.path());
+    let ips = [
+        ("web1", "10.0.0.1"),
+        ("web2", "10.0.0.2"),
+        ("db1", "10.0.1.1"),
+    ];
+    let (cached, fresh) = cached_and_fresh(dir.path(), &mine(dir.path(), &ips));
     assert_eq!(cached, fresh);
     // The bundles really differ per minion (id, grains, pillar, call).
     for (i, a) in fresh.iter().enumerate() {
@@ -225,7 +235,13 @@ fn memoised_compiles_equal_fresh_ones_per_minion_and_after_a_tree_change() {
 
     // The tree changes between two jobs: the cache must not serve v1.
     tree(dir.path(), "v2");
-    let (cached2, fresh2) = cached_and_fresh(dir.path());
+    // So does the mine: web2 has a new address.
+    let ips = [
+        ("web1", "10.0.0.1"),
+        ("web2", "10.0.0.22"),
+        ("db1", "10.0.1.1"),
+    ];
+    let (cached2, fresh2) = cached_and_fresh(dir.path(), &mine(dir.path(), &ips));
     assert_eq!(cached2, fresh2);
     for (old, new) in cached.iter().zip(&cached2) {
         assert_ne!(old, new);
@@ -234,5 +250,6 @@ fn memoised_compiles_equal_fresh_ones_per_minion_and_after_a_tree_change() {
             text.contains("same_v2") && !text.contains("same_v1"),
             "{text}"
         );
+        assert!(text.contains("10.0.0.22"), "{text}");
     }
 }
