@@ -31,6 +31,14 @@ impl halite_render::SaltFunctions for HostSalt {
             .clone()
     }
 
+    /// The lookups a master answers itself (grains, pillar, config, the
+    /// file roots, the mine, `test.echo`...): they read and never run on
+    /// the minion, so a render that called them can be reused for a
+    /// minion they give the same results for.
+    fn replayable(&self, fun: &str) -> bool {
+        crate::exec::ANSWERED_ON_MASTER.contains(&fun)
+    }
+
     fn render_external(
         &self,
         renderer: &str,
