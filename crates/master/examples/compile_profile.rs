@@ -6,7 +6,9 @@
 //! each phase; run it under `perf record` for the functions.
 //!
 //! `cargo run -p halite-master --example compile_profile -- 200 [fresh]`
-//! (`fresh`: with the render cache off, every text parsed for every minion)
+//! (`fresh`: with the render cache off, every text parsed, every template
+//! compiled and every SLS rendered for every minion: the compile before
+//! issue 25's caches)
 //! `[noid]` (`noid`: the SLS's paths from `grains['os']` instead of the
 //! id, so every minion renders the same text: a homogeneous fleet)
 
@@ -145,6 +147,10 @@ fn main() -> anyhow::Result<()> {
     println!(
         "render cache: {:?}",
         halite_render::cache::RenderCache::global().stats()
+    );
+    println!(
+        "render memo: {:?}",
+        halite_render::memo::RenderMemo::global().stats()
     );
     Ok(())
 }

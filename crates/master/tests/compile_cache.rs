@@ -1,8 +1,11 @@
 //! Issue 25: the render cache must never change what a minion receives.
-//! Compiles `state.apply` for minions with different grains, pillar and
-//! render-time call results, with the cache on (twice, so it is used) and
-//! off, and compares the encoded bundles byte for byte; then changes the
-//! state and pillar trees between two jobs and compares again.
+//! Compiles `state.apply` for minions with different ids, grains, pillar,
+//! mine data (the master's own mine store, changed between the two jobs)
+//! and render-time call results, with the cache on (twice, so
+//! it is used) and off, and compares the encoded bundles byte for byte;
+//! then changes the state and pillar trees between two jobs and compares
+//! again. Ids include ones the shared id form must refuse (`123` reads
+//! as an integer, `on` as a boolean).
 #![allow(
     clippy::unwrap_used,
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
@@ -14,10 +17,16 @@ use std::sync::Arc;
 
 use halite_master::compiler::Compiler;
 use halite_master::fileserver::FileServer;
+use std::time::Duration;
+
+use halite_master::compiler::MineFactory;
+use halite_master::mine::{CompileMine, MineQuestion, MineStore};
 use halite_modules::exec::RemoteExec;
 use halite_modules::Args;
+use halite_proto::mine::MineRequest;
 use halite_proto::msg::Job;
 use halite_render::cache::RenderCache;
+use halite_render::memo::RenderMemo;
 use serde_json::{json, Map, Value};
 
 /// The minion's side of render-time calls: answers with its own id, as a
@@ -30,6 +39,38 @@ impl RemoteExec for Minion {
     }
 }
 
+/// The master's own mine store (SQLite in `dir`), answering the compile
+/// threads' `mine.get` on a thread of its own as the state task does;
+/// `ips` is each minion's `network.ip_addrs`.
+fn mine(dir: &Path, ips: &[(&str, &str)]) -> MineFactory {
+    let mut store = MineStore::open(&dir.join("mine.sqlite")).unwrap();
+    for (id, ip) in ips {
+        let data = json!({"network.ip_addrs": [ip]});
+        let request = MineRequest::Store {
+            data: data.as_object().unwrap().clone(),
+            clear: true,
+        };
+        store.answer(id, request, |_, _| Ok(Vec::new()));
+    }
+    let known: Vec<String> = ips.iter().map(|(id, _)| id.to_string()).collect();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<MineQuestion>();
+    std::thread::spawn(move || {
+        while let Some(question) = rx.blocking_recv() {
+            let answer = store.answer(&question.requester, question.request, |tgt, _| {
+                Ok(known
+                    .iter()
+                    .filter(|id| tgt == "*" || tgt == *id)
+                    .cloned()
+                    .collect())
+            });
+            let _ = question
+                .reply
+                .send(answer.unwrap_or_else(|| Err("not a mine.get".into())));
+        }
+    });
+    Arc::new(move |id: &str| CompileMine::link(id, tx.clone(), Duration::from_secs(30)))
+}
+
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(path, text).unwrap();
@@ -40,7 +81,25 @@ fn write(path: &Path, text: &str) {
 fn tree(root: &Path, version: &str) {
     write(
         &root.join("salt/top.sls"),
-        "base:\n  '*':\n    - common\n    - same\n  'db*':\n    - db\n",
+        "base:\n  '*':\n    - common\n    - same\n    - ids\n    - mine\n  'db*':\n    - db\n",
+    );
+    // The benchmark's shape: paths and IDs built from the minion's id.
+    write(
+        &root.join("salt/ids.sls"),
+        &format!(
+            "{{% set out = '/srv/' ~ grains['id'] %}}\n\
+             {{{{ grains['id'] }}}}_{version}:\n  test.succeed_without_changes:\n    - name: {{{{ out }}}}/motd\n\
+             opts_id:\n  test.succeed_without_changes:\n    - name: {{{{ opts['id'] }}}}\n\
+             bare_id:\n  test.succeed_without_changes:\n    - name: \"{{{{ grains['id'] }}}}\"\n\
+             {{% if grains['id'].startswith('web') %}}\nweb_only:\n  test.nop:\n    - name: web {{{{ grains['id'] }}}}\n{{% endif %}}\n"
+        ),
+    );
+    write(
+        &root.join("salt/mine.sls"),
+        "{% for id, ips in salt['mine.get']('*', 'network.ip_addrs') | dictsort %}\n\
+         peer_{{ id }}:\n  test.nop:\n    - name: {{ ips[0] }}\n{% endfor %}\n\
+         {% for id, ips in salt['mine.get'](grains['id'], 'network.ip_addrs') | dictsort %}\n\
+         me_{{ id }}:\n  test.nop:\n    - name: {{ ips[0] }}\n{% endfor %}\n",
     );
     write(
         &root.join("salt/common.sls"),
@@ -68,14 +127,15 @@ fn tree(root: &Path, version: &str) {
     write(&root.join("pillar/db.sls"), "users: [alice, bob]\n");
 }
 
-fn compile_all(root: &Path) -> Vec<Vec<u8>> {
+fn compile_all(root: &Path, mine: &MineFactory) -> Vec<Vec<u8>> {
     let roots = BTreeMap::from([("base".to_string(), vec![root.join("salt")])]);
     let pillar_roots = BTreeMap::from([("base".to_string(), vec![root.join("pillar")])]);
     let compiler = Compiler::new(
         json!({"renderer": "jinja|yaml"}),
         Arc::new(FileServer::new(roots, 1 << 20)),
         pillar_roots,
-    );
+    )
+    .with_mine(mine.clone());
     let job = Job {
         jid: "20261126000000000001".into(),
         fun: "state.apply".into(),
@@ -91,6 +151,11 @@ fn compile_all(root: &Path) -> Vec<Vec<u8>> {
         ("web2", json!({"os": "Debian", "role": "web"})),
         ("db1", json!({"os": "RedHat", "role": "db"})),
         ("db2", json!({"os": "Debian"})),
+        // Ids whose id form the cache must refuse: `123` and `on` read as
+        // an integer and a boolean where they stand alone.
+        ("123", json!({"os": "Debian", "role": "web"})),
+        ("on", json!({"os": "Debian", "role": "web"})),
+        ("web-3.example.com", json!({"os": "Debian", "role": "web"})),
     ];
     minions
         .iter()
@@ -103,18 +168,24 @@ fn compile_all(root: &Path) -> Vec<Vec<u8>> {
 }
 
 /// Cached twice (the second time served from the cache), then fresh.
-fn cached_and_fresh(root: &Path) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
+fn cached_and_fresh(root: &Path, mine: &MineFactory) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
     let cache = RenderCache::global();
     cache.set_enabled(true);
-    compile_all(root);
-    let before = cache.stats().hits;
-    let cached = compile_all(root);
+    compile_all(root, mine);
+    let memo = RenderMemo::global();
+    let (before, memo_before) = (cache.stats(), memo.stats());
+    let cached = compile_all(root, mine);
+    let (after, memo_after) = (cache.stats(), memo.stats());
     assert!(
-        cache.stats().hits > before,
-        "the second compile must be served partly from the cache"
+        memo_after.reused > memo_before.reused,
+        "renders that read the same inputs must be reused"
+    );
+    assert!(
+        after.id_form > before.id_form,
+        "texts that differ only by the id must share a parse"
     );
     cache.set_enabled(false);
-    let fresh = compile_all(root);
+    let fresh = compile_all(root, mine);
     cache.set_enabled(true);
     (cached, fresh)
 }
@@ -123,7 +194,12 @@ fn cached_and_fresh(root: &Path) -> (Vec<Vec<u8>>, Vec<Vec<u8>>) {
 fn memoised_compiles_equal_fresh_ones_per_minion_and_after_a_tree_change() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path(), "v1");
-    let (cached, fresh) = cached_and_fresh(dir.path());
+    let ips = [
+        ("web1", "10.0.0.1"),
+        ("web2", "10.0.0.2"),
+        ("db1", "10.0.1.1"),
+    ];
+    let (cached, fresh) = cached_and_fresh(dir.path(), &mine(dir.path(), &ips));
     assert_eq!(cached, fresh);
     // The bundles really differ per minion (id, grains, pillar, call).
     for (i, a) in fresh.iter().enumerate() {
@@ -133,6 +209,24 @@ fn memoised_compiles_equal_fresh_ones_per_minion_and_after_a_tree_change() {
     }
     let text = String::from_utf8_lossy(&cached[2]);
     assert!(text.contains("RedHat db-v1"), "{text}");
+    // Mine data: every minion sees the fleet's, and its own under `self`.
+    assert!(
+        text.contains("10.0.0.2") && text.contains("me_db1"),
+        "{text}"
+    );
+    assert!(!text.contains("me_web1"), "{text}");
+    // The id in paths, IDs, opts and logic on it.
+    assert!(
+        text.contains("/srv/db1/motd") && text.contains("db1_v1"),
+        "{text}"
+    );
+    assert!(!text.contains("web_only"), "{text}");
+    let web = String::from_utf8_lossy(&cached[0]);
+    assert!(
+        web.contains("/srv/web1/motd") && web.contains("web web1"),
+        "{web}"
+    );
+    assert!(!web.contains("db1_v1") && !web.contains("me_db1"), "{web}");
     assert!(
         text.contains("cmd.run[String(\"hostname\")] on db1"),
         "{text}"
@@ -141,7 +235,13 @@ fn memoised_compiles_equal_fresh_ones_per_minion_and_after_a_tree_change() {
 
     // The tree changes between two jobs: the cache must not serve v1.
     tree(dir.path(), "v2");
-    let (cached2, fresh2) = cached_and_fresh(dir.path());
+    // So does the mine: web2 has a new address.
+    let ips = [
+        ("web1", "10.0.0.1"),
+        ("web2", "10.0.0.22"),
+        ("db1", "10.0.1.1"),
+    ];
+    let (cached2, fresh2) = cached_and_fresh(dir.path(), &mine(dir.path(), &ips));
     assert_eq!(cached2, fresh2);
     for (old, new) in cached.iter().zip(&cached2) {
         assert_ne!(old, new);
@@ -150,5 +250,6 @@ fn memoised_compiles_equal_fresh_ones_per_minion_and_after_a_tree_change() {
             text.contains("same_v2") && !text.contains("same_v1"),
             "{text}"
         );
+        assert!(text.contains("10.0.0.22"), "{text}");
     }
 }

@@ -3,7 +3,9 @@
 //! `saltutil.sync_all` copies them to the minion, which then serves
 //! `halite '*' mymod.fun`, SLS states `mystate.present` (compiled on the
 //! master, whose registry does not know them) with requisites, `test=True`
-//! and `mod_watch`, and reports the custom grains for `-G` targeting.
+//! and `mod_watch`, and reports the custom grains for `-G` targeting. A
+//! custom state reaches halite's Rust `file.managed` through `__states__`
+//! and reads `__running__` and `__low__` on the minion.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -80,10 +82,16 @@ def team():
     return {"h21_team": "blue"}
 "#;
 
+/// The `_states` module of the conformance case `python_states_dunders`:
+/// `__states__['file.managed']`, `__running__`, `__low__`.
+const WRAPPER: &str =
+    include_str!("../../../tests/conformance/cases/python_states_dunders/_states/wrapper.py");
+
 /// The master's state tree: the custom modules and an SLS using them.
 fn tree(salt: &Path, out: &Path) {
     write(&salt.join("_modules/mymod.py"), MYMOD);
     write(&salt.join("_states/mystate.py"), MYSTATE);
+    write(&salt.join("_states/wrapper.py"), WRAPPER);
     write(&salt.join("_grains/team.py"), MYGRAINS);
     let o = out.display();
     write(
@@ -117,6 +125,16 @@ skipped:
     - unless:
       - fun: mymod.has
         path: {o}/first
+
+wrapped:
+  wrapper.managed:
+    - name: {o}/sub/wrapped.conf
+    - contents: through __states__
+
+report:
+  wrapper.report:
+    - require:
+      - wrapper: wrapped
 "#
         ),
     );
@@ -162,7 +180,10 @@ fn custom_modules_states_and_grains_through_master_and_minion() {
     let (rets, code) = fleet.halite_json(&["py1", "saltutil.sync_all"]);
     assert_eq!(code, 0, "{rets:?}");
     assert_eq!(rets["py1"]["modules"], json!(["modules.mymod"]));
-    assert_eq!(rets["py1"]["states"], json!(["states.mystate"]));
+    assert_eq!(
+        rets["py1"]["states"],
+        json!(["states.mystate", "states.wrapper"])
+    );
     assert_eq!(rets["py1"]["grains"], json!(["grains.team"]));
     assert!(fleet
         .path("minion-py1/cache/extmods/modules/mymod.py")
@@ -192,6 +213,17 @@ fn custom_modules_states_and_grains_through_master_and_minion() {
     );
     assert!(!out.join("first").exists());
     assert_eq!(code, 0, "{rets:?}");
+    // __states__ runs halite's file.managed in the calling state's test mode.
+    let wrapped = by_id(&st, "wrapped");
+    assert_eq!(wrapped["result"], Value::Null, "{wrapped}");
+    assert!(
+        wrapped["comment"].as_str().unwrap().starts_with(&format!(
+            "wrapped: The file {}/sub/wrapped.conf is set to be changed",
+            out.display()
+        )),
+        "{wrapped}"
+    );
+    assert!(!out.join("sub").exists());
 
     // The watcher's file is already right, so its own run changes nothing
     // and Salt calls its mod_watch (as for a service already running).
@@ -220,6 +252,39 @@ fn custom_modules_states_and_grains_through_master_and_minion() {
         json!("unless condition is true")
     );
     assert!(!out.join("skipped").exists());
+    // __states__['file.managed'] wrote the file (makedirs) and returned
+    // its dict; __running__ held the states run before `report`, and
+    // __low__ its chunk, as in the conformance case recorded from Salt.
+    assert_eq!(
+        std::fs::read_to_string(out.join("sub/wrapped.conf")).unwrap(),
+        "through __states__\n"
+    );
+    let wrapped = by_id(&st, "wrapped");
+    assert_eq!(
+        (&wrapped["result"], &wrapped["changes"], &wrapped["comment"]),
+        (
+            &json!(true),
+            &json!({"diff": "New file"}),
+            &json!(format!(
+                "wrapped: File {}/sub/wrapped.conf updated",
+                out.display()
+            ))
+        )
+    );
+    let report = by_id(&st, "report")["comment"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let wrapped_tag = format!(
+        "wrapper_|-wrapped_|-{}/sub/wrapped.conf_|-managed result=True run_num={} id=wrapped",
+        out.display(),
+        wrapped["__run_num__"]
+    );
+    assert!(report.contains(&wrapped_tag), "{report}");
+    assert!(
+        report.contains("\nlow: __env__,__id__,__sls__,fun,name,order,require,state\nlow name=report state=wrapper fun=report id=report sls=custom\ntest: False"),
+        "{report}"
+    );
 
     // A highstate syncs first, as Salt's autoload_dynamic_modules: a
     // module added to the master since is used by the same run's

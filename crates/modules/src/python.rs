@@ -76,9 +76,9 @@ fn call_timeout(opts: &Value) -> Option<Duration> {
         .map(Duration::from_secs_f64)
 }
 
-/// One Python host per (interpreter, directories) in this process: the
-/// worker started for the first job is reused by the next.
-type HostKey = (Option<PathBuf>, ModuleDirs);
+/// One Python host per (interpreter, directories, `salt_fallback` on) in
+/// this process: the worker started for the first job is reused by the next.
+type HostKey = (Option<PathBuf>, ModuleDirs, bool);
 /// The hosts started in this process, by [`HostKey`].
 type Hosts = Mutex<Vec<(HostKey, Arc<PythonHost>)>>;
 
@@ -95,14 +95,36 @@ pub fn python_host(opts: &Value, native: impl FnOnce() -> Vec<String>) -> Option
     if !dirs.has_any() {
         return None;
     }
-    let key = (python_bin(opts), dirs);
+    let key = (python_bin(opts), dirs, fallback_on(opts));
     let mut hosts = hosts().lock().ok()?;
     if let Some((_, h)) = hosts.iter().find(|(k, _)| *k == key) {
         return Some(h.clone());
     }
-    let host = Arc::new(PythonHost::new(key.0.clone(), key.1.clone(), native()));
+    let host = Arc::new(new_host(&key, native()));
     hosts.push((key, host.clone()));
     Some(host)
+}
+
+/// Whether `salt_fallback` is configured: then `__salt__` in a custom
+/// module reaches Salt's own functions too ([`crate::salt_fallback`]).
+fn fallback_on(opts: &Value) -> bool {
+    opts.get("salt_fallback")
+        .and_then(Value::as_str)
+        .is_some_and(|p| !p.is_empty())
+}
+
+/// A Python host for `key`: `native` execution functions, halite's Rust
+/// state functions for `__states__`, and Salt's through `salt_fallback`.
+fn new_host(key: &HostKey, native: Vec<String>) -> PythonHost {
+    let states = crate::table::state_modules();
+    let native_states = states
+        .names()
+        .filter_map(|m| states.get(m).map(|module| (m, module.functions())))
+        .flat_map(|(m, funs)| funs.into_iter().map(move |f| format!("{m}.{f}")))
+        .collect();
+    PythonHost::new(key.0.clone(), key.1.clone(), native)
+        .with_native_states(native_states)
+        .with_open_salt(key.2)
 }
 
 /// Makes every loaded Python host read its directories again (after
@@ -288,14 +310,14 @@ pub fn render(
 
 /// The Python host of a minion without custom directories, for `#!py`.
 fn py_only_host(opts: &Value, native: Vec<String>) -> Arc<PythonHost> {
-    let key = (python_bin(opts), ModuleDirs::default());
+    let key = (python_bin(opts), ModuleDirs::default(), fallback_on(opts));
     let Ok(mut hosts) = hosts().lock() else {
-        return Arc::new(PythonHost::new(key.0, key.1, native));
+        return Arc::new(new_host(&key, native));
     };
     if let Some((_, h)) = hosts.iter().find(|(k, _)| *k == key) {
         return h.clone();
     }
-    let host = Arc::new(PythonHost::new(key.0.clone(), key.1.clone(), native));
+    let host = Arc::new(new_host(&key, native));
     hosts.push((key, host.clone()));
     host
 }
@@ -304,7 +326,7 @@ fn py_only_host(opts: &Value, native: Vec<String>) -> Arc<PythonHost> {
 /// when a custom module of that name declined.
 pub fn missing_text(opts: &Value, fun: &str) -> String {
     let dirs = module_dirs(opts);
-    let key = (python_bin(opts), dirs);
+    let key = (python_bin(opts), dirs, fallback_on(opts));
     let found = hosts()
         .lock()
         .ok()
@@ -327,6 +349,9 @@ impl Callback for HostCallback<'_> {
         };
         self.0.call(fun, &args).map_err(|e| e.to_string())
     }
+    fn has(&self, fun: &str) -> bool {
+        crate::salt_fallback::has(self.0, fun)
+    }
 }
 
 /// `__salt__` calls of a Python renderer (`#!py`, `_renderers`): pillar
@@ -339,14 +364,34 @@ impl Callback for RenderCallback<'_> {
         crate::exec::pillar::unmask_for_render(fun, &mut kwargs);
         HostCallback(self.0).salt_call(fun, args, &kwargs)
     }
+    fn has(&self, fun: &str) -> bool {
+        HostCallback(self.0).has(fun)
+    }
 }
 
-/// `__salt__` calls of a Python state on the engine's environment.
-struct EnvCallback<'a>(&'a dyn StateEnv);
+/// `__salt__`, `__states__` and `__running__` of a Python state on the
+/// engine's environment, in the state's test mode.
+struct EnvCallback<'a> {
+    env: &'a dyn StateEnv,
+    test: bool,
+}
 
 impl Callback for EnvCallback<'_> {
     fn salt_call(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String> {
-        self.0.call_function(fun, args, kwargs)
+        self.env.call_function(fun, args, kwargs)
+    }
+    fn has(&self, fun: &str) -> bool {
+        self.env.has_function(fun)
+    }
+    fn state_call(&self, fun: &str, kwargs: &Map) -> Result<Value, String> {
+        self.env
+            .call_state(fun, kwargs, self.test)
+            .ok_or_else(|| format!("'{fun}' is not available."))
+    }
+    fn running(&self) -> Value {
+        self.env
+            .running()
+            .unwrap_or_else(|| Value::Object(Map::new()))
     }
 }
 
@@ -436,10 +481,15 @@ impl StateModule for PyState {
             sfun: call.sfun,
             reqs: call.reqs,
         };
-        let ret = match self
-            .py
-            .call(&request, &d, &EnvCallback(env), call_timeout(env.opts()))
-        {
+        let ret = match self.py.call(
+            &request,
+            &d,
+            &EnvCallback {
+                env,
+                test: call.test,
+            },
+            call_timeout(env.opts()),
+        ) {
             Ok(ret) => ret,
             Err(e) => {
                 let mut r = StateResult::new(call.name(), Some(false));

@@ -15,7 +15,7 @@ struct HostSalt(Host, std::sync::OnceLock<Option<Value>>);
 
 impl halite_render::SaltFunctions for HostSalt {
     fn has(&self, fun: &str) -> bool {
-        self.0.exec.has(fun)
+        self.0.exec.has(fun) || crate::salt_fallback::has(&self.0, fun)
     }
     fn call(&self, fun: &str, args: &[Value], kwargs: &Map) -> Result<Value, String> {
         let mut args = Args {
@@ -29,6 +29,14 @@ impl halite_render::SaltFunctions for HostSalt {
         self.1
             .get_or_init(|| crate::exec::config::minion_opts(&self.0))
             .clone()
+    }
+
+    /// The lookups a master answers itself (grains, pillar, config, the
+    /// file roots, the mine, `test.echo`...): they read and never run on
+    /// the minion, so a render that called them can be reused for a
+    /// minion they give the same results for.
+    fn replayable(&self, fun: &str) -> bool {
+        crate::exec::ANSWERED_ON_MASTER.contains(&fun)
     }
 
     fn render_external(

@@ -4,7 +4,8 @@ loader with the options, grains and pillar halite gives it.
 Run as `<salt_fallback python> -I -B <this file>`; reads one JSON request
 on stdin ({"fun", "args", "kwargs", "opts", "grains", "pillar"}) and
 writes one JSON answer on stdout: {"ret": ...}, {"missing": text} when
-Salt has no such function either, or {"error": text}.
+Salt has no such function either, or {"error": text}. With "check": true
+the function is not called: the answer is {"has": true} or {"missing": fun}.
 """
 import json
 import os
@@ -32,9 +33,14 @@ def main():
     opts["grains"] = req.get("grains") or {}
     opts["pillar"] = req.get("pillar") or {}
     fun = req["fun"]
-    funcs = salt.loader.minion_mods(opts)
+    # Salt's functions reach its utils through __utils__ (network.calc_net
+    # does): without them the loader hands every module an empty one.
+    utils = salt.loader.utils(opts)
+    funcs = salt.loader.minion_mods(opts, utils=utils)
     if fun not in funcs:
         answer = {"missing": fun}
+    elif req.get("check"):
+        answer = {"has": True}
     else:
         try:
             ret = funcs[fun](*req.get("args", []), **req.get("kwargs", {}))

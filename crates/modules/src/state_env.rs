@@ -45,7 +45,7 @@ impl StateEnv for Host {
         self.events.fire(tag, data);
     }
     fn has_function(&self, fun: &str) -> bool {
-        self.exec.has(fun)
+        self.exec.has(fun) || crate::salt_fallback::has(self, fun)
     }
     /// Grains are detected again from the options (as at start-up). The
     /// pillar is compiled again from `pillar_roots` when this minion

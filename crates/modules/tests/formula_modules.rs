@@ -7,7 +7,7 @@
 //! The modules are test fixtures with their formulas' LICENSE
 //! (`tests/fixtures/formula-modules`, commits in its README). halite's
 //! results are compared with Salt 3008.5's recorded in
-//! `salt-3008.5.json` there; where Salt is installed (`~/.venvs/salt`)
+//! `salt-3008.5.json` there; where Salt is installed (`scripts/install-salt.sh`, found by `halite-salt-oracle`)
 //! the test also runs it and checks the recording still holds.
 //!
 //! One test in this file on purpose: it sets PATH for the process (the
@@ -45,15 +45,7 @@ fn recorded() -> Option<Value> {
 }
 
 fn salt_bin() -> Option<PathBuf> {
-    let bin = PathBuf::from(std::env::var_os("HOME")?).join(".venvs/salt/bin");
-    if bin.join("salt-call").is_file() {
-        Some(bin)
-    } else {
-        eprintln!(
-            "skipping: no Salt in ~/.venvs/salt (../shared/bench/install-salt.sh installs it)"
-        );
-        None
-    }
+    halite_salt_oracle::Salt::for_test("formula_modules").map(|s| s.bin().to_path_buf())
 }
 
 fn copy_tree(from: &Path, to: &Path) {
@@ -198,7 +190,7 @@ fn by_id(ret: &Value) -> Map<String, Value> {
 fn salts_answers(w: &World) -> Value {
     let rec = recorded();
     let Some(bin) = salt_bin() else {
-        return rec.expect("no Salt to record from (~/.venvs/salt)");
+        return rec.expect("no Salt to record from (scripts/install-salt.sh installs it)");
     };
     // Salt loads file_roots' _modules only once synced.
     let (synced, err) = w.salt(&bin, &["saltutil.sync_all"]);

@@ -362,3 +362,130 @@ fn a_highstate_syncs_custom_modules_first_and_sync_mods_syncs_named_kinds() {
     assert!(ext.join("states/marker.py").is_file());
     assert!(ext.join("grains/roles.py").is_file());
 }
+
+/// The `_states` module of the conformance case `python_states_dunders`
+/// (recorded from Salt 3008.5): `__states__['file.managed']`,
+/// `__running__`, `__low__`.
+const WRAPPER: &str =
+    include_str!("../../../tests/conformance/cases/python_states_dunders/_states/wrapper.py");
+
+#[test]
+fn states_dunder_reaches_rust_states_and_running_holds_the_run_so_far() {
+    let t = Tree::new(&[("_states/wrapper.py", WRAPPER)]);
+    let conf = t.out("sub/b.conf");
+    std::fs::write(
+        t.dir.path().join("salt/w.sls"),
+        format!(
+            "first:\n  test.succeed_without_changes\nwrapped-file:\n  wrapper.managed:\n    - name: {}\n    - contents: hello\nreport:\n  wrapper.report:\n    - require:\n      - wrapper: wrapped-file\n",
+            conf.display()
+        ),
+    )
+    .unwrap();
+    let file_tag = format!("wrapper_|-wrapped-file_|-{}_|-managed", conf.display());
+
+    // test=True reaches file.managed in test mode: nothing written.
+    let ret = t
+        .call("state.apply", &[json!("w")], json!({"test": true}))
+        .unwrap();
+    let w = state(&ret, "wrapped-file");
+    assert_eq!(w["result"], Value::Null, "{w}");
+    assert_eq!(
+        w["comment"],
+        json!(format!(
+            "wrapped: The file {} is set to be changed\nNote: No changes made, actual changes may\nbe different due to other states.",
+            conf.display()
+        ))
+    );
+    assert!(!conf.exists());
+    let report = state(&ret, "report")["comment"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(report.ends_with("test: True"), "{report}");
+    assert!(
+        report.contains(&format!("{file_tag} result=None run_num=1 id=wrapped-file")),
+        "{report}"
+    );
+
+    let ret = t.call("state.apply", &[json!("w")], json!({})).unwrap();
+    let w = state(&ret, "wrapped-file");
+    assert_eq!(
+        (&w["result"], &w["changes"], &w["comment"]),
+        (
+            &json!(true),
+            &json!({"diff": "New file"}),
+            &json!(format!("wrapped: File {} updated", conf.display()))
+        )
+    );
+    assert_eq!(std::fs::read_to_string(&conf).unwrap(), "hello\n");
+    // Salt's text for the same states (tests/conformance/cases/python_states_dunders).
+    assert_eq!(
+        state(&ret, "report")["comment"],
+        json!(format!(
+            "test_|-first_|-first_|-succeed_without_changes result=True run_num=0 id=first\n\
+             {file_tag} result=True run_num=1 id=wrapped-file\n\
+             low: __env__,__id__,__sls__,fun,name,order,require,state\n\
+             low name=report state=wrapper fun=report id=report sls=w\n\
+             test: False"
+        ))
+    );
+}
+
+#[test]
+fn pyobjects_imports_objects_of_another_sls_and_builds_maps_from_grains() {
+    let t = Tree::new(&[]);
+    let salt = t.dir.path().join("salt");
+    std::fs::create_dir_all(salt.join("app")).unwrap();
+    std::fs::write(
+        salt.join("app/map.sls"),
+        "#!pyobjects\nclass App(Map):\n    merge = 'app:lookup'\n    class Linux:\n        __grain__ = 'kernel'\n        pkg = 'app-linux'\n    class Other:\n        __grain__ = 'kernel'\n        __match__ = 'Plan9'\n        pkg = 'app-plan9'\nTest.fail_without_changes('not-registered')\n",
+    )
+    .unwrap();
+    std::fs::write(
+        salt.join("use.sls"),
+        "#!pyobjects\nfrom salt://app/map.sls import App as A\nimport salt://app/map.sls\nTest.succeed_without_changes('show', name=A.pkg + ' ' + str(getattr(A, 'port', None)) + ' ' + map.App.pkg)\n",
+    )
+    .unwrap();
+    std::fs::write(
+        salt.join("bad.sls"),
+        "#!pyobjects\nfrom salt://app/missing.sls import X\n",
+    )
+    .unwrap();
+    std::fs::write(
+        salt.join("badfun.sls"),
+        "#!pyobjects\nTest.no_such_function('x')\n",
+    )
+    .unwrap();
+
+    let ret = t
+        .call(
+            "state.apply",
+            &[json!("use")],
+            json!({"pillar": {"app": {"lookup": {"port": 8080}}}}),
+        )
+        .unwrap();
+    let ids: Vec<&str> = ret
+        .as_object()
+        .unwrap()
+        .values()
+        .map(|r| r["__id__"].as_str().unwrap())
+        .collect();
+    assert_eq!(ids, ["show"], "the imported file's state is not registered");
+    assert_eq!(
+        state(&ret, "show")["name"],
+        json!("app-linux 8080 app-linux")
+    );
+
+    let err = format!("{:?}", t.call("state.apply", &[json!("bad")], json!({})));
+    assert!(
+        err.contains("Could not find the file 'salt://app/missing.sls'"),
+        "{err}"
+    );
+    let err = format!("{:?}", t.call("state.apply", &[json!("badfun")], json!({})));
+    assert!(
+        err.contains(
+            "The function 'no_such_function' does not exist in the StateFactory for 'test'"
+        ),
+        "{err}"
+    );
+}

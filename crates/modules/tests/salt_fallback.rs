@@ -1,6 +1,6 @@
 //! `salt_fallback`: a function halite does not have runs through Salt's
-//! own loader with the Python of `~/.venvs/salt` (Salt 3008.5, from
-//! `../shared/bench/install-salt.sh`), and returns what `salt-call
+//! own loader with the Python of Salt's venv (Salt 3008.5, from
+//! `scripts/install-salt.sh`; found by `halite-salt-oracle`), and returns what `salt-call
 //! --local` returns. Skips with a reason where that Salt is absent.
 #![allow(
     clippy::unwrap_used,
@@ -16,18 +16,10 @@ use halite_modules::host::LogEvents;
 use halite_modules::{Args, ExecError, Host};
 use serde_json::{json, Value};
 
-/// The Salt venv's bin directory, when Salt is installed there.
+/// The Salt venv's bin directory, when Salt is installed (one helper for
+/// every test that compares with Salt: `halite-salt-oracle`).
 fn salt_bin() -> Option<PathBuf> {
-    let home = std::env::var_os("HOME")?;
-    let bin = PathBuf::from(home).join(".venvs/salt/bin");
-    if bin.join("salt-call").is_file() && bin.join("python").is_file() {
-        Some(bin)
-    } else {
-        eprintln!(
-            "skipping: no Salt in ~/.venvs/salt (../shared/bench/install-salt.sh installs it)"
-        );
-        None
-    }
+    halite_salt_oracle::Salt::for_test("salt_fallback").map(|s| s.bin().to_path_buf())
 }
 
 fn host(dir: &std::path::Path, fallback: Option<&PathBuf>) -> Host {
@@ -104,4 +96,73 @@ fn a_function_halite_lacks_runs_through_salts_loader_as_salt_call() {
         host(dir.path(), Some(&python)).call("nosuchmod.fun", &Args::default()),
         Err(ExecError::NotAvailable(f)) if f == "nosuchmod.fun"
     ));
+}
+
+/// A custom module (in the file roots' `_modules`) whose `__salt__` asks
+/// for functions halite does not have.
+const NETMOD: &str = r#"
+def net(cidr):
+    return __salt__["network.calc_net"](cidr)
+
+
+def knows():
+    return ["network.calc_net" in __salt__, "nosuchmod.fun" in __salt__]
+"#;
+
+#[test]
+fn fallback_functions_reach_templates_and_custom_modules_dunder_salt() {
+    let Some(bin) = salt_bin() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let roots = dir.path().join("salt");
+    std::fs::create_dir_all(roots.join("_modules")).unwrap();
+    std::fs::write(roots.join("_modules/netmod.py"), NETMOD).unwrap();
+    std::fs::write(
+        roots.join("tpl.sls"),
+        "calc:\n  test.succeed_without_changes:\n    - name: {{ salt['network.calc_net']('192.168.7.9/22') }} {{ 'network.convert_cidr' in salt }}\n",
+    )
+    .unwrap();
+    let salts = salt_call(&bin, dir.path(), &["network.calc_net", "192.168.7.9/22"]);
+    assert_eq!(salts, json!("192.168.4.0/22"));
+    let apply = |h: &Host| {
+        h.call(
+            "state.apply",
+            &Args {
+                positional: vec![json!("tpl")],
+                kwargs: Default::default(),
+            },
+        )
+    };
+
+    // Without salt_fallback the template cannot call it.
+    let err = format!("{:?}", apply(&host(dir.path(), None)));
+    assert!(err.contains("network.calc_net"), "{err}");
+
+    let python = bin.join("python");
+    let h = host(dir.path(), Some(&python));
+    let ret = apply(&h).unwrap();
+    let calc = ret.as_object().unwrap().values().next().unwrap();
+    assert_eq!(
+        calc["name"],
+        json!(format!("{} True", salts.as_str().unwrap()))
+    );
+
+    let args = |a: Vec<Value>| Args {
+        positional: a,
+        kwargs: Default::default(),
+    };
+    assert_eq!(
+        h.call("netmod.net", &args(vec![json!("192.168.7.9/22")]))
+            .unwrap(),
+        salts
+    );
+    assert_eq!(
+        h.call("netmod.knows", &args(vec![])).unwrap(),
+        json!([true, false])
+    );
+    // Without the fallback the custom module's __salt__ lacks it (Salt's KeyError text).
+    let plain = host(dir.path(), None);
+    assert_eq!(
+        plain.call("netmod.knows", &args(vec![])).unwrap(),
+        json!([false, false])
+    );
 }

@@ -19,7 +19,11 @@ use halite_modules::{table, Args, Host, LocalFileClient};
 use halite_state::{LowChunk, StateCall, StateResult};
 use serde_json::{json, Value};
 
-const SALT_CALL: &str = "/root/.venvs/salt/bin/salt-call";
+/// Salt's `salt-call`, from the one helper every comparison with Salt
+/// uses (`halite-salt-oracle`); `None` after printing why it is absent.
+fn salt_call_bin(test: &str) -> Option<std::path::PathBuf> {
+    halite_salt_oracle::Salt::for_test(test).map(|s| s.salt_call())
+}
 const UNIT_DIR: &str = "/usr/lib/systemd/system";
 
 fn is_root() -> bool {
@@ -620,10 +624,10 @@ fn offline_systemd_leaves_running_and_dead_alone_like_salt() {
             )
         );
     }
-    if !Path::new(SALT_CALL).exists() {
-        println!("salt-call not installed: compared with the recorded Salt wording only");
+    // Without Salt: compared with the recorded Salt wording only.
+    let Some(salt_call) = salt_call_bin("service running (live Salt comparison)") else {
         return;
-    }
+    };
     let dir = tempfile::tempdir().expect("temp dir");
     let base = dir.path().display().to_string();
     std::fs::create_dir_all(format!("{base}/conf")).expect("conf");
@@ -638,7 +642,7 @@ fn offline_systemd_leaves_running_and_dead_alone_like_salt() {
         format!("{name}:\n  service.running:\n    - enable: True\n"),
     )
     .expect("sls");
-    let out = Command::new(SALT_CALL)
+    let out = Command::new(&salt_call)
         .args([
             "--local",
             "--config-dir",

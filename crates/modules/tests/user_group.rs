@@ -539,7 +539,11 @@ fn user_absent_reports_the_private_group_userdel_removes() {
     );
 }
 
-const SALT_CALL: &str = "/root/.venvs/salt/bin/salt-call";
+/// Salt's `salt-call`, from the one helper every comparison with Salt
+/// uses (`halite-salt-oracle`); `None` after printing why it is absent.
+fn salt_call_bin(test: &str) -> Option<std::path::PathBuf> {
+    halite_salt_oracle::Salt::for_test(test).map(|s| s.salt_call())
+}
 
 /// One SLS step: `(id/name, "module.fun", args)`, run in order.
 type Step = Vec<(String, &'static str, Value)>;
@@ -563,9 +567,9 @@ fn sls(step: &Step) -> String {
 
 /// Runs a step through salt-call; the (result, comment, changes) of each
 /// state in run order.
-fn salt_step(base: &Path, step: &Step, test: bool) -> Vec<String> {
+fn salt_step(salt_call: &Path, base: &Path, step: &Step, test: bool) -> Vec<String> {
     std::fs::write(base.join("files/step.sls"), sls(step)).expect("write sls");
-    let mut cmd = Command::new(SALT_CALL);
+    let mut cmd = Command::new(salt_call);
     cmd.args(["--local", "--config-dir"])
         .arg(base.join("conf"))
         .arg("--file-root")
@@ -605,10 +609,10 @@ fn halite_step(host: &Host, step: &Step, test: bool) -> Vec<String> {
 #[test]
 fn user_and_group_states_return_what_salt_call_returns() {
     require_root!();
-    if !Path::new(SALT_CALL).exists() {
-        println!("skipped: {SALT_CALL} is not installed, nothing to compare with");
+    let Some(salt_call) = salt_call_bin("user_and_group_states_return_what_salt_call_returns")
+    else {
         return;
-    }
+    };
     let user = unique("cu");
     let group = unique("cg");
     let home = format!("/tmp/{user}-home");
@@ -676,7 +680,7 @@ fn user_and_group_states_return_what_salt_call_returns() {
     // Salt first, on the same names and ids; its last step removes everything again.
     let theirs: Vec<Vec<String>> = script
         .iter()
-        .map(|(step, test)| salt_step(base, step, *test))
+        .map(|(step, test)| salt_step(&salt_call, base, step, *test))
         .collect();
     assert!(usr_absent(&user), "salt's run cleaned up after itself");
     let host = host();

@@ -32,6 +32,28 @@ pub trait Callback {
         args: &[Value],
         kwargs: &Map<String, Value>,
     ) -> Result<Value, String>;
+
+    /// Whether `fun` exists on the caller's side beyond the functions the
+    /// worker was told of at load (`salt_fallback`'s Salt functions): the
+    /// answer of `'mod.fun' in __salt__`.
+    fn has(&self, fun: &str) -> bool {
+        let _ = fun;
+        false
+    }
+
+    /// `__states__['mod.fun'](**kwargs)` of a state function the caller
+    /// provides (halite's Rust states): the state's return dict. `Err` is
+    /// raised in Python as `CommandExecutionError`.
+    fn state_call(&self, fun: &str, kwargs: &Map<String, Value>) -> Result<Value, String> {
+        let _ = kwargs;
+        Err(format!("'{fun}' is not available."))
+    }
+
+    /// Salt's `__running__` for the state being called: the returns of the
+    /// run's states finished so far, by tag (`{}` outside a state run).
+    fn running(&self) -> Value {
+        Value::Object(Map::new())
+    }
 }
 
 /// A [`Callback`] for requests that call nothing back (grains, load).
@@ -394,6 +416,12 @@ pub struct PythonHost {
     dirs: ModuleDirs,
     /// The functions halite provides natively (`__salt__` lists them).
     native: Vec<String>,
+    /// The state functions halite provides natively (`__states__` reaches
+    /// them through [`Callback::state_call`]).
+    native_states: Vec<String>,
+    /// Whether `__salt__` may ask the caller for functions it was not told
+    /// of ([`Callback::has`]: `salt_fallback`).
+    open_salt: bool,
     idle: Mutex<Vec<Worker>>,
     inventory: Mutex<Option<Inventory>>,
 }
@@ -410,9 +438,25 @@ impl PythonHost {
             python: python.unwrap_or_else(|| PathBuf::from("python3")),
             dirs,
             native,
+            native_states: Vec::new(),
+            open_salt: false,
             idle: Mutex::new(Vec::new()),
             inventory: Mutex::new(None),
         }
+    }
+
+    /// This host with the state functions the caller provides
+    /// (`mod.fun`), reachable from Python as `__states__['mod.fun']`.
+    pub fn with_native_states(mut self, states: Vec<String>) -> Self {
+        self.native_states = states;
+        self
+    }
+
+    /// This host with `__salt__` asking the caller ([`Callback::has`])
+    /// about functions it was not told of at load: `salt_fallback`'s.
+    pub fn with_open_salt(mut self, open: bool) -> Self {
+        self.open_salt = open;
+        self
     }
 
     /// The module directories this host loads.
@@ -496,6 +540,8 @@ impl PythonHost {
             "op": "load",
             "dirs": self.dirs.to_json(),
             "native": self.native,
+            "native_states": self.native_states,
+            "open_salt": self.open_salt,
             "dunders": dunders.to_json(),
         });
         let inv = worker.request(&load, &NoCallback, deadline)?;

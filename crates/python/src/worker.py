@@ -164,6 +164,20 @@ from salt.exceptions import CommandExecutionError, SaltInvocationError  # noqa: 
 OPTS, GRAINS, PILLAR, CONTEXT = {}, {}, {}, {}
 
 
+def ask_halite(frame):
+    """Sends a question to halite and waits for its answer, serving the
+    requests halite sends meanwhile (a Rust function calling Python)."""
+    write_frame(frame)
+    while True:
+        msg = read_frame()
+        op = msg.get("op")
+        if op == "salt_return":
+            return msg.get("ret")
+        if op == "salt_error":
+            raise CommandExecutionError(msg.get("message", ""))
+        serve(msg)
+
+
 class RustCall:
     """A function halite provides in Rust, reached through a salt_call frame."""
 
@@ -172,17 +186,26 @@ class RustCall:
         self.__name__ = fun.split(".")[-1]
 
     def __call__(self, *args, **kwargs):
-        write_frame({"op": "salt_call", "fun": self.fun, "args": list(args),
-                     "kwargs": {k: v for k, v in kwargs.items()}})
-        while True:
-            msg = read_frame()
-            op = msg.get("op")
-            if op == "salt_return":
-                return msg.get("ret")
-            if op == "salt_error":
-                raise CommandExecutionError(msg.get("message", ""))
-            # Rust called back into Python while serving our call.
-            serve(msg)
+        return ask_halite({"op": "salt_call", "fun": self.fun, "args": list(args),
+                           "kwargs": {k: v for k, v in kwargs.items()}})
+
+
+class RustState:
+    """A state function halite provides in Rust (`__states__['file.managed']`):
+    run by halite with the calling state's test mode; returns its dict."""
+
+    def __init__(self, fun):
+        self.fun = fun
+        self.__name__ = fun.split(".")[-1]
+
+    def __call__(self, *args, **kwargs):
+        if len(args) > 1:
+            raise SaltInvocationError(
+                "{}: pass the arguments after name as keywords".format(self.fun))
+        if args:
+            kwargs.setdefault("name", args[0])
+        return ask_halite({"op": "state_call", "fun": self.fun,
+                           "kwargs": {k: v for k, v in kwargs.items()}})
 
 
 class FunctionMap:
@@ -194,19 +217,34 @@ class FunctionMap:
     def _local(self):
         return LOADER.functions[self.kind]
 
+    def _native(self, key):
+        if self.kind == "modules":
+            if key in LOADER.native:
+                return RustCall(key)
+            if LOADER.open_salt and key not in LOADER.asked_missing:
+                # salt_fallback: Salt's own function, if halite's Salt has it.
+                if ask_halite({"op": "salt_has", "fun": key}):
+                    LOADER.native.add(key)
+                    return RustCall(key)
+                LOADER.asked_missing.add(key)
+        elif self.kind == "states" and key in LOADER.native_states:
+            return RustState(key)
+        return None
+
     def __getitem__(self, key):
         local = self._local()
         if key in local:
             return local[key]
-        if self.kind == "modules" and key in LOADER.native:
-            return RustCall(key)
+        native = self._native(key)
+        if native is not None:
+            return native
         mod = key.split(".")[0]
         if mod in LOADER.declined[self.kind]:
             raise KeyError(LOADER.missing(key, self.kind))
         raise KeyError(key)
 
     def __contains__(self, key):
-        return key in self._local() or (self.kind == "modules" and key in LOADER.native)
+        return key in self._local() or self._native(key) is not None
 
     def get(self, key, default=None):
         try:
@@ -218,6 +256,8 @@ class FunctionMap:
         names = set(self._local())
         if self.kind == "modules":
             names |= LOADER.native
+        elif self.kind == "states":
+            names |= LOADER.native_states
         return sorted(names)
 
     def __iter__(self):
@@ -241,6 +281,9 @@ class Loader:
     def __init__(self):
         self.dirs = None
         self.native = set()
+        self.native_states = set()
+        self.open_salt = False
+        self.asked_missing = set()
         self.modules = {k: {} for k in KINDS}
         self.functions = {k: {} for k in KINDS}
         self.declined = {k: {} for k in KINDS}
@@ -275,10 +318,12 @@ class Loader:
                 seen.setdefault(name, path)  # the first directory wins
         return seen
 
-    def load(self, dirs, native):
+    def load(self, dirs, native, native_states=(), open_salt=False):
         self.__init__()
         self.dirs = dirs
         self.native = set(native)
+        self.native_states = set(native_states)
+        self.open_salt = bool(open_salt)
         for kind in KINDS:
             for name, path in self._files(dirs.get(kind, [])).items():
                 self._load_one(kind, name, path)
@@ -301,6 +346,14 @@ class Loader:
             self.declined[kind][name] = "Failed to import {} {}, this is due most likely to a syntax error".format(kind, name)
             return
         self._inject(mod, kind)
+        if kind == "states":
+            # __running__ is asked of halite only for modules that read it
+            # (it is the whole run so far: costly to send every call).
+            try:
+                with open(path, encoding="utf-8", errors="replace") as fh:
+                    mod.__halite_reads_running__ = "__running__" in fh.read()
+            except OSError:
+                mod.__halite_reads_running__ = True
         virtualname = getattr(mod, "__virtualname__", name)
         virtual = getattr(mod, "__virtual__", None)
         if virtual is not None:
@@ -438,6 +491,9 @@ def call_state(msg):
         "use_in", "listen", "listen_in", "unless", "onlyif", "creates", "check_cmd",
         "reload_modules", "reload_grains", "reload_pillar", "retry", "parallel",
         "runas", "runas_password", "fire_event")}
+    mod = LOADER.modules["states"].get(fun.split(".")[0])
+    if mod is not None and getattr(mod, "__halite_reads_running__", False):
+        mod.__running__ = ask_halite({"op": "running"}) or {}
     if fun.endswith(".mod_watch"):
         kwargs["sfun"] = msg.get("sfun")
         kwargs["__reqs__"] = msg.get("reqs") or {}
@@ -475,10 +531,89 @@ class DuplicateState(Exception):
     pass
 
 
+class InvalidFunction(Exception):
+    pass
+
+
+# `from salt://x.sls import A, B as C` and `import salt://x.sls` lines of a
+# #!pyobjects file (Salt's pyobjects renderer handles them before exec).
+PYOBJECTS_FROM_RE = re.compile(r"^\s*from\s+(salt:\/\/.*)\s+import (.*)$")
+PYOBJECTS_IMPORT_RE = re.compile(r"^\s*import\s+(salt:\/\/.*)$")
+PYOBJECTS_AS_RE = re.compile(r"^(.*) as (.*)$")
+
+
+class PyobjectsModule:
+    """`import salt://x.sls`: the imported file's globals as `x.Name`."""
+
+    def __init__(self, name, attrs):
+        self.name = name
+        self.__dict__ = attrs
+
+    def __repr__(self):
+        return "<module '{}' (pyobjects)>".format(self.name)
+
+
+class MapMeta(type):
+    """Salt's pyobjects Map: at class creation the inner classes matching
+    the minion's grains (`__grain__`, default os_family; `__match__`,
+    default the class name; ordered by `priority`, else by declaration)
+    and the pillar at `merge` become the class's attributes."""
+
+    def __init__(cls, name, bases, namespace):
+        super().__init__(name, bases, namespace)
+        cls._apply_matches(namespace)
+
+    def _apply_matches(cls, namespace):
+        found = []
+        for item, value in list(namespace.items()):
+            if item.startswith("_") or not inspect.isclass(value):
+                continue
+            grain = getattr(value, "__grain__", "os_family")
+            match = getattr(value, "__match__", item)
+            attrs = {k: v for k, v in value.__dict__.items() if not k.startswith("_")}
+            found.append((grain, match, attrs))
+        priority = getattr(cls, "priority", None)
+        if priority is not None:
+            if not hasattr(priority, "__iter__"):
+                sys.stderr.write("pyobjects: priority must be an iterable\n")
+            else:
+                first = [f for grain in priority for f in found if f[0] == grain]
+                found = first + [f for f in found if f not in first]
+        merged = {}
+        if found:
+            values = Map.__salt__["grains.item"](*sorted({f[0] for f in found}))
+            for grain, match, attrs in found:
+                if grain in values and values[grain] == match:
+                    merged.update(attrs)
+        if hasattr(cls, "merge"):
+            pillar = Map.__salt__["pillar.get"](cls.merge)
+            if pillar:
+                merged.update(pillar)
+        for key, value in merged.items():
+            setattr(cls, key, value)
+
+
+class Map(metaclass=MapMeta):
+    __salt__ = None
+
+
+def state_functions(module):
+    """The functions of state module `module` (halite's and the custom
+    ones), for pyobjects' check of `Pkg.installed`; empty when unknown."""
+    prefix = module + "."
+    names = {f[len(prefix):] for f in LOADER.native_states if f.startswith(prefix)}
+    if module in LOADER.modules["states"]:
+        names = {f[len(prefix):] for f in LOADER.functions["states"] if f.startswith(prefix)}
+    return names
+
+
 def render_pyobjects(msg):
     """Runs a #!pyobjects file: State objects made by `Pkg.installed(...)`
     and friends register into high data, as Salt's Registry does."""
     states, extends, includes, stack = {}, {}, [], []
+    # Off while an imported file runs: its states are not registered, only
+    # its objects are taken (Salt's Registry.enabled).
+    enabled = [True]
 
     class Extend:
         def __init__(self, name):
@@ -492,10 +627,12 @@ def render_pyobjects(msg):
             return {self.module: self.id_}
 
         def __enter__(self):
-            stack.append(self)
+            if enabled[0]:
+                stack.append(self)
 
         def __exit__(self, *exc):
-            stack.pop()
+            if enabled[0]:
+                stack.pop()
 
     class State:
         def __init__(self, id_, module, func, **kwargs):
@@ -510,6 +647,9 @@ def render_pyobjects(msg):
             if isinstance(id_, Extend):
                 target, id_ = extends, id_.name
             self.id_ = id_
+            self.requisite = Requisite("require", module, id_)
+            if not enabled[0]:
+                return
             full = "{}.{}".format(module, func)
             if id_ in target and full in target[id_]:
                 raise DuplicateState("A state with id ''{}'', type ''{}'' exists".format(id_, full))
@@ -520,13 +660,14 @@ def render_pyobjects(msg):
                 if attr in kwargs:
                     kwargs[attr] = [r() if isinstance(r, Requisite) else r for r in kwargs[attr]]
             target[id_][full] = [{k: kwargs[k]} for k in sorted(kwargs)]
-            self.requisite = Requisite("require", module, id_)
 
         def __enter__(self):
-            stack.append(self.requisite)
+            if enabled[0]:
+                stack.append(self.requisite)
 
         def __exit__(self, *exc):
-            stack.pop()
+            if enabled[0]:
+                stack.pop()
 
     class StateFactory:
         def __init__(self, module, valid_funcs=None):
@@ -535,6 +676,11 @@ def render_pyobjects(msg):
         def __getattr__(self, func):
             if func.startswith("__"):
                 raise AttributeError(func)
+            known = state_functions(self.module)
+            if known and func not in known:
+                raise InvalidFunction(
+                    "The function '{}' does not exist in the StateFactory for '{}'".format(
+                        func, self.module))
 
             def make_state(id_, **kwargs):
                 return State(id_, self.module, func, **kwargs)
@@ -574,12 +720,19 @@ def render_pyobjects(msg):
         except KeyError:
             return None
 
+    def include(*names):
+        if enabled[0]:
+            includes.extend(names)
+
+    Map.__salt__ = SALT
     sls = msg.get("sls", "")
+    saltenv = msg.get("saltenv") or "base"
     g = Globals({
         "__builtins__": builtins,
         "StateFactory": StateFactory,
-        "include": lambda *names: includes.extend(names),
+        "include": include,
         "extend": Extend,
+        "Map": Map,
         "salt": SaltObject(),
         "pillar": dunder("pillar.get"),
         "grains": dunder("grains.get"),
@@ -591,7 +744,45 @@ def render_pyobjects(msg):
         "__opts__": OPTS,
         "__sls__": sls,
     })
-    exec(compile(msg.get("text", ""), msg.get("path") or "<pyobjects sls>", "exec"), g)
+    def process_template(text):
+        """The file without its salt:// import lines, and the globals those
+        imports fill (each imported file processed the same way and run
+        with the registry off)."""
+        kept, scope = [], Globals(g)
+        for line in text.splitlines():
+            line = line.rstrip("\r\n")
+            m = PYOBJECTS_IMPORT_RE.match(line) or PYOBJECTS_FROM_RE.match(line)
+            if m is None:
+                kept.append(line)
+                continue
+            url = m.group(1).strip()
+            names = m.group(2).split(",") if m.re is PYOBJECTS_FROM_RE else None
+            text_of = SALT["cp.get_file_str"](url, saltenv=saltenv)
+            if not isinstance(text_of, str):
+                raise ImportError("Could not find the file '{}'".format(url))
+            code, sub = process_template(text_of)
+            exec(compile(code, url, "exec"), sub)
+            if names is None:
+                name = os.path.splitext(os.path.basename(url))[0]
+                scope[name] = PyobjectsModule(name, sub)
+                continue
+            for name in names:
+                name = alias = name.strip()
+                am = PYOBJECTS_AS_RE.match(name)
+                if am is not None:
+                    name, alias = am.group(1).strip(), am.group(2).strip()
+                if name not in sub:
+                    raise ImportError("'{}' was not found in '{}'".format(name, url))
+                scope[alias] = sub[name]
+        return "\n".join(kept), scope
+
+    enabled[0] = False
+    try:
+        code, scope = process_template(msg.get("text", ""))
+    finally:
+        enabled[0] = True
+    g.update(scope)
+    exec(compile(code, msg.get("path") or "<pyobjects sls>", "exec"), g)
     data = dict(states)
     if includes:
         data["include"] = includes
@@ -631,7 +822,8 @@ def serve(msg):
     try:
         if op == "load":
             set_dunders(msg.get("dunders") or {})
-            LOADER.load(msg.get("dirs") or {}, msg.get("native") or [])
+            LOADER.load(msg.get("dirs") or {}, msg.get("native") or [],
+                        msg.get("native_states") or [], msg.get("open_salt"))
             write_frame({"op": "return", "ret": LOADER.inventory()})
             return
         set_dunders(msg.get("dunders") or {}, msg.get("kwargs") if op == "call" and msg.get("kind") == "state" else None)

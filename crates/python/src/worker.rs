@@ -148,7 +148,8 @@ impl Worker {
         }
     }
 
-    /// Sends `request` and serves the worker's `salt_call`s through
+    /// Sends `request` and serves the worker's `salt_call`s (and its
+    /// `salt_has`, `state_call` and `running` questions) through
     /// `callback` until it returns or raises.
     pub fn request(
         &mut self,
@@ -202,6 +203,27 @@ impl Worker {
                         Ok(ret) => json!({"op": "salt_return", "ret": ret}),
                         Err(message) => json!({"op": "salt_error", "message": message}),
                     };
+                    self.send(&answer)?;
+                }
+                "salt_has" => {
+                    let fun = msg.get("fun").and_then(Value::as_str).unwrap_or("");
+                    let answer = json!({"op": "salt_return", "ret": callback.has(fun)});
+                    self.send(&answer)?;
+                }
+                "state_call" => {
+                    let fun = msg.get("fun").and_then(Value::as_str).unwrap_or("");
+                    let kwargs = match msg.get("kwargs") {
+                        Some(Value::Object(m)) => m.clone(),
+                        _ => Map::new(),
+                    };
+                    let answer = match callback.state_call(fun, &kwargs) {
+                        Ok(ret) => json!({"op": "salt_return", "ret": ret}),
+                        Err(message) => json!({"op": "salt_error", "message": message}),
+                    };
+                    self.send(&answer)?;
+                }
+                "running" => {
+                    let answer = json!({"op": "salt_return", "ret": callback.running()});
                     self.send(&answer)?;
                 }
                 other => {

@@ -12,7 +12,13 @@
 //! per-minion Jinja in it) is parsed once.
 //!
 //! A text is stored only the second time it is seen, so per-minion texts
-//! (an SLS that embeds `grains['id']`) cost a hash each and fill nothing.
+//! cost a hash each and fill nothing.
+//!
+//! Texts that differ only by the minion's id (an SLS that builds paths
+//! from `grains['id']`, the fleet benchmark's shape) share one parse
+//! through [`RenderCache::load_varying`]: see [`crate::cache::id_form`]
+//! for why that parse, with the id put back into its strings, is exactly
+//! the parse of each minion's own text, and when it is refused.
 //! Memory is bounded: past [`MAX_ENTRIES`] entries or [`MAX_BYTES`] of
 //! stored text the cache starts over.
 
@@ -23,6 +29,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::Value;
+
+pub mod id_form;
 
 /// Most parsed documents kept at once.
 pub const MAX_ENTRIES: usize = 1024;
@@ -50,18 +58,43 @@ pub struct CacheStats {
     pub hits: u64,
     /// Loads that parsed.
     pub misses: u64,
+    /// Loads answered from another minion's parse through the id form.
+    pub id_form: u64,
 }
 
+/// A stored parse. `data` is `None` for an id form that cannot be
+/// substituted into ([`id_form::parse`] refused it), so later minions go
+/// straight to their own parse instead of trying again.
 struct Entry {
     text: Arc<str>,
-    data: Arc<Value>,
+    data: Option<Arc<Value>>,
 }
+
+/// What an entry's text is: a minion's rendered text itself, or its id
+/// form (the id replaced by [`id_form::PLACEHOLDER`]).
+#[derive(Clone, Copy, PartialEq, Eq, Hash, Debug)]
+enum Form {
+    Exact,
+    IdForm,
+}
+
+type Key = (Loader, Form, u64);
 
 #[derive(Default)]
 struct Inner {
-    entries: HashMap<(Loader, u64), Entry>,
-    seen: HashSet<(Loader, u64)>,
+    entries: HashMap<Key, Entry>,
+    seen: HashSet<Key>,
     bytes: usize,
+}
+
+/// What a lookup found.
+enum Lookup {
+    /// A stored parse (or a stored refusal).
+    Stored(Option<Arc<Value>>),
+    /// Nothing stored; this is the first time the text is seen.
+    First,
+    /// Nothing stored; seen before, so the next parse is stored.
+    Again,
 }
 
 /// Parsed documents by their text (see the module's documentation).
@@ -70,6 +103,7 @@ pub struct RenderCache {
     enabled: AtomicBool,
     hits: AtomicU64,
     misses: AtomicU64,
+    id_form: AtomicU64,
 }
 
 impl Default for RenderCache {
@@ -79,6 +113,7 @@ impl Default for RenderCache {
             enabled: AtomicBool::new(true),
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            id_form: AtomicU64::new(0),
         }
     }
 }
@@ -99,11 +134,17 @@ impl RenderCache {
         }
     }
 
+    /// Whether the cache is on; the compiled Jinja templates follow it.
+    pub fn is_enabled(&self) -> bool {
+        self.enabled.load(Ordering::Relaxed)
+    }
+
     /// Hits and misses since the process started.
     pub fn stats(&self) -> CacheStats {
         CacheStats {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
+            id_form: self.id_form.load(Ordering::Relaxed),
         }
     }
 
@@ -117,33 +158,90 @@ impl RenderCache {
         &self,
         loader: Loader,
         text: &str,
-        parse: impl FnOnce(&str) -> Result<Value, E>,
+        parse: impl Fn(&str) -> Result<Value, E>,
     ) -> Result<Value, E> {
         if !self.enabled.load(Ordering::Relaxed) {
             return parse(text);
         }
-        let key = (loader, hash_of(text));
-        {
-            let inner = self.lock();
-            if let Some(entry) = inner.entries.get(&key) {
-                if &*entry.text == text {
-                    let data = entry.data.clone();
-                    drop(inner);
-                    self.hits.fetch_add(1, Ordering::Relaxed);
-                    return Ok((*data).clone());
-                }
+        let key = (loader, Form::Exact, hash_of(text));
+        match self.lookup(key, text) {
+            Lookup::Stored(Some(data)) => {
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                return Ok((*data).clone());
             }
+            Lookup::Stored(None) | Lookup::First => {
+                self.misses.fetch_add(1, Ordering::Relaxed);
+                return parse(text);
+            }
+            Lookup::Again => {}
         }
         self.misses.fetch_add(1, Ordering::Relaxed);
         let data = parse(text)?;
-        let mut inner = self.lock();
-        if !inner.seen.contains(&key) {
-            if inner.seen.len() >= MAX_SEEN {
-                inner.seen.clear();
+        self.store(key, text, Some(Arc::new(data.clone())));
+        Ok(data)
+    }
+
+    /// [`RenderCache::load`] for a text rendered for the minion `id`:
+    /// when the text holds the id, its id form is looked up instead, so
+    /// minions whose texts differ only by their ids share one parse
+    /// (YAML only; see [`id_form`] for the rules that keep it exact).
+    /// Falls back to [`RenderCache::load`] whenever the id form cannot
+    /// serve this minion.
+    pub fn load_varying<E>(
+        &self,
+        loader: Loader,
+        text: &str,
+        id: Option<&str>,
+        parse: impl Fn(&str) -> Result<Value, E>,
+    ) -> Result<Value, E> {
+        let usable = self.enabled.load(Ordering::Relaxed) && loader == Loader::Yaml;
+        let Some(id) = id.filter(|id| usable && id_form::applies(text, id)) else {
+            return self.load(loader, text, parse);
+        };
+        let form = id_form::of(text, id);
+        let key = (loader, Form::IdForm, hash_of(&form));
+        let shared = match self.lookup(key, &form) {
+            Lookup::Stored(shared) => shared,
+            Lookup::First => None,
+            Lookup::Again => {
+                // Its parse errors are not the minion's (the minion's own
+                // text gives those below): a form that fails is refused.
+                let shared = id_form::parse(&form, &parse).map(Arc::new);
+                self.store(key, &form, shared.clone());
+                shared
             }
-            inner.seen.insert(key);
-            return Ok(data);
+        };
+        match shared.and_then(|data| id_form::substitute(&data, id)) {
+            Some(data) => {
+                self.id_form.fetch_add(1, Ordering::Relaxed);
+                Ok(data)
+            }
+            None => self.load(loader, text, parse),
         }
+    }
+
+    /// The entry of `key` if its text is `text`, or whether the text was
+    /// seen before (marking it seen).
+    fn lookup(&self, key: Key, text: &str) -> Lookup {
+        let mut inner = self.lock();
+        if let Some(entry) = inner.entries.get(&key) {
+            if &*entry.text == text {
+                return Lookup::Stored(entry.data.clone());
+            }
+        }
+        if inner.seen.contains(&key) {
+            return Lookup::Again;
+        }
+        if inner.seen.len() >= MAX_SEEN {
+            inner.seen.clear();
+        }
+        inner.seen.insert(key);
+        Lookup::First
+    }
+
+    /// Stores `data` for `text` under `key`, starting over when full.
+    fn store(&self, key: Key, text: &str, data: Option<Arc<Value>>) {
+        let mut inner = self.lock();
         if inner.entries.len() >= MAX_ENTRIES || inner.bytes + text.len() > MAX_BYTES {
             inner.entries.clear();
             inner.bytes = 0;
@@ -153,13 +251,12 @@ impl RenderCache {
             key,
             Entry {
                 text: Arc::from(text),
-                data: Arc::new(data.clone()),
+                data,
             },
         );
         if let Some(old) = old {
             inner.bytes = inner.bytes.saturating_sub(old.text.len());
         }
-        Ok(data)
     }
 }
 
@@ -184,7 +281,14 @@ mod tests {
         for _ in 0..3 {
             assert_eq!(yaml(&cache, "a: 1\n"), json!({"a": 1}));
         }
-        assert_eq!(cache.stats(), CacheStats { hits: 1, misses: 2 });
+        assert_eq!(
+            cache.stats(),
+            CacheStats {
+                hits: 1,
+                misses: 2,
+                id_form: 0
+            }
+        );
     }
 
     #[test]

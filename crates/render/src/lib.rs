@@ -10,6 +10,7 @@ use std::sync::Arc;
 
 pub mod cache;
 mod jinja;
+pub mod memo;
 /// Python's `str()`/`repr()`/`json.dumps` of values, from the leaf crate of
 /// Salt's rules (the renderer's filters and YAML dumper print with them).
 pub use halite_salt_rules::pyfmt;
@@ -51,6 +52,16 @@ pub trait SaltFunctions: Send + Sync {
     /// on the minion) does. `None`: the template's `opts`.
     fn opts(&self) -> Option<Value> {
         None
+    }
+
+    /// Whether calling `fun` again gives its result for the same minion
+    /// without any effect (a lookup answered where the render runs), so a
+    /// render that called it can be reused for a context where the call
+    /// gives the same result ([`memo`]). Anything that runs on the
+    /// minion, writes or logs is not. Default: none is.
+    fn replayable(&self, fun: &str) -> bool {
+        let _ = fun;
+        false
     }
 
     /// Runs a renderer this crate does not implement (`py`, a custom
@@ -117,7 +128,19 @@ pub enum RenderError {
 /// `#!yaml`, `#!jinja|json`, `#!json`, `#!yaml|jinja`-style pipelines of
 /// those), returns the loaded data. An SLS that renders to nothing (only
 /// comments or whitespace) gives an empty map, as Salt's YAML renderer does.
+///
+/// A render is reused for every context whose inputs it read are equal
+/// ([`memo::RenderMemo`]).
 pub fn render_sls(text: &str, ctx: &RenderContext) -> Result<Value, RenderError> {
+    memo::RenderMemo::global().render(text, ctx, |log| render_sls_now(text, ctx, log))
+}
+
+/// [`render_sls`] without reuse, recording its reads in `log`.
+fn render_sls_now(
+    text: &str,
+    ctx: &RenderContext,
+    log: Option<Arc<memo::ReadLog>>,
+) -> Result<Value, RenderError> {
     let (pipeline, body) = shebang::split(text)?;
     let mut current = Stage::Text(body.to_string());
     for renderer in pipeline {
@@ -127,13 +150,18 @@ pub fn render_sls(text: &str, ctx: &RenderContext) -> Result<Value, RenderError>
             (shebang::Renderer::Jinja, Stage::Text(source)) if !has_jinja_tags(&source) => {
                 Stage::Text(source)
             }
-            (shebang::Renderer::Jinja, Stage::Text(source)) => Stage::Text(jinja::render(&source, ctx)?),
-            (shebang::Renderer::Yaml, Stage::Text(source)) => Stage::Data(load_yaml(&source)?),
+            (shebang::Renderer::Jinja, Stage::Text(source)) => {
+                Stage::Text(jinja::render(&source, ctx, log.clone())?)
+            }
+            (shebang::Renderer::Yaml, Stage::Text(source)) => Stage::Data(load_yaml(&source, ctx)?),
             (shebang::Renderer::Json, Stage::Text(source)) => Stage::Data(load_json(&source)?),
             (shebang::Renderer::Yamlex, Stage::Text(source)) => {
                 Stage::Data(yaml::yamlex::render(&source)?)
             }
             (shebang::Renderer::External(name), stage) => {
+                if let Some(log) = &log {
+                    log.volatile();
+                }
                 let input = match stage {
                     Stage::Text(source) => Value::String(source),
                     Stage::Data(data) => data,
@@ -162,7 +190,7 @@ pub fn render_sls(text: &str, ctx: &RenderContext) -> Result<Value, RenderError>
         Stage::Data(data) => data,
         // A pipeline of text renderers only (`#!jinja`): Salt would hand the
         // text to the state compiler, which needs data, so load it as YAML.
-        Stage::Text(source) => match load_yaml(&source)? {
+        Stage::Text(source) => match load_yaml(&source, ctx)? {
             Value::Null => Value::Object(Map::new()),
             data => data,
         },
@@ -183,9 +211,23 @@ enum Stage {
     Data(Value),
 }
 
-/// Salt's YAML load of a rendered SLS, through the [`cache::RenderCache`].
-fn load_yaml(source: &str) -> Result<Value, yaml::YamlError> {
-    cache::RenderCache::global().load(cache::Loader::Yaml, source, yaml::load)
+/// Salt's YAML load of a rendered SLS, through the [`cache::RenderCache`]
+/// (texts that differ only by the minion's id share one parse).
+fn load_yaml(source: &str, ctx: &RenderContext) -> Result<Value, yaml::YamlError> {
+    cache::RenderCache::global().load_varying(
+        cache::Loader::Yaml,
+        source,
+        minion_id(ctx),
+        yaml::load,
+    )
+}
+
+/// The id of the minion a render is for (`opts['id']`, else `grains['id']`).
+fn minion_id(ctx: &RenderContext) -> Option<&str> {
+    ctx.opts
+        .get("id")
+        .and_then(Value::as_str)
+        .or_else(|| ctx.grains.get("id").and_then(Value::as_str))
 }
 
 fn load_json(source: &str) -> Result<Value, RenderError> {
@@ -200,7 +242,7 @@ fn load_json(source: &str) -> Result<Value, RenderError> {
 /// Renders a text template (`engine` is `jinja`) with the context.
 pub fn render_text(text: &str, engine: &str, ctx: &RenderContext) -> Result<String, RenderError> {
     match engine {
-        "jinja" => jinja::render(text, ctx),
+        "jinja" => jinja::render(text, ctx, None),
         other => Err(RenderError::Other(format!(
             "The template engine '{other}' is not supported; halite renders 'jinja' templates only"
         ))),

@@ -1,5 +1,5 @@
 //! Interop with Salt's own `spm` (3008.x, installed from PyPI outside the
-//! repo at /root/.venvs/salt): packages and repositories made by one are
+//! repo, found by `halite-salt-oracle`): packages and repositories made by one are
 //! installed by the other. Skips, saying why, when Salt's spm is absent.
 #![allow(
     clippy::unwrap_used,
@@ -14,8 +14,6 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use common::{formula_dir, no_states, simple_formula, Sandbox};
-
-const SALT_SPM: &str = "/root/.venvs/salt/bin/spm";
 
 /// A config dir for Salt's spm with every path under `root/salt`.
 fn salt_config(root: &Path) -> PathBuf {
@@ -39,7 +37,10 @@ fn salt_config(root: &Path) -> PathBuf {
 
 /// Runs Salt's spm; its exit status is 0 even on errors, so stderr is checked.
 fn salt_spm(config_dir: &Path, args: &[&str]) -> String {
-    let output = Command::new(SALT_SPM)
+    let spm = halite_salt_oracle::Salt::find()
+        .expect("salt_available() was checked")
+        .tool("spm");
+    let output = Command::new(spm)
         .arg("-c")
         .arg(config_dir)
         .args(args)
@@ -53,13 +54,10 @@ fn salt_spm(config_dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// Whether Salt (and its spm) is installed, through the one helper every
+/// comparison with Salt uses; prints why not.
 fn salt_available() -> bool {
-    if Path::new(SALT_SPM).is_file() {
-        true
-    } else {
-        println!("skipping: Salt's spm is not installed at {SALT_SPM}");
-        false
-    }
+    halite_salt_oracle::Salt::for_test("salt_interop (Salt's spm)").is_some()
 }
 
 /// The apache formula of Salt's SPM docs, plus files Salt packs but does not install.

@@ -448,6 +448,20 @@ pub trait StateEnv: Send + Sync {
     fn accumulators(&self) -> Option<&crate::accumulators::Accumulators> {
         None
     }
+    /// Salt's `__running__`: the returns of the states of this run that
+    /// finished so far, by tag, as an object. `None` outside a state run.
+    fn running(&self) -> Option<Value> {
+        None
+    }
+    /// Salt's `__states__['mod.fun'](**kwargs)`: runs the state function
+    /// `fun` with `kwargs` (its `name` and arguments) outside the run's
+    /// graph, in test mode when `test`, and returns its dict (`name`,
+    /// `changes`, `result`, `comment`). `None` when this environment has no
+    /// state modules to call (outside a state run) or no such function.
+    fn call_state(&self, fun: &str, kwargs: &Map, test: bool) -> Option<Value> {
+        let _ = (fun, kwargs, test);
+        None
+    }
     /// This environment with its grains detected again (`grains`) and/or
     /// its pillar compiled again (`pillar`), for the states after one with
     /// `reload_grains` / `reload_pillar` (Salt's `check_refresh`).

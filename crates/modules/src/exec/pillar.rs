@@ -129,7 +129,10 @@ fn raw(args: &Args, host: &Host) -> Result<Value, ExecError> {
 /// `pillar.get` and `pillar.fetch`: one key, with a default; masked
 /// unless `unmask=True` (the default too, as Salt masks what it returns).
 fn get(args: &Args, host: &Host) -> Result<Value, ExecError> {
-    Ok(shown(get_with_default(&host.pillar, args), unmask(args, false)))
+    Ok(shown(
+        get_with_default(&host.pillar, args),
+        unmask(args, false),
+    ))
 }
 
 /// `pillar.item <keys...>`: the keys given, `""` for missing ones;

@@ -3,6 +3,7 @@
 //! context variables, Python-like mutable data, and Salt-shaped errors.
 
 mod args;
+mod compiled;
 pub(crate) mod config;
 pub(crate) use config::call_on_data as config_call;
 mod context;
@@ -18,28 +19,32 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use minijinja::value::{Rest, ValueKind, ValueOrKwargs};
-use minijinja::{
-    AutoEscape, Environment, Error, ErrorKind, State, UndefinedBehavior, Value as MjValue,
-};
+use minijinja::{Environment, Error, ErrorKind, State, Value as MjValue};
 
+use crate::memo::{Read, ReadLog, Root};
 use crate::{RenderContext, RenderError};
-use objects::{make_mutable, python_str, to_template, PyDict};
+use objects::{python_str, to_template, to_watched, PyDict};
 use salt::{SaltData, SaltObject};
 
 /// The name under which a template without a path is compiled.
 const ANONYMOUS_TEMPLATE: &str = "<template>";
 
-/// Renders `text` as a Jinja template with Salt's environment and `ctx`.
-pub fn render(text: &str, ctx: &RenderContext) -> Result<String, RenderError> {
+/// Renders `text` as a Jinja template with Salt's environment and `ctx`,
+/// recording what it reads in `log` when one is given.
+pub fn render(
+    text: &str,
+    ctx: &RenderContext,
+    log: Option<Arc<ReadLog>>,
+) -> Result<String, RenderError> {
     let originals: Arc<Mutex<HashMap<String, String>>> = Arc::new(Mutex::new(HashMap::new()));
     let salt_data = Arc::new(SaltData {
-        grains: to_template(&ctx.grains),
-        pillar: to_template(&ctx.pillar),
-        opts: to_template(&ctx.opts),
+        grains: to_watched(&ctx.grains, Root::Grains, log.as_ref()),
+        pillar: to_watched(&ctx.pillar, Root::Pillar, log.as_ref()),
+        opts: to_watched(&ctx.opts, Root::Opts, log.as_ref()),
         functions: ctx.salt.clone(),
         last_failure: Mutex::new(None),
+        log,
     });
-    let env = build_environment(ctx, salt_data.clone(), originals.clone());
     let name = if ctx.source_path.is_empty() {
         ANONYMOUS_TEMPLATE.to_string()
     } else {
@@ -48,10 +53,12 @@ pub fn render(text: &str, ctx: &RenderContext) -> Result<String, RenderError> {
     if let Ok(mut map) = originals.lock() {
         map.insert(name.clone(), text.to_string());
     }
-    let prepared = prepass::prepare(text);
-    let result = env
-        .template_from_named_str(&name, &prepared)
-        .and_then(|template| template.render(MjValue::from(())))
+    let result = compiled::CompiledTemplates::global()
+        .environment(&name, text)
+        .and_then(|mut env| {
+            add_render_globals(&mut env, ctx, salt_data.clone(), originals.clone());
+            env.get_template(&name)?.render(MjValue::from(()))
+        })
         .map(|output| restore_final_newline(text, output));
     result.map_err(|error| {
         let failure = salt_data
@@ -69,26 +76,32 @@ pub fn render(text: &str, ctx: &RenderContext) -> Result<String, RenderError> {
     })
 }
 
-fn build_environment(
+/// What a render adds to the shared environment of its template
+/// ([`compiled`]): the loader over its file roots (remembering each text
+/// loaded, for error messages) and the render context as globals.
+fn add_render_globals(
+    env: &mut Environment<'static>,
     ctx: &RenderContext,
     salt_data: Arc<SaltData>,
     originals: Arc<Mutex<HashMap<String, String>>>,
-) -> Environment<'static> {
-    let mut env = Environment::new();
-    env.set_debug(true);
-    env.set_undefined_behavior(UndefinedBehavior::Strict);
-    env.set_auto_escape_callback(|_| AutoEscape::None);
-    let syntax = minijinja::syntax::SyntaxConfig::builder()
-        .keep_trailing_newline(false)
-        .build();
-    if let Ok(syntax) = syntax {
-        env.set_syntax(syntax);
-    }
+) {
     let files = ctx.files.clone();
     let saltenv = ctx.saltenv.clone();
+    let log = salt_data.log.clone();
     env.set_loader(move |name| {
         let clean = name.trim_start_matches('/');
-        match files.get(clean, &saltenv) {
+        let found = files.get(clean, &saltenv);
+        if let Some(log) = &log {
+            match &found {
+                Ok(text) => log.note(Read::File {
+                    name: clean.to_string(),
+                    saltenv: saltenv.clone(),
+                    text: text.clone(),
+                }),
+                Err(_) => log.volatile(),
+            }
+        }
+        match found {
             Ok(Some(text)) => {
                 if let Ok(mut map) = originals.lock() {
                     map.insert(name.to_string(), text.clone());
@@ -99,11 +112,6 @@ fn build_environment(
             Err(message) => Err(Error::new(ErrorKind::InvalidOperation, message)),
         }
     });
-    env.set_path_join_callback(|name, parent| join_template_path(name, parent).into());
-    env.set_formatter(format_value);
-    env.set_unknown_method_callback(methods::unknown_method);
-    filters::register(&mut env);
-
     // Globals: Salt makes the whole render context global, so templates
     // imported without context and YAML read by import_yaml see it too.
     env.add_global("grains", salt_data.grains.clone());
@@ -120,50 +128,6 @@ fn build_environment(
     for (key, value) in &ctx.extra {
         env.add_global(key.clone(), to_template(value));
     }
-    env.add_function(prepass::DICT_FUNCTION, |v: MjValue| make_mutable(v));
-    env.add_function(prepass::LIST_FUNCTION, |v: MjValue| make_mutable(v));
-    env.add_filter(prepass::PERCENT_FILTER, percent_format);
-    env.add_filter(
-        prepass::REPEAT_FILTER,
-        |text: String, times: MjValue| -> Result<String, Error> {
-            let count = match times.kind() {
-                ValueKind::Bool => usize::from(times.is_true()),
-                _ => times
-                    .as_i64()
-                    .map_or(Err(()), |n| Ok(n.max(0) as usize))
-                    .map_err(|_| {
-                        Error::new(
-                            ErrorKind::InvalidOperation,
-                            "can't multiply sequence by non-int",
-                        )
-                    })?,
-            };
-            // A render is text for a config file; refuse what would exhaust memory.
-            const LIMIT: usize = 64 * 1024 * 1024;
-            if text.len().saturating_mul(count) > LIMIT {
-                return Err(Error::new(
-                    ErrorKind::InvalidOperation,
-                    "string repetition result is too large (over 64 MiB)",
-                ));
-            }
-            Ok(text.repeat(count))
-        },
-    );
-    env.add_function("dict", dict_function);
-    // Jinja2's cycler(*items) and joiner(sep=', ').
-    env.add_function("cycler", |items: Rest<MjValue>| {
-        minijinja_contrib::globals::cycler(items.to_vec())
-    });
-    env.add_function("joiner", |sep: Option<MjValue>| {
-        minijinja_contrib::globals::joiner(sep)
-    });
-    env.add_function("odict", dict_function);
-    env.add_function(prepass::IMPORT_FUNCTION, import_function);
-    env.add_function(prepass::PARSE_FUNCTION, parse_function);
-    env.add_function("raise", |message: String| -> Result<MjValue, Error> {
-        Err(Error::new(ErrorKind::InvalidOperation, message))
-    });
-    env
 }
 
 /// Salt renders with Jinja2's default `keep_trailing_newline=False` (so a

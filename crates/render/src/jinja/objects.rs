@@ -14,12 +14,23 @@ use indexmap::IndexMap;
 use minijinja::value::{Enumerator, Kwargs, Object, ObjectRepr, ValueKind};
 use minijinja::{Error, ErrorKind, State, Value as MjValue};
 
+use crate::memo::{Read, ReadLog, Root};
 use crate::{Map, Value};
 
 /// A Python `dict`: insertion-ordered, mutable, shared by reference.
 #[derive(Default)]
 pub struct PyDict {
     entries: Mutex<IndexMap<MjValue, MjValue>>,
+    /// Set on the render's own `grains`, `pillar` and `opts`: every read of
+    /// them is recorded (a key, or the whole dict), so the render can be
+    /// reused for contexts that give the same values ([`crate::memo`]).
+    watch: Option<Watch>,
+}
+
+/// Where a watched dict records its reads.
+struct Watch {
+    log: Arc<ReadLog>,
+    root: Root,
 }
 
 /// A Python `list`: mutable, shared by reference.
@@ -51,11 +62,30 @@ impl PyDict {
     pub fn new_value(entries: IndexMap<MjValue, MjValue>) -> MjValue {
         MjValue::from_object(PyDict {
             entries: Mutex::new(entries),
+            watch: None,
         })
+    }
+
+    /// Records a read of `key` (a string key; any other reads the whole).
+    fn note_key(&self, key: &MjValue) {
+        if let Some(watch) = &self.watch {
+            match key.as_str() {
+                Some(key) => watch.log.note(Read::Key(watch.root, key.to_string())),
+                None => watch.log.note(Read::All(watch.root)),
+            }
+        }
+    }
+
+    /// Records a read of every entry.
+    fn note_all(&self) {
+        if let Some(watch) = &self.watch {
+            watch.log.note(Read::All(watch.root));
+        }
     }
 
     /// A snapshot of the entries.
     pub fn snapshot(&self) -> Vec<(MjValue, MjValue)> {
+        self.note_all();
         lock(&self.entries)
             .iter()
             .map(|(k, v)| (k.clone(), v.clone()))
@@ -69,6 +99,7 @@ impl PyDict {
 
     /// The value under `key`.
     pub fn get(&self, key: &MjValue) -> Option<MjValue> {
+        self.note_key(key);
         lock(&self.entries).get(key).cloned()
     }
 
@@ -170,10 +201,12 @@ impl Object for PyDict {
     }
 
     fn enumerate(self: &Arc<Self>) -> Enumerator {
+        self.note_all();
         Enumerator::Values(lock(&self.entries).keys().cloned().collect())
     }
 
     fn enumerator_len(self: &Arc<Self>) -> Option<usize> {
+        self.note_all();
         Some(lock(&self.entries).len())
     }
 
@@ -184,6 +217,16 @@ impl Object for PyDict {
         args: &[MjValue],
     ) -> Result<MjValue, Error> {
         let (positional, kwargs) = split_kwargs(args);
+        match method {
+            // Reads of every entry (the key-wise ones record in `get`).
+            "keys" | "values" | "items" | "popitem" | "copy" => self.note_all(),
+            "setdefault" | "pop" | "has_key" | "__contains__" => {
+                if let Some(key) = positional.first() {
+                    self.note_key(key);
+                }
+            }
+            _ => {}
+        }
         match method {
             "get" => {
                 let key = positional
@@ -442,6 +485,28 @@ pub fn to_template(value: &Value) -> MjValue {
                 .collect(),
         ),
     }
+}
+
+/// [`to_template`] for the render's own `grains`, `pillar` or `opts`:
+/// with a `log`, the top-level dict records every read of it.
+pub fn to_watched(value: &Value, root: Root, log: Option<&Arc<ReadLog>>) -> MjValue {
+    let (Some(log), Value::Object(map)) = (log, value) else {
+        if let Some(log) = log {
+            log.note(Read::All(root));
+        }
+        return to_template(value);
+    };
+    MjValue::from_object(PyDict {
+        entries: Mutex::new(
+            map.iter()
+                .map(|(k, v)| (MjValue::from(k.as_str()), to_template(v)))
+                .collect(),
+        ),
+        watch: Some(Watch {
+            log: log.clone(),
+            root,
+        }),
+    })
 }
 
 /// Makes a template value mutable (a native map/list from a literal or a

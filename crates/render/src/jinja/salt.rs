@@ -13,6 +13,7 @@ use minijinja::{Error, ErrorKind, State, Value as MjValue};
 use super::args::CallArgs;
 use super::data::{deepcopy, fnmatch, is_list, is_mapping, lookup_key, traverse, update};
 use super::objects::{from_template, pairs_of, python_str, to_template, PyDict, PyList};
+use crate::memo::{Read, ReadLog};
 use crate::SaltFunctions;
 
 /// The data pure functions read: the same objects the template sees as
@@ -25,6 +26,8 @@ pub struct SaltData {
     /// The message of the last forwarded call that failed, so the render
     /// error can say "Problem running salt function" as Salt does.
     pub last_failure: Mutex<Option<String>>,
+    /// Where the render records the functions it asks for and calls.
+    pub log: Option<Arc<ReadLog>>,
 }
 
 /// Functions answered inside this crate.
@@ -60,15 +63,24 @@ const PURE_FUNCTIONS: &[&str] = &[
 impl SaltData {
     /// Whether `fun` exists (answered here or by the host).
     pub fn has(&self, fun: &str) -> bool {
-        PURE_FUNCTIONS.contains(&fun) || self.functions.has(fun)
+        if PURE_FUNCTIONS.contains(&fun) {
+            return true;
+        }
+        let has = self.functions.has(fun);
+        if let Some(log) = &self.log {
+            log.note(Read::Has(fun.to_string(), has));
+        }
+        has
     }
 
     /// The options `config.get`/`config.option` read: the functions'
     /// own (the minion's, on a master) or the template's `opts`.
     fn config_opts(&self) -> MjValue {
-        self.functions
-            .opts()
-            .map(|o| to_template(&o))
+        let own = self.functions.opts();
+        if let Some(log) = &self.log {
+            log.note(Read::MinionOpts(own.clone()));
+        }
+        own.map(|o| to_template(&o))
             .unwrap_or_else(|| self.opts.clone())
     }
 
@@ -84,7 +96,19 @@ impl SaltData {
             .iter()
             .map(|(k, v)| (k.clone(), from_template(v)))
             .collect();
-        match self.functions.call(fun, &positional, &keywords) {
+        let result = self.functions.call(fun, &positional, &keywords);
+        if let Some(log) = &self.log {
+            match &result {
+                Ok(value) if self.functions.replayable(fun) => log.note(Read::Call {
+                    fun: fun.to_string(),
+                    args: positional,
+                    kwargs: keywords,
+                    result: value.clone(),
+                }),
+                _ => log.volatile(),
+            }
+        }
+        match result {
             Ok(result) => Ok(to_template(&result)),
             Err(message) => {
                 if let Ok(mut slot) = self.last_failure.lock() {
@@ -206,6 +230,10 @@ impl SaltData {
             }
             "file.normpath" => Ok(MjValue::from(normpath(&call.text(0, "path", "")))),
             _ if fun.starts_with("log.") => {
+                // A log line is an effect: a reused render would not write it.
+                if let Some(log) = &self.log {
+                    log.volatile();
+                }
                 let message = call
                     .positional()
                     .iter()

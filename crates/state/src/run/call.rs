@@ -246,6 +246,8 @@ impl<'a> Executor<'a> {
             inner: self.env(),
             lowstate: &self.graph.chunks,
             accumulators: &self.accumulators,
+            modules: self.modules,
+            running: Some(&self.running),
         };
         call_module(self.modules, &env, low, test, sfun, reqs)
     }

@@ -85,6 +85,11 @@ pub(super) struct RunEnv<'a> {
     pub(super) inner: &'a dyn StateEnv,
     pub(super) lowstate: &'a [LowChunk],
     pub(super) accumulators: &'a crate::accumulators::Accumulators,
+    /// The state modules, for `__states__` of a custom state.
+    pub(super) modules: &'a StateModules,
+    /// The returns so far (Salt's `__running__`); `None` for a
+    /// `parallel: True` state, which runs beside the rest.
+    pub(super) running: Option<&'a super::Running>,
 }
 
 impl StateEnv for RunEnv<'_> {
@@ -126,5 +131,40 @@ impl StateEnv for RunEnv<'_> {
     }
     fn has_function(&self, fun: &str) -> bool {
         self.inner.has_function(fun)
+    }
+    fn running(&self) -> Option<Value> {
+        let running = self.running?;
+        Some(Value::Object(
+            running
+                .iter()
+                .map(|(tag, ret)| (tag.clone(), ret.to_value()))
+                .collect(),
+        ))
+    }
+    fn call_state(&self, fun: &str, kwargs: &Map, test: bool) -> Option<Value> {
+        let (state, f) = fun.split_once('.')?;
+        if !self.modules.has(state, f) {
+            return None;
+        }
+        let mut low = LowChunk::with_capacity(kwargs.len() + 2);
+        low.insert("state", Value::from(state));
+        low.insert("fun", Value::from(f));
+        for (k, v) in kwargs {
+            low.insert(k.clone(), v.clone());
+        }
+        // Salt's __states__ calls the function itself: its return dict,
+        // without the run's bookkeeping keys.
+        let ret = call_module(self.modules, self, &low, test, None, None);
+        Some(Value::Object(
+            ["name", "changes", "result", "comment"]
+                .iter()
+                .filter_map(|k| ret.get(k).map(|v| (k.to_string(), v.clone())))
+                .chain(
+                    ret.iter()
+                        .filter(|(k, _)| !matches!(*k, "name" | "changes" | "result" | "comment"))
+                        .map(|(k, v)| (k.to_string(), v.clone())),
+                )
+                .collect(),
+        ))
     }
 }
