@@ -441,11 +441,82 @@ struct Timed {
     /// Peak RSS of the CLI process itself (kB, polled `VmHWM`).
     cli_kb: u64,
     check: Check,
+    /// CPU seconds (user + system) the master spent during the run.
+    master_cpu: f64,
+    /// Round trips (seconds) of the `test.ping`s sent to a minion outside
+    /// the highstate while it ran: how responsive the master stayed.
+    pings: Vec<f64>,
 }
 
-/// Runs the CLI with its stdout in `out`, timing it until it exits.
-fn timed_apply(cmd: &mut Command, out: &Path, ids: &HashSet<String>) -> Result<Timed> {
+/// CPU seconds (user + system, all threads) process `pid` has used, from
+/// `/proc/<pid>/stat` (0 when gone).
+fn cpu_secs(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the command name (which may hold spaces) in parentheses.
+    let Some(rest) = stat.rsplit_once(')').map(|(_, r)| r) else {
+        return 0.0;
+    };
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are fields 14 and 15 of stat(5): 12 and 13 here.
+    let ticks: u64 = [11, 12]
+        .iter()
+        .filter_map(|&i| fields.get(i).and_then(|v| v.parse::<u64>().ok()))
+        .sum();
+    // SAFETY: sysconf reads a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1);
+    ticks as f64 / hz as f64
+}
+
+/// Sends `probe` (a `test.ping` of a minion outside the highstate) again
+/// and again until stopped, 250 ms apart; the round trips that answered.
+struct Prober {
+    stop: Arc<AtomicBool>,
+    thread: std::thread::JoinHandle<Vec<f64>>,
+}
+
+impl Prober {
+    fn start(mut probe: impl FnMut() -> Command + Send + 'static) -> Prober {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let thread = std::thread::spawn(move || {
+            let mut times = Vec::new();
+            // The apply's publication goes first.
+            std::thread::sleep(Duration::from_millis(500));
+            while !flag.load(Ordering::Relaxed) {
+                let start = Instant::now();
+                let out = probe().stdin(Stdio::null()).stderr(Stdio::null()).output();
+                let secs = start.elapsed().as_secs_f64();
+                if out.is_ok_and(|o| String::from_utf8_lossy(&o.stdout).contains("true")) {
+                    times.push(secs);
+                }
+                std::thread::sleep(Duration::from_millis(250));
+            }
+            times
+        });
+        Prober { stop, thread }
+    }
+
+    fn finish(self) -> Vec<f64> {
+        self.stop.store(true, Ordering::Relaxed);
+        self.thread.join().unwrap_or_default()
+    }
+}
+
+/// Runs the CLI with its stdout in `out`, timing it until it exits;
+/// `master` is the master's pid (its CPU time is read around the run),
+/// `probe` the ping sent while it runs.
+fn timed_apply(
+    cmd: &mut Command,
+    out: &Path,
+    ids: &HashSet<String>,
+    master: Option<u32>,
+    probe: Option<Box<dyn FnMut() -> Command + Send>>,
+) -> Result<Timed> {
     let f = File::create(out)?;
+    let cpu_before = master.map(cpu_secs).unwrap_or(0.0);
+    let prober = probe.map(Prober::start);
     let err = File::create(out.with_extension("err"))?;
     let start = Instant::now();
     let child = cmd
@@ -475,6 +546,8 @@ fn timed_apply(cmd: &mut Command, out: &Path, ids: &HashSet<String>) -> Result<T
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     let secs = start.elapsed().as_secs_f64();
+    let master_cpu = master.map(cpu_secs).unwrap_or(0.0) - cpu_before;
+    let pings = prober.map(Prober::finish).unwrap_or_default();
     std::mem::forget(child);
     stop.store(true, Ordering::Relaxed);
     let cli_kb = poller.join().unwrap_or(0);
@@ -485,6 +558,8 @@ fn timed_apply(cmd: &mut Command, out: &Path, ids: &HashSet<String>) -> Result<T
         secs,
         cli_kb,
         check: check_returns(out, ids),
+        master_cpu,
+        pings,
     })
 }
 
@@ -502,6 +577,8 @@ struct Measured {
     /// Peak RSS of the minion side (kB): the one swarm process, or all
     /// Salt minion processes summed.
     minion_kb: u64,
+    /// The halite master's bundle counters after both runs (`master.stats`).
+    bundles: Option<Value>,
 }
 
 /// A release halite master and one swarm minion with `n` identities.
@@ -598,6 +675,24 @@ fn run_halite(
         "halite-minion --swarm",
         &dir.join("swarm.out"),
     )?;
+    // One identity outside the highstate: the master's responsiveness
+    // during the apply is the round trip of pings to it.
+    let pconf = dir.join("probe-conf");
+    write(
+        &pconf.join("minion"),
+        format!(
+            "master: 127.0.0.1\nmaster_port: {ret}\npublish_port: {publish}\nid: probe\npki_dir: {d}/probe-pki\ncachedir: {d}/probe-cache\nsock_dir: {d}/probe-sock\nlog_file: {d}/probe.log\nlog_level: warning\nmaster_alive_interval: 30\nauth_timeout: 30\n"
+        )
+        .as_bytes(),
+    )?;
+    let mut probe = Group::spawn(
+        Command::new(bin.join("halite-minion"))
+            .arg("-c")
+            .arg(&pconf)
+            .args(["--swarm", "1", "--swarm-prefix", "probe-"]),
+        "halite-minion --swarm 1 (probe)",
+        &dir.join("probe.out"),
+    )?;
     let ids: HashSet<String> = (0..n).map(|i| format!("bench-{i}")).collect();
     let halite = |args: &[&str]| {
         let mut c = Command::new(bin.join("halite"));
@@ -612,9 +707,23 @@ fn run_halite(
         &mut [&mut master, &mut swarm],
         || {
             count_pings(
-                &mut halite(&["*", "test.ping", "-t", "20", "--out", "json"]),
+                &mut halite(&["bench-*", "test.ping", "-t", "20", "--out", "json"]),
                 &ping_out,
                 &ids,
+            )
+        },
+    )?;
+    let probe_ids: HashSet<String> = HashSet::from(["probe-0".to_string()]);
+    wait_all(
+        "the probe minion",
+        &probe_ids,
+        Duration::from_secs(120),
+        &mut [&mut master, &mut probe],
+        || {
+            count_pings(
+                &mut halite(&["probe-0", "test.ping", "-t", "20", "--out", "json"]),
+                &ping_out,
+                &probe_ids,
             )
         },
     )?;
@@ -631,13 +740,57 @@ fn run_halite(
             bail!("halite-run fileserver.update failed");
         }
     }
-    let apply = ["*", "state.apply", "-t", "600", "--out", "json"];
-    let cold = timed_apply(&mut halite(&apply), &dir.join("cold.json"), &ids)?;
-    eprintln!("  halite {n}: cold {:.2} s", cold.secs);
-    let warm = timed_apply(&mut halite(&apply), &dir.join("warm.json"), &ids)?;
-    eprintln!("  halite {n}: warm {:.2} s", warm.secs);
+    let apply = ["bench-*", "state.apply", "-t", "600", "--out", "json"];
+    let master_pid = master.child.id();
+    let prober = || -> Option<Box<dyn FnMut() -> Command + Send>> {
+        let cli = bin.join("halite");
+        let mconf = mconf.clone();
+        Some(Box::new(move || {
+            let mut c = Command::new(&cli);
+            c.arg("-c")
+                .arg(&mconf)
+                .args(["probe-0", "test.ping", "-t", "60", "--out", "json"]);
+            c
+        }))
+    };
+    let cold = timed_apply(
+        &mut halite(&apply),
+        &dir.join("cold.json"),
+        &ids,
+        Some(master_pid),
+        prober(),
+    )?;
+    eprintln!(
+        "  halite {n}: cold {:.2} s, master CPU {:.2} s, pings {}",
+        cold.secs,
+        cold.master_cpu,
+        ping_summary(&cold.pings)
+    );
+    let warm = timed_apply(
+        &mut halite(&apply),
+        &dir.join("warm.json"),
+        &ids,
+        Some(master_pid),
+        prober(),
+    )?;
+    eprintln!(
+        "  halite {n}: warm {:.2} s, master CPU {:.2} s, pings {}",
+        warm.secs,
+        warm.master_cpu,
+        ping_summary(&warm.pings)
+    );
     master.check_alive()?;
     swarm.check_alive()?;
+    probe.check_alive()?;
+    drop(probe);
+    let bundles = Command::new(bin.join("halite-run"))
+        .arg("-c")
+        .arg(&mconf)
+        .args(["master.stats", "--out", "json"])
+        .output()
+        .ok()
+        .and_then(|o| serde_json::from_slice::<Value>(&o.stdout).ok())
+        .map(|v| v["bundles"].clone());
     let measured = Measured {
         minions: n,
         ready_secs,
@@ -645,6 +798,7 @@ fn run_halite(
         warm,
         master_kb: master.leader_hwm_kb(),
         minion_kb: swarm.leader_hwm_kb(),
+        bundles,
     };
     drop(swarm);
     drop(master);
@@ -720,11 +874,11 @@ fn run_salt(sbin: &Path, trees: &Path, out: &Path, dir: &Path, n: usize) -> Resu
     pgids.extend(minions.iter().map(Group::pgid));
     let sampler = Sampler::start(pgids);
     let apply = ["*", "state.apply", "--out", "json", "-t", "600"];
-    let cold = timed_apply(&mut salt(&apply), &dir.join("cold.json"), &ids);
+    let cold = timed_apply(&mut salt(&apply), &dir.join("cold.json"), &ids, None, None);
     let warm = cold
         .as_ref()
         .ok()
-        .map(|_| timed_apply(&mut salt(&apply), &dir.join("warm.json"), &ids));
+        .map(|_| timed_apply(&mut salt(&apply), &dir.join("warm.json"), &ids, None, None));
     let peaks = sampler.finish();
     let cold = cold?;
     eprintln!("  salt {n}: cold {:.2} s", cold.secs);
@@ -737,6 +891,7 @@ fn run_salt(sbin: &Path, trees: &Path, out: &Path, dir: &Path, n: usize) -> Resu
         warm,
         master_kb: peaks.first().copied().unwrap_or(0),
         minion_kb: peaks.iter().skip(1).sum(),
+        bundles: None,
     };
     drop(minions);
     drop(master);
@@ -784,12 +939,36 @@ fn verdict(m: &Measured) -> String {
     }
 }
 
+/// "p50 / max (count)" of ping round trips, in ms.
+fn ping_summary(pings: &[f64]) -> String {
+    if pings.is_empty() {
+        return "none answered".into();
+    }
+    let mut sorted = pings.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    format!(
+        "{:.0} / {:.0} ms ({})",
+        sorted[sorted.len() / 2] * 1000.0,
+        sorted[sorted.len() - 1] * 1000.0,
+        sorted.len()
+    )
+}
+
+/// Master CPU milliseconds per minion of a run.
+fn per_minion_ms(t: &Timed, n: usize) -> f64 {
+    t.master_cpu * 1000.0 / n.max(1) as f64
+}
+
 fn halite_row(m: &Measured) -> String {
     format!(
-        "| {} | {:.2} s | {:.2} s | {} | {} | {} | {:.1} s | {} |",
+        "| {} | {:.2} s | {:.2} s | {:.1} / {:.1} ms | {} / {} | {} | {} | {} | {:.1} s | {} |",
         m.minions,
         m.cold.secs,
         m.warm.secs,
+        per_minion_ms(&m.cold, m.minions),
+        per_minion_ms(&m.warm, m.minions),
+        ping_summary(&m.cold.pings),
+        ping_summary(&m.warm.pings),
         mb(m.master_kb),
         mb(m.minion_kb),
         mb(m.cold.cli_kb.max(m.warm.cli_kb)),
@@ -982,7 +1161,9 @@ fn main() -> Result<()> {
          (`auto_accept`, file_roots/pillar_roots in its config) and ONE\n\
          `halite-minion --swarm N` process; Salt 3008.5: a `salt-master` (2 workers) and\n\
          one `salt-minion` process per minion. Once all minions answer `test.ping`, it\n\
-         times `'*' state.apply -t 600 --out json` from the CLI's start until it exited\n\
+         times `state.apply -t 600 --out json` on every minion (halite: `'bench-*'`, which\n\
+         leaves out the probe minion pinged during the apply; Salt: `'*'`) from the\n\
+         CLI's start until it exited\n\
          with every return printed: cold (the minions' file caches empty, every file\n\
          written) then warm (cache hit, nothing changes), and checks that every minion\n\
          returned all {STATES} states with `result: true`.\n",
@@ -1001,12 +1182,43 @@ fn main() -> Result<()> {
     doc.push_str(
         "halite: master/minion RSS is `VmHWM` (peak) of each daemon over its life\n\
          (key generation, handshakes and both runs); CLI is the `halite` process's own\n\
-         peak (`VmHWM`, polled every 20 ms); \"ready\" is the first start until all N answer `test.ping`.\n\n\
-         | minions | cold | warm | master peak RSS | swarm minion peak RSS | CLI peak RSS | ready | check |\n\
-         |---:|---:|---:|---:|---:|---:|---:|---|\n",
+         peak (`VmHWM`, polled every 20 ms); \"ready\" is the first start until all N answer `test.ping`.\n\
+         Master CPU is user + system time of the master process (all threads,\n\
+         `/proc/<pid>/stat`) over each run, divided by the minions. `test.ping`\n\
+         during the apply: a second minion process (`probe-0`, not targeted by\n\
+         the apply, `bench-*`) is pinged every 250 ms while the apply runs; the\n\
+         CLI's round trip, p50 / max (answers), cold / warm.\n\n\
+         | minions | cold | warm | master CPU per minion cold / warm | `test.ping` during the apply, cold / warm | master peak RSS | swarm minion peak RSS | CLI peak RSS | ready | check |\n\
+         |---:|---:|---:|---:|---|---:|---:|---:|---:|---|\n",
     );
     for m in &halite {
         let _ = writeln!(doc, "{}", halite_row(m));
+    }
+    if halite.iter().any(|m| m.bundles.is_some()) {
+        doc.push_str(
+            "\nBundles over both runs (`halite-run master.stats`): sent in full, not sent\n\
+             because the minion held the same (\"you have it\"), zstd-compressed, and\n\
+             the bytes of the packed bundles sent before and after compression.\n\n\
+             | minions | sent | not sent | compressed | encoded | on the wire | peak in flight / bound |\n\
+             |---:|---:|---:|---:|---:|---:|---:|\n",
+        );
+        for m in &halite {
+            if let Some(b) = &m.bundles {
+                let n = |k: &str| b[k].as_u64().unwrap_or(0);
+                let _ = writeln!(
+                    doc,
+                    "| {} | {} | {} | {} | {} | {} | {} / {} |",
+                    m.minions,
+                    n("sent"),
+                    n("unchanged"),
+                    n("compressed"),
+                    mb(n("plain_bytes") / 1024),
+                    mb(n("wire_bytes") / 1024),
+                    n("peak_in_flight"),
+                    n("max_in_flight")
+                );
+            }
+        }
     }
     if !salt.is_empty() {
         doc.push_str(

@@ -70,6 +70,14 @@ pub struct MasterConfig {
     /// Hellos handled per second at most from one connection (a swarm
     /// carries many identities on one). 0: no limit.
     pub hello_rate_per_peer: u32,
+    /// Replies the master prepares at once (compiled bundles, file chunks
+    /// read), from the start of their work until their frame is handed to
+    /// the socket: bounds the master's memory during a fleet highstate
+    /// (halite's own; Salt's minions compile their own). 0 is read as 1.
+    pub max_bundles_in_flight: usize,
+    /// Bundles whose encoding is larger than this many bytes travel
+    /// zstd-compressed to minions that read packed bundles (halite's own).
+    pub bundle_compress_threshold: usize,
     /// The directory the configuration was read from (Salt's opts carry
     /// it: the gpg renderer's default `gpg_keydir` is `<config_dir>/gpgkeys`).
     /// Set by [`MasterConfig::load`], never read from a file.
@@ -107,6 +115,8 @@ impl Default for MasterConfig {
             pending_key_rate: 100,
             hello_rate: 5000,
             hello_rate_per_peer: 2000,
+            max_bundles_in_flight: 64,
+            bundle_compress_threshold: 32 * 1024,
             config_dir: DEFAULT_CONFIG_DIR.into(),
             extra: serde_json::Map::new(),
         }

@@ -70,6 +70,9 @@ pub enum LocalBody {
         /// How the target is read.
         tgt_type: String,
     },
+    /// The master's counters (`halite-run master.stats`): bundles sent,
+    /// not sent because the minion held them, compressed, in flight.
+    Stats,
 }
 
 /// What the master answers (one reply, or a stream of them).

@@ -3,6 +3,7 @@
 //! acknowledging them, and serves the CLI and the event bus on a local socket.
 
 pub mod admission;
+pub mod bundles;
 pub mod compiler;
 pub mod events;
 pub mod fileserver;
@@ -16,6 +17,7 @@ pub mod publisher_acl;
 pub mod reactor;
 pub mod server;
 pub mod targeting;
+pub mod workers;
 
 /// The master's config, key store, job cache and local socket protocol
 /// live in `halite-client`, shared with the CLI tools.

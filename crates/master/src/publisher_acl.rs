@@ -222,6 +222,7 @@ fn request_name(body: &LocalBody) -> &'static str {
         LocalBody::FireEvent { .. } => "fire event",
         LocalBody::Active => "jobs.active",
         LocalBody::Resolve { .. } => "resolve",
+        LocalBody::Stats => "master.stats",
     }
 }
 

@@ -28,6 +28,7 @@ use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::admission::Admission;
+use crate::bundles::{BundleAnswer, BundleStats, InFlight, InFlightSlot};
 use crate::compiler::Compiler;
 use crate::config::MasterConfig;
 use crate::events::EventBus;
@@ -93,8 +94,13 @@ struct LocalCommand {
 enum Internal {
     /// Send `body` as the answer to request `req` of session `sid`.
     Reply { sid: u64, req: u64, body: ReplyBody },
-    /// Seal and send `plain`, an answer the worker encoded ([`reply_frame`]).
-    EncodedReply { sid: u64, plain: Vec<u8> },
+    /// Seal and send `plain`, an answer the worker encoded ([`reply_frame`]);
+    /// `slot` (its place among the replies in flight) is freed once sent.
+    EncodedReply {
+        sid: u64,
+        plain: Vec<u8>,
+        slot: Option<InFlightSlot>,
+    },
     /// Key files of Hellos were written (one result per key).
     KeysWritten {
         batch: Vec<NewKey>,
@@ -256,8 +262,14 @@ struct CompileSide {
     compiler: Arc<Compiler>,
     /// Answers `salt://` file requests.
     fileserver: Arc<FileServer>,
-    /// Compiles and file reads at once (the rest wait): one per core.
-    workers: Arc<tokio::sync::Semaphore>,
+    /// The compile threads (compiles and file reads): one per core, at a
+    /// lower priority than this task, which serves the sockets.
+    workers: Arc<crate::workers::Workers>,
+    /// Replies prepared at once, from their work's start until sent
+    /// (`max_bundles_in_flight`): bounds the memory of a fleet highstate.
+    in_flight: InFlight,
+    /// Bundles sent, not sent (the minion held them), compressed.
+    bundle_stats: Arc<BundleStats>,
     /// Where finished work reports back to the state task.
     internal: mpsc::UnboundedSender<Internal>,
     /// The daemon's shutdown: work spawned off the state task holds a guard.
@@ -413,6 +425,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
         }
     });
     let cores = std::thread::available_parallelism().map_or(2, |n| n.get());
+    let bundle_stats = Arc::new(BundleStats::default());
     let mut master = Master {
         bus,
         wire: Wire {
@@ -452,7 +465,12 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
         compile: CompileSide {
             compiler,
             fileserver,
-            workers: Arc::new(tokio::sync::Semaphore::new(cores)),
+            workers: Arc::new(
+                crate::workers::Workers::start(cores)
+                    .context("cannot start the master's compile threads")?,
+            ),
+            in_flight: InFlight::new(cfg.max_bundles_in_flight, bundle_stats.clone()),
+            bundle_stats,
             internal,
             shutdown: shutdown.clone(),
             render_calls: HashMap::new(),
@@ -679,7 +697,11 @@ impl Master {
     fn on_internal(&mut self, work: Internal) {
         match work {
             Internal::Reply { sid, req, body } => self.send_reply(sid, req, body),
-            Internal::EncodedReply { sid, plain } => self.seal_and_send(sid, &plain),
+            Internal::EncodedReply { sid, plain, slot } => {
+                self.seal_and_send(sid, &plain);
+                // The frame is the socket's now (bounded by its own limits).
+                drop(slot);
+            }
             Internal::KeysWritten { batch, results } => self.keys_written(batch, results),
             Internal::Mine(question) => {
                 let answer = self
@@ -730,7 +752,7 @@ impl Master {
         let internal = self.compile.internal.clone();
         let workers = self.compile.workers.clone();
         let work: Box<dyn FnOnce() -> ReplyBody + Send> = match body {
-            RequestBody::Bundle { jid } => {
+            RequestBody::Bundle { jid, have, packed } => {
                 let Some(active) = self
                     .book
                     .active
@@ -758,7 +780,13 @@ impl Master {
                     timeout: Duration::from_secs(self.cfg.render_call_timeout),
                 });
                 let id = id.to_string();
-                Box::new(move || ReplyBody::Bundle(compiler.bundle(&id, &grains, &job, remote)))
+                let answer = BundleAnswer {
+                    have,
+                    packed,
+                    compress_above: self.cfg.bundle_compress_threshold,
+                };
+                let stats = self.compile.bundle_stats.clone();
+                Box::new(move || answer.reply(compiler.bundle(&id, &grains, &job, remote), &stats))
             }
             RequestBody::CallBundle {
                 fun,
@@ -832,14 +860,17 @@ impl Master {
             }
         };
         let work_guard = self.compile.shutdown.work();
+        let in_flight = self.compile.in_flight.clone();
         tokio::spawn(async move {
             // Dropped after the answer is queued for this task.
             let _work = work_guard;
-            let _permit = workers.acquire_owned().await;
+            // A place among the replies in flight first, then a compile
+            // thread: a reply waiting to be sealed holds its place, not a core.
+            let slot = in_flight.enter().await;
             // The answer is encoded on the worker too; the main task only seals it.
-            let encoded = tokio::task::spawn_blocking(move || reply_frame(req, work())).await;
+            let encoded = workers.run(move || reply_frame(req, work())).await;
             let _ = match encoded {
-                Ok(Ok(plain)) => internal.send(Internal::EncodedReply { sid, plain }),
+                Ok(Ok(plain)) => internal.send(Internal::EncodedReply { sid, plain, slot }),
                 Ok(Err(e)) => internal.send(Internal::Reply {
                     sid,
                     req,
@@ -1494,6 +1525,9 @@ impl Master {
             LocalBody::Events { .. } => {
                 LocalReply::Error("events are streamed by the connection task".into())
             }
+            LocalBody::Stats => LocalReply::Value(json!({
+                "bundles": self.compile.bundle_stats.snapshot(self.compile.in_flight.max()),
+            })),
         }
     }
 

@@ -63,6 +63,13 @@ fn seeds() -> Vec<Vec<u8>> {
     let requests = [
         RequestBody::Bundle {
             jid: "20260101000000000001".into(),
+            have: None,
+            packed: false,
+        },
+        RequestBody::Bundle {
+            jid: "20260101000000000001".into(),
+            have: Some("00".repeat(32)),
+            packed: true,
         },
         RequestBody::FileStat {
             saltenv: "base".into(),

@@ -348,7 +348,18 @@ fn bundles_and_files_go_to_whom_they_belong() {
         let (p, c) = (&mut peer, &mut cipher);
 
         // Another minion's bundle (and so its pillar) is refused.
-        match ask(p, c, 1, RequestBody::Bundle { jid: jid.clone() }).await {
+        match ask(
+            p,
+            c,
+            1,
+            RequestBody::Bundle {
+                jid: jid.clone(),
+                have: None,
+                packed: false,
+            },
+        )
+        .await
+        {
             Some(ReplyBody::Error(e)) => {
                 assert!(e.contains("not running for minion intruder"), "{e}")
             }

@@ -3,6 +3,7 @@
 //! and returns results that survive a master restart. Also the swarm: many
 //! minion identities in one process, for tests and benchmarks.
 
+pub mod bundles;
 pub mod caller;
 pub mod channel;
 pub mod config;

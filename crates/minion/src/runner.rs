@@ -15,6 +15,7 @@ use halite_proto::msg::{BundleAction, Job, JobReturn, ReplyBody, RequestBody};
 use halite_state::{FileClient, StateModules};
 use serde_json::{Map, Value};
 
+use crate::bundles::BundleStore;
 use crate::channel::MasterChannel;
 use crate::remote_files::{Manifest, RemoteFileClient};
 
@@ -61,6 +62,9 @@ pub struct HostRunner {
     file_cache: PathBuf,
     /// The pillar each identity last received from the master.
     pillar: RwLock<HashMap<String, Value>>,
+    /// The bundle each identity last received (`cachedir/bundles`): the
+    /// master does not send it again while its compile gives the same.
+    bundles: BundleStore,
     /// Grains added over the detected ones per identity (swarm mode).
     grain_overrides: BTreeMap<String, Map<String, Value>>,
 }
@@ -107,6 +111,7 @@ impl HostRunner {
             local,
             file_cache: PathBuf::from(cachedir).join("files"),
             pillar: RwLock::new(HashMap::new()),
+            bundles: BundleStore::new(PathBuf::from(cachedir).join("bundles")),
             grain_overrides: BTreeMap::new(),
             opts,
         }
@@ -192,6 +197,81 @@ impl HostRunner {
         errors
     }
 
+    /// The master's bundle for `job`: asked with the digest of the one this
+    /// identity holds, so an unchanged bundle is not sent again; a bundle
+    /// received is kept for the next job.
+    fn fetch_bundle(
+        &self,
+        id: &str,
+        host: &Host,
+        job: &Job,
+        master: &MasterChannel,
+    ) -> Result<halite_proto::msg::Bundle, ExecError> {
+        // A call of the minion's own (halite-call) has no published job:
+        // the master compiles it from the call itself.
+        let caller = job.jid == halite_proto::jid::CALLER_JID;
+        let mut have = if caller {
+            None
+        } else {
+            self.bundles.digest(id)
+        };
+        // Twice at most: once more in full when the bundle held is gone.
+        loop {
+            let ask = if caller {
+                RequestBody::CallBundle {
+                    fun: job.fun.clone(),
+                    arg: job.arg.clone(),
+                    kwarg: job.kwarg.clone(),
+                    grains: host.grains.clone(),
+                }
+            } else {
+                RequestBody::Bundle {
+                    jid: job.jid.clone(),
+                    have: have.clone(),
+                    packed: true,
+                }
+            };
+            let unreadable = |e: String| {
+                ExecError::Execution(format!(
+                    "the master's bundle for job {} cannot be read: {e}",
+                    job.jid
+                ))
+            };
+            return match master.request(ask) {
+                Ok(ReplyBody::Bundle(b)) => Ok(b),
+                Ok(ReplyBody::PackedBundle {
+                    digest,
+                    zstd,
+                    bytes,
+                }) => self
+                    .bundles
+                    .receive(id, &job.jid, &digest, zstd, bytes)
+                    .map_err(|e| unreadable(e.to_string())),
+                Ok(ReplyBody::SameBundle { digest }) if have.as_deref() == Some(&digest) => {
+                    match self.bundles.load(id, &job.jid, &digest) {
+                        Some(bundle) => {
+                            tracing::debug!(%id, jid = %job.jid, %digest, "bundle unchanged: the one held is used");
+                            Ok(bundle)
+                        }
+                        None => {
+                            have = None;
+                            continue;
+                        }
+                    }
+                }
+                Ok(ReplyBody::SameBundle { digest }) => Err(unreadable(format!(
+                    "it names bundle {digest}, which this minion did not say it holds"
+                ))),
+                Ok(other) => Err(ExecError::Execution(format!(
+                    "unexpected answer from the master: {other:?}"
+                ))),
+                Err(e) => Err(ExecError::Execution(format!(
+                    "cannot get the compiled states from the master: {e}"
+                ))),
+            };
+        }
+    }
+
     /// Runs `job` on `host`, through the master's bundle when it needs one.
     fn execute(
         &self,
@@ -222,33 +302,7 @@ impl HostRunner {
             // Salt syncs custom modules before a state run's render.
             halite_modules::dynamic::before_master_compile(host, &job.fun, &args);
         }
-        // A call of the minion's own (halite-call) has no published job:
-        // the master compiles it from the call itself.
-        let ask = if job.jid == halite_proto::jid::CALLER_JID {
-            RequestBody::CallBundle {
-                fun: job.fun.clone(),
-                arg: job.arg.clone(),
-                kwarg: job.kwarg.clone(),
-                grains: host.grains.clone(),
-            }
-        } else {
-            RequestBody::Bundle {
-                jid: job.jid.clone(),
-            }
-        };
-        let bundle = match master.request(ask) {
-            Ok(ReplyBody::Bundle(b)) => b,
-            Ok(other) => {
-                return Err(ExecError::Execution(format!(
-                    "unexpected answer from the master: {other:?}"
-                )))
-            }
-            Err(e) => {
-                return Err(ExecError::Execution(format!(
-                    "cannot get the compiled states from the master: {e}"
-                )))
-            }
-        };
+        let bundle = self.fetch_bundle(id, host, job, master)?;
         if !bundle.commits.is_empty() {
             tracing::info!(jid = %job.jid, commits = ?bundle.commits, "states compiled from git commits");
         }

@@ -4,12 +4,14 @@
 //! - [`msg`]: the messages (msgpack via rmp-serde) and their envelopes;
 //! - [`frame`]: encoding with a size bound, so garbage or oversized frames
 //!   become errors, never allocations or panics;
+//! - [`bundle`]: a compiled bundle packed for the wire (digest, zstd);
 //! - [`crypto`]: Ed25519 identities, the X25519 handshake signed by both
 //!   identities, HKDF-SHA256 session keys, AES-256-GCM with counter nonces,
 //!   and publications encrypted with the publish key and signed by the master;
 //! - [`jid`], [`tags`], [`id`]: Salt's job ids, event tags and the minion-id
 //!   rules applied before an id ever touches a path.
 
+pub mod bundle;
 pub mod crypto;
 pub mod frame;
 pub mod id;

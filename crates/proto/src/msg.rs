@@ -167,6 +167,18 @@ pub enum RequestBody {
     Bundle {
         /// The job whose bundle is asked for.
         jid: String,
+        /// The digest of the bundle the minion holds from an earlier job
+        /// ([`crate::bundle::Packed::digest`]): when the compile gives the
+        /// same, the master answers [`ReplyBody::SameBundle`] instead of
+        /// sending it again. Absent from older minions (and ignored by
+        /// older masters, which send the bundle).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        have: Option<String>,
+        /// The minion reads [`ReplyBody::PackedBundle`] and
+        /// [`ReplyBody::SameBundle`]; false from older minions, which are
+        /// sent [`ReplyBody::Bundle`] as before.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        packed: bool,
     },
     /// Size and sha256 of `salt://path` in `saltenv` (`None`: no such file).
     FileStat {
@@ -253,6 +265,23 @@ pub enum ReplyBody {
     Error(String),
     /// A plain value (the answer to a [`RequestBody::Mine`]).
     Value(Value),
+    /// The compiled bundle, packed once on the master
+    /// ([`crate::bundle::pack`]): only to a minion that asked `packed`.
+    PackedBundle {
+        /// The sha256 of the encoded bundle, the name the minion keeps it by.
+        digest: String,
+        /// Whether `bytes` are zstd-compressed.
+        zstd: bool,
+        /// The encoded bundle without its job id.
+        #[serde(with = "serde_bytes")]
+        bytes: Vec<u8>,
+    },
+    /// "You have it": the compile gave the bundle the minion said it holds
+    /// (`have`); nothing else is sent.
+    SameBundle {
+        /// The digest the minion sent, confirmed.
+        digest: String,
+    },
 }
 
 /// What the master compiled for one minion and one job: the pillar it

@@ -129,6 +129,15 @@ pub fn run(cfg: &MasterConfig, call: &RunnerCall, out: &mut dyn Write) -> anyhow
                 other => anyhow::bail!("unexpected answer from the master: {other:?}"),
             }
         }
+        // halite's own: the master's counters (bundles sent, not sent
+        // because the minion held them, compressed, in flight).
+        "master.stats" => {
+            let mut client = super::connect(cfg)?;
+            match client.call(LocalBody::Stats)? {
+                LocalReply::Value(v) => print_data(out, fmt, v)?,
+                other => anyhow::bail!("unexpected answer from the master: {other:?}"),
+            }
+        }
         "manage.up" | "manage.down" | "manage.status" => {
             let (up, down) = halite_runners::manage::ping_all(cfg, call.timeout)?;
             let data = match call.fun.as_str() {

@@ -1,0 +1,171 @@
+//! The last bundle each minion identity received, kept so the master need
+//! not send it again (issue 25): the request names its digest, and a
+//! master whose compile gives the same answers "you have it".
+//!
+//! Kept on disk, zstd-compressed, one file per identity under
+//! `cachedir/bundles/` (a swarm of 10,000 identities holds no bundle in
+//! memory), and checked against its digest whenever it is read: a file
+//! damaged or changed on disk is dropped and the bundle asked for in full.
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::RwLock;
+
+use halite_proto::bundle::{compress, decode_plain, decompress, digest, plain_bytes, BundleError};
+use halite_proto::msg::Bundle;
+
+/// The bundles this minion's identities hold, by identity.
+pub struct BundleStore {
+    dir: PathBuf,
+    /// The digest of each identity's file, once read or written.
+    digests: RwLock<HashMap<String, String>>,
+}
+
+impl BundleStore {
+    /// A store in `dir` (created when the first bundle is kept).
+    pub fn new(dir: PathBuf) -> Self {
+        Self {
+            dir,
+            digests: RwLock::new(HashMap::new()),
+        }
+    }
+
+    /// The file of identity `id`; `None` for an id unsafe as a file name.
+    fn path(&self, id: &str) -> Option<PathBuf> {
+        halite_proto::validate_minion_id(id).ok()?;
+        Some(self.dir.join(format!("{id}.bundle")))
+    }
+
+    /// The digest of the bundle `id` holds, to send with its request.
+    pub fn digest(&self, id: &str) -> Option<String> {
+        if let Some(d) = self.digests.read().ok().and_then(|m| m.get(id).cloned()) {
+            return Some(d);
+        }
+        let plain = decompress(&std::fs::read(self.path(id)?).ok()?).ok()?;
+        let d = digest(&plain);
+        if let Ok(mut m) = self.digests.write() {
+            m.insert(id.to_string(), d.clone());
+        }
+        Some(d)
+    }
+
+    /// The bundle `id` holds, for job `jid`, if its digest is `expected`
+    /// (the master said "you have it"); `None` when it is gone or differs.
+    pub fn load(&self, id: &str, jid: &str, expected: &str) -> Option<Bundle> {
+        let path = self.path(id)?;
+        let read = std::fs::read(&path)
+            .map_err(|e| e.to_string())
+            .and_then(|bytes| {
+                let plain = plain_bytes(&bytes, true, expected).map_err(|e| e.to_string())?;
+                decode_plain(jid, &plain).map_err(|e| e.to_string())
+            });
+        match read {
+            Ok(bundle) => Some(bundle),
+            Err(e) => {
+                tracing::warn!(%id, path = %path.display(), error = %e, "the bundle kept for this minion cannot be used; asking the master for it in full");
+                self.forget(id);
+                None
+            }
+        }
+    }
+
+    /// Reads a bundle the master packed for job `jid` and keeps it for
+    /// identity `id` (a failure to keep it is logged: the job runs anyway).
+    pub fn receive(
+        &self,
+        id: &str,
+        jid: &str,
+        expected: &str,
+        zstd: bool,
+        bytes: Vec<u8>,
+    ) -> Result<Bundle, BundleError> {
+        let plain = plain_bytes(&bytes, zstd, expected)?;
+        let bundle = decode_plain(jid, &plain)?;
+        let stored = if zstd { Ok(bytes) } else { compress(&plain) };
+        match stored
+            .map_err(|e| e.to_string())
+            .and_then(|b| self.write(id, &b))
+        {
+            Ok(()) => {
+                if let Ok(mut m) = self.digests.write() {
+                    m.insert(id.to_string(), expected.to_string());
+                }
+            }
+            Err(e) => {
+                tracing::warn!(%id, dir = %self.dir.display(), error = %e, "cannot keep the bundle; the next job asks for it in full");
+                self.forget(id);
+            }
+        }
+        Ok(bundle)
+    }
+
+    /// Writes `bytes` as `id`'s file, whole or not at all (temp file, rename).
+    fn write(&self, id: &str, bytes: &[u8]) -> Result<(), String> {
+        let path = self
+            .path(id)
+            .ok_or_else(|| format!("minion id {id:?} cannot name a file"))?;
+        std::fs::create_dir_all(&self.dir).map_err(|e| e.to_string())?;
+        let mut tmp = tempfile::NamedTempFile::new_in(&self.dir).map_err(|e| e.to_string())?;
+        std::io::Write::write_all(&mut tmp, bytes).map_err(|e| e.to_string())?;
+        tmp.persist(&path).map_err(|e| e.to_string())?;
+        Ok(())
+    }
+
+    /// Drops what `id` holds (its next request asks for the bundle in full).
+    pub fn forget(&self, id: &str) {
+        if let Ok(mut m) = self.digests.write() {
+            m.remove(id);
+        }
+        if let Some(path) = self.path(id) {
+            let _ = std::fs::remove_file(path);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test")]
+    use super::*;
+    use halite_proto::bundle::pack;
+    use halite_proto::msg::BundleAction;
+    use serde_json::json;
+
+    #[test]
+    fn a_kept_bundle_is_found_by_digest_and_a_damaged_one_is_dropped() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BundleStore::new(dir.path().join("bundles"));
+        let bundle = Bundle {
+            jid: "1".into(),
+            pillar: json!({"a": 1}),
+            action: BundleAction::Call,
+            commits: Default::default(),
+        };
+        let packed = pack(&bundle, None).unwrap();
+        assert_eq!(store.digest("web1"), None);
+        let got = store
+            .receive("web1", "1", &packed.digest, false, packed.bytes.clone())
+            .unwrap();
+        assert_eq!(got, bundle);
+        // A fresh store (a restarted minion) finds it on disk.
+        let again = BundleStore::new(dir.path().join("bundles"));
+        assert_eq!(
+            again.digest("web1").as_deref(),
+            Some(packed.digest.as_str())
+        );
+        let loaded = again.load("web1", "2", &packed.digest).unwrap();
+        assert_eq!(loaded.jid, "2");
+        assert_eq!(loaded.pillar, bundle.pillar);
+        // Another digest is not what it holds; a damaged file is dropped.
+        assert!(again.load("web1", "3", &"0".repeat(64)).is_none());
+        assert_eq!(again.digest("web1"), None);
+        std::fs::write(dir.path().join("bundles/web1.bundle"), b"junk").unwrap();
+        assert_eq!(
+            BundleStore::new(dir.path().join("bundles")).digest("web1"),
+            None
+        );
+        // A bundle whose bytes do not match the digest is refused.
+        assert!(store
+            .receive("web1", "4", "00", false, packed.bytes)
+            .is_err());
+    }
+}
