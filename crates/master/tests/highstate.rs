@@ -289,8 +289,9 @@ fn highstate_through_the_master() {
     // Second run: nothing changes, and no file is sent again.
     let fetched_before = fetched(&web.log_text());
     assert_eq!(
-        fetched_before, 7,
-        "motd.j2, big.bin, site.conf, setup.sh, app.tar.gz and site.d's two files once each"
+        fetched_before, 8,
+        "motd.j2, big.bin, site.conf, setup.sh, app.tar.gz and site.d's two files once each, \
+         and top.sls (read on the minion to sync only the saltenvs it matches)"
     );
     let (rets, _) = fleet.halite_json(&["*", "state.apply"]);
     let web1 = states(&rets, "web1");
@@ -300,7 +301,8 @@ fn highstate_through_the_master() {
         }
     }
     assert_eq!(fetched(&web.log_text()), fetched_before);
-    assert_eq!(fetched(&db.log_text()), 2);
+    // db1: its two files and top.sls.
+    assert_eq!(fetched(&db.log_text()), 3);
     assert_eq!(
         std::fs::read_to_string(out.join("web1/reloads")).expect("reloads"),
         "reloaded\n"
