@@ -5,3 +5,4 @@ pub mod args;
 pub mod config;
 pub mod output;
 pub mod remote;
+pub mod returner_args;

@@ -71,17 +71,8 @@ struct Cli {
     /// Log level on stderr: quiet, error, warning, info, debug, trace.
     #[arg(short = 'l', long = "log-level")]
     log_level: Option<String>,
-    /// Send the return to these returners too (comma separated), as
-    /// salt-call's `--return`.
-    #[arg(long = "return")]
-    returner: Option<String>,
-    /// The returners' options profile (salt-call's `--return_config`).
-    #[arg(long = "return_config", visible_alias = "return-config")]
-    return_config: Option<String>,
-    /// Options for the returners over the configured ones, a mapping
-    /// (salt-call's `--return_kwargs`).
-    #[arg(long = "return_kwargs", visible_alias = "return-kwargs")]
-    return_kwargs: Option<String>,
+    #[command(flatten)]
+    returners: halite_cli::returner_args::ReturnerArgs,
     /// The function, e.g. state.apply.
     fun: String,
     /// Its arguments: positional words and key=value pairs. Options may
@@ -264,10 +255,15 @@ fn run() -> Result<i32> {
 /// The returners `--return` names, with `--return_config` and
 /// `--return_kwargs` (a mapping, in YAML or JSON).
 fn return_spec(cli: &Cli) -> Option<halite_modules::returners::ReturnSpec> {
-    let mut spec =
-        halite_modules::returners::ReturnSpec::from_names(&Value::from(cli.returner.clone()?))?;
-    spec.ret_config = cli.return_config.clone().filter(|c| !c.is_empty());
-    if let Some(k) = &cli.return_kwargs {
+    let mut spec = halite_modules::returners::ReturnSpec::from_names(&Value::from(
+        cli.returners.returner.clone()?,
+    ))?;
+    spec.ret_config = cli
+        .returners
+        .return_config
+        .clone()
+        .filter(|c| !c.is_empty());
+    if let Some(k) = &cli.returners.return_kwargs {
         match parse_args(&[format!("k={k}")]).kwargs.remove("k") {
             Some(Value::Object(m)) => spec.ret_kwargs = m,
             _ => tracing::warn!(return_kwargs = %k, "--return_kwargs is not a mapping; ignored"),

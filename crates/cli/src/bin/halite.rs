@@ -69,17 +69,8 @@ struct Cli {
     /// Never draw live progress.
     #[arg(long = "no-progress", overrides_with = "progress")]
     no_progress: bool,
-    /// Send the returns to these returners too (comma separated), from
-    /// the minion, as Salt's `--return`.
-    #[arg(long = "return")]
-    returner: Option<String>,
-    /// The returners' options profile (Salt's `--return_config`).
-    #[arg(long = "return_config", visible_alias = "return-config")]
-    return_config: Option<String>,
-    /// Options for the returners over the configured ones, a mapping
-    /// (Salt's `--return_kwargs`, e.g. `'{"tag": "deploy"}'`).
-    #[arg(long = "return_kwargs", visible_alias = "return-kwargs")]
-    return_kwargs: Option<String>,
+    #[command(flatten)]
+    returners: halite_cli::returner_args::ReturnerArgs,
     /// The target.
     target: String,
     /// The function (`test.ping`).
@@ -94,12 +85,12 @@ struct Cli {
 fn with_returners(cli: &Cli) -> Vec<String> {
     use halite_modules::returners::{RET_CONFIG_KEY, RET_KEY, RET_KWARGS_KEY};
     let mut args = cli.args.clone();
-    if let Some(r) = &cli.returner {
+    if let Some(r) = &cli.returners.returner {
         args.push(format!("{RET_KEY}={r}"));
-        if let Some(c) = &cli.return_config {
+        if let Some(c) = &cli.returners.return_config {
             args.push(format!("{RET_CONFIG_KEY}={c}"));
         }
-        if let Some(k) = &cli.return_kwargs {
+        if let Some(k) = &cli.returners.return_kwargs {
             args.push(format!("{RET_KWARGS_KEY}={k}"));
         }
     }
