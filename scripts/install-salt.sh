@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs the reference Salt (3008.5) into a venv outside the repo, for the
 # tests that compare halite with what Salt itself does (they find it through
-# crates/salt-oracle: HALITE_SALT_VENV, else ~/.venvs/salt). The same logic as
+# crates/salt-oracle: SALT_ORACLE_VENV, else ~/.venvs/salt). The same logic as
 # ../shared/bench/install-salt.sh, kept here because CI may run without
 # ../shared. Idempotent: exits at once when Salt and GitPython are there.
 #   bash scripts/install-salt.sh [VENV]
@@ -11,7 +11,7 @@
 # itself with --no-deps (certifi is only the CA bundle). GitPython is for
 # crates/gitfs/tests/salt_conformance.rs (Salt's gitfs provider).
 set -euo pipefail
-venv=${1:-${HALITE_SALT_VENV:-$HOME/.venvs/salt}}
+venv=${1:-${SALT_ORACLE_VENV:-$HOME/.venvs/salt}}
 if [ -x "$venv/bin/salt-call" ] && "$venv/bin/python" -c 'import salt, git' 2>/dev/null; then
   "$venv/bin/salt-call" --local --version
   exit 0

@@ -14,14 +14,14 @@ bash scripts/install-deps.sh
 # The reference Salt the comparison tests run (salt_fallback, gitfs's
 # salt_conformance, formula_modules, grains, service, user/group, spm
 # interop): installed into a venv outside the repo, then required, so a
-# comparison cannot skip silently. HALITE_SKIP_SALT=1 runs without it (the
+# comparison cannot skip silently. SALT_ORACLE_SKIP=1 runs without it (the
 # tests then print why they skip).
-if [ "${HALITE_SKIP_SALT:-0}" = 1 ]; then
-  echo "==> HALITE_SKIP_SALT=1: the comparisons with Salt skip"
+if [ "${SALT_ORACLE_SKIP:-0}" = 1 ]; then
+  echo "==> SALT_ORACLE_SKIP=1: the comparisons with Salt skip"
 else
   echo "==> scripts/install-salt.sh"
   bash scripts/install-salt.sh
-  export HALITE_REQUIRE_SALT=1
+  export SALT_ORACLE_REQUIRED=1
 fi
 export CARGO_TERM_COLOR=never
 echo "==> cargo fmt --all --check"

@@ -35,9 +35,9 @@ fn recording() -> PathBuf {
 }
 
 /// Salt 3008.5's answers, recorded from the same calls on the same tree
-/// (`HALITE_RECORD_SALT=1` with Salt installed writes them again).
+/// (`SALT_ORACLE_RECORD=1` with Salt installed writes them again).
 fn recorded() -> Option<Value> {
-    if std::env::var_os("HALITE_RECORD_SALT").is_some() {
+    if std::env::var_os("SALT_ORACLE_RECORD").is_some() {
         return None;
     }
     let text = std::fs::read_to_string(recording()).unwrap();

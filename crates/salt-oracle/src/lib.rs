@@ -4,8 +4,8 @@
 //!
 //! Salt lives in a venv outside the repo, installed by
 //! `scripts/install-salt.sh` (which `scripts/test.sh`, and so CI, runs):
-//! `$HALITE_SALT_VENV` when set, else `~/.venvs/salt`. A test without it
-//! prints why it skips; with `HALITE_REQUIRE_SALT=1` (set by
+//! `$SALT_ORACLE_VENV` when set, else `~/.venvs/salt`. A test without it
+//! prints why it skips; with `SALT_ORACLE_REQUIRED=1` (set by
 //! `scripts/test.sh` once Salt is installed) a missing Salt fails the
 //! test instead, so CI cannot skip the comparisons silently.
 
@@ -31,9 +31,9 @@ impl std::fmt::Display for Missing {
     }
 }
 
-/// The venv Salt is looked for in: `$HALITE_SALT_VENV`, else `~/.venvs/salt`.
+/// The venv Salt is looked for in: `$SALT_ORACLE_VENV`, else `~/.venvs/salt`.
 pub fn venv() -> Option<PathBuf> {
-    if let Some(v) = std::env::var_os("HALITE_SALT_VENV").filter(|v| !v.is_empty()) {
+    if let Some(v) = std::env::var_os("SALT_ORACLE_VENV").filter(|v| !v.is_empty()) {
         return Some(PathBuf::from(v));
     }
     std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".venvs/salt"))
@@ -45,7 +45,7 @@ impl Salt {
     pub fn find() -> Result<Salt, Missing> {
         let venv = venv().ok_or_else(|| {
             Missing(format!(
-                "no Salt: neither HALITE_SALT_VENV nor HOME is set ({INSTALL_HINT})"
+                "no Salt: neither SALT_ORACLE_VENV nor HOME is set ({INSTALL_HINT})"
             ))
         })?;
         let bin = venv.join("bin");
@@ -62,7 +62,7 @@ impl Salt {
 
     /// The installed Salt for the test `test`; without it prints
     /// `skipped: <test>: <why>` and returns `None`, or panics when
-    /// `HALITE_REQUIRE_SALT` is set (CI, where a skip would hide a
+    /// `SALT_ORACLE_REQUIRED` is set (CI, where a skip would hide a
     /// regression).
     pub fn for_test(test: &str) -> Option<Salt> {
         Self::find().map_or_else(|why| skip(test, &why.0), Some)
@@ -113,8 +113,8 @@ impl Salt {
 
 /// Prints the skip reason (or panics when Salt is required) for `test`.
 fn skip(test: &str, why: &str) -> Option<Salt> {
-    if std::env::var_os("HALITE_REQUIRE_SALT").is_some_and(|v| !v.is_empty() && v != "0") {
-        panic!("{test}: HALITE_REQUIRE_SALT is set but {why}");
+    if std::env::var_os("SALT_ORACLE_REQUIRED").is_some_and(|v| !v.is_empty() && v != "0") {
+        panic!("{test}: SALT_ORACLE_REQUIRED is set but {why}");
     }
     println!("skipped: {test}: {why}");
     None
@@ -131,7 +131,7 @@ mod tests {
         std::fs::create_dir_all(dir.join("bin")).unwrap();
         std::fs::write(dir.join("bin/python"), "").unwrap();
         // SAFETY of the env change: this crate's only test that reads it.
-        std::env::set_var("HALITE_SALT_VENV", &dir);
+        std::env::set_var("SALT_ORACLE_VENV", &dir);
         let err = Salt::find().unwrap_err();
         std::fs::write(dir.join("bin/salt-call"), "").unwrap();
         let found = Salt::find().unwrap();
