@@ -9,7 +9,6 @@ use std::path::Path;
 
 use halite_state::{CmdOptions, CmdOutput, FileClient, Map, Value};
 
-use crate::command::{run_command, shell_quote};
 use crate::exec::cmd::{env_pairs, run_all_value};
 use crate::exec::{Args, ExecError, ExecFunction, ExecTable};
 use crate::Host;
@@ -121,13 +120,10 @@ fn str_of(v: &Value) -> Option<String> {
 
 /// Runs a command given as words (never through a shell).
 pub fn run_argv(argv: &[String], opts: CmdOptions) -> Result<CmdOutput, ExecError> {
-    let line = argv
-        .iter()
-        .map(|w| shell_quote(w))
-        .collect::<Vec<_>>()
-        .join(" ");
-    run_command(&line, &opts)
-        .map_err(|e| ExecError::Execution(format!("Unable to run {}: {e}", argv[0])))
+    crate::command::run_argv(argv, &opts).map_err(|e| {
+        let bin = argv.first().map(String::as_str).unwrap_or_default();
+        ExecError::Execution(format!("Unable to run {bin}: {e}"))
+    })
 }
 
 /// Salt's `_get_pip_bin`: `python -m pip` of a virtualenv directory, a
