@@ -3,7 +3,8 @@
 //! can run (root), a free port, waiting for a condition, a daemon process
 //! that is killed when the test ends (also when it fails); [`git`] (the
 //! `git` binary with fixed identities, a work repository and its bare
-//! remote, a `git daemon` on 127.0.0.1) and [`sshd`] (an ssh server of the
+//! remote, a `git daemon` on 127.0.0.1), [`gpg`] (a GnuPG key of the test's
+//! own and text encrypted to it) and [`sshd`] (an ssh server of the
 //! test's own on 127.0.0.1). A dev-dependency only.
 #![allow(
     clippy::unwrap_used,
@@ -12,6 +13,7 @@
 )]
 
 pub mod git;
+pub mod gpg;
 pub mod sshd;
 
 use std::net::TcpListener;
