@@ -91,8 +91,8 @@ fn salt_api_contract_with_file_eauth() {
     }
     let f = Fleet::new();
     let _master = f.start_master(&file_eauth_config(&f, ""));
-    let _m1 = f.start_minion("m1");
-    let _m2 = f.start_minion("m2");
+    let _m1 = f.start_minion("m1", "");
+    let _m2 = f.start_minion("m2", "");
     f.accept("m1");
     f.accept("m2");
     let mut api = f.start_api();
@@ -832,7 +832,7 @@ fn pam_eauth_with_a_real_local_user() {
         "{CLIENTS}rest_cherrypy:\n  port: {}\n  host: 127.0.0.1\n  disable_ssl: True\nexternal_auth:\n  pam:\n    {name}: ['test.*', '@runner', '@wheel']\n",
         f.api_port
     ));
-    let _m1 = f.start_minion("m1");
+    let _m1 = f.start_minion("m1", "");
     f.accept("m1");
     let _api = f.start_api();
     let base = f.url("");

@@ -211,12 +211,12 @@ fn console_in_a_real_browser() {
     let _master = f.start_master(&config(&f, &srv));
     let minions: Vec<Daemon> = ["m1", "m2", "m3"]
         .iter()
-        .map(|id| f.start_minion(id))
+        .map(|id| f.start_minion(id, ""))
         .collect();
     for id in ["m1", "m2", "m3"] {
         f.accept(id);
     }
-    let _newbie = f.start_minion("newbie");
+    let _newbie = f.start_minion("newbie", "");
     let _api = f.start_api();
     let base = f.url("");
 

@@ -12,7 +12,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{bin, can_run, wait_for, Fleet};
+use common::{bin, can_run, sessions, wait_for, Fleet};
 use serde_json::{json, Value};
 
 /// `halite-run ARGS --out json` against `fleet`'s master, parsed.
@@ -166,11 +166,6 @@ fn halite_call_applies_the_masters_tree_and_the_return_lands_in_its_job_cache() 
     }
     let fleet = Fleet::new();
     let (_master, minion) = master_with_tree(&fleet, "caller");
-    let sessions = |m: &common::Daemon| {
-        m.log_text()
-            .matches("authenticated with the master")
-            .count()
-    };
     let before = sessions(&minion);
 
     let (ret, code, err) = call_json(&fleet, "caller", &["state.apply"]);
