@@ -42,6 +42,15 @@ fn stored_json(text: &str, what: &str, key: &str) -> Option<Value> {
     }
 }
 
+/// The first `N` columns of a row, as text (the jobs table's columns).
+fn texts<const N: usize>(r: &rusqlite::Row<'_>) -> rusqlite::Result<[String; N]> {
+    let mut out: [String; N] = std::array::from_fn(|_| String::new());
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = r.get(i)?;
+    }
+    Ok(out)
+}
+
 /// A minion id and its mine (`{function or alias: data}`).
 pub type MinionMine = (String, Map<String, Value>);
 
@@ -383,21 +392,10 @@ impl JobCache {
             .conn
             .prepare("SELECT jid, fun, arg, tgt, tgt_type, user FROM jobs ORDER BY jid")
             .map_err(self.err())?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, String>(5)?,
-                ))
-            })
-            .map_err(self.err())?;
+        let rows = stmt.query_map([], texts::<6>).map_err(self.err())?;
         let mut out = Map::new();
         for row in rows {
-            let (jid, fun, arg, tgt, tgt_type, user) = row.map_err(self.err())?;
+            let [jid, fun, arg, tgt, tgt_type, user] = row.map_err(self.err())?;
             let Some(arg) = stored_json(&arg, "job arguments", &jid) else {
                 continue;
             };
@@ -426,25 +424,11 @@ impl JobCache {
             .query_row(
                 "SELECT fun, arg, tgt, tgt_type, user, minions, load FROM jobs WHERE jid = ?1",
                 params![jid],
-                |r| {
-                    Ok((
-                        (
-                            r.get::<_, String>(0)?,
-                            r.get::<_, String>(1)?,
-                            r.get::<_, String>(2)?,
-                        ),
-                        (
-                            r.get::<_, String>(3)?,
-                            r.get::<_, String>(4)?,
-                            r.get::<_, String>(5)?,
-                            r.get::<_, String>(6)?,
-                        ),
-                    ))
-                },
+                texts::<7>,
             )
             .optional()
             .map_err(self.err())?;
-        let Some(((fun, arg, tgt), (tgt_type, user, minions, load))) = row else {
+        let Some([fun, arg, tgt, tgt_type, user, minions, load]) = row else {
             return Ok(None);
         };
         let (Some(arg), Some(minions)) = (
@@ -547,6 +531,38 @@ mod tests {
             user: "root".into(),
             minions: vec!["web1".into()],
         }
+    }
+
+    #[test]
+    fn a_cache_without_the_load_column_is_migrated_and_the_load_comes_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.sqlite");
+        {
+            // The jobs table as masters before the load column wrote it.
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE jobs (jid TEXT PRIMARY KEY, fun TEXT NOT NULL, arg TEXT NOT NULL, tgt TEXT NOT NULL, tgt_type TEXT NOT NULL, user TEXT NOT NULL, minions TEXT NOT NULL);
+                 INSERT INTO jobs VALUES ('20200101000000000000', 'test.ping', '[]', '*', 'glob', 'root', '[\"web1\"]');",
+            )
+            .unwrap();
+        }
+        let cache = JobCache::open(&path).unwrap();
+        let old = cache.job("20200101000000000000").unwrap().unwrap();
+        assert_eq!(old["fun"], json!("test.ping"));
+        assert_eq!(old.get("ret"), None);
+        let mut load = Map::new();
+        load.insert("ret".into(), json!("syslog"));
+        load.insert("ret_config".into(), json!("alt"));
+        cache
+            .store_job(&job("20260101000000000000"), &load)
+            .unwrap();
+        let new = cache.job("20260101000000000000").unwrap().unwrap();
+        assert_eq!(new["ret"], json!("syslog"));
+        assert_eq!(new["ret_config"], json!("alt"));
+        assert_eq!(new["arg"], json!(["hi"]));
+        let listed = cache.list_jobs().unwrap();
+        assert_eq!(listed["20260101000000000000"]["Arguments"], json!(["hi"]));
+        assert_eq!(listed.len(), 2);
     }
 
     #[test]

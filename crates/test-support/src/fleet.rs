@@ -5,7 +5,7 @@
 //! config of the fleet) and the `extra` of each start.
 
 use std::io::Read;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
@@ -36,6 +36,21 @@ pub fn bin(name: &str) -> PathBuf {
         path.display()
     );
     path
+}
+
+/// Starts workspace daemon `name` with config dir `dir` and `args`, its
+/// output discarded (it logs to `log`, which its config names).
+fn spawn(name: &str, dir: &Path, args: &[&str], log: PathBuf) -> Daemon {
+    let child = Command::new(bin(name))
+        .arg("-c")
+        .arg(dir)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("start {name}: {e}"));
+    Daemon { child, log }
 }
 
 /// How many times a minion's log says it authenticated with the master:
@@ -107,15 +122,7 @@ impl Fleet {
             ),
         )
         .expect("master config");
-        let child = Command::new(bin("halite-master"))
-            .arg("-c")
-            .arg(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start halite-master");
-        let daemon = Daemon { child, log };
+        let daemon = spawn("halite-master", &dir, &[], log);
         let sock = self.path("master-sock/master.sock");
         assert!(
             wait_for(Duration::from_secs(20), || sock.exists()),
@@ -160,15 +167,7 @@ impl Fleet {
             ),
         )
         .expect("minion config");
-        let child = Command::new(bin("halite-minion"))
-            .arg("-c")
-            .arg(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start halite-minion");
-        Daemon { child, log }
+        spawn("halite-minion", &dir, &[], log)
     }
 
     /// Starts one `halite-minion --swarm n` (ids `swarm-*`, plus `extra`
@@ -187,18 +186,12 @@ impl Fleet {
             ),
         )
         .expect("swarm config");
-        let swarm = Daemon {
-            child: Command::new(bin("halite-minion"))
-                .arg("-c")
-                .arg(&dir)
-                .args(["--swarm", &n.to_string()])
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn()
-                .expect("swarm"),
-            log: dir.join("swarm.log"),
-        };
+        let swarm = spawn(
+            "halite-minion",
+            &dir,
+            &["--swarm", &n.to_string()],
+            dir.join("swarm.log"),
+        );
         assert!(
             self.wait_authenticated(n, Duration::from_secs(40)),
             "the swarm never came up: {} of {n} authenticated",
