@@ -14,72 +14,24 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 
 use common::{can_run, Fleet};
+use halite_test_support::gpg;
 use serde_json::Value;
 
 const SECRET: &str = "Cleartext-Secret-7719";
-
-/// A GnuPG home in `dir` with one key without passphrase; returns the
-/// armored encryption of `text` to it.
-fn gpg_key_and_cipher(dir: &Path, text: &str) -> String {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-    let home = dir.to_str().unwrap();
-    let gen = Command::new("gpg")
-        .args(["--homedir", home, "--batch", "--passphrase", ""])
-        .args([
-            "--quick-gen-key",
-            "halite-test@example.invalid",
-            "rsa2048",
-            "encrypt",
-            "never",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        gen.status.success(),
-        "{}",
-        String::from_utf8_lossy(&gen.stderr)
-    );
-    let mut enc = Command::new("gpg")
-        .args([
-            "--homedir",
-            home,
-            "--batch",
-            "--armor",
-            "--trust-model",
-            "always",
-        ])
-        .args(["-r", "halite-test@example.invalid", "--encrypt"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    enc.stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = enc.wait_with_output().unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap()
-}
 
 #[test]
 fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
     if !can_run() {
         return;
     }
-    if Command::new("gpg").arg("--version").output().is_err() {
-        println!("skipped: gpg is not installed (scripts/install-deps.sh installs gnupg)");
+    if !gpg::available() {
         return;
     }
     let fleet = Fleet::new();
-    let cipher = gpg_key_and_cipher(&fleet.path("gpgkeys"), SECRET);
+    let cipher = gpg::key_and_cipher(&fleet.path("gpgkeys"), SECRET);
     let pillar = fleet.path("pillar");
     std::fs::create_dir_all(&pillar).unwrap();
     std::fs::write(pillar.join("top.sls"), "base:\n  '*':\n    - secret\n").unwrap();

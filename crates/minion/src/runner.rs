@@ -355,13 +355,21 @@ impl JobRunner for HostRunner {
         events: Arc<dyn EventSink>,
         master: MasterChannel,
     ) -> JobReturn {
+        // A call of the minion's own (halite-call, jid `req`) runs under a
+        // jid made here, as salt-call's: its commands, its state run and
+        // its returners see that one; the master gives the return its own.
+        let run_jid = if job.jid == halite_proto::jid::CALLER_JID {
+            halite_proto::JidGenerator::new().next_jid()
+        } else {
+            job.jid.clone()
+        };
         // The job's commands are recorded under its jid (saltutil.kill_job).
-        let _scope = halite_modules::job_procs::JobScope::enter(&job.jid);
+        let _scope = halite_modules::job_procs::JobScope::enter(&run_jid);
         // `--return`: the returners are the minion's to call, never the
         // function's arguments.
         let (returners, stripped) = take_returners(job);
         let job = stripped.as_ref().unwrap_or(job);
-        let mut host = self.host(id, Some(&job.jid), grains, events, &master, Manifest::new());
+        let mut host = self.host(id, Some(&run_jid), grains, events, &master, Manifest::new());
         halite_modules::exec::clear_retcode();
         let outcome = self.execute(id, &mut host, job, &master);
         let (ret, retcode) = match outcome {
@@ -399,7 +407,7 @@ impl JobRunner for HostRunner {
         };
         if let Some(spec) = returners {
             let dict = halite_modules::returners::return_dict(
-                &done.jid,
+                &run_jid,
                 &done.id,
                 &done.fun,
                 &done.fun_args,
