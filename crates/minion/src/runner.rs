@@ -303,6 +303,9 @@ impl HostRunner {
             halite_modules::dynamic::before_master_compile(host, &job.fun, &args);
         }
         let bundle = self.fetch_bundle(id, host, job, master)?;
+        // From now on this identity's logs and spooled returns mask the
+        // secrets its pillar holds (a job echoing one, at any log level).
+        halite_logging::redact::set_secrets(id, &bundle.secrets);
         if !bundle.commits.is_empty() {
             tracing::info!(jid = %job.jid, commits = ?bundle.commits, "states compiled from git commits");
         }
