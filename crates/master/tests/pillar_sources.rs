@@ -172,6 +172,75 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
     assert!(cached.contains("admin"), "{cached}");
     assert!(!cached.contains(SECRET), "{cached}");
 
+    // What the minion keeps on its disk: a job whose output is the secret
+    // (and whose output its debug log shows) ends while the master is
+    // paused, so its return waits in cachedir/returns/ unacknowledged.
+    let started = fleet.path("out/started");
+    let job = format!(
+        "touch {}; sleep 5; cat {}",
+        started.display(),
+        managed.display()
+    );
+    let (out, code) = fleet.halite(&["web1", "cmd.run", &job, "--async"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        common::wait_for(std::time::Duration::from_secs(30), || started.exists()),
+        "the job never started"
+    );
+    let pid = master.child.id().to_string();
+    let _resume = Resume(pid.clone());
+    assert!(Command::new("kill")
+        .args(["-STOP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let returns = fleet.path("minion-web1/cache/returns");
+    let spooled = || {
+        std::fs::read_dir(&returns)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter(|e| halite_proto::jid::is_jid(&e.file_name().to_string_lossy()))
+                    .map(|e| e.path())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    assert!(
+        common::wait_for(std::time::Duration::from_secs(30), || !spooled().is_empty()),
+        "the return never reached {}",
+        returns.display()
+    );
+    // Every place is checked before failing, so one run names them all.
+    let mut leaks = Vec::new();
+    for path in spooled() {
+        let ret: halite_proto::msg::JobReturn =
+            halite_proto::decode(&std::fs::read(&path).unwrap()).unwrap();
+        if ret.ret != "password=**********" {
+            leaks.push(format!("spooled return {}: {}", path.display(), ret.ret));
+        }
+    }
+    // The kept bundle: no zstd frame holding the cleartext (it is sealed).
+    let bundles = fleet.path("minion-web1/cache/bundles");
+    let kept: Vec<_> = std::fs::read_dir(&bundles)
+        .unwrap()
+        .filter_map(Result::ok)
+        .collect();
+    assert!(!kept.is_empty(), "no bundle kept in {}", bundles.display());
+    for entry in kept {
+        let bytes = std::fs::read(entry.path()).unwrap();
+        if let Ok(plain) = halite_proto::bundle::decompress(&bytes) {
+            if plain.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()) {
+                leaks.push(format!("kept bundle {}", entry.path().display()));
+            }
+        }
+    }
+    // The minion ran the command and logged its output at debug, masked.
+    let log = minion.log_text();
+    if !log.contains("output: password=**********") || log.contains(SECRET) {
+        leaks.push("the minion's debug log".to_string());
+    }
+    assert!(leaks.is_empty(), "the cleartext is in: {leaks:#?}");
+
     let out = Command::new("grep")
         .args(["-r", "-l", "-a", SECRET])
         .arg(fleet.path("master-cache"))
@@ -187,6 +256,15 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
     );
     assert!(!minion.log_text().contains(SECRET));
     assert!(!master.log_text().contains(SECRET));
+}
+
+/// Sends SIGCONT to a paused master when dropped (also on failure).
+struct Resume(String);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-CONT", &self.0]).status();
+    }
 }
 
 #[test]
