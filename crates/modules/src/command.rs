@@ -66,9 +66,6 @@ fn run_prepared(
         // the grandchildren too.
         command.process_group(0);
     }
-    // Salt logs every command at info and its output at debug
-    // (cmdmod's default output_loglevel); the logs mask known secrets.
-    tracing::info!("Executing command {shown}");
     let mut child = command.spawn()?;
     let pid = child.id();
     let _tracked = crate::job_procs::in_job().then(|| crate::job_procs::track_child(pid));
@@ -88,11 +85,9 @@ fn run_prepared(
         use std::os::unix::process::ExitStatusExt;
         status.signal().map(|s| 128 + s).unwrap_or(1)
     });
-    let stdout = trim_newline(String::from_utf8_lossy(&stdout).into_owned());
-    tracing::debug!("output: {stdout}");
     Ok(CmdOutput {
         retcode,
-        stdout,
+        stdout: trim_newline(String::from_utf8_lossy(&stdout).into_owned()),
         stderr: trim_newline(String::from_utf8_lossy(&stderr).into_owned()),
         pid,
         timed_out: false,
