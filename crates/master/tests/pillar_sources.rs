@@ -162,6 +162,21 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
     let cat = format!("cat {}", managed.display());
     let (rets, _) = fleet.halite_json(&["web1", "cmd.run", &cat, "-t", "30"]);
     assert_eq!(rets["web1"], format!("password={SECRET}"), "{rets:?}");
+    // The mine: pillar.get as a mine function stores its masked answer, as
+    // in Salt 3008.5; with unmask=True mine.get serves the secret (Salt
+    // does too) while the master's disk copy of the mine is masked.
+    let pw = "db:nested:0:password";
+    for (name, extra) in [("pw", None), ("pwclear", Some("unmask=True"))] {
+        let mut args = vec!["web1", "mine.send", name, "mine_function=pillar.get", pw];
+        args.extend(extra);
+        args.extend(["-t", "30"]);
+        let (rets, _) = fleet.halite_json(&args);
+        assert_eq!(rets["web1"], true, "{rets:?}");
+    }
+    let (rets, _) = fleet.halite_json(&["web1", "mine.get", "web1", "pw", "-t", "30"]);
+    assert_eq!(rets["web1"]["web1"], "**********", "{rets:?}");
+    let (rets, _) = fleet.halite_json(&["web1", "mine.get", "web1", "pwclear", "-t", "30"]);
+    assert_eq!(rets["web1"]["web1"], SECRET, "{rets:?}");
     // Pillar targeting sees the gpg-rendered source.
     let (hit, _) = fleet.halite_json(&["-I", "db:user:admin", "test.ping", "-t", "30"]);
     assert_eq!(hit.get("web1"), Some(&Value::Bool(true)), "{hit:?}");
