@@ -203,7 +203,7 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
         "the job never started"
     );
     let pid = master.child.id().to_string();
-    let _resume = Resume(pid.clone());
+    let resume = Resume(pid.clone());
     assert!(Command::new("kill")
         .args(["-STOP", &pid])
         .status()
@@ -227,7 +227,9 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
     );
     // Every place is checked before failing, so one run names them all.
     let mut leaks = Vec::new();
+    let mut spooled_jid = None;
     for path in spooled() {
+        spooled_jid = path.file_name().map(|n| n.to_string_lossy().into_owned());
         let ret: halite_proto::msg::JobReturn =
             halite_proto::decode(&std::fs::read(&path).unwrap()).unwrap();
         if ret.ret != "password=**********" {
@@ -271,6 +273,20 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
     );
     assert!(!minion.log_text().contains(SECRET));
     assert!(!master.log_text().contains(SECRET));
+
+    // The master resumes, takes the spooled return and acknowledges it;
+    // jobs.lookup_jid shows it masked (Salt would show the cleartext).
+    let jid = spooled_jid.expect("a spooled jid");
+    drop(resume);
+    let mut looked = String::new();
+    let found = common::wait_for(std::time::Duration::from_secs(30), || {
+        let out = fleet.cli("halite-run", &["jobs.lookup_jid", &jid, "--out", "json"]);
+        looked = String::from_utf8_lossy(&out.stdout).into_owned();
+        looked.contains("password=")
+    });
+    assert!(found, "{looked}");
+    assert!(looked.contains("password=**********"), "{looked}");
+    assert!(!looked.contains(SECRET), "{looked}");
 }
 
 /// Sends SIGCONT to a paused master when dropped (also on failure).
