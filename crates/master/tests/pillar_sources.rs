@@ -319,3 +319,46 @@ fn a_broken_ext_pillar_is_named_to_the_minion_without_its_output() {
     assert!(text.contains("ext_pillar cmd_json"), "{rets:?}");
     assert!(!text.contains("leaked-value-551"), "{rets:?}");
 }
+
+#[test]
+fn a_file_client_local_minion_masks_what_it_decrypts_in_its_log_and_spool() {
+    if !can_run() {
+        return;
+    }
+    if Command::new("gpg").arg("--version").output().is_err() {
+        println!("skipped: gpg is not installed (scripts/install-deps.sh installs gnupg)");
+        return;
+    }
+    let fleet = Fleet::new();
+    // The minion compiles its own pillar (Salt's file_client: local) with
+    // its own key: it decrypts the secret itself.
+    let keys = fleet.path("minion-gpgkeys");
+    let cipher = gpg_key_and_cipher(&keys, SECRET);
+    let pillar = fleet.path("minion-pillar");
+    std::fs::create_dir_all(&pillar).unwrap();
+    std::fs::write(pillar.join("top.sls"), "base:\n  '*':\n    - secret\n").unwrap();
+    let indented: String = cipher.lines().map(|l| format!("    {l}\n")).collect();
+    std::fs::write(
+        pillar.join("secret.sls"),
+        format!("#!yaml|gpg\npassword: |\n{indented}"),
+    )
+    .unwrap();
+    let _master = fleet.start_master("auto_accept: true\n");
+    let minion = fleet.start_minion(
+        "web1",
+        &format!(
+            "file_client: local\npillar_roots: {{base: [{}]}}\ngpg_keydir: {}\n",
+            pillar.display(),
+            keys.display()
+        ),
+    );
+    fleet.wait_responding("web1");
+    let (rets, _) = fleet.halite_json(&["web1", "pillar.get", "password", "unmask=True"]);
+    assert_eq!(rets["web1"], SECRET, "{rets:?}");
+    // A command echoing it: the CLI sees it, the minion's debug log does not.
+    let (rets, _) = fleet.halite_json(&["web1", "cmd.run", &format!("echo {SECRET}")]);
+    assert_eq!(rets["web1"], SECRET, "{rets:?}");
+    let log = minion.log_text();
+    assert!(log.contains("output: **********"), "{log}");
+    assert!(!log.contains(SECRET), "{log}");
+}

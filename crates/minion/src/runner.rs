@@ -285,7 +285,11 @@ impl HostRunner {
             kwargs: job.kwarg.clone(),
         };
         if self.local.is_some() {
+            // A masterless minion decrypts its gpg pillar itself: its logs
+            // and spooled returns mask what it decrypted, as with a master.
+            halite_modules::gpg::take_decrypted();
             let errors = self.local_pillar(host);
+            halite_logging::redact::set_secrets(id, &halite_modules::gpg::take_decrypted());
             if !errors.is_empty() && job.fun.starts_with("state.") {
                 let mut errs = vec![Value::from(
                     "Pillar failed to render with the following messages:",
