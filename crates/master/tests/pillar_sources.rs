@@ -321,7 +321,7 @@ fn a_broken_ext_pillar_is_named_to_the_minion_without_its_output() {
 }
 
 #[test]
-fn a_file_client_local_minion_masks_what_it_decrypts_in_its_log_and_spool() {
+fn a_file_client_local_minion_masks_what_it_decrypts_in_its_log() {
     if !can_run() {
         return;
     }
