@@ -289,7 +289,7 @@ impl HostRunner {
             // and spooled returns mask what it decrypted, as with a master.
             halite_modules::gpg::take_decrypted();
             let errors = self.local_pillar(host);
-            halite_logging::redact::set_secrets(id, &halite_modules::gpg::take_decrypted());
+            halite_logging::redact::add_secrets(id, &halite_modules::gpg::take_decrypted());
             if !errors.is_empty() && job.fun.starts_with("state.") {
                 let mut errs = vec![Value::from(
                     "Pillar failed to render with the following messages:",
@@ -309,7 +309,9 @@ impl HostRunner {
         let bundle = self.fetch_bundle(id, host, job, master)?;
         // From now on this identity's logs and spooled returns mask the
         // secrets its pillar holds (a job echoing one, at any log level).
-        halite_logging::redact::set_secrets(id, &bundle.secrets);
+        // Added, never replaced: two jobs may run with pillars of two
+        // pillarenvs, and masking a value rotated out costs nothing.
+        halite_logging::redact::add_secrets(id, &bundle.secrets);
         if !bundle.commits.is_empty() {
             tracing::info!(jid = %job.jid, commits = ?bundle.commits, "states compiled from git commits");
         }
