@@ -285,7 +285,11 @@ impl HostRunner {
             kwargs: job.kwarg.clone(),
         };
         if self.local.is_some() {
+            // A masterless minion decrypts its gpg pillar itself: its logs
+            // and spooled returns mask what it decrypted, as with a master.
+            halite_modules::gpg::take_decrypted();
             let errors = self.local_pillar(host);
+            halite_logging::redact::add_secrets(id, &halite_modules::gpg::take_decrypted());
             if !errors.is_empty() && job.fun.starts_with("state.") {
                 let mut errs = vec![Value::from(
                     "Pillar failed to render with the following messages:",
@@ -303,6 +307,11 @@ impl HostRunner {
             halite_modules::dynamic::before_master_compile(host, &job.fun, &args);
         }
         let bundle = self.fetch_bundle(id, host, job, master)?;
+        // From now on this identity's logs and spooled returns mask the
+        // secrets its pillar holds (a job echoing one, at any log level).
+        // Added, never replaced: two jobs may run with pillars of two
+        // pillarenvs, and masking a value rotated out costs nothing.
+        halite_logging::redact::add_secrets(id, &bundle.secrets);
         if !bundle.commits.is_empty() {
             tracing::info!(jid = %job.jid, commits = ?bundle.commits, "states compiled from git commits");
         }
