@@ -277,15 +277,14 @@ fn a_file_client_local_minion_masks_what_it_decrypts_in_its_log() {
     if !can_run() {
         return;
     }
-    if Command::new("gpg").arg("--version").output().is_err() {
-        println!("skipped: gpg is not installed (scripts/install-deps.sh installs gnupg)");
+    if !gpg::available() {
         return;
     }
     let fleet = Fleet::new();
     // The minion compiles its own pillar (Salt's file_client: local) with
     // its own key: it decrypts the secret itself.
     let keys = fleet.path("minion-gpgkeys");
-    let cipher = gpg_key_and_cipher(&keys, SECRET);
+    let cipher = gpg::key_and_cipher(&keys, SECRET);
     let pillar = fleet.path("minion-pillar");
     std::fs::create_dir_all(&pillar).unwrap();
     std::fs::write(pillar.join("top.sls"), "base:\n  '*':\n    - secret\n").unwrap();
