@@ -524,6 +524,7 @@ impl Service {
                     kwarg: req.kwarg.clone(),
                     user: req.user.clone(),
                     watch: false,
+                    progress: false,
                 })?;
                 match c.next(None)? {
                     Some(LocalReply::Started { minions, .. }) if minions.is_empty() => {

@@ -167,14 +167,17 @@ impl JobCache {
     /// cost one fsync, not 10 000). For each, whether it is new: a minion
     /// resends a return whose acknowledgement it missed, and that copy
     /// (stored again, the same) must not fire its event twice.
-    pub fn store_returns(&mut self, returns: &[JobReturn]) -> Result<Vec<bool>, JobCacheError> {
+    pub fn store_returns<'r>(
+        &mut self,
+        returns: impl IntoIterator<Item = &'r JobReturn>,
+    ) -> Result<Vec<bool>, JobCacheError> {
         let path = self.path.clone();
         let err = |source| JobCacheError::Sqlite {
             path: path.clone(),
             source,
         };
         let tx = self.conn.transaction().map_err(err)?;
-        let mut fresh = Vec::with_capacity(returns.len());
+        let mut fresh = Vec::new();
         {
             let mut stmt = tx
                 .prepare_cached(
