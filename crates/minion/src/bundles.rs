@@ -7,10 +7,11 @@
 //! memory), and checked against its digest whenever it is read: a file
 //! damaged or changed on disk is dropped and the bundle asked for in full.
 //!
-//! A bundle that carries gpg-decrypted secrets (`Bundle::secrets`) is
-//! kept sealed with a key held in this process's memory only
-//! ([`MemoryKey`]): its pillar never lies on disk in clear, and after a
-//! restart the file cannot be read, so the first job asks for it in full.
+//! Every kept bundle is sealed with a key held in this process's memory
+//! only ([`MemoryKey`]): a bundle holds the minion's pillar, plain values
+//! as well as gpg-decrypted ones (`Bundle::secrets`), and Salt's minion
+//! never writes its pillar to disk. After a restart the files cannot be
+//! read, so each identity's first job asks for its bundle in full.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -28,8 +29,8 @@ pub struct BundleStore {
     dir: PathBuf,
     /// The digest of each identity's file, once read or written.
     digests: RwLock<HashMap<String, String>>,
-    /// Seals the bundles that hold secrets (`None` when the system's
-    /// random generator failed: such bundles are then not kept at all).
+    /// Seals every kept bundle (`None` when the system's random
+    /// generator failed: bundles are then not kept at all).
     key: Option<MemoryKey>,
 }
 
@@ -40,7 +41,7 @@ impl BundleStore {
             dir,
             digests: RwLock::new(HashMap::new()),
             key: MemoryKey::new()
-                .map_err(|e| tracing::warn!(error = %e, "no in-memory key: bundles holding secrets will not be kept"))
+                .map_err(|e| tracing::warn!(error = %e, "no in-memory key: bundles will not be kept (every job fetches its bundle in full)"))
                 .ok(),
         }
     }
@@ -52,7 +53,7 @@ impl BundleStore {
             .ok_or_else(|| format!("minion id {id:?} cannot name a file"))?;
         let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
         match bytes.strip_prefix(SEALED) {
-            None => Ok(bytes),
+            None => Err("it was kept unsealed by an older halite".to_string()),
             Some(sealed) => self
                 .key
                 .as_ref()
@@ -116,7 +117,7 @@ impl BundleStore {
         let stored = if zstd { Ok(bytes) } else { compress(&plain) };
         match stored
             .map_err(|e| e.to_string())
-            .and_then(|b| self.sealed_if_secret(&bundle, b))
+            .and_then(|b| self.sealed(b))
             .and_then(|b| self.write(id, &b))
         {
             Ok(()) => {
@@ -132,15 +133,12 @@ impl BundleStore {
         Ok(bundle)
     }
 
-    /// `compressed` as it goes on disk: sealed when `bundle` holds secrets.
-    fn sealed_if_secret(&self, bundle: &Bundle, compressed: Vec<u8>) -> Result<Vec<u8>, String> {
-        if bundle.secrets.is_empty() {
-            return Ok(compressed);
-        }
+    /// `compressed` as it goes on disk: sealed, since it holds the pillar.
+    fn sealed(&self, compressed: Vec<u8>) -> Result<Vec<u8>, String> {
         let key = self
             .key
             .as_ref()
-            .ok_or_else(|| "it holds secrets and there is no key to seal it".to_string())?;
+            .ok_or_else(|| "there is no in-memory key to seal it".to_string())?;
         let mut out = SEALED.to_vec();
         out.extend(key.seal(&compressed).map_err(|e| e.to_string())?);
         Ok(out)
@@ -194,8 +192,18 @@ mod tests {
             .receive("web1", "1", &packed.digest, false, packed.bytes.clone())
             .unwrap();
         assert_eq!(got, bundle);
-        // A fresh store (a restarted minion) finds it on disk.
-        let again = BundleStore::new(dir.path().join("bundles"));
+        // On disk it is sealed: no pillar in clear.
+        let raw = std::fs::read(dir.path().join("bundles/web1.bundle")).unwrap();
+        assert!(raw.starts_with(SEALED));
+        assert!(decompress(&raw).is_err());
+        // A restarted minion (another key) cannot read it.
+        assert_eq!(
+            BundleStore::new(dir.path().join("bundles")).digest("web1"),
+            None
+        );
+        // The same run finds it on disk by digest.
+        store.digests.write().unwrap().clear();
+        let again = &store;
         assert_eq!(
             again.digest("web1").as_deref(),
             Some(packed.digest.as_str())
@@ -207,10 +215,12 @@ mod tests {
         assert!(again.load("web1", "3", &"0".repeat(64)).is_none());
         assert_eq!(again.digest("web1"), None);
         std::fs::write(dir.path().join("bundles/web1.bundle"), b"junk").unwrap();
-        assert_eq!(
-            BundleStore::new(dir.path().join("bundles")).digest("web1"),
-            None
-        );
+        assert_eq!(again.digest("web1"), None);
+        // A plain zstd file (kept by an older halite) is not used either.
+        let plain = compress(&packed.bytes).unwrap();
+        std::fs::write(dir.path().join("bundles/web1.bundle"), plain).unwrap();
+        assert!(again.load("web1", "5", &packed.digest).is_none());
+        assert!(!dir.path().join("bundles/web1.bundle").exists());
         // A bundle whose bytes do not match the digest is refused.
         assert!(store
             .receive("web1", "4", "00", false, packed.bytes)
