@@ -176,7 +176,15 @@ impl JobCache {
             path: path.clone(),
             source,
         };
-        let tx = self.conn.transaction().map_err(err)?;
+        // Immediate: the write lock is taken first, waiting (busy_timeout)
+        // for another connection's write; a deferred transaction that
+        // reads first fails at once with "database is locked" when another
+        // connection wrote meanwhile (the master's return writer runs
+        // beside its main connection).
+        let tx = self
+            .conn
+            .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+            .map_err(err)?;
         let mut fresh = Vec::new();
         {
             let mut stmt = tx

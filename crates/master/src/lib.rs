@@ -16,6 +16,7 @@ pub mod minion_events;
 pub mod pillar_cache;
 pub mod publisher_acl;
 pub mod reactor;
+pub mod return_writer;
 pub mod server;
 pub mod targeting;
 pub mod workers;

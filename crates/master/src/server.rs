@@ -116,6 +116,8 @@ enum Internal {
     },
     /// A compile's `mine.get` (crate::mine).
     Mine(MineQuestion),
+    /// The writer committed a batch of returns (or could not).
+    ReturnsStored(crate::return_writer::Stored),
 }
 
 /// The encoded `Reply` to request `req`: `body`, or an error the minion
@@ -274,6 +276,9 @@ struct JobBook {
     /// Minions that (re)started in the current batch: their missed jobs
     /// are redelivered once the batch's returns are committed.
     started: Vec<String>,
+    /// Commits returns off this task (return_writer.rs); `None`: this
+    /// task commits them itself (the writer could not start).
+    writer: Option<crate::return_writer::ReturnWriter>,
 }
 
 /// Work done off the state task: compiles and file reads on blocking
@@ -422,6 +427,19 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     )?);
     let mine = MineStore::open(&cfg.job_cache_path())?.with_acl(cfg.extra.get("mine_get").cloned());
     let (internal, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
+    let writer = {
+        let internal = internal.clone();
+        let done = move |stored| {
+            let _ = internal.send(Internal::ReturnsStored(stored));
+        };
+        match crate::return_writer::ReturnWriter::start(&cfg.job_cache_path(), done) {
+            Ok(writer) => Some(writer),
+            Err(e) => {
+                tracing::warn!(error = %e, "returns are committed on the main task");
+                None
+            }
+        }
+    };
     let (mine_tx, mut mine_rx) = mpsc::unbounded_channel::<MineQuestion>();
     let mine_timeout = Duration::from_secs(cfg.render_call_timeout);
     let compiler = Arc::new(
@@ -484,6 +502,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
             grains,
             grains_to_store: Vec::new(),
             started: Vec::new(),
+            writer,
         },
         compile: CompileSide {
             compiler,
@@ -585,6 +604,14 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     // What arrived while the last work finished.
     while let Ok(first) = router.incoming.try_recv() {
         master.handle_batch(vec![first]);
+    }
+    // The returns queued for the writer are committed, and acknowledged
+    // while the socket is still up.
+    if let Some(mut writer) = master.book.writer.take() {
+        writer.finish();
+    }
+    while let Ok(work) = internal_rx.try_recv() {
+        master.on_internal(work);
     }
     drop(router);
     accept_task.abort();
@@ -727,6 +754,7 @@ impl Master {
                 drop(slot);
             }
             Internal::KeysWritten { batch, results } => self.keys_written(batch, results),
+            Internal::ReturnsStored(stored) => self.returns_stored(stored),
             Internal::Mine(question) => {
                 let answer = self
                     .mine_answer(&question.requester, question.request)
@@ -1020,11 +1048,13 @@ impl Master {
                 tracing::warn!(error = %e, "cannot cache grains");
             }
         }
-        if !returns.is_empty() {
+        if returns.is_empty() {
+            for id in std::mem::take(&mut self.book.started) {
+                self.redeliver(&id);
+            }
+        } else {
+            // The redeliveries follow the commit.
             self.commit_returns(returns);
-        }
-        for id in std::mem::take(&mut self.book.started) {
-            self.redeliver(&id);
         }
         self.flush_new_keys();
     }
@@ -1445,7 +1475,9 @@ impl Master {
         }
     }
 
-    /// Commits the returns, then acknowledges them, then fires their events.
+    /// Commits the returns (on the writer thread), then acknowledges them,
+    /// then fires their events ([`Master::returns_stored`]); the minions
+    /// of the batch that announced themselves get their missed jobs after.
     ///
     /// What the job cache stores has the minion's gpg-decrypted secrets
     /// masked (`**********`); the event the CLI waits on carries the
@@ -1453,10 +1485,11 @@ impl Master {
     fn commit_returns(&mut self, returns: Vec<(u64, JobReturn)>) {
         let pillars = self.compile.compiler.pillar_cache();
         // Copied only to mask a minion's secrets; the others are stored as received.
-        let records: Vec<std::borrow::Cow<'_, JobReturn>> = returns
+        let records: Vec<Option<JobReturn>> = returns
             .iter()
-            .map(|(_, r)| match pillars.and_then(|p| p.secrets(&r.id)) {
-                Some(secrets) => std::borrow::Cow::Owned(JobReturn {
+            .map(|(_, r)| {
+                let secrets = pillars.and_then(|p| p.secrets(&r.id))?;
+                Some(JobReturn {
                     ret: secrets.mask(&r.ret),
                     fun_args: r.fun_args.iter().map(|a| secrets.mask(a)).collect(),
                     jid: r.jid.clone(),
@@ -1464,23 +1497,61 @@ impl Master {
                     fun: r.fun.clone(),
                     retcode: r.retcode,
                     success: r.success,
-                }),
-                None => std::borrow::Cow::Borrowed(r),
+                })
             })
             .collect();
-        let stored = self
+        let batch = crate::return_writer::ToStore {
+            returns,
+            records,
+            started: std::mem::take(&mut self.book.started),
+        };
+        let batch = match &self.book.writer {
+            Some(writer) => match writer.store(batch) {
+                Ok(()) => return,
+                Err(batch) => batch,
+            },
+            None => batch,
+        };
+        // No writer thread: committed here.
+        let fresh = self
             .book
             .jobs
-            .store_returns(records.iter().map(|r| r.as_ref()));
-        drop(records);
-        let fresh = match stored {
-            Ok(fresh) => fresh,
-            Err(e) => {
-                // Not acknowledged: the minions keep them and resend.
-                tracing::error!(error = %e, "cannot store returns; they will be resent");
-                return;
-            }
-        };
+            .store_returns(
+                batch
+                    .returns
+                    .iter()
+                    .zip(&batch.records)
+                    .map(|((_, ret), record)| record.as_ref().unwrap_or(ret)),
+            )
+            .map_err(|e| e.to_string());
+        self.returns_stored(crate::return_writer::Stored {
+            returns: batch.returns,
+            fresh,
+            started: batch.started,
+        });
+    }
+
+    /// Acknowledges the committed returns and fires their events (each
+    /// once: a resent return is acknowledged again, its event not fired
+    /// again), then redelivers the missed jobs of minions that started.
+    fn returns_stored(&mut self, stored: crate::return_writer::Stored) {
+        let crate::return_writer::Stored {
+            returns,
+            fresh,
+            started,
+        } = stored;
+        match fresh {
+            Ok(fresh) => self.acknowledge(returns, fresh),
+            // Not acknowledged: the minions keep them and resend.
+            Err(e) => tracing::error!(error = %e, "cannot store returns; they will be resent"),
+        }
+        for id in started {
+            self.redeliver(&id);
+        }
+    }
+
+    /// Acknowledges committed returns and fires the events of the new ones.
+    fn acknowledge(&mut self, returns: Vec<(u64, JobReturn)>, fresh: Vec<bool>) {
         for ((sid, ret), fresh) in returns.into_iter().zip(fresh) {
             self.send_sealed(
                 sid,
