@@ -690,8 +690,13 @@ fn id_chunks(id: String, body: Value, out: &mut Vec<LowChunk>) {
     // has a few keys: scanned, not looked up (three hashes per ID).
     // Taken out of the body (whose `__` keys are skipped below): the
     // last chunk of the ID gets them, the others copies.
-    const META: [&str; 3] = ["__sls__", "__env__", "__sls_included_from__"];
-    let mut meta: [Option<Value>; 3] = [None, None, None];
+    const META: [&str; 4] = [
+        "__sls__",
+        "__env__",
+        "__sls_included_from__",
+        crate::chunk::YAMLEX_STRINGS,
+    ];
+    let mut meta: [Option<Value>; 4] = [None, None, None, None];
     for (k, v) in b.iter_mut().filter(|(k, _)| k.starts_with("__")) {
         if let Some(i) = META.iter().position(|m| m == k) {
             meta[i] = Some(std::mem::take(v));
