@@ -199,6 +199,16 @@ pub fn verify_high(high: &Map) -> Vec<String> {
         };
         // Formatted only into an error message (most IDs have none).
         let sls = SlsName(body);
+        // A yamlex SLS's strings print quoted (its ID, its requisite keys).
+        let yamlex = b.get(crate::chunk::YAMLEX_STRINGS) == Some(&Value::Bool(true));
+        let shown = |text: &str| -> String {
+            if yamlex {
+                halite_salt_rules::pyyaml::yamlex_str(text)
+            } else {
+                text.to_string()
+            }
+        };
+        let id = shown(id);
         for (state, run) in b {
             if state.starts_with("__") {
                 continue;
@@ -260,8 +270,11 @@ pub fn verify_high(high: &Map) -> Vec<String> {
                                             }
                                         };
                                         if let Some(dot) = rk.find('.') {
+                                            // The key as the SLS gave it; Salt's
+                                            // `split('.')` gives a plain string.
                                             errors.push(format!(
-                                                "Invalid requisite type '{rk}' in state '{id}', in SLS '{sls}'. Requisite types must not contain dots, did you mean '{}'?",
+                                                "Invalid requisite type '{}' in state '{id}', in SLS '{sls}'. Requisite types must not contain dots, did you mean '{}'?",
+                                                shown(rk),
                                                 &rk[..dot]
                                             ));
                                         }
