@@ -837,6 +837,54 @@ mod tests {
     /// argument wins, a non-string one meaning the ID (Salt's
     /// `compile_high_data`); every chunk of an ID carries its stamps, and
     /// the keys keep Salt's order.
+    /// A yamlex SLS's states print their ID, name and requisite values
+    /// as Salt's `SLSString` does (recorded from Salt 3008.5: the
+    /// `yamlex_*` conformance cases); other states stay plain, and the
+    /// mark is hidden from what `state.show_lowstate` prints.
+    #[test]
+    fn yamlex_strings_print_quoted_in_tags_and_messages() {
+        let mark = crate::chunk::YAMLEX_STRINGS;
+        let mut graph = compile_high_data(high(serde_json::json!({
+            "greet": {"__sls__": "s", "__env__": "base", mark: true,
+                      "test": [{"name": "hello world"}, "nop"]},
+            "orphan": {"__sls__": "s", "__env__": "base", mark: true,
+                       "test": [{"require": [{"test": "greet"}, {"test": "nowhere"}]}, "nop"]},
+            "plain": {"__sls__": "s", "__env__": "base",
+                      "test": [{"require": [{"test": "nowhere"}]}, "nop"]},
+        })));
+        let tags: Vec<String> = graph.chunks.iter().map(LowChunk::tag).collect();
+        assert_eq!(
+            tags,
+            [
+                "test_|-\"greet\"_|-\"hello world\"_|-nop",
+                "test_|-\"orphan\"_|-\"orphan\"_|-nop",
+                "test_|-plain_|-plain_|-nop"
+            ]
+        );
+        assert_eq!(
+            graph.order(&[]).expect_err("two requisites are missing"),
+            [
+                "Referenced state does not exist for requisite [require: (\"test\": \"nowhere\")] in state [\"orphan\"] in SLS [s]",
+                "Referenced state does not exist for requisite [require: (test: nowhere)] in state [plain] in SLS [s]"
+            ]
+        );
+        let shown = graph.chunks[0].shown_chunk();
+        assert!(!shown.contains(mark) && graph.chunks[0].contains(mark));
+        assert!(crate::requisite::is_internal_keyword(mark));
+    }
+
+    #[test]
+    fn yamlex_ids_print_quoted_in_structure_errors() {
+        let errors = verify_high(&high(serde_json::json!({
+            "dotted": {"__sls__": "s", "__env__": "base", crate::chunk::YAMLEX_STRINGS: true,
+                       "test": [{"require": [{"cmd.run": "x"}]}, "nop"]},
+        })));
+        assert_eq!(
+            errors,
+            ["Invalid requisite type '\"cmd.run\"' in state '\"dotted\"', in SLS 's'. Requisite types must not contain dots, did you mean 'cmd'?"]
+        );
+    }
+
     #[test]
     fn chunks_take_name_and_stamps_as_salt_does() {
         let graph = compile_high_data(high(serde_json::json!({
