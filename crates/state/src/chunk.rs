@@ -72,12 +72,27 @@ impl LowChunk {
     /// The return key: `<state>_|-<id>_|-<name>_|-<fun>`, the ID and
     /// name as Salt's `str()` prints them ([`LowChunk::shown_id`]).
     pub fn tag(&self) -> String {
-        crate::ret::state_tag(
-            self.state(),
-            &self.shown_id(),
-            &self.shown_name(),
-            self.fun(),
-        )
+        if self.contains(YAMLEX_STRINGS) {
+            return crate::ret::state_tag(
+                self.state(),
+                &self.shown_id(),
+                &self.shown_name(),
+                self.fun(),
+            );
+        }
+        // The common case: one lookup of the mark, no copies.
+        match self.get("name") {
+            Some(Value::String(name)) => {
+                crate::ret::state_tag(self.state(), self.id(), name, self.fun())
+            }
+            Some(v) => crate::ret::state_tag(
+                self.state(),
+                self.id(),
+                &crate::requisite::py_str(v),
+                self.fun(),
+            ),
+            None => crate::ret::state_tag(self.state(), self.id(), "", self.fun()),
+        }
     }
     /// Whether every string of this chunk is a yamlex string ([`YAMLEX_STRINGS`]).
     pub fn yamlex_strings(&self) -> bool {
