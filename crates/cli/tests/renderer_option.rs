@@ -145,3 +145,36 @@ fn an_unavailable_renderer_is_a_clear_error_naming_it() {
         "{errors:?}"
     );
 }
+
+/// The engine's mark of a yamlex SLS's states is not data: the compile
+/// views print chunks and high data as Salt does, without it.
+#[test]
+fn show_views_of_a_yamlex_sls_hide_the_engine_mark() {
+    let web = "site:\n  test.succeed_without_changes:\n    - name: a site\n";
+    let d = tree("jinja|yamlex", "port: 80\n", web);
+    for fun in ["state.show_low_sls", "state.show_sls"] {
+        for out in ["--out=json", "--out=yaml"] {
+            let output = Command::new(env!("CARGO_BIN_EXE_halite-call"))
+                .arg("--local")
+                .arg("--config-dir")
+                .arg(d.path())
+                .args([out, fun, "web"])
+                .output()
+                .expect("run halite-call");
+            let stdout = String::from_utf8_lossy(&output.stdout);
+            assert!(stdout.contains("a site"), "{fun} {out}: {stdout}");
+            assert!(!stdout.contains("__yamlex__"), "{fun} {out}: {stdout}");
+        }
+    }
+    let (low, _) = call(d.path(), &["state.show_lowstate"]);
+    let keys: Vec<&str> = low[0]
+        .as_object()
+        .expect("a chunk")
+        .keys()
+        .map(String::as_str)
+        .collect();
+    assert_eq!(
+        keys,
+        ["state", "name", "__sls__", "__env__", "__id__", "order", "fun"]
+    );
+}
