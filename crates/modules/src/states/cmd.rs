@@ -217,7 +217,8 @@ impl CmdState {
         kwargs.insert("context".into(), Value::Object(ctx));
         if call.test {
             ret.result = None;
-            ret.comment = format!("Command '{name}' would have been executed");
+            let shown = call.chunk.shown_name();
+            ret.comment = format!("Command '{shown}' would have been executed");
             return Ok(if stateful { reinterpret(ret) } else { ret });
         }
         if let Some(cwd) = kwargs.get("cwd").and_then(Value::as_str) {
@@ -251,7 +252,8 @@ impl CmdState {
             ret.changes = m;
             ret.result = Some(rc == 0);
         }
-        ret.comment = format!("Command '{name}' run");
+        let shown = call.chunk.shown_name();
+        ret.comment = format!("Command '{shown}' run");
         if stateful {
             ret = reinterpret(ret);
         }
