@@ -114,6 +114,28 @@ fn yaml_alone_leaves_jinja_unrendered() {
     assert_eq!(pillar, serde_json::json!({"port": 80}));
 }
 
+/// A pillar file that only renders with Jinja fails under `yaml`: the
+/// pillar lists the error under `_errors`, and a state run refuses, as
+/// Salt 3008.5 does.
+#[test]
+fn yaml_alone_fails_a_pillar_that_needs_jinja() {
+    let d = tree("yaml", "port: {{ 8000 + 80 }}\n", "site:\n  test.nop\n");
+    let (pillar, _) = call(d.path(), &["pillar.items", "unmask=True"]);
+    assert_eq!(
+        pillar,
+        serde_json::json!({"_errors": ["Rendering SLS 'p' failed. Please see master log for details."]})
+    );
+    let (ret, code) = call(d.path(), &["state.apply"]);
+    assert_ne!(code, 0);
+    assert_eq!(
+        ret,
+        serde_json::json!([
+            "Pillar failed to render with the following messages:",
+            "Rendering SLS 'p' failed. Please see master log for details."
+        ])
+    );
+}
+
 #[test]
 fn old_style_names_are_pipelines() {
     let web = "site:\n  test.succeed_without_changes:\n    - name: \"port {{ pillar.get('port', 0) }}\"\n";
