@@ -183,6 +183,23 @@ pub fn reconcile_extend(high: &mut Map, strict: bool) -> Vec<String> {
     errors
 }
 
+/// An ID as Salt's `str()` prints it in a structure error: quoted when
+/// its body is a yamlex SLS's ([`crate::chunk::YAMLEX_STRINGS`]).
+struct ShownId<'a> {
+    id: &'a str,
+    body: &'a Map,
+}
+
+impl std::fmt::Display for ShownId<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.body.get(crate::chunk::YAMLEX_STRINGS) == Some(&Value::Bool(true)) {
+            f.write_str(&halite_salt_rules::pyyaml::yamlex_str(self.id))
+        } else {
+            f.write_str(self.id)
+        }
+    }
+}
+
 /// Salt's `_verify_high`: the structural checks, every error listed.
 pub fn verify_high(high: &Map) -> Vec<String> {
     let mut errors = Vec::new();
@@ -199,16 +216,16 @@ pub fn verify_high(high: &Map) -> Vec<String> {
         };
         // Formatted only into an error message (most IDs have none).
         let sls = SlsName(body);
-        // A yamlex SLS's strings print quoted (its ID, its requisite keys).
-        let yamlex = b.get(crate::chunk::YAMLEX_STRINGS) == Some(&Value::Bool(true));
+        // A yamlex SLS's strings print quoted (its ID, its requisite
+        // keys); looked up only when an error is formatted.
         let shown = |text: &str| -> String {
-            if yamlex {
+            if b.get(crate::chunk::YAMLEX_STRINGS) == Some(&Value::Bool(true)) {
                 halite_salt_rules::pyyaml::yamlex_str(text)
             } else {
                 text.to_string()
             }
         };
-        let id = shown(id);
+        let id = ShownId { id, body: b };
         for (state, run) in b {
             if state.starts_with("__") {
                 continue;
