@@ -897,7 +897,7 @@ impl Master {
         if self.book.active.contains_key(&job.jid) {
             return ReplyBody::Error(format!("job {} is already known", job.jid));
         }
-        if let Err(e) = self.book.jobs.store_job(&job) {
+        if let Err(e) = crate::job_load::store(&self.book.jobs, &job) {
             return ReplyBody::Error(format!("cannot record the job: {e}"));
         }
         let jid = job.jid.clone();
@@ -1402,7 +1402,7 @@ impl Master {
             user: "root".into(),
             minions: vec![ret.id.clone()],
         };
-        match self.book.jobs.store_job(&job) {
+        match self.book.jobs.store_job(&job, &Map::new()) {
             Ok(()) => Some(jid),
             Err(e) => {
                 tracing::error!(id = %ret.id, error = %e, "cannot store the job of a halite-call return");
@@ -1601,7 +1601,7 @@ impl Master {
             user,
             minions: minions.clone(),
         };
-        if let Err(e) = self.book.jobs.store_job(&job) {
+        if let Err(e) = crate::job_load::store(&self.book.jobs, &job) {
             return LocalReply::Error(e.to_string());
         }
         self.bus.fire(

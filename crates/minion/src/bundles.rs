@@ -6,19 +6,31 @@
 //! `cachedir/bundles/` (a swarm of 10,000 identities holds no bundle in
 //! memory), and checked against its digest whenever it is read: a file
 //! damaged or changed on disk is dropped and the bundle asked for in full.
+//!
+//! A bundle that carries gpg-decrypted secrets (`Bundle::secrets`) is
+//! kept sealed with a key held in this process's memory only
+//! ([`MemoryKey`]): its pillar never lies on disk in clear, and after a
+//! restart the file cannot be read, so the first job asks for it in full.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::RwLock;
 
 use halite_proto::bundle::{compress, decode_plain, decompress, digest, plain_bytes, BundleError};
+use halite_proto::crypto::MemoryKey;
 use halite_proto::msg::Bundle;
+
+/// How a sealed bundle file starts (a plain one is a zstd frame).
+const SEALED: &[u8] = b"halite sealed bundle 1\n";
 
 /// The bundles this minion's identities hold, by identity.
 pub struct BundleStore {
     dir: PathBuf,
     /// The digest of each identity's file, once read or written.
     digests: RwLock<HashMap<String, String>>,
+    /// Seals the bundles that hold secrets (`None` when the system's
+    /// random generator failed: such bundles are then not kept at all).
+    key: Option<MemoryKey>,
 }
 
 impl BundleStore {
@@ -27,6 +39,28 @@ impl BundleStore {
         Self {
             dir,
             digests: RwLock::new(HashMap::new()),
+            key: MemoryKey::new()
+                .map_err(|e| tracing::warn!(error = %e, "no in-memory key: bundles holding secrets will not be kept"))
+                .ok(),
+        }
+    }
+
+    /// The compressed bundle in `id`'s file, opened when it is sealed.
+    fn read(&self, id: &str) -> Result<Vec<u8>, String> {
+        let path = self
+            .path(id)
+            .ok_or_else(|| format!("minion id {id:?} cannot name a file"))?;
+        let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
+        match bytes.strip_prefix(SEALED) {
+            None => Ok(bytes),
+            Some(sealed) => self
+                .key
+                .as_ref()
+                .ok_or_else(|| "no key to open it".to_string())?
+                .open(sealed)
+                .map_err(|_| {
+                    "it was sealed by an earlier run of this minion (its key is gone)".to_string()
+                }),
         }
     }
 
@@ -41,7 +75,7 @@ impl BundleStore {
         if let Some(d) = self.digests.read().ok().and_then(|m| m.get(id).cloned()) {
             return Some(d);
         }
-        let plain = decompress(&std::fs::read(self.path(id)?).ok()?).ok()?;
+        let plain = decompress(&self.read(id).ok()?).ok()?;
         let d = digest(&plain);
         if let Ok(mut m) = self.digests.write() {
             m.insert(id.to_string(), d.clone());
@@ -53,12 +87,10 @@ impl BundleStore {
     /// (the master said "you have it"); `None` when it is gone or differs.
     pub fn load(&self, id: &str, jid: &str, expected: &str) -> Option<Bundle> {
         let path = self.path(id)?;
-        let read = std::fs::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| {
-                let plain = plain_bytes(&bytes, true, expected).map_err(|e| e.to_string())?;
-                decode_plain(jid, &plain).map_err(|e| e.to_string())
-            });
+        let read = self.read(id).and_then(|bytes| {
+            let plain = plain_bytes(&bytes, true, expected).map_err(|e| e.to_string())?;
+            decode_plain(jid, &plain).map_err(|e| e.to_string())
+        });
         match read {
             Ok(bundle) => Some(bundle),
             Err(e) => {
@@ -84,6 +116,7 @@ impl BundleStore {
         let stored = if zstd { Ok(bytes) } else { compress(&plain) };
         match stored
             .map_err(|e| e.to_string())
+            .and_then(|b| self.sealed_if_secret(&bundle, b))
             .and_then(|b| self.write(id, &b))
         {
             Ok(()) => {
@@ -97,6 +130,20 @@ impl BundleStore {
             }
         }
         Ok(bundle)
+    }
+
+    /// `compressed` as it goes on disk: sealed when `bundle` holds secrets.
+    fn sealed_if_secret(&self, bundle: &Bundle, compressed: Vec<u8>) -> Result<Vec<u8>, String> {
+        if bundle.secrets.is_empty() {
+            return Ok(compressed);
+        }
+        let key = self
+            .key
+            .as_ref()
+            .ok_or_else(|| "it holds secrets and there is no key to seal it".to_string())?;
+        let mut out = SEALED.to_vec();
+        out.extend(key.seal(&compressed).map_err(|e| e.to_string())?);
+        Ok(out)
     }
 
     /// Writes `bytes` as `id`'s file, whole or not at all (temp file, rename).
@@ -139,6 +186,7 @@ mod tests {
             pillar: json!({"a": 1}),
             action: BundleAction::Call,
             commits: Default::default(),
+            secrets: Vec::new(),
         };
         let packed = pack(&bundle, None).unwrap();
         assert_eq!(store.digest("web1"), None);
@@ -167,5 +215,47 @@ mod tests {
         assert!(store
             .receive("web1", "4", "00", false, packed.bytes)
             .is_err());
+    }
+
+    #[test]
+    fn a_bundle_with_secrets_is_kept_sealed_for_this_run_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BundleStore::new(dir.path().join("bundles"));
+        let secret = "Sealed-Secret-4242";
+        let bundle = Bundle {
+            jid: "1".into(),
+            pillar: json!({"db": {"password": secret}}),
+            action: BundleAction::Call,
+            commits: Default::default(),
+            secrets: vec![secret.into()],
+        };
+        let packed = pack(&bundle, None).unwrap();
+        store
+            .receive("web1", "1", &packed.digest, false, packed.bytes)
+            .unwrap();
+        // On disk: neither the cleartext nor a zstd frame that holds it.
+        let raw = std::fs::read(dir.path().join("bundles/web1.bundle")).unwrap();
+        assert!(raw.starts_with(SEALED));
+        assert!(decompress(&raw).is_err());
+        assert!(!raw.windows(secret.len()).any(|w| w == secret.as_bytes()));
+        // This run reads it back by digest.
+        let fresh = BundleStore {
+            dir: dir.path().join("bundles"),
+            digests: RwLock::new(HashMap::new()),
+            key: store.key,
+        };
+        assert_eq!(
+            fresh.digest("web1").as_deref(),
+            Some(packed.digest.as_str())
+        );
+        assert_eq!(
+            fresh.load("web1", "2", &packed.digest).unwrap().pillar,
+            bundle.pillar
+        );
+        // A restarted minion (another key) cannot, and asks in full.
+        let restarted = BundleStore::new(dir.path().join("bundles"));
+        assert_eq!(restarted.digest("web1"), None);
+        assert!(restarted.load("web1", "3", &packed.digest).is_none());
+        assert!(!dir.path().join("bundles/web1.bundle").exists());
     }
 }

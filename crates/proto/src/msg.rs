@@ -298,6 +298,15 @@ pub struct Bundle {
     /// <saltenv>"` -> commit (empty without gitfs; absent in older masters').
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub commits: BTreeMap<String, String>,
+    /// The cleartexts the master's gpg renderer decrypted for this
+    /// minion's pillar, so the minion can mask them in what it writes to
+    /// its own disk and logs (a spooled return, a kept bundle, a debug
+    /// line). Cleartexts rather than digests: the same sealed bundle
+    /// already carries them inside `pillar`, and finding a secret inside
+    /// any output needs the text. Empty without gpg secrets, and absent
+    /// from (and ignored by) older peers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
 }
 
 /// What a minion does with its [`Bundle`].
