@@ -213,6 +213,17 @@ impl MasterConfig {
 mod tests {
     use super::*;
 
+    /// The master compiles states and pillar for its minions: its
+    /// `renderer` option (a file's default pipeline) reaches the
+    /// templates' `opts`, which the renderer reads.
+    #[test]
+    fn the_renderer_option_reaches_the_compile_opts() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("master"), "renderer: jinja|yamlex\n").unwrap();
+        let cfg = MasterConfig::load(dir.path(), &serde_json::Map::new()).unwrap();
+        assert_eq!(cfg.opts()["renderer"], "jinja|yamlex");
+    }
+
     #[test]
     fn layers_apply_in_order() {
         let dir = tempfile::tempdir().unwrap();

@@ -50,7 +50,13 @@ pub fn local_host(opts: Value, events: Arc<dyn EventSink>) -> (Host, Vec<String>
     crate::python::add_custom_modules(&mut host);
     crate::python::refresh_custom_grains(&mut host);
     let mut errors = Vec::new();
-    if let Some((pillar, errs)) = local_pillar(&host) {
+    if let Some((mut pillar, errs)) = local_pillar(&host) {
+        // Salt's compile_pillar lists them in the pillar itself, last.
+        if !errs.is_empty() {
+            if let Value::Object(m) = &mut pillar {
+                m.insert("_errors".into(), Value::from(errs.clone()));
+            }
+        }
         host.pillar = pillar;
         errors = errs;
     }

@@ -89,8 +89,15 @@ pub fn compile_pillar(pillar_host: &Host) -> (Value, Vec<String>) {
         pillar_host.files.envs(),
     );
     let mut errors = Vec::new();
-    let top = match halite_state::top::get_top(&source, &envs) {
-        Ok(t) => t,
+    let top = match halite_state::top::get_top_worded(&source, &envs, |_, e| {
+        format!("Rendering Primary Top file failed, render error:\n{e}")
+    }) {
+        // Rendered while yamlex marks are kept for the pillar SLS merge:
+        // a yamlex top file (`renderer: jinja|yamlex`) would carry them.
+        Ok(t) => match yamlex::strip(Value::Object(t)) {
+            Value::Object(t) => t,
+            _ => Default::default(),
+        },
         Err(e) => return (Value::Object(Default::default()), e),
     };
     let id = pillar_host

@@ -61,7 +61,11 @@ impl SlsSource for FileSls<'_> {
             .host
             .render_context(saltenv, sls, &path, Default::default());
         match halite_render::render_sls(&text, &ctx) {
-            Ok(data) => Ok(Some(RenderedSls { data, source: path })),
+            Ok(data) => Ok(Some(RenderedSls {
+                data,
+                yamlex: halite_render::renders_yamlex_strings(&text, &ctx.opts),
+                source: path,
+            })),
             Err(e) => Err(e.to_string()),
         }
     }

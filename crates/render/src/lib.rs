@@ -141,7 +141,7 @@ fn render_sls_now(
     ctx: &RenderContext,
     log: Option<Arc<memo::ReadLog>>,
 ) -> Result<Value, RenderError> {
-    let (pipeline, body) = shebang::split(text)?;
+    let (pipeline, body) = shebang::split(text, default_renderer(ctx, log.as_deref()))?;
     let mut current = Stage::Text(body.to_string());
     for renderer in pipeline {
         current = match (renderer, current) {
@@ -172,7 +172,7 @@ fn render_sls_now(
                     Some(Err(e)) => return Err(RenderError::Other(e)),
                     None => {
                         return Err(RenderError::Other(format!(
-                            "The renderer '{name}' named in the shebang is not available in halite; use jinja, yaml, json, py or a renderer of _renderers"
+                            "The renderer '{name}' named in the shebang or the `renderer` option is not available in halite; use jinja, yaml, yamlex, json, py or a renderer of _renderers"
                         )))
                     }
                 }
@@ -195,6 +195,23 @@ fn render_sls_now(
             data => data,
         },
     })
+}
+
+/// The `renderer` option of the context (the pipeline of a file without
+/// a shebang), noted as a read of the render.
+fn default_renderer<'a>(ctx: &'a RenderContext, log: Option<&memo::ReadLog>) -> Option<&'a str> {
+    if let Some(log) = log {
+        log.note(memo::Read::Key(memo::Root::Opts, "renderer".into()));
+    }
+    ctx.opts.get("renderer").and_then(Value::as_str)
+}
+
+/// Whether the data `text` renders to holds Salt's yamlex strings (whose
+/// `str()` is quoted): its pipeline, from its shebang or the `renderer`
+/// option of `opts`, ends in `yamlex`.
+pub fn renders_yamlex_strings(text: &str, opts: &Value) -> bool {
+    let default = opts.get("renderer").and_then(Value::as_str);
+    shebang::split(text, default).is_ok_and(|(pipeline, _)| shebang::yields_yamlex(&pipeline))
 }
 
 /// Whether `text` has a Jinja tag opener (`{{`, `{%` or `{#`): without

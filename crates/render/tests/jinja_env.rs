@@ -143,6 +143,35 @@ fn salt_functions_by_item_attribute_and_dynamic_name() {
     );
 }
 
+/// Salt 3008.5 renders templates with pillar masking off: `pillar.*`
+/// give plain values unless the call says `unmask=False` (or another false
+/// value), which gives the masked value the module returns outside a
+/// template, defaults included. Each answer is what Salt 3008.5's
+/// `salt-call --local state.apply` printed for the same calls.
+#[test]
+fn pillar_functions_in_templates_mask_only_with_unmask_false() {
+    assert_eq!(
+        ok("{{ salt['pillar.items']()['apache'] | json }} {{ salt['pillar.items'](unmask=True)['apache'] | json }}"),
+        r#"{"modules": ["ssl"], "port": 8080} {"modules": ["ssl"], "port": 8080}"#
+    );
+    assert_eq!(
+        ok("{{ salt['pillar.items'](unmask=False)['apache'] | json }}"),
+        r#"{"modules": ["**********"], "port": "**********"}"#
+    );
+    assert_eq!(
+        ok("{{ salt['pillar.get']('apache:port', unmask=False) }} {{ salt['pillar.get']('nope', 'dflt', unmask=False) }} {{ salt['pillar.get']('apache:port', unmask=0) }} {{ salt['pillar.fetch']('apache:port', unmask=False) }} {{ salt['pillar.get']('apache:port', unmask=None) }}"),
+        "********** ********** ********** ********** 8080"
+    );
+    assert_eq!(
+        ok("{{ salt['pillar.item']('apache:port', 'nope', unmask=False) | json }}"),
+        r#"{"apache:port": "**********", "nope": ""}"#
+    );
+    assert_eq!(
+        ok("{{ salt['pillar.raw']('apache') | json }} {{ salt['pillar.raw']('apache', unmask=False) | json }} {{ salt['pillar.raw']('nope') }} {{ salt['pillar.raw']()['users'] | json }}"),
+        r#"{"modules": ["ssl"], "port": 8080} {"modules": ["**********"], "port": "**********"} {} {"alice": {"uid": 1001}}"#
+    );
+}
+
 #[test]
 fn pure_lookups_answered_from_the_context() {
     assert_eq!(ok("{{ salt['pillar.get']('apache:port') }} {{ salt['pillar.get']('nope', 'dflt') }} {{ salt['pillar.get']('nope') == '' }}"), "8080 dflt True");

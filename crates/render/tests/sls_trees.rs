@@ -249,7 +249,7 @@ fn shebangs_select_the_pipeline() {
     assert_eq!(
         error,
         // Without a host that runs Python (this test's SaltFunctions has none).
-        Err("The renderer 'py' named in the shebang is not available in halite; use jinja, yaml, json, py or a renderer of _renderers".into())
+        Err("The renderer 'py' named in the shebang or the `renderer` option is not available in halite; use jinja, yaml, yamlex, json, py or a renderer of _renderers".into())
     );
 }
 

@@ -14,6 +14,7 @@ pub mod jid;
 pub mod mine;
 pub mod nested;
 pub mod pyfmt;
+pub mod pyyaml;
 pub mod secret;
 pub mod shell;
 pub mod truth;

@@ -183,6 +183,23 @@ pub fn reconcile_extend(high: &mut Map, strict: bool) -> Vec<String> {
     errors
 }
 
+/// An ID as Salt's `str()` prints it in a structure error: quoted when
+/// its body is a yamlex SLS's ([`crate::chunk::YAMLEX_STRINGS`]).
+struct ShownId<'a> {
+    id: &'a str,
+    body: &'a Map,
+}
+
+impl std::fmt::Display for ShownId<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        if self.body.get(crate::chunk::YAMLEX_STRINGS) == Some(&Value::Bool(true)) {
+            f.write_str(&halite_salt_rules::pyyaml::yamlex_str(self.id))
+        } else {
+            f.write_str(self.id)
+        }
+    }
+}
+
 /// Salt's `_verify_high`: the structural checks, every error listed.
 pub fn verify_high(high: &Map) -> Vec<String> {
     let mut errors = Vec::new();
@@ -199,6 +216,16 @@ pub fn verify_high(high: &Map) -> Vec<String> {
         };
         // Formatted only into an error message (most IDs have none).
         let sls = SlsName(body);
+        // A yamlex SLS's strings print quoted (its ID, its requisite
+        // keys); looked up only when an error is formatted.
+        let shown = |text: &str| -> String {
+            if b.get(crate::chunk::YAMLEX_STRINGS) == Some(&Value::Bool(true)) {
+                halite_salt_rules::pyyaml::yamlex_str(text)
+            } else {
+                text.to_string()
+            }
+        };
+        let id = ShownId { id, body: b };
         for (state, run) in b {
             if state.starts_with("__") {
                 continue;
@@ -260,8 +287,11 @@ pub fn verify_high(high: &Map) -> Vec<String> {
                                             }
                                         };
                                         if let Some(dot) = rk.find('.') {
+                                            // The key as the SLS gave it; Salt's
+                                            // `split('.')` gives a plain string.
                                             errors.push(format!(
-                                                "Invalid requisite type '{rk}' in state '{id}', in SLS '{sls}'. Requisite types must not contain dots, did you mean '{}'?",
+                                                "Invalid requisite type '{}' in state '{id}', in SLS '{sls}'. Requisite types must not contain dots, did you mean '{}'?",
+                                                shown(rk),
                                                 &rk[..dot]
                                             ));
                                         }
@@ -690,8 +720,13 @@ fn id_chunks(id: String, body: Value, out: &mut Vec<LowChunk>) {
     // has a few keys: scanned, not looked up (three hashes per ID).
     // Taken out of the body (whose `__` keys are skipped below): the
     // last chunk of the ID gets them, the others copies.
-    const META: [&str; 3] = ["__sls__", "__env__", "__sls_included_from__"];
-    let mut meta: [Option<Value>; 3] = [None, None, None];
+    const META: [&str; 4] = [
+        "__sls__",
+        "__env__",
+        "__sls_included_from__",
+        crate::chunk::YAMLEX_STRINGS,
+    ];
+    let mut meta: [Option<Value>; 4] = [None, None, None, None];
     for (k, v) in b.iter_mut().filter(|(k, _)| k.starts_with("__")) {
         if let Some(i) = META.iter().position(|m| m == k) {
             meta[i] = Some(std::mem::take(v));
@@ -819,6 +854,54 @@ mod tests {
     /// argument wins, a non-string one meaning the ID (Salt's
     /// `compile_high_data`); every chunk of an ID carries its stamps, and
     /// the keys keep Salt's order.
+    /// A yamlex SLS's states print their ID, name and requisite values
+    /// as Salt's `SLSString` does (recorded from Salt 3008.5: the
+    /// `yamlex_*` conformance cases); other states stay plain, and the
+    /// mark is hidden from what `state.show_lowstate` prints.
+    #[test]
+    fn yamlex_strings_print_quoted_in_tags_and_messages() {
+        let mark = crate::chunk::YAMLEX_STRINGS;
+        let mut graph = compile_high_data(high(serde_json::json!({
+            "greet": {"__sls__": "s", "__env__": "base", mark: true,
+                      "test": [{"name": "hello world"}, "nop"]},
+            "orphan": {"__sls__": "s", "__env__": "base", mark: true,
+                       "test": [{"require": [{"test": "greet"}, {"test": "nowhere"}]}, "nop"]},
+            "plain": {"__sls__": "s", "__env__": "base",
+                      "test": [{"require": [{"test": "nowhere"}]}, "nop"]},
+        })));
+        let tags: Vec<String> = graph.chunks.iter().map(LowChunk::tag).collect();
+        assert_eq!(
+            tags,
+            [
+                "test_|-\"greet\"_|-\"hello world\"_|-nop",
+                "test_|-\"orphan\"_|-\"orphan\"_|-nop",
+                "test_|-plain_|-plain_|-nop"
+            ]
+        );
+        assert_eq!(
+            graph.order(&[]).expect_err("two requisites are missing"),
+            [
+                "Referenced state does not exist for requisite [require: (\"test\": \"nowhere\")] in state [\"orphan\"] in SLS [s]",
+                "Referenced state does not exist for requisite [require: (test: nowhere)] in state [plain] in SLS [s]"
+            ]
+        );
+        let shown = graph.chunks[0].shown_chunk();
+        assert!(!shown.contains(mark) && graph.chunks[0].contains(mark));
+        assert!(crate::requisite::is_internal_keyword(mark));
+    }
+
+    #[test]
+    fn yamlex_ids_print_quoted_in_structure_errors() {
+        let errors = verify_high(&high(serde_json::json!({
+            "dotted": {"__sls__": "s", "__env__": "base", crate::chunk::YAMLEX_STRINGS: true,
+                       "test": [{"require": [{"cmd.run": "x"}]}, "nop"]},
+        })));
+        assert_eq!(
+            errors,
+            ["Invalid requisite type '\"cmd.run\"' in state '\"dotted\"', in SLS 's'. Requisite types must not contain dots, did you mean 'cmd'?"]
+        );
+    }
+
     #[test]
     fn chunks_take_name_and_stamps_as_salt_does() {
         let graph = compile_high_data(high(serde_json::json!({

@@ -593,14 +593,27 @@ impl Graph {
         };
         for item in items {
             // As `RequisiteRef::parse` reads it, without the copies.
-            let (key, value): (&str, &Value) = match item {
-                Value::String(_) => ("id", item),
+            // `key_is_data`: the key is the SLS's own string (Salt's
+            // `trim_req` makes a new one of `file.managed`, and `id` of
+            // a bare `- foo` is Salt's), which messages print as such.
+            let (key, value, key_is_data): (&str, &Value, bool) = match item {
+                Value::String(_) => ("id", item, false),
                 Value::Object(m) => match m.iter().next() {
                     // `- file.managed: foo` is trimmed to `file`.
-                    Some((k, v)) => (k.split('.').next().unwrap_or(k), v),
+                    Some((k, v)) => match k.split_once('.') {
+                        Some((module, _)) => (module, v, false),
+                        None => (k.as_str(), v, true),
+                    },
                     None => continue,
                 },
                 _ => continue,
+            };
+            let shown_key = |c: &LowChunk| -> String {
+                if key_is_data {
+                    c.shown(key).into_owned()
+                } else {
+                    key.to_string()
+                }
             };
             let val = match value {
                 Value::Null => continue,
@@ -610,8 +623,8 @@ impl Graph {
                     return Some(format!(
                         "Requisite [{}: {}] in state [{}] in SLS [{}] must have a string as the value",
                         kind.keyword(),
-                        key,
-                        name_str(c),
+                        shown_key(c),
+                        c.shown_name(),
                         c.sls()
                     ));
                 }
@@ -621,9 +634,9 @@ impl Graph {
                 return Some(format!(
                     "Referenced state does not exist for requisite [{}: ({}: {})] in state [{}] in SLS [{}]",
                     kind.keyword(),
-                    key,
-                    val,
-                    name_str(c),
+                    shown_key(c),
+                    c.shown(val),
+                    c.shown_name(),
                     c.sls()
                 ));
             }
@@ -712,10 +725,8 @@ impl Graph {
         let mut text = match self.nodes[node].chunk {
             Some(ci) => {
                 let c = &self.chunks[ci];
-                let name = match c.get("name") {
-                    Some(Value::String(s)) => std::borrow::Cow::Borrowed(s.as_str()),
-                    _ => std::borrow::Cow::Owned(name_str(c)),
-                };
+                // Salt's `"{state}{name}{fun}"`: `str()` of the name.
+                let name = c.shown_name();
                 let mut text =
                     String::with_capacity(c.state().len() + name.len() + c.fun().len() + tag.len());
                 text.push_str(c.state());
@@ -958,9 +969,10 @@ impl Graph {
             match node.chunk {
                 Some(ci) => {
                     let c = &self.chunks[ci];
-                    let mut label = format!("{}.{}\\n{}", c.state(), c.fun(), dot_escape(c.id()));
-                    let name = name_str(c);
-                    if name != c.id() {
+                    let mut label =
+                        format!("{}.{}\\n{}", c.state(), c.fun(), dot_escape(&c.shown_id()));
+                    let name = c.shown_name();
+                    if name_str(c) != c.id() {
                         label.push_str(&format!("\\n({})", dot_escape(&name)));
                     }
                     dot.push(format!("  \"{}\" [label=\"{}\"];", dot_escape(tag), label));
@@ -1054,7 +1066,8 @@ fn dot_escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
-/// The chunk's name as a string (Salt formats non-string names with `str()`).
+/// The chunk's name as a string (Salt formats non-string names with
+/// `str()`), for matching and data; messages print [`LowChunk::shown_name`].
 pub fn name_str(c: &LowChunk) -> String {
     match c.get("name") {
         Some(Value::String(s)) => s.clone(),
@@ -1063,16 +1076,31 @@ pub fn name_str(c: &LowChunk) -> String {
     }
 }
 
-/// The run tag of a chunk.
+/// The run tag of a chunk ([`LowChunk::tag`]).
 pub fn chunk_tag(c: &LowChunk) -> String {
-    match c.get("name") {
-        Some(Value::String(name)) => crate::ret::state_tag(c.state(), c.id(), name, c.fun()),
-        _ => crate::ret::state_tag(c.state(), c.id(), &name_str(c), c.fun()),
-    }
+    c.tag()
 }
 
-/// Salt's `_chunk_str` for cycle messages.
+/// Salt's `_chunk_str` for cycle messages: `str()` of a dict, where a
+/// yamlex string's `repr()` is its quoted form too.
 fn chunk_str(c: &LowChunk) -> String {
+    if c.yamlex_strings() {
+        let mut out = format!(
+            "{{'SLS': {}, 'ID': {}",
+            py_repr(&Value::from(c.sls())),
+            c.shown_id()
+        );
+        if c.get("name").and_then(Value::as_str) != Some(c.id()) {
+            let name = match c.get("name") {
+                Some(Value::String(_)) => c.shown_name().into_owned(),
+                Some(v) => py_repr(v),
+                None => "None".to_string(),
+            };
+            out.push_str(&format!(", 'NAME': {name}"));
+        }
+        out.push('}');
+        return out;
+    }
     let mut m = Map::new();
     m.insert("SLS".into(), Value::from(c.sls()));
     m.insert("ID".into(), Value::from(c.id()));

@@ -17,6 +17,10 @@ pub struct RenderedSls {
     /// Its path relative to the file root (`foo/init.sls`), used to resolve
     /// relative includes.
     pub source: String,
+    /// Whether its strings are Salt's yamlex strings (the pipeline ended
+    /// in `yamlex`): its states are marked so they print them quoted
+    /// ([`crate::chunk::YAMLEX_STRINGS`]).
+    pub yamlex: bool,
 }
 
 /// Where SLS files come from: file roots rendered through Jinja/YAML.
@@ -175,6 +179,9 @@ impl<'a> HighBuilder<'a> {
         handle_extend(&mut state, sls, saltenv, &mut errors);
         handle_exclude(&mut state, sls, &mut errors);
         handle_state_decls(&mut state, sls, saltenv, &mut errors);
+        if rendered.yamlex {
+            mark_yamlex_strings(&mut state);
+        }
 
         for inc in include {
             let (env_key, inc_sls) = match inc {
@@ -391,6 +398,18 @@ fn handle_state_decl(
     }
     if !body.contains_key("__env__") {
         body.insert("__env__".into(), Value::from(saltenv));
+    }
+}
+
+/// Marks every state of a yamlex SLS ([`crate::chunk::YAMLEX_STRINGS`]).
+fn mark_yamlex_strings(state: &mut Map) {
+    for (id, body) in state.iter_mut() {
+        if id.starts_with("__") {
+            continue;
+        }
+        if let Value::Object(body) = body {
+            body.insert(crate::chunk::YAMLEX_STRINGS.into(), Value::Bool(true));
+        }
     }
 }
 

@@ -26,7 +26,7 @@ impl Compiled {
     pub fn low_chunks(&self) -> Vec<Value> {
         self.order
             .iter()
-            .map(|&i| self.graph.chunks[i].to_value())
+            .map(|&i| self.graph.chunks[i].shown_chunk().to_value())
             .collect()
     }
 }

@@ -13,6 +13,18 @@ use crate::value::{Map, Value};
 /// defines a saltenv wins it (`top_file_merging_strategy: merge`, with
 /// `base` first).
 pub fn get_top(source: &dyn SlsSource, envs: &[String]) -> Result<Map, Vec<String>> {
+    get_top_worded(source, envs, |env, e| {
+        format!("Rendering SLS '{env}:top' failed: {e}")
+    })
+}
+
+/// [`get_top`], a top file's render error worded by `render_error(saltenv,
+/// message)` (the pillar's top says `Rendering Primary Top file failed`).
+pub fn get_top_worded(
+    source: &dyn SlsSource,
+    envs: &[String],
+    render_error: impl Fn(&str, &str) -> String,
+) -> Result<Map, Vec<String>> {
     let mut ordered: Vec<&String> = envs.iter().filter(|e| e.as_str() == "base").collect();
     ordered.extend(envs.iter().filter(|e| e.as_str() != "base"));
     let mut merged = Map::new();
@@ -36,7 +48,7 @@ pub fn get_top(source: &dyn SlsSource, envs: &[String]) -> Result<Map, Vec<Strin
                 )),
             },
             Ok(None) => {}
-            Err(e) => errors.push(format!("Rendering SLS '{env}:top' failed: {e}")),
+            Err(e) => errors.push(render_error(env, &e)),
         }
     }
     if errors.is_empty() {

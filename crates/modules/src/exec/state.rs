@@ -266,7 +266,7 @@ impl serde::Serialize for StateOutput {
                 use serde::ser::SerializeSeq;
                 let mut seq = serializer.serialize_seq(Some(compiled.order.len()))?;
                 for &ci in &compiled.order {
-                    seq.serialize_element(&compiled.graph.chunks[ci])?;
+                    seq.serialize_element(&*compiled.graph.chunks[ci].shown_chunk())?;
                 }
                 seq.end()
             }
@@ -642,6 +642,8 @@ fn show_sls(args: &Args, host: &Host) -> Result<Value, ExecError> {
     if !errors.is_empty() {
         return Ok(errors_value(errors));
     }
+    let mut high = high;
+    halite_state::chunk::hide_marks(&mut high);
     Ok(Value::Object(high))
 }
 
@@ -652,8 +654,9 @@ fn show_highstate(args: &Args, host: &Host) -> Result<Value, ExecError> {
         Ok(m) => m,
         Err(e) => return Ok(errors_value(e)),
     };
-    let (high, errors) = render_highstate(&host, &matches);
+    let (mut high, errors) = render_highstate(&host, &matches);
     if errors.is_empty() {
+        halite_state::chunk::hide_marks(&mut high);
         Ok(Value::Object(high))
     } else {
         Ok(errors_value(errors))

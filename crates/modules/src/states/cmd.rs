@@ -149,7 +149,9 @@ impl CmdState {
         }
         if call.test {
             ret.result = None;
-            ret.comment = format!("Command \"{name}\" would have been executed");
+            // `str()` of the name: quoted when it is a yamlex string.
+            let shown = call.chunk.shown_name();
+            ret.comment = format!("Command \"{shown}\" would have been executed");
             ret.changes.insert("cmd".into(), Value::from(name));
             return Ok(if stateful { reinterpret(ret) } else { ret });
         }
@@ -179,7 +181,8 @@ impl CmdState {
             ret.changes = m;
         }
         ret.result = Some(out.retcode == 0);
-        ret.comment = format!("Command \"{name}\" run");
+        let shown = call.chunk.shown_name();
+        ret.comment = format!("Command \"{shown}\" run");
         if stateful {
             ret = reinterpret(ret);
         }
@@ -214,7 +217,8 @@ impl CmdState {
         kwargs.insert("context".into(), Value::Object(ctx));
         if call.test {
             ret.result = None;
-            ret.comment = format!("Command '{name}' would have been executed");
+            let shown = call.chunk.shown_name();
+            ret.comment = format!("Command '{shown}' would have been executed");
             return Ok(if stateful { reinterpret(ret) } else { ret });
         }
         if let Some(cwd) = kwargs.get("cwd").and_then(Value::as_str) {
@@ -248,7 +252,8 @@ impl CmdState {
             ret.changes = m;
             ret.result = Some(rc == 0);
         }
-        ret.comment = format!("Command '{name}' run");
+        let shown = call.chunk.shown_name();
+        ret.comment = format!("Command '{shown}' run");
         if stateful {
             ret = reinterpret(ret);
         }

@@ -98,6 +98,8 @@ fn gid_arg(call: &StateCall<'_>) -> Result<Option<i64>, StateError> {
 
 fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let name = call.name().to_string();
+    // Salt formats its name with `str()`: quoted when a yamlex string.
+    let shown = call.chunk.shown_name().into_owned();
     let gid = match gid_arg(call) {
         Ok(g) => g,
         Err(e) => return Ok(StateResult::fail(&name, e.to_string())),
@@ -113,7 +115,7 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let members = call
         .arg("members")
         .map(|_| string_list_arg(call, "members"));
-    let mut ret = StateResult::ok(&name, format!("Group {name} is present and up to date"));
+    let mut ret = StateResult::ok(&name, format!("Group {shown} is present and up to date"));
 
     if members.is_some() && (addusers.is_some() || delusers.is_some()) {
         ret.result = None;
@@ -188,7 +190,7 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         None => {
             if call.test {
                 ret.result = None;
-                ret.comment = format!("Group {name} set to be added");
+                ret.comment = format!("Group {shown} set to be added");
                 return Ok(ret);
             }
             if let (Some(g), false) = (gid, non_unique) {
@@ -200,7 +202,7 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
                     let other = taken.get("name").and_then(Value::as_str).unwrap_or("");
                     return Ok(StateResult::fail(
                         &name,
-                        format!("Group {name} is not present but gid {g} is already taken by group {other}"),
+                        format!("Group {shown} is not present but gid {g} is already taken by group {other}"),
                     ));
                 }
             }
@@ -209,7 +211,7 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             if !created {
                 return Ok(StateResult::fail(
                     &name,
-                    format!("Failed to create new group {name}"),
+                    format!("Failed to create new group {shown}"),
                 ));
             }
             let initial = addusers
@@ -219,14 +221,15 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             if let Some(list) = initial {
                 grp::set_members(&name, &list).map_err(|e| StateError::Other(e.to_string()))?;
             }
-            ret.comment = format!("New group {name} created");
+            ret.comment = format!("New group {shown} created");
             ret.changes = grp::info(&name).unwrap_or_default();
             if let Some(left) =
                 changes(&name, gid, &addusers, &delusers, &members).filter(|c| !c.is_empty())
             {
                 ret.result = Some(false);
-                ret.comment =
-                    format!("Group {name} has been created but, some changes could not be applied");
+                ret.comment = format!(
+                    "Group {shown} has been created but, some changes could not be applied"
+                );
                 ret.changes = Map::new();
                 ret.changes
                     .insert("Failed".into(), Value::Object(to_map(left)));
@@ -245,23 +248,25 @@ fn to_map(changes: Changes) -> Map {
 
 fn absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let name = call.name().to_string();
+    // Salt formats its name with `str()`: quoted when a yamlex string.
+    let shown = call.chunk.shown_name().into_owned();
     if grp::info(&name).is_none() {
         return Ok(StateResult::ok(&name, "Group not present"));
     }
     if call.test {
         return Ok(StateResult::would_change(
             &name,
-            format!("Group {name} is set for removal"),
+            format!("Group {shown} is set for removal"),
             Map::new(),
         ));
     }
     if grp::delete(&name).map_err(|e| StateError::Other(e.to_string()))? {
-        Ok(StateResult::ok(&name, format!("Removed group {name}"))
+        Ok(StateResult::ok(&name, format!("Removed group {shown}"))
             .with_change(name.clone(), Value::from("")))
     } else {
         Ok(StateResult::fail(
             &name,
-            format!("Failed to remove group {name}"),
+            format!("Failed to remove group {shown}"),
         ))
     }
 }

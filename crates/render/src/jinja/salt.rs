@@ -121,9 +121,16 @@ impl SaltData {
 
     fn call_pure(&self, fun: &str, call: &CallArgs) -> Result<MjValue, Error> {
         match fun {
-            "pillar.get" | "pillar.fetch" => Ok(pillar_get(&self.pillar, call)),
-            "pillar.items" | "pillar.raw" => Ok(self.pillar.clone()),
-            "pillar.item" => Ok(item_of(&self.pillar, call)),
+            "pillar.get" | "pillar.fetch" => {
+                Ok(unmasked_or_serial(pillar_get(&self.pillar, call), call, 7))
+            }
+            "pillar.items" => Ok(unmasked_or_serial(self.pillar.clone(), call, usize::MAX)),
+            "pillar.raw" => Ok(unmasked_or_serial(pillar_raw(&self.pillar, call), call, 1)),
+            "pillar.item" => Ok(unmasked_or_serial(
+                item_of(&self.pillar, call),
+                call,
+                usize::MAX,
+            )),
             "grains.get" => {
                 let key = call.text(0, "key", "");
                 let default = call.get(1, "default").unwrap_or_else(|| MjValue::from(""));
@@ -333,6 +340,32 @@ fn pillar_get(pillar: &MjValue, call: &CallArgs) -> MjValue {
         }
     }
     traverse(pillar, &key, default, &delimiter)
+}
+
+/// What a template's `pillar.*` call returns for its `unmask` argument
+/// (positional at `index`, or keyword): Salt renders templates with pillar
+/// masking off, so an absent or `None` `unmask` gives the plain value, and
+/// so does a true one; a false one (`unmask=False`) gives Salt's `serial`
+/// of it, every truthy leaf `**********`, as the module returns outside a
+/// template.
+fn unmasked_or_serial(value: MjValue, call: &CallArgs, index: usize) -> MjValue {
+    match call.get(index, "unmask") {
+        Some(flag) if !flag.is_none() && !flag.is_undefined() && !flag.is_true() => {
+            to_template(&halite_salt_rules::secret::serial(&from_template(&value)))
+        }
+        _ => value,
+    }
+}
+
+/// `pillar.raw(key=None)`: the whole pillar, or with a `key` its
+/// top-level value (`{}` when absent; no nested `a:b` lookup).
+fn pillar_raw(pillar: &MjValue, call: &CallArgs) -> MjValue {
+    match call.get(0, "key") {
+        Some(key) if key.is_true() => {
+            lookup_key(pillar, &key).unwrap_or_else(|| PyDict::new_value(Default::default()))
+        }
+        _ => pillar.clone(),
+    }
 }
 
 /// `pillar.item` / `grains.item`: a dict of each requested key.

@@ -3,12 +3,9 @@
 //! (block style). Scalar style choice, quoting and line wrapping at 80 columns
 //! follow PyYAML's emitter so that text Salt users paste or diff looks the same.
 
-use crate::Value;
+use halite_salt_rules::pyyaml::{Cursor, BEST_INDENT, BEST_WIDTH};
 
-/// PyYAML's default line width.
-const BEST_WIDTH: usize = 80;
-/// PyYAML's default indentation step.
-const BEST_INDENT: usize = 2;
+use crate::Value;
 
 /// How collections are written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -46,19 +43,29 @@ pub struct DumpOptions {
 pub fn dump_with(value: &Value, options: DumpOptions) -> String {
     let mut emitter = Emitter::new(options);
     emitter.document(value);
-    emitter.out
+    emitter.cursor.out
 }
 
+/// PyYAML's emitter: the shared [`Cursor`] (which it dereferences to)
+/// and the nesting only collections need.
 struct Emitter {
+    cursor: Cursor,
     options: DumpOptions,
-    out: String,
-    column: usize,
-    indent: Option<usize>,
     indents: Vec<Option<usize>>,
     flow_level: usize,
-    whitespace: bool,
-    indention: bool,
-    open_ended: bool,
+}
+
+impl std::ops::Deref for Emitter {
+    type Target = Cursor;
+    fn deref(&self) -> &Cursor {
+        &self.cursor
+    }
+}
+
+impl std::ops::DerefMut for Emitter {
+    fn deref_mut(&mut self) -> &mut Cursor {
+        &mut self.cursor
+    }
 }
 
 /// A scalar ready to write: its text and whether it may be plain.
@@ -70,15 +77,11 @@ struct ScalarText {
 impl Emitter {
     fn new(options: DumpOptions) -> Self {
         Emitter {
+            // Salt's dumpers pass `allow_unicode=True`.
+            cursor: Cursor::new(true),
             options,
-            out: String::new(),
-            column: 0,
-            indent: None,
             indents: Vec::new(),
             flow_level: 0,
-            whitespace: true,
-            indention: true,
-            open_ended: false,
         }
     }
 
@@ -89,47 +92,6 @@ impl Emitter {
             self.write_raw("...");
             self.write_line_break();
         }
-    }
-
-    fn write_raw(&mut self, text: &str) {
-        self.column += text.chars().count();
-        self.out.push_str(text);
-    }
-
-    fn write_line_break(&mut self) {
-        self.out.push('\n');
-        self.whitespace = true;
-        self.indention = true;
-        self.column = 0;
-    }
-
-    fn write_indent(&mut self) {
-        let indent = self.indent.unwrap_or(0);
-        if !self.indention || self.column > indent || (self.column == indent && !self.whitespace) {
-            self.write_line_break();
-        }
-        if self.column < indent {
-            self.whitespace = true;
-            let pad = " ".repeat(indent - self.column);
-            self.write_raw(&pad);
-        }
-    }
-
-    fn write_indicator(
-        &mut self,
-        indicator: &str,
-        need_whitespace: bool,
-        whitespace: bool,
-        indention: bool,
-    ) {
-        if self.whitespace || !need_whitespace {
-            self.write_raw(indicator);
-        } else {
-            self.write_raw(&format!(" {indicator}"));
-        }
-        self.whitespace = whitespace;
-        self.indention = self.indention && indention;
-        self.open_ended = false;
     }
 
     fn increase_indent(&mut self, flow: bool, indentless: bool) {
@@ -387,82 +349,6 @@ impl Emitter {
             end += 1;
         }
         self.write_indicator("'", false, false, false);
-    }
-
-    /// PyYAML's `write_double_quoted`: escapes, and long lines broken with
-    /// a trailing `\\` (a leading `\\ ` keeps a space that starts a line).
-    fn write_double_quoted(&mut self, text: &str, split: bool) {
-        self.write_indicator("\"", true, false, false);
-        let chars: Vec<char> = text.chars().collect();
-        let mut start = 0;
-        let mut end = 0;
-        while end <= chars.len() {
-            let ch = chars.get(end).copied();
-            let needs_escape = ch.is_none_or(|c| {
-                matches!(
-                    c,
-                    '"' | '\\' | '\u{85}' | '\u{2028}' | '\u{2029}' | '\u{feff}'
-                ) || !(('\u{20}'..='\u{7e}').contains(&c)
-                    || ('\u{a0}'..='\u{d7ff}').contains(&c)
-                    || ('\u{e000}'..='\u{fffd}').contains(&c))
-            });
-            if needs_escape {
-                if start < end {
-                    let data: String = chars[start..end].iter().collect();
-                    self.write_raw(&data);
-                    start = end;
-                }
-                if let Some(c) = ch {
-                    let escaped = match c {
-                        '\0' => "\\0".to_string(),
-                        '\x07' => "\\a".to_string(),
-                        '\x08' => "\\b".to_string(),
-                        '\t' => "\\t".to_string(),
-                        '\n' => "\\n".to_string(),
-                        '\x0b' => "\\v".to_string(),
-                        '\x0c' => "\\f".to_string(),
-                        '\r' => "\\r".to_string(),
-                        '\x1b' => "\\e".to_string(),
-                        '"' => "\\\"".to_string(),
-                        '\\' => "\\\\".to_string(),
-                        '\u{85}' => "\\N".to_string(),
-                        '\u{a0}' => "\\_".to_string(),
-                        '\u{2028}' => "\\L".to_string(),
-                        '\u{2029}' => "\\P".to_string(),
-                        c if (c as u32) <= 0xff => format!("\\x{:02X}", c as u32),
-                        c if (c as u32) <= 0xffff => format!("\\u{:04X}", c as u32),
-                        c => format!("\\U{:08X}", c as u32),
-                    };
-                    self.write_raw(&escaped);
-                    start = end + 1;
-                }
-            }
-            if end > 0
-                && end + 1 < chars.len()
-                && (ch == Some(' ') || start >= end)
-                && self.column + end.saturating_sub(start) > BEST_WIDTH
-                && split
-            {
-                let mut data: String = if start < end {
-                    chars[start..end].iter().collect()
-                } else {
-                    String::new()
-                };
-                data.push('\\');
-                if start < end {
-                    start = end;
-                }
-                self.write_raw(&data);
-                self.write_indent();
-                self.whitespace = false;
-                self.indention = false;
-                if chars.get(start) == Some(&' ') {
-                    self.write_raw("\\");
-                }
-            }
-            end += 1;
-        }
-        self.write_indicator("\"", false, false, false);
     }
 }
 

@@ -132,7 +132,7 @@ impl<'a> Executor<'a> {
                             if let Some(dret) = dret {
                                 if dret.get("result") == Some(&Value::Bool(false)) {
                                     let d = &self.graph.chunks[dep];
-                                    let key = format!("{}.{}", d.sls(), d.id());
+                                    let key = format!("{}.{}", d.sls(), d.shown_id());
                                     if !failed.contains(&key) {
                                         failed.push(key);
                                     }

@@ -125,8 +125,13 @@ impl<'a> Executor<'a> {
                             let fun = low.fun().to_string();
                             low.insert("sfun", Value::from(fun));
                             low.insert("fun", Value::from("mod_watch"));
-                            let id = format!("listener_{}", low.id());
+                            let id = format!("listener_{}", low.shown_id());
                             low.insert("__id__", Value::from(id));
+                            // The new ID is a plain string holding the
+                            // quotes; the name stays a yamlex string.
+                            if low.yamlex_strings() {
+                                low.insert(crate::chunk::YAMLEX_STRINGS, Value::from("name"));
+                            }
                             for r in REQUISITE_KEYWORDS {
                                 low.shift_remove(r);
                             }

@@ -1,0 +1,13 @@
+#!yamlex
+present:
+  test.succeed_without_changes: []
+orphan:
+  test.succeed_without_changes:
+    - name: orphan name
+    - require:
+      - test: present
+      - test: nowhere
+bare:
+  test.succeed_without_changes:
+    - require:
+      - nothing here
