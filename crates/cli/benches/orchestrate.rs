@@ -81,9 +81,8 @@ fn write(path: &Path, text: &str) -> Result<()> {
 
 /// The state tree: `tier.sls` and `orch/three.sls` whose steps target
 /// `<prefix>*[0-2]`, `[3-5]` and `[6-9]` (the ids' last digit: 30/30/40%).
-/// `queue: True`: a swarm's identities share one host and its state-run
-/// lock, which refuses a second run starting while the first writes the
-/// lock file ("Another state run is in progress on this host").
+/// No `queue: True`: each swarm identity has its own state-run lock, as
+/// each real minion has its host's.
 fn tree(root: &Path, prefix: &str) -> Result<()> {
     let mut tier = String::new();
     for i in 0..TIER_STATES {
@@ -93,9 +92,9 @@ fn tree(root: &Path, prefix: &str) -> Result<()> {
     write(
         &root.join("orch/three.sls"),
         &format!(
-            "db:\n  salt.state:\n    - tgt: '{prefix}*[0-2]'\n    - sls: tier\n    - queue: True\n    - timeout: 600\n\
-             app:\n  salt.state:\n    - tgt: '{prefix}*[3-5]'\n    - sls: tier\n    - queue: True\n    - timeout: 600\n    - require:\n      - salt: db\n\
-             web:\n  salt.state:\n    - tgt: '{prefix}*[6-9]'\n    - sls: tier\n    - queue: True\n    - timeout: 600\n    - require:\n      - salt: app\n"
+            "db:\n  salt.state:\n    - tgt: '{prefix}*[0-2]'\n    - sls: tier\n    - timeout: 600\n\
+             app:\n  salt.state:\n    - tgt: '{prefix}*[3-5]'\n    - sls: tier\n    - timeout: 600\n    - require:\n      - salt: db\n\
+             web:\n  salt.state:\n    - tgt: '{prefix}*[6-9]'\n    - sls: tier\n    - timeout: 600\n    - require:\n      - salt: app\n"
         ),
     )
 }

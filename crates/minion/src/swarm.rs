@@ -75,7 +75,8 @@ pub async fn run(
     let root = cfg.pki_dir.join("swarm");
     let (mut agents, grains) = build_agents(&root, &prefix, count)?;
     // Host grains are not detected per identity: each reports its own small set.
-    let mut runner = HostRunner::new(cfg.opts());
+    // Each identity is a host of its own: its own state-run lock.
+    let mut runner = HostRunner::new(cfg.opts()).with_state_run_locks(root.clone());
     for (id, g) in grains {
         runner = runner.with_grains(&id, g);
     }

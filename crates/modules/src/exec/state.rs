@@ -624,13 +624,8 @@ fn lock_state_run(
     } else {
         WhenBusy::Refuse
     };
-    let cachedir = host
-        .opts
-        .get("cachedir")
-        .and_then(Value::as_str)
-        .filter(|d| !d.is_empty())
-        .map(std::path::Path::new);
-    acquire(cachedir, fun, &run_options(host, args).jid, when_busy)
+    let dir = crate::state_lock::lock_dir(&host.opts);
+    acquire(dir, fun, &run_options(host, args).jid, when_busy)
 }
 
 /// `state.show_sls <mods>`: the high data of SLS files.
