@@ -133,10 +133,7 @@ fn swarm_identities_apply_at_once_and_none_is_refused() {
         let states = ret
             .as_object()
             .unwrap_or_else(|| panic!("{id} did not run its states: {ret}"));
-        assert!(
-            states.values().all(|s| s["result"] == true),
-            "{id}: {ret}"
-        );
+        assert!(states.values().all(|s| s["result"] == true), "{id}: {ret}");
     }
     assert_eq!(code, 0, "{rets:?}");
     // Each identity took its own lock, not the shared cachedir's.
