@@ -139,6 +139,7 @@ mod tests {
             pillar: json!({"a": 1}),
             action: BundleAction::Call,
             commits: Default::default(),
+            saltenvs: None,
         };
         let packed = pack(&bundle, None).unwrap();
         assert_eq!(store.digest("web1"), None);

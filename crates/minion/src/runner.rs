@@ -317,11 +317,27 @@ impl HostRunner {
         if !needs_bundle(&job.fun) {
             return host.call(&job.fun, &args);
         }
-        if halite_modules::exec::state::is_state_run(&job.fun) {
-            // Salt syncs custom modules before a state run's render.
+        let state_run = halite_modules::exec::state::is_state_run(&job.fun);
+        if state_run {
+            // Salt syncs custom modules before a state run's render
+            // (named SLS' sync_mods= here; a highstate's saltenvs below).
             halite_modules::dynamic::before_master_compile(host, &job.fun, &args);
         }
-        let bundle = self.fetch_bundle(id, host, job, master)?;
+        let mut bundle = self.fetch_bundle(id, host, job, master)?;
+        // A highstate syncs the saltenvs the master's top file render
+        // matched; when that copied a module, the compile made before it
+        // may have missed it, so it is asked for again.
+        if state_run
+            && halite_modules::dynamic::after_master_compile(
+                host,
+                &job.fun,
+                &args,
+                bundle.saltenvs.as_deref(),
+            )
+        {
+            tracing::debug!(%id, jid = %job.jid, "custom modules synced: the bundle is compiled again");
+            bundle = self.fetch_bundle(id, host, job, master)?;
+        }
         if !bundle.commits.is_empty() {
             tracing::info!(jid = %job.jid, commits = ?bundle.commits, "states compiled from git commits");
         }
