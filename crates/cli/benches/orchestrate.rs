@@ -46,7 +46,7 @@ fn tree(root: &Path, prefix: &str) -> Result<()> {
     write(&root.join("tier.sls"), tier.as_bytes())?;
     write(
         &root.join("orch/three.sls"),
-        &format!(
+        format!(
             "db:\n  salt.state:\n    - tgt: '{prefix}*[0-2]'\n    - sls: tier\n    - timeout: 600\n\
              app:\n  salt.state:\n    - tgt: '{prefix}*[3-5]'\n    - sls: tier\n    - timeout: 600\n    - require:\n      - salt: db\n\
              web:\n  salt.state:\n    - tgt: '{prefix}*[6-9]'\n    - sls: tier\n    - timeout: 600\n    - require:\n      - salt: app\n"
