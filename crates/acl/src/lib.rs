@@ -265,6 +265,34 @@ pub fn publish_check(
     ALWAYS_ALLOWED.contains(&call.fun) || auth_check(list, call, target_within)
 }
 
+/// `list` with every argument condition dropped (`{'state.apply':
+/// {'args': ['app']}}` becomes `'state.apply'`): what the list grants for
+/// *some* arguments. For a page deciding whether to offer a function
+/// before the user has typed its arguments; the call itself is still
+/// checked with them ([`auth_check`], [`spec_check`]).
+pub fn ignoring_arguments(list: &[Value]) -> Vec<Value> {
+    fn cond(c: &Value) -> Value {
+        match c {
+            Value::Object(m) if m.len() == 1 => m
+                .keys()
+                .next()
+                .map_or_else(|| c.clone(), |pattern| Value::String(pattern.clone())),
+            Value::Array(items) => Value::Array(items.iter().map(cond).collect()),
+            other => other.clone(),
+        }
+    }
+    list.iter()
+        .map(|entry| match entry {
+            Value::Object(map) if map.len() == 1 => Value::Object(
+                map.iter()
+                    .map(|(valid, conds)| (valid.clone(), cond(conds)))
+                    .collect(),
+            ),
+            other => other.clone(),
+        })
+        .collect()
+}
+
 /// The compound targets an auth list's mapping entries name (`{'web*':
 /// [...]}` gives `web*`), so a caller can resolve them before
 /// [`auth_check`] asks.
@@ -378,6 +406,32 @@ mod tests {
             args,
             kwargs: None,
         }
+    }
+
+    #[test]
+    fn ignoring_arguments_grants_what_some_arguments_would() {
+        let l = list(json!([
+            {"web*": [{"state.apply": {"args": ["app"]}}, "test.ping"]},
+            {"@wheel": ["key.list_all", {"key.reject": {"args": ["newbie"]}}]},
+            "grains.*"
+        ]));
+        // Without arguments the conditions refuse...
+        assert!(!auth_check(&l, &call("state.apply", &[]), |_| true));
+        assert!(!spec_check(&l, "wheel", &call("key.reject", &[])));
+        // ...and the loose list offers them; the rest is unchanged.
+        let loose = ignoring_arguments(&l);
+        assert!(auth_check(&loose, &call("state.apply", &[]), |_| true));
+        assert!(!auth_check(&loose, &call("state.apply", &[]), |_| false));
+        assert!(spec_check(&loose, "wheel", &call("key.reject", &[])));
+        assert!(!spec_check(&loose, "wheel", &call("key.delete", &[])));
+        assert_eq!(
+            Value::Array(loose),
+            json!([
+                {"web*": ["state.apply", "test.ping"]},
+                {"@wheel": ["key.list_all", "key.reject"]},
+                "grains.*"
+            ])
+        );
     }
 
     #[test]

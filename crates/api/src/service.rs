@@ -67,6 +67,33 @@ fn text(v: Option<&Value>) -> Option<String> {
     }
 }
 
+/// A lowstate chunk read and checked against the caller's ACL.
+enum Verdict {
+    /// A minion job (`local`, `local_async`, `local_batch`).
+    Local {
+        /// The client that runs it.
+        client: String,
+        /// The job.
+        req: JobRequest,
+    },
+    /// A runner or wheel function.
+    Function {
+        /// `runner`, `runner_async`, `wheel` or `wheel_async`.
+        client: String,
+        /// `mod.fun`.
+        fun: String,
+        /// Positional arguments (a wheel chunk's `match` first).
+        args: Vec<Value>,
+        /// Keyword arguments (the chunk's other keys included).
+        kwargs: Map<String, Value>,
+    },
+    /// The ACL refuses it; `what` names the call for the refusal's log.
+    Refused {
+        /// `<client> <fun>`, with ` on <tgt>` for a minion job.
+        what: String,
+    },
+}
+
 impl Service {
     /// The service over `cfg`, opening the token store in the master's cachedir.
     pub fn new(cfg: ApiConfig) -> Result<Self, ApiError> {
@@ -261,13 +288,62 @@ impl Service {
         }
     }
 
-    /// Runs one lowstate chunk for `who`; the items it yields.
+    /// Runs one lowstate chunk for `who`; the items it yields. A call the
+    /// caller's ACL refuses is logged and fired as an auth event (401).
     pub fn run_chunk(
         &self,
         who: &Identity,
         chunk: &Map<String, Value>,
         source: &str,
     ) -> Result<Vec<Value>, ApiError> {
+        match self.check_chunk(who, chunk)? {
+            Verdict::Refused { what } => {
+                Err(self.refuse(&who.name, &who.eauth, &what, "authorization", source))
+            }
+            Verdict::Local { client, req } => self.run_local(&client, chunk, &req),
+            Verdict::Function {
+                client,
+                fun,
+                args,
+                kwargs,
+            } => match client.as_str() {
+                "wheel" => Ok(vec![self.run_wheel(who, &fun, &args, &kwargs)]),
+                "wheel_async" => {
+                    let name = fun.clone();
+                    Ok(vec![self.run_async(who, "wheel", fun, move |svc| {
+                        crate::wheel::call(&svc.cfg.master, &name, &args, &kwargs)
+                            .map_err(|e| e.to_string())
+                    })])
+                }
+                "runner" => Ok(vec![self.run_runner(&fun, &args, &kwargs)?]),
+                _ => {
+                    let name = fun.clone();
+                    Ok(vec![self.run_async(who, "run", fun, move |svc| {
+                        svc.run_runner(&name, &args, &kwargs)
+                            .map_err(|e| e.to_string())
+                    })])
+                }
+            },
+        }
+    }
+
+    /// Whether `who` may run `chunk`: the question [`Service::run_chunk`]
+    /// asks first, answered without running anything and without logging
+    /// a refusal, for the console to draw only the buttons the API would
+    /// allow (`POST /console/api/allowed`). A chunk that is not valid
+    /// input is an error, as it would be when run.
+    pub fn may_run(&self, who: &Identity, chunk: &Map<String, Value>) -> Result<bool, ApiError> {
+        Ok(!matches!(
+            self.check_chunk(who, chunk)?,
+            Verdict::Refused { .. }
+        ))
+    }
+
+    /// Reads one lowstate chunk and checks it against `who`'s ACL (Salt's
+    /// `auth_check` for minion functions on the resolved target,
+    /// `spec_check` for runner and wheel functions): what to run, or what
+    /// was refused.
+    fn check_chunk(&self, who: &Identity, chunk: &Map<String, Value>) -> Result<Verdict, ApiError> {
         let client = text(chunk.get("client")).unwrap_or_default();
         if !CLIENTS.contains(&client.as_str()) {
             return Err(ApiError::BadRequest(format!(
@@ -338,23 +414,21 @@ impl Service {
                     return Err(e);
                 }
                 if !allowed {
-                    return Err(self.refuse(
-                        &who.name,
-                        &who.eauth,
-                        &format!("{what} on {tgt}"),
-                        "authorization",
-                        source,
-                    ));
+                    return Ok(Verdict::Refused {
+                        what: format!("{what} on {tgt}"),
+                    });
                 }
-                let req = JobRequest {
-                    tgt,
-                    tgt_type,
-                    fun,
-                    arg: args,
-                    kwarg: kwargs,
-                    user: who.name.clone(),
-                };
-                self.run_local(&client, chunk, &req)
+                Ok(Verdict::Local {
+                    client,
+                    req: JobRequest {
+                        tgt,
+                        tgt_type,
+                        fun,
+                        arg: args,
+                        kwarg: kwargs,
+                        user: who.name.clone(),
+                    },
+                })
             }
             "runner" | "runner_async" | "wheel" | "wheel_async" => {
                 let form = if client.starts_with("wheel") {
@@ -394,26 +468,14 @@ impl Service {
                     kwargs: Some(&kwargs),
                 };
                 if !acl::spec_check(&auth_list, form, &call) {
-                    return Err(self.refuse(&who.name, &who.eauth, &what, "authorization", source));
+                    return Ok(Verdict::Refused { what });
                 }
-                match client.as_str() {
-                    "wheel" => Ok(vec![self.run_wheel(who, &fun, &args, &kwargs)]),
-                    "wheel_async" => {
-                        let name = fun.clone();
-                        Ok(vec![self.run_async(who, "wheel", fun, move |svc| {
-                            crate::wheel::call(&svc.cfg.master, &name, &args, &kwargs)
-                                .map_err(|e| e.to_string())
-                        })])
-                    }
-                    "runner" => Ok(vec![self.run_runner(&fun, &args, &kwargs)?]),
-                    _ => {
-                        let name = fun.clone();
-                        Ok(vec![self.run_async(who, "run", fun, move |svc| {
-                            svc.run_runner(&name, &args, &kwargs)
-                                .map_err(|e| e.to_string())
-                        })])
-                    }
-                }
+                Ok(Verdict::Function {
+                    client,
+                    fun,
+                    args,
+                    kwargs,
+                })
             }
             _ => Err(ApiError::BadRequest(format!(
                 "Invalid client specified: '{client}'"
@@ -462,6 +524,7 @@ impl Service {
                     kwarg: req.kwarg.clone(),
                     user: req.user.clone(),
                     watch: false,
+                    progress: false,
                 })?;
                 match c.next(None)? {
                     Some(LocalReply::Started { minions, .. }) if minions.is_empty() => {

@@ -57,31 +57,72 @@ fn pepper() -> Option<PathBuf> {
     Some(bin)
 }
 
-fn run_pepper(
-    bin: &PathBuf,
-    home: &std::path::Path,
-    url: &str,
-    user: &str,
-    pass: &str,
-    eauth: &str,
-    args: &[&str],
-) -> (i32, String, String) {
-    let out = Command::new(bin)
-        .env("HOME", home)
-        .env("SALTAPI_URL", url)
-        .env("SALTAPI_USER", user)
-        .env("SALTAPI_PASS", pass)
-        .env("SALTAPI_EAUTH", eauth)
-        .arg("--non-interactive")
-        .args(["--out", "json"])
-        .args(args)
-        .output()
-        .expect("run pepper");
-    (
-        out.status.code().unwrap_or(-1),
-        String::from_utf8_lossy(&out.stdout).into_owned(),
-        String::from_utf8_lossy(&out.stderr).into_owned(),
+/// `POST /` of one `local` job on every minion (`tgt: '*'`) with `token`.
+fn local_all(base: &str, token: &str, fun: &str, args: &[&str]) -> Answer {
+    post_json(
+        base,
+        Some(token),
+        &json!([{"client": "local", "tgt": "*", "fun": fun, "arg": args}]),
     )
+}
+
+/// pepper against one API as one user: its own HOME (for its token
+/// cache) in the fleet's temp dir.
+struct Pepper<'a> {
+    bin: PathBuf,
+    home: PathBuf,
+    url: &'a str,
+    user: &'a str,
+    pass: &'a str,
+    eauth: &'a str,
+}
+
+impl<'a> Pepper<'a> {
+    /// `None` (and why, printed) when pepper cannot be installed.
+    fn new(f: &Fleet, url: &'a str, user: &'a str, pass: &'a str, eauth: &'a str) -> Option<Self> {
+        let bin = pepper()?;
+        let home = f.path("pepper-home");
+        std::fs::create_dir_all(&home).unwrap();
+        Some(Self {
+            bin,
+            home,
+            url,
+            user,
+            pass,
+            eauth,
+        })
+    }
+
+    /// The same pepper as another user.
+    fn with_user(&self, user: &'a str, pass: &'a str) -> Self {
+        Self {
+            bin: self.bin.clone(),
+            home: self.home.clone(),
+            user,
+            pass,
+            ..*self
+        }
+    }
+
+    /// `pepper --out json ARGS`: (exit code, stdout, stderr).
+    fn run(&self, args: &[&str]) -> (i32, String, String) {
+        let out = Command::new(&self.bin)
+            .env("HOME", &self.home)
+            .env("SALTAPI_URL", self.url)
+            .env("SALTAPI_USER", self.user)
+            .env("SALTAPI_PASS", self.pass)
+            .env("SALTAPI_EAUTH", self.eauth)
+            .arg("--non-interactive")
+            .args(["--out", "json"])
+            .args(args)
+            .output()
+            .expect("run pepper");
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
 }
 
 #[test]
@@ -91,8 +132,8 @@ fn salt_api_contract_with_file_eauth() {
     }
     let f = Fleet::new();
     let _master = f.start_master(&file_eauth_config(&f, ""));
-    let _m1 = f.start_minion("m1");
-    let _m2 = f.start_minion("m2");
+    let _m1 = f.start_minion("m1", "");
+    let _m2 = f.start_minion("m2", "");
     f.accept("m1");
     f.accept("m2");
     let mut api = f.start_api();
@@ -289,11 +330,7 @@ fn salt_api_contract_with_file_eauth() {
     }
 
     // local: every minion's return.
-    let a = post_json(
-        &base,
-        Some(&token),
-        &json!([{"client": "local", "tgt": "*", "fun": "test.ping"}]),
-    );
+    let a = local_all(&base, &token, "test.ping", &[]);
     assert_eq!(a.status, 200, "{}", a.body);
     assert_eq!(a.json(), json!({"return": [{"m1": true, "m2": true}]}));
     // The token may come in the body instead of the header.
@@ -441,11 +478,7 @@ fn salt_api_contract_with_file_eauth() {
     assert!(s.json()["halite-api"]["Requests"].as_u64().unwrap() > 0);
 
     // ACLs: tester may run test.* only; web may run test.* on m1 only.
-    let a = post_json(
-        &base,
-        Some(&tester),
-        &json!([{"client": "local", "tgt": "*", "fun": "test.ping"}]),
-    );
+    let a = local_all(&base, &tester, "test.ping", &[]);
     assert_eq!(a.status, 200);
     for (tok, chunk) in [
         (
@@ -482,11 +515,7 @@ fn salt_api_contract_with_file_eauth() {
         &json!([{"client": "local", "tgt": "m1", "fun": "test.ping"}]),
     );
     assert_eq!(a.json()["return"][0], json!({"m1": true}));
-    let a = post_json(
-        &base,
-        Some(&web),
-        &json!([{"client": "local", "tgt": "*", "fun": "test.ping"}]),
-    );
+    let a = local_all(&base, &web, "test.ping", &[]);
     assert_eq!(a.status, 401, "m2 is outside web's target");
     let log = read(&f.path("api.log"));
     assert!(
@@ -678,15 +707,7 @@ fn salt_api_contract_with_file_eauth() {
         String::from_utf8_lossy(&out.stdout).contains("revoked 1"),
         "{out:?}"
     );
-    assert_eq!(
-        post_json(
-            &base,
-            Some(&tester),
-            &json!([{"client": "local", "tgt": "*", "fun": "test.ping"}])
-        )
-        .status,
-        401
-    );
+    assert_eq!(local_all(&base, &tester, "test.ping", &[]).status, 401);
 
     // Tokens expire (token_expire_user_override lets the user ask for 1 s).
     let a = post_json(
@@ -700,35 +721,13 @@ fn salt_api_contract_with_file_eauth() {
 
     // auto eauth (tests only): any password, its own ACL.
     let demo = login(&base, "demo", "anything", "auto");
-    let a = post_json(
-        &base,
-        Some(&demo),
-        &json!([{"client": "local", "tgt": "*", "fun": "test.ping"}]),
-    );
+    let a = local_all(&base, &demo, "test.ping", &[]);
     assert_eq!(a.status, 200);
-    assert_eq!(
-        post_json(
-            &base,
-            Some(&demo),
-            &json!([{"client": "local", "tgt": "*", "fun": "test.version"}])
-        )
-        .status,
-        401
-    );
+    assert_eq!(local_all(&base, &demo, "test.version", &[]).status, 401);
 
     // pepper, the salt-api CLI, unchanged.
-    if let Some(pepper) = pepper() {
-        let home = f.path("pepper-home");
-        std::fs::create_dir_all(&home).unwrap();
-        let (code, out, err) = run_pepper(
-            &pepper,
-            &home,
-            &base,
-            "alice",
-            "wonderland",
-            "file",
-            &["*", "test.ping"],
-        );
+    if let Some(pepper) = Pepper::new(&f, &base, "alice", "wonderland", "file") {
+        let (code, out, err) = pepper.run(&["*", "test.ping"]);
         assert_eq!(code, 0, "{out}{err}");
         let v: Value =
             serde_json::from_str(&out).unwrap_or_else(|_| panic!("pepper printed {out}{err}"));
@@ -737,26 +736,10 @@ fn salt_api_contract_with_file_eauth() {
             assert_eq!(v["return"][0][id]["ret"], json!(true), "{out}");
             assert_eq!(v["return"][0][id]["retcode"], json!(0), "{out}");
         }
-        let (code, out, err) = run_pepper(
-            &pepper,
-            &home,
-            &base,
-            "alice",
-            "wonderland",
-            "file",
-            &["--client", "runner", "jobs.list_jobs"],
-        );
+        let (code, out, err) = pepper.run(&["--client", "runner", "jobs.list_jobs"]);
         assert_eq!(code, 0, "{out}{err}");
         assert!(out.contains(&jid), "{out}{err}");
-        let (code, out, err) = run_pepper(
-            &pepper,
-            &home,
-            &base,
-            "alice",
-            "wonderland",
-            "file",
-            &["--client", "wheel", "key.list_all"],
-        );
+        let (code, out, err) = pepper.run(&["--client", "wheel", "key.list_all"]);
         assert_eq!(code, 0, "{out}{err}");
         assert!(out.contains("minions_pre"), "{out}{err}");
         // tester is outside the ACL of each client.
@@ -765,8 +748,7 @@ fn salt_api_contract_with_file_eauth() {
             vec!["--client", "runner", "jobs.list_jobs"],
             vec!["--client", "wheel", "key.list_all"],
         ] {
-            let (code, out, err) =
-                run_pepper(&pepper, &home, &base, "tester", "testpass", "file", &args);
+            let (code, out, err) = pepper.with_user("tester", "testpass").run(&args);
             assert_ne!(code, 0, "{args:?}: {out}{err}");
             assert!(
                 !out.contains("minions_pre") && !out.contains(&jid) && !out.contains("uid="),
@@ -832,7 +814,7 @@ fn pam_eauth_with_a_real_local_user() {
         "{CLIENTS}rest_cherrypy:\n  port: {}\n  host: 127.0.0.1\n  disable_ssl: True\nexternal_auth:\n  pam:\n    {name}: ['test.*', '@runner', '@wheel']\n",
         f.api_port
     ));
-    let _m1 = f.start_minion("m1");
+    let _m1 = f.start_minion("m1", "");
     f.accept("m1");
     let _api = f.start_api();
     let base = f.url("");
@@ -843,56 +825,18 @@ fn pam_eauth_with_a_real_local_user() {
     );
     assert_eq!(bad.status, 401, "{}", bad.body);
     let token = login(&base, &name, "S3cret-pam", "pam");
-    let a = post_json(
-        &base,
-        Some(&token),
-        &json!([{"client": "local", "tgt": "*", "fun": "test.ping"}]),
-    );
+    let a = local_all(&base, &token, "test.ping", &[]);
     assert_eq!(a.json(), json!({"return": [{"m1": true}]}));
-    assert_eq!(
-        post_json(
-            &base,
-            Some(&token),
-            &json!([{"client": "local", "tgt": "*", "fun": "cmd.run", "arg": ["id"]}])
-        )
-        .status,
-        401
-    );
-    if let Some(pepper) = pepper() {
-        let home = f.path("pepper-home");
-        std::fs::create_dir_all(&home).unwrap();
-        let (code, out, err) = run_pepper(
-            &pepper,
-            &home,
-            &base,
-            &name,
-            "S3cret-pam",
-            "pam",
-            &["*", "test.ping"],
-        );
+    assert_eq!(local_all(&base, &token, "cmd.run", &["id"]).status, 401);
+    if let Some(pepper) = Pepper::new(&f, &base, &name, "S3cret-pam", "pam") {
+        let (code, out, err) = pepper.run(&["*", "test.ping"]);
         assert_eq!(code, 0, "{out}{err}");
         let v: Value = serde_json::from_str(&out).unwrap();
         assert_eq!(v["return"][0]["m1"]["ret"], json!(true), "{out}");
-        let (code, out, err) = run_pepper(
-            &pepper,
-            &home,
-            &base,
-            &name,
-            "S3cret-pam",
-            "pam",
-            &["--client", "wheel", "key.list_all"],
-        );
+        let (code, out, err) = pepper.run(&["--client", "wheel", "key.list_all"]);
         assert_eq!(code, 0, "{out}{err}");
         assert!(out.contains("\"m1\""), "{out}");
-        let (code, out, err) = run_pepper(
-            &pepper,
-            &home,
-            &base,
-            &name,
-            "S3cret-pam",
-            "pam",
-            &["--client", "runner", "jobs.list_jobs"],
-        );
+        let (code, out, err) = pepper.run(&["--client", "runner", "jobs.list_jobs"]);
         assert_eq!(code, 0, "{out}{err}");
     }
     drop(user);

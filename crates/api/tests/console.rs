@@ -7,7 +7,9 @@
 //! state in the highstate view, accepts the pending key, filters the jobs,
 //! draws the requisite graph, checks that minion-provided markup renders
 //! as text, and that a `test.*`-only user sees no forbidden button and is
-//! refused by the server. Each page's screenshot goes to
+//! refused by the server; a user whose ACL grants functions for some
+//! arguments only gets exactly the buttons and runs the API allows, and
+//! confirms a key reject or delete first. Each page's screenshot goes to
 //! target/console-screenshots (printed).
 #![allow(
     clippy::unwrap_used,
@@ -125,6 +127,34 @@ async fn js(c: &Client, script: &str) -> Value {
     c.execute(script, vec![]).await.expect(script)
 }
 
+/// How many elements of the page match `css`.
+async fn count(c: &Client, css: &str) -> Value {
+    js(
+        c,
+        &format!("return document.querySelectorAll({css:?}).length;"),
+    )
+    .await
+}
+
+/// Minion-provided markup ([`EVIL`]) rendered as text: no element of it
+/// in the page, none of its script ran.
+async fn assert_nothing_ran(c: &Client) {
+    assert_eq!(count(c, "main img, main script").await, json!(0));
+    assert_eq!(
+        js(c, "return window.__xss === undefined;").await,
+        json!(true)
+    );
+}
+
+/// The key buttons drawn, as "fun id".
+async fn key_buttons(c: &Client) -> Value {
+    js(
+        c,
+        "return [...document.querySelectorAll('button.key-action')].map(b => b.dataset.fun + ' ' + b.dataset.id);",
+    )
+    .await
+}
+
 fn shots_dir() -> PathBuf {
     // target/<profile>/halite-api → target/console-screenshots
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_halite-api"));
@@ -161,6 +191,18 @@ async fn click(c: &Client, css: &str) {
         .expect("click");
 }
 
+/// Clicks a form's submit button once the page has enabled it (the
+/// server said it would run the call).
+async fn submit(c: &Client, css: &str) {
+    until(
+        c,
+        &format!("{css} enabled"),
+        &format!("!document.querySelector({css:?}).disabled"),
+    )
+    .await;
+    click(c, css).await;
+}
+
 async fn log_in(c: &Client, base: &str, user: &str, password: &str) {
     c.goto(&format!("{base}/console/#/login"))
         .await
@@ -180,9 +222,13 @@ async fn log_in(c: &Client, base: &str, user: &str, password: &str) {
 
 fn config(f: &Fleet, srv: &Path) -> String {
     let users = f.path("users");
-    std::fs::write(&users, "admin:adminpass\ntester:testpass\nweb:webpass\n").unwrap();
+    std::fs::write(
+        &users,
+        "admin:adminpass\ntester:testpass\nweb:webpass\nops:opspass\n",
+    )
+    .unwrap();
     format!(
-        "netapi_enable_clients: [local, local_async, runner, wheel]\nfile_roots:\n  base:\n    - {}\nrest_cherrypy:\n  port: {}\n  host: 127.0.0.1\n  disable_ssl: True\nexternal_auth:\n  file:\n    ^filename: {}\n    admin: ['.*', '@runner', '@wheel']\n    tester: ['test.*']\n    web: [{{'m1': ['test.*', 'grains.items']}}]\n  auto:\n    nobody: ['test.ping']\n",
+        "netapi_enable_clients: [local, local_async, runner, wheel]\nfile_roots:\n  base:\n    - {}\nrest_cherrypy:\n  port: {}\n  host: 127.0.0.1\n  disable_ssl: True\nexternal_auth:\n  file:\n    ^filename: {}\n    admin: ['.*', '@runner', '@wheel']\n    tester: ['test.*']\n    web: [{{'m1': ['test.*', 'grains.items']}}]\n    ops: [{{'m1': [{{'state.apply': {{args: ['app']}}}}]}}, {{'@wheel': ['key.list_all', {{'key.reject': {{args: ['newbie']}}}}, {{'key.delete': {{args: ['newbie']}}}}]}}]\n  auto:\n    nobody: ['test.ping']\n",
         srv.display(),
         f.api_port,
         users.display()
@@ -211,12 +257,12 @@ fn console_in_a_real_browser() {
     let _master = f.start_master(&config(&f, &srv));
     let minions: Vec<Daemon> = ["m1", "m2", "m3"]
         .iter()
-        .map(|id| f.start_minion(id))
+        .map(|id| f.start_minion(id, ""))
         .collect();
     for id in ["m1", "m2", "m3"] {
         f.accept(id);
     }
-    let _newbie = f.start_minion("newbie");
+    let _newbie = f.start_minion("newbie", "");
     let _api = f.start_api();
     let base = f.url("");
 
@@ -359,7 +405,7 @@ async fn drive(c: &Client, f: &Fleet, base: &str, gate: &Path) {
     until(c, "the run form and a live stream", "document.querySelector('#run-form') && document.querySelector('#stream-status').dataset.status === 'live'").await;
     fill_in(c, "#run-tgt", "m*").await;
     fill_in(c, "#run-sls", "app").await;
-    click(c, "#run-submit").await;
+    submit(c, "#run-submit").await;
     // Each minion has finished `first` and waits at the gate: the page
     // shows them running with one state done, before any returned.
     until(
@@ -445,18 +491,7 @@ async fn drive(c: &Client, f: &Fleet, base: &str, gate: &Path) {
         summary.as_str().unwrap().contains("Failed:    1"),
         "{summary}"
     );
-    assert_eq!(
-        js(
-            c,
-            "return document.querySelectorAll('main img, main script').length;"
-        )
-        .await,
-        json!(0)
-    );
-    assert_eq!(
-        js(c, "return window.__xss === undefined;").await,
-        json!(true)
-    );
+    assert_nothing_ran(c).await;
     shot(c, "highstate-failed").await;
 
     // Jobs: the filters, and a return that is markup shows as text.
@@ -524,18 +559,7 @@ async fn drive(c: &Client, f: &Fleet, base: &str, gate: &Path) {
     )
     .await;
     assert_eq!(ret, json!(EVIL));
-    assert_eq!(
-        js(
-            c,
-            "return document.querySelectorAll('main img, main script').length;"
-        )
-        .await,
-        json!(0)
-    );
-    assert_eq!(
-        js(c, "return window.__xss === undefined;").await,
-        json!(true)
-    );
+    assert_nothing_ran(c).await;
     shot(c, "job-return-escaped").await;
 
     // The requisite graph of app.sls on m1.
@@ -545,24 +569,10 @@ async fn drive(c: &Client, f: &Fleet, base: &str, gate: &Path) {
     until(c, "the graph form", "document.querySelector('#graph-form')").await;
     fill_in(c, "#g-tgt", "m1").await;
     fill_in(c, "#g-sls", "app").await;
-    click(c, "#g-submit").await;
+    submit(c, "#g-submit").await;
     until(c, "the graph", "document.querySelector('svg.graph')").await;
-    assert_eq!(
-        js(
-            c,
-            "return document.querySelectorAll('svg.graph g.node').length;"
-        )
-        .await,
-        json!(4)
-    );
-    assert_eq!(
-        js(
-            c,
-            "return document.querySelectorAll('svg.graph g.edge').length;"
-        )
-        .await,
-        json!(3)
-    );
+    assert_eq!(count(c, "svg.graph g.node").await, json!(4));
+    assert_eq!(count(c, "svg.graph g.edge").await, json!(3));
     // `first` is drawn above `gate`, and `gate` above its two dependents.
     let ys = js(
         c,
@@ -591,20 +601,7 @@ async fn drive(c: &Client, f: &Fleet, base: &str, gate: &Path) {
         "document.querySelector('tr[data-minion=newbie] td.key')?.innerText === 'accepted'",
     )
     .await;
-    let out = Command::new(bin("halite-key"))
-        .arg("-c")
-        .arg(f.master_dir())
-        .args(["-L", "--out", "json"])
-        .output()
-        .expect("halite-key");
-    let listed: Value = serde_json::from_slice(&out.stdout).unwrap();
-    assert!(
-        listed["minions"]
-            .as_array()
-            .unwrap()
-            .contains(&json!("newbie")),
-        "{listed}"
-    );
+    assert!(f.key_listed("minions", "newbie"));
     shot(c, "minions-accepted").await;
 
     // A test.*-only user: no key buttons, no run form, no jobs or graph
@@ -612,14 +609,7 @@ async fn drive(c: &Client, f: &Fleet, base: &str, gate: &Path) {
     click(c, "#logout").await;
     until(c, "the login page", "document.querySelector('#login')").await;
     log_in(c, base, "tester", "testpass").await;
-    assert_eq!(
-        js(
-            c,
-            "return document.querySelectorAll('button.key-action').length;"
-        )
-        .await,
-        json!(0)
-    );
+    assert_eq!(count(c, "button.key-action").await, json!(0));
     assert_eq!(
         js(
             c,
@@ -629,11 +619,7 @@ async fn drive(c: &Client, f: &Fleet, base: &str, gate: &Path) {
         json!(["Minions", "Live"])
     );
     assert_eq!(
-        js(
-            c,
-            "return document.querySelectorAll('#minions tbody tr').length;"
-        )
-        .await,
+        count(c, "#minions tbody tr").await,
         json!(4),
         "the accepted minions, without key states"
     );
@@ -681,12 +667,129 @@ async fn drive(c: &Client, f: &Fleet, base: &str, gate: &Path) {
         .await,
         json!(true)
     );
+    assert_eq!(count(c, "button.key-action").await, json!(0));
+
+    ops_with_argument_conditions(c, f, base).await;
+}
+
+/// A user whose ACL grants functions for some arguments only (`ops`:
+/// `state.apply app` on m1, `key.reject`/`key.delete` of newbie): the
+/// console draws the buttons and enables the run exactly where the API
+/// would allow them, and asks before a reject or a delete.
+async fn ops_with_argument_conditions(c: &Client, f: &Fleet, base: &str) {
+    click(c, "#logout").await;
+    until(c, "the login page", "document.querySelector('#login')").await;
+    log_in(c, base, "ops", "opspass").await;
+    until(
+        c,
+        "four minions listed",
+        "document.querySelectorAll('#minions tbody tr').length === 4",
+    )
+    .await;
     assert_eq!(
-        js(
-            c,
-            "return document.querySelectorAll('button.key-action').length;"
-        )
-        .await,
-        json!(0)
+        key_buttons(c).await,
+        json!(["key.reject newbie", "key.delete newbie"]),
+        "only newbie's buttons: the key functions are granted for newbie alone"
     );
+    shot(c, "ops-minions").await;
+
+    // Delete asks first; cancelled, nothing happens.
+    click(c, "button.delete[data-id=newbie]").await;
+    until(
+        c,
+        "the confirm dialog",
+        "document.querySelector('dialog#confirm[open]')",
+    )
+    .await;
+    let question = js(
+        c,
+        "return document.querySelector('dialog#confirm .question').innerText;",
+    )
+    .await;
+    assert!(
+        question
+            .as_str()
+            .unwrap()
+            .contains("Delete the key of newbie?"),
+        "{question}"
+    );
+    shot(c, "ops-confirm-delete").await;
+    click(c, "#confirm-no").await;
+    until(
+        c,
+        "the dialog closed",
+        "!document.querySelector('dialog#confirm')",
+    )
+    .await;
+    assert!(
+        f.key_listed("minions", "newbie"),
+        "a cancelled delete acted"
+    );
+    assert_eq!(
+        key_buttons(c).await,
+        json!(["key.reject newbie", "key.delete newbie"])
+    );
+
+    // Reject, confirmed: the key is rejected, and only delete is left
+    // (accepting is not in ops's list).
+    click(c, "button.reject[data-id=newbie]").await;
+    until(
+        c,
+        "the confirm dialog",
+        "document.querySelector('dialog#confirm[open]')",
+    )
+    .await;
+    click(c, "#confirm-yes").await;
+    until(
+        c,
+        "newbie rejected",
+        "document.querySelector('tr[data-minion=newbie] td.key')?.innerText === 'rejected'",
+    )
+    .await;
+    assert!(f.key_listed("minions_rejected", "newbie"));
+    assert_eq!(key_buttons(c).await, json!(["key.delete newbie"]));
+
+    // The run form: enabled only for what ops may run (app on m1).
+    c.goto(&format!("{base}/console/#/live"))
+        .await
+        .expect("goto");
+    until(c, "the run form", "document.querySelector('#run-form')").await;
+    fill_in(c, "#run-tgt", "m1").await;
+    fill_in(c, "#run-sls", "other").await;
+    until(
+        c,
+        "the run refused before it is sent",
+        "document.querySelector('#run-submit').disabled && !document.querySelector('#run-denied').hidden",
+    )
+    .await;
+    shot(c, "ops-run-denied").await;
+    fill_in(c, "#run-sls", "app").await;
+    until(
+        c,
+        "the run allowed",
+        "!document.querySelector('#run-submit').disabled && document.querySelector('#run-denied').hidden",
+    )
+    .await;
+    fill_in(c, "#run-tgt", "m*").await;
+    until(
+        c,
+        "m* refused: m2 and m3 are not ops's",
+        "document.querySelector('#run-submit').disabled",
+    )
+    .await;
+    fill_in(c, "#run-tgt", "m1").await;
+    until(
+        c,
+        "the run allowed again",
+        "!document.querySelector('#run-submit').disabled",
+    )
+    .await;
+    submit(c, "#run-submit").await;
+    until(
+        c,
+        "m1's run finished",
+        "[...document.querySelectorAll('.minion-run[data-minion=m1]')].some(m => m.dataset.status !== 'running')",
+    )
+    .await;
+    shot(c, "ops-run-done").await;
 }

@@ -44,7 +44,7 @@ fn two_hundred_clients_and_fifty_event_streams() {
         f.api_port,
         users.display()
     ));
-    let _minions: Vec<Daemon> = MINIONS.iter().map(|id| f.start_minion(id)).collect();
+    let _minions: Vec<Daemon> = MINIONS.iter().map(|id| f.start_minion(id, "")).collect();
     for id in MINIONS {
         f.accept(id);
     }

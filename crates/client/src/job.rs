@@ -58,6 +58,7 @@ pub fn run_job(
         kwarg: req.kwarg.clone(),
         user: req.user.clone(),
         watch: true,
+        progress: false,
     })?;
     let (jid, minions) = match client.next(None)? {
         Some(LocalReply::Started { jid, minions }) => (jid, minions),
@@ -131,6 +132,7 @@ pub fn still_running(
         kwarg: Map::new(),
         user: "root".into(),
         watch: true,
+        progress: false,
     })?;
     let asked = match client.next(Some(wait))? {
         Some(LocalReply::Started { minions, .. }) => minions.len(),

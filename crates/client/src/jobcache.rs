@@ -42,6 +42,15 @@ fn stored_json(text: &str, what: &str, key: &str) -> Option<Value> {
     }
 }
 
+/// The first `N` columns of a row, as text (the jobs table's columns).
+fn texts<const N: usize>(r: &rusqlite::Row<'_>) -> rusqlite::Result<[String; N]> {
+    let mut out: [String; N] = std::array::from_fn(|_| String::new());
+    for (i, slot) in out.iter_mut().enumerate() {
+        *slot = r.get(i)?;
+    }
+    Ok(out)
+}
+
 /// A minion id and its mine (`{function or alias: data}`).
 pub type MinionMine = (String, Map<String, Value>);
 
@@ -59,7 +68,8 @@ CREATE TABLE IF NOT EXISTS jobs (
     tgt TEXT NOT NULL,
     tgt_type TEXT NOT NULL,
     user TEXT NOT NULL,
-    minions TEXT NOT NULL
+    minions TEXT NOT NULL,
+    load TEXT NOT NULL DEFAULT '{}'
 );
 CREATE TABLE IF NOT EXISTS returns (
     jid TEXT NOT NULL,
@@ -101,6 +111,19 @@ impl JobCache {
         conn.busy_timeout(std::time::Duration::from_secs(5))
             .map_err(err)?;
         conn.execute_batch(SCHEMA).map_err(err)?;
+        // A cache written before the jobs kept their load keys.
+        let has_load: bool = conn
+            .query_row(
+                "SELECT COUNT(*) FROM pragma_table_info('jobs') WHERE name = 'load'",
+                [],
+                |r| r.get::<_, i64>(0),
+            )
+            .map_err(err)?
+            > 0;
+        if !has_load {
+            conn.execute_batch("ALTER TABLE jobs ADD COLUMN load TEXT NOT NULL DEFAULT '{}'")
+                .map_err(err)?;
+        }
         Ok(Self { conn, path: name })
     }
 
@@ -111,8 +134,11 @@ impl JobCache {
         }
     }
 
-    /// Records a published job.
-    pub fn store_job(&self, job: &Job) -> Result<(), JobCacheError> {
+    /// Records a published job. `load` holds the keys Salt keeps in a
+    /// job's load beside the call (`ret`, `ret_config`, `ret_kwargs`: the
+    /// returners `--return` named), never among its `arg`; [`JobCache::job`]
+    /// gives them back.
+    pub fn store_job(&self, job: &Job, load: &Map<String, Value>) -> Result<(), JobCacheError> {
         let mut arg = job.arg.clone();
         if !job.kwarg.is_empty() {
             let mut kw = job.kwarg.clone();
@@ -121,7 +147,7 @@ impl JobCache {
         }
         self.conn
             .execute(
-                "INSERT OR REPLACE INTO jobs (jid, fun, arg, tgt, tgt_type, user, minions) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+                "INSERT OR REPLACE INTO jobs (jid, fun, arg, tgt, tgt_type, user, minions, load) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
                 params![
                     job.jid,
                     job.fun,
@@ -129,7 +155,8 @@ impl JobCache {
                     job.tgt,
                     job.tgt_type,
                     job.user,
-                    serde_json::to_string(&job.minions)?
+                    serde_json::to_string(&job.minions)?,
+                    serde_json::to_string(load)?
                 ],
             )
             .map_err(self.err())?;
@@ -140,14 +167,17 @@ impl JobCache {
     /// cost one fsync, not 10 000). For each, whether it is new: a minion
     /// resends a return whose acknowledgement it missed, and that copy
     /// (stored again, the same) must not fire its event twice.
-    pub fn store_returns(&mut self, returns: &[JobReturn]) -> Result<Vec<bool>, JobCacheError> {
+    pub fn store_returns<'r>(
+        &mut self,
+        returns: impl IntoIterator<Item = &'r JobReturn>,
+    ) -> Result<Vec<bool>, JobCacheError> {
         let path = self.path.clone();
         let err = |source| JobCacheError::Sqlite {
             path: path.clone(),
             source,
         };
         let tx = self.conn.transaction().map_err(err)?;
-        let mut fresh = Vec::with_capacity(returns.len());
+        let mut fresh = Vec::new();
         {
             let mut stmt = tx
                 .prepare_cached(
@@ -365,21 +395,10 @@ impl JobCache {
             .conn
             .prepare("SELECT jid, fun, arg, tgt, tgt_type, user FROM jobs ORDER BY jid")
             .map_err(self.err())?;
-        let rows = stmt
-            .query_map([], |r| {
-                Ok((
-                    r.get::<_, String>(0)?,
-                    r.get::<_, String>(1)?,
-                    r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
-                    r.get::<_, String>(4)?,
-                    r.get::<_, String>(5)?,
-                ))
-            })
-            .map_err(self.err())?;
+        let rows = stmt.query_map([], texts::<6>).map_err(self.err())?;
         let mut out = Map::new();
         for row in rows {
-            let (jid, fun, arg, tgt, tgt_type, user) = row.map_err(self.err())?;
+            let [jid, fun, arg, tgt, tgt_type, user] = row.map_err(self.err())?;
             let Some(arg) = stored_json(&arg, "job arguments", &jid) else {
                 continue;
             };
@@ -399,27 +418,20 @@ impl JobCache {
         Ok(out)
     }
 
-    /// The job's record, if stored.
+    /// The job's record (Salt's load: `jid`, `fun`, `arg`, `tgt`,
+    /// `tgt_type`, `user`, `minions`, and the load keys it was stored
+    /// with, such as `ret`), if stored.
     pub fn job(&self, jid: &str) -> Result<Option<Value>, JobCacheError> {
         let row = self
             .conn
             .query_row(
-                "SELECT fun, arg, tgt, tgt_type, user, minions FROM jobs WHERE jid = ?1",
+                "SELECT fun, arg, tgt, tgt_type, user, minions, load FROM jobs WHERE jid = ?1",
                 params![jid],
-                |r| {
-                    Ok((
-                        r.get::<_, String>(0)?,
-                        r.get::<_, String>(1)?,
-                        r.get::<_, String>(2)?,
-                        r.get::<_, String>(3)?,
-                        r.get::<_, String>(4)?,
-                        r.get::<_, String>(5)?,
-                    ))
-                },
+                texts::<7>,
             )
             .optional()
             .map_err(self.err())?;
-        let Some((fun, arg, tgt, tgt_type, user, minions)) = row else {
+        let Some([fun, arg, tgt, tgt_type, user, minions, load]) = row else {
             return Ok(None);
         };
         let (Some(arg), Some(minions)) = (
@@ -428,15 +440,22 @@ impl JobCache {
         ) else {
             return Ok(None);
         };
-        Ok(Some(json!({
-            "jid": jid,
-            "fun": fun,
-            "arg": arg,
-            "tgt": tgt,
-            "tgt_type": tgt_type,
-            "user": user,
-            "minions": minions,
-        })))
+        let mut record = match stored_json(&load, "job load", jid) {
+            Some(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        for (k, v) in [
+            ("jid", json!(jid)),
+            ("fun", json!(fun)),
+            ("arg", arg),
+            ("tgt", json!(tgt)),
+            ("tgt_type", json!(tgt_type)),
+            ("user", json!(user)),
+            ("minions", minions),
+        ] {
+            record.insert(k.into(), v);
+        }
+        Ok(Some(Value::Object(record)))
     }
 
     /// Every stored return of `jid`: `[(minion id, full return record)]`, by id.
@@ -518,6 +537,38 @@ mod tests {
     }
 
     #[test]
+    fn a_cache_without_the_load_column_is_migrated_and_the_load_comes_back() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.sqlite");
+        {
+            // The jobs table as masters before the load column wrote it.
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE jobs (jid TEXT PRIMARY KEY, fun TEXT NOT NULL, arg TEXT NOT NULL, tgt TEXT NOT NULL, tgt_type TEXT NOT NULL, user TEXT NOT NULL, minions TEXT NOT NULL);
+                 INSERT INTO jobs VALUES ('20200101000000000000', 'test.ping', '[]', '*', 'glob', 'root', '[\"web1\"]');",
+            )
+            .unwrap();
+        }
+        let cache = JobCache::open(&path).unwrap();
+        let old = cache.job("20200101000000000000").unwrap().unwrap();
+        assert_eq!(old["fun"], json!("test.ping"));
+        assert_eq!(old.get("ret"), None);
+        let mut load = Map::new();
+        load.insert("ret".into(), json!("syslog"));
+        load.insert("ret_config".into(), json!("alt"));
+        cache
+            .store_job(&job("20260101000000000000"), &load)
+            .unwrap();
+        let new = cache.job("20260101000000000000").unwrap().unwrap();
+        assert_eq!(new["ret"], json!("syslog"));
+        assert_eq!(new["ret_config"], json!("alt"));
+        assert_eq!(new["arg"], json!(["hi"]));
+        let listed = cache.list_jobs().unwrap();
+        assert_eq!(listed["20260101000000000000"]["Arguments"], json!(["hi"]));
+        assert_eq!(listed.len(), 2);
+    }
+
+    #[test]
     fn pillars_survive_reopening_and_go_with_the_minion() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("jobs.sqlite");
@@ -555,8 +606,10 @@ mod tests {
         let recent = halite_proto::JidGenerator::new().next_jid();
         {
             let mut cache = JobCache::open(&path).unwrap();
-            cache.store_job(&job(&recent)).unwrap();
-            cache.store_job(&job("20000101000000000000")).unwrap();
+            cache.store_job(&job(&recent), &Map::new()).unwrap();
+            cache
+                .store_job(&job("20000101000000000000"), &Map::new())
+                .unwrap();
             let ret = JobReturn {
                 jid: recent.clone(),
                 id: "web1".into(),

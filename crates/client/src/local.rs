@@ -42,6 +42,12 @@ pub enum LocalBody {
         user: String,
         /// Whether to stream the returns back on this connection.
         watch: bool,
+        /// With `watch`, whether the job's progress events
+        /// (`salt/job/<jid>/prog/...`) are streamed too: only a client
+        /// that draws them asks (a fleet's highstate fires one per state
+        /// and minion). Absent from older clients, which get them.
+        #[serde(default = "streams_progress")]
+        progress: bool,
     },
     /// Stream bus events whose tag matches `tagmatch` (empty: all).
     Events {
@@ -73,6 +79,11 @@ pub enum LocalBody {
     /// The master's counters (`halite-run master.stats`): bundles sent,
     /// not sent because the minion held them, compressed, in flight.
     Stats,
+}
+
+/// Older clients' `Publish` without `progress`: they get the progress events.
+fn streams_progress() -> bool {
+    true
 }
 
 /// What the master answers (one reply, or a stream of them).

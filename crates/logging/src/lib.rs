@@ -1,11 +1,14 @@
 //! One logging setup for every halite binary: Salt's `log_level` names
-//! mapped onto tracing, written to `log_file` or stderr.
+//! mapped onto tracing, written to `log_file` or stderr with the secrets
+//! the process knows masked ([`redact`]).
 
 use std::os::fd::IntoRawFd;
 use std::path::Path;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use tracing_subscriber::EnvFilter;
+
+pub mod redact;
 
 /// Salt's level names mapped onto tracing's.
 pub fn tracing_level(salt_level: &str) -> &'static str {
@@ -57,8 +60,13 @@ pub fn init(log_level: &str, log_file: &str) {
         CRASH_FD.store(crash.into_raw_fd(), Ordering::Release);
     }
     let _ = match file {
-        Some(f) => builder.with_writer(std::sync::Mutex::new(f)).try_init(),
-        None => builder.with_writer(std::io::stderr).try_init(),
+        // Every line is masked of the secrets this process knows (redact.rs).
+        Some(f) => builder
+            .with_writer(redact::Masking(std::sync::Mutex::new(f)))
+            .try_init(),
+        None => builder
+            .with_writer(redact::Masking(std::io::stderr))
+            .try_init(),
     };
     install_panic_hook();
     halite_perf::alloc::set_failure_hook(report_alloc_failure);

@@ -144,7 +144,13 @@ impl Compiler {
     /// keep seeing the pillar of the last job.
     pub fn mine_functions(&self, id: &str, grains: &Value, remote: Arc<dyn RemoteExec>) -> Value {
         let host = self.host_for(id, "", grains, remote);
+        halite_modules::gpg::take_decrypted();
         let (pillar, errors) = self.pillar(&host);
+        // The mine data this minion sends may hold them: the mine store
+        // masks them on disk (mine.rs).
+        if let Some(cache) = &self.pillar_cache {
+            cache.add_secrets(id, &halite_modules::gpg::take_decrypted());
+        }
         if !errors.is_empty() {
             tracing::warn!(%id, ?errors, "pillar failed to render; mine_functions of the pillar are not sent");
             return Value::Object(Map::new());
@@ -175,7 +181,10 @@ impl Compiler {
         }
         halite_modules::gpg::take_decrypted();
         let (pillar, errors) = self.pillar(&host);
-        let decrypted = halite_modules::gpg::take_decrypted();
+        let mut decrypted = halite_modules::gpg::take_decrypted();
+        // In a stable order: they count in the bundle's digest.
+        decrypted.sort();
+        decrypted.dedup();
         // A pillar that failed to render keeps the last good one cached;
         // what the gpg renderer decrypted is masked in everything the
         // master writes to disk for this minion (pillar_cache.rs).
@@ -225,6 +234,8 @@ impl Compiler {
             action,
             commits,
             saltenvs,
+            // The minion masks them in what it writes to its disk and logs.
+            secrets: decrypted,
         }
     }
 }

@@ -20,6 +20,20 @@ pub fn bound_request(id: &str, request: MinionRequest) -> Option<MinionRequest> 
             tracing::warn!(%id, tag = %clip_tag(&tag), max = MAX_VALUE_DEPTH, "event data nested too deeply; event dropped");
             None
         }
+        MinionRequest::Events { mut events }
+            if events
+                .iter()
+                .any(|e| value_depth(&e.data) > MAX_VALUE_DEPTH) =>
+        {
+            events.retain(|e| {
+                let deep = value_depth(&e.data) > MAX_VALUE_DEPTH;
+                if deep {
+                    tracing::warn!(%id, tag = %clip_tag(&e.tag), max = MAX_VALUE_DEPTH, "event data nested too deeply; event dropped");
+                }
+                !deep
+            });
+            Some(MinionRequest::Events { events })
+        }
         MinionRequest::Return(mut ret)
             if value_depth(&ret.ret) > MAX_VALUE_DEPTH
                 || ret
@@ -75,6 +89,25 @@ mod tests {
             data: nested(100),
         };
         assert!(bound_request("m", event).is_none());
+        // In a batch, only the deep event goes; the others keep their order.
+        let ev = |tag: &str, data: Value| halite_proto::msg::MinionEvent {
+            tag: tag.into(),
+            data,
+        };
+        let batch = MinionRequest::Events {
+            events: vec![
+                ev("a", json!(1)),
+                ev("deep", nested(100)),
+                ev("b", nested(64)),
+            ],
+        };
+        match bound_request("m", batch) {
+            Some(MinionRequest::Events { events }) => {
+                let tags: Vec<&str> = events.iter().map(|e| e.tag.as_str()).collect();
+                assert_eq!(tags, ["a", "b"]);
+            }
+            other => panic!("{other:?}"),
+        }
         let ret = JobReturn {
             jid: "20260101000000000001".into(),
             id: "m".into(),

@@ -9,6 +9,7 @@ pub mod events;
 pub mod fileserver;
 pub mod git_sources;
 pub mod intake;
+pub mod job_load;
 pub mod local_fire;
 pub mod mine;
 pub mod minion_events;

@@ -47,11 +47,20 @@ impl MineStore {
     }
 
     /// Writes `id`'s mine as it is now in memory; a failed write is logged
-    /// (memory still answers until the next restart).
+    /// (memory still answers until the next restart). The gpg secrets the
+    /// master decrypted for `id`'s pillar are masked in the disk copy
+    /// (`pillar.get ... unmask=True` as a mine function): memory keeps the
+    /// value Salt would serve, the disk never holds it in clear.
     fn persist(&self, id: &str) {
         let empty = Map::new();
         let mine = self.mem.get(id).unwrap_or(&empty);
-        if let Err(e) = self.db.store_mine(id, mine) {
+        let masked = halite_logging::redact::secrets_of(id).and_then(|secrets| {
+            match secrets.mask(&Value::Object(mine.clone())) {
+                Value::Object(m) => Some(m),
+                _ => None,
+            }
+        });
+        if let Err(e) = self.db.store_mine(id, masked.as_ref().unwrap_or(mine)) {
             tracing::warn!(%id, error = %e, "cannot write the minion's mine to the job cache");
         }
     }
@@ -222,6 +231,49 @@ mod tests {
 
     fn obj(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_minions_gpg_secrets_are_served_from_memory_and_masked_on_disk() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.sqlite");
+        let all = |_: &str, _: &str| Ok(vec!["mine-sec1".to_string()]);
+        let secret = "Mine-Secret-6061";
+        halite_logging::redact::set_secrets("mine-sec1", &[secret.to_string()]);
+        let get = MineRequest::Get {
+            tgt: "*".into(),
+            fun: json!("token"),
+            tgt_type: "glob".into(),
+        };
+        {
+            let mut store = MineStore::open(&path).unwrap();
+            let stored = MineRequest::Store {
+                data: obj(json!({"token": secret, "ip": "10.0.0.9"})),
+                clear: false,
+            };
+            store.answer("mine-sec1", stored, all).unwrap().unwrap();
+            // mine.get answers what the minion sent, as Salt does.
+            assert_eq!(
+                store
+                    .answer("mine-sec1", get.clone(), all)
+                    .unwrap()
+                    .unwrap(),
+                json!({"mine-sec1": secret})
+            );
+        }
+        let raw = std::fs::read(&path).unwrap();
+        let wal = std::fs::read(dir.path().join("jobs.sqlite-wal")).unwrap_or_default();
+        for bytes in [raw, wal] {
+            assert!(!bytes.windows(secret.len()).any(|w| w == secret.as_bytes()));
+        }
+        // A restarted master has the masked copy until the minion sends again.
+        let mut store = MineStore::open(&path).unwrap();
+        assert_eq!(
+            store.answer("mine-sec1", get, all).unwrap().unwrap(),
+            json!({"mine-sec1": "**********"})
+        );
+        assert_eq!(store.mine_of("mine-sec1").unwrap()["ip"], "10.0.0.9");
+        halite_logging::redact::forget("mine-sec1");
     }
 
     #[test]

@@ -10,17 +10,39 @@ use serde_json::{json, Value};
 
 use crate::events::EventBus;
 
+/// Minions' events the master received, for `halite-run master.stats`
+/// (and the tests that prove a minion batches them): the messages that
+/// carried them and the events in those messages.
+#[derive(Debug, Default)]
+pub struct EventCounts {
+    /// Messages with events (one [`MinionRequest::Event`] or one batch).
+    ///
+    /// [`MinionRequest::Event`]: halite_proto::msg::MinionRequest::Event
+    pub messages: u64,
+    /// Events in those messages.
+    pub events: u64,
+}
+
+impl EventCounts {
+    /// The counters as `master.stats` shows them.
+    pub fn snapshot(&self) -> Value {
+        json!({"messages": self.messages, "events": self.events})
+    }
+}
+
 /// Salt's envelope of a minion's event: `cmd`, `data`, `id`, `pretag`,
 /// `tag`, `ts`.
+/// `data` is moved in, not copied (`json!` would serialise it into a new
+/// value: a state's return, for every state of a run).
 pub fn envelope(id: &str, tag: &str, data: Value) -> Value {
-    json!({
-        "cmd": "_minion_event",
-        "data": data,
-        "id": id,
-        "pretag": null,
-        "tag": tag,
-        "ts": chrono::Utc::now().timestamp(),
-    })
+    let mut map = serde_json::Map::new();
+    map.insert("cmd".into(), Value::from("_minion_event"));
+    map.insert("data".into(), data);
+    map.insert("id".into(), Value::from(id));
+    map.insert("pretag".into(), Value::Null);
+    map.insert("tag".into(), Value::from(tag));
+    map.insert("ts".into(), Value::from(chrono::Utc::now().timestamp()));
+    Value::Object(map)
 }
 
 /// Fires minion `id`'s event on `bus`, or logs why it was refused;

@@ -52,6 +52,8 @@ impl PillarCache {
     /// still serves targets.
     pub fn store(&self, id: &str, pillar: &Value, decrypted: &[String]) {
         let secrets = Arc::new(Cleartexts::new(decrypted));
+        // The master's log lines never show them either.
+        halite_logging::redact::set_secrets(id, decrypted);
         self.secrets
             .write()
             .unwrap_or_else(PoisonError::into_inner)
@@ -76,6 +78,7 @@ impl PillarCache {
         if decrypted.is_empty() {
             return;
         }
+        halite_logging::redact::add_secrets(id, decrypted);
         let mut all = self.secrets.write().unwrap_or_else(PoisonError::into_inner);
         let merged = match all.get(id) {
             Some(old) => old.extended(decrypted),
@@ -98,6 +101,7 @@ impl PillarCache {
     /// Forgets minion `id`'s pillar in memory (its key was deleted; the
     /// job cache's `forget_minion` drops the stored row).
     pub fn forget(&self, id: &str) {
+        halite_logging::redact::forget(id);
         self.mem
             .write()
             .unwrap_or_else(PoisonError::into_inner)

@@ -281,6 +281,7 @@ mod tests {
             kwarg: Map::new(),
             user: "x".into(),
             watch: true,
+            progress: false,
         };
         assert!(a.precheck("fred", &publish("test.ping")).is_ok());
         assert!(a.precheck("fred", &publish("cmd.run")).is_err());

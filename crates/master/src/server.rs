@@ -140,6 +140,27 @@ fn reply_frame(req: u64, body: ReplyBody) -> Result<Vec<u8>, halite_proto::Frame
     }
 }
 
+/// The data of Salt's `salt/job/<jid>/ret/<id>` event for `ret`, which
+/// it consumes: a 1,000-state return is moved into the event, not copied
+/// (`json!` would serialise it into a new value).
+fn return_event(ret: JobReturn, user: String, schedule: Option<String>) -> Value {
+    let mut data = Map::new();
+    data.insert("cmd".into(), Value::from("_return"));
+    data.insert("fun".into(), Value::String(ret.fun));
+    data.insert("fun_args".into(), Value::Array(ret.fun_args));
+    data.insert("id".into(), Value::String(ret.id));
+    data.insert("jid".into(), Value::String(ret.jid));
+    data.insert("retcode".into(), Value::from(ret.retcode));
+    data.insert("return".into(), ret.ret);
+    data.insert("success".into(), Value::Bool(ret.success));
+    data.insert("ts".into(), Value::from(chrono::Utc::now().timestamp()));
+    data.insert("user".into(), Value::String(user));
+    if let Some(name) = schedule {
+        data.insert("schedule".into(), Value::String(name));
+    }
+    Value::Object(data)
+}
+
 /// A compile thread's way to call functions on the minion it compiles for.
 struct MinionCalls {
     sid: u64,
@@ -298,6 +319,8 @@ struct Master {
     compile: CompileSide,
     /// Every minion's Salt mine.
     mine: MineStore,
+    /// Minions' events received (`master.stats`).
+    event_counts: crate::minion_events::EventCounts,
 }
 
 /// At most the first 300 bytes of `text` (on a character boundary), for
@@ -477,6 +500,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
             next_call: 1,
         },
         mine,
+        event_counts: Default::default(),
         cfg,
     };
     master.refresh_keys(true);
@@ -897,7 +921,7 @@ impl Master {
         if self.book.active.contains_key(&job.jid) {
             return ReplyBody::Error(format!("job {} is already known", job.jid));
         }
-        if let Err(e) = self.book.jobs.store_job(&job) {
+        if let Err(e) = crate::job_load::store(&self.book.jobs, &job) {
             return ReplyBody::Error(format!("cannot record the job: {e}"));
         }
         let jid = job.jid.clone();
@@ -1319,6 +1343,7 @@ impl Master {
             &MasterMessage::Ready {
                 publish_key,
                 publish_port: Some(self.cfg.publish_port),
+                batched_events: true,
             },
         );
         self.bus.fire(
@@ -1355,8 +1380,17 @@ impl Master {
                 self.book.started.push(id.clone());
             }
             MinionRequest::Event { tag, data } => {
+                self.event_counts.messages += 1;
+                self.event_counts.events += 1;
                 // A minion may speak for itself only (minion_events.rs).
                 crate::minion_events::fire(&self.bus, &id, &tag, data);
+            }
+            MinionRequest::Events { events } => {
+                self.event_counts.messages += 1;
+                self.event_counts.events += events.len() as u64;
+                for event in events {
+                    crate::minion_events::fire(&self.bus, &id, &event.tag, event.data);
+                }
             }
             MinionRequest::Request { req, body } => self.on_minion_request(sid, &id, req, body),
             MinionRequest::RenderReply { call, result } => {
@@ -1402,7 +1436,7 @@ impl Master {
             user: "root".into(),
             minions: vec![ret.id.clone()],
         };
-        match self.book.jobs.store_job(&job) {
+        match self.book.jobs.store_job(&job, &Map::new()) {
             Ok(()) => Some(jid),
             Err(e) => {
                 tracing::error!(id = %ret.id, error = %e, "cannot store the job of a halite-call return");
@@ -1418,18 +1452,28 @@ impl Master {
     /// return as the minion sent it.
     fn commit_returns(&mut self, returns: Vec<(u64, JobReturn)>) {
         let pillars = self.compile.compiler.pillar_cache();
-        let records: Vec<JobReturn> = returns
+        // Copied only to mask a minion's secrets; the others are stored as received.
+        let records: Vec<std::borrow::Cow<'_, JobReturn>> = returns
             .iter()
             .map(|(_, r)| match pillars.and_then(|p| p.secrets(&r.id)) {
-                Some(secrets) => JobReturn {
+                Some(secrets) => std::borrow::Cow::Owned(JobReturn {
                     ret: secrets.mask(&r.ret),
                     fun_args: r.fun_args.iter().map(|a| secrets.mask(a)).collect(),
-                    ..r.clone()
-                },
-                None => r.clone(),
+                    jid: r.jid.clone(),
+                    id: r.id.clone(),
+                    fun: r.fun.clone(),
+                    retcode: r.retcode,
+                    success: r.success,
+                }),
+                None => std::borrow::Cow::Borrowed(r),
             })
             .collect();
-        let fresh = match self.book.jobs.store_returns(&records) {
+        let stored = self
+            .book
+            .jobs
+            .store_returns(records.iter().map(|r| r.as_ref()));
+        drop(records);
+        let fresh = match stored {
             Ok(fresh) => fresh,
             Err(e) => {
                 // Not acknowledged: the minions keep them and resend.
@@ -1466,15 +1510,7 @@ impl Master {
                 self.book.active.remove(&ret.jid);
             }
             let tag = tags::job_ret(&ret.jid, &ret.id);
-            let mut data = json!({
-                "cmd": "_return", "fun": ret.fun, "fun_args": ret.fun_args, "id": ret.id,
-                "jid": ret.jid, "retcode": ret.retcode, "return": ret.ret, "success": ret.success,
-                "ts": chrono::Utc::now().timestamp(), "user": user,
-            });
-            if let Some(name) = schedule {
-                data["schedule"] = Value::String(name);
-            }
-            self.bus.fire(&tag, data);
+            self.bus.fire(&tag, return_event(ret, user, schedule));
         }
     }
 
@@ -1527,6 +1563,7 @@ impl Master {
             }
             LocalBody::Stats => LocalReply::Value(json!({
                 "bundles": self.compile.bundle_stats.snapshot(self.compile.in_flight.max()),
+                "events": self.event_counts.snapshot(),
             })),
         }
     }
@@ -1601,7 +1638,7 @@ impl Master {
             user,
             minions: minions.clone(),
         };
-        if let Err(e) = self.book.jobs.store_job(&job) {
+        if let Err(e) = crate::job_load::store(&self.book.jobs, &job) {
             return LocalReply::Error(e.to_string());
         }
         self.bus.fire(
@@ -1919,7 +1956,11 @@ async fn serve_local(
                 .await;
                 return;
             }
-            LocalBody::Publish { watch: true, .. } => {
+            LocalBody::Publish {
+                watch: true,
+                progress,
+                ..
+            } => {
                 // Subscribe before publishing so no return can be missed.
                 let mut rx = bus.subscribe();
                 let (tx, reply) = oneshot::channel();
@@ -1941,11 +1982,13 @@ async fn serve_local(
                 if !write_local(&mut stream, &reply).await || jid.is_empty() {
                     return;
                 }
-                // The returns, and the prog events the CLI draws its progress from.
+                // The returns, and the prog events a CLI that draws
+                // progress asked for.
                 let prefix = format!("salt/job/{jid}/");
                 let wanted = |tag: &str| {
-                    tag.strip_prefix(&prefix)
-                        .is_some_and(|rest| rest.starts_with("ret/") || rest.starts_with("prog/"))
+                    tag.strip_prefix(&prefix).is_some_and(|rest| {
+                        rest.starts_with("ret/") || (progress && rest.starts_with("prog/"))
+                    })
                 };
                 stream_events(&mut stream, &mut rx, wanted, true).await;
                 return;
@@ -1968,6 +2011,59 @@ async fn serve_local(
     }
 }
 
+/// How many bytes of events a local subscriber is sent in one write at
+/// most (the events ready at once go together: a fleet's progress is
+/// thousands of events a second).
+const STREAM_WRITE_BYTES: usize = 256 * 1024;
+
+/// A bus event as the [`LocalReply`] a local client reads, encoded from
+/// the shared event without copying its data (a 1,000-state return).
+/// Its encoding is [`LocalReply::Return`]'s or [`LocalReply::Event`]'s
+/// (tested below).
+#[derive(serde::Serialize)]
+enum StreamedReply<'a> {
+    Return { id: &'a str, data: &'a Value },
+    Event { tag: &'a str, data: &'a Value },
+}
+
+/// Appends `event`, framed as [`write_local`] frames it, to `out` when
+/// `wanted`; `as_returns`: `salt/job/<jid>/ret/<id>` events go out as
+/// [`LocalReply::Return`].
+fn frame_event(
+    out: &mut Vec<u8>,
+    event: &crate::events::BusEvent,
+    wanted: &impl Fn(&str) -> bool,
+    as_returns: bool,
+) {
+    if !wanted(&event.tag) {
+        return;
+    }
+    // The id comes from the tag's own segment (only the master fires returns).
+    let ret_of = match tags::parse(&event.tag) {
+        tags::Tag::JobRet { minion, .. } if as_returns => Some(minion),
+        _ => None,
+    };
+    let reply = match ret_of {
+        Some(id) => StreamedReply::Return {
+            id,
+            data: &event.data,
+        },
+        None => StreamedReply::Event {
+            tag: &event.tag,
+            data: &event.data,
+        },
+    };
+    match encode(&reply) {
+        Ok(bytes) => {
+            out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
+            out.extend_from_slice(&bytes);
+        }
+        Err(e) => {
+            tracing::warn!(tag = %event.tag, error = %e, "an event could not be sent to a local client")
+        }
+    }
+}
+
 async fn stream_events(
     stream: &mut UnixStream,
     rx: &mut tokio::sync::broadcast::Receiver<Arc<crate::events::BusEvent>>,
@@ -1975,28 +2071,39 @@ async fn stream_events(
     // Whether `salt/job/<jid>/ret/<id>` events go out as `LocalReply::Return`.
     as_returns: bool,
 ) {
+    use tokio::sync::broadcast::error::{RecvError, TryRecvError};
     let mut probe = [0u8; 1];
+    let mut out = Vec::new();
     loop {
         tokio::select! {
-            event = rx.recv() => match event {
-                Ok(event) if wanted(&event.tag) => {
-                    // The id comes from the tag's own segment (only the master fires returns).
-                    let ret_of = match tags::parse(&event.tag) {
-                        tags::Tag::JobRet { minion, .. } if as_returns => Some(minion.to_string()),
-                        _ => None,
-                    };
-                    let reply = if let Some(id) = ret_of {
-                        LocalReply::Return { id, data: event.data.clone() }
-                    } else {
-                        LocalReply::Event { tag: event.tag.clone(), data: event.data.clone() }
-                    };
-                    if !write_local(stream, &reply).await {
-                        return;
+            event = rx.recv() => {
+                let mut closed = false;
+                match event {
+                    Ok(event) => frame_event(&mut out, &event, &wanted, as_returns),
+                    Err(RecvError::Lagged(n)) => tracing::warn!(missed = n, "a local subscriber fell behind"),
+                    Err(RecvError::Closed) => return,
+                }
+                // The events already waiting go in the same write.
+                while out.len() < STREAM_WRITE_BYTES {
+                    match rx.try_recv() {
+                        Ok(event) => frame_event(&mut out, &event, &wanted, as_returns),
+                        Err(TryRecvError::Lagged(n)) => tracing::warn!(missed = n, "a local subscriber fell behind"),
+                        Err(TryRecvError::Empty) => break,
+                        Err(TryRecvError::Closed) => {
+                            closed = true;
+                            break;
+                        }
                     }
                 }
-                Ok(_) => {}
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => tracing::warn!(missed = n, "a local subscriber fell behind"),
-                Err(_) => return,
+                if !out.is_empty() {
+                    if stream.write_all(&out).await.is_err() {
+                        return;
+                    }
+                    out.clear();
+                }
+                if closed {
+                    return;
+                }
             },
             // The client closing its end ends the stream.
             read = stream.read(&mut probe) => if matches!(read, Ok(0) | Err(_)) { return },
@@ -2026,5 +2133,80 @@ mod tests {
             decode(&small).unwrap(),
             MasterMessage::Reply { req: 8, body: ReplyBody::Error(ref e) } if e == "fine"
         ));
+    }
+
+    #[test]
+    fn streamed_events_read_as_the_local_replies_they_stand_for() {
+        let data = json!({"return": {"a": [1, 2.5, "x", null]}, "retcode": 0});
+        let jid = "20260101000000000001";
+        let wanted = |_: &str| true;
+        let mut out = Vec::new();
+        for tag in [
+            format!("salt/job/{jid}/ret/web1"),
+            format!("salt/job/{jid}/prog/web1/3"),
+        ] {
+            let event = crate::events::BusEvent {
+                tag: tag.clone(),
+                data: data.clone(),
+            };
+            frame_event(&mut out, &event, &wanted, true);
+        }
+        frame_event(
+            &mut out,
+            &crate::events::BusEvent {
+                tag: "unwanted".into(),
+                data: data.clone(),
+            },
+            &|tag: &str| tag != "unwanted",
+            true,
+        );
+        let mut frames = Vec::new();
+        let mut rest = &out[..];
+        while !rest.is_empty() {
+            let len = u32::from_be_bytes([rest[0], rest[1], rest[2], rest[3]]) as usize;
+            frames.push(decode::<LocalReply>(&rest[4..4 + len]).expect("a LocalReply"));
+            rest = &rest[4 + len..];
+        }
+        assert_eq!(frames.len(), 2, "the unwanted event is not sent");
+        assert!(
+            matches!(&frames[0], LocalReply::Return { id, data: d } if id == "web1" && *d == data),
+            "{:?}",
+            frames[0]
+        );
+        assert!(
+            matches!(&frames[1], LocalReply::Event { tag, data: d } if tag.ends_with("/prog/web1/3") && *d == data),
+            "{:?}",
+            frames[1]
+        );
+    }
+
+    #[test]
+    fn a_return_event_has_salts_keys() {
+        let ret = JobReturn {
+            jid: "20260101000000000001".into(),
+            id: "web1".into(),
+            fun: "test.arg".into(),
+            fun_args: vec![json!("a")],
+            ret: json!({"k": 1}),
+            retcode: 0,
+            success: true,
+        };
+        let data = return_event(ret, "root".into(), Some("nightly".into()));
+        let mut keys: Vec<&str> = data
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(
+            keys,
+            [
+                "cmd", "fun", "fun_args", "id", "jid", "retcode", "return", "schedule", "success",
+                "ts", "user"
+            ]
+        );
+        assert_eq!(data["return"], json!({"k": 1}));
+        assert_eq!(data["cmd"], "_return");
     }
 }

@@ -165,6 +165,8 @@ fn a_held_bundle_damaged_on_disk_is_fetched_again_not_run() {
     );
     let kept = fleet.path("minion-web1/cache/bundles/web1.bundle");
     assert!(kept.is_file());
+    // Kept sealed (it holds the pillar): not a zstd frame anyone can read.
+    assert!(halite_proto::bundle::decompress(&std::fs::read(&kept).unwrap()).is_err());
     // Replaced by another valid zstd file: its digest no longer matches
     // what the minion remembers, so it asks in full and runs the real one.
     std::fs::write(&kept, halite_proto::bundle::compress(b"another").unwrap()).unwrap();

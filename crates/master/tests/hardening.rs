@@ -154,45 +154,6 @@ fn a_forged_tag_is_never_another_minions_return() {
     assert!(master.log_text().contains("minion event dropped"));
 }
 
-/// Starts minion `id` whose publications come through `publish_port`
-/// (a relay the test controls, or the master's own port) with `extra`
-/// settings; unlike `Fleet::start_minion`, keepalive and reconnection
-/// settings are Salt's defaults unless `extra` sets them.
-fn start_minion_with(fleet: &Fleet, id: &str, publish_port: u16, extra: &str) -> Daemon {
-    let dir = fleet.path(&format!("minion-{id}"));
-    std::fs::create_dir_all(&dir).expect("minion dir");
-    let log = dir.join("minion.log");
-    std::fs::write(
-        dir.join("minion"),
-        format!(
-            "master: 127.0.0.1\nmaster_port: {}\npublish_port: {publish_port}\nid: {id}\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {}\nlog_level: debug\nacceptance_wait_time: 1\n{extra}\n",
-            fleet.ret_port,
-            log.display(),
-            d = dir.display()
-        ),
-    )
-    .expect("minion config");
-    let child = Command::new(bin("halite-minion"))
-        .arg("-c")
-        .arg(&dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start halite-minion");
-    Daemon { child, log }
-}
-
-/// [`start_minion_with`] and the test fleet's quick keepalive.
-fn start_minion_via(fleet: &Fleet, id: &str, publish_port: u16) -> Daemon {
-    start_minion_with(
-        fleet,
-        id,
-        publish_port,
-        "auth_timeout: 2\nmaster_alive_interval: 1\nrecon_default: 200\nrecon_max: 1000",
-    )
-}
-
 /// How many times the minion's log says it ran job `jid`.
 fn runs_of(minion: &Daemon, jid: &str) -> usize {
     minion
@@ -245,7 +206,7 @@ fn a_publication_replayed_after_a_minion_restart_does_not_run_again() {
             let _ = downstream.send(ZmqMessage::from(frame)).await;
         }
     });
-    let mut victim = start_minion_via(&fleet, "victim", relay_port);
+    let mut victim = fleet.start_minion_via("victim", relay_port, QUICK_KEEPALIVE);
     fleet.wait_responding("victim");
 
     let seen_before = captured.lock().expect("lock").len();
@@ -265,13 +226,8 @@ fn a_publication_replayed_after_a_minion_restart_does_not_run_again() {
     // Restarted (SIGKILL, nothing saved on the way out), then replayed at
     // once: before any newer publication could move its counter on.
     victim.kill();
-    let authenticated = |m: &Daemon| {
-        m.log_text()
-            .matches("authenticated with the master")
-            .count()
-    };
-    let victim = start_minion_via(&fleet, "victim", relay_port);
-    assert!(wait_for(Duration::from_secs(20), || authenticated(&victim) >= 2));
+    let victim = fleet.start_minion_via("victim", relay_port, QUICK_KEEPALIVE);
+    assert!(wait_for(Duration::from_secs(20), || sessions(&victim) >= 2));
     let before = runs_of(&victim, &jid);
     for _ in 0..4 {
         inject_tx.send(frame.clone()).expect("inject");
@@ -309,12 +265,8 @@ fn a_publication_replayed_after_a_minion_restart_does_not_run_again() {
         > seen_before));
     let stale_frame = captured.lock().expect("lock")[seen_before].clone();
     std::thread::sleep(Duration::from_secs(11));
-    let victim = start_minion_via(&fleet, "victim", relay_port);
-    assert!(wait_for(Duration::from_secs(20), || victim
-        .log_text()
-        .matches("authenticated with the master")
-        .count()
-        >= 3));
+    let victim = fleet.start_minion_via("victim", relay_port, QUICK_KEEPALIVE);
+    assert!(wait_for(Duration::from_secs(20), || sessions(&victim) >= 3));
     for _ in 0..4 {
         inject_tx.send(stale_frame.clone()).expect("inject");
         std::thread::sleep(Duration::from_millis(300));
@@ -417,8 +369,7 @@ fn minions_come_back_at_once_after_a_master_restart_and_get_the_job_they_missed(
     let mut master = fleet.start_master("auto_accept: True");
     // Salt's default keepalive (30 s): only the transport can tell it in time.
     // A fixed 3 s reconnection delay keeps it away while the job is published.
-    let steady = start_minion_with(
-        &fleet,
+    let steady = fleet.start_minion_via(
         "steady",
         fleet.publish_port,
         "recon_default: 3000\nrecon_max: 3000\nrecon_randomize: False",
@@ -553,7 +504,7 @@ fn a_swarm_is_back_within_seconds_of_a_master_restart() {
     let restarted = std::time::Instant::now();
     let _master = fleet.restart_master(&mut master, "auto_accept: True");
     // Salt's default keepalive is 30 s: coming back sooner needs the transport's notice.
-    let back = wait_for(Duration::from_secs(25), || fleet.authenticated() >= 2 * N);
+    let back = fleet.wait_authenticated(2 * N, Duration::from_secs(25));
     eprintln!(
         "swarm of {N}: all authenticated again {:.1} s after the master restarted",
         restarted.elapsed().as_secs_f64()
@@ -563,5 +514,4 @@ fn a_swarm_is_back_within_seconds_of_a_master_restart() {
         "the swarm did not authenticate again after the master restart"
     );
     assert_eq!(answering(&fleet, "20"), N);
-    assert!(back, "the swarm was not back after the master restart");
 }

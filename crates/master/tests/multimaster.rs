@@ -12,7 +12,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{bin, can_run, wait_for, Fleet};
+use common::{bin, can_run, sessions, wait_for, Daemon, Fleet};
 use serde_json::{json, Value};
 
 /// `halite-run ARGS --out json` against `fleet`'s master, parsed.
@@ -39,6 +39,19 @@ fn async_jid(fleet: &Fleet, args: &[&str]) -> String {
     jid
 }
 
+/// Starts minion `id` in `home`'s temp dir with both `masters` in its
+/// `master` list (in that order), plus `extra` YAML.
+fn minion_of_both(home: &Fleet, masters: [&Fleet; 2], id: &str, extra: &str) -> Daemon {
+    home.start_minion(
+        id,
+        &format!(
+            // Salt's default publish_port: each master names its own.
+            "master: ['127.0.0.1:{}', '127.0.0.1:{}']\npublish_port: 4505\n{extra}",
+            masters[0].ret_port, masters[1].ret_port
+        ),
+    )
+}
+
 #[test]
 fn a_minion_serves_two_masters_at_once_and_returns_to_the_sender() {
     if !can_run() {
@@ -49,14 +62,7 @@ fn a_minion_serves_two_masters_at_once_and_returns_to_the_sender() {
     let _master_a = a.start_master("auto_accept: True");
     // B accepts keys by hand: each master accepts the minion on its own.
     let mut master_b = b.start_master("");
-    let mut minion = a.start_minion(
-        "twin",
-        &format!(
-            // Salt's default publish_port: each master names its own.
-            "master: ['127.0.0.1:{}', '127.0.0.1:{}']\npublish_port: 4505\n",
-            a.ret_port, b.ret_port
-        ),
-    );
+    let mut minion = minion_of_both(&a, [&a, &b], "twin", "");
     a.wait_responding("twin");
     b.accept("twin");
 
@@ -166,11 +172,6 @@ fn halite_call_applies_the_masters_tree_and_the_return_lands_in_its_job_cache() 
     }
     let fleet = Fleet::new();
     let (_master, minion) = master_with_tree(&fleet, "caller");
-    let sessions = |m: &common::Daemon| {
-        m.log_text()
-            .matches("authenticated with the master")
-            .count()
-    };
     let before = sessions(&minion);
 
     let (ret, code, err) = call_json(&fleet, "caller", &["state.apply"]);
@@ -273,12 +274,11 @@ fn a_failover_minion_fails_back_to_the_first_master_when_it_returns() {
     let second = Fleet::new();
     let _second_master = second.start_master("auto_accept: True");
     // The first master is not up yet: the minion fails over to the second.
-    let minion = second.start_minion(
+    let minion = minion_of_both(
+        &second,
+        [&first, &second],
         "homing",
-        &format!(
-            "master: ['127.0.0.1:{}', '127.0.0.1:{}']\nmaster_type: failover\nmaster_failback: True\nmaster_failback_interval: 1\npublish_port: 4505\nauth_timeout: 1\n",
-            first.ret_port, second.ret_port
-        ),
+        "master_type: failover\nmaster_failback: True\nmaster_failback_interval: 1\nauth_timeout: 1",
     );
     let answers = |fleet: &Fleet| {
         wait_for(Duration::from_secs(30), || {
@@ -313,13 +313,7 @@ fn two_masters_share_the_minions_job_limit() {
     let b = Fleet::new();
     let _master_a = a.start_master("auto_accept: True");
     let _master_b = b.start_master("auto_accept: True");
-    let minion = a.start_minion(
-        "single",
-        &format!(
-            "master: ['127.0.0.1:{}', '127.0.0.1:{}']\npublish_port: 4505\nprocess_count_max: 1\n",
-            a.ret_port, b.ret_port
-        ),
-    );
+    let minion = minion_of_both(&a, [&a, &b], "single", "process_count_max: 1");
     a.wait_responding("single");
     b.wait_responding("single");
     // A's job holds the one slot; B's job waits for it, so when B's
@@ -354,12 +348,12 @@ fn a_hot_multi_master_minion_runs_its_schedule_once_not_once_per_master() {
     let _master_a = a.start_master("auto_accept: True");
     let _master_b = b.start_master("auto_accept: True");
     let marker = a.path("started");
-    let minion = a.start_minion(
+    let minion = minion_of_both(
+        &a,
+        [&a, &b],
         "sched2",
         &format!(
-            "master: ['127.0.0.1:{}', '127.0.0.1:{}']\npublish_port: 4505\nschedule:\n  boot:\n    function: cmd.run\n    args: ['echo boot >> {}']\n    seconds: 3600\n    run_on_start: True\n",
-            a.ret_port,
-            b.ret_port,
+            "schedule:\n  boot:\n    function: cmd.run\n    args: ['echo boot >> {}']\n    seconds: 3600\n    run_on_start: True",
             marker.display()
         ),
     );

@@ -14,72 +14,24 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::Command;
 
 use common::{can_run, Fleet};
+use halite_test_support::gpg;
 use serde_json::Value;
 
 const SECRET: &str = "Cleartext-Secret-7719";
-
-/// A GnuPG home in `dir` with one key without passphrase; returns the
-/// armored encryption of `text` to it.
-fn gpg_key_and_cipher(dir: &Path, text: &str) -> String {
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-    let home = dir.to_str().unwrap();
-    let gen = Command::new("gpg")
-        .args(["--homedir", home, "--batch", "--passphrase", ""])
-        .args([
-            "--quick-gen-key",
-            "halite-test@example.invalid",
-            "rsa2048",
-            "encrypt",
-            "never",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        gen.status.success(),
-        "{}",
-        String::from_utf8_lossy(&gen.stderr)
-    );
-    let mut enc = Command::new("gpg")
-        .args([
-            "--homedir",
-            home,
-            "--batch",
-            "--armor",
-            "--trust-model",
-            "always",
-        ])
-        .args(["-r", "halite-test@example.invalid", "--encrypt"])
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    use std::io::Write;
-    enc.stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    let out = enc.wait_with_output().unwrap();
-    assert!(out.status.success());
-    String::from_utf8(out.stdout).unwrap()
-}
 
 #[test]
 fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
     if !can_run() {
         return;
     }
-    if Command::new("gpg").arg("--version").output().is_err() {
-        println!("skipped: gpg is not installed (scripts/install-deps.sh installs gnupg)");
+    if !gpg::available() {
         return;
     }
     let fleet = Fleet::new();
-    let cipher = gpg_key_and_cipher(&fleet.path("gpgkeys"), SECRET);
+    let cipher = gpg::key_and_cipher(&fleet.path("gpgkeys"), SECRET);
     let pillar = fleet.path("pillar");
     std::fs::create_dir_all(&pillar).unwrap();
     std::fs::write(pillar.join("top.sls"), "base:\n  '*':\n    - secret\n").unwrap();
@@ -162,6 +114,21 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
     let cat = format!("cat {}", managed.display());
     let (rets, _) = fleet.halite_json(&["web1", "cmd.run", &cat, "-t", "30"]);
     assert_eq!(rets["web1"], format!("password={SECRET}"), "{rets:?}");
+    // The mine: pillar.get as a mine function stores its masked answer, as
+    // in Salt 3008.5; with unmask=True mine.get serves the secret (Salt
+    // does too) while the master's disk copy of the mine is masked.
+    let pw = "db:nested:0:password";
+    for (name, extra) in [("pw", None), ("pwclear", Some("unmask=True"))] {
+        let mut args = vec!["web1", "mine.send", name, "mine_function=pillar.get", pw];
+        args.extend(extra);
+        args.extend(["-t", "30"]);
+        let (rets, _) = fleet.halite_json(&args);
+        assert_eq!(rets["web1"], true, "{rets:?}");
+    }
+    let (rets, _) = fleet.halite_json(&["web1", "mine.get", "web1", "pw", "-t", "30"]);
+    assert_eq!(rets["web1"]["web1"], "**********", "{rets:?}");
+    let (rets, _) = fleet.halite_json(&["web1", "mine.get", "web1", "pwclear", "-t", "30"]);
+    assert_eq!(rets["web1"]["web1"], SECRET, "{rets:?}");
     // Pillar targeting sees the gpg-rendered source.
     let (hit, _) = fleet.halite_json(&["-I", "db:user:admin", "test.ping", "-t", "30"]);
     assert_eq!(hit.get("web1"), Some(&Value::Bool(true)), "{hit:?}");
@@ -171,6 +138,77 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
     assert!(cached.contains("**********"), "{cached}");
     assert!(cached.contains("admin"), "{cached}");
     assert!(!cached.contains(SECRET), "{cached}");
+
+    // What the minion keeps on its disk: a job whose output is the secret
+    // (and whose output its debug log shows) ends while the master is
+    // paused, so its return waits in cachedir/returns/ unacknowledged.
+    let started = fleet.path("out/started");
+    let job = format!(
+        "touch {}; sleep 5; cat {}",
+        started.display(),
+        managed.display()
+    );
+    let (out, code) = fleet.halite(&["web1", "cmd.run", &job, "--async"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        common::wait_for(std::time::Duration::from_secs(30), || started.exists()),
+        "the job never started"
+    );
+    let pid = master.child.id().to_string();
+    let resume = Resume(pid.clone());
+    assert!(Command::new("kill")
+        .args(["-STOP", &pid])
+        .status()
+        .unwrap()
+        .success());
+    let returns = fleet.path("minion-web1/cache/returns");
+    let spooled = || {
+        std::fs::read_dir(&returns)
+            .map(|d| {
+                d.filter_map(Result::ok)
+                    .filter(|e| halite_proto::jid::is_jid(&e.file_name().to_string_lossy()))
+                    .map(|e| e.path())
+                    .collect::<Vec<_>>()
+            })
+            .unwrap_or_default()
+    };
+    assert!(
+        common::wait_for(std::time::Duration::from_secs(30), || !spooled().is_empty()),
+        "the return never reached {}",
+        returns.display()
+    );
+    // Every place is checked before failing, so one run names them all.
+    let mut leaks = Vec::new();
+    let mut spooled_jid = None;
+    for path in spooled() {
+        spooled_jid = path.file_name().map(|n| n.to_string_lossy().into_owned());
+        let ret: halite_proto::msg::JobReturn =
+            halite_proto::decode(&std::fs::read(&path).unwrap()).unwrap();
+        if ret.ret != "password=**********" {
+            leaks.push(format!("spooled return {}: {}", path.display(), ret.ret));
+        }
+    }
+    // The kept bundle: no zstd frame holding the cleartext (it is sealed).
+    let bundles = fleet.path("minion-web1/cache/bundles");
+    let kept: Vec<_> = std::fs::read_dir(&bundles)
+        .unwrap()
+        .filter_map(Result::ok)
+        .collect();
+    assert!(!kept.is_empty(), "no bundle kept in {}", bundles.display());
+    for entry in kept {
+        let bytes = std::fs::read(entry.path()).unwrap();
+        if let Ok(plain) = halite_proto::bundle::decompress(&bytes) {
+            if plain.windows(SECRET.len()).any(|w| w == SECRET.as_bytes()) {
+                leaks.push(format!("kept bundle {}", entry.path().display()));
+            }
+        }
+    }
+    // The minion ran the command and logged its output at debug, masked.
+    let log = minion.log_text();
+    if !log.contains("output: password=**********") || log.contains(SECRET) {
+        leaks.push("the minion's debug log".to_string());
+    }
+    assert!(leaks.is_empty(), "the cleartext is in: {leaks:#?}");
 
     let out = Command::new("grep")
         .args(["-r", "-l", "-a", SECRET])
@@ -187,6 +225,29 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
     );
     assert!(!minion.log_text().contains(SECRET));
     assert!(!master.log_text().contains(SECRET));
+
+    // The master resumes, takes the spooled return and acknowledges it;
+    // jobs.lookup_jid shows it masked (Salt would show the cleartext).
+    let jid = spooled_jid.expect("a spooled jid");
+    drop(resume);
+    let mut looked = String::new();
+    let found = common::wait_for(std::time::Duration::from_secs(30), || {
+        let out = fleet.cli("halite-run", &["jobs.lookup_jid", &jid, "--out", "json"]);
+        looked = String::from_utf8_lossy(&out.stdout).into_owned();
+        looked.contains("password=")
+    });
+    assert!(found, "{looked}");
+    assert!(looked.contains("password=**********"), "{looked}");
+    assert!(!looked.contains(SECRET), "{looked}");
+}
+
+/// Sends SIGCONT to a paused master when dropped (also on failure).
+struct Resume(String);
+
+impl Drop for Resume {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").args(["-CONT", &self.0]).status();
+    }
 }
 
 #[test]
@@ -209,4 +270,46 @@ fn a_broken_ext_pillar_is_named_to_the_minion_without_its_output() {
     assert!(text.contains("Pillar failed to render"), "{rets:?}");
     assert!(text.contains("ext_pillar cmd_json"), "{rets:?}");
     assert!(!text.contains("leaked-value-551"), "{rets:?}");
+}
+
+#[test]
+fn a_file_client_local_minion_masks_what_it_decrypts_in_its_log() {
+    if !can_run() {
+        return;
+    }
+    if !gpg::available() {
+        return;
+    }
+    let fleet = Fleet::new();
+    // The minion compiles its own pillar (Salt's file_client: local) with
+    // its own key: it decrypts the secret itself.
+    let keys = fleet.path("minion-gpgkeys");
+    let cipher = gpg::key_and_cipher(&keys, SECRET);
+    let pillar = fleet.path("minion-pillar");
+    std::fs::create_dir_all(&pillar).unwrap();
+    std::fs::write(pillar.join("top.sls"), "base:\n  '*':\n    - secret\n").unwrap();
+    let indented: String = cipher.lines().map(|l| format!("    {l}\n")).collect();
+    std::fs::write(
+        pillar.join("secret.sls"),
+        format!("#!yaml|gpg\npassword: |\n{indented}"),
+    )
+    .unwrap();
+    let _master = fleet.start_master("auto_accept: true\n");
+    let minion = fleet.start_minion(
+        "web1",
+        &format!(
+            "file_client: local\npillar_roots: {{base: [{}]}}\ngpg_keydir: {}\n",
+            pillar.display(),
+            keys.display()
+        ),
+    );
+    fleet.wait_responding("web1");
+    let (rets, _) = fleet.halite_json(&["web1", "pillar.get", "password", "unmask=True"]);
+    assert_eq!(rets["web1"], SECRET, "{rets:?}");
+    // A command echoing it: the CLI sees it, the minion's debug log does not.
+    let (rets, _) = fleet.halite_json(&["web1", "cmd.run", &format!("echo {SECRET}")]);
+    assert_eq!(rets["web1"], SECRET, "{rets:?}");
+    let log = minion.log_text();
+    assert!(log.contains("output: **********"), "{log}");
+    assert!(!log.contains(SECRET), "{log}");
 }

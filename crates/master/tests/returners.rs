@@ -48,6 +48,13 @@ impl Syslog {
     }
 }
 
+/// `halite-run jobs.list_job <jid>` as JSON.
+fn list_job(fleet: &Fleet, jid: &str) -> Value {
+    let out = fleet.cli("halite-run", &["jobs.list_job", jid, "--out", "json"]);
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
 #[test]
 fn the_minion_sends_a_jobs_return_to_syslog_too() {
     if !can_run() {
@@ -101,6 +108,14 @@ fn the_minion_sends_a_jobs_return_to_syslog_too() {
     );
     let cached: Value = serde_json::from_slice(&cached.stdout).expect("JSON");
     assert_eq!(cached["web1"], "hello");
+    // The returner is the load's `ret`, not an argument: Salt 3008.5's
+    // `jobs.list_job` shows the call's arguments only.
+    let listed = list_job(&fleet, ret["jid"].as_str().unwrap());
+    assert_eq!(
+        listed["Arguments"],
+        serde_json::json!(["hello"]),
+        "{listed}"
+    );
 
     // --return_config: the `alt` profile's options win.
     let (rets, _) = fleet.halite_json(&[
@@ -129,6 +144,9 @@ fn the_minion_sends_a_jobs_return_to_syslog_too() {
     let (_, ident, ret) = log.next();
     assert_eq!(ident, "kw-tag");
     assert_eq!(ret["ret_kwargs"]["tag"], "kw-tag");
+    let listed = list_job(&fleet, ret["jid"].as_str().unwrap());
+    assert_eq!(listed["Arguments"], serde_json::json!([]), "{listed}");
+    assert_eq!(listed["Function"], "test.ping", "{listed}");
 
     // A state run compiled by the master: the returner keys do not reach
     // the compile nor the states, and the run's return goes to syslog.
@@ -179,6 +197,12 @@ fn the_minion_sends_a_jobs_return_to_syslog_too() {
     let (_, _, ret) = log.next();
     assert_eq!(ret["return"], "viacall");
     assert_eq!(ret["id"], "web1");
+    // A jid made on the minion, as salt-call's returners get (not `req`).
+    let call_jid = ret["jid"].as_str().unwrap_or_default();
+    assert!(
+        call_jid.len() == 20 && call_jid.bytes().all(|b| b.is_ascii_digit()),
+        "{ret}"
+    );
 
     // A returner halite does not have: logged, the return still arrives.
     let (rets, code) = fleet.halite_json(&["web1", "test.ping", "--return", "nosuch"]);

@@ -276,6 +276,7 @@ fn the_wire_refuses_what_it_must() {
         kwarg: Default::default(),
         user: "root".into(),
         watch: false,
+        progress: false,
     });
     assert!(refused.is_err());
     let out = fleet.cli("halite-run", &["jobs.list_jobs", "--out", "json"]);

@@ -6,19 +6,32 @@
 //! `cachedir/bundles/` (a swarm of 10,000 identities holds no bundle in
 //! memory), and checked against its digest whenever it is read: a file
 //! damaged or changed on disk is dropped and the bundle asked for in full.
+//!
+//! Every kept bundle is sealed with a key held in this process's memory
+//! only ([`MemoryKey`]): a bundle holds the minion's pillar, plain values
+//! as well as gpg-decrypted ones (`Bundle::secrets`), and Salt's minion
+//! never writes its pillar to disk. After a restart the files cannot be
+//! read, so each identity's first job asks for its bundle in full.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::RwLock;
 
 use halite_proto::bundle::{compress, decode_plain, decompress, digest, plain_bytes, BundleError};
+use halite_proto::crypto::MemoryKey;
 use halite_proto::msg::Bundle;
+
+/// How a sealed bundle file starts (a plain one is a zstd frame).
+const SEALED: &[u8] = b"halite sealed bundle 1\n";
 
 /// The bundles this minion's identities hold, by identity.
 pub struct BundleStore {
     dir: PathBuf,
     /// The digest of each identity's file, once read or written.
     digests: RwLock<HashMap<String, String>>,
+    /// Seals every kept bundle (`None` when the system's random
+    /// generator failed: bundles are then not kept at all).
+    key: Option<MemoryKey>,
 }
 
 impl BundleStore {
@@ -27,6 +40,28 @@ impl BundleStore {
         Self {
             dir,
             digests: RwLock::new(HashMap::new()),
+            key: MemoryKey::new()
+                .map_err(|e| tracing::warn!(error = %e, "no in-memory key: bundles will not be kept (every job fetches its bundle in full)"))
+                .ok(),
+        }
+    }
+
+    /// The compressed bundle in `id`'s file, opened when it is sealed.
+    fn read(&self, id: &str) -> Result<Vec<u8>, String> {
+        let path = self
+            .path(id)
+            .ok_or_else(|| format!("minion id {id:?} cannot name a file"))?;
+        let bytes = std::fs::read(&path).map_err(|e| e.to_string())?;
+        match bytes.strip_prefix(SEALED) {
+            None => Err("it was kept unsealed by an older halite".to_string()),
+            Some(sealed) => self
+                .key
+                .as_ref()
+                .ok_or_else(|| "no key to open it".to_string())?
+                .open(sealed)
+                .map_err(|_| {
+                    "it was sealed by an earlier run of this minion (its key is gone)".to_string()
+                }),
         }
     }
 
@@ -41,7 +76,7 @@ impl BundleStore {
         if let Some(d) = self.digests.read().ok().and_then(|m| m.get(id).cloned()) {
             return Some(d);
         }
-        let plain = decompress(&std::fs::read(self.path(id)?).ok()?).ok()?;
+        let plain = decompress(&self.read(id).ok()?).ok()?;
         let d = digest(&plain);
         if let Ok(mut m) = self.digests.write() {
             m.insert(id.to_string(), d.clone());
@@ -53,12 +88,10 @@ impl BundleStore {
     /// (the master said "you have it"); `None` when it is gone or differs.
     pub fn load(&self, id: &str, jid: &str, expected: &str) -> Option<Bundle> {
         let path = self.path(id)?;
-        let read = std::fs::read(&path)
-            .map_err(|e| e.to_string())
-            .and_then(|bytes| {
-                let plain = plain_bytes(&bytes, true, expected).map_err(|e| e.to_string())?;
-                decode_plain(jid, &plain).map_err(|e| e.to_string())
-            });
+        let read = self.read(id).and_then(|bytes| {
+            let plain = plain_bytes(&bytes, true, expected).map_err(|e| e.to_string())?;
+            decode_plain(jid, &plain).map_err(|e| e.to_string())
+        });
         match read {
             Ok(bundle) => Some(bundle),
             Err(e) => {
@@ -84,6 +117,7 @@ impl BundleStore {
         let stored = if zstd { Ok(bytes) } else { compress(&plain) };
         match stored
             .map_err(|e| e.to_string())
+            .and_then(|b| self.sealed(b))
             .and_then(|b| self.write(id, &b))
         {
             Ok(()) => {
@@ -97,6 +131,17 @@ impl BundleStore {
             }
         }
         Ok(bundle)
+    }
+
+    /// `compressed` as it goes on disk: sealed, since it holds the pillar.
+    fn sealed(&self, compressed: Vec<u8>) -> Result<Vec<u8>, String> {
+        let key = self
+            .key
+            .as_ref()
+            .ok_or_else(|| "there is no in-memory key to seal it".to_string())?;
+        let mut out = SEALED.to_vec();
+        out.extend(key.seal(&compressed).map_err(|e| e.to_string())?);
+        Ok(out)
     }
 
     /// Writes `bytes` as `id`'s file, whole or not at all (temp file, rename).
@@ -140,6 +185,7 @@ mod tests {
             action: BundleAction::Call,
             commits: Default::default(),
             saltenvs: None,
+            secrets: Vec::new(),
         };
         let packed = pack(&bundle, None).unwrap();
         assert_eq!(store.digest("web1"), None);
@@ -147,8 +193,18 @@ mod tests {
             .receive("web1", "1", &packed.digest, false, packed.bytes.clone())
             .unwrap();
         assert_eq!(got, bundle);
-        // A fresh store (a restarted minion) finds it on disk.
-        let again = BundleStore::new(dir.path().join("bundles"));
+        // On disk it is sealed: no pillar in clear.
+        let raw = std::fs::read(dir.path().join("bundles/web1.bundle")).unwrap();
+        assert!(raw.starts_with(SEALED));
+        assert!(decompress(&raw).is_err());
+        // A restarted minion (another key) cannot read it.
+        assert_eq!(
+            BundleStore::new(dir.path().join("bundles")).digest("web1"),
+            None
+        );
+        // The same run finds it on disk by digest.
+        store.digests.write().unwrap().clear();
+        let again = &store;
         assert_eq!(
             again.digest("web1").as_deref(),
             Some(packed.digest.as_str())
@@ -160,13 +216,58 @@ mod tests {
         assert!(again.load("web1", "3", &"0".repeat(64)).is_none());
         assert_eq!(again.digest("web1"), None);
         std::fs::write(dir.path().join("bundles/web1.bundle"), b"junk").unwrap();
-        assert_eq!(
-            BundleStore::new(dir.path().join("bundles")).digest("web1"),
-            None
-        );
+        assert_eq!(again.digest("web1"), None);
+        // A plain zstd file (kept by an older halite) is not used either.
+        let plain = compress(&packed.bytes).unwrap();
+        std::fs::write(dir.path().join("bundles/web1.bundle"), plain).unwrap();
+        assert!(again.load("web1", "5", &packed.digest).is_none());
+        assert!(!dir.path().join("bundles/web1.bundle").exists());
         // A bundle whose bytes do not match the digest is refused.
         assert!(store
             .receive("web1", "4", "00", false, packed.bytes)
             .is_err());
+    }
+
+    #[test]
+    fn a_bundle_with_secrets_is_kept_sealed_for_this_run_only() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BundleStore::new(dir.path().join("bundles"));
+        let secret = "Sealed-Secret-4242";
+        let bundle = Bundle {
+            jid: "1".into(),
+            pillar: json!({"db": {"password": secret}}),
+            action: BundleAction::Call,
+            commits: Default::default(),
+            saltenvs: None,
+            secrets: vec![secret.into()],
+        };
+        let packed = pack(&bundle, None).unwrap();
+        store
+            .receive("web1", "1", &packed.digest, false, packed.bytes)
+            .unwrap();
+        // On disk: neither the cleartext nor a zstd frame that holds it.
+        let raw = std::fs::read(dir.path().join("bundles/web1.bundle")).unwrap();
+        assert!(raw.starts_with(SEALED));
+        assert!(decompress(&raw).is_err());
+        assert!(!raw.windows(secret.len()).any(|w| w == secret.as_bytes()));
+        // This run reads it back by digest.
+        let fresh = BundleStore {
+            dir: dir.path().join("bundles"),
+            digests: RwLock::new(HashMap::new()),
+            key: store.key,
+        };
+        assert_eq!(
+            fresh.digest("web1").as_deref(),
+            Some(packed.digest.as_str())
+        );
+        assert_eq!(
+            fresh.load("web1", "2", &packed.digest).unwrap().pillar,
+            bundle.pillar
+        );
+        // A restarted minion (another key) cannot, and asks in full.
+        let restarted = BundleStore::new(dir.path().join("bundles"));
+        assert_eq!(restarted.digest("web1"), None);
+        assert!(restarted.load("web1", "3", &packed.digest).is_none());
+        assert!(!dir.path().join("bundles/web1.bundle").exists());
     }
 }

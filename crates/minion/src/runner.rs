@@ -304,7 +304,11 @@ impl HostRunner {
             kwargs: job.kwarg.clone(),
         };
         if self.local.is_some() {
+            // A masterless minion decrypts its gpg pillar itself: its logs
+            // and spooled returns mask what it decrypted, as with a master.
+            halite_modules::gpg::take_decrypted();
             let errors = self.local_pillar(host);
+            halite_logging::redact::add_secrets(id, &halite_modules::gpg::take_decrypted());
             if !errors.is_empty() && job.fun.starts_with("state.") {
                 let mut errs = vec![Value::from(
                     "Pillar failed to render with the following messages:",
@@ -324,6 +328,11 @@ impl HostRunner {
             halite_modules::dynamic::before_master_compile(host, &job.fun, &args);
         }
         let mut bundle = self.fetch_bundle(id, host, job, master)?;
+        // From now on this identity's logs and spooled returns mask the
+        // secrets its pillar holds (a job echoing one, at any log level).
+        // Added, never replaced: two jobs may run with pillars of two
+        // pillarenvs, and masking a value rotated out costs nothing.
+        halite_logging::redact::add_secrets(id, &bundle.secrets);
         // A highstate syncs the saltenvs the master's top file render
         // matched; when that copied a module, the compile made before it
         // may have missed it, so it is asked for again.
@@ -337,6 +346,7 @@ impl HostRunner {
         {
             tracing::debug!(%id, jid = %job.jid, "custom modules synced: the bundle is compiled again");
             bundle = self.fetch_bundle(id, host, job, master)?;
+            halite_logging::redact::add_secrets(id, &bundle.secrets);
         }
         if !bundle.commits.is_empty() {
             tracing::info!(jid = %job.jid, commits = ?bundle.commits, "states compiled from git commits");
@@ -390,13 +400,21 @@ impl JobRunner for HostRunner {
         events: Arc<dyn EventSink>,
         master: MasterChannel,
     ) -> JobReturn {
+        // A call of the minion's own (halite-call, jid `req`) runs under a
+        // jid made here, as salt-call's: its commands, its state run and
+        // its returners see that one; the master gives the return its own.
+        let run_jid = if job.jid == halite_proto::jid::CALLER_JID {
+            halite_proto::JidGenerator::new().next_jid()
+        } else {
+            job.jid.clone()
+        };
         // The job's commands are recorded under its jid (saltutil.kill_job).
-        let _scope = halite_modules::job_procs::JobScope::enter(&job.jid);
+        let _scope = halite_modules::job_procs::JobScope::enter(&run_jid);
         // `--return`: the returners are the minion's to call, never the
         // function's arguments.
         let (returners, stripped) = take_returners(job);
         let job = stripped.as_ref().unwrap_or(job);
-        let mut host = self.host(id, Some(&job.jid), grains, events, &master, Manifest::new());
+        let mut host = self.host(id, Some(&run_jid), grains, events, &master, Manifest::new());
         halite_modules::exec::clear_retcode();
         let outcome = self.execute(id, &mut host, job, &master);
         let (ret, retcode) = match outcome {
@@ -434,7 +452,7 @@ impl JobRunner for HostRunner {
         };
         if let Some(spec) = returners {
             let dict = halite_modules::returners::return_dict(
-                &done.jid,
+                &run_jid,
                 &done.id,
                 &done.fun,
                 &done.fun_args,

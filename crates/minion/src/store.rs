@@ -31,10 +31,26 @@ impl ReturnStore {
         ReturnStore::Memory(Mutex::new(BTreeMap::new()))
     }
 
-    /// Keeps `ret` until [`ReturnStore::remove`].
+    /// Keeps `ret` until [`ReturnStore::remove`]. On disk, the gpg
+    /// secrets its minion's pillar holds are masked (`**********`), as the
+    /// master masks them in its job cache: the return sent now is the
+    /// minion's own, and one sent again from disk (after a restart of
+    /// either side) reaches the job cache as the master would store it.
     pub fn put(&self, ret: &JobReturn) -> std::io::Result<()> {
         match self {
             ReturnStore::Disk(dir) => {
+                let masked;
+                let ret = match halite_logging::redact::secrets_of(&ret.id) {
+                    Some(secrets) => {
+                        masked = JobReturn {
+                            ret: secrets.mask(&ret.ret),
+                            fun_args: ret.fun_args.iter().map(|a| secrets.mask(a)).collect(),
+                            ..ret.clone()
+                        };
+                        &masked
+                    }
+                    None => ret,
+                };
                 let bytes = halite_proto::encode(ret).map_err(std::io::Error::other)?;
                 halite_proto::keyfile::write_private(&dir.join(&ret.jid), &bytes)
                     .map_err(std::io::Error::other)
@@ -141,5 +157,35 @@ mod tests {
         reopened.remove("../../etc/passwd");
         reopened.remove(&ret.jid);
         assert!(store.pending().is_empty());
+    }
+
+    #[test]
+    fn a_spooled_return_has_its_minions_secrets_masked() {
+        let dir = tempfile::tempdir().unwrap();
+        let secret = "Spooled-Secret-5150";
+        halite_logging::redact::set_secrets("spool1", &[secret.to_string()]);
+        let ret = JobReturn {
+            jid: "20261121211521000044".into(),
+            id: "spool1".into(),
+            fun: "cmd.run".into(),
+            fun_args: vec![serde_json::json!(format!("echo {secret}"))],
+            ret: serde_json::json!(format!("pw={secret}")),
+            retcode: 0,
+            success: true,
+        };
+        let store = ReturnStore::disk(dir.path().join("returns")).unwrap();
+        store.put(&ret).unwrap();
+        let raw = std::fs::read(dir.path().join("returns").join(&ret.jid)).unwrap();
+        assert!(!raw.windows(secret.len()).any(|w| w == secret.as_bytes()));
+        let back = store.pending();
+        assert_eq!(back[0].ret, "pw=**********");
+        assert_eq!(back[0].fun_args[0], "echo **********");
+        // Another minion's return is its own business.
+        let other = JobReturn {
+            id: "other1".into(),
+            ..ret
+        };
+        store.put(&other).unwrap();
+        assert_eq!(store.pending()[0].ret, format!("pw={secret}"));
     }
 }

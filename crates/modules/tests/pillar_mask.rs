@@ -20,9 +20,13 @@ use serde_json::{json, Value};
 const DATA_SLS: &str = "pw: hunter2\nn: 5\nz: 0\ne: \"\"\nt: true\nf: false\nnested:\n  a: [x, 1, \"\", {b: c}]\n  none: null\n";
 
 fn host(dir: &Path, extra: Value) -> Host {
+    host_with(dir, extra, DATA_SLS)
+}
+
+fn host_with(dir: &Path, extra: Value, data_sls: &str) -> Host {
     std::fs::create_dir_all(dir.join("pillar")).unwrap();
     std::fs::write(dir.join("pillar/top.sls"), "base:\n  '*':\n    - data\n").unwrap();
-    std::fs::write(dir.join("pillar/data.sls"), DATA_SLS).unwrap();
+    std::fs::write(dir.join("pillar/data.sls"), data_sls).unwrap();
     let mut opts = json!({
         "id": "oracle",
         "file_client": "local",
@@ -113,6 +117,42 @@ fn pillar_returns_are_masked_as_salt_masks_them() {
             "{fun} {positional:?} {kwargs}"
         );
     }
+}
+
+#[test]
+fn pillar_obfuscate_shows_types_as_salt_does() {
+    let sls = "pw: hunter2\nn: 5\nz: 0\nf: 1.5\nt: true\nfa: false\ne: ''\nnone: null\n\
+               lst: [secret, 1, [2, 'x'], {k: v}]\n\
+               nested:\n  login: somelogin\n  pwd: secret\n  empty: {}\n  el: []\n";
+    let dir = tempfile::tempdir().unwrap();
+    let h = host_with(dir.path(), json!({}), sls);
+    // salt-call --local --out=json pillar.obfuscate (Salt 3008.5): it
+    // obfuscates what pillar.items returned, masked values included.
+    let masked = json!({"pw": "<str>", "n": "<str>", "z": "<int>", "f": "<str>", "t": "<str>",
+        "fa": "<bool>", "e": "<str>", "none": "<NoneType>",
+        "lst": ["<str>", "<str>", ["<str>", "<str>"], {"k": "<str>"}],
+        "nested": {"login": "<str>", "pwd": "<str>", "empty": {}, "el": []}});
+    assert_eq!(call(&h, "pillar.obfuscate", &[], json!({})), masked);
+    // ... unmask=True
+    let unmasked = json!({"pw": "<str>", "n": "<int>", "z": "<int>", "f": "<float>", "t": "<bool>",
+        "fa": "<bool>", "e": "<str>", "none": "<NoneType>",
+        "lst": ["<str>", "<int>", ["<int>", "<str>"], {"k": "<str>"}],
+        "nested": {"login": "<str>", "pwd": "<str>", "empty": {}, "el": []}});
+    assert_eq!(
+        call(&h, "pillar.obfuscate", &[], json!({"unmask": true})),
+        unmasked
+    );
+    // Key order is the pillar's, as Salt keeps the dict's.
+    let keys: Vec<String> = call(&h, "pillar.obfuscate", &[], json!({}))
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(
+        keys,
+        ["pw", "n", "z", "f", "t", "fa", "e", "none", "lst", "nested"]
+    );
 }
 
 #[test]

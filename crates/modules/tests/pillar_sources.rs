@@ -15,6 +15,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use halite_modules::host::LogEvents;
+use halite_test_support::gpg;
 use serde_json::{json, Value};
 
 fn write(path: &Path, text: &str) {
@@ -174,62 +175,14 @@ fn a_template_error_names_only_the_sls_unless_safe_render_error_is_off() {
     );
 }
 
-/// A GnuPG home in `dir` with one key; the armored encryption of `text`.
-fn gpg_cipher(dir: &Path, text: &str) -> Option<String> {
-    use std::io::Write;
-    use std::process::{Command, Stdio};
-    if Command::new("gpg").arg("--version").output().is_err() {
-        println!("skipped: gpg is not installed (scripts/install-deps.sh installs gnupg)");
-        return None;
-    }
-    std::fs::create_dir_all(dir).unwrap();
-    std::fs::set_permissions(dir, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
-    let home = dir.to_str().unwrap();
-    let gen = Command::new("gpg")
-        .args(["--homedir", home, "--batch", "--passphrase", ""])
-        .args([
-            "--quick-gen-key",
-            "halite-test@example.invalid",
-            "rsa2048",
-            "encrypt",
-            "never",
-        ])
-        .output()
-        .unwrap();
-    assert!(
-        gen.status.success(),
-        "{}",
-        String::from_utf8_lossy(&gen.stderr)
-    );
-    let mut enc = Command::new("gpg")
-        .args([
-            "--homedir",
-            home,
-            "--batch",
-            "--armor",
-            "--trust-model",
-            "always",
-        ])
-        .args(["-r", "halite-test@example.invalid", "--encrypt"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    enc.stdin
-        .take()
-        .unwrap()
-        .write_all(text.as_bytes())
-        .unwrap();
-    Some(String::from_utf8(enc.wait_with_output().unwrap().stdout).unwrap())
-}
-
 #[test]
 fn gpg_blocks_anywhere_are_decrypted_and_a_missing_key_fails_as_salt_3008() {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path());
-    let Some(cipher) = gpg_cipher(&dir.path().join("conf/gpgkeys"), "s3cret-value") else {
+    if !gpg::available() {
         return;
-    };
+    }
+    let cipher = gpg::key_and_cipher(&dir.path().join("conf/gpgkeys"), "s3cret-value");
     let block: String = cipher.lines().map(|l| format!("        {l}\n")).collect();
     write(
         &dir.path().join("pillar/common.sls"),

@@ -2,7 +2,8 @@
 //! named by its digest, zstd-compressed when large, and unpacked on the
 //! minion with every check a peer's bytes need.
 //!
-//! The digest covers what the minion is to do (pillar, action, commits),
+//! The digest covers what the minion is to do (pillar, action, commits,
+//! the secrets to mask),
 //! not the job id: two jobs whose compile gives the same bundle give the
 //! same digest, so a minion that holds it is told "you have it" instead
 //! of being sent it again.
@@ -32,6 +33,8 @@ struct BodyRef<'a> {
     commits: &'a BTreeMap<String, String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     saltenvs: &'a Option<Vec<String>>,
+    #[serde(skip_serializing_if = "<[String]>::is_empty")]
+    secrets: &'a [String],
 }
 
 /// The owned form of [`BodyRef`], decoded on the minion.
@@ -43,6 +46,8 @@ struct Body {
     commits: BTreeMap<String, String>,
     #[serde(default)]
     saltenvs: Option<Vec<String>>,
+    #[serde(default)]
+    secrets: Vec<String>,
 }
 
 /// A bundle encoded for the wire.
@@ -119,6 +124,7 @@ pub fn pack(bundle: &Bundle, compress_above: Option<usize>) -> Result<Packed, Bu
         action: &bundle.action,
         commits: &bundle.commits,
         saltenvs: &bundle.saltenvs,
+        secrets: &bundle.secrets,
     };
     let plain = rmp_serde::to_vec_named(&body).map_err(|e| BundleError::Encode(e.to_string()))?;
     let packed = Packed {
@@ -187,6 +193,7 @@ pub fn decode_plain(jid: &str, plain: &[u8]) -> Result<Bundle, BundleError> {
         action: body.action,
         commits: body.commits,
         saltenvs: body.saltenvs,
+        secrets: body.secrets,
     })
 }
 
@@ -214,6 +221,7 @@ mod tests {
             },
             commits: BTreeMap::new(),
             saltenvs: None,
+            secrets: Vec::new(),
         }
     }
 
@@ -274,11 +282,13 @@ mod tests {
         );
     }
 
-    /// A packed bundle's body as masters before the saltenvs field pack it.
-    #[derive(Serialize, Deserialize)]
+    /// The packed body as masters before the `secrets` field wrote and
+    /// read it.
+    #[derive(Debug, Serialize, Deserialize, PartialEq)]
     struct OldBody {
         pillar: Value,
         action: BundleAction,
+        #[serde(default)]
         commits: BTreeMap<String, String>,
     }
 
@@ -309,6 +319,38 @@ mod tests {
             crate::msg::ReplyBody::Bundle(b) => assert_eq!(b.saltenvs, highstate.saltenvs),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn secrets_travel_in_the_bundle_and_older_peers_ignore_them() {
+        let mut with = bundle("j", 2);
+        with.secrets = vec!["Secret-77".into()];
+        let packed = pack(&with, None).unwrap();
+        // A new minion reads them; they count in the digest.
+        assert_eq!(
+            unpack("j", &packed.bytes, false, &packed.digest).unwrap(),
+            with
+        );
+        assert_ne!(packed.digest, pack(&bundle("j", 2), None).unwrap().digest);
+        // An older minion decodes the same bytes and ignores them.
+        let old: OldBody = rmp_serde::from_slice(&packed.bytes).unwrap();
+        assert_eq!(old.pillar, with.pillar);
+        // An older master's body (and a bundle without secrets) has none,
+        // and packs exactly as before.
+        let old_bytes = rmp_serde::to_vec_named(&OldBody {
+            pillar: with.pillar.clone(),
+            action: with.action.clone(),
+            commits: BTreeMap::new(),
+        })
+        .unwrap();
+        assert!(decode_plain("j", &old_bytes).unwrap().secrets.is_empty());
+        assert_eq!(old_bytes, pack(&bundle("j", 2), None).unwrap().bytes);
+        // The plain message form tolerates both directions too.
+        let plain = crate::encode(&with).unwrap();
+        let back: crate::msg::Bundle = crate::decode(&plain).unwrap();
+        assert_eq!(back.secrets, with.secrets);
+        let without = crate::encode(&bundle("j", 2)).unwrap();
+        assert!(!String::from_utf8_lossy(&without).contains("secrets"));
     }
 
     #[test]

@@ -456,6 +456,56 @@ impl SessionCipher {
     }
 }
 
+/// A key that lives only in this process's memory, for data it keeps on
+/// its own disk and reads back while it runs (a minion's kept bundle that
+/// holds gpg-decrypted pillar): once the process ends, nothing can read
+/// those files, which is the point. AES-256-GCM, a random 96-bit nonce
+/// per sealing stored before the ciphertext.
+pub struct MemoryKey {
+    key: LessSafeKey,
+    rng: SystemRandom,
+}
+
+impl MemoryKey {
+    /// A fresh random key.
+    pub fn new() -> Result<Self, CryptoError> {
+        let rng = SystemRandom::new();
+        let raw = random_bytes::<32>(&rng)?;
+        Ok(Self {
+            key: aes_key(&raw)?,
+            rng,
+        })
+    }
+
+    /// `plain` sealed: nonce, then ciphertext and tag.
+    pub fn seal(&self, plain: &[u8]) -> Result<Vec<u8>, CryptoError> {
+        let nonce = random_bytes::<12>(&self.rng)?;
+        let mut body = plain.to_vec();
+        self.key
+            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::empty(), &mut body)
+            .map_err(|_| CryptoError::Decrypt)?;
+        let mut out = nonce.to_vec();
+        out.extend_from_slice(&body);
+        Ok(out)
+    }
+
+    /// What [`MemoryKey::seal`] sealed with this key; an error for bytes
+    /// sealed by another process (or changed).
+    pub fn open(&self, sealed: &[u8]) -> Result<Vec<u8>, CryptoError> {
+        if sealed.len() < 12 {
+            return Err(CryptoError::Decrypt);
+        }
+        let (nonce, body) = sealed.split_at(12);
+        let nonce = Nonce::try_assume_unique_for_key(nonce).map_err(|_| CryptoError::Decrypt)?;
+        let mut body = body.to_vec();
+        let plain = self
+            .key
+            .open_in_place(nonce, Aad::empty(), &mut body)
+            .map_err(|_| CryptoError::Decrypt)?;
+        Ok(plain.to_vec())
+    }
+}
+
 /// The master's publish key: encrypts and signs every publication.
 pub struct Publisher {
     key: PublishKey,
@@ -616,6 +666,20 @@ impl PublicationOpener {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_memory_key_opens_only_what_it_sealed() {
+        let key = super::MemoryKey::new().unwrap();
+        let sealed = key.seal(b"pillar with Secret-77").unwrap();
+        assert!(!sealed.windows(9).any(|w| w == b"Secret-77"));
+        assert_eq!(key.open(&sealed).unwrap(), b"pillar with Secret-77");
+        // Another process's key (a restarted minion) cannot read it.
+        assert!(super::MemoryKey::new().unwrap().open(&sealed).is_err());
+        let mut bad = sealed.clone();
+        bad[20] ^= 1;
+        assert!(key.open(&bad).is_err());
+        assert!(key.open(b"short").is_err());
+    }
+
     use super::*;
 
     fn handshake() -> (SessionCipher, SessionCipher, Identity, Identity) {

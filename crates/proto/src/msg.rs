@@ -140,6 +140,16 @@ pub enum MinionRequest {
         /// The event's data.
         data: Value,
     },
+    /// Several events in one message, fired on the master's bus one by
+    /// one in this order, exactly as the same [`MinionRequest::Event`]s
+    /// would be (issue 25: a 1,000-state run fires 1,000 progress events,
+    /// and one sealed message per event was most of the master's work per
+    /// minion). Sent only to a master whose [`MasterMessage::Ready`] says
+    /// `batched_events`; an older master gets single events.
+    Events {
+        /// The events, oldest first.
+        events: Vec<MinionEvent>,
+    },
     /// Liveness check; the master answers `Pong`.
     Ping,
     /// A job of this minion asks the master for something (its compiled
@@ -158,6 +168,15 @@ pub enum MinionRequest {
         /// The function's return, or why it failed.
         result: Result<Value, String>,
     },
+}
+
+/// One event of a [`MinionRequest::Events`] batch.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct MinionEvent {
+    /// The event's tag (`salt/...` or a custom one).
+    pub tag: String,
+    /// The event's data.
+    pub data: Value,
 }
 
 /// What a minion's job may ask the master.
@@ -305,6 +324,15 @@ pub struct Bundle {
     /// masters too old to say (the minion then reads the top file).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub saltenvs: Option<Vec<String>>,
+    /// The cleartexts the master's gpg renderer decrypted for this
+    /// minion's pillar, so the minion can mask them in what it writes to
+    /// its own disk and logs (a spooled return, a kept bundle, a debug
+    /// line). Cleartexts rather than digests: the same sealed bundle
+    /// already carries them inside `pillar`, and finding a secret inside
+    /// any output needs the text. Empty without gpg secrets, and absent
+    /// from (and ignored by) older peers.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
 }
 
 /// What a minion does with its [`Bundle`].
@@ -342,6 +370,11 @@ pub enum MasterMessage {
         /// master that predates it: the minion's `publish_port` is used.
         #[serde(default)]
         publish_port: Option<u16>,
+        /// The master reads [`MinionRequest::Events`] (several events in
+        /// one message); false from a master that predates it, which the
+        /// minion then sends one [`MinionRequest::Event`] per event.
+        #[serde(default)]
+        batched_events: bool,
     },
     /// A new publish key (the old one was retired because a key was rejected or deleted).
     PublishKey(PublishKey),
@@ -454,4 +487,75 @@ pub struct JobReturn {
     pub retcode: i64,
     /// Whether the function succeeded.
     pub success: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{decode, encode};
+
+    /// `MasterMessage` as masters before batched events sent it.
+    #[derive(Serialize)]
+    enum OldMasterMessage {
+        Ready {
+            publish_key: PublishKey,
+            publish_port: Option<u16>,
+        },
+    }
+
+    #[test]
+    fn a_master_that_predates_batched_events_gets_single_events() {
+        let publish_key = PublishKey {
+            epoch: 1,
+            key: vec![7; 32],
+            sealed: 0,
+        };
+        let old = encode(&OldMasterMessage::Ready {
+            publish_key: publish_key.clone(),
+            publish_port: Some(4505),
+        })
+        .unwrap();
+        match decode::<MasterMessage>(&old).unwrap() {
+            MasterMessage::Ready {
+                batched_events,
+                publish_port,
+                ..
+            } => {
+                assert!(!batched_events);
+                assert_eq!(publish_port, Some(4505));
+            }
+            other => panic!("{other:?}"),
+        }
+        let new = encode(&MasterMessage::Ready {
+            publish_key,
+            publish_port: None,
+            batched_events: true,
+        })
+        .unwrap();
+        assert!(matches!(
+            decode::<MasterMessage>(&new).unwrap(),
+            MasterMessage::Ready {
+                batched_events: true,
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn a_batch_keeps_its_events_in_order() {
+        let events: Vec<MinionEvent> = (0..3)
+            .map(|n| MinionEvent {
+                tag: format!("salt/job/1/prog/web/{n}"),
+                data: serde_json::json!({"len": 3, "ret": {"n": n}}),
+            })
+            .collect();
+        let bytes = encode(&MinionRequest::Events {
+            events: events.clone(),
+        })
+        .unwrap();
+        assert_eq!(
+            decode::<MinionRequest>(&bytes).unwrap(),
+            MinionRequest::Events { events }
+        );
+    }
 }

@@ -1,9 +1,11 @@
 //! What the integration tests of several crates share, so each setup
 //! exists once, when they drive real processes on loopback: whether they
 //! can run (root), a free port, waiting for a condition, a daemon process
-//! that is killed when the test ends (also when it fails); [`git`] (the
+//! that is killed when the test ends (also when it fails); [`fleet`] (a
+//! real master and minions started from the workspace's binaries); [`git`] (the
 //! `git` binary with fixed identities, a work repository and its bare
-//! remote, a `git daemon` on 127.0.0.1) and [`sshd`] (an ssh server of the
+//! remote, a `git daemon` on 127.0.0.1), [`gpg`] (a GnuPG key of the test's
+//! own and text encrypted to it) and [`sshd`] (an ssh server of the
 //! test's own on 127.0.0.1). A dev-dependency only.
 #![allow(
     clippy::unwrap_used,
@@ -11,7 +13,9 @@
     reason = "test support: a helper that cannot set up panics, and a panic is a failed test"
 )]
 
+pub mod fleet;
 pub mod git;
+pub mod gpg;
 pub mod sshd;
 
 use std::net::TcpListener;

@@ -21,9 +21,9 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Body;
-use axum::extract::{ConnectInfo, Path, State};
+use axum::extract::{ConnectInfo, Json, Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Response, StatusCode};
-use axum::routing::get;
+use axum::routing::{get, post};
 use axum::Router;
 use serde_json::{json, Value};
 
@@ -48,6 +48,7 @@ pub fn router() -> Router<Arc<AppState>> {
         .route("/console/api/eauth", get(eauth_list))
         .route("/console/api/session", get(session))
         .route("/console/api/minions", get(minions_view))
+        .route("/console/api/allowed", post(allowed))
 }
 
 /// Adds the console's security headers to `resp`.
@@ -195,6 +196,53 @@ async fn minions_view(
         &headers,
         "GET /console/api/minions",
         |svc, who| minions::overview(svc, &svc.auth_list(who)),
+    )
+    .await
+}
+
+/// How many calls one `POST /console/api/allowed` may ask about: a
+/// minions page asks about three buttons per minion.
+const MAX_QUESTIONS: usize = 30_000;
+
+/// `POST /console/api/allowed` with a list of lowstate chunks (as `POST /`
+/// takes them): `{"allowed": [bool, ...]}`, whether the caller may run
+/// each, answered by the check `POST /` applies ([`Service::may_run`])
+/// without running anything. The console asks it before it draws a key
+/// button or enables a run, so an ACL that grants a function for some
+/// arguments only shows exactly what the API would allow.
+async fn allowed(
+    State(st): State<Arc<AppState>>,
+    ConnectInfo(addr): ConnectInfo<SocketAddr>,
+    headers: HeaderMap,
+    Json(chunks): Json<Vec<Value>>,
+) -> Response<Body> {
+    authed(
+        st,
+        addr,
+        &headers,
+        "POST /console/api/allowed",
+        move |svc, who| {
+            if chunks.len() > MAX_QUESTIONS {
+                return Err(ApiError::BadRequest(format!(
+                    "ask about at most {MAX_QUESTIONS} calls at once (this request has {})",
+                    chunks.len()
+                )));
+            }
+            let mut out = Vec::with_capacity(chunks.len());
+            for chunk in &chunks {
+                let answer = match chunk.as_object() {
+                    Some(chunk) => match svc.may_run(who, chunk) {
+                        Ok(yes) => yes,
+                        // Input the API would refuse as invalid: not allowed.
+                        Err(ApiError::BadRequest(_)) => false,
+                        Err(e) => return Err(e),
+                    },
+                    None => false,
+                };
+                out.push(Value::Bool(answer));
+            }
+            Ok(json!({ "allowed": out }))
+        },
     )
     .await
 }

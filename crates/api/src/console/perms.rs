@@ -8,10 +8,14 @@ use serde_json::Value;
 
 use crate::acl::{self, Call};
 
-/// The console's abilities of one user. An execution function counts as
-/// allowed when some ACL entry grants it on some target (the page cannot
-/// know the target before the user types it); the API checks the real
-/// target when the job is sent.
+/// The console's abilities of one user: which pages, forms and buttons
+/// the console may draw. What the console reads without arguments (the
+/// key list, grains, the jobs) must be granted without arguments; what
+/// the user acts on (a key button, the run and graph forms) counts when
+/// some ACL entry grants it for some target and some arguments
+/// ([`acl::ignoring_arguments`]), and the page then asks the server
+/// about the exact call (`POST /console/api/allowed`, the check the API
+/// applies when the call is sent).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct Abilities {
     /// `wheel key.list_all`: key states, pending/rejected/denied minions.
@@ -53,15 +57,16 @@ fn spec(list: &[Value], form: &str, fun: &str) -> bool {
 impl Abilities {
     /// The abilities `list` (a user's auth list) grants.
     pub fn of(list: &[Value]) -> Self {
+        let some_args = acl::ignoring_arguments(list);
         Self {
             keys: spec(list, "wheel", "key.list_all"),
-            key_accept: spec(list, "wheel", "key.accept"),
-            key_reject: spec(list, "wheel", "key.reject"),
-            key_delete: spec(list, "wheel", "key.delete"),
+            key_accept: spec(&some_args, "wheel", "key.accept"),
+            key_reject: spec(&some_args, "wheel", "key.reject"),
+            key_delete: spec(&some_args, "wheel", "key.delete"),
             jobs: spec(list, "runner", "jobs.list_jobs") && spec(list, "runner", "jobs.list_job"),
             grains: local(list, "grains.items"),
-            state: local(list, "state.apply"),
-            graph: local(list, "state.graph"),
+            state: local(&some_args, "state.apply"),
+            graph: local(&some_args, "state.graph"),
         }
     }
 }
@@ -104,6 +109,16 @@ mod tests {
         let a = of(json!(["@jobs", {"@wheel": ["key.list_all", "key.accept"]}]));
         assert!(a.jobs && a.keys && a.key_accept);
         assert!(!a.key_reject && !a.key_delete && !a.state);
+    }
+
+    #[test]
+    fn an_args_restricted_entry_offers_the_form_and_the_buttons() {
+        let a = of(json!([
+            {"web*": [{"state.apply": {"args": ["app"]}}]},
+            {"@wheel": ["key.list_all", {"key.reject": {"args": ["newbie"]}}]}
+        ]));
+        assert!(a.state && a.keys && a.key_reject);
+        assert!(!a.graph && !a.key_accept && !a.key_delete && !a.grains);
     }
 
     #[test]

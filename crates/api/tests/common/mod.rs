@@ -4,7 +4,7 @@
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -12,145 +12,32 @@ use serde_json::Value;
 
 pub use halite_test_support::{can_run, free_port, wait_for, Daemon};
 
-/// A workspace binary beside halite-api (build them with
-/// `cargo build -p halite-master -p halite-minion -p halite-cli -p halite-api`).
-pub fn bin(name: &str) -> PathBuf {
-    let api = PathBuf::from(env!("CARGO_BIN_EXE_halite-api"));
-    let path = api.with_file_name(name);
-    assert!(
-        path.exists(),
-        "{} is missing: run `cargo build -p halite-master -p halite-minion -p halite-cli` first",
-        path.display()
-    );
-    path
+pub use halite_test_support::fleet::bin;
+
+/// The shared test fleet (halite-test-support's: master, minions, keys)
+/// and the API's port; its master configs log the API to `api.log`.
+pub struct Fleet {
+    /// The master and its minions.
+    pub base: halite_test_support::fleet::Fleet,
+    /// Where halite-api listens (127.0.0.1); the tests' `rest_cherrypy`.
+    pub api_port: u16,
 }
 
-/// A fleet: master config dir, ports, the API's port.
-pub struct Fleet {
-    pub root: tempfile::TempDir,
-    pub publish_port: u16,
-    pub ret_port: u16,
-    pub api_port: u16,
+impl std::ops::Deref for Fleet {
+    type Target = halite_test_support::fleet::Fleet;
+    fn deref(&self) -> &Self::Target {
+        &self.base
+    }
 }
 
 impl Fleet {
     pub fn new() -> Self {
+        let mut base = halite_test_support::fleet::Fleet::new();
+        base.master_base = format!("api_logfile: {}", base.path("api.log").display());
         Self {
-            root: tempfile::tempdir().expect("tempdir"),
-            publish_port: free_port(),
-            ret_port: free_port(),
+            base,
             api_port: free_port(),
         }
-    }
-
-    pub fn path(&self, rel: &str) -> PathBuf {
-        self.root.path().join(rel)
-    }
-
-    pub fn master_dir(&self) -> PathBuf {
-        self.path("master-conf")
-    }
-
-    /// Writes the master config (plus `extra` YAML, where `rest_cherrypy`
-    /// and `external_auth` go) and starts the master.
-    pub fn start_master(&self, extra: &str) -> Daemon {
-        let dir = self.master_dir();
-        std::fs::create_dir_all(&dir).expect("master conf dir");
-        let root = self.root.path().display();
-        let log = self.path("master.log");
-        std::fs::write(
-            dir.join("master"),
-            format!(
-                "interface: 127.0.0.1\npublish_port: {}\nret_port: {}\npki_dir: {root}/master-pki\ncachedir: {root}/master-cache\nsock_dir: {root}/master-sock\nlog_file: {}\nlog_level: debug\napi_logfile: {root}/api.log\ntimeout: 10\ngather_job_timeout: 2\n{extra}\n",
-                self.publish_port,
-                self.ret_port,
-                log.display()
-            ),
-        )
-        .expect("master config");
-        let child = Command::new(bin("halite-master"))
-            .arg("-c")
-            .arg(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start halite-master");
-        let daemon = Daemon { child, log };
-        let sock = self.path("master-sock/master.sock");
-        assert!(
-            wait_for(Duration::from_secs(20), || sock.exists()),
-            "the master did not start"
-        );
-        daemon
-    }
-
-    /// Starts a minion `id`.
-    pub fn start_minion(&self, id: &str) -> Daemon {
-        let dir = self.path(&format!("minion-{id}"));
-        std::fs::create_dir_all(&dir).expect("minion dir");
-        let log = dir.join("minion.log");
-        std::fs::write(
-            dir.join("minion"),
-            format!(
-                "master: 127.0.0.1\nmaster_port: {}\npublish_port: {}\nid: {id}\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {}\nlog_level: debug\nacceptance_wait_time: 1\nauth_timeout: 2\nmaster_alive_interval: 1\nrecon_default: 200\nrecon_max: 1000\n",
-                self.ret_port,
-                self.publish_port,
-                log.display(),
-                d = dir.display()
-            ),
-        )
-        .expect("minion config");
-        let child = Command::new(bin("halite-minion"))
-            .arg("-c")
-            .arg(&dir)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start halite-minion");
-        Daemon { child, log }
-    }
-
-    /// Waits for `id`'s key, accepts it with halite-key, waits until it answers.
-    pub fn accept(&self, id: &str) {
-        let listed = || {
-            let out = Command::new(bin("halite-key"))
-                .arg("-c")
-                .arg(self.master_dir())
-                .args(["-L", "--out", "json"])
-                .output()
-                .expect("halite-key");
-            let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
-            v["minions_pre"]
-                .as_array()
-                .is_some_and(|a| a.iter().any(|x| x == id))
-        };
-        assert!(
-            wait_for(Duration::from_secs(20), listed),
-            "{id} never became pending"
-        );
-        let out = Command::new(bin("halite-key"))
-            .arg("-c")
-            .arg(self.master_dir())
-            .args(["-a", id, "-y"])
-            .output()
-            .expect("halite-key -a");
-        assert!(
-            out.status.success(),
-            "{}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        let answered = wait_for(Duration::from_secs(30), || {
-            let out = Command::new(bin("halite"))
-                .arg("-c")
-                .arg(self.master_dir())
-                .args(["-L", id, "test.ping", "-t", "2", "--out", "json"])
-                .output()
-                .expect("halite");
-            String::from_utf8_lossy(&out.stdout).contains("true")
-        });
-        assert!(answered, "{id} never answered test.ping");
     }
 
     /// Starts halite-api on this fleet's master config; waits for its port.

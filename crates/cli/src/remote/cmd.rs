@@ -92,6 +92,12 @@ fn run_one(
 ) -> anyhow::Result<(Option<String>, BTreeSet<String>, usize)> {
     let parsed = crate::args::parse_args(&cmd.args);
     let mut client = super::connect(cfg)?;
+    let draw = progress::wanted(
+        cmd.progress,
+        &cmd.fun,
+        cmd.asynchronous,
+        progress::terminals(),
+    );
     client.send(LocalBody::Publish {
         tgt: tgt.to_string(),
         tgt_type: tgt_type.to_string(),
@@ -102,6 +108,8 @@ fn run_one(
             .or_else(|_| std::env::var("USER"))
             .unwrap_or_else(|_| "root".into()),
         watch: !cmd.asynchronous,
+        // Progress events only when bars are drawn from them.
+        progress: draw,
     })?;
     let (jid, minions) = match client.next(None)? {
         Some(LocalReply::Started { jid, minions }) => (jid, minions),
@@ -128,13 +136,7 @@ fn run_one(
     }
     let mut waiting: BTreeSet<String> = minions.iter().cloned().collect();
     let mut failed = BTreeSet::new();
-    let mut bars = progress::wanted(
-        cmd.progress,
-        &cmd.fun,
-        cmd.asynchronous,
-        progress::terminals(),
-    )
-    .then(|| Progress::stderr(&jid, &minions, cmd.progress == Some(true)));
+    let mut bars = draw.then(|| Progress::stderr(&jid, &minions, cmd.progress == Some(true)));
     let mut deadline = Instant::now() + cmd.timeout;
     let mut last_round = false;
     while !waiting.is_empty() {

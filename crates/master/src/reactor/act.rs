@@ -70,6 +70,7 @@ pub fn run(clients: &Clients, host: &Host, r: &Reaction) -> Result<Value, String
                 kwarg: kwargs,
                 user: REACTOR_USER.into(),
                 watch: false,
+                progress: false,
             };
             match (clients.local)(body) {
                 Some(LocalReply::Started { jid, minions }) => {

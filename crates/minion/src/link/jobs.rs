@@ -233,6 +233,8 @@ impl Link<'_> {
                         ret
                     }
                 };
+                // Its events first: the master fires them before the return.
+                self.flush_events_of(idx).await;
                 self.send_request(idx, &MinionRequest::Return(ret)).await;
             }
             FromJob::Start(idx, local) => self.start_local(idx, local),
@@ -243,10 +245,7 @@ impl Link<'_> {
                         .await;
                 }
             }
-            FromJob::Event(idx, tag, data) => {
-                self.send_request(idx, &MinionRequest::Event { tag, data })
-                    .await
-            }
+            FromJob::Event(idx, tag, data) => self.queue_event(idx, tag, data).await,
             FromJob::RenderReply(idx, call, result) => {
                 self.send_request(idx, &MinionRequest::RenderReply { call, result })
                     .await

@@ -28,6 +28,7 @@ use crate::running::{LocalJob, RunningJob, RunningJobs};
 use crate::store::ReturnStore;
 
 pub mod call;
+mod events;
 mod handshake;
 mod jobs;
 pub mod returns;
@@ -57,6 +58,9 @@ pub struct Agent {
     /// Whether its first `mine.update` has run: that one waits for the
     /// start-up pillar (crate::mine::FIRST_UPDATE_WAIT).
     mine_started: bool,
+    /// Whether the master of its session reads batched events
+    /// (`Ready`'s `batched_events`; link/events.rs).
+    batched_events: bool,
 }
 
 /// Jobs started by the minion itself wait this many at most for a session.
@@ -99,6 +103,7 @@ impl Agent {
             ready_flag: Arc::new(AtomicBool::new(false)),
             mine_due: None,
             mine_started: false,
+            batched_events: false,
         }
     }
 
@@ -126,13 +131,24 @@ impl Agent {
     }
 
     fn seal(&mut self, request: &MinionRequest) -> Option<Vec<u8>> {
+        self.seal_request(request).ok().flatten()
+    }
+
+    /// `request` sealed in this identity's session, ready to send; `None`
+    /// without a session; an error when it does not fit a frame.
+    fn seal_request(
+        &mut self,
+        request: &MinionRequest,
+    ) -> Result<Option<Vec<u8>>, halite_proto::FrameError> {
         let cipher = match &mut self.phase {
             Phase::Ready { cipher, .. } => cipher,
-            _ => return None,
+            _ => return Ok(None),
         };
-        let plain = encode(request).ok()?;
-        let sealed = cipher.seal(&plain).ok()?;
-        encode(&ToMaster::Sealed(sealed)).ok()
+        let plain = encode(request)?;
+        let sealed = cipher
+            .seal(&plain)
+            .map_err(|e| halite_proto::FrameError::Encode(e.to_string()))?;
+        encode(&ToMaster::Sealed(sealed)).map(Some)
     }
 
     fn session(&self) -> Option<u64> {
@@ -345,6 +361,8 @@ struct Link<'a> {
     acked: Vec<String>,
     /// A caller link: why the master refused the session.
     refused: Option<String>,
+    /// Events of job threads waiting to go in one message (events.rs).
+    events: events::PendingEvents,
 }
 
 /// The next publication, or never when not subscribed yet.
@@ -418,6 +436,9 @@ pub async fn run_link(
                 break LinkEnd::MasterLost("the master closed the connection (restarted?)".into());
             }
             Some(done) = outputs.rx.recv() => link.on_job_output(done).await,
+            _ = tokio::time::sleep_until(link.events.due().unwrap_or_else(tokio::time::Instant::now)), if link.events.due().is_some() => {
+                link.flush_events().await;
+            }
             Some(request) = requests_rx.recv() => link.on_job_request(request).await,
             _ = tick.tick() => {
                 if let Err(end) = link.on_tick().await {
@@ -502,6 +523,7 @@ impl<'a> Link<'a> {
             subscribed_port: None,
             acked: Vec::new(),
             refused: None,
+            events: events::PendingEvents::default(),
         };
         // A publish_port set on purpose needs nothing from the master:
         // subscribed at once, as before any master named its port.
@@ -553,6 +575,7 @@ impl<'a> Link<'a> {
             MasterMessage::Ready {
                 publish_key,
                 publish_port,
+                batched_events,
             } => {
                 let agent = &mut self.agents[idx];
                 let Phase::Confirming { .. } = agent.phase else {
@@ -570,6 +593,7 @@ impl<'a> Link<'a> {
                     last_resend: now,
                 };
                 agent.set_ready(true);
+                agent.batched_events = batched_events;
                 tracing::info!(id = %agent.id, "authenticated with the master");
                 self.install_publish_key(&publish_key);
                 if self.settings.caller {

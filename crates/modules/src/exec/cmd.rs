@@ -143,10 +143,54 @@ fn run_all_shown_as(
             )));
         }
     }
+    let level = output_loglevel(kwargs);
+    if level.is_some() {
+        let runas = opts
+            .runas
+            .as_ref()
+            .map(|u| format!(" as user '{u}'"))
+            .unwrap_or_default();
+        let cwd = opts
+            .cwd
+            .as_ref()
+            .map(|d| format!(" in directory '{d}'"))
+            .unwrap_or_default();
+        tracing::info!("Executing command '{cmd}'{runas}{cwd}");
+    }
     let mut out = run_command_shown_as(cmd, shown, &opts)
         .map_err(|e| ExecError::Execution(format!("Unable to run command '{cmd}': {e}")))?;
     apply_success_retcodes(&mut out, kwargs);
+    match level {
+        Some(tracing::Level::TRACE) => tracing::trace!("output: {}", out.stdout),
+        Some(tracing::Level::DEBUG) => tracing::debug!("output: {}", out.stdout),
+        Some(tracing::Level::INFO) => tracing::info!("output: {}", out.stdout),
+        Some(tracing::Level::WARN) => tracing::warn!("output: {}", out.stdout),
+        Some(_) => tracing::error!("output: {}", out.stdout),
+        None => {}
+    }
     Ok(out)
+}
+
+/// Salt's `output_loglevel=` of the `cmd` functions: the command is
+/// logged at info and its output at this level (default `debug`, Salt's
+/// cmdmod default); `quiet` logs neither (a command line holding a
+/// password). Known gpg secrets are masked in every log line anyway
+/// (`halite_logging::redact`).
+fn output_loglevel(kwargs: &Map) -> Option<tracing::Level> {
+    let level = kwargs
+        .get("output_loglevel")
+        .and_then(Value::as_str)
+        .unwrap_or("debug");
+    // Salt's level names (salt.log.setup.LOG_LEVELS); an unknown one is
+    // info, as Salt falls back.
+    match level.to_ascii_lowercase().as_str() {
+        "quiet" => None,
+        "all" | "garbage" | "trace" | "profile" => Some(tracing::Level::TRACE),
+        "debug" => Some(tracing::Level::DEBUG),
+        "warning" | "warn" => Some(tracing::Level::WARN),
+        "error" | "critical" => Some(tracing::Level::ERROR),
+        _ => Some(tracing::Level::INFO),
+    }
 }
 
 /// Sets the job's retcode to the command's, as Salt's `cmd` functions do

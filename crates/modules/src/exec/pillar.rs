@@ -74,6 +74,7 @@ pub const MODULE: ExecTable = ExecTable {
         ExecFunction::new("ls", ls),
         ExecFunction::new("data", items),
         ExecFunction::new("fetch", get),
+        ExecFunction::new("obfuscate", obfuscate),
     ],
 };
 
@@ -110,6 +111,28 @@ fn items(args: &Args, host: &Host) -> Result<Value, ExecError> {
         .opt("pillar_mask_output")
         .is_some_and(|v| !halite_salt_rules::truth::python_bool(v));
     Ok(shown(host.pillar.clone(), unmask(args, default)))
+}
+
+/// `pillar.obfuscate`: `pillar.items` (masked or not as it would be)
+/// with every leaf replaced by its Python type, `'<str>'`, `'<int>'`...;
+/// mapping keys and the structure are kept. Salt obfuscates what `items`
+/// returned, so a masked number or `True` shows as `'<str>'` unless
+/// `unmask=True` (recorded from Salt 3008.5).
+fn obfuscate(args: &Args, host: &Host) -> Result<Value, ExecError> {
+    Ok(obfuscated(&items(args, host)?))
+}
+
+/// Salt's `_obfuscate_inner`.
+fn obfuscated(value: &Value) -> Value {
+    match value {
+        Value::Object(m) => {
+            Value::Object(m.iter().map(|(k, v)| (k.clone(), obfuscated(v))).collect())
+        }
+        Value::Array(a) => Value::Array(a.iter().map(obfuscated).collect()),
+        // Python's type(None).__name__.
+        Value::Null => Value::from("<NoneType>"),
+        leaf => Value::from(format!("<{}>", halite_state::type_name(leaf))),
+    }
 }
 
 /// `pillar.raw [key]`: the pillar (or one top-level key, `{}` when

@@ -96,6 +96,10 @@ impl<'a> Executor<'a> {
         let prereq = low.get("__prereq__") == Some(&Value::Bool(true));
         let retry = low.get("retry").map(RetrySpec::from_value);
         let sls = low.get("__sls__").cloned().unwrap_or(Value::Null);
+        // Salt's `if low.get("no_log")`: Python truthiness.
+        let no_log = low
+            .get("no_log")
+            .is_some_and(halite_salt_rules::truth::python_bool);
         let id = Value::from(low.id());
         self.graph.chunks[ci] = low;
         let mut ret = match outcome {
@@ -109,6 +113,9 @@ impl<'a> Executor<'a> {
         ret.insert("__sls__", sls);
         ret.insert("__run_num__", Value::from(self.run_num));
         self.run_num += 1;
+        if no_log {
+            no_log_mask(&mut ret);
+        }
         ret.insert("start_time", Value::from(start_time));
         ret.insert("duration", Value::from(ms_since(start)));
         ret.insert("__id__", id);
@@ -250,5 +257,18 @@ impl<'a> Executor<'a> {
             running: Some(&self.running),
         };
         call_module(self.modules, &env, low, test, sfun, reqs)
+    }
+}
+
+/// Salt's `no_log_mask` for a state with `no_log: True`: its `name`,
+/// `comment` and `changes` shown as `**********` leaf by leaf (Salt's
+/// `secret.serial`), before the return is logged, fired or stored. The
+/// state's key keeps its name, as in Salt.
+fn no_log_mask(ret: &mut StateReturn) {
+    for key in ["name", "comment", "changes"] {
+        if let Some(value) = ret.get(key) {
+            let masked = halite_salt_rules::secret::serial(value);
+            ret.insert(key, masked);
+        }
     }
 }

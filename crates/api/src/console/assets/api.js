@@ -80,3 +80,11 @@ export async function lowstate(chunk) {
   const data = await call("POST", "/", [chunk]);
   return data.return;
 }
+
+/** Whether the server would run each lowstate chunk for this session: the
+ * check `POST /` applies, asked without running anything. */
+export async function allowed(chunks) {
+  if (!chunks.length) return [];
+  const data = await call("POST", "/console/api/allowed", chunks);
+  return data.allowed;
+}

@@ -2,7 +2,9 @@
 // (filters, returns), live state runs, one run in the highstate view, and
 // the requisite graph. Routes are the URL's hash (#/minions, #/jobs/<jid>,
 // #/live, #/run/<jid>/<minion>/<n>, #/graph). Buttons the user's ACL
-// would refuse are not drawn; the API refuses them anyway.
+// would refuse are not drawn, and a form's submit is enabled only while
+// the server says it would run the call (POST /console/api/allowed, the
+// API's own check); the API refuses them anyway.
 
 import { h, fill, text, jidTime, jidDate } from "./dom.js";
 import * as api from "./api.js";
@@ -180,36 +182,118 @@ async function loginPage() {
 
 // ---- minions -------------------------------------------------------------
 
-async function keyAction(fun, id) {
-  await api.lowstate({ client: "wheel", fun, match: id });
-  await minionsPage();
+// Reject and delete cannot be undone from here (a deleted minion must
+// send its key again): the page asks first.
+const CONFIRM = {
+  "key.reject": (id) => [`Reject the key of ${id}? It cannot connect until its key is accepted again.`, "Reject"],
+  "key.delete": (id) => [`Delete the key of ${id}? It must send its key again to be accepted.`, "Delete"],
+};
+
+/** Asks `question` in a modal dialog; whether the user chose `yes`. */
+function confirmDialog(question, yes) {
+  return new Promise((resolve) => {
+    document.getElementById("confirm")?.remove();
+    const dialog = h("dialog", { id: "confirm" },
+      h("p", { class: "question" }, question),
+      h("form", { method: "dialog" },
+        h("button", { id: "confirm-no", value: "no", class: "cancel" }, "Cancel"), " ",
+        h("button", { id: "confirm-yes", value: "yes", class: "danger" }, yes)));
+    dialog.addEventListener("close", () => {
+      resolve(dialog.returnValue === "yes");
+      dialog.remove();
+    });
+    document.body.append(dialog);
+    dialog.showModal();
+  });
 }
 
-function keyButtons(m) {
-  const can = state.can;
-  const b = (fun, label, cls) =>
-    can[fun.replace(".", "_")] &&
-    h("button", { type: "button", class: ["key-action", cls], "data-fun": fun, "data-id": m.id,
-      onclick: (ev) => {
-        ev.target.disabled = true;
-        keyAction(fun, m.id).catch((e) => view().prepend(failure(e)));
-      } }, label);
-  switch (m.key) {
-    case "pending":
-      return [b("key.accept", "Accept", "accept"), b("key.reject", "Reject", "reject"), b("key.delete", "Delete", "delete")];
-    case "accepted":
-      return [b("key.reject", "Reject", "reject"), b("key.delete", "Delete", "delete")];
-    case "rejected":
-      return [b("key.accept", "Accept", "accept"), b("key.delete", "Delete", "delete")];
-    case "denied":
-      return [b("key.delete", "Delete", "delete")];
-    default:
-      return [];
-  }
+async function keyAction(fun, m) {
+  if (CONFIRM[fun] && !(await confirmDialog(...CONFIRM[fun](m.id)))) return false;
+  await api.lowstate(keyChunk(fun, m));
+  await minionsPage();
+  return true;
+}
+
+const KEY_BUTTONS = {
+  pending: [["key.accept", "Accept", "accept"], ["key.reject", "Reject", "reject"], ["key.delete", "Delete", "delete"]],
+  accepted: [["key.reject", "Reject", "reject"], ["key.delete", "Delete", "delete"]],
+  rejected: [["key.accept", "Accept", "accept"], ["key.delete", "Delete", "delete"]],
+  denied: [["key.delete", "Delete", "delete"]],
+};
+
+/** The key buttons of minion `m` the session's ACL may allow at all. */
+function keyCandidates(m) {
+  return (KEY_BUTTONS[m.key] || []).filter(([fun]) => state.can[fun.replace(".", "_")]);
+}
+
+// Salt's key.accept and key.reject act on pending keys unless told to
+// take a key from another state too (include_rejected, include_accepted,
+// include_denied).
+const KEY_FROM = {
+  "key.accept": { rejected: "include_rejected", denied: "include_denied" },
+  "key.reject": { accepted: "include_accepted", denied: "include_denied" },
+};
+
+/** The wheel call of button `fun` on minion `m` (in key state `m.key`). */
+function keyChunk(fun, m) {
+  const chunk = { client: "wheel", fun, match: m.id };
+  const flag = (KEY_FROM[fun] || {})[m.key];
+  if (flag) chunk[flag] = true;
+  return chunk;
+}
+
+/** The key buttons of `m` the server said it would run (`allowed`:
+ * a set of "fun id"). */
+function keyButtons(m, allowed) {
+  return keyCandidates(m)
+    .filter(([fun]) => allowed.has(`${fun} ${m.id}`))
+    .map(([fun, label, cls]) =>
+      h("button", { type: "button", class: ["key-action", cls], "data-fun": fun, "data-id": m.id,
+        onclick: (ev) => {
+          ev.target.disabled = true;
+          keyAction(fun, m)
+            .then((done) => { if (!done) ev.target.disabled = false; })
+            .catch((e) => { ev.target.disabled = false; view().prepend(failure(e)); });
+        } }, label));
+}
+
+/** Asks the server which key buttons of `minions` it would allow: the
+ * same check as when the button is pressed (an ACL may allow a key
+ * function for some minions only). */
+async function allowedKeyButtons(minions) {
+  const asked = minions.flatMap((m) => keyCandidates(m).map(([fun]) => [fun, m]));
+  const answers = await api.allowed(asked.map(([fun, m]) => keyChunk(fun, m)));
+  return new Set(asked.filter((_, i) => answers[i]).map(([fun, m]) => `${fun} ${m.id}`));
+}
+
+/** Enables `submit` only while the server would run the call `chunkOf()`
+ * gives (the ACL may allow it for some targets or arguments only); says
+ * why in `note` otherwise. */
+function guardForm(form, submit, note, chunkOf) {
+  let asked = 0;
+  const check = async () => {
+    const mine = ++asked;
+    let ok = false;
+    try {
+      [ok] = await api.allowed([chunkOf()]);
+    } catch {
+      ok = false;
+    }
+    if (mine !== asked) return;
+    submit.disabled = !ok;
+    note.hidden = ok;
+  };
+  let timer = null;
+  form.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(check, 150);
+  });
+  check();
 }
 
 async function minionsPage() {
   const data = await api.call("GET", "/console/api/minions");
+  const allowed = await allowedKeyButtons(data.minions);
   const rows = data.minions.map((m) =>
     h("tr", { "data-minion": m.id, class: "key-" + (m.key || "unknown") },
       h("td", { class: "id" }, m.id),
@@ -220,7 +304,7 @@ async function minionsPage() {
           ? h("details", {}, h("summary", {}, `grains (${Object.keys(m.grains).length})`),
               h("pre", { class: "json" }, text(m.grains)))
           : h("span", { class: "muted" }, state.can.grains ? "not cached" : "—")),
-      h("td", { class: "actions" }, keyButtons(m))),
+      h("td", { class: "actions" }, keyButtons(m, allowed))),
   );
   fill(
     view(),
@@ -353,15 +437,22 @@ async function livePage() {
       h("label", {}, "Target", h("input", { id: "run-tgt", value: "*" })),
       h("label", {}, "SLS", h("input", { id: "run-sls", placeholder: "(highstate)" })),
       h("label", { class: "check" }, h("input", { id: "run-test", type: "checkbox" }), "test=True"),
-      h("button", { id: "run-submit", type: "submit" }, "state.apply"));
+      h("button", { id: "run-submit", type: "submit", disabled: true }, "state.apply"));
   const err = h("div", { id: "run-error" });
+  const denied = message("muted", "Your permissions do not allow this target and SLS.");
+  denied.id = "run-denied";
+  denied.hidden = true;
+  const runChunk = () => {
+    const sls = document.getElementById("run-sls").value.trim();
+    const chunk = { client: "local_async", tgt: document.getElementById("run-tgt").value, fun: "state.apply", arg: sls ? [sls] : [] };
+    if (document.getElementById("run-test").checked) chunk.kwarg = { test: true };
+    return chunk;
+  };
   if (form) {
     form.addEventListener("submit", async (ev) => {
       ev.preventDefault();
       fill(err);
-      const sls = document.getElementById("run-sls").value.trim();
-      const chunk = { client: "local_async", tgt: document.getElementById("run-tgt").value, fun: "state.apply", arg: sls ? [sls] : [] };
-      if (document.getElementById("run-test").checked) chunk.kwarg = { test: true };
+      const chunk = runChunk();
       try {
         const ret = await api.lowstate(chunk);
         if (!ret[0] || !ret[0].jid) fill(err, message("error", "No minion matched the target."));
@@ -382,7 +473,8 @@ async function livePage() {
   fill(view(), h("h1", {}, "Live state runs"),
     h("p", { id: "stream-status", class: "muted", "data-status": state.stream }, "event stream: " + state.stream),
     form || message("muted", "You may watch state runs; running them is not in your permissions."),
-    err, out);
+    form ? denied : [], err, out);
+  if (form) guardForm(form, document.getElementById("run-submit"), denied, runChunk);
   state.redraw = () => {
     const jobs = [...state.runs.jobs.values()].filter((j) => j.fun).sort((a, b) => (a.jid < b.jid ? 1 : -1));
     fill(out, jobs.length ? jobs.map(jobCard) : message("muted", "No state run seen since this page opened."));
@@ -416,14 +508,22 @@ async function graphPage() {
   const form = h("form", { id: "graph-form", class: "filters" },
     h("label", {}, "Minion", h("input", { id: "g-tgt", required: true })),
     h("label", {}, "SLS", h("input", { id: "g-sls", placeholder: "(highstate)" })),
-    h("button", { id: "g-submit", type: "submit" }, "Draw"));
+    h("button", { id: "g-submit", type: "submit", disabled: true }, "Draw"));
+  const denied = message("muted", "Your permissions do not allow this minion and SLS.");
+  denied.id = "g-denied";
+  denied.hidden = true;
+  const graphChunk = () => {
+    const tgt = document.getElementById("g-tgt").value.trim();
+    const sls = document.getElementById("g-sls").value.trim();
+    return { client: "local", tgt, fun: "state.graph", arg: sls ? [sls] : [], kwarg: { format: "json" } };
+  };
   form.addEventListener("submit", async (ev) => {
     ev.preventDefault();
     fill(out, message("muted", "Compiling…"));
-    const tgt = document.getElementById("g-tgt").value.trim();
-    const sls = document.getElementById("g-sls").value.trim();
+    const chunk = graphChunk();
+    const tgt = chunk.tgt;
     try {
-      const ret = await api.lowstate({ client: "local", tgt, fun: "state.graph", arg: sls ? [sls] : [], kwarg: { format: "json" } });
+      const ret = await api.lowstate(chunk);
       const g = (ret[0] || {})[tgt];
       if (g && typeof g === "object" && Array.isArray(g.nodes)) {
         fill(out, h("p", { class: "muted" }, `${g.nodes.length} states, ${g.edges.length} requisites`), drawGraph(g));
@@ -436,7 +536,8 @@ async function graphPage() {
       fill(out, failure(e));
     }
   });
-  fill(view(), h("h1", {}, "Requisite graph"), form, out);
+  fill(view(), h("h1", {}, "Requisite graph"), form, denied, out);
+  guardForm(form, document.getElementById("g-submit"), denied, graphChunk);
 }
 
 start();

@@ -1,0 +1,176 @@
+//! A state run's progress events through a real master and minion (issue
+//! 25): the minion sends them in batches, and the master still fires one
+//! `salt/job/<jid>/prog/<id>/<n>` event per state on its bus, in order,
+//! in Salt's envelope, before the return.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{can_run, Fleet};
+use serde_json::Value;
+
+/// States in the run: more than one batch holds.
+const STATES: usize = 300;
+
+/// `master.stats`' counters of minions' events: (messages, events).
+fn event_counts(fleet: &Fleet) -> (u64, u64) {
+    let out = fleet.cli("halite-run", &["master.stats", "--out", "json"]);
+    let stats: Value = serde_json::from_slice(&out.stdout).expect("master.stats json");
+    (
+        stats["events"]["messages"].as_u64().expect("messages"),
+        stats["events"]["events"].as_u64().expect("events"),
+    )
+}
+
+#[test]
+fn progress_events_come_in_batches_and_fire_one_by_one_in_order() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let salt = fleet.path("salt");
+    std::fs::create_dir_all(&salt).expect("salt dir");
+    std::fs::write(salt.join("top.sls"), "base:\n  '*':\n    - many\n").expect("top");
+    let mut sls = String::new();
+    for n in 0..STATES {
+        sls.push_str(&format!(
+            "state_{n:03}:\n  test.succeed_without_changes:\n    - name: number {n}\n"
+        ));
+    }
+    std::fs::write(salt.join("many.sls"), sls).expect("sls");
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base: [{}]\n",
+        salt.display()
+    ));
+    let _minion = fleet.start_minion("web1", "");
+    fleet.wait_responding("web1");
+    let (messages_before, events_before) = event_counts(&fleet);
+    // Into a file: 300 events overflow a pipe nobody reads meanwhile.
+    let seen = fleet.path("events.txt");
+    let mut watcher = std::process::Command::new(common::bin("halite-run"))
+        .arg("-c")
+        .arg(fleet.master_dir())
+        .args(["state.event"])
+        .stdout(std::fs::File::create(&seen).expect("events file"))
+        .spawn()
+        .expect("state.event");
+    std::thread::sleep(Duration::from_millis(500));
+    let (rets, code) = fleet.halite_json(&["web1", "state.apply", "-t", "60"]);
+    assert_eq!(code, 0, "{rets:?}");
+    let returned = |text: &str| text.lines().any(|l| l.contains("/ret/web1\t"));
+    assert!(
+        common::wait_for(Duration::from_secs(20), || returned(
+            &std::fs::read_to_string(&seen).unwrap_or_default()
+        )),
+        "the watcher never saw the return"
+    );
+    let _ = watcher.kill();
+    let _ = watcher.wait();
+    let text = std::fs::read_to_string(&seen).expect("events");
+    let (messages_after, events_after) = event_counts(&fleet);
+
+    // Every state's event, in run order, before the return.
+    let fired: Vec<(String, Value)> = text
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(tag, json)| (tag.to_string(), serde_json::from_str(json).expect("json")))
+        .collect();
+    let ret_at = fired
+        .iter()
+        .position(|(t, _)| t.starts_with("salt/job/") && t.ends_with("/ret/web1"))
+        .unwrap_or_else(|| panic!("no return event in {text}"));
+    let jid = fired[ret_at].0.split('/').nth(2).expect("jid").to_string();
+    let prefix = format!("salt/job/{jid}/prog/web1/");
+    let prog: Vec<(usize, &(String, Value))> = fired
+        .iter()
+        .enumerate()
+        .filter(|(_, (t, _))| t.starts_with(&prefix))
+        .collect();
+    assert_eq!(prog.len(), STATES, "{text}");
+    for (n, (at, (tag, data))) in prog.iter().enumerate() {
+        assert!(*at < ret_at, "prog event {n} after the return");
+        assert_eq!(tag, &format!("{prefix}{n}"));
+        // Salt's envelope of a minion's event, around what the minion sent.
+        assert_eq!(data["cmd"], "_minion_event", "{data}");
+        assert_eq!(data["id"], "web1");
+        assert_eq!(data["tag"], tag.as_str());
+        assert_eq!(data["data"]["len"], STATES);
+        assert_eq!(data["data"]["ret"]["__run_num__"], n);
+        assert_eq!(data["data"]["ret"]["name"], format!("number {n}"));
+        assert!(data["_stamp"].is_string(), "{data}");
+    }
+
+    // The master counted them all, carried by far fewer messages.
+    let events_in_run = events_after - events_before;
+    let messages_in_run = messages_after - messages_before;
+    assert!(events_in_run >= STATES as u64, "{events_in_run}");
+    assert!(
+        messages_in_run * 10 <= events_in_run,
+        "{events_in_run} events came in {messages_in_run} messages: not batched"
+    );
+}
+
+/// What a watching client of the local socket is streamed for one
+/// `state.apply`: (progress events, returns).
+fn streamed(fleet: &Fleet, progress: bool) -> (usize, usize) {
+    use halite_master::local::{LocalBody, LocalClient, LocalReply};
+    let mut client = LocalClient::connect(
+        &fleet.path("master-sock/master.sock"),
+        &fleet.path("master-cache/.root_key"),
+    )
+    .expect("connect");
+    client
+        .send(LocalBody::Publish {
+            tgt: "web1".into(),
+            tgt_type: "glob".into(),
+            fun: "state.apply".into(),
+            arg: vec![],
+            kwarg: Default::default(),
+            user: "root".into(),
+            watch: true,
+            progress,
+        })
+        .expect("publish");
+    let (mut prog, mut returns) = (0, 0);
+    while returns == 0 {
+        match client.next(Some(Duration::from_secs(60))).expect("stream") {
+            Some(LocalReply::Event { tag, .. }) if tag.contains("/prog/web1/") => prog += 1,
+            Some(LocalReply::Return { id, .. }) if id == "web1" => returns += 1,
+            Some(_) => {}
+            None => panic!("the stream ended without web1's return"),
+        }
+    }
+    (prog, returns)
+}
+
+#[test]
+fn a_watching_client_is_streamed_progress_only_when_it_asks() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let salt = fleet.path("salt");
+    std::fs::create_dir_all(&salt).expect("salt dir");
+    std::fs::write(salt.join("top.sls"), "base:\n  '*':\n    - few\n").expect("top");
+    std::fs::write(
+        salt.join("few.sls"),
+        "a:\n  test.succeed_without_changes: []\nb:\n  test.succeed_without_changes: []\nc:\n  test.succeed_without_changes: []\n",
+    )
+    .expect("sls");
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base: [{}]\n",
+        salt.display()
+    ));
+    let _minion = fleet.start_minion("web1", "");
+    fleet.wait_responding("web1");
+    // A client drawing progress (the CLI's bars) gets every state's event.
+    assert_eq!(streamed(&fleet, true), (3, 1));
+    // One that does not (`--out json` to a file, a runner) gets the return alone.
+    assert_eq!(streamed(&fleet, false), (0, 1));
+}

@@ -1,0 +1,109 @@
+//! Events of job threads, batched per identity (issue 25): a 1,000-state
+//! run fires 1,000 progress events, and one sealed message each cost the
+//! master more than the run's compile. An identity's events wait here
+//! until [`BATCH_EVENTS`] are queued, [`BATCH_WAIT`] has passed, or the
+//! job's return is sent (which always follows its events), and go as one
+//! [`MinionRequest::Events`]. The master fires them on its bus one by
+//! one, exactly as single events. A master that predates batches (its
+//! `Ready` does not say `batched_events`) gets one message per event.
+
+use super::*;
+use halite_proto::msg::MinionEvent;
+use halite_proto::FrameError;
+
+/// Events sent in one message at most.
+const BATCH_EVENTS: usize = 128;
+
+/// How long an event waits for others before its batch goes anyway: short
+/// enough that live progress (the CLI's bars) still looks live.
+const BATCH_WAIT: Duration = Duration::from_millis(50);
+
+/// Events waiting to be sent, per identity, and when the oldest batch is due.
+#[derive(Default)]
+pub(super) struct PendingEvents {
+    /// Identity -> its events, oldest first.
+    queued: HashMap<usize, Vec<MinionEvent>>,
+    /// When the batches go at the latest (`None`: nothing queued).
+    due: Option<tokio::time::Instant>,
+}
+
+impl PendingEvents {
+    /// When the queued events must be sent (`None`: nothing queued).
+    pub(super) fn due(&self) -> Option<tokio::time::Instant> {
+        self.due
+    }
+}
+
+impl Link<'_> {
+    /// Sends identity `idx`'s event now (a master without batches) or
+    /// queues it for the next batch.
+    pub(super) async fn queue_event(&mut self, idx: usize, tag: String, data: Value) {
+        if !self.agents[idx].batched_events {
+            self.send_request(idx, &MinionRequest::Event { tag, data })
+                .await;
+            return;
+        }
+        let queued = self.events.queued.entry(idx).or_default();
+        queued.push(MinionEvent { tag, data });
+        if queued.len() >= BATCH_EVENTS {
+            self.flush_events_of(idx).await;
+        } else if self.events.due.is_none() {
+            self.events.due = Some(tokio::time::Instant::now() + BATCH_WAIT);
+        }
+    }
+
+    /// Sends identity `idx`'s queued events (before its job's return, so
+    /// the master fires them first, as it did with single events).
+    pub(super) async fn flush_events_of(&mut self, idx: usize) {
+        if let Some(events) = self.events.queued.remove(&idx) {
+            self.send_events(idx, events).await;
+        }
+        if self.events.queued.is_empty() {
+            self.events.due = None;
+        }
+    }
+
+    /// Sends every identity's queued events (their wait is over).
+    pub(super) async fn flush_events(&mut self) {
+        let queued = std::mem::take(&mut self.events.queued);
+        self.events.due = None;
+        for (idx, events) in queued {
+            self.send_events(idx, events).await;
+        }
+    }
+
+    /// Sends `events` in as few messages as fit a frame: a batch too large
+    /// for one is split in halves; a single event too large is dropped and
+    /// logged, as it was before batches.
+    async fn send_events(&mut self, idx: usize, events: Vec<MinionEvent>) {
+        let mut parts = vec![events];
+        while let Some(mut part) = parts.pop() {
+            let request = match part.len() {
+                0 => continue,
+                1 => match part.pop() {
+                    Some(MinionEvent { tag, data }) => MinionRequest::Event { tag, data },
+                    None => continue,
+                },
+                _ => MinionRequest::Events { events: part },
+            };
+            match self.agents[idx].seal_request(&request) {
+                Ok(Some(bytes)) => self.send(bytes).await,
+                // No session any more: the events were for it.
+                Ok(None) => return,
+                Err(FrameError::TooLarge { .. }) => match request {
+                    MinionRequest::Events { mut events } => {
+                        let second = events.split_off(events.len() / 2);
+                        // Popped first half first: the order is kept.
+                        parts.push(second);
+                        parts.push(events);
+                    }
+                    MinionRequest::Event { tag, .. } => {
+                        tracing::warn!(%tag, "event too large for one message; dropped")
+                    }
+                    _ => {}
+                },
+                Err(e) => tracing::warn!(error = %e, "cannot send events to the master"),
+            }
+        }
+    }
+}
