@@ -25,16 +25,19 @@ use std::collections::{BTreeMap, HashSet};
 use std::fmt::Write as _;
 use std::fs::File;
 use std::io::BufReader;
-use std::net::TcpListener;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
+
+mod common;
+use common::{
+    arg, loadavg, port_pair, start_halite_fleet, status_field, wait_all, write, Group, HaliteFleet,
+};
 
 /// States in the generated tree.
 const STATES: usize = 1000;
@@ -47,13 +50,6 @@ const SECTION: &str = "## Highstate through the master";
 
 // ---------------------------------------------------------------------------
 // The generated trees
-
-/// Writes `text` to `path`, creating its directory.
-fn write(path: &Path, text: &[u8]) -> Result<()> {
-    let dir = path.parent().context("a path with a parent")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
-}
 
 /// The deterministic content of source file `k`: text lines, ~1 MB for the
 /// big ones, 2-6 KB for the others.
@@ -134,73 +130,6 @@ fn generate_trees(root: &Path, out: &Path) -> Result<()> {
 // ---------------------------------------------------------------------------
 // Processes
 
-/// A daemon started in its own process group: the whole group (Salt's
-/// forked workers included) is SIGKILLed when this is dropped, so no
-/// daemon outlives the bench, even on error or panic.
-struct Group {
-    child: Child,
-    name: String,
-}
-
-impl Group {
-    fn spawn(cmd: &mut Command, name: &str, log: &Path) -> Result<Group> {
-        let out = File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
-        let err = out.try_clone()?;
-        let child = cmd
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .with_context(|| format!("cannot start {name} ({cmd:?}): build it first"))?;
-        Ok(Group {
-            child,
-            name: name.into(),
-        })
-    }
-
-    fn pgid(&self) -> i32 {
-        self.child.id() as i32
-    }
-
-    /// Fails if the daemon has exited.
-    fn check_alive(&mut self) -> Result<()> {
-        match self.child.try_wait() {
-            Ok(None) => Ok(()),
-            Ok(Some(status)) => bail!("{} exited early ({status}); see its log", self.name),
-            Err(e) => bail!("cannot check on {}: {e}", self.name),
-        }
-    }
-
-    /// `VmHWM` (peak RSS, kB) of the group leader.
-    fn leader_hwm_kb(&self) -> u64 {
-        status_field(self.child.id() as i32, "VmHWM:")
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        // SAFETY: signalling our own child's process group.
-        unsafe {
-            libc::kill(-self.pgid(), libc::SIGKILL);
-        }
-        let _ = self.child.wait();
-    }
-}
-
-/// A `kB` field of `/proc/<pid>/status` (0 when gone).
-fn status_field(pid: i32, field: &str) -> u64 {
-    std::fs::read_to_string(format!("/proc/{pid}/status"))
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find(|l| l.starts_with(field))
-                .and_then(|l| l.split_whitespace().nth(1))
-                .and_then(|v| v.parse().ok())
-        })
-        .unwrap_or(0)
-}
-
 /// The pids of the processes in process group `pgid`.
 fn group_pids(pgid: i32) -> Vec<i32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
@@ -270,13 +199,6 @@ impl Sampler {
     }
 }
 
-/// Two distinct free ports.
-fn port_pair() -> Result<(u16, u16)> {
-    let a = TcpListener::bind("127.0.0.1:0")?;
-    let b = TcpListener::bind("127.0.0.1:0")?;
-    Ok((a.local_addr()?.port(), b.local_addr()?.port()))
-}
-
 /// All JSON documents printed by a CLI, merged into `{id: return}`.
 fn merged_returns(path: &Path) -> Result<BTreeMap<String, Value>> {
     let file = File::open(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -309,38 +231,6 @@ fn count_pings(cli: &mut Command, out: &Path, ids: &HashSet<String>) -> usize {
                 .count()
         })
         .unwrap_or(0)
-}
-
-/// Repeats `ping` until all `ids` answer; the seconds it took.
-fn wait_all(
-    what: &str,
-    ids: &HashSet<String>,
-    limit: Duration,
-    daemons: &mut [&mut Group],
-    mut ping: impl FnMut() -> usize,
-) -> Result<f64> {
-    let start = Instant::now();
-    let mut last = 0;
-    loop {
-        for d in daemons.iter_mut() {
-            d.check_alive()?;
-        }
-        let got = ping();
-        if got >= ids.len() {
-            return Ok(start.elapsed().as_secs_f64());
-        }
-        if got != last {
-            eprintln!("  {what}: {got} of {} answering", ids.len());
-            last = got;
-        }
-        if start.elapsed() > limit {
-            bail!(
-                "{what}: only {got} of {} minions answered test.ping within {limit:?}",
-                ids.len()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(500));
-    }
 }
 
 /// What the states of one `state.apply` returned.
@@ -579,6 +469,9 @@ struct Measured {
     minion_kb: u64,
     /// The halite master's bundle counters after both runs (`master.stats`).
     bundles: Option<Value>,
+    /// RSS of the swarm process (kB) once all its identities answered:
+    /// what the identities cost before any job.
+    ready_kb: u64,
 }
 
 /// A release halite master and one swarm minion with `n` identities.
@@ -625,56 +518,29 @@ fn run_halite(
     n: usize,
     gitfs: bool,
 ) -> Result<Measured> {
-    std::fs::create_dir_all(dir)?;
-    let (publish, ret) = port_pair()?;
-    let d = dir.display();
-    let mconf = dir.join("master-conf");
     let states = if gitfs {
         let url = states_repo(&trees.join("salt"), &trees.join("states.git"))?;
         format!("fileserver_backend: [gitfs]\ngitfs_remotes: [{url}]\ngitfs_update_interval: 2\n")
     } else {
         format!("file_roots:\n  base: [{}]\n", trees.join("salt").display())
     };
-    write(
-        &mconf.join("master"),
-        format!(
-            "interface: 127.0.0.1\npublish_port: {publish}\nret_port: {ret}\npki_dir: {d}/master-pki\ncachedir: {d}/master-cache\nsock_dir: {d}/master-sock\nlog_file: {d}/master.log\nlog_level: warning\ntimeout: 60\nauto_accept: True\n{states}pillar_roots:\n  base: [{}]\n",
+    let HaliteFleet {
+        mut master,
+        mut swarm,
+        mconf,
+        publish_port: publish,
+        ret_port: ret,
+        swarm_started,
+    } = start_halite_fleet(
+        bin,
+        dir,
+        n,
+        &format!(
+            "timeout: 60\n{states}pillar_roots:\n  base: [{}]\n",
             trees.join("pillar").display()
-        )
-        .as_bytes(),
+        ),
     )?;
-    let sconf = dir.join("swarm-conf");
-    write(
-        &sconf.join("minion"),
-        format!(
-            "master: 127.0.0.1\nmaster_port: {ret}\npublish_port: {publish}\nid: swarm\npki_dir: {d}/swarm-pki\ncachedir: {d}/swarm-cache\nsock_dir: {d}/swarm-sock\nlog_file: {d}/swarm.log\nlog_level: warning\nmaster_alive_interval: 30\nauth_timeout: 30\n"
-        )
-        .as_bytes(),
-    )?;
-    let mut master = Group::spawn(
-        Command::new(bin.join("halite-master"))
-            .arg("-c")
-            .arg(&mconf),
-        "halite-master",
-        &dir.join("master.out"),
-    )?;
-    let sock = dir.join("master-sock/master.sock");
-    let start = Instant::now();
-    while !sock.exists() {
-        master.check_alive()?;
-        if start.elapsed() > Duration::from_secs(30) {
-            bail!("halite-master did not open {} in 30 s", sock.display());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let mut swarm = Group::spawn(
-        Command::new(bin.join("halite-minion"))
-            .arg("-c")
-            .arg(&sconf)
-            .args(["--swarm", &n.to_string(), "--swarm-prefix", "bench-"]),
-        "halite-minion --swarm",
-        &dir.join("swarm.out"),
-    )?;
+    let d = dir.display();
     // One identity outside the highstate: the master's responsiveness
     // during the apply is the round trip of pings to it.
     let pconf = dir.join("probe-conf");
@@ -700,10 +566,11 @@ fn run_halite(
         c
     };
     let ping_out = dir.join("ping.json");
-    let ready_secs = wait_all(
+    wait_all(
         &format!("halite {n}"),
-        &ids,
-        Duration::from_secs(1200),
+        n,
+        Duration::from_secs(1800),
+        Duration::from_millis(500),
         &mut [&mut master, &mut swarm],
         || {
             count_pings(
@@ -713,11 +580,14 @@ fn run_halite(
             )
         },
     )?;
+    let ready_secs = swarm_started.elapsed().as_secs_f64();
+    let swarm_ready_kb = status_field(swarm.pgid(), "VmRSS:");
     let probe_ids: HashSet<String> = HashSet::from(["probe-0".to_string()]);
     wait_all(
         "the probe minion",
-        &probe_ids,
+        1,
         Duration::from_secs(120),
+        Duration::from_millis(500),
         &mut [&mut master, &mut probe],
         || {
             count_pings(
@@ -799,6 +669,7 @@ fn run_halite(
         master_kb: master.leader_hwm_kb(),
         minion_kb: swarm.leader_hwm_kb(),
         bundles,
+        ready_kb: swarm_ready_kb,
     };
     drop(swarm);
     drop(master);
@@ -857,8 +728,9 @@ fn run_salt(sbin: &Path, trees: &Path, out: &Path, dir: &Path, n: usize) -> Resu
         daemons.extend(minions.iter_mut());
         wait_all(
             &format!("salt {n}"),
-            &ids,
-            Duration::from_secs(600),
+            n,
+            Duration::from_secs(900),
+            Duration::from_millis(500),
             &mut daemons,
             || {
                 count_pings(
@@ -892,6 +764,7 @@ fn run_salt(sbin: &Path, trees: &Path, out: &Path, dir: &Path, n: usize) -> Resu
         master_kb: peaks.first().copied().unwrap_or(0),
         minion_kb: peaks.iter().skip(1).sum(),
         bundles: None,
+        ready_kb: 0,
     };
     drop(minions);
     drop(master);
@@ -901,12 +774,6 @@ fn run_salt(sbin: &Path, trees: &Path, out: &Path, dir: &Path, n: usize) -> Resu
 
 // ---------------------------------------------------------------------------
 // Report
-
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-}
 
 fn counts(s: &str) -> Vec<usize> {
     s.split(',').filter_map(|x| x.trim().parse().ok()).collect()
@@ -961,7 +828,7 @@ fn per_minion_ms(t: &Timed, n: usize) -> f64 {
 
 fn halite_row(m: &Measured) -> String {
     format!(
-        "| {} | {:.2} s | {:.2} s | {:.1} / {:.1} ms | {} / {} | {} | {} | {} | {:.1} s | {} |",
+        "| {} | {:.2} s | {:.2} s | {:.1} / {:.1} ms | {} / {} | {} | {} | {} | {:.1} s | {} ({:.1} KB per identity) | {} |",
         m.minions,
         m.cold.secs,
         m.warm.secs,
@@ -973,6 +840,8 @@ fn halite_row(m: &Measured) -> String {
         mb(m.minion_kb),
         mb(m.cold.cli_kb.max(m.warm.cli_kb)),
         m.ready_secs,
+        mb(m.ready_kb),
+        m.ready_kb as f64 / m.minions.max(1) as f64,
         verdict(m)
     )
 }
@@ -1034,12 +903,6 @@ fn machine() -> String {
         "{cores} cores, {:.0} GB RAM",
         ram_kb as f64 / 1024.0 / 1024.0
     )
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
 }
 
 /// Replaces (or appends) this bench's section of a markdown file.
@@ -1182,14 +1045,16 @@ fn main() -> Result<()> {
     doc.push_str(
         "halite: master/minion RSS is `VmHWM` (peak) of each daemon over its life\n\
          (key generation, handshakes and both runs); CLI is the `halite` process's own\n\
-         peak (`VmHWM`, polled every 20 ms); \"ready\" is the first start until all N answer `test.ping`.\n\
+         peak (`VmHWM`, polled every 20 ms); \"ready\" is the swarm's start until all N answer\n\
+         `test.ping` (the swarm's identities are known to the master, their keys kept in\n\
+         `target/bench-swarm` across runs), and the swarm's RSS then.\n\
          Master CPU is user + system time of the master process (all threads,\n\
          `/proc/<pid>/stat`) over each run, divided by the minions. `test.ping`\n\
          during the apply: a second minion process (`probe-0`, not targeted by\n\
          the apply, `bench-*`) is pinged every 250 ms while the apply runs; the\n\
          CLI's round trip, p50 / max (answers), cold / warm.\n\n\
-         | minions | cold | warm | master CPU per minion cold / warm | `test.ping` during the apply, cold / warm | master peak RSS | swarm minion peak RSS | CLI peak RSS | ready | check |\n\
-         |---:|---:|---:|---:|---|---:|---:|---:|---:|---|\n",
+         | minions | cold | warm | master CPU per minion cold / warm | `test.ping` during the apply, cold / warm | master peak RSS | swarm minion peak RSS | CLI peak RSS | ready | swarm RSS at ready | check |\n\
+         |---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n",
     );
     for m in &halite {
         let _ = writeln!(doc, "{}", halite_row(m));

@@ -19,91 +19,40 @@
     reason = "a bench's helpers may panic: a panic is a failed run"
 )]
 
-use std::fs::File;
-use std::net::TcpListener;
-use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use serde_json::Value;
 
+mod common;
+use common::{
+    arg, loadavg, port_pair, start_halite_fleet, wait_all, write, Group, HaliteFleet, SWARM_PREFIX,
+};
+
 /// States each tier's SLS applies.
 const TIER_STATES: usize = 10;
 
-/// A daemon in its own process group, killed (with its children) on drop.
-struct Group {
-    child: Child,
-    name: String,
-}
-
-impl Group {
-    fn spawn(cmd: &mut Command, name: &str, log: &Path) -> Result<Group> {
-        let out = File::create(log).with_context(|| format!("cannot create {}", log.display()))?;
-        let err = out.try_clone()?;
-        let child = cmd
-            .process_group(0)
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .with_context(|| format!("cannot start {name} ({cmd:?}): build it first"))?;
-        Ok(Group {
-            child,
-            name: name.into(),
-        })
-    }
-
-    fn check_alive(&mut self) -> Result<()> {
-        match self.child.try_wait() {
-            Ok(None) => Ok(()),
-            Ok(Some(status)) => bail!("{} exited early ({status}); see its log", self.name),
-            Err(e) => bail!("cannot check on {}: {e}", self.name),
-        }
-    }
-}
-
-impl Drop for Group {
-    fn drop(&mut self) {
-        // SAFETY: signalling our own child's process group.
-        unsafe {
-            libc::kill(-(self.child.id() as i32), libc::SIGKILL);
-        }
-        let _ = self.child.wait();
-    }
-}
-
-fn write(path: &Path, text: &str) -> Result<()> {
-    std::fs::create_dir_all(path.parent().context("a path with a parent")?)?;
-    std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
-}
-
 /// The state tree: `tier.sls` and `orch/three.sls` whose steps target
 /// `<prefix>*[0-2]`, `[3-5]` and `[6-9]` (the ids' last digit: 30/30/40%).
-/// `queue: True`: a swarm's identities share one host and its state-run
-/// lock, which refuses a second run starting while the first writes the
-/// lock file ("Another state run is in progress on this host").
+/// No `queue: True`: each swarm identity has its own state-run lock, as
+/// each real minion has its host's.
 fn tree(root: &Path, prefix: &str) -> Result<()> {
     let mut tier = String::new();
     for i in 0..TIER_STATES {
         tier.push_str(&format!("s{i}:\n  test.succeed_without_changes\n"));
     }
-    write(&root.join("tier.sls"), &tier)?;
+    write(&root.join("tier.sls"), tier.as_bytes())?;
     write(
         &root.join("orch/three.sls"),
-        &format!(
-            "db:\n  salt.state:\n    - tgt: '{prefix}*[0-2]'\n    - sls: tier\n    - queue: True\n    - timeout: 600\n\
-             app:\n  salt.state:\n    - tgt: '{prefix}*[3-5]'\n    - sls: tier\n    - queue: True\n    - timeout: 600\n    - require:\n      - salt: db\n\
-             web:\n  salt.state:\n    - tgt: '{prefix}*[6-9]'\n    - sls: tier\n    - queue: True\n    - timeout: 600\n    - require:\n      - salt: app\n"
-        ),
+        format!(
+            "db:\n  salt.state:\n    - tgt: '{prefix}*[0-2]'\n    - sls: tier\n    - timeout: 600\n\
+             app:\n  salt.state:\n    - tgt: '{prefix}*[3-5]'\n    - sls: tier\n    - timeout: 600\n    - require:\n      - salt: db\n\
+             web:\n  salt.state:\n    - tgt: '{prefix}*[6-9]'\n    - sls: tier\n    - timeout: 600\n    - require:\n      - salt: app\n"
+        )
+        .as_bytes(),
     )
-}
-
-fn port_pair() -> Result<(u16, u16)> {
-    let a = TcpListener::bind("127.0.0.1:0")?;
-    let b = TcpListener::bind("127.0.0.1:0")?;
-    Ok((a.local_addr()?.port(), b.local_addr()?.port()))
 }
 
 /// How many minions answered a `test.ping` printed as JSON documents.
@@ -118,34 +67,6 @@ fn pings(cli: &mut Command) -> usize {
         .flat_map(|m| m.into_iter())
         .filter(|(_, v)| *v == Value::Bool(true))
         .count()
-}
-
-/// Pings until `n` answer; the seconds it took.
-fn wait_all(
-    what: &str,
-    n: usize,
-    daemons: &mut [&mut Group],
-    mut ping: impl FnMut() -> usize,
-) -> Result<f64> {
-    let start = Instant::now();
-    let mut last = 0;
-    loop {
-        for d in daemons.iter_mut() {
-            d.check_alive()?;
-        }
-        let got = ping();
-        if got >= n {
-            return Ok(start.elapsed().as_secs_f64());
-        }
-        if got != last {
-            eprintln!("  {what}: {got} of {n} answering");
-            last = got;
-        }
-        if start.elapsed() > Duration::from_secs(1800) {
-            bail!("{what}: only {got} of {n} answered test.ping");
-        }
-        std::thread::sleep(Duration::from_secs(1));
-    }
 }
 
 /// Runs the orchestration once: its wall time, after checking every step
@@ -194,49 +115,27 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 fn run_halite(bin: &Path, dir: &Path, n: usize, rounds: usize) -> Result<(f64, Vec<f64>)> {
-    let (publish, ret) = port_pair()?;
-    let d = dir.display();
-    tree(&dir.join("salt"), "bench-")?;
-    let mconf = dir.join("master-conf");
-    write(
-        &mconf.join("master"),
+    tree(&dir.join("salt"), SWARM_PREFIX)?;
+    let HaliteFleet {
+        mut master,
+        mut swarm,
+        mconf,
+        swarm_started,
+        ..
+    } = start_halite_fleet(
+        bin,
+        dir,
+        n,
         &format!(
-            "interface: 127.0.0.1\npublish_port: {publish}\nret_port: {ret}\npki_dir: {d}/master-pki\ncachedir: {d}/master-cache\nsock_dir: {d}/master-sock\nlog_file: {d}/master.log\nlog_level: warning\ntimeout: 120\nauto_accept: True\nfile_roots:\n  base: [{d}/salt]\n"
+            "timeout: 120\nfile_roots:\n  base: [{}]\n",
+            dir.join("salt").display()
         ),
     )?;
-    write(
-        &dir.join("swarm-conf/minion"),
-        &format!(
-            "master: 127.0.0.1\nmaster_port: {ret}\npublish_port: {publish}\nid: swarm\npki_dir: {d}/swarm-pki\ncachedir: {d}/swarm-cache\nsock_dir: {d}/swarm-sock\nlog_file: {d}/swarm.log\nlog_level: warning\nmaster_alive_interval: 30\nauth_timeout: 30\n"
-        ),
-    )?;
-    let mut master = Group::spawn(
-        Command::new(bin.join("halite-master"))
-            .arg("-c")
-            .arg(&mconf),
-        "halite-master",
-        &dir.join("master.out"),
-    )?;
-    let sock = dir.join("master-sock/master.sock");
-    let start = Instant::now();
-    while !sock.exists() {
-        master.check_alive()?;
-        if start.elapsed() > Duration::from_secs(30) {
-            bail!("halite-master did not start");
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    let mut swarm = Group::spawn(
-        Command::new(bin.join("halite-minion"))
-            .arg("-c")
-            .arg(dir.join("swarm-conf"))
-            .args(["--swarm", &n.to_string(), "--swarm-prefix", "bench-"]),
-        "halite-minion --swarm",
-        &dir.join("swarm.out"),
-    )?;
-    let ready = wait_all(
+    wait_all(
         &format!("halite {n}"),
         n,
+        Duration::from_secs(1800),
+        Duration::from_secs(1),
         &mut [&mut master, &mut swarm],
         || {
             pings(
@@ -247,6 +146,7 @@ fn run_halite(bin: &Path, dir: &Path, n: usize, rounds: usize) -> Result<(f64, V
             )
         },
     )?;
+    let ready = swarm_started.elapsed().as_secs_f64();
     eprintln!("  halite {n}: all answering after {ready:.1} s");
     let mut times = Vec::new();
     for r in 0..rounds {
@@ -274,9 +174,10 @@ fn run_salt(sbin: &Path, dir: &Path, n: usize, rounds: usize) -> Result<(f64, Ve
     let mconf = dir.join("master-conf");
     write(
         &mconf.join("master"),
-        &format!(
+        format!(
             "interface: 127.0.0.1\npublish_port: {publish}\nret_port: {ret}\nroot_dir: {d}/mroot\npki_dir: {d}/mroot/pki\ncachedir: {d}/mroot/cache\nsock_dir: {d}/mroot/sock\nlog_file: {d}/master.log\nlog_level: warning\nauto_accept: True\nuser: root\nworker_threads: 2\npidfile: {d}/mroot/master.pid\nfile_roots:\n  base: [{d}/salt]\n"
-        ),
+        )
+        .as_bytes(),
     )?;
     let mut master = Group::spawn(
         Command::new(sbin.join("salt-master")).arg("-c").arg(&mconf),
@@ -289,9 +190,10 @@ fn run_salt(sbin: &Path, dir: &Path, n: usize, rounds: usize) -> Result<(f64, Ve
         let md = m.display();
         write(
             &m.join("minion"),
-            &format!(
+            format!(
                 "master: 127.0.0.1\nmaster_port: {ret}\npublish_port: {publish}\nid: sb-{i}\nroot_dir: {md}/root\npki_dir: {md}/root/pki\ncachedir: {md}/root/cache\nsock_dir: {md}/root/sock\nlog_file: {md}/minion.log\nlog_level: warning\nuser: root\nacceptance_wait_time: 1\npidfile: {md}/root/minion.pid\n"
-            ),
+            )
+            .as_bytes(),
         )?;
         minions.push(Group::spawn(
             Command::new(sbin.join("salt-minion")).arg("-c").arg(&m),
@@ -302,17 +204,24 @@ fn run_salt(sbin: &Path, dir: &Path, n: usize, rounds: usize) -> Result<(f64, Ve
     let ready = {
         let mut daemons: Vec<&mut Group> = vec![&mut master];
         daemons.extend(minions.iter_mut());
-        wait_all(&format!("salt {n}"), n, &mut daemons, || {
-            pings(Command::new(sbin.join("salt")).arg("-c").arg(&mconf).args([
-                "*",
-                "test.ping",
-                "-t",
-                "10",
-                "--out",
-                "json",
-                "--static",
-            ]))
-        })?
+        wait_all(
+            &format!("salt {n}"),
+            n,
+            Duration::from_secs(1800),
+            Duration::from_secs(1),
+            &mut daemons,
+            || {
+                pings(Command::new(sbin.join("salt")).arg("-c").arg(&mconf).args([
+                    "*",
+                    "test.ping",
+                    "-t",
+                    "10",
+                    "--out",
+                    "json",
+                    "--static",
+                ]))
+            },
+        )?
     };
     eprintln!("  salt {n}: all answering after {ready:.1} s");
     let mut times = Vec::new();
@@ -334,18 +243,6 @@ fn run_salt(sbin: &Path, dir: &Path, n: usize, rounds: usize) -> Result<(f64, Ve
         }
     }
     Ok((ready, times))
-}
-
-fn arg(args: &[String], name: &str) -> Option<String> {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1).cloned())
-}
-
-fn loadavg() -> String {
-    std::fs::read_to_string("/proc/loadavg")
-        .map(|s| s.split_whitespace().take(3).collect::<Vec<_>>().join(" "))
-        .unwrap_or_default()
 }
 
 fn main() -> Result<()> {

@@ -196,6 +196,8 @@ impl Compiler {
             }
         }
         host.pillar = pillar.clone();
+        // A highstate's matched saltenvs, for the minion's sync.
+        let mut saltenvs = None;
         let action = if !job.fun.starts_with("state.") {
             BundleAction::Call
         } else if !errors.is_empty() {
@@ -209,12 +211,17 @@ impl Compiler {
                 positional: job.arg.clone(),
                 kwargs: job.kwarg.clone(),
             };
-            match StateExec::plan(&host, &job.fun, &args) {
-                Ok(StatePlan::Run(chunks)) => {
-                    let files = self.files.manifest(&chunks);
-                    BundleAction::Run { chunks, files }
+            match StateExec::plan_noting(&host, &job.fun, &args) {
+                Ok(planned) => {
+                    saltenvs = planned.saltenvs;
+                    match planned.plan {
+                        StatePlan::Run(chunks) => {
+                            let files = self.files.manifest(&chunks);
+                            BundleAction::Run { chunks, files }
+                        }
+                        StatePlan::Return(ret) => BundleAction::Return { ret },
+                    }
                 }
-                Ok(StatePlan::Return(ret)) => BundleAction::Return { ret },
                 Err(e) => BundleAction::Return {
                     ret: Value::String(error_text(&job.fun, e)),
                 },
@@ -226,6 +233,7 @@ impl Compiler {
             pillar,
             action,
             commits,
+            saltenvs,
             // The minion masks them in what it writes to its disk and logs.
             secrets: decrypted,
         }

@@ -76,10 +76,8 @@ fn count(stats: &Value, key: &str) -> u64 {
 /// Runs `state.apply` on every minion; each must return `n` states, all
 /// true, with `version` in their names (so the bundle run is this tree's).
 fn apply_all(fleet: &Fleet, ids: &[String], n: usize, version: &str) {
-    // queue=True: back-to-back applies on a swarm identity can find the
-    // previous job's state-run record not yet gone (a minion-side race seen
-    // after the merge of main, not in the bundle path); Salt's queue waits.
-    let (rets, code) = fleet.halite_json(&["*", "state.apply", "queue=True", "-t", "120"]);
+    // No queue=True: each swarm identity takes its own state-run lock.
+    let (rets, code) = fleet.halite_json(&["*", "state.apply", "-t", "120"]);
     assert_eq!(code, 0, "{rets:?}");
     for id in ids {
         let ret = rets[id]

@@ -184,6 +184,7 @@ mod tests {
             pillar: json!({"a": 1}),
             action: BundleAction::Call,
             commits: Default::default(),
+            saltenvs: None,
             secrets: Vec::new(),
         };
         let packed = pack(&bundle, None).unwrap();
@@ -237,6 +238,7 @@ mod tests {
             pillar: json!({"db": {"password": secret}}),
             action: BundleAction::Call,
             commits: Default::default(),
+            saltenvs: None,
             secrets: vec![secret.into()],
         };
         let packed = pack(&bundle, None).unwrap();

@@ -67,6 +67,9 @@ pub struct HostRunner {
     bundles: BundleStore,
     /// Grains added over the detected ones per identity (swarm mode).
     grain_overrides: BTreeMap<String, Map<String, Value>>,
+    /// Swarm mode: identity `id`'s state-run lock is under `<this>/<id>`,
+    /// as if each identity were a host of its own.
+    lock_root: Option<PathBuf>,
 }
 
 /// The trees of a minion that compiles for itself.
@@ -113,6 +116,7 @@ impl HostRunner {
             pillar: RwLock::new(HashMap::new()),
             bundles: BundleStore::new(PathBuf::from(cachedir).join("bundles")),
             grain_overrides: BTreeMap::new(),
+            lock_root: None,
             opts,
         }
     }
@@ -123,10 +127,25 @@ impl HostRunner {
         self
     }
 
+    /// Swarm mode: each identity takes its own state-run lock under
+    /// `root/<id>` instead of the one host lock of the shared cachedir, so
+    /// identities applying at once do not refuse each other (each stands
+    /// for a host; one identity's runs still exclude each other).
+    pub fn with_state_run_locks(mut self, root: PathBuf) -> Self {
+        self.lock_root = Some(root);
+        self
+    }
+
     fn opts_for(&self, id: &str, jid: Option<&str>) -> Value {
         let mut opts = self.opts.clone();
         if let Value::Object(map) = &mut opts {
             map.insert("id".into(), Value::String(id.to_string()));
+            if let Some(root) = &self.lock_root {
+                map.insert(
+                    halite_modules::state_lock::LOCK_DIR_OPT.into(),
+                    Value::String(root.join(id).to_string_lossy().into_owned()),
+                );
+            }
             if let Some(jid) = jid {
                 map.insert("jid".into(), Value::String(jid.to_string()));
             }
@@ -302,16 +321,33 @@ impl HostRunner {
         if !needs_bundle(&job.fun) {
             return host.call(&job.fun, &args);
         }
-        if halite_modules::exec::state::is_state_run(&job.fun) {
-            // Salt syncs custom modules before a state run's render.
+        let state_run = halite_modules::exec::state::is_state_run(&job.fun);
+        if state_run {
+            // Salt syncs custom modules before a state run's render
+            // (named SLS' sync_mods= here; a highstate's saltenvs below).
             halite_modules::dynamic::before_master_compile(host, &job.fun, &args);
         }
-        let bundle = self.fetch_bundle(id, host, job, master)?;
+        let mut bundle = self.fetch_bundle(id, host, job, master)?;
         // From now on this identity's logs and spooled returns mask the
         // secrets its pillar holds (a job echoing one, at any log level).
         // Added, never replaced: two jobs may run with pillars of two
         // pillarenvs, and masking a value rotated out costs nothing.
         halite_logging::redact::add_secrets(id, &bundle.secrets);
+        // A highstate syncs the saltenvs the master's top file render
+        // matched; when that copied a module, the compile made before it
+        // may have missed it, so it is asked for again.
+        if state_run
+            && halite_modules::dynamic::after_master_compile(
+                host,
+                &job.fun,
+                &args,
+                bundle.saltenvs.as_deref(),
+            )
+        {
+            tracing::debug!(%id, jid = %job.jid, "custom modules synced: the bundle is compiled again");
+            bundle = self.fetch_bundle(id, host, job, master)?;
+            halite_logging::redact::add_secrets(id, &bundle.secrets);
+        }
         if !bundle.commits.is_empty() {
             tracing::info!(jid = %job.jid, commits = ?bundle.commits, "states compiled from git commits");
         }

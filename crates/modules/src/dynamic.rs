@@ -7,9 +7,12 @@
 //!
 //! Where the host runs its own jobs (`halite-call`, a masterless minion)
 //! the synced modules are loaded into its registries at once. A minion
-//! whose master compiles its run syncs before asking for the bundle
-//! ([`before_master_compile`]), and keeps the final word on which modules
-//! load (`__virtual__`).
+//! whose master compiles its run syncs named SLS' `sync_mods=` before
+//! asking for the bundle ([`before_master_compile`]) and a highstate's
+//! saltenvs, which the master's top file render names in the bundle,
+//! after it ([`after_master_compile`], asking again when the sync changed
+//! anything); it keeps the final word on which modules load
+//! (`__virtual__`).
 
 use std::sync::Arc;
 
@@ -21,21 +24,19 @@ use crate::Host;
 /// Salt's `load_dynamic`: before a highstate whose top file matched
 /// saltenvs `envs`, `saltutil.sync_all(envs, refresh=False)` when the
 /// minion's `autoload_dynamic_modules` is on (Salt's default), then the
-/// host's registries see what was synced.
-pub fn load_dynamic(host: &mut Host, envs: &[String]) {
+/// host's registries see what was synced. Whether the sync copied any
+/// module (a compile made before it may have missed it).
+pub fn load_dynamic(host: &mut Host, envs: &[String]) -> bool {
     if host.exec.is_remote() {
-        // A master compiling for a minion: the minion synced before it
-        // asked for the bundle ([`before_master_compile`]).
+        // A master compiling for a minion: the minion syncs the saltenvs
+        // the master names in the bundle ([`after_master_compile`]).
         learn_remote_functions(host);
-        return;
+        return false;
     }
-    // A host that reads its own roots (`file_client: local`), with no
-    // Python in any `_<kind>` of them nor in extmods: the sync would copy
-    // and remove nothing.
     let own_roots = host.opt("file_client").and_then(Value::as_str) == Some("local")
         || host.opt("local").is_some_and(halite_state::truthy);
     if own_roots && !crate::python::module_dirs(&host.opts).has_any() {
-        return;
+        return false;
     }
     let autoload = host
         .call(
@@ -49,7 +50,7 @@ pub fn load_dynamic(host: &mut Host, envs: &[String]) {
         // An unset option is Salt's default, True.
         .is_none_or(|v| v.is_null() || v == "" || halite_state::truthy(&v));
     if !autoload {
-        return;
+        return false;
     }
     let mut kwargs = Map::new();
     kwargs.insert(
@@ -66,24 +67,21 @@ pub fn load_dynamic(host: &mut Host, envs: &[String]) {
     );
     match synced {
         Ok(ret) => {
-            let grains = ret
-                .get("grains")
-                .and_then(Value::as_array)
-                .is_some_and(|g| !g.is_empty());
+            let grains = has_synced(&ret, "grains");
             refresh(host, grains);
+            ret.as_object()
+                .is_some_and(|kinds| kinds.keys().any(|k| has_synced(&ret, k)))
         }
-        Err(e) => tracing::warn!("the automatic sync before the highstate failed: {e}"),
+        Err(e) => {
+            tracing::warn!("the automatic sync before the highstate failed: {e}");
+            false
+        }
     }
 }
 
-/// On a minion whose master compiles its state run: the sync Salt does
-/// before rendering, done here before asking for the bundle (a sync
-/// from inside the master's compile would have the minion ask the master
-/// for files while the master waits on the minion). A highstate syncs
-/// the saltenvs its top file matches for this minion (read here, through
-/// the master's files, as Salt's minion reads it), named SLS the kinds
-/// of `sync_mods=`.
-pub fn before_master_compile(host: &mut Host, fun: &str, args: &Args) {
+/// Whether `state.<fun>` with `args` is a highstate (the top file
+/// chooses the SLS): `highstate`/`top`, or `apply`/`test` without mods.
+fn is_highstate(fun: &str, args: &Args) -> bool {
     let f = fun.strip_prefix("state.").unwrap_or(fun);
     let mods_given = args.get(0, "mods").is_some_and(|m| match m {
         Value::String(s) => !s.trim().is_empty(),
@@ -91,37 +89,70 @@ pub fn before_master_compile(host: &mut Host, fun: &str, args: &Args) {
         Value::Null => false,
         _ => true,
     });
-    let highstate = match f {
+    match f {
         "highstate" | "top" => true,
         "apply" | "test" => !mods_given,
         _ => false,
-    };
-    if highstate {
-        let only = args.kwargs.get("saltenv").map(crate::exec::py_str);
-        match crate::exec::state::top_matches(host, only.as_deref()) {
-            Ok(matches) => {
-                let envs: Vec<String> = matches.keys().cloned().collect();
-                if !envs.is_empty() {
-                    load_dynamic(host, &envs);
+    }
+}
+
+/// On a minion whose master compiles its state run: the sync Salt does
+/// before rendering named SLS (the kinds of `sync_mods=`), done here
+/// before asking for the bundle (a sync from inside the master's compile
+/// would have the minion ask the master for files while the master waits
+/// on the minion). A highstate syncs after the bundle instead
+/// ([`after_master_compile`]): only the master's render of the top file
+/// knows its saltenvs.
+pub fn before_master_compile(host: &mut Host, fun: &str, args: &Args) {
+    let f = fun.strip_prefix("state.").unwrap_or(fun);
+    if is_highstate(fun, args) || !matches!(f, "sls" | "apply" | "test") {
+        return;
+    }
+    let env = args
+        .kwargs
+        .get("saltenv")
+        .and_then(Value::as_str)
+        .unwrap_or("base")
+        .to_string();
+    if let Some(grains) = sync_mods(host, args, &env) {
+        refresh(host, grains);
+    }
+}
+
+/// On a minion whose master compiled its highstate: Salt's
+/// `load_dynamic` over the saltenvs the top file matched, which the
+/// master names in the bundle (`saltenvs`). A master too old to name
+/// them (`None`) leaves the minion to read the top file itself, through
+/// the master's files. True when the sync copied a module: the compile,
+/// made before, may have missed it (a template calling it, a custom
+/// grain), so the caller asks for the bundle again.
+pub fn after_master_compile(
+    host: &mut Host,
+    fun: &str,
+    args: &Args,
+    saltenvs: Option<&[String]>,
+) -> bool {
+    if !is_highstate(fun, args) {
+        return false;
+    }
+    let envs: Vec<String> = match saltenvs {
+        Some(envs) => envs.to_vec(),
+        None => {
+            let only = args.kwargs.get("saltenv").map(crate::exec::py_str);
+            match crate::exec::state::top_matches(host, only.as_deref()) {
+                Ok(matches) => matches.keys().cloned().collect(),
+                // The master's compile of the same top file reports them.
+                Err(errors) => {
+                    tracing::warn!(
+                        ?errors,
+                        "the top file did not render before the highstate; no custom modules synced"
+                    );
+                    return false;
                 }
             }
-            // The master's compile of the same top file reports them.
-            Err(errors) => tracing::warn!(
-                ?errors,
-                "the top file did not render before the highstate; no custom modules synced"
-            ),
         }
-    } else if matches!(f, "sls" | "apply" | "test") {
-        let env = args
-            .kwargs
-            .get("saltenv")
-            .and_then(Value::as_str)
-            .unwrap_or("base")
-            .to_string();
-        if let Some(grains) = sync_mods(host, args, &env) {
-            refresh(host, grains);
-        }
-    }
+    };
+    !envs.is_empty() && load_dynamic(host, &envs)
 }
 
 /// `state.sls`/`state.apply <mods>`'s `sync_mods=` (a list, a comma

@@ -9,6 +9,11 @@
 //! function, pid and jid for the message. A holder that dies releases the
 //! lock with its last file descriptor, so a stale file never blocks a run
 //! (Salt reads its proc files and skips those whose pid is gone).
+//!
+//! A swarm (`halite-minion --swarm N`, many minion identities in one
+//! process for benchmarks) stands for N hosts: each identity's options
+//! name its own lock directory ([`LOCK_DIR_OPT`]), so two identities'
+//! runs never refuse each other, while one identity's runs still do.
 
 use std::fs::{File, OpenOptions, TryLockError};
 use std::io::{Read, Seek, SeekFrom, Write};
@@ -19,6 +24,22 @@ use serde_json::json;
 
 /// The lock file's name under the cachedir.
 pub const LOCK_FILE: &str = "state_run.lock";
+
+/// The option naming the directory of the state-run lock when it is not
+/// the cachedir: set per identity by a swarm, where every identity is a
+/// host of its own but all share one cachedir.
+pub const LOCK_DIR_OPT: &str = "state_run_lock_dir";
+
+/// The directory whose [`LOCK_FILE`] guards state runs for a host with
+/// options `opts`: [`LOCK_DIR_OPT`] when set, else the cachedir; `None`
+/// (the run goes unlocked) when neither is set.
+pub fn lock_dir(opts: &Value) -> Option<&Path> {
+    [LOCK_DIR_OPT, "cachedir"]
+        .iter()
+        .filter_map(|key| opts.get(*key).and_then(Value::as_str))
+        .find(|d| !d.is_empty())
+        .map(Path::new)
+}
 
 /// A state run holding the host's lock until it is dropped.
 #[derive(Debug)]

@@ -31,6 +31,8 @@ struct BodyRef<'a> {
     pillar: &'a Value,
     action: &'a BundleAction,
     commits: &'a BTreeMap<String, String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    saltenvs: &'a Option<Vec<String>>,
     #[serde(skip_serializing_if = "<[String]>::is_empty")]
     secrets: &'a [String],
 }
@@ -42,6 +44,8 @@ struct Body {
     action: BundleAction,
     #[serde(default)]
     commits: BTreeMap<String, String>,
+    #[serde(default)]
+    saltenvs: Option<Vec<String>>,
     #[serde(default)]
     secrets: Vec<String>,
 }
@@ -119,6 +123,7 @@ pub fn pack(bundle: &Bundle, compress_above: Option<usize>) -> Result<Packed, Bu
         pillar: &bundle.pillar,
         action: &bundle.action,
         commits: &bundle.commits,
+        saltenvs: &bundle.saltenvs,
         secrets: &bundle.secrets,
     };
     let plain = rmp_serde::to_vec_named(&body).map_err(|e| BundleError::Encode(e.to_string()))?;
@@ -187,6 +192,7 @@ pub fn decode_plain(jid: &str, plain: &[u8]) -> Result<Bundle, BundleError> {
         pillar: body.pillar,
         action: body.action,
         commits: body.commits,
+        saltenvs: body.saltenvs,
         secrets: body.secrets,
     })
 }
@@ -214,6 +220,7 @@ mod tests {
                 files: BTreeMap::new(),
             },
             commits: BTreeMap::new(),
+            saltenvs: None,
             secrets: Vec::new(),
         }
     }
@@ -283,6 +290,35 @@ mod tests {
         action: BundleAction,
         #[serde(default)]
         commits: BTreeMap<String, String>,
+    }
+
+    #[test]
+    fn the_saltenvs_a_highstate_matched_travel_and_older_peers_read_around_them() {
+        let mut highstate = bundle("j", 3);
+        highstate.saltenvs = Some(vec!["base".into(), "dev".into()]);
+        let packed = pack(&highstate, None).unwrap();
+        let back = unpack("j", &packed.bytes, false, &packed.digest).unwrap();
+        assert_eq!(back.saltenvs, highstate.saltenvs);
+        // They are part of what the minion is to do: another digest.
+        assert_ne!(packed.digest, pack(&bundle("j", 3), None).unwrap().digest);
+        // An older minion reads the body and ignores the field.
+        let old: OldBody = rmp_serde::from_slice(&packed.bytes).unwrap();
+        assert_eq!(old.pillar, highstate.pillar);
+        // An older master's body says nothing: None, so the minion reads
+        // the top file itself.
+        let plain = rmp_serde::to_vec_named(&OldBody {
+            pillar: json!({}),
+            action: BundleAction::Call,
+            commits: BTreeMap::new(),
+        })
+        .unwrap();
+        assert_eq!(decode_plain("j", &plain).unwrap().saltenvs, None);
+        // The unpacked reply of older minions carries it the same way.
+        let framed = crate::encode(&crate::msg::ReplyBody::Bundle(highstate.clone())).unwrap();
+        match crate::decode::<crate::msg::ReplyBody>(&framed).unwrap() {
+            crate::msg::ReplyBody::Bundle(b) => assert_eq!(b.saltenvs, highstate.saltenvs),
+            other => panic!("{other:?}"),
+        }
     }
 
     #[test]

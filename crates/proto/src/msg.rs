@@ -317,6 +317,13 @@ pub struct Bundle {
     /// <saltenv>"` -> commit (empty without gitfs; absent in older masters').
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub commits: BTreeMap<String, String>,
+    /// For a highstate, the saltenvs the master's render of the top file
+    /// matched for this minion (empty: none): the minion syncs its custom
+    /// modules from them (Salt's `load_dynamic`) without fetching and
+    /// rendering the top file itself. `None` for other jobs, and from
+    /// masters too old to say (the minion then reads the top file).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub saltenvs: Option<Vec<String>>,
     /// The cleartexts the master's gpg renderer decrypted for this
     /// minion's pillar, so the minion can mask them in what it writes to
     /// its own disk and logs (a spooled return, a kept bundle, a debug

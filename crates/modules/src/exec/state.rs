@@ -302,10 +302,22 @@ fn runs_highstate(f: &str, args: &Args) -> bool {
 /// Custom modules are synced first as Salt does: all kinds over the
 /// matched saltenvs before a highstate (`autoload_dynamic_modules`), the
 /// kinds of `sync_mods=` before named SLS ([`crate::dynamic`]).
-fn high_data(host: &mut Host, args: &Args, highstate: bool) -> Result<Map, Value> {
+///
+/// A highstate notes the saltenvs its top file matched in `matched`
+/// (empty when the top file failed or matched nothing): a master names
+/// them in the bundle, so the minion syncs them without reading the top
+/// file itself.
+fn high_data(
+    host: &mut Host,
+    args: &Args,
+    highstate: bool,
+    matched: &mut Option<Vec<String>>,
+) -> Result<Map, Value> {
     let (mut high, errors) = if highstate {
         let only = args.kwargs.get("saltenv").map(py_str);
+        *matched = Some(Vec::new());
         let matches = top_matches(host, only.as_deref()).map_err(errors_value)?;
+        *matched = Some(matches.keys().cloned().collect());
         if matches.is_empty() {
             return Err(no_states(
                 "No Top file or master_tops data matches found. Please see master log for details.",
@@ -346,6 +358,19 @@ fn no_states(comment: &str) -> Value {
     Value::Object(m)
 }
 
+/// What compiling a `state.*` job for a minion gave, with what the
+/// minion needs to know about it besides ([`StateExec::plan_noting`]).
+#[derive(Debug)]
+pub struct Planned {
+    /// The chunks to run, or the job's whole return.
+    pub plan: StatePlan,
+    /// For a highstate, the saltenvs its top file matched for this minion
+    /// (empty when none): the minion syncs its custom modules from them,
+    /// as Salt's `load_dynamic`, without rendering the top file again.
+    /// `None` for anything else.
+    pub saltenvs: Option<Vec<String>>,
+}
+
 /// What compiling a `state.*` job for a minion gave: chunks for the
 /// minion to run, or the job's whole return (a view, an error).
 #[derive(Debug)]
@@ -374,6 +399,23 @@ impl StateExec {
     /// Renders and compiles `state.<fun>` without running it: the master's
     /// half of a job. Views (`show_*`, `graph`...) come back whole.
     pub fn plan(host: &Host, fun: &str, args: &Args) -> Result<StatePlan, ExecError> {
+        Self::plan_noting(host, fun, args).map(|p| p.plan)
+    }
+
+    /// [`StateExec::plan`], noting the saltenvs a highstate's top file
+    /// matched ([`Planned::saltenvs`]).
+    pub fn plan_noting(host: &Host, fun: &str, args: &Args) -> Result<Planned, ExecError> {
+        let mut saltenvs = None;
+        let plan = Self::plan_into(host, fun, args, &mut saltenvs)?;
+        Ok(Planned { plan, saltenvs })
+    }
+
+    fn plan_into(
+        host: &Host,
+        fun: &str,
+        args: &Args,
+        saltenvs: &mut Option<Vec<String>>,
+    ) -> Result<StatePlan, ExecError> {
         let f = fun.strip_prefix("state.").unwrap_or(fun);
         let mut args = args.clone();
         let high = match f {
@@ -382,7 +424,7 @@ impl StateExec {
                     args.kwargs.insert("test".into(), Value::Bool(true));
                 }
                 let mut host = run_host(host, &args)?;
-                match high_data(&mut host, &args, runs_highstate(f, &args)) {
+                match high_data(&mut host, &args, runs_highstate(f, &args), saltenvs) {
                     Ok(high) => high,
                     Err(ret) => return Ok(StatePlan::Return(ret)),
                 }
@@ -458,7 +500,7 @@ impl StateExec {
             }
         };
         let start = std::time::Instant::now();
-        let high = high_data(&mut host, args, highstate);
+        let high = high_data(&mut host, args, highstate, &mut None);
         tracing::debug!(
             target: "halite::timing",
             "render (top file, SLS, includes) {:.1} ms",
@@ -624,13 +666,8 @@ fn lock_state_run(
     } else {
         WhenBusy::Refuse
     };
-    let cachedir = host
-        .opts
-        .get("cachedir")
-        .and_then(Value::as_str)
-        .filter(|d| !d.is_empty())
-        .map(std::path::Path::new);
-    acquire(cachedir, fun, &run_options(host, args).jid, when_busy)
+    let dir = crate::state_lock::lock_dir(&host.opts);
+    acquire(dir, fun, &run_options(host, args).jid, when_busy)
 }
 
 /// `state.show_sls <mods>`: the high data of SLS files.
