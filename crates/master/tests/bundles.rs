@@ -17,10 +17,7 @@ use std::path::Path;
 use common::{can_run, Fleet};
 use serde_json::Value;
 
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, text).expect("write");
-}
+use common::write_file as write;
 
 /// A state tree of `n` test states named after the minion and `version`
 /// (large enough, at a few hundred states, to be compressed), and a pillar.

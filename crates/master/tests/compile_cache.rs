@@ -71,10 +71,7 @@ fn mine(dir: &Path, ips: &[(&str, &str)]) -> MineFactory {
     Arc::new(move |id: &str| CompileMine::link(id, tx.clone(), Duration::from_secs(30)))
 }
 
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(path, text).unwrap();
-}
+use halite_test_support::write_file as write;
 
 /// A tree whose output differs per minion by grain, pillar and a
 /// render-time call, with one SLS that is the same for every minion.

@@ -15,10 +15,7 @@ use std::path::Path;
 use common::{can_run, mode, Fleet};
 use serde_json::{json, Map, Value};
 
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, text).expect("write");
-}
+use common::write_file as write;
 
 /// The state tree and pillar tree of the test, under `root`; `out` is
 /// where the states write on the minions' side.

@@ -17,10 +17,7 @@ use std::time::Duration;
 use common::{bin, can_run, wait_for, Fleet};
 use serde_json::Value;
 
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, text).expect("write");
-}
+use common::write_file as write;
 
 /// The state tree: each tier's SLS writes a marker file under `out`
 /// (one line per run, so a second run shows), and the orchestrations.

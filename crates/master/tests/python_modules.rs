@@ -19,10 +19,7 @@ use std::path::Path;
 use common::{can_run, Fleet};
 use serde_json::{json, Map, Value};
 
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, text).expect("write");
-}
+use common::write_file as write;
 
 const MYMOD: &str = r#"
 __virtualname__ = "mymod"

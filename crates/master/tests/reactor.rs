@@ -10,7 +10,6 @@
 
 mod common;
 
-use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -18,10 +17,7 @@ use common::{bin, can_run, wait_for, Daemon, Fleet};
 use halite_client::local::{LocalBody, LocalClient, LocalReply};
 use serde_json::Value;
 
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, text).expect("write");
-}
+use common::write_file as write;
 
 /// The master config naming the state tree under `salt/` and the reactor
 /// map `rules` (`(tag glob, reactor file name under reactor/)`), plus `extra`.

@@ -20,10 +20,7 @@ use std::process::{Child, Command, Stdio};
 use common::{can_run, Fleet};
 use serde_json::{json, Value};
 
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, text).expect("write");
-}
+use common::write_file as write;
 
 /// The loopback file server the modules' remote-source tests use
 /// (`crates/modules/tests/fixtures/http_server.py`), killed when dropped.

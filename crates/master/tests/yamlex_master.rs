@@ -12,14 +12,9 @@
 
 mod common;
 
-use std::path::Path;
-
 use common::{can_run, Fleet};
 
-fn write(path: &Path, text: &str) {
-    std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
-    std::fs::write(path, text).expect("write");
-}
+use common::write_file as write;
 
 #[test]
 fn the_masters_renderer_option_renders_states_and_pillar_as_yamlex() {

@@ -19,7 +19,7 @@ pub mod gpg;
 pub mod sshd;
 
 use std::net::TcpListener;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Child;
 use std::time::{Duration, Instant};
 
@@ -32,6 +32,13 @@ pub fn can_run() -> bool {
         return false;
     }
     true
+}
+
+/// Writes `text` to `path`, creating its parent directories (trees and
+/// configs the tests lay out).
+pub fn write_file(path: &Path, text: &str) {
+    std::fs::create_dir_all(path.parent().expect("a path with a parent")).expect("mkdir");
+    std::fs::write(path, text).expect("write");
 }
 
 /// A free TCP port on loopback (127.0.0.1 only).

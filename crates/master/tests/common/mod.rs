@@ -6,7 +6,7 @@
 use std::path::Path;
 
 pub use halite_test_support::fleet::{bin, read_all, sessions, EventWatch, Fleet, QUICK_KEEPALIVE};
-pub use halite_test_support::{can_run, free_port, wait_for, Daemon};
+pub use halite_test_support::{can_run, free_port, wait_for, write_file, Daemon};
 
 /// The mode bits of `path`.
 pub fn mode(path: &Path) -> u32 {
