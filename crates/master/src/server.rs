@@ -279,6 +279,11 @@ struct JobBook {
     /// Commits returns off this task (return_writer.rs); `None`: this
     /// task commits them itself (the writer could not start).
     writer: Option<crate::return_writer::ReturnWriter>,
+    /// Batches handed to the writer and not yet back. While one is out,
+    /// a restarted minion's redeliveries wait behind it: its resent return
+    /// may be in that batch, and a job redelivered before the return's
+    /// acknowledgement would run again once the minion drops the return.
+    commits_pending: usize,
 }
 
 /// Work done off the state task: compiles and file reads on blocking
@@ -503,6 +508,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
             grains_to_store: Vec::new(),
             started: Vec::new(),
             writer,
+            commits_pending: 0,
         },
         compile: CompileSide {
             compiler,
@@ -754,7 +760,10 @@ impl Master {
                 drop(slot);
             }
             Internal::KeysWritten { batch, results } => self.keys_written(batch, results),
-            Internal::ReturnsStored(stored) => self.returns_stored(stored),
+            Internal::ReturnsStored(stored) => {
+                self.book.commits_pending = self.book.commits_pending.saturating_sub(1);
+                self.returns_stored(stored)
+            }
             Internal::Mine(question) => {
                 let answer = self
                     .mine_answer(&question.requester, question.request)
@@ -1048,11 +1057,11 @@ impl Master {
                 tracing::warn!(error = %e, "cannot cache grains");
             }
         }
-        if returns.is_empty() {
+        if returns.is_empty() && self.book.commits_pending == 0 {
             for id in std::mem::take(&mut self.book.started) {
                 self.redeliver(&id);
             }
-        } else {
+        } else if !returns.is_empty() || !self.book.started.is_empty() {
             // The redeliveries follow the commit.
             self.commit_returns(returns);
         }
@@ -1507,7 +1516,10 @@ impl Master {
         };
         let batch = match &self.book.writer {
             Some(writer) => match writer.store(batch) {
-                Ok(()) => return,
+                Ok(()) => {
+                    self.book.commits_pending += 1;
+                    return;
+                }
                 Err(batch) => batch,
             },
             None => batch,

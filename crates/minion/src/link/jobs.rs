@@ -120,10 +120,7 @@ impl Link<'_> {
         if agent.seen_jids.contains(&job.jid) || agent.store.has(&job.jid) {
             return;
         }
-        agent.seen_jids.push_back(job.jid.clone());
-        if agent.seen_jids.len() > 256 {
-            agent.seen_jids.pop_front();
-        }
+        agent.mark_seen(&job.jid);
         let id = agent.id.clone();
         if job.fun == "saltutil.find_job" {
             // Answered at once from the running jobs, never queued behind them.

@@ -115,6 +115,18 @@ impl Agent {
         self
     }
 
+    /// Remembers `jid` as run by this process (the last 256 jids): a job
+    /// delivered again is not run twice.
+    fn mark_seen(&mut self, jid: &str) {
+        if self.seen_jids.iter().any(|j| j == jid) {
+            return;
+        }
+        self.seen_jids.push_back(jid.to_string());
+        if self.seen_jids.len() > 256 {
+            self.seen_jids.pop_front();
+        }
+    }
+
     /// The jobs this identity runs (shared: the minion's control reads it).
     pub fn running_jobs(&self) -> RunningJobs {
         self.running.clone()

@@ -113,8 +113,13 @@ fn abandoned_return(id: &str, job: &Job, grace: Duration) -> JobReturn {
 }
 
 impl Link<'_> {
+    /// Sends the returns kept on disk again. Their jids count as seen:
+    /// once the master acknowledges one, the file goes, and a redelivery
+    /// of that job arriving after the acknowledgement (publications and
+    /// acknowledgements travel on different sockets) must not run it again.
     pub(super) async fn resend_returns(&mut self, idx: usize) {
         for ret in self.agents[idx].store.pending() {
+            self.agents[idx].mark_seen(&ret.jid);
             self.send_request(idx, &MinionRequest::Return(ret)).await;
         }
     }
