@@ -333,6 +333,9 @@ struct Timed {
     check: Check,
     /// CPU seconds (user + system) the master spent during the run.
     master_cpu: f64,
+    /// CPU seconds the swarm minion process spent during the run: what the
+    /// minions' side costs on this same machine (a real fleet spreads it).
+    swarm_cpu: f64,
     /// Round trips (seconds) of the `test.ping`s sent to a minion outside
     /// the highstate while it ran: how responsive the master stayed.
     pings: Vec<f64>,
@@ -395,17 +398,19 @@ impl Prober {
 }
 
 /// Runs the CLI with its stdout in `out`, timing it until it exits;
-/// `master` is the master's pid (its CPU time is read around the run),
-/// `probe` the ping sent while it runs.
+/// `daemons` the master's and the swarm's pids (their CPU time is read
+/// around the run), `probe` the ping sent while it runs.
 fn timed_apply(
     cmd: &mut Command,
     out: &Path,
     ids: &HashSet<String>,
-    master: Option<u32>,
+    daemons: Option<(u32, u32)>,
     probe: Option<Box<dyn FnMut() -> Command + Send>>,
 ) -> Result<Timed> {
     let f = File::create(out)?;
-    let cpu_before = master.map(cpu_secs).unwrap_or(0.0);
+    let cpu = |pick: fn((u32, u32)) -> u32| daemons.map(|d| cpu_secs(pick(d))).unwrap_or(0.0);
+    let master_before = cpu(|d| d.0);
+    let swarm_before = cpu(|d| d.1);
     let prober = probe.map(Prober::start);
     let err = File::create(out.with_extension("err"))?;
     let start = Instant::now();
@@ -436,7 +441,8 @@ fn timed_apply(
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     let r = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
     let secs = start.elapsed().as_secs_f64();
-    let master_cpu = master.map(cpu_secs).unwrap_or(0.0) - cpu_before;
+    let master_cpu = cpu(|d| d.0) - master_before;
+    let swarm_cpu = cpu(|d| d.1) - swarm_before;
     let pings = prober.map(Prober::finish).unwrap_or_default();
     std::mem::forget(child);
     stop.store(true, Ordering::Relaxed);
@@ -449,6 +455,7 @@ fn timed_apply(
         cli_kb,
         check: check_returns(out, ids),
         master_cpu,
+        swarm_cpu,
         pings,
     })
 }
@@ -611,7 +618,7 @@ fn run_halite(
         }
     }
     let apply = ["bench-*", "state.apply", "-t", "600", "--out", "json"];
-    let master_pid = master.child.id();
+    let daemons = Some((master.child.id(), swarm.pgid() as u32));
     let prober = || -> Option<Box<dyn FnMut() -> Command + Send>> {
         let cli = bin.join("halite");
         let mconf = mconf.clone();
@@ -627,26 +634,28 @@ fn run_halite(
         &mut halite(&apply),
         &dir.join("cold.json"),
         &ids,
-        Some(master_pid),
+        daemons,
         prober(),
     )?;
     eprintln!(
-        "  halite {n}: cold {:.2} s, master CPU {:.2} s, pings {}",
+        "  halite {n}: cold {:.2} s, master CPU {:.2} s, swarm CPU {:.2} s, pings {}",
         cold.secs,
         cold.master_cpu,
+        cold.swarm_cpu,
         ping_summary(&cold.pings)
     );
     let warm = timed_apply(
         &mut halite(&apply),
         &dir.join("warm.json"),
         &ids,
-        Some(master_pid),
+        daemons,
         prober(),
     )?;
     eprintln!(
-        "  halite {n}: warm {:.2} s, master CPU {:.2} s, pings {}",
+        "  halite {n}: warm {:.2} s, master CPU {:.2} s, swarm CPU {:.2} s, pings {}",
         warm.secs,
         warm.master_cpu,
+        warm.swarm_cpu,
         ping_summary(&warm.pings)
     );
     master.check_alive()?;
@@ -826,14 +835,21 @@ fn per_minion_ms(t: &Timed, n: usize) -> f64 {
     t.master_cpu * 1000.0 / n.max(1) as f64
 }
 
+/// Swarm CPU milliseconds per minion of a run.
+fn swarm_per_minion_ms(t: &Timed, n: usize) -> f64 {
+    t.swarm_cpu * 1000.0 / n.max(1) as f64
+}
+
 fn halite_row(m: &Measured) -> String {
     format!(
-        "| {} | {:.2} s | {:.2} s | {:.1} / {:.1} ms | {} / {} | {} | {} | {} | {:.1} s | {} ({:.1} KB per identity) | {} |",
+        "| {} | {:.2} s | {:.2} s | {:.1} / {:.1} ms | {:.1} / {:.1} ms | {} / {} | {} | {} | {} | {:.1} s | {} ({:.1} KB per identity) | {} |",
         m.minions,
         m.cold.secs,
         m.warm.secs,
         per_minion_ms(&m.cold, m.minions),
         per_minion_ms(&m.warm, m.minions),
+        swarm_per_minion_ms(&m.cold, m.minions),
+        swarm_per_minion_ms(&m.warm, m.minions),
         ping_summary(&m.cold.pings),
         ping_summary(&m.warm.pings),
         mb(m.master_kb),
@@ -1049,12 +1065,13 @@ fn main() -> Result<()> {
          `test.ping` (the swarm's identities are known to the master, their keys kept in\n\
          `target/bench-swarm` across runs), and the swarm's RSS then.\n\
          Master CPU is user + system time of the master process (all threads,\n\
-         `/proc/<pid>/stat`) over each run, divided by the minions. `test.ping`\n\
+         `/proc/<pid>/stat`) over each run, divided by the minions; swarm CPU the\n\
+         same for the one swarm process that runs every minion's states. `test.ping`\n\
          during the apply: a second minion process (`probe-0`, not targeted by\n\
          the apply, `bench-*`) is pinged every 250 ms while the apply runs; the\n\
          CLI's round trip, p50 / max (answers), cold / warm.\n\n\
-         | minions | cold | warm | master CPU per minion cold / warm | `test.ping` during the apply, cold / warm | master peak RSS | swarm minion peak RSS | CLI peak RSS | ready | swarm RSS at ready | check |\n\
-         |---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n",
+         | minions | cold | warm | master CPU per minion cold / warm | swarm CPU per minion cold / warm | `test.ping` during the apply, cold / warm | master peak RSS | swarm minion peak RSS | CLI peak RSS | ready | swarm RSS at ready | check |\n\
+         |---:|---:|---:|---:|---:|---|---:|---:|---:|---:|---:|---|\n",
     );
     for m in &halite {
         let _ = writeln!(doc, "{}", halite_row(m));
