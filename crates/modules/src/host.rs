@@ -28,6 +28,11 @@ pub use crate::command::{run_command, shell_quote, shell_words};
 pub trait EventSink: Send + Sync {
     /// Fires `tag` with `data`.
     fn fire(&self, tag: &str, data: &Value);
+    /// Fires `tag` with a `data` the caller gives away (a state's progress
+    /// event): a sink that keeps it takes it without a copy.
+    fn fire_owned(&self, tag: &str, data: Value) {
+        self.fire(tag, &data)
+    }
 }
 
 /// An [`EventSink`] that only logs at debug level.

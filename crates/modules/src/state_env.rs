@@ -44,6 +44,9 @@ impl StateEnv for Host {
     fn fire_event(&self, tag: &str, data: &Value) {
         self.events.fire(tag, data);
     }
+    fn fire_event_owned(&self, tag: &str, data: Value) {
+        self.events.fire_owned(tag, data);
+    }
     fn has_function(&self, fun: &str) -> bool {
         self.exec.has(fun) || crate::salt_fallback::has(self, fun)
     }

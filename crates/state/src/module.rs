@@ -430,6 +430,11 @@ pub trait StateEnv: Send + Sync {
     ) -> Result<String, String>;
     /// Fires an event (`fire_event`, state progress).
     fn fire_event(&self, tag: &str, data: &Value);
+    /// Fires an event the caller no longer needs: a sink that keeps the
+    /// value (the minion's, which sends it on) takes it without a copy.
+    fn fire_event_owned(&self, tag: &str, data: Value) {
+        self.fire_event(tag, &data)
+    }
     /// Whether the execution function `fun` (`mod.fun`) exists here.
     fn has_function(&self, fun: &str) -> bool {
         let _ = fun;

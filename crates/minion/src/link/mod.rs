@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use halite_modules::host::EventSink;
 use halite_proto::crypto::{MinionHandshake, PublicationOpener, SessionCipher};
 use halite_proto::msg::{
-    Job, JobReturn, KeyStatus, MasterMessage, MinionRequest, Publication, ReplyBody, ToMaster,
-    ToMinion,
+    Job, JobReturn, KeyStatus, MasterMessage, MinionEvent, MinionRequest, Publication, ReplyBody,
+    ToMaster, ToMinion,
 };
 use halite_proto::{decode, encode, Identity, PublicKey};
 use halite_transport::{Dealer, Shutdown, Subscriber};
@@ -230,7 +230,8 @@ enum FromJob {
     Done(usize, JobReturn),
     /// A job of identity `usize` started by the minion (its scheduler).
     Start(usize, LocalJob),
-    Event(usize, String, Value),
+    /// Identity `usize`'s job fired events: take what waits there.
+    Events(usize, Arc<jobs::JobEvents>),
     /// Identity `usize`'s grains, computed again by a job
     /// (`saltutil.refresh_grains`, `sync_grains`, `sync_all`): the link
     /// keeps them and tells the master.

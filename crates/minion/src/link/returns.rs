@@ -25,8 +25,8 @@ impl JobOutputs {
                 let Some(agent) = agents.get_mut(idx) else {
                     continue;
                 };
-                if let Err(e) = agent.job_ended(&ret) {
-                    tracing::error!(error = %e, jid = %ret.jid, "cannot keep the return on disk; it is lost");
+                if let Err(NotKept { error, ret }) = agent.job_ended(ret) {
+                    tracing::error!(%error, jid = %ret.jid, "cannot keep the return on disk; it is lost");
                 }
             }
         }
@@ -38,18 +38,29 @@ impl Agent {
     /// return goes on disk until the master acknowledges it. `None` when
     /// the return is not for the master (a scheduled job with
     /// `return_job: False`); a signalled job's return says so.
-    pub(super) fn job_ended(&mut self, ret: &JobReturn) -> std::io::Result<Option<JobReturn>> {
+    /// Taken by value: a 1,000-state return is not copied on its way.
+    pub(super) fn job_ended(&mut self, ret: JobReturn) -> Result<Option<JobReturn>, NotKept> {
         let ended = self.running.remove(&ret.jid);
         if ended.as_ref().is_some_and(|r| !r.return_job) {
             return Ok(None);
         }
         let ret = match ended.and_then(|r| r.signalled) {
-            Some(signal) => signalled_return(ret, signal),
-            None => ret.clone(),
+            Some(signal) => signalled_return(&ret, signal),
+            None => ret,
         };
-        self.store.put(&ret)?;
-        Ok(Some(ret))
+        match self.store.put(&ret) {
+            Ok(()) => Ok(Some(ret)),
+            Err(error) => Err(NotKept { error, ret }),
+        }
     }
+}
+
+/// A return the minion could not keep on disk (it is still in hand).
+pub(super) struct NotKept {
+    /// Why it could not be written.
+    pub error: std::io::Error,
+    /// The return, to send anyway.
+    pub ret: JobReturn,
 }
 
 /// The end of a stopping minion's jobs once no link serves them: waits up
@@ -73,7 +84,7 @@ pub async fn stop_jobs(
         for job in abandoned {
             tracing::warn!(id = %agent.id, jid = %job.jid, fun = %job.fun, "job abandoned at shutdown");
             let ret = abandoned_return(&agent.id, &job, grace);
-            if let Err(e) = agent.job_ended(&ret) {
+            if let Err(NotKept { error: e, .. }) = agent.job_ended(ret) {
                 tracing::error!(error = %e, jid = %job.jid, "cannot keep the abandoned job's return on disk");
             }
         }

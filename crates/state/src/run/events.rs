@@ -41,7 +41,7 @@ impl<'a> Executor<'a> {
                 self.opts.jid, self.opts.minion_id
             );
             data.insert("len".into(), Value::from(self.total));
-            self.env().fire_event(&tag, &Value::Object(data));
+            self.env().fire_event_owned(&tag, Value::Object(data));
         }
     }
 }

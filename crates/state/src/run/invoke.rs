@@ -123,6 +123,9 @@ impl StateEnv for RunEnv<'_> {
     fn fire_event(&self, tag: &str, data: &Value) {
         self.inner.fire_event(tag, data)
     }
+    fn fire_event_owned(&self, tag: &str, data: Value) {
+        self.inner.fire_event_owned(tag, data)
+    }
     fn lowstate(&self) -> &[LowChunk] {
         self.lowstate
     }
