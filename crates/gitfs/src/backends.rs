@@ -81,16 +81,14 @@ impl Fileserver {
         for backend in &self.backends {
             let found = match backend {
                 Backend::Roots(roots) => roots.resolve(path, saltenv)?,
-                Backend::Git(git) => {
-                    let mut found = None;
-                    for mount in git.mounts(saltenv) {
-                        if let Some(p) = mount_resolve(&mount, path)? {
-                            found = Some(p);
-                            break;
+                Backend::Git(git) => git.resolve_cached(saltenv, path, |mounts| {
+                    for mount in mounts {
+                        if let Some(p) = mount_resolve(mount, path)? {
+                            return Ok(Some(p));
                         }
                     }
-                    found
-                }
+                    Ok(None)
+                })?,
             };
             if let Some(p) = found.filter(|p| p.is_file()) {
                 return Ok(Some(p));
@@ -138,9 +136,14 @@ impl Fileserver {
                     out.extend(listed);
                 }
                 Backend::Git(git) => {
-                    for mount in git.mounts(saltenv) {
-                        out.extend(mount_list(&mount, prefix, dirs)?);
-                    }
+                    let listed = git.list_cached(saltenv, prefix, dirs, |mounts| {
+                        let mut all = Vec::new();
+                        for mount in mounts {
+                            all.extend(mount_list(mount, prefix, dirs)?);
+                        }
+                        Ok::<_, FileClientError>(all)
+                    })?;
+                    out.extend(listed.iter().cloned());
                 }
             }
         }
@@ -168,8 +171,8 @@ impl Fileserver {
         let mut out = BTreeMap::new();
         if let Some(git) = self.gitfs() {
             for env in saltenvs {
-                for mount in git.mounts(env) {
-                    out.insert(format!("{} {env}", mount.remote), mount.commit);
+                for mount in git.mounts(env).iter() {
+                    out.insert(format!("{} {env}", mount.remote), mount.commit.clone());
                 }
             }
         }

@@ -10,9 +10,10 @@
 //! fetch (reloaded when an update, here or in `halite-run`, changes the
 //! `generation` stamp) and at the tree checked out for that commit.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
 
@@ -20,6 +21,17 @@ use serde_json::Value;
 
 use crate::config::{gitfs_remotes, saltenv_allowed, RemoteConfig};
 use crate::repo::{cache_name, Repo, RepoState};
+
+/// Most saltenvs whose mounts are remembered between two updates.
+const MAX_CACHED_SALTENVS: usize = 256;
+
+/// Whether an update changed what readers are served: the refs, or the
+/// error `unfetched` reports (not the time of the fetch).
+fn served_changed(before: &RepoState, after: &RepoState) -> bool {
+    before.refs != after.refs
+        || before.error != after.error
+        || before.fetched.is_none() != after.fetched.is_none()
+}
 
 /// Where one saltenv's files come from in one remote.
 #[derive(Debug, Clone, PartialEq)]
@@ -117,12 +129,27 @@ pub fn remote_envs(cfg: &RemoteConfig, refs: &BTreeMap<String, String>) -> BTree
         .collect()
 }
 
-/// The cached refs of every remote, and the stamp they were read at.
+/// The cached refs of every remote, and the stamp they were read at;
+/// with each saltenv's mounts, and the paths resolved and the listings
+/// made in them, worked out once per stamp: the trees served are
+/// checked out once per commit and never change, and a fleet's compiles
+/// look the same files up thousands of times between two fetches.
 #[derive(Default)]
 struct View {
     stamp: Option<(u64, SystemTime)>,
     states: Arc<Vec<RepoState>>,
+    mounts: HashMap<String, Arc<Vec<Mount>>>,
+    /// (saltenv, path) -> the file serving it (`None`: no mount has it).
+    resolved: HashMap<(String, String), Option<PathBuf>>,
+    /// (saltenv, prefix, directories?) -> the listing.
+    listed: HashMap<(String, String, bool), Arc<Vec<String>>>,
 }
+
+/// Most paths whose resolution is remembered between two updates (a
+/// minion may ask for any path: past it, lookups are not remembered).
+const MAX_CACHED_PATHS: usize = 100_000;
+/// Most listings remembered between two updates.
+const MAX_CACHED_LISTINGS: usize = 1_000;
 
 /// The gitfs backend: its remotes, their caches, and the refs last fetched.
 pub struct GitFs {
@@ -132,6 +159,8 @@ pub struct GitFs {
     /// Remotes left out for their configuration (each message names one).
     config_errors: Vec<String>,
     view: RwLock<View>,
+    /// How many times the refs were reread (a changed `generation` stamp).
+    reloads: AtomicU64,
 }
 
 impl std::fmt::Debug for GitFs {
@@ -178,6 +207,7 @@ impl GitFs {
             root,
             config_errors,
             view: RwLock::new(View::default()),
+            reloads: AtomicU64::new(0),
         }
     }
 
@@ -212,6 +242,7 @@ impl GitFs {
     /// credentials scrubbed).
     pub fn update(&self, only: Option<&str>) -> Vec<(String, Option<String>)> {
         let mut out = Vec::new();
+        let mut changed = false;
         for repo in &self.repos {
             if only.is_some_and(|o| o != repo.cfg.id && o != repo.cfg.url) {
                 continue;
@@ -225,20 +256,44 @@ impl GitFs {
                     .filter_map(|env| resolve_env(&cfg, refs, &env).map(|(c, _, _)| c))
                     .collect()
             };
+            let before = repo.state();
             let result = repo.update(wanted);
             let id = repo.scrub(&repo.cfg.id);
             match &result {
                 Ok(state) => {
-                    tracing::info!(remote = %id, refs = state.refs.len(), "gitfs remote fetched")
+                    tracing::debug!(remote = %id, refs = state.refs.len(), "gitfs remote fetched")
                 }
                 Err(e) => {
                     tracing::warn!(remote = %id, error = %e, "gitfs remote not updated; serving its last good fetch")
                 }
             }
+            if served_changed(&before, &repo.state()) {
+                tracing::info!(remote = %id, "gitfs remote moved: serving its new refs");
+                changed = true;
+            }
             out.push((id, result.err()));
         }
-        self.touch_generation();
+        // A fetch that moved nothing leaves readers' views (and what they
+        // cached from them) alone: the background fetch runs every
+        // `gitfs_update_interval` all through a fleet's compiles.
+        if changed || self.stamp().is_none() {
+            self.touch_generation();
+        }
         out
+    }
+
+    /// How many times this process reread the remotes' refs because an
+    /// update changed what is served (for tests and `master.stats`).
+    pub fn reloads(&self) -> u64 {
+        self.reloads.load(Ordering::Relaxed)
+    }
+
+    /// The `generation` stamp: the inode and mtime of the file an update
+    /// replaces when what is served changed (`None`: never written).
+    fn stamp(&self) -> Option<(u64, SystemTime)> {
+        std::fs::metadata(self.generation())
+            .ok()
+            .and_then(|m| Some((m.ino(), m.modified().ok()?)))
     }
 
     /// Tells every reader (this process and the master) to reload the refs.
@@ -252,32 +307,122 @@ impl GitFs {
         }
     }
 
-    /// The refs of each remote's last good fetch, reread after an update.
-    fn states(&self) -> Arc<Vec<RepoState>> {
-        let stamp = std::fs::metadata(self.generation())
-            .ok()
-            .and_then(|m| Some((m.ino(), m.modified().ok()?)));
+    /// The refs of each remote's last good fetch, reread after an update,
+    /// and the stamp they were read at.
+    fn states_at(&self) -> (Arc<Vec<RepoState>>, Option<(u64, SystemTime)>) {
+        let stamp = self.stamp();
         if let Ok(view) = self.view.read() {
             if view.stamp == stamp && view.states.len() == self.repos.len() {
-                return view.states.clone();
+                return (view.states.clone(), stamp);
             }
         }
         let states = Arc::new(self.repos.iter().map(Repo::state).collect::<Vec<_>>());
+        self.reloads.fetch_add(1, Ordering::Relaxed);
         if let Ok(mut view) = self.view.write() {
             *view = View {
                 stamp,
                 states: states.clone(),
+                ..View::default()
             };
         }
-        states
+        (states, stamp)
     }
 
-    /// Where `saltenv`'s files come from, remote by remote in config order.
-    pub fn mounts(&self, saltenv: &str) -> Vec<Mount> {
+    /// The refs of each remote's last good fetch, reread after an update.
+    fn states(&self) -> Arc<Vec<RepoState>> {
+        self.states_at().0
+    }
+
+    /// Where `saltenv`'s files come from, remote by remote in config order
+    /// (worked out once per update that changed what is served).
+    pub fn mounts(&self, saltenv: &str) -> Arc<Vec<Mount>> {
+        let (states, stamp) = self.states_at();
+        self.mounts_at(&states, stamp, saltenv)
+    }
+
+    /// [`GitFs::mounts`] for the refs `states` read at `stamp`.
+    fn mounts_at(
+        &self,
+        states: &[RepoState],
+        stamp: Option<(u64, SystemTime)>,
+        saltenv: &str,
+    ) -> Arc<Vec<Mount>> {
+        if let Ok(view) = self.view.read() {
+            if view.stamp == stamp {
+                if let Some(mounts) = view.mounts.get(saltenv) {
+                    return mounts.clone();
+                }
+            }
+        }
+        let mounts = Arc::new(self.work_out_mounts(states, saltenv));
+        if let Ok(mut view) = self.view.write() {
+            // Bounded by the saltenvs asked for: unknown ones are cached
+            // empty, so a client naming many is capped.
+            if view.stamp == stamp && view.mounts.len() < MAX_CACHED_SALTENVS {
+                view.mounts.insert(saltenv.to_string(), mounts.clone());
+            }
+        }
+        mounts
+    }
+
+    /// The file `path` of `saltenv` is in the trees served, as `find`
+    /// resolves it in the mounts; remembered until an update changes what
+    /// is served (errors are not remembered).
+    pub fn resolve_cached<E>(
+        &self,
+        saltenv: &str,
+        path: &str,
+        find: impl FnOnce(&[Mount]) -> Result<Option<PathBuf>, E>,
+    ) -> Result<Option<PathBuf>, E> {
+        let (states, stamp) = self.states_at();
+        let key = (saltenv.to_string(), path.to_string());
+        if let Ok(view) = self.view.read() {
+            if view.stamp == stamp {
+                if let Some(found) = view.resolved.get(&key) {
+                    return Ok(found.clone());
+                }
+            }
+        }
+        let found = find(&self.mounts_at(&states, stamp, saltenv))?;
+        if let Ok(mut view) = self.view.write() {
+            if view.stamp == stamp && view.resolved.len() < MAX_CACHED_PATHS {
+                view.resolved.insert(key, found.clone());
+            }
+        }
+        Ok(found)
+    }
+
+    /// The files (or directories) below `prefix` in `saltenv`, as `list`
+    /// lists them in the mounts; remembered like [`GitFs::resolve_cached`].
+    pub fn list_cached<E>(
+        &self,
+        saltenv: &str,
+        prefix: &str,
+        dirs: bool,
+        list: impl FnOnce(&[Mount]) -> Result<Vec<String>, E>,
+    ) -> Result<Arc<Vec<String>>, E> {
+        let (states, stamp) = self.states_at();
+        let key = (saltenv.to_string(), prefix.to_string(), dirs);
+        if let Ok(view) = self.view.read() {
+            if view.stamp == stamp {
+                if let Some(listed) = view.listed.get(&key) {
+                    return Ok(listed.clone());
+                }
+            }
+        }
+        let listed = Arc::new(list(&self.mounts_at(&states, stamp, saltenv))?);
+        if let Ok(mut view) = self.view.write() {
+            if view.stamp == stamp && view.listed.len() < MAX_CACHED_LISTINGS {
+                view.listed.insert(key, listed.clone());
+            }
+        }
+        Ok(listed)
+    }
+
+    fn work_out_mounts(&self, states: &[RepoState], saltenv: &str) -> Vec<Mount> {
         if !saltenv_allowed(&self.opts, "gitfs", saltenv) {
             return Vec::new();
         }
-        let states = self.states();
         let mut out = Vec::new();
         for (repo, state) in self.repos.iter().zip(states.iter()) {
             if let Some((commit, root, mountpoint)) = resolve_env(&repo.cfg, &state.refs, saltenv) {

@@ -185,6 +185,78 @@ fn a_pushed_commit_is_served_after_update_and_an_unreachable_remote_keeps_the_la
     );
 }
 
+/// The background fetch runs every `gitfs_update_interval` all through a
+/// fleet's compiles: a fetch that moves nothing must leave the readers'
+/// view (refs, each saltenv's mounts) as it is, and one that moves a
+/// branch must still replace it at once.
+#[test]
+fn a_fetch_that_moves_nothing_keeps_the_view_and_a_moved_branch_replaces_it() {
+    if !ready() {
+        return;
+    }
+    let up = states_repo();
+    let cache = tempfile::tempdir().unwrap();
+    let opts = json!({"fileserver_backend": ["gitfs"], "gitfs_remotes": [up.url()]});
+    let fs = Fileserver::from_opts(&opts, BTreeMap::new(), cache.path());
+    let gitfs: &Arc<GitFs> = fs.gitfs().unwrap();
+    assert_eq!(gitfs.update(None), vec![(up.url(), None)]);
+    assert_eq!(
+        read(&fs, "web.sls", "base").as_deref(),
+        Some("master-web\n")
+    );
+    let stamp = std::fs::metadata(cache.path().join("gitfs/generation"))
+        .unwrap()
+        .modified()
+        .unwrap();
+    let loaded = gitfs.reloads();
+    let mounts = gitfs.mounts("base");
+    // Fetches that find the remote as it was: nothing is reread, and the
+    // saltenv's mounts are the very same (not worked out again).
+    for _ in 0..3 {
+        assert_eq!(gitfs.update(None), vec![(up.url(), None)]);
+        // Another process's fetch (halite-run) that moved nothing, too.
+        Fileserver::from_opts(&opts, BTreeMap::new(), cache.path())
+            .gitfs()
+            .unwrap()
+            .update(None);
+        assert_eq!(
+            read(&fs, "web.sls", "base").as_deref(),
+            Some("master-web\n")
+        );
+    }
+    assert_eq!(
+        gitfs.reloads(),
+        loaded,
+        "an unchanged fetch reloaded the refs"
+    );
+    assert!(Arc::ptr_eq(&mounts, &gitfs.mounts("base")));
+    assert_eq!(
+        std::fs::metadata(cache.path().join("gitfs/generation"))
+            .unwrap()
+            .modified()
+            .unwrap(),
+        stamp
+    );
+    // A pushed commit moves the branch: the next update replaces the view
+    // and the next read serves the new commit's file.
+    up.write("web.sls", "moved\n");
+    let moved = up.commit("moved");
+    up.push();
+    assert_eq!(gitfs.update(None), vec![(up.url(), None)]);
+    assert_eq!(read(&fs, "web.sls", "base").as_deref(), Some("moved\n"));
+    assert!(gitfs.reloads() > loaded);
+    let now = gitfs.mounts("base");
+    assert!(!Arc::ptr_eq(&mounts, &now));
+    assert_eq!(now[0].commit, moved);
+    // A tag moving is a change too (the saltenv v1).
+    git(&up.work(), &["tag", "-f", "-a", "v1", "-m", "v1 again"]);
+    up.push();
+    let before = gitfs.reloads();
+    gitfs.update(None);
+    assert_eq!(read(&fs, "web.sls", "v1").as_deref(), Some("moved\n"));
+    assert!(gitfs.reloads() > before);
+}
+
 #[test]
 fn a_remote_never_fetched_is_named_in_the_error() {
     if !ready() {

@@ -11,6 +11,9 @@
 //! issue 25's caches)
 //! `[noid]` (`noid`: the SLS's paths from `grains['os']` instead of the
 //! id, so every minion renders the same text: a homogeneous fleet)
+//! `[gitfs]` (the state tree committed to a bare repository and served by
+//! gitfs, a file:// remote fetched once before the compiles: what a gitfs
+//! lookup costs beside a `file_roots` one; needs `git`)
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -90,6 +93,27 @@ fn generate(root: &Path, by: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Commits `tree` to a new bare repository `bare` (branch `master`) and
+/// returns its file:// URL.
+fn commit_tree(tree: &Path, bare: &Path) -> anyhow::Result<String> {
+    let git = |dir: &Path, args: &[&str]| -> anyhow::Result<()> {
+        let status = std::process::Command::new("git")
+            .current_dir(dir)
+            .args(["-c", "user.name=bench", "-c", "user.email=bench@localhost"])
+            .args(args)
+            .status()?;
+        anyhow::ensure!(status.success(), "git {args:?} failed in {}", dir.display());
+        Ok(())
+    };
+    let bare_path = bare.display().to_string();
+    git(tree, &["init", "-q", "-b", "master"])?;
+    git(tree, &["add", "-A"])?;
+    git(tree, &["commit", "-q", "-m", "profile tree"])?;
+    git(tree, &["init", "-q", "--bare", &bare_path])?;
+    git(tree, &["push", "-q", &bare_path, "master"])?;
+    Ok(format!("file://{bare_path}"))
+}
+
 fn main() -> anyhow::Result<()> {
     let n: usize = std::env::args()
         .nth(1)
@@ -108,10 +132,24 @@ fn main() -> anyhow::Result<()> {
     generate(dir.path(), by)?;
     let roots = BTreeMap::from([("base".to_string(), vec![dir.path().join("salt")])]);
     let pillar_roots = BTreeMap::from([("base".to_string(), vec![dir.path().join("pillar")])]);
-    let opts = json!({"file_roots": {"base": [dir.path().join("salt")]}, "renderer": "jinja|yaml"});
+    let gitfs = std::env::args().any(|a| a == "gitfs");
+    let opts = if gitfs {
+        let url = commit_tree(&dir.path().join("salt"), &dir.path().join("states.git"))?;
+        json!({"fileserver_backend": ["gitfs"], "gitfs_remotes": [url], "renderer": "jinja|yaml"})
+    } else {
+        json!({"file_roots": {"base": [dir.path().join("salt")]}, "renderer": "jinja|yaml"})
+    };
+    let backends = halite_gitfs::Fileserver::from_opts(&opts, roots, &dir.path().join("cache"));
+    if let Some(git) = backends.gitfs() {
+        for (remote, error) in git.update(None) {
+            if let Some(e) = error {
+                anyhow::bail!("gitfs remote {remote} not fetched: {e}");
+            }
+        }
+    }
     let compiler = Compiler::new(
         opts,
-        Arc::new(FileServer::new(roots, 1 << 20)),
+        Arc::new(FileServer::with_backends(backends, 1 << 20)),
         pillar_roots,
     );
     let job = Job {

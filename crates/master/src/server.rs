@@ -73,8 +73,9 @@ struct ActiveJob {
     schedule: Option<String>,
 }
 
-/// A key file a Hello asked for (pending or denied), written at the end
-/// of the batch with the others (one sync for all).
+/// A key file a Hello asked for (pending, denied, or accepted by
+/// `auto_accept`), written at the end of the batch with the others (one
+/// sync for all).
 struct NewKey {
     routing: Bytes,
     status: KeyStatus,
@@ -242,6 +243,9 @@ struct Trust {
     new_keys: Vec<NewKey>,
     /// The pending keys of that batch, by id.
     queued: HashMap<String, PublicKey>,
+    /// Keys `auto_accept` is writing, by id, with the newest Hello of each:
+    /// it is welcomed once the key file is on disk.
+    accepting: HashMap<String, (PublicKey, Bytes, Hello, bool)>,
     /// A batch of key files is being written.
     keys_in_flight: bool,
     /// When the pending-key cap was last logged.
@@ -491,6 +495,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
             accepted_stamp: None,
             new_keys: Vec::new(),
             queued: HashMap::new(),
+            accepting: HashMap::new(),
             keys_in_flight: false,
             cap_warned: None,
             cap_refusals: 0,
@@ -533,6 +538,9 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     let mut tick =
         tokio::time::interval(Duration::from_secs(master.cfg.key_rescan_interval.max(1)));
     let mut last_cleanup = Instant::now();
+    // Hellos held for pending_key_rate are answered as its tokens come back.
+    let mut held_tick = tokio::time::interval(Duration::from_millis(50));
+    held_tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let stop = shutdown.triggered();
     tokio::pin!(stop);
     loop {
@@ -549,6 +557,10 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
                 master.handle_batch(batch);
             }
             Some(work) = internal_rx.recv() => master.on_internal(work),
+            _ = held_tick.tick(), if master.trust.admission.has_held() => {
+                master.answer_held_hellos();
+                master.flush_new_keys();
+            }
             Some(cmd) = local_rx.recv() => {
                 let reply = master.handle_local(cmd.body);
                 let _ = cmd.reply.send(reply);
@@ -1065,6 +1077,7 @@ impl Master {
             // The redeliveries follow the commit.
             self.commit_returns(returns);
         }
+        self.answer_held_hellos();
         self.flush_new_keys();
     }
 
@@ -1075,6 +1088,30 @@ impl Master {
         if !self.trust.admission.hello(&routing) {
             return;
         }
+        self.admit_hello(routing, hello, caller, false);
+    }
+
+    /// Answers the Hellos held for `pending_key_rate`, as many as its
+    /// tokens allow now (each one's key file is queued with the batch).
+    fn answer_held_hellos(&mut self) {
+        while let Some(held) = self.trust.admission.next_held() {
+            self.admit_hello(held.routing, held.hello, held.caller, true);
+        }
+    }
+
+    /// Holds a new id's Hello the key rate refused now; logged when the
+    /// hold is full and it is dropped (the minion asks again after
+    /// `auth_timeout`).
+    fn hold_hello(&mut self, routing: Bytes, hello: Hello, caller: bool) {
+        let id = hello.id.clone();
+        if !self.trust.admission.hold(routing, hello, caller) {
+            tracing::debug!(%id, "hello of a new id dropped: too many held for pending_key_rate");
+        }
+    }
+
+    /// A Hello within the Hello rates (`key_token`: one key file of
+    /// `pending_key_rate` is already granted to it).
+    fn admit_hello(&mut self, routing: Bytes, hello: Hello, caller: bool, key_token: bool) {
         let id = hello.id.clone();
         let refuse = |status: Option<KeyStatus>, reason: String| ToMinion::Refused {
             id: id.clone(),
@@ -1157,14 +1194,31 @@ impl Master {
                 }
             }
             None if self.cfg.auto_accept => {
-                if !self.trust.admission.new_key() {
+                // Being written already (this Hello is the minion's retry):
+                // the newest Hello is the one welcomed.
+                if let Some(entry) = self.trust.accepting.get_mut(&id) {
+                    if entry.0 == key {
+                        *entry = (key, routing, hello, caller);
+                    }
                     return;
                 }
-                if let Err(e) = self.trust.keys.put(KeyStatus::Accepted, &id, &key) {
-                    tracing::error!(error = %e, "cannot store a new key");
+                if !key_token && !self.trust.admission.new_key() {
+                    self.hold_hello(routing, hello, caller);
                     return;
                 }
-                true
+                // Written with the batch (one sync for all, off this task);
+                // welcomed when it is on disk (keys_written).
+                self.trust
+                    .accepting
+                    .insert(id.clone(), (key, routing.clone(), hello, caller));
+                self.trust.new_keys.push(NewKey {
+                    routing,
+                    status: KeyStatus::Accepted,
+                    id,
+                    key,
+                    reason: "key accepted (auto_accept)",
+                });
+                return;
             }
             None => {
                 let cap = self.cfg.max_pending_keys;
@@ -1192,13 +1246,19 @@ impl Master {
                     );
                     return;
                 }
-                self.queue_key(
+                if !key_token && !self.trust.admission.new_key() {
+                    self.hold_hello(routing, hello, caller);
+                    return;
+                }
+                self.trust.queued.insert(id.clone(), key);
+                self.trust.pending_keys += 1;
+                self.trust.new_keys.push(NewKey {
                     routing,
-                    KeyStatus::Pending,
-                    id.clone(),
+                    status: KeyStatus::Pending,
+                    id,
                     key,
-                    "key pending acceptance",
-                );
+                    reason: "key pending acceptance",
+                });
                 return;
             }
         };
@@ -1211,6 +1271,12 @@ impl Master {
             return;
         }
         self.trust.accepted.insert(id.clone(), key);
+        self.welcome(routing, &hello, caller);
+    }
+
+    /// Answers the Hello of an accepted key with the master's Welcome.
+    fn welcome(&mut self, routing: Bytes, hello: &Hello, caller: bool) {
+        let id = &hello.id;
         if self.wire.handshakes.len() >= MAX_PENDING_HANDSHAKES {
             self.wire
                 .handshakes
@@ -1221,7 +1287,7 @@ impl Master {
             }
         }
         let Ok(sid) = random_u64() else { return };
-        match PendingSession::respond(&self.signing.identity, &hello, sid) {
+        match PendingSession::respond(&self.signing.identity, hello, sid) {
             Ok((pending, welcome)) => {
                 self.wire
                     .handshakes
@@ -1235,10 +1301,9 @@ impl Master {
         }
     }
 
-    /// Queues a key file (pending or denied) to be written with the rest of
-    /// this batch, within `pending_key_rate`; its refusal is sent once the
-    /// file is on disk. Over the rate, a denial is still answered (without
-    /// a file) and a new pending key is dropped (the minion retries).
+    /// Queues a denied key file to be written with the rest of this batch,
+    /// within `pending_key_rate`; its refusal is sent once the file is on
+    /// disk. Over the rate, the denial is still answered (without a file).
     fn queue_key(
         &mut self,
         routing: Bytes,
@@ -1328,6 +1393,21 @@ impl Master {
             if new.status == KeyStatus::Pending && self.trust.queued.get(&new.id) == Some(&new.key)
             {
                 self.trust.queued.remove(&new.id);
+            }
+            if new.status == KeyStatus::Accepted {
+                let Some((key, routing, hello, caller)) = self.trust.accepting.remove(&new.id)
+                else {
+                    continue;
+                };
+                match result {
+                    Ok(()) => {
+                        tracing::info!(id = %new.id, "new key accepted (auto_accept)");
+                        self.trust.accepted.insert(new.id.clone(), key);
+                        self.welcome(routing, &hello, caller);
+                    }
+                    Err(e) => tracing::error!(id = %new.id, error = %e, "cannot store a new key"),
+                }
+                continue;
             }
             match result {
                 Ok(()) => self.answer_key(&new.routing, new.status, &new.id, &new.key, new.reason),

@@ -135,3 +135,59 @@ fn master_finger_pins_the_master() {
     let _ok = fleet.start_minion("pinned2", &format!("master_finger: '{finger}'"));
     fleet.wait_responding("pinned2");
 }
+
+/// A new fleet larger than `pending_key_rate` allows per second, with
+/// `auto_accept`: the Hellos over the rate are held and answered as the
+/// rate allows, not dropped. The swarm's `auth_timeout` is ten minutes, so
+/// a dropped Hello would keep its identity out for the whole test (before
+/// the hold, 180 of these 200 waited out their `auth_timeout`). Prints how
+/// long the fleet took to come up; the rate's bound on key files holds.
+#[test]
+fn a_new_fleet_over_the_key_rate_is_accepted_without_waiting_for_auth_timeout() {
+    if !can_run() {
+        return;
+    }
+    const N: usize = 200;
+    let fleet = Fleet::new();
+    let _master = fleet.start_master("auto_accept: True\npending_key_rate: 20");
+    let started = std::time::Instant::now();
+    let dir = fleet.path("swarm");
+    std::fs::create_dir_all(&dir).unwrap();
+    write_file(
+        &dir.join("minion"),
+        &format!(
+            "master: 127.0.0.1\nmaster_port: {}\npublish_port: {}\nid: swarm\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {d}/swarm.log\nlog_level: info\nauth_timeout: 600\n",
+            fleet.ret_port,
+            fleet.publish_port,
+            d = dir.display()
+        ),
+    );
+    let _swarm = Daemon {
+        child: std::process::Command::new(bin("halite-minion"))
+            .arg("-c")
+            .arg(&dir)
+            .args(["--swarm", &N.to_string()])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("start the swarm"),
+        log: dir.join("swarm.log"),
+    };
+    assert!(
+        fleet.wait_authenticated(N, Duration::from_secs(300)),
+        "{} of {N} new identities authenticated: Hellos over pending_key_rate were dropped",
+        fleet.authenticated()
+    );
+    let up = started.elapsed().as_secs_f64();
+    let (rets, _) = fleet.halite_json(&["swarm-*", "test.ping", "-t", "30"]);
+    assert_eq!(rets.values().filter(|v| **v == json!(true)).count(), N);
+    let accepted = std::fs::read_dir(fleet.path("master-pki/minions"))
+        .unwrap()
+        .count();
+    assert_eq!(accepted, N);
+    eprintln!(
+        "{N} new identities, auto_accept, pending_key_rate 20: all authenticated after {up:.1} s (the rate alone needs {:.1} s)",
+        N as f64 / 20.0
+    );
+}

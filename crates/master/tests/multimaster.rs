@@ -316,18 +316,36 @@ fn two_masters_share_the_minions_job_limit() {
     let minion = minion_of_both(&a, [&a, &b], "single", "process_count_max: 1");
     a.wait_responding("single");
     b.wait_responding("single");
-    // A's job holds the one slot; B's job waits for it, so when B's
-    // return arrives A's is already in A's job cache.
-    let jid = async_jid(&a, &["single", "test.sleep", "3"]);
-    assert!(wait_for(Duration::from_secs(10), || minion
+    // A's job holds the one slot and leaves a file when it ends; B's job
+    // waits for the slot, so when it runs the file is there. (A's return
+    // reaches A's job cache on its own path, maybe after B's return
+    // reached B: it is waited for, not assumed.)
+    let done = a.path("a-done");
+    let a_job = format!("sleep 3; touch {}", done.display());
+    let jid = async_jid(&a, &["single", "cmd.run", &a_job]);
+    assert!(wait_for(Duration::from_secs(20), || minion
         .log_text()
         .contains(&jid)));
-    let (rets, code) = b.halite_json(&["single", "test.echo", "after-a", "-t", "20"]);
-    assert_eq!((rets.get("single"), code), (Some(&json!("after-a")), 0));
+    let (rets, code) = b.halite_json(&[
+        "single",
+        "file.file_exists",
+        &done.display().to_string(),
+        "-t",
+        "30",
+    ]);
     assert_eq!(
-        run_json(&a, &["jobs.lookup_jid", &jid]),
-        json!({"single": true}),
-        "B's job ran beside A's: the limit is per master"
+        (rets.get("single"), code),
+        (Some(&json!(true)), 0),
+        "B's job ran beside A's (A had not finished): the limit is per master"
+    );
+    assert!(
+        wait_for(Duration::from_secs(30), || run_json(
+            &a,
+            &["jobs.lookup_jid", &jid]
+        )
+        .get("single")
+        .is_some()),
+        "A's return never reached A's job cache"
     );
 }
 

@@ -596,7 +596,7 @@ fn orchestration_events_are_the_ones_salt_fires() {
     let events = fleet.watch_events();
     let (v, code) = orch_json(&fleet, &["state.orchestrate", "orch.events"]);
     assert_eq!(code, 0, "{v}");
-    let seen: Vec<(String, Value)> = events
+    let all: Vec<(String, Value)> = events
         .stop()
         .lines()
         .filter_map(|l| l.split_once('\t'))
@@ -604,16 +604,34 @@ fn orchestration_events_are_the_ones_salt_fires() {
         .filter(|(t, _)| t.starts_with("salt/run/") || t.starts_with("salt/job/"))
         .filter(|(t, _)| !t.ends_with("/publish"))
         .collect();
+    // The orchestration's events: those of its run and of the jobs of its
+    // steps. Other jobs' events may fall in the window (the minion's own
+    // start-up `saltutil.refresh_pillar` returns when it returns).
+    let jid = all
+        .iter()
+        .find(|(t, _)| t.starts_with("salt/run/") && t.ends_with("/new"))
+        .and_then(|(_, d)| d["jid"].as_str())
+        .unwrap_or_else(|| panic!("no salt/run/<jid>/new event: {all:?}"))
+        .to_string();
+    let db_jid = step(&v, "db")["__jid__"].as_str().unwrap().to_string();
+    let app_jid = step(&v, "app")["__jid__"].as_str().unwrap().to_string();
+    let seen: Vec<(String, Value)> = all
+        .iter()
+        .filter(|(t, _)| {
+            [&jid, &db_jid, &app_jid]
+                .iter()
+                .any(|j| t.contains(j.as_str()))
+        })
+        .cloned()
+        .collect();
     let (new_tag, new) = &seen[0];
-    let jid = new["jid"].as_str().expect("the run's jid").to_string();
+    assert_eq!(new["jid"], jid);
     assert_eq!(new_tag, &format!("salt/run/{jid}/new"));
     assert_eq!(
         new["fun_args"],
         serde_json::json!(["orch.events", {"orchestration_jid": jid}])
     );
     assert_eq!(new["fun"], "runner.state.orchestrate");
-    let db_jid = step(&v, "db")["__jid__"].as_str().unwrap().to_string();
-    let app_jid = step(&v, "app")["__jid__"].as_str().unwrap().to_string();
     let tags: Vec<String> = seen
         .iter()
         .map(|(t, _)| {

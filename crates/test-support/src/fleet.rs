@@ -4,9 +4,10 @@
 //! goes in as YAML: [`Fleet::master_base`] (written into every master
 //! config of the fleet) and the `extra` of each start.
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{Map, Value};
@@ -215,18 +216,37 @@ impl Fleet {
     }
 
     /// Starts `halite-run state.event`: every bus event from now on, for
-    /// [`EventWatch::stop`] to collect.
+    /// [`EventWatch::stop`] to collect. Returns once the watcher has
+    /// printed a marker event fired after it started (it is subscribed:
+    /// nothing the test does next is missed, however loaded the machine).
     pub fn watch_events(&self) -> EventWatch {
-        let child = Command::new(bin("halite-run"))
+        let mut child = Command::new(bin("halite-run"))
             .arg("-c")
             .arg(self.master_dir())
             .args(["state.event"])
             .stdout(Stdio::piped())
             .spawn()
             .expect("state.event");
-        // Subscribed before anything the test does next.
-        std::thread::sleep(Duration::from_millis(500));
-        EventWatch { child }
+        let printed = Arc::new(Mutex::new(String::new()));
+        if let Some(out) = child.stdout.take() {
+            let printed = printed.clone();
+            std::thread::spawn(move || {
+                for line in BufReader::new(out).lines() {
+                    let Ok(line) = line else { break };
+                    if let Ok(mut text) = printed.lock() {
+                        text.push_str(&line);
+                        text.push('\n');
+                    }
+                }
+            });
+        }
+        let watch = EventWatch {
+            child,
+            printed,
+            master_dir: self.master_dir(),
+        };
+        watch.sync("subscribed");
+        watch
     }
 
     /// Runs a CLI binary against this fleet's master.
@@ -301,16 +321,55 @@ impl Fleet {
 /// A running `halite-run state.event`.
 pub struct EventWatch {
     child: Child,
+    /// What it printed so far (read on a thread of its own).
+    printed: Arc<Mutex<String>>,
+    master_dir: PathBuf,
 }
 
+/// The tag prefix of the marker events [`EventWatch`] fires to know where
+/// the watcher is (left out of what [`EventWatch::stop`] returns).
+const MARKER: &str = "halite-test/watch/";
+
 impl EventWatch {
-    /// Waits a moment for late events, stops the watcher and returns what
-    /// it printed: one `tag<TAB>json` line per event.
+    fn printed(&self) -> String {
+        self.printed.lock().map(|t| t.clone()).unwrap_or_default()
+    }
+
+    /// Fires marker events (`halite-run event.send`) until the watcher has
+    /// printed one: every event the bus fired before it has been printed.
+    fn sync(&self, what: &str) {
+        let tag = format!("{MARKER}{what}/{}", self.child.id());
+        let seen = wait_for(Duration::from_secs(60), || {
+            let _ = Command::new(bin("halite-run"))
+                .arg("-c")
+                .arg(&self.master_dir)
+                .args(["event.send", &tag])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+            wait_for(Duration::from_secs(2), || {
+                self.printed().contains(&format!("{tag}\t"))
+            })
+        });
+        assert!(
+            seen,
+            "halite-run state.event never printed the marker event {tag}:\n{}",
+            self.printed()
+        );
+    }
+
+    /// Stops the watcher once it has printed every event fired so far (a
+    /// marker fired now has come through) and returns what it printed: one
+    /// `tag<TAB>json` line per event, the markers left out.
     pub fn stop(mut self) -> String {
-        std::thread::sleep(Duration::from_millis(500));
+        self.sync("stop");
         let _ = self.child.kill();
         let _ = self.child.wait();
-        read_all(&mut self.child)
+        self.printed()
+            .lines()
+            .filter(|l| !l.starts_with(MARKER))
+            .map(|l| format!("{l}\n"))
+            .collect()
     }
 }
 
