@@ -947,8 +947,23 @@ fn write_section(path: &Path, section: &str) -> Result<()> {
     std::fs::write(path, new).with_context(|| format!("cannot write {}", path.display()))
 }
 
+/// What `--help` prints: the options, so that asking costs no fleet run.
+const USAGE: &str = "cargo bench -p halite-cli --bench highstate -- [options]
+  --minions 1,100,1000     swarm sizes for halite (default 1,100,1000)
+  --salt-minions 1         Salt minion counts ('' for none; default 1)
+  --bin-dir DIR            halite binaries (default target/release)
+  --salt-bin-dir DIR       Salt's binaries (default ~/.venvs/salt/bin)
+  --gitfs                  also measure the tree served by gitfs
+  --write FILE             append the results as a section of FILE
+  --note TEXT              a note for the section's heading
+  --keep                   keep the bench's directory";
+
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
+    if args.iter().any(|a| a == "--help" || a == "-h") {
+        println!("{USAGE}");
+        return Ok(());
+    }
     let sizes = counts(&arg(&args, "--minions").unwrap_or_else(|| "1,100,1000".into()));
     let salt_sizes = counts(&arg(&args, "--salt-minions").unwrap_or_else(|| "1".into()));
     let repo = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
