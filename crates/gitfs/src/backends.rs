@@ -75,6 +75,21 @@ impl Fileserver {
         })
     }
 
+    /// Every directory of the `roots` backends, each once (sorted): what a
+    /// master stamps to know whether its state tree changed between two
+    /// jobs (gitfs is stamped by its commits, [`Fileserver::commits`]).
+    pub fn root_dirs(&self) -> Vec<PathBuf> {
+        let mut dirs = BTreeSet::new();
+        for backend in &self.backends {
+            if let Backend::Roots(roots) = backend {
+                for env in roots.envs() {
+                    dirs.extend(roots.roots(&env).iter().cloned());
+                }
+            }
+        }
+        dirs.into_iter().collect()
+    }
+
     /// The file `salt://path` of `saltenv` is, from the first backend that
     /// has it; refused when it leads outside its root.
     pub fn resolve(&self, path: &str, saltenv: &str) -> Result<Option<PathBuf>, FileClientError> {

@@ -21,6 +21,9 @@ pub struct BundleStats {
     sent: AtomicU64,
     /// Bundles not sent: the minion held the same ("you have it").
     unchanged: AtomicU64,
+    /// Of those, the ones not even compiled: the minion's compile record
+    /// showed every input unchanged (`compile_record.rs`).
+    compile_skipped: AtomicU64,
     /// Bundles sent zstd-compressed.
     compressed: AtomicU64,
     /// Encoded size of the packed bundles sent, before compression.
@@ -41,6 +44,7 @@ impl BundleStats {
             "packed": get(&self.packed),
             "sent": get(&self.sent),
             "unchanged": get(&self.unchanged),
+            "compile_skipped": get(&self.compile_skipped),
             "compressed": get(&self.compressed),
             "plain_bytes": get(&self.plain_bytes),
             "wire_bytes": get(&self.wire_bytes),
@@ -113,6 +117,20 @@ pub struct BundleAnswer {
 }
 
 impl BundleAnswer {
+    /// "You have it" without a compile, when the minion holds `digest`
+    /// (the bundle its last compile gave, whose inputs are unchanged);
+    /// `None` when it holds another or does not read packed bundles.
+    pub fn already_held(&self, digest: &str, stats: &BundleStats) -> Option<ReplyBody> {
+        if !self.packed || self.have.as_deref() != Some(digest) {
+            return None;
+        }
+        stats.unchanged.fetch_add(1, Ordering::Relaxed);
+        stats.compile_skipped.fetch_add(1, Ordering::Relaxed);
+        Some(ReplyBody::SameBundle {
+            digest: digest.to_string(),
+        })
+    }
+
     /// The reply for `bundle`: "you have it" when the minion holds the same
     /// digest, else the bundle packed (compressed when large); the old
     /// [`ReplyBody::Bundle`] for a minion that does not read packed ones.

@@ -6,6 +6,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use halite_modules::exec::state::{StateExec, StatePlan};
@@ -13,10 +14,12 @@ use halite_modules::exec::{MineLink, RemoteExec};
 use halite_modules::host::LogEvents;
 use halite_modules::pillar_source::PillarSource;
 use halite_modules::{Args, ExecError, ExecModules, Host, LocalFileClient};
-use halite_proto::msg::{Bundle, BundleAction, Job};
+use halite_proto::msg::{Bundle, BundleAction, Job, ReplyBody};
 use halite_state::{FileClient, StateModules};
 use serde_json::{Map, Value};
 
+use crate::bundles::{BundleAnswer, BundleStats};
+use crate::compile_record::{recorded_function, CompileRecords, Inputs};
 use crate::fileserver::FileServer;
 use crate::pillar_cache::PillarCache;
 
@@ -34,6 +37,8 @@ pub struct Compiler {
     pillar_sources: Vec<Arc<dyn PillarSource>>,
     /// The mine templates read (`salt['mine.get']`), made per minion.
     mine: Option<MineFactory>,
+    /// What each minion's last highstate compile read (issue 25).
+    records: CompileRecords,
 }
 
 /// Makes the mine a compile for a minion id reads.
@@ -59,6 +64,7 @@ impl Compiler {
             pillar_cache: None,
             pillar_sources: Vec::new(),
             mine: None,
+            records: CompileRecords::default(),
         }
     }
 
@@ -79,6 +85,11 @@ impl Compiler {
     pub fn with_pillar_cache(mut self, cache: Arc<PillarCache>) -> Self {
         self.pillar_cache = Some(cache);
         self
+    }
+
+    /// The minions' compile records (how many are kept, for tests and stats).
+    pub fn records(&self) -> &CompileRecords {
+        &self.records
     }
 
     /// The cache of compiled pillars, when one is kept.
@@ -169,6 +180,80 @@ impl Compiler {
         job: &Job,
         remote: Arc<dyn RemoteExec>,
     ) -> Bundle {
+        let prepared = self.prepare(id, grains, job, remote);
+        self.finish(prepared, job)
+    }
+
+    /// The reply to minion `id`'s request for `job`'s bundle: "you have
+    /// it" without a render or compile when the minion holds the bundle of
+    /// its last compile and none of that compile's inputs changed
+    /// ([`crate::compile_record`]); else the bundle compiled now, its
+    /// inputs recorded for the next job.
+    pub fn answer(
+        &self,
+        id: &str,
+        grains: &Value,
+        job: &Job,
+        remote: Arc<dyn RemoteExec>,
+        answer: &BundleAnswer,
+        stats: &BundleStats,
+    ) -> ReplyBody {
+        if !answer.packed || !recorded_function(&job.fun) {
+            return answer.reply(self.bundle(id, grains, job, remote), stats);
+        }
+        let remote = Arc::new(AskedRemote::new(remote));
+        // resolve: the pillar is compiled again for every job.
+        let prepared = self.prepare(id, grains, job, remote.clone());
+        // check: the record of the last compile against these inputs.
+        let inputs = prepared.errors.is_empty().then(|| {
+            let tree = self.records.tree_stamp(&job.jid, self.files.client());
+            Inputs {
+                id,
+                fun: &job.fun,
+                arg: &job.arg,
+                kwarg: &job.kwarg,
+                grains,
+                pillar: &prepared.host.pillar,
+                secrets: &prepared.decrypted,
+                tree: &tree,
+            }
+            .digest()
+        });
+        if let Some(inputs) = &inputs {
+            let held = self
+                .records
+                .unchanged(id, inputs, &prepared.host.opts)
+                .and_then(|digest| answer.already_held(&digest, stats));
+            if let Some(reply) = held {
+                tracing::debug!(%id, jid = %job.jid, "compile skipped: inputs unchanged");
+                return reply;
+            }
+        }
+        // act: compile, watching what the renders read.
+        remote.reset();
+        let (bundle, reads) = halite_render::watch::watch(|| self.finish(prepared, job));
+        let asked_minion = remote.asked();
+        let reply = answer.reply(bundle, stats);
+        // report: the record for the next job.
+        match (&reply, inputs) {
+            (
+                ReplyBody::PackedBundle { digest, .. } | ReplyBody::SameBundle { digest },
+                Some(inputs),
+            ) if !asked_minion => self.records.keep(id, inputs, reads, digest.clone()),
+            _ => self.records.forget(id),
+        }
+        reply
+    }
+
+    /// The host, pillar and render errors of minion `id` for `job`
+    /// (the pillar stored in the pillar cache).
+    fn prepare(
+        &self,
+        id: &str,
+        grains: &Value,
+        job: &Job,
+        remote: Arc<dyn RemoteExec>,
+    ) -> Prepared {
         let mut host = self.host_for(id, &job.jid, grains, remote);
         // The job's saltenv=/pillarenv= choose the pillar top files
         // (pillarenv, pillarenv_from_saltenv) as in Salt.
@@ -195,7 +280,21 @@ impl Compiler {
                 cache.add_secrets(id, &decrypted);
             }
         }
-        host.pillar = pillar.clone();
+        host.pillar = pillar;
+        Prepared {
+            host,
+            errors,
+            decrypted,
+        }
+    }
+
+    /// The bundle of a prepared host: its states rendered and compiled.
+    fn finish(&self, prepared: Prepared, job: &Job) -> Bundle {
+        let Prepared {
+            host,
+            errors,
+            decrypted,
+        } = prepared;
         // A highstate's matched saltenvs, for the minion's sync.
         let mut saltenvs = None;
         let action = if !job.fun.starts_with("state.") {
@@ -230,13 +329,55 @@ impl Compiler {
         let commits = self.files.client().commits(&saltenvs_of(job, &action));
         Bundle {
             jid: job.jid.clone(),
-            pillar,
+            pillar: host.pillar,
             action,
             commits,
             saltenvs,
             // The minion masks them in what it writes to its disk and logs.
             secrets: decrypted,
         }
+    }
+}
+
+/// A minion's host with its pillar compiled for a job, before its states.
+struct Prepared {
+    host: Host,
+    /// The pillar's render errors (the bundle then returns them).
+    errors: Vec<String>,
+    /// What the gpg renderer decrypted for the pillar, sorted.
+    decrypted: Vec<String>,
+}
+
+/// The minion's side of a compile, noting whether the compile asked it
+/// anything: such a compile read something the master cannot compare, so
+/// it is not recorded.
+struct AskedRemote {
+    inner: Arc<dyn RemoteExec>,
+    asked: AtomicBool,
+}
+
+impl AskedRemote {
+    fn new(inner: Arc<dyn RemoteExec>) -> Self {
+        Self {
+            inner,
+            asked: AtomicBool::new(false),
+        }
+    }
+
+    /// Forgets the calls so far (the pillar's: its result is compared).
+    fn reset(&self) {
+        self.asked.store(false, Ordering::Relaxed);
+    }
+
+    fn asked(&self) -> bool {
+        self.asked.load(Ordering::Relaxed)
+    }
+}
+
+impl RemoteExec for AskedRemote {
+    fn call(&self, fun: &str, args: &Args) -> Result<Value, String> {
+        self.asked.store(true, Ordering::Relaxed);
+        self.inner.call(fun, args)
     }
 }
 

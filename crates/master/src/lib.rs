@@ -4,6 +4,7 @@
 
 pub mod admission;
 pub mod bundles;
+pub mod compile_record;
 pub mod compiler;
 pub mod events;
 pub mod fileserver;

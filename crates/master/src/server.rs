@@ -859,7 +859,7 @@ impl Master {
                     compress_above: self.cfg.bundle_compress_threshold,
                 };
                 let stats = self.compile.bundle_stats.clone();
-                Box::new(move || answer.reply(compiler.bundle(&id, &grains, &job, remote), &stats))
+                Box::new(move || compiler.answer(&id, &grains, &job, remote, &answer, &stats))
             }
             RequestBody::CallBundle {
                 fun,

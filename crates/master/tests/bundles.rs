@@ -109,6 +109,7 @@ fn an_unchanged_bundle_is_not_sent_again_and_a_changed_tree_sends_a_new_one() {
     let first = stats(&fleet);
     assert_eq!(count(&first, "sent"), 3, "{first}");
     assert_eq!(count(&first, "unchanged"), 0, "{first}");
+    assert_eq!(count(&first, "compile_skipped"), 0, "{first}");
     // Compressed on the wire, and the states above ran from it exactly.
     assert_eq!(count(&first, "compressed"), 3, "{first}");
     assert!(
@@ -130,6 +131,8 @@ fn an_unchanged_bundle_is_not_sent_again_and_a_changed_tree_sends_a_new_one() {
     assert_eq!(count(&second, "sent"), 3, "{second}");
     assert_eq!(count(&second, "unchanged"), 3, "{second}");
     assert_eq!(count(&second, "wire_bytes"), count(&first, "wire_bytes"));
+    // Nor compiled: the compile records show no input changed.
+    assert_eq!(count(&second, "compile_skipped"), 3, "{second}");
 
     // A changed tree compiles to new bundles: sent again, and what runs is new.
     tree(fleet.root.path(), 300, "v2");
@@ -137,6 +140,7 @@ fn an_unchanged_bundle_is_not_sent_again_and_a_changed_tree_sends_a_new_one() {
     let third = stats(&fleet);
     assert_eq!(count(&third, "sent"), 6, "{third}");
     assert_eq!(count(&third, "unchanged"), 3, "{third}");
+    assert_eq!(count(&third, "compile_skipped"), 3, "{third}");
 
     // A held bundle that is gone (the cache wiped under the running
     // minion, which still names it) is asked for again in full: three
@@ -146,6 +150,7 @@ fn an_unchanged_bundle_is_not_sent_again_and_a_changed_tree_sends_a_new_one() {
     let fourth = stats(&fleet);
     assert_eq!(count(&fourth, "sent"), 7, "{fourth}");
     assert_eq!(count(&fourth, "unchanged"), 6, "{fourth}");
+    assert_eq!(count(&fourth, "compile_skipped"), 6, "{fourth}");
     assert!(kept.join("swarm-1.bundle").is_file());
     drop(swarm);
 }

@@ -17,13 +17,10 @@ use std::sync::Arc;
 
 use halite_master::compiler::Compiler;
 use halite_master::fileserver::FileServer;
-use std::time::Duration;
 
 use halite_master::compiler::MineFactory;
-use halite_master::mine::{CompileMine, MineQuestion, MineStore};
 use halite_modules::exec::RemoteExec;
 use halite_modules::Args;
-use halite_proto::mine::MineRequest;
 use halite_proto::msg::Job;
 use halite_render::cache::RenderCache;
 use halite_render::memo::RenderMemo;
@@ -39,39 +36,9 @@ impl RemoteExec for Minion {
     }
 }
 
-/// The master's own mine store (SQLite in `dir`), answering the compile
-/// threads' `mine.get` on a thread of its own as the state task does;
-/// `ips` is each minion's `network.ip_addrs`.
-fn mine(dir: &Path, ips: &[(&str, &str)]) -> MineFactory {
-    let mut store = MineStore::open(&dir.join("mine.sqlite")).unwrap();
-    for (id, ip) in ips {
-        let data = json!({"network.ip_addrs": [ip]});
-        let request = MineRequest::Store {
-            data: data.as_object().unwrap().clone(),
-            clear: true,
-        };
-        store.answer(id, request, |_, _| Ok(Vec::new()));
-    }
-    let known: Vec<String> = ips.iter().map(|(id, _)| id.to_string()).collect();
-    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<MineQuestion>();
-    std::thread::spawn(move || {
-        while let Some(question) = rx.blocking_recv() {
-            let answer = store.answer(&question.requester, question.request, |tgt, _| {
-                Ok(known
-                    .iter()
-                    .filter(|id| tgt == "*" || tgt == *id)
-                    .cloned()
-                    .collect())
-            });
-            let _ = question
-                .reply
-                .send(answer.unwrap_or_else(|| Err("not a mine.get".into())));
-        }
-    });
-    Arc::new(move |id: &str| CompileMine::link(id, tx.clone(), Duration::from_secs(30)))
-}
-
-use halite_test_support::write_file as write;
+mod common;
+use common::compile_mine::mine;
+use common::write_file as write;
 
 /// A tree whose output differs per minion by grain, pillar and a
 /// render-time call, with one SLS that is the same for every minion.

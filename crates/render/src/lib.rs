@@ -11,6 +11,7 @@ use std::sync::Arc;
 pub mod cache;
 mod jinja;
 pub mod memo;
+pub mod watch;
 /// Python's `str()`/`repr()`/`json.dumps` of values, from the leaf crate of
 /// Salt's rules (the renderer's filters and YAML dumper print with them).
 pub use halite_salt_rules::pyfmt;
@@ -259,7 +260,10 @@ fn load_json(source: &str) -> Result<Value, RenderError> {
 /// Renders a text template (`engine` is `jinja`) with the context.
 pub fn render_text(text: &str, engine: &str, ctx: &RenderContext) -> Result<String, RenderError> {
     match engine {
-        "jinja" => jinja::render(text, ctx, None),
+        "jinja" => {
+            watch::untracked("a text template rendered without read tracking");
+            jinja::render(text, ctx, None)
+        }
         other => Err(RenderError::Other(format!(
             "The template engine '{other}' is not supported; halite renders 'jinja' templates only"
         ))),

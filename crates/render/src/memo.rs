@@ -32,6 +32,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use crate::cache::RenderCache;
+use crate::watch::ReusedRead;
 use crate::{Map, RenderContext, RenderError, Value};
 
 /// Most texts remembered at once.
@@ -102,8 +103,20 @@ impl ReadLog {
         self.volatile.store(true, Ordering::Relaxed);
     }
 
-    fn is_volatile(&self) -> bool {
+    pub(crate) fn is_volatile(&self) -> bool {
         self.volatile.load(Ordering::Relaxed)
+    }
+
+    /// Calls `f` with each read recorded so far.
+    pub(crate) fn each_read(&self, mut f: impl FnMut(&Read)) {
+        for read in self
+            .reads
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+        {
+            f(read);
+        }
     }
 
     fn take(&self) -> Vec<Read> {
@@ -179,6 +192,19 @@ impl Stored {
             Stored::All(..) | Stored::MinionOpts(..) => 1,
             Stored::File { .. } => 2,
             Stored::Call { .. } => 3,
+        }
+    }
+
+    /// This read as the compile watch sees it ([`crate::watch`]).
+    fn for_watch(&self) -> ReusedRead<'_> {
+        match self {
+            Stored::Key(Root::Opts, key, value) => ReusedRead::Opt(key, value.as_ref()),
+            Stored::All(Root::Opts, _) => ReusedRead::AllOpts,
+            Stored::Call { .. } => ReusedRead::Call,
+            Stored::MinionOpts(_) => ReusedRead::MinionOpts,
+            Stored::Key(..) | Stored::All(..) | Stored::Has(..) | Stored::File { .. } => {
+                ReusedRead::Other
+            }
         }
     }
 
@@ -286,6 +312,7 @@ impl RenderMemo {
         render: impl FnOnce(Option<Arc<ReadLog>>) -> Result<Value, RenderError>,
     ) -> Result<Value, RenderError> {
         if !RenderCache::global().is_enabled() {
+            crate::watch::untracked("the render cache is off");
             return render(None);
         }
         let key = hash_of(text, ctx);
@@ -304,6 +331,7 @@ impl RenderMemo {
                 .unwrap_or_else(PoisonError::into_inner)
                 .clone();
             if let Some(data) = data {
+                crate::watch::reused(variant.reads.iter().map(Stored::for_watch));
                 self.reused.fetch_add(1, Ordering::Relaxed);
                 return Ok((*data).clone());
             }
@@ -311,6 +339,7 @@ impl RenderMemo {
         self.rendered.fetch_add(1, Ordering::Relaxed);
         let log = Arc::new(ReadLog::default());
         let result = render(Some(log.clone()));
+        crate::watch::ran(&log, result.is_ok(), ctx);
         let Ok(data) = &result else {
             self.volatile.fetch_add(1, Ordering::Relaxed);
             return result;

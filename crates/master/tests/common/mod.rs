@@ -5,6 +5,8 @@
 
 use std::path::Path;
 
+pub mod compile_mine;
+
 pub use halite_test_support::fleet::{bin, read_all, sessions, EventWatch, Fleet, QUICK_KEEPALIVE};
 pub use halite_test_support::{can_run, free_port, wait_for, write_file, Daemon};
 
