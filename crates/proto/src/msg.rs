@@ -346,6 +346,12 @@ pub enum BundleAction {
         chunks: Vec<Value>,
         /// `saltenv` -> `salt://` path -> sha256 of each file the chunks use.
         files: BTreeMap<String, BTreeMap<String, String>>,
+        /// Which chunks' strings are Salt's yamlex strings (printed
+        /// quoted): `(chunk index, bits)` as `halite_state::origins`
+        /// encodes them. Empty (and absent on the wire) without yamlex;
+        /// older peers ignore it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        yamlex: Vec<(u32, u8)>,
     },
     /// The job's return was computed on the master (a `show_*` view, a
     /// render error): return it as is.
