@@ -123,6 +123,17 @@ impl LowChunk {
             None => Cow::Borrowed(""),
         }
     }
+    /// `text` as Salt's `str()` prints it when a state module formats a
+    /// value derived from the name: quoted as [`LowChunk::shown_name`]
+    /// when it is the name unchanged (Python's `os.path.expanduser` and
+    /// friends hand back the very `SLSString` when they change nothing),
+    /// plain when it differs (a new, plain `str`).
+    pub fn shown_if_name<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        match self.get("name") {
+            Some(Value::String(name)) if name == text => quoted_if(self.yamlex.name, text),
+            _ => Cow::Borrowed(text),
+        }
+    }
 }
 
 /// `text` as `str()` prints it: a yamlex string's double-quoted dump
