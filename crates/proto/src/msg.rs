@@ -474,6 +474,23 @@ pub struct Job {
     pub minions: Vec<String>,
 }
 
+impl Job {
+    /// The arguments as Salt shows them in a job's load and events
+    /// (`salt/job/<jid>/new`, the job cache): the positional ones, then
+    /// the keyword ones in one `{"__kwarg__": true, ...}` dict (Salt's
+    /// `salt.utils.args.condition_input`), absent when there are none.
+    pub fn salt_arg(&self) -> Vec<Value> {
+        let mut arg = self.arg.clone();
+        if !self.kwarg.is_empty() {
+            let mut kw = Map::with_capacity(self.kwarg.len() + 1);
+            kw.insert("__kwarg__".into(), Value::Bool(true));
+            kw.extend(self.kwarg.iter().map(|(k, v)| (k.clone(), v.clone())));
+            arg.push(Value::Object(kw));
+        }
+        arg
+    }
+}
+
 /// A minion's result for one job (Salt's return load).
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct JobReturn {
