@@ -346,6 +346,85 @@ fn console_in_a_real_browser() {
     drop(minions);
 }
 
+/// The console's security headers, on every answer of its own.
+fn assert_console_headers(a: &Answer, what: &str) {
+    assert!(
+        a.header("content-security-policy")
+            .starts_with("default-src 'self'; script-src 'self'; style-src 'self';"),
+        "{what}: {:?}",
+        a.headers
+    );
+    assert_eq!(a.header("x-content-type-options"), "nosniff", "{what}");
+    assert_eq!(a.header("x-frame-options"), "DENY", "{what}");
+    assert_eq!(a.header("referrer-policy"), "no-referrer", "{what}");
+}
+
+/// A body `POST /console/api/allowed` cannot read (not JSON, not a list,
+/// no JSON content type) gets the console's JSON error with its security
+/// headers, not axum's plain-text rejection; the caller is authenticated
+/// first, and a good body is still answered. No browser needed.
+#[test]
+fn allowed_answers_a_malformed_body_with_the_consoles_json_error() {
+    if !can_run() {
+        return;
+    }
+    let f = Fleet::new();
+    let srv = f.path("srv");
+    std::fs::create_dir_all(&srv).unwrap();
+    let _master = f.start_master(&config(&f, &srv));
+    let _api = f.start_api();
+    let token = login(&f.url(""), "admin", "adminpass", "file");
+    let url = f.url("/console/api/allowed");
+    let ask = |token: &str, body: Option<(&str, &str)>| {
+        http(
+            "POST",
+            &url,
+            &[("Accept", "application/json"), ("X-Auth-Token", token)],
+            body,
+        )
+    };
+    for (what, body) in [
+        ("broken JSON", Some(("application/json", "[{\"client\": "))),
+        (
+            "not a list",
+            Some(("application/json", r#"{"client": "local"}"#)),
+        ),
+        ("no JSON content type", Some(("text/plain", "[]"))),
+        ("no body", None),
+    ] {
+        let a = ask(&token, body);
+        assert_eq!(a.status, 400, "{what}: {}", a.body);
+        assert!(
+            a.content_type.starts_with("application/json"),
+            "{what}: {}",
+            a.content_type
+        );
+        let v = a.json();
+        assert_eq!(v["status"], 400, "{what}: {v}");
+        let text = v["return"].as_str().unwrap_or_default();
+        assert!(
+            text.contains("JSON list of lowstate chunks"),
+            "{what}: {text}"
+        );
+        assert_console_headers(&a, what);
+    }
+    // Without a valid token the answer is the login error, not the body's.
+    let a = ask("not-a-token", Some(("application/json", "[{")));
+    assert_eq!(a.status, 401, "{}", a.body);
+    assert_console_headers(&a, "no token");
+    // A good body is answered as before.
+    let a = ask(
+        &token,
+        Some((
+            "application/json",
+            r#"[{"client": "local", "tgt": "*", "fun": "test.ping"}]"#,
+        )),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.json(), json!({"allowed": [true]}));
+    assert_console_headers(&a, "a good body");
+}
+
 async fn drive(c: &Client, f: &Fleet, base: &str, gate: &Path) {
     // The login page offers the configured backends.
     c.goto(&format!("{base}/console/")).await.expect("goto");
