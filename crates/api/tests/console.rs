@@ -182,6 +182,19 @@ async fn fill_in(c: &Client, css: &str, text: &str) {
     e.send_keys(text).await.expect("type");
 }
 
+/// One step of a form: the `(css, text)` fields to fill, then what to
+/// wait for (`what`, `cond`), as [`fill_until`] takes them.
+type FormStep<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+
+/// Fills each `(css, text)` field, then waits until `cond` holds
+/// ([`until`]; `what` names it when it never does).
+async fn fill_until(c: &Client, fields: &[(&str, &str)], what: &str, cond: &str) {
+    for (css, text) in fields {
+        fill_in(c, css, text).await;
+    }
+    until(c, what, cond).await;
+}
+
 async fn click(c: &Client, css: &str) {
     c.find(Locator::Css(css))
         .await
@@ -583,21 +596,21 @@ async fn drive(c: &Client, f: &Fleet, base: &str, gate: &Path) {
         "document.querySelectorAll('#jobs tbody tr').length >= 2",
     )
     .await;
-    fill_in(c, "#f-fun", "test.echo").await;
-    until(
-        c,
-        "only the test.echo job",
-        "[...document.querySelectorAll('#jobs tbody td.fun')].every(td => td.innerText === 'test.echo') && document.querySelectorAll('#jobs tbody tr').length === 1",
-    )
-    .await;
-    fill_in(c, "#f-fun", "state.*").await;
-    fill_in(c, "#f-user", "admin").await;
-    until(
-        c,
-        "the state.apply job by admin",
-        "document.querySelectorAll('#jobs tbody tr').length === 1 && document.querySelector('#jobs tbody td.fun').innerText === 'state.apply'",
-    )
-    .await;
+    let filters: [FormStep; 2] = [
+        (
+            &[("#f-fun", "test.echo")],
+            "only the test.echo job",
+            "[...document.querySelectorAll('#jobs tbody td.fun')].every(td => td.innerText === 'test.echo') && document.querySelectorAll('#jobs tbody tr').length === 1",
+        ),
+        (
+            &[("#f-fun", "state.*"), ("#f-user", "admin")],
+            "the state.apply job by admin",
+            "document.querySelectorAll('#jobs tbody tr').length === 1 && document.querySelector('#jobs tbody td.fun').innerText === 'state.apply'",
+        ),
+    ];
+    for (fields, what, cond) in filters {
+        fill_until(c, fields, what, cond).await;
+    }
     shot(c, "jobs").await;
     // The time filter: the job started before 2099 and after 2000 (UTC).
     let set_from = |when: &str| {
@@ -617,10 +630,9 @@ async fn drive(c: &Client, f: &Fleet, base: &str, gate: &Path) {
         "document.querySelectorAll('#jobs tbody tr').length === 1",
     )
     .await;
-    fill_in(c, "#f-fun", "test.echo").await;
-    fill_in(c, "#f-user", "").await;
-    until(
+    fill_until(
         c,
+        &[("#f-fun", "test.echo"), ("#f-user", "")],
         "the test.echo job",
         "document.querySelector('#jobs tbody td.fun')?.innerText === 'test.echo'",
     )
@@ -833,36 +845,28 @@ async fn ops_with_argument_conditions(c: &Client, f: &Fleet, base: &str) {
         .await
         .expect("goto");
     until(c, "the run form", "document.querySelector('#run-form')").await;
-    fill_in(c, "#run-tgt", "m1").await;
-    fill_in(c, "#run-sls", "other").await;
-    until(
-        c,
-        "the run refused before it is sent",
-        "document.querySelector('#run-submit').disabled && !document.querySelector('#run-denied').hidden",
-    )
-    .await;
-    shot(c, "ops-run-denied").await;
-    fill_in(c, "#run-sls", "app").await;
-    until(
-        c,
-        "the run allowed",
-        "!document.querySelector('#run-submit').disabled && document.querySelector('#run-denied').hidden",
-    )
-    .await;
-    fill_in(c, "#run-tgt", "m*").await;
-    until(
-        c,
-        "m* refused: m2 and m3 are not ops's",
-        "document.querySelector('#run-submit').disabled",
-    )
-    .await;
-    fill_in(c, "#run-tgt", "m1").await;
-    until(
-        c,
-        "the run allowed again",
-        "!document.querySelector('#run-submit').disabled",
-    )
-    .await;
+    const REFUSED: &str = "document.querySelector('#run-submit').disabled";
+    const ALLOWED: &str = "!document.querySelector('#run-submit').disabled";
+    let steps: [FormStep; 4] = [
+        (
+            &[("#run-tgt", "m1"), ("#run-sls", "other")],
+            "the run refused before it is sent",
+            "document.querySelector('#run-submit').disabled && !document.querySelector('#run-denied').hidden",
+        ),
+        (
+            &[("#run-sls", "app")],
+            "the run allowed",
+            "!document.querySelector('#run-submit').disabled && document.querySelector('#run-denied').hidden",
+        ),
+        (&[("#run-tgt", "m*")], "m* refused: m2 and m3 are not ops's", REFUSED),
+        (&[("#run-tgt", "m1")], "the run allowed again", ALLOWED),
+    ];
+    for (n, (fields, what, cond)) in steps.into_iter().enumerate() {
+        fill_until(c, fields, what, cond).await;
+        if n == 0 {
+            shot(c, "ops-run-denied").await;
+        }
+    }
     submit(c, "#run-submit").await;
     until(
         c,

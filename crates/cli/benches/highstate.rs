@@ -36,7 +36,8 @@ use serde_json::Value;
 
 mod common;
 use common::{
-    arg, loadavg, port_pair, start_halite_fleet, status_field, wait_all, write, Group, HaliteFleet,
+    arg, loadavg, minion_conf, port_pair, start_halite_fleet, status_field, wait_all, write, Group,
+    HaliteFleet,
 };
 
 /// States in the generated tree.
@@ -547,17 +548,9 @@ fn run_halite(
             trees.join("pillar").display()
         ),
     )?;
-    let d = dir.display();
     // One identity outside the highstate: the master's responsiveness
     // during the apply is the round trip of pings to it.
-    let pconf = dir.join("probe-conf");
-    write(
-        &pconf.join("minion"),
-        format!(
-            "master: 127.0.0.1\nmaster_port: {ret}\npublish_port: {publish}\nid: probe\npki_dir: {d}/probe-pki\ncachedir: {d}/probe-cache\nsock_dir: {d}/probe-sock\nlog_file: {d}/probe.log\nlog_level: warning\nmaster_alive_interval: 30\nauth_timeout: 30\n"
-        )
-        .as_bytes(),
-    )?;
+    let pconf = minion_conf(dir, "probe", publish, ret)?;
     let mut probe = Group::spawn(
         Command::new(bin.join("halite-minion"))
             .arg("-c")
