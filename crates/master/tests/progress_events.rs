@@ -20,8 +20,7 @@ const STATES: usize = 300;
 
 /// `master.stats`' counters of minions' events: (messages, events).
 fn event_counts(fleet: &Fleet) -> (u64, u64) {
-    let out = fleet.cli("halite-run", &["master.stats", "--out", "json"]);
-    let stats: Value = serde_json::from_slice(&out.stdout).expect("master.stats json");
+    let stats = fleet.master_stats();
     (
         stats["events"]["messages"].as_u64().expect("messages"),
         stats["events"]["events"].as_u64().expect("events"),

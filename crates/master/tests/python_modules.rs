@@ -321,9 +321,9 @@ fn custom_modules_states_and_grains_through_master_and_minion() {
 
 /// How many bundles the master compiled so far (`master.stats`).
 fn compiled(fleet: &Fleet) -> u64 {
-    let out = fleet.cli("halite-run", &["master.stats", "--out", "json"]);
-    let stats: Value = serde_json::from_slice(&out.stdout).expect("master.stats json");
-    stats["bundles"]["packed"].as_u64().expect("bundles.packed")
+    fleet.master_stats()["bundles"]["packed"]
+        .as_u64()
+        .expect("bundles.packed")
 }
 
 /// A highstate's automatic sync both ways: a module the master's
