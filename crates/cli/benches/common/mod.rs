@@ -208,6 +208,20 @@ pub fn minion_conf(dir: &Path, name: &str, publish: u16, ret: u16) -> Result<Pat
     Ok(conf)
 }
 
+/// Writes `<m>/minion`, the config of one salt-minion `id` of a Salt
+/// comparison fleet: the salt-master on loopback at `publish` / `ret`,
+/// its root, pki, cache, sockets and log under `m` (for `-c m`).
+pub fn salt_minion_conf(m: &Path, id: &str, publish: u16, ret: u16) -> Result<()> {
+    let md = m.display();
+    write(
+        &m.join("minion"),
+        format!(
+            "master: 127.0.0.1\nmaster_port: {ret}\npublish_port: {publish}\nid: {id}\nroot_dir: {md}/root\npki_dir: {md}/root/pki\ncachedir: {md}/root/cache\nsock_dir: {md}/root/sock\nlog_file: {md}/minion.log\nlog_level: warning\nuser: root\nacceptance_wait_time: 1\npidfile: {md}/root/minion.pid\n"
+        )
+        .as_bytes(),
+    )
+}
+
 pub fn start_halite_fleet(
     bin: &Path,
     dir: &Path,
