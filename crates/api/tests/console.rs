@@ -182,6 +182,19 @@ async fn fill_in(c: &Client, css: &str, text: &str) {
     e.send_keys(text).await.expect("type");
 }
 
+/// One step of a form: the `(css, text)` fields to fill, then what to
+/// wait for (`what`, `cond`), as [`fill_until`] takes them.
+type FormStep<'a> = (&'a [(&'a str, &'a str)], &'a str, &'a str);
+
+/// Fills each `(css, text)` field, then waits until `cond` holds
+/// ([`until`]; `what` names it when it never does).
+async fn fill_until(c: &Client, fields: &[(&str, &str)], what: &str, cond: &str) {
+    for (css, text) in fields {
+        fill_in(c, css, text).await;
+    }
+    until(c, what, cond).await;
+}
+
 async fn click(c: &Client, css: &str) {
     c.find(Locator::Css(css))
         .await
@@ -346,6 +359,85 @@ fn console_in_a_real_browser() {
     drop(minions);
 }
 
+/// The console's security headers, on every answer of its own.
+fn assert_console_headers(a: &Answer, what: &str) {
+    assert!(
+        a.header("content-security-policy")
+            .starts_with("default-src 'self'; script-src 'self'; style-src 'self';"),
+        "{what}: {:?}",
+        a.headers
+    );
+    assert_eq!(a.header("x-content-type-options"), "nosniff", "{what}");
+    assert_eq!(a.header("x-frame-options"), "DENY", "{what}");
+    assert_eq!(a.header("referrer-policy"), "no-referrer", "{what}");
+}
+
+/// A body `POST /console/api/allowed` cannot read (not JSON, not a list,
+/// no JSON content type) gets the console's JSON error with its security
+/// headers, not axum's plain-text rejection; the caller is authenticated
+/// first, and a good body is still answered. No browser needed.
+#[test]
+fn allowed_answers_a_malformed_body_with_the_consoles_json_error() {
+    if !can_run() {
+        return;
+    }
+    let f = Fleet::new();
+    let srv = f.path("srv");
+    std::fs::create_dir_all(&srv).unwrap();
+    let _master = f.start_master(&config(&f, &srv));
+    let _api = f.start_api();
+    let token = login(&f.url(""), "admin", "adminpass", "file");
+    let url = f.url("/console/api/allowed");
+    let ask = |token: &str, body: Option<(&str, &str)>| {
+        http(
+            "POST",
+            &url,
+            &[("Accept", "application/json"), ("X-Auth-Token", token)],
+            body,
+        )
+    };
+    for (what, body) in [
+        ("broken JSON", Some(("application/json", "[{\"client\": "))),
+        (
+            "not a list",
+            Some(("application/json", r#"{"client": "local"}"#)),
+        ),
+        ("no JSON content type", Some(("text/plain", "[]"))),
+        ("no body", None),
+    ] {
+        let a = ask(&token, body);
+        assert_eq!(a.status, 400, "{what}: {}", a.body);
+        assert!(
+            a.content_type.starts_with("application/json"),
+            "{what}: {}",
+            a.content_type
+        );
+        let v = a.json();
+        assert_eq!(v["status"], 400, "{what}: {v}");
+        let text = v["return"].as_str().unwrap_or_default();
+        assert!(
+            text.contains("JSON list of lowstate chunks"),
+            "{what}: {text}"
+        );
+        assert_console_headers(&a, what);
+    }
+    // Without a valid token the answer is the login error, not the body's.
+    let a = ask("not-a-token", Some(("application/json", "[{")));
+    assert_eq!(a.status, 401, "{}", a.body);
+    assert_console_headers(&a, "no token");
+    // A good body is answered as before.
+    let a = ask(
+        &token,
+        Some((
+            "application/json",
+            r#"[{"client": "local", "tgt": "*", "fun": "test.ping"}]"#,
+        )),
+    );
+    assert_eq!(a.status, 200, "{}", a.body);
+    assert_eq!(a.json(), json!({"allowed": [true]}));
+    assert_console_headers(&a, "a good body");
+}
+
 async fn drive(c: &Client, f: &Fleet, base: &str, gate: &Path) {
     // The login page offers the configured backends.
     c.goto(&format!("{base}/console/")).await.expect("goto");
@@ -504,21 +596,21 @@ async fn drive(c: &Client, f: &Fleet, base: &str, gate: &Path) {
         "document.querySelectorAll('#jobs tbody tr').length >= 2",
     )
     .await;
-    fill_in(c, "#f-fun", "test.echo").await;
-    until(
-        c,
-        "only the test.echo job",
-        "[...document.querySelectorAll('#jobs tbody td.fun')].every(td => td.innerText === 'test.echo') && document.querySelectorAll('#jobs tbody tr').length === 1",
-    )
-    .await;
-    fill_in(c, "#f-fun", "state.*").await;
-    fill_in(c, "#f-user", "admin").await;
-    until(
-        c,
-        "the state.apply job by admin",
-        "document.querySelectorAll('#jobs tbody tr').length === 1 && document.querySelector('#jobs tbody td.fun').innerText === 'state.apply'",
-    )
-    .await;
+    let filters: [FormStep; 2] = [
+        (
+            &[("#f-fun", "test.echo")],
+            "only the test.echo job",
+            "[...document.querySelectorAll('#jobs tbody td.fun')].every(td => td.innerText === 'test.echo') && document.querySelectorAll('#jobs tbody tr').length === 1",
+        ),
+        (
+            &[("#f-fun", "state.*"), ("#f-user", "admin")],
+            "the state.apply job by admin",
+            "document.querySelectorAll('#jobs tbody tr').length === 1 && document.querySelector('#jobs tbody td.fun').innerText === 'state.apply'",
+        ),
+    ];
+    for (fields, what, cond) in filters {
+        fill_until(c, fields, what, cond).await;
+    }
     shot(c, "jobs").await;
     // The time filter: the job started before 2099 and after 2000 (UTC).
     let set_from = |when: &str| {
@@ -538,10 +630,9 @@ async fn drive(c: &Client, f: &Fleet, base: &str, gate: &Path) {
         "document.querySelectorAll('#jobs tbody tr').length === 1",
     )
     .await;
-    fill_in(c, "#f-fun", "test.echo").await;
-    fill_in(c, "#f-user", "").await;
-    until(
+    fill_until(
         c,
+        &[("#f-fun", "test.echo"), ("#f-user", "")],
         "the test.echo job",
         "document.querySelector('#jobs tbody td.fun')?.innerText === 'test.echo'",
     )
@@ -754,36 +845,28 @@ async fn ops_with_argument_conditions(c: &Client, f: &Fleet, base: &str) {
         .await
         .expect("goto");
     until(c, "the run form", "document.querySelector('#run-form')").await;
-    fill_in(c, "#run-tgt", "m1").await;
-    fill_in(c, "#run-sls", "other").await;
-    until(
-        c,
-        "the run refused before it is sent",
-        "document.querySelector('#run-submit').disabled && !document.querySelector('#run-denied').hidden",
-    )
-    .await;
-    shot(c, "ops-run-denied").await;
-    fill_in(c, "#run-sls", "app").await;
-    until(
-        c,
-        "the run allowed",
-        "!document.querySelector('#run-submit').disabled && document.querySelector('#run-denied').hidden",
-    )
-    .await;
-    fill_in(c, "#run-tgt", "m*").await;
-    until(
-        c,
-        "m* refused: m2 and m3 are not ops's",
-        "document.querySelector('#run-submit').disabled",
-    )
-    .await;
-    fill_in(c, "#run-tgt", "m1").await;
-    until(
-        c,
-        "the run allowed again",
-        "!document.querySelector('#run-submit').disabled",
-    )
-    .await;
+    const REFUSED: &str = "document.querySelector('#run-submit').disabled";
+    const ALLOWED: &str = "!document.querySelector('#run-submit').disabled";
+    let steps: [FormStep; 4] = [
+        (
+            &[("#run-tgt", "m1"), ("#run-sls", "other")],
+            "the run refused before it is sent",
+            "document.querySelector('#run-submit').disabled && !document.querySelector('#run-denied').hidden",
+        ),
+        (
+            &[("#run-sls", "app")],
+            "the run allowed",
+            "!document.querySelector('#run-submit').disabled && document.querySelector('#run-denied').hidden",
+        ),
+        (&[("#run-tgt", "m*")], "m* refused: m2 and m3 are not ops's", REFUSED),
+        (&[("#run-tgt", "m1")], "the run allowed again", ALLOWED),
+    ];
+    for (n, (fields, what, cond)) in steps.into_iter().enumerate() {
+        fill_until(c, fields, what, cond).await;
+        if n == 0 {
+            shot(c, "ops-run-denied").await;
+        }
+    }
     submit(c, "#run-submit").await;
     until(
         c,

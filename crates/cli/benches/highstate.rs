@@ -36,7 +36,8 @@ use serde_json::Value;
 
 mod common;
 use common::{
-    arg, loadavg, port_pair, start_halite_fleet, status_field, wait_all, write, Group, HaliteFleet,
+    arg, loadavg, minion_conf, port_pair, salt_minion_conf, start_halite_fleet, status_field,
+    wait_all, write, Group, HaliteFleet,
 };
 
 /// States in the generated tree.
@@ -547,17 +548,9 @@ fn run_halite(
             trees.join("pillar").display()
         ),
     )?;
-    let d = dir.display();
     // One identity outside the highstate: the master's responsiveness
     // during the apply is the round trip of pings to it.
-    let pconf = dir.join("probe-conf");
-    write(
-        &pconf.join("minion"),
-        format!(
-            "master: 127.0.0.1\nmaster_port: {ret}\npublish_port: {publish}\nid: probe\npki_dir: {d}/probe-pki\ncachedir: {d}/probe-cache\nsock_dir: {d}/probe-sock\nlog_file: {d}/probe.log\nlog_level: warning\nmaster_alive_interval: 30\nauth_timeout: 30\n"
-        )
-        .as_bytes(),
-    )?;
+    let pconf = minion_conf(dir, "probe", publish, ret)?;
     let mut probe = Group::spawn(
         Command::new(bin.join("halite-minion"))
             .arg("-c")
@@ -711,14 +704,7 @@ fn run_salt(sbin: &Path, trees: &Path, out: &Path, dir: &Path, n: usize) -> Resu
     for i in 0..n {
         let id = format!("salt-bench-{i}");
         let m = dir.join(format!("minion{i}"));
-        let md = m.display();
-        write(
-            &m.join("minion"),
-            format!(
-                "master: 127.0.0.1\nmaster_port: {ret}\npublish_port: {publish}\nid: {id}\nroot_dir: {md}/root\npki_dir: {md}/root/pki\ncachedir: {md}/root/cache\nsock_dir: {md}/root/sock\nlog_file: {md}/minion.log\nlog_level: warning\nuser: root\nacceptance_wait_time: 1\npidfile: {md}/root/minion.pid\n"
-            )
-            .as_bytes(),
-        )?;
+        salt_minion_conf(&m, &id, publish, ret)?;
         minions.push(Group::spawn(
             Command::new(sbin.join("salt-minion")).arg("-c").arg(&m),
             &format!("salt-minion {id}"),

@@ -28,7 +28,8 @@ use serde_json::Value;
 
 mod common;
 use common::{
-    arg, loadavg, port_pair, start_halite_fleet, wait_all, write, Group, HaliteFleet, SWARM_PREFIX,
+    arg, loadavg, port_pair, salt_minion_conf, start_halite_fleet, wait_all, write, Group,
+    HaliteFleet, SWARM_PREFIX,
 };
 
 /// States each tier's SLS applies.
@@ -187,14 +188,7 @@ fn run_salt(sbin: &Path, dir: &Path, n: usize, rounds: usize) -> Result<(f64, Ve
     let mut minions = Vec::new();
     for i in 0..n {
         let m = dir.join(format!("minion{i}"));
-        let md = m.display();
-        write(
-            &m.join("minion"),
-            format!(
-                "master: 127.0.0.1\nmaster_port: {ret}\npublish_port: {publish}\nid: sb-{i}\nroot_dir: {md}/root\npki_dir: {md}/root/pki\ncachedir: {md}/root/cache\nsock_dir: {md}/root/sock\nlog_file: {md}/minion.log\nlog_level: warning\nuser: root\nacceptance_wait_time: 1\npidfile: {md}/root/minion.pid\n"
-            )
-            .as_bytes(),
-        )?;
+        salt_minion_conf(&m, &format!("sb-{i}"), publish, ret)?;
         minions.push(Group::spawn(
             Command::new(sbin.join("salt-minion")).arg("-c").arg(&m),
             &format!("salt-minion sb-{i}"),

@@ -168,8 +168,9 @@ fn an_unavailable_renderer_is_a_clear_error_naming_it() {
     );
 }
 
-/// The engine's mark of a yamlex SLS's states is not data: the compile
-/// views print chunks and high data as Salt does, without it.
+/// Where a yamlex SLS's strings came from is not data: the compile views
+/// print chunks and high data as Salt does, with no key of halite's (the
+/// key an older design hid there must not come back).
 #[test]
 fn show_views_of_a_yamlex_sls_hide_the_engine_mark() {
     let web = "site:\n  test.succeed_without_changes:\n    - name: a site\n";

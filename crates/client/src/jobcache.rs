@@ -139,12 +139,7 @@ impl JobCache {
     /// returners `--return` named), never among its `arg`; [`JobCache::job`]
     /// gives them back.
     pub fn store_job(&self, job: &Job, load: &Map<String, Value>) -> Result<(), JobCacheError> {
-        let mut arg = job.arg.clone();
-        if !job.kwarg.is_empty() {
-            let mut kw = job.kwarg.clone();
-            kw.insert("__kwarg__".into(), Value::Bool(true));
-            arg.push(Value::Object(kw));
-        }
+        let arg = job.salt_arg();
         self.conn
             .execute(
                 "INSERT OR REPLACE INTO jobs (jid, fun, arg, tgt, tgt_type, user, minions, load) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",

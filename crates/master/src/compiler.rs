@@ -314,9 +314,13 @@ impl Compiler {
                 Ok(planned) => {
                     saltenvs = planned.saltenvs;
                     match planned.plan {
-                        StatePlan::Run(chunks) => {
+                        StatePlan::Run(chunks, yamlex) => {
                             let files = self.files.manifest(&chunks);
-                            BundleAction::Run { chunks, files }
+                            BundleAction::Run {
+                                chunks,
+                                files,
+                                yamlex,
+                            }
                         }
                         StatePlan::Return(ret) => BundleAction::Return { ret },
                     }

@@ -1806,7 +1806,7 @@ impl Master {
         }
         self.bus.fire(
             &tags::job_new(&jid),
-            json!({"arg": job.arg, "fun": job.fun, "jid": jid, "minions": minions, "missing": [], "tgt": job.tgt, "tgt_type": job.tgt_type, "user": job.user}),
+            json!({"arg": job.salt_arg(), "fun": job.fun, "jid": jid, "minions": minions, "missing": [], "tgt": job.tgt, "tgt_type": job.tgt_type, "user": job.user}),
         );
         if !minions.is_empty() {
             if let Err(e) = self.send_publication(&job) {

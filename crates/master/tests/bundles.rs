@@ -42,14 +42,7 @@ fn master_extra(fleet: &Fleet, extra: &str) -> String {
 
 /// The master's bundle counters.
 fn stats(fleet: &Fleet) -> Value {
-    let out = fleet.cli("halite-run", &["master.stats", "--out", "json"]);
-    assert!(
-        out.status.success(),
-        "master.stats failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let v: Value = serde_json::from_slice(&out.stdout).expect("master.stats prints JSON");
-    v["bundles"].clone()
+    fleet.master_stats()["bundles"].clone()
 }
 
 /// The counters once the start-up pillar bundle has been sent (at most 10 s).

@@ -20,8 +20,7 @@ const STATES: usize = 300;
 
 /// `master.stats`' counters of minions' events: (messages, events).
 fn event_counts(fleet: &Fleet) -> (u64, u64) {
-    let out = fleet.cli("halite-run", &["master.stats", "--out", "json"]);
-    let stats: Value = serde_json::from_slice(&out.stdout).expect("master.stats json");
+    let stats = fleet.master_stats();
     (
         stats["events"]["messages"].as_u64().expect("messages"),
         stats["events"]["events"].as_u64().expect("events"),
@@ -173,4 +172,42 @@ fn a_watching_client_is_streamed_progress_only_when_it_asks() {
     assert_eq!(streamed(&fleet, true), (3, 1));
     // One that does not (`--out json` to a file, a runner) gets the return alone.
     assert_eq!(streamed(&fleet, false), (0, 1));
+}
+
+/// `salt/job/<jid>/new` carries the job's keyword arguments as Salt 3008.5
+/// puts them in its `arg` (`condition_input`: the positional ones, then
+/// one `{"__kwarg__": true, ...}` dict; captured from a real salt-master
+/// in fixtures/orchestrate/salt-3008.5-events.txt), and a job without any
+/// has no such dict.
+#[test]
+fn the_new_job_event_carries_keyword_arguments_as_salt_does() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let _master = fleet.start_master("auto_accept: True\n");
+    let _minion = fleet.start_minion("web1", "");
+    fleet.wait_responding("web1");
+    let events = fleet.watch_events();
+    let (_, code) = fleet.halite_json(&["web1", "test.arg", "one", "2", "size=big", "n=3"]);
+    assert_eq!(code, 0);
+    let (_, code) = fleet.halite_json(&["web1", "test.arg", "alone"]);
+    assert_eq!(code, 0);
+    let text = events.stop();
+    let new: Vec<Value> = text
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .filter(|(tag, _)| tag.starts_with("salt/job/") && tag.ends_with("/new"))
+        .map(|(_, json)| serde_json::from_str(json).expect("json"))
+        .filter(|data: &Value| data["fun"] == "test.arg")
+        .collect();
+    assert_eq!(new.len(), 2, "{text}");
+    assert_eq!(
+        new[0]["arg"],
+        serde_json::json!(["one", 2, {"__kwarg__": true, "size": "big", "n": 3}]),
+        "{text}"
+    );
+    let kw = new[0]["arg"][2].as_object().expect("the keyword dict");
+    assert_eq!(kw.keys().next().map(String::as_str), Some("__kwarg__"));
+    assert_eq!(new[1]["arg"], serde_json::json!(["alone"]), "{text}");
 }

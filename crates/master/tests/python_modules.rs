@@ -318,3 +318,105 @@ fn custom_modules_states_and_grains_through_master_and_minion() {
         .path("minion-py1/cache/extmods/modules/devonly.py")
         .exists());
 }
+
+/// How many bundles the master compiled so far (`master.stats`).
+fn compiled(fleet: &Fleet) -> u64 {
+    fleet.master_stats()["bundles"]["packed"]
+        .as_u64()
+        .expect("bundles.packed")
+}
+
+/// A highstate's automatic sync both ways: a module the master's
+/// `_modules` holds is used by the same run's template; a run where
+/// nothing the compile reads changed compiles once (a new custom state
+/// too); a module removed from `_modules` is
+/// removed from the minion by the next highstate's sync (Salt's
+/// `clean_dynamic_modules`), that run's template no longer sees it, and
+/// the function is gone from the minion.
+#[test]
+fn a_highstate_sync_adds_and_removes_custom_modules() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let salt = fleet.path("salt");
+    let out = fleet.path("out");
+    std::fs::create_dir_all(&out).unwrap();
+    write(
+        &salt.join("_modules/gone.py"),
+        "def answer():\n    return 'here'\n",
+    );
+    // Another module stays: the master still asks the minion what it has.
+    write(
+        &salt.join("_modules/kept.py"),
+        "def answer():\n    return 'kept'\n",
+    );
+    write(&salt.join("top.sls"), "base:\n  '*':\n    - hs\n");
+    write(
+        &salt.join("hs.sls"),
+        &format!(
+            "hs:\n  file.managed:\n    - name: {}/hs\n    - contents: {{{{ salt['gone.answer']() if 'gone.answer' in salt else 'absent' }}}}\n",
+            out.display()
+        ),
+    );
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base: [{}]\n",
+        salt.display()
+    ));
+    let _minion = fleet.start_minion("py1", "");
+    fleet.wait_responding("py1");
+    let synced = fleet.path("minion-py1/cache/extmods/modules/gone.py");
+
+    let (rets, code) = fleet.halite_json(&["py1", "state.apply"]);
+    assert_eq!(code, 0, "{rets:?}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("hs")).unwrap().trim(),
+        "here"
+    );
+    assert!(synced.is_file());
+
+    // Nothing changed since: one compile.
+    let before = compiled(&fleet);
+    let (rets, code) = fleet.halite_json(&["py1", "state.apply"]);
+    assert_eq!(code, 0, "{rets:?}");
+    assert_eq!(compiled(&fleet) - before, 1);
+
+    // A custom state added with the SLS that uses it: the sync copies it
+    // before the run, and as the master's compile never reads the
+    // minion's states, the run is compiled once.
+    write(
+        &salt.join("_states/newstate.py"),
+        "def present(name):\n    return {'name': name, 'result': True, 'changes': {}, 'comment': 'new state ran'}\n",
+    );
+    write(
+        &salt.join("hs.sls"),
+        &format!(
+            "{}\nnew:\n  newstate.present: []\n",
+            std::fs::read_to_string(salt.join("hs.sls"))
+                .unwrap()
+                .trim_end()
+        ),
+    );
+    let before = compiled(&fleet);
+    let (rets, code) = fleet.halite_json(&["py1", "state.apply"]);
+    assert_eq!(code, 0, "{rets:?}");
+    assert_eq!(
+        rets["py1"]["newstate_|-new_|-new_|-present"]["comment"],
+        json!("new state ran"),
+        "{rets:?}"
+    );
+    assert_eq!(compiled(&fleet) - before, 1);
+
+    // Removed from the master: the sync removes it, the run's template
+    // does not see it, and the minion no longer has the function.
+    std::fs::remove_file(salt.join("_modules/gone.py")).unwrap();
+    let (rets, code) = fleet.halite_json(&["py1", "state.apply"]);
+    assert_eq!(code, 0, "{rets:?}");
+    assert!(!synced.exists());
+    assert_eq!(
+        std::fs::read_to_string(out.join("hs")).unwrap().trim(),
+        "absent"
+    );
+    let (rets, _) = fleet.halite_json(&["py1", "gone.answer"]);
+    assert_eq!(rets["py1"], json!("'gone.answer' is not available."));
+}

@@ -359,7 +359,11 @@ impl HostRunner {
             BundleAction::Return { ret } => Ok(ret),
             BundleAction::Call if job.fun == "saltutil.refresh_pillar" => Ok(Value::Bool(true)),
             BundleAction::Call => host.call(&job.fun, &args),
-            BundleAction::Run { chunks, files } => {
+            BundleAction::Run {
+                chunks,
+                files,
+                yamlex,
+            } => {
                 // The master's compile may have synced custom modules here
                 // (a highstate's autoload, sync_mods): this job's host was
                 // built before, so it loads them now.
@@ -369,7 +373,9 @@ impl HostRunner {
                     self.file_cache.clone(),
                     files,
                 ));
-                Ok(StateExec::run_planned(host, &job.fun, &args, chunks))
+                Ok(StateExec::run_planned(
+                    host, &job.fun, &args, chunks, &yamlex,
+                ))
             }
         }
     }

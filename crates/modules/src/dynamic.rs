@@ -21,11 +21,22 @@ use halite_state::{Map, Value};
 use crate::exec::{Args, ExecError, ExecModule};
 use crate::Host;
 
+/// The kinds of custom modules a master's compile for a minion can see:
+/// its execution modules (a template's `salt['mymod.fun']`, through
+/// [`learn_remote_functions`]), its grains (templates, the top file,
+/// pillar) and the utils those modules import. Custom states are not
+/// among them: the compile keeps their requisites as written and the
+/// minion, which loads them, reconciles them.
+const COMPILE_KINDS: [&str; 3] = ["modules", "grains", "utils"];
+
 /// Salt's `load_dynamic`: before a highstate whose top file matched
 /// saltenvs `envs`, `saltutil.sync_all(envs, refresh=False)` when the
 /// minion's `autoload_dynamic_modules` is on (Salt's default), then the
-/// host's registries see what was synced. Whether the sync copied any
-/// module (a compile made before it may have missed it).
+/// host's registries see what was synced. Whether the sync copied or
+/// removed a module of the [`COMPILE_KINDS`] (a compile made before it
+/// may have missed it, or used one that is gone); the other kinds
+/// (custom states, returners, renderers...) a master's compile never
+/// reads from the minion, so they never make it compile again.
 pub fn load_dynamic(host: &mut Host, envs: &[String]) -> bool {
     if host.exec.is_remote() {
         // A master compiling for a minion: the minion syncs the saltenvs
@@ -58,6 +69,7 @@ pub fn load_dynamic(host: &mut Host, envs: &[String]) -> bool {
         Value::Array(envs.iter().map(|e| Value::from(e.as_str())).collect()),
     );
     kwargs.insert("refresh".into(), Value::Bool(false));
+    let removals = COMPILE_KINDS.map(crate::exec::saltutil::removals);
     let synced = host.call(
         "saltutil.sync_all",
         &Args {
@@ -69,8 +81,10 @@ pub fn load_dynamic(host: &mut Host, envs: &[String]) -> bool {
         Ok(ret) => {
             let grains = has_synced(&ret, "grains");
             refresh(host, grains);
-            ret.as_object()
-                .is_some_and(|kinds| kinds.keys().any(|k| has_synced(&ret, k)))
+            // Only what a compile made before the sync could have used:
+            // a module copied or removed (a removed one it may have used).
+            COMPILE_KINDS.iter().any(|k| has_synced(&ret, k))
+                || COMPILE_KINDS.map(crate::exec::saltutil::removals) != removals
         }
         Err(e) => {
             tracing::warn!("the automatic sync before the highstate failed: {e}");

@@ -468,11 +468,10 @@ impl StateModule for PyState {
     }
     fn call(&self, fun: &str, call: &StateCall<'_>) -> Result<StateResult, StateError> {
         let full = format!("{}.{fun}", self.name);
-        // Salt's own low chunk: without halite's yamlex mark.
+        // Salt's own low chunk.
         let low: Map = call
             .chunk
             .iter()
-            .filter(|(k, _)| *k != halite_state::chunk::YAMLEX_STRINGS)
             .map(|(k, v)| (k.to_string(), v.clone()))
             .collect();
         let env = call.env;

@@ -342,8 +342,14 @@ fn accumulated_text_reaches_managed_template_and_blockreplace() {
     let Value::Object(high) = high else {
         unreachable!()
     };
-    let running = halite_state::call_high(high, &h.states, &h, halite_state::RunOptions::default())
-        .expect("the high data compiles");
+    let running = halite_state::call_high(
+        high,
+        Default::default(),
+        &h.states,
+        &h,
+        halite_state::RunOptions::default(),
+    )
+    .expect("the high data compiles");
     assert_eq!(fs::read_to_string(&managed).unwrap(), "hosts:x,y,z\n");
     assert_eq!(
         fs::read_to_string(&block).unwrap(),

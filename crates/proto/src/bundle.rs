@@ -218,6 +218,7 @@ mod tests {
             action: BundleAction::Run {
                 chunks,
                 files: BTreeMap::new(),
+                yamlex: Vec::new(),
             },
             commits: BTreeMap::new(),
             saltenvs: None,

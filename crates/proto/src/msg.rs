@@ -346,6 +346,12 @@ pub enum BundleAction {
         chunks: Vec<Value>,
         /// `saltenv` -> `salt://` path -> sha256 of each file the chunks use.
         files: BTreeMap<String, BTreeMap<String, String>>,
+        /// Which chunks' strings are Salt's yamlex strings (printed
+        /// quoted): `(chunk index, bits)` as `halite_state::origins`
+        /// encodes them. Empty (and absent on the wire) without yamlex;
+        /// older peers ignore it.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        yamlex: Vec<(u32, u8)>,
     },
     /// The job's return was computed on the master (a `show_*` view, a
     /// render error): return it as is.
@@ -466,6 +472,23 @@ pub struct Job {
     pub user: String,
     /// The minions the master resolved the target to; only they run it.
     pub minions: Vec<String>,
+}
+
+impl Job {
+    /// The arguments as Salt shows them in a job's load and events
+    /// (`salt/job/<jid>/new`, the job cache): the positional ones, then
+    /// the keyword ones in one `{"__kwarg__": true, ...}` dict (Salt's
+    /// `salt.utils.args.condition_input`), absent when there are none.
+    pub fn salt_arg(&self) -> Vec<Value> {
+        let mut arg = self.arg.clone();
+        if !self.kwarg.is_empty() {
+            let mut kw = Map::with_capacity(self.kwarg.len() + 1);
+            kw.insert("__kwarg__".into(), Value::Bool(true));
+            kw.extend(self.kwarg.iter().map(|(k, v)| (k.clone(), v.clone())));
+            arg.push(Value::Object(kw));
+        }
+        arg
+    }
 }
 
 /// A minion's result for one job (Salt's return load).

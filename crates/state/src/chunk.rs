@@ -6,17 +6,8 @@ use std::ops::{Deref, DerefMut};
 use serde::{Deserialize, Serialize};
 
 use crate::dict::SmallDict;
+use crate::origins::YamlexStrings;
 use crate::value::{Map, Value};
-
-/// The chunk key saying its strings came from a `yamlex` SLS. Salt's
-/// yamlex loader makes every string an `SLSString`, whose `str()` is its
-/// double-quoted YAML dump, so they print quoted wherever Salt formats
-/// them: the state tag (`test_|-"greet"_|-"greet"_|-nop`), the requisite
-/// messages. Its value says which: `true` every string of the chunk (its
-/// ID, name and requisite values), `"name"` only its name (a listener's
-/// `__id__`, `listener_"lst"`, is a plain string that already holds the
-/// quotes). The engine consumes it; it is never a state argument.
-pub const YAMLEX_STRINGS: &str = "__yamlex__";
 
 /// One compiled state call (Salt's "low chunk").
 ///
@@ -24,10 +15,16 @@ pub const YAMLEX_STRINGS: &str = "__yamlex__";
 /// [__sls_included_from__], __id__, <args in order>, order, fun`, so that
 /// `state.show_low_sls` prints what Salt prints. It is a [`SmallDict`]
 /// (which it dereferences to, for the arguments) with accessors for the
-/// well-known keys.
+/// well-known keys. Beside the dict it knows which of its strings are
+/// Salt's yamlex strings ([`YamlexStrings`]): typed, never a key, so the
+/// chunk serializes exactly as Salt shows it.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 #[serde(transparent)]
-pub struct LowChunk(SmallDict);
+pub struct LowChunk {
+    dict: SmallDict,
+    #[serde(skip)]
+    yamlex: YamlexStrings,
+}
 
 impl LowChunk {
     /// An empty chunk.
@@ -36,7 +33,10 @@ impl LowChunk {
     }
     /// An empty chunk with room for `n` keys.
     pub fn with_capacity(n: usize) -> Self {
-        LowChunk(SmallDict::with_capacity(n))
+        LowChunk {
+            dict: SmallDict::with_capacity(n),
+            yamlex: YamlexStrings::default(),
+        }
     }
     fn str_key(&self, key: &str) -> &str {
         self.get(key).and_then(Value::as_str).unwrap_or("")
@@ -67,12 +67,12 @@ impl LowChunk {
     }
     /// Whether the chunk has `key`.
     pub fn contains(&self, key: &str) -> bool {
-        self.0.contains_key(key)
+        self.dict.contains_key(key)
     }
     /// The return key: `<state>_|-<id>_|-<name>_|-<fun>`, the ID and
     /// name as Salt's `str()` prints them ([`LowChunk::shown_id`]).
     pub fn tag(&self) -> String {
-        if self.contains(YAMLEX_STRINGS) {
+        if self.yamlex.any() {
             return crate::ret::state_tag(
                 self.state(),
                 &self.shown_id(),
@@ -80,7 +80,7 @@ impl LowChunk {
                 self.fun(),
             );
         }
-        // The common case: one lookup of the mark, no copies.
+        // The common case: no copies.
         match self.get("name") {
             Some(Value::String(name)) => {
                 crate::ret::state_tag(self.state(), self.id(), name, self.fun())
@@ -94,81 +94,77 @@ impl LowChunk {
             None => crate::ret::state_tag(self.state(), self.id(), "", self.fun()),
         }
     }
-    /// Whether every string of this chunk is a yamlex string ([`YAMLEX_STRINGS`]).
-    pub fn yamlex_strings(&self) -> bool {
-        matches!(self.get(YAMLEX_STRINGS), Some(Value::Bool(true)))
+    /// Which of this chunk's strings are Salt's yamlex strings.
+    pub fn yamlex(&self) -> YamlexStrings {
+        self.yamlex
+    }
+    /// Says which of this chunk's strings are yamlex strings (the
+    /// compile, from [`crate::origins::StringOrigins`]; a listener's new
+    /// ID, a plain string holding the quotes, turns `id` off).
+    pub fn set_yamlex(&mut self, yamlex: YamlexStrings) {
+        self.yamlex = yamlex;
     }
     /// `text`, a string of this chunk's data (a requisite's value), as
-    /// Salt's `str()` prints it: quoted when the chunk's strings are
+    /// Salt's `str()` prints it: quoted when the chunk's values are
     /// yamlex strings.
     pub fn shown<'a>(&self, text: &'a str) -> Cow<'a, str> {
-        if self.yamlex_strings() {
-            Cow::Owned(halite_salt_rules::pyyaml::yamlex_str(text))
-        } else {
-            Cow::Borrowed(text)
-        }
+        quoted_if(self.yamlex.values, text)
     }
-    /// The ID as Salt's `str()` prints it (see [`LowChunk::shown`]).
+    /// The ID as Salt's `str()` prints it: quoted when a yamlex string.
     pub fn shown_id(&self) -> Cow<'_, str> {
-        self.shown(self.id())
+        quoted_if(self.yamlex.id, self.id())
     }
     /// The name as Salt's `str()` prints it: a string name quoted when it
     /// is a yamlex string, any other value as Python prints it.
     pub fn shown_name(&self) -> Cow<'_, str> {
         match self.get("name") {
-            Some(Value::String(name)) => match self.get(YAMLEX_STRINGS) {
-                Some(Value::Bool(true)) => Cow::Owned(halite_salt_rules::pyyaml::yamlex_str(name)),
-                Some(Value::String(which)) if which == "name" => {
-                    Cow::Owned(halite_salt_rules::pyyaml::yamlex_str(name))
-                }
-                _ => Cow::Borrowed(name.as_str()),
-            },
+            Some(Value::String(name)) => quoted_if(self.yamlex.name, name),
             Some(v) => Cow::Owned(crate::requisite::py_str(v)),
             None => Cow::Borrowed(""),
         }
     }
-}
-
-/// High data as Salt shows it (`state.show_sls`, `show_highstate`):
-/// without the engine's [`YAMLEX_STRINGS`] marks.
-pub fn hide_marks(high: &mut Map) {
-    for body in high.values_mut() {
-        if let Value::Object(body) = body {
-            body.shift_remove(YAMLEX_STRINGS);
+    /// `text` as Salt's `str()` prints it when a state module formats a
+    /// value derived from the name: quoted as [`LowChunk::shown_name`]
+    /// when it is the name unchanged (Python's `os.path.expanduser` and
+    /// friends hand back the very `SLSString` when they change nothing),
+    /// plain when it differs (a new, plain `str`).
+    pub fn shown_if_name<'a>(&self, text: &'a str) -> Cow<'a, str> {
+        match self.get("name") {
+            Some(Value::String(name)) if name == text => quoted_if(self.yamlex.name, text),
+            _ => Cow::Borrowed(text),
         }
     }
 }
 
-impl LowChunk {
-    /// The chunk as Salt shows it (`state.show_lowstate`): without the
-    /// engine's [`YAMLEX_STRINGS`] mark. Borrowed when it has none.
-    pub fn shown_chunk(&self) -> Cow<'_, LowChunk> {
-        if self.contains(YAMLEX_STRINGS) {
-            let mut c = self.clone();
-            c.shift_remove(YAMLEX_STRINGS);
-            Cow::Owned(c)
-        } else {
-            Cow::Borrowed(self)
-        }
+/// `text` as `str()` prints it: a yamlex string's double-quoted dump
+/// when `yamlex`, else itself.
+fn quoted_if(yamlex: bool, text: &str) -> Cow<'_, str> {
+    if yamlex {
+        Cow::Owned(halite_salt_rules::pyyaml::yamlex_str(text))
+    } else {
+        Cow::Borrowed(text)
     }
 }
 
 impl Deref for LowChunk {
     type Target = SmallDict;
     fn deref(&self) -> &SmallDict {
-        &self.0
+        &self.dict
     }
 }
 
 impl DerefMut for LowChunk {
     fn deref_mut(&mut self) -> &mut SmallDict {
-        &mut self.0
+        &mut self.dict
     }
 }
 
 impl From<Map> for LowChunk {
     fn from(map: Map) -> Self {
-        LowChunk(SmallDict::from(map))
+        LowChunk {
+            dict: SmallDict::from(map),
+            yamlex: YamlexStrings::default(),
+        }
     }
 }
 

@@ -8,6 +8,7 @@ use indexmap::IndexMap;
 
 use crate::chunk::LowChunk;
 use crate::graph::{has_requisites, ChunkKeys, Graph};
+use crate::origins::StringOrigins;
 use crate::requisite::{py_repr, py_str, REQUISITE_KEYWORDS};
 use crate::value::{Map, Value};
 use halite_perf::pipeline::{fold_on_helper, piece_count, split_vec};
@@ -70,8 +71,10 @@ fn find_name(name: &str, state: &str, high: &Map, strict: bool) -> Vec<(String, 
     ext_id
 }
 
-/// Salt's `reconcile_extend`: applies `__extend__` to the high data.
-pub fn reconcile_extend(high: &mut Map, strict: bool) -> Vec<String> {
+/// Salt's `reconcile_extend`: applies `__extend__` to the high data,
+/// noting in `origins` the names an extend sets (they are the extending
+/// SLS's strings, yamlex or not).
+pub fn reconcile_extend(high: &mut Map, strict: bool, origins: &mut StringOrigins) -> Vec<String> {
     let mut errors = Vec::new();
     let Some(Value::Array(ext)) = high.shift_remove("__extend__") else {
         return errors;
@@ -126,6 +129,16 @@ pub fn reconcile_extend(high: &mut Map, strict: bool) -> Vec<String> {
                 if sls_excludes.iter().any(|e| e == sls) {
                     continue;
                 }
+            }
+            let sets_name = body.iter().any(|(k, run)| {
+                !k.starts_with("__")
+                    && run.as_array().is_some_and(|args| {
+                        args.iter()
+                            .any(|a| a.as_object().is_some_and(|m| m.contains_key("name")))
+                    })
+            });
+            if sets_name {
+                origins.note_extended_name(&name, &body);
             }
             let Some(Value::Object(target)) = high.get_mut(&name) else {
                 continue;
@@ -184,15 +197,15 @@ pub fn reconcile_extend(high: &mut Map, strict: bool) -> Vec<String> {
 }
 
 /// An ID as Salt's `str()` prints it in a structure error: quoted when
-/// its body is a yamlex SLS's ([`crate::chunk::YAMLEX_STRINGS`]).
+/// its SLS was yamlex ([`StringOrigins`]).
 struct ShownId<'a> {
     id: &'a str,
-    body: &'a Map,
+    yamlex: bool,
 }
 
 impl std::fmt::Display for ShownId<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        if self.body.get(crate::chunk::YAMLEX_STRINGS) == Some(&Value::Bool(true)) {
+        if self.yamlex {
             f.write_str(&halite_salt_rules::pyyaml::yamlex_str(self.id))
         } else {
             f.write_str(self.id)
@@ -200,8 +213,9 @@ impl std::fmt::Display for ShownId<'_> {
     }
 }
 
-/// Salt's `_verify_high`: the structural checks, every error listed.
-pub fn verify_high(high: &Map) -> Vec<String> {
+/// Salt's `_verify_high`: the structural checks, every error listed
+/// (`origins` says which SLS's strings print quoted in them).
+pub fn verify_high(high: &Map, origins: &StringOrigins) -> Vec<String> {
     let mut errors = Vec::new();
     for (id, body) in high {
         if id.starts_with("__") {
@@ -218,14 +232,15 @@ pub fn verify_high(high: &Map) -> Vec<String> {
         let sls = SlsName(body);
         // A yamlex SLS's strings print quoted (its ID, its requisite
         // keys); looked up only when an error is formatted.
+        let yamlex = origins.body_is_yamlex(b);
         let shown = |text: &str| -> String {
-            if b.get(crate::chunk::YAMLEX_STRINGS) == Some(&Value::Bool(true)) {
+            if yamlex {
                 halite_salt_rules::pyyaml::yamlex_str(text)
             } else {
                 text.to_string()
             }
         };
-        let id = ShownId { id, body: b };
+        let id = ShownId { id, yamlex };
         for (state, run) in b {
             if state.starts_with("__") {
                 continue;
@@ -620,7 +635,9 @@ pub fn requisite_in(high: &mut Map, disabled: &[String]) -> Vec<String> {
         })
         .collect();
     high.insert("__extend__".into(), Value::Array(ext));
-    errors.extend(reconcile_extend(high, true));
+    // These extends add requisites only (never a `name`): nothing for
+    // the string origins to learn.
+    errors.extend(reconcile_extend(high, true, &mut StringOrigins::new()));
     errors
 }
 
@@ -674,7 +691,7 @@ pub fn apply_exclude(high: &mut Map) {
 /// order all the same. This way round the high data is freed by the
 /// thread that allocated most of it (another thread's frees cost mimalloc
 /// several times as much).
-pub fn compile_high_data(high: Map) -> Graph {
+pub fn compile_high_data(high: Map, origins: &StringOrigins) -> Graph {
     // At least a chunk per ID (more with `names` or several modules).
     let graph = Graph::with_capacity(high.len());
     let ids: Vec<(String, Value)> = high.into_iter().collect();
@@ -688,7 +705,7 @@ pub fn compile_high_data(high: Map) -> Graph {
         let mut keyed = Vec::with_capacity(ids.len());
         let mut chunks = Vec::new();
         for (id, body) in ids {
-            id_chunks(id, body, &mut chunks);
+            id_chunks(id, body, origins, &mut chunks);
             keyed.extend(chunks.drain(..).map(|chunk| {
                 if !requisites_seen.get() && has_requisites(&chunk) {
                     requisites_seen.set(true);
@@ -711,22 +728,18 @@ pub fn compile_high_data(high: Map) -> Graph {
 }
 
 /// The chunks of one ID, appended to `out` in the order Salt makes them.
-fn id_chunks(id: String, body: Value, out: &mut Vec<LowChunk>) {
+fn id_chunks(id: String, body: Value, origins: &StringOrigins, out: &mut Vec<LowChunk>) {
     if id.starts_with("__") {
         return;
     }
     let Value::Object(mut b) = body else { return };
+    let yamlex = origins.of_state(&id, &b);
     // The stamps every chunk of the ID carries, in this order. A body
     // has a few keys: scanned, not looked up (three hashes per ID).
     // Taken out of the body (whose `__` keys are skipped below): the
     // last chunk of the ID gets them, the others copies.
-    const META: [&str; 4] = [
-        "__sls__",
-        "__env__",
-        "__sls_included_from__",
-        crate::chunk::YAMLEX_STRINGS,
-    ];
-    let mut meta: [Option<Value>; 4] = [None, None, None, None];
+    const META: [&str; 3] = ["__sls__", "__env__", "__sls_included_from__"];
+    let mut meta: [Option<Value>; 3] = [None, None, None];
     for (k, v) in b.iter_mut().filter(|(k, _)| k.starts_with("__")) {
         if let Some(i) = META.iter().position(|m| m == k) {
             meta[i] = Some(std::mem::take(v));
@@ -757,6 +770,7 @@ fn id_chunks(id: String, body: Value, out: &mut Vec<LowChunk>) {
             })
             .count();
         let mut chunk = LowChunk::with_capacity(4 + meta_len + arg_keys + usize::from(!has_order));
+        chunk.set_yamlex(yamlex);
         chunk.insert("state", Value::String(state));
         // The ID unless the arguments give a string `name` (set below).
         chunk.insert("name", Value::Null);
@@ -860,15 +874,19 @@ mod tests {
     /// mark is hidden from what `state.show_lowstate` prints.
     #[test]
     fn yamlex_strings_print_quoted_in_tags_and_messages() {
-        let mark = crate::chunk::YAMLEX_STRINGS;
-        let mut graph = compile_high_data(high(serde_json::json!({
-            "greet": {"__sls__": "s", "__env__": "base", mark: true,
-                      "test": [{"name": "hello world"}, "nop"]},
-            "orphan": {"__sls__": "s", "__env__": "base", mark: true,
-                       "test": [{"require": [{"test": "greet"}, {"test": "nowhere"}]}, "nop"]},
-            "plain": {"__sls__": "s", "__env__": "base",
-                      "test": [{"require": [{"test": "nowhere"}]}, "nop"]},
-        })));
+        let mut origins = StringOrigins::new();
+        origins.add_yamlex_sls("base", "s");
+        let mut graph = compile_high_data(
+            high(serde_json::json!({
+                "greet": {"__sls__": "s", "__env__": "base",
+                          "test": [{"name": "hello world"}, "nop"]},
+                "orphan": {"__sls__": "s", "__env__": "base",
+                           "test": [{"require": [{"test": "greet"}, {"test": "nowhere"}]}, "nop"]},
+                "plain": {"__sls__": "p", "__env__": "base",
+                          "test": [{"require": [{"test": "nowhere"}]}, "nop"]},
+            })),
+            &origins,
+        );
         let tags: Vec<String> = graph.chunks.iter().map(LowChunk::tag).collect();
         assert_eq!(
             tags,
@@ -882,20 +900,56 @@ mod tests {
             graph.order(&[]).expect_err("two requisites are missing"),
             [
                 "Referenced state does not exist for requisite [require: (\"test\": \"nowhere\")] in state [\"orphan\"] in SLS [s]",
-                "Referenced state does not exist for requisite [require: (test: nowhere)] in state [plain] in SLS [s]"
+                "Referenced state does not exist for requisite [require: (test: nowhere)] in state [plain] in SLS [p]"
             ]
         );
-        let shown = graph.chunks[0].shown_chunk();
-        assert!(!shown.contains(mark) && graph.chunks[0].contains(mark));
-        assert!(crate::requisite::is_internal_keyword(mark));
+        // The chunk shows exactly Salt's keys: the origin is typed, not a key.
+        let shown = serde_json::to_value(&graph.chunks[0]).expect("json");
+        assert_eq!(
+            shown,
+            serde_json::json!({"state": "test", "name": "hello world", "__sls__": "s",
+                "__env__": "base", "__id__": "greet", "fun": "nop", "order": 1})
+        );
+    }
+
+    /// A name `extend` sets is the extending SLS's string: plain from a
+    /// plain SLS on a yamlex state, quoted from a yamlex SLS on a plain
+    /// one (recorded from Salt 3008.5: `yamlex_extend_plain`).
+    #[test]
+    fn a_name_set_by_extend_prints_as_the_extending_sls_string() {
+        let mut origins = StringOrigins::new();
+        origins.add_yamlex_sls("base", "ylx");
+        let mut data = high(serde_json::json!({
+            "greet": {"__sls__": "ylx", "__env__": "base", "test": [{"name": "original"}, "nop"]},
+            "plainstate": {"__sls__": "plainer", "__env__": "base", "test": ["nop"]},
+            "__extend__": [
+                {"greet": {"__sls__": "main", "__env__": "base", "test": [{"name": "from-plain"}]}},
+                {"plainstate": {"__sls__": "ylx", "__env__": "base", "test": [{"name": "from-yamlex"}]}},
+            ],
+        }));
+        assert!(reconcile_extend(&mut data, false, &mut origins).is_empty());
+        let graph = compile_high_data(data, &origins);
+        let tags: Vec<String> = graph.chunks.iter().map(LowChunk::tag).collect();
+        assert_eq!(
+            tags,
+            [
+                "test_|-\"greet\"_|-from-plain_|-nop",
+                "test_|-plainstate_|-\"from-yamlex\"_|-nop"
+            ]
+        );
     }
 
     #[test]
     fn yamlex_ids_print_quoted_in_structure_errors() {
-        let errors = verify_high(&high(serde_json::json!({
-            "dotted": {"__sls__": "s", "__env__": "base", crate::chunk::YAMLEX_STRINGS: true,
-                       "test": [{"require": [{"cmd.run": "x"}]}, "nop"]},
-        })));
+        let mut origins = StringOrigins::new();
+        origins.add_yamlex_sls("base", "s");
+        let errors = verify_high(
+            &high(serde_json::json!({
+                "dotted": {"__sls__": "s", "__env__": "base",
+                           "test": [{"require": [{"cmd.run": "x"}]}, "nop"]},
+            })),
+            &origins,
+        );
         assert_eq!(
             errors,
             ["Invalid requisite type '\"cmd.run\"' in state '\"dotted\"', in SLS 's'. Requisite types must not contain dots, did you mean 'cmd'?"]
@@ -904,17 +958,20 @@ mod tests {
 
     #[test]
     fn chunks_take_name_and_stamps_as_salt_does() {
-        let graph = compile_high_data(high(serde_json::json!({
-            "plain": {"__sls__": "s", "__env__": "base", "test": ["nop", {"order": 1}]},
-            "named": {"__sls__": "s", "__env__": "base",
-                      "test": [{"name": "given"}, "nop", {"order": 2}]},
-            "string_then_number": {"__sls__": "s", "__env__": "base",
-                      "test": [{"name": "given"}, {"name": 5}, "nop", {"order": 3}]},
-            "number_then_string": {"__sls__": "s", "__env__": "base",
-                      "test": [{"name": 5}, {"name": "given"}, "nop", {"order": 4}]},
-            "two_states": {"__sls__": "s", "__env__": "base",
-                      "test": ["nop", {"order": 5}], "cmd": ["run", {"order": 5}]},
-        })));
+        let graph = compile_high_data(
+            high(serde_json::json!({
+                "plain": {"__sls__": "s", "__env__": "base", "test": ["nop", {"order": 1}]},
+                "named": {"__sls__": "s", "__env__": "base",
+                          "test": [{"name": "given"}, "nop", {"order": 2}]},
+                "string_then_number": {"__sls__": "s", "__env__": "base",
+                          "test": [{"name": "given"}, {"name": 5}, "nop", {"order": 3}]},
+                "number_then_string": {"__sls__": "s", "__env__": "base",
+                          "test": [{"name": 5}, {"name": "given"}, "nop", {"order": 4}]},
+                "two_states": {"__sls__": "s", "__env__": "base",
+                          "test": ["nop", {"order": 5}], "cmd": ["run", {"order": 5}]},
+            })),
+            &StringOrigins::new(),
+        );
         let by_id =
             |id: &str| -> Vec<&LowChunk> { graph.chunks.iter().filter(|c| c.id() == id).collect() };
         let name = |id: &str| by_id(id)[0].get("name").cloned();
@@ -959,10 +1016,10 @@ mod tests {
         }
         let mut expected = Vec::new();
         for (id, body) in data.clone() {
-            id_chunks(id, body, &mut expected);
+            id_chunks(id, body, &StringOrigins::new(), &mut expected);
         }
         assert_eq!(expected.len(), n / 3 * 5);
-        let graph = compile_high_data(data);
+        let graph = compile_high_data(data, &StringOrigins::new());
         assert_eq!(graph.chunks.len(), expected.len());
         for (ci, (got, want)) in graph.chunks.iter().zip(&expected).enumerate() {
             assert_eq!(got.to_value(), want.to_value());
@@ -996,13 +1053,13 @@ mod tests {
                 }
                 data.insert(format!("id{i}"), body);
             }
-            let mut compiled = compile_high_data(data.clone());
+            let mut compiled = compile_high_data(data.clone(), &StringOrigins::new());
             let order = compiled.order(&[]).expect("every target is found");
 
             let mut one_by_one = Graph::new();
             for (id, body) in data {
                 let mut chunks = Vec::new();
-                id_chunks(id, body, &mut chunks);
+                id_chunks(id, body, &StringOrigins::new(), &mut chunks);
                 for chunk in chunks {
                     one_by_one.add_chunk(chunk);
                 }
@@ -1043,7 +1100,7 @@ mod tests {
             "a": {"__sls__": "s", "__env__": "base", "test": ["nop"]},
             "b": {"__sls__": "s", "__env__": "base", "test": ["nop"]},
         }));
-        let mut graph = compile_high_data(data.clone());
+        let mut graph = compile_high_data(data.clone(), &StringOrigins::new());
         assert_eq!(graph.order(&[]).expect("no requisites").len(), 2);
 
         let mut data = data;
@@ -1052,7 +1109,7 @@ mod tests {
             serde_json::json!({"__sls__": "s", "__env__": "base",
                                "test": ["nop", {"require": [{"test": "a"}, "missing"]}]}),
         );
-        let errors = compile_high_data(data)
+        let errors = compile_high_data(data, &StringOrigins::new())
             .order(&[])
             .expect_err("a missing target");
         assert!(

@@ -1084,7 +1084,7 @@ pub fn chunk_tag(c: &LowChunk) -> String {
 /// Salt's `_chunk_str` for cycle messages: `str()` of a dict, where a
 /// yamlex string's `repr()` is its quoted form too.
 fn chunk_str(c: &LowChunk) -> String {
-    if c.yamlex_strings() {
+    if c.yamlex().any() {
         let mut out = format!(
             "{{'SLS': {}, 'ID': {}",
             py_repr(&Value::from(c.sls())),

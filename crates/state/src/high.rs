@@ -6,6 +6,7 @@ use std::collections::HashSet;
 
 use indexmap::IndexMap;
 
+use crate::origins::StringOrigins;
 use crate::value::{Map, Value};
 use halite_salt_rules::fnmatch::fnmatch;
 
@@ -18,8 +19,8 @@ pub struct RenderedSls {
     /// relative includes.
     pub source: String,
     /// Whether its strings are Salt's yamlex strings (the pipeline ended
-    /// in `yamlex`): its states are marked so they print them quoted
-    /// ([`crate::chunk::YAMLEX_STRINGS`]).
+    /// in `yamlex`): the builder notes the SLS in its
+    /// [`StringOrigins`], so its states print them quoted.
     pub yamlex: bool,
 }
 
@@ -45,6 +46,7 @@ pub struct HighBuilder<'a> {
     iorder: i64,
     mods: HashSet<String>,
     avail: IndexMap<String, (Vec<String>, HashSet<String>)>,
+    origins: StringOrigins,
 }
 
 impl<'a> HighBuilder<'a> {
@@ -56,7 +58,14 @@ impl<'a> HighBuilder<'a> {
             iorder: 10000,
             mods: HashSet::new(),
             avail: IndexMap::new(),
+            origins: StringOrigins::new(),
         }
+    }
+
+    /// Where the strings of what it rendered came from (which SLS were
+    /// yamlex): the compile needs it beside the high data.
+    pub fn into_origins(self) -> StringOrigins {
+        self.origins
     }
 
     fn avail(&mut self, saltenv: &str) -> &(Vec<String>, HashSet<String>) {
@@ -180,7 +189,7 @@ impl<'a> HighBuilder<'a> {
         handle_exclude(&mut state, sls, &mut errors);
         handle_state_decls(&mut state, sls, saltenv, &mut errors);
         if rendered.yamlex {
-            mark_yamlex_strings(&mut state);
+            self.origins.add_yamlex_sls(saltenv, sls);
         }
 
         for inc in include {
@@ -398,18 +407,6 @@ fn handle_state_decl(
     }
     if !body.contains_key("__env__") {
         body.insert("__env__".into(), Value::from(saltenv));
-    }
-}
-
-/// Marks every state of a yamlex SLS ([`crate::chunk::YAMLEX_STRINGS`]).
-fn mark_yamlex_strings(state: &mut Map) {
-    for (id, body) in state.iter_mut() {
-        if id.starts_with("__") {
-            continue;
-        }
-        if let Value::Object(body) = body {
-            body.insert(crate::chunk::YAMLEX_STRINGS.into(), Value::Bool(true));
-        }
     }
 }
 

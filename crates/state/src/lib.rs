@@ -13,6 +13,7 @@ pub mod dict;
 pub mod graph;
 pub mod high;
 pub mod module;
+pub mod origins;
 pub mod pipeline;
 pub mod requisite;
 pub mod ret;

@@ -9,6 +9,7 @@ use crate::compile::{
 use crate::graph::Graph;
 use crate::module::StateEnv;
 use crate::module::StateModules;
+use crate::origins::StringOrigins;
 use crate::run::{Executor, RunOptions, Running};
 use crate::value::{Map, Value};
 
@@ -26,16 +27,21 @@ impl Compiled {
     pub fn low_chunks(&self) -> Vec<Value> {
         self.order
             .iter()
-            .map(|&i| self.graph.chunks[i].shown_chunk().to_value())
+            .map(|&i| self.graph.chunks[i].to_value())
             .collect()
     }
 }
 
 /// Applies `extend`, checks the structure, applies the `_in` requisites
 /// and `use`, then `exclude` (the part of `call_high` before chunks).
-pub fn prepare_high(high: &mut Map, disabled: &[String]) -> Result<(), Vec<String>> {
-    let mut errors = reconcile_extend(high, false);
-    errors.extend(verify_high(high));
+/// `origins` (from the render) learns the names `extend` set.
+pub fn prepare_high(
+    high: &mut Map,
+    origins: &mut StringOrigins,
+    disabled: &[String],
+) -> Result<(), Vec<String>> {
+    let mut errors = reconcile_extend(high, false, origins);
+    errors.extend(verify_high(high, origins));
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -87,8 +93,8 @@ fn reconcile_watch_req(graph: &mut Graph, modules: &StateModules) {
 /// Compiles prepared high data into chunks, not yet ordered (Salt's
 /// `compile_high_data`, with `watch` turned into `require` where the
 /// module has no `mod_watch`). The high data is consumed.
-pub fn compile_graph(high: Map, modules: &StateModules) -> Graph {
-    let mut graph = compile_high_data(high);
+pub fn compile_graph(high: Map, origins: &StringOrigins, modules: &StateModules) -> Graph {
+    let mut graph = compile_high_data(high, origins);
     reconcile_watch_req(&mut graph, modules);
     graph
 }
@@ -98,10 +104,11 @@ pub fn compile_graph(high: Map, modules: &StateModules) -> Graph {
 /// The high data is consumed (its values move into the chunks).
 pub fn compile_chunks(
     high: Map,
+    origins: &StringOrigins,
     modules: &StateModules,
     disabled: &[String],
 ) -> Result<Compiled, Vec<String>> {
-    let mut graph = compile_graph(high, modules);
+    let mut graph = compile_graph(high, origins, modules);
     let order = graph.order(disabled)?;
     Ok(Compiled { graph, order })
 }
@@ -124,17 +131,19 @@ pub fn order_chunks(
     Ok(Compiled { graph, order })
 }
 
-/// Salt's `call_high`: prepares, compiles and runs high data.
+/// Salt's `call_high`: prepares, compiles and runs high data (`origins`:
+/// where its strings came from, [`crate::HighBuilder::into_origins`]).
 pub fn call_high(
     mut high: Map,
+    mut origins: StringOrigins,
     modules: &StateModules,
     env: &dyn StateEnv,
     opts: RunOptions,
 ) -> Result<Running, Vec<String>> {
     let start = std::time::Instant::now();
-    prepare_high(&mut high, &opts.disabled_requisites)?;
+    prepare_high(&mut high, &mut origins, &opts.disabled_requisites)?;
     let prepared = start.elapsed();
-    let compiled = compile_chunks(high, modules, &opts.disabled_requisites)?;
+    let compiled = compile_chunks(high, &origins, modules, &opts.disabled_requisites)?;
     let compiled_at = start.elapsed();
     let Compiled { graph, order } = compiled;
     let running = Executor::new(graph, modules, env, opts).run(&order);

@@ -182,7 +182,6 @@ pub const RUNTIME_KEYWORDS: &[&str] = &[
     "__sls_included_from__",
     "__prereq__",
     "__prerequiring__",
-    crate::chunk::YAMLEX_STRINGS,
 ];
 
 /// Whether `key` is a keyword the engine handles (never a state argument).

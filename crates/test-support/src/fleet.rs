@@ -260,6 +260,18 @@ impl Fleet {
             .expect("run the CLI")
     }
 
+    /// The master's counters (`halite-run master.stats`): what tests
+    /// count instead of timing (bundles compiled and sent, events).
+    pub fn master_stats(&self) -> Value {
+        let out = self.cli("halite-run", &["master.stats", "--out", "json"]);
+        assert!(
+            out.status.success(),
+            "master.stats failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        serde_json::from_slice(&out.stdout).expect("master.stats prints JSON")
+    }
+
     /// `halite ARGS` as (stdout, exit code).
     pub fn halite(&self, args: &[&str]) -> (String, i32) {
         let out = self.cli("halite", args);

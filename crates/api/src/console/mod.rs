@@ -21,6 +21,7 @@ use std::net::SocketAddr;
 use std::sync::Arc;
 
 use axum::body::Body;
+use axum::extract::rejection::JsonRejection;
 use axum::extract::{ConnectInfo, Json, Path, State};
 use axum::http::{header, HeaderMap, HeaderValue, Response, StatusCode};
 use axum::routing::{get, post};
@@ -210,18 +211,29 @@ const MAX_QUESTIONS: usize = 30_000;
 /// without running anything. The console asks it before it draws a key
 /// button or enables a run, so an ACL that grants a function for some
 /// arguments only shows exactly what the API would allow.
+///
+/// A body that is not a JSON list gets the console's JSON error (400,
+/// with its security headers) after the caller is authenticated, rather
+/// than axum's plain-text rejection without them.
 async fn allowed(
     State(st): State<Arc<AppState>>,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
-    Json(chunks): Json<Vec<Value>>,
+    body: Result<Json<Vec<Value>>, JsonRejection>,
 ) -> Response<Body> {
+    let chunks = body.map(|Json(chunks)| chunks).map_err(|e| {
+        format!(
+            "the body must be a JSON list of lowstate chunks ({}); send Content-Type: application/json",
+            e.body_text()
+        )
+    });
     authed(
         st,
         addr,
         &headers,
         "POST /console/api/allowed",
         move |svc, who| {
+            let chunks = chunks.map_err(ApiError::BadRequest)?;
             if chunks.len() > MAX_QUESTIONS {
                 return Err(ApiError::BadRequest(format!(
                     "ask about at most {MAX_QUESTIONS} calls at once (this request has {})",

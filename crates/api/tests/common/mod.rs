@@ -76,11 +76,21 @@ pub struct Answer {
     pub token_header: Option<String>,
     pub cookie: Option<String>,
     pub body: String,
+    /// Every header, names in lower case.
+    pub headers: Vec<(String, String)>,
 }
 
 impl Answer {
     pub fn json(&self) -> Value {
         serde_json::from_str(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", self.body))
+    }
+
+    /// The value of header `name` (lower case), empty when absent.
+    pub fn header(&self, name: &str) -> &str {
+        self.headers
+            .iter()
+            .find(|(k, _)| k == name)
+            .map_or("", |(_, v)| v.as_str())
     }
 }
 
@@ -125,6 +135,16 @@ pub fn http(
     let content_type = h("content-type").unwrap_or_default();
     let token_header = h("x-auth-token");
     let cookie = h("set-cookie");
+    let all = resp
+        .headers()
+        .iter()
+        .map(|(k, v)| {
+            (
+                k.as_str().to_ascii_lowercase(),
+                v.to_str().unwrap_or_default().to_string(),
+            )
+        })
+        .collect();
     let body = resp.body_mut().read_to_string().unwrap_or_default();
     Answer {
         status,
@@ -132,6 +152,7 @@ pub fn http(
         token_header,
         cookie,
         body,
+        headers: all,
     }
 }
 

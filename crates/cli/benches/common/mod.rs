@@ -191,6 +191,37 @@ fn known_swarm(swarm_pki: &Path, master_pki: &Path, n: usize) -> Result<()> {
 /// config `master_extra` added: file roots, timeouts) and, once its
 /// socket is up, one `halite-minion --swarm n` of known identities
 /// `bench-0..` ([`known_swarm`]).
+/// Writes the config of a bench minion process `name` (`swarm`, `probe`)
+/// into `<dir>/<name>-conf/minion`: the master on loopback at `publish` /
+/// `ret`, its pki, cache, sockets and log under `dir`. Returns the config
+/// directory (for `-c`).
+pub fn minion_conf(dir: &Path, name: &str, publish: u16, ret: u16) -> Result<PathBuf> {
+    let d = dir.display();
+    let conf = dir.join(format!("{name}-conf"));
+    write(
+        &conf.join("minion"),
+        format!(
+            "master: 127.0.0.1\nmaster_port: {ret}\npublish_port: {publish}\nid: {name}\npki_dir: {d}/{name}-pki\ncachedir: {d}/{name}-cache\nsock_dir: {d}/{name}-sock\nlog_file: {d}/{name}.log\nlog_level: warning\nmaster_alive_interval: 30\nauth_timeout: 30\n"
+        )
+        .as_bytes(),
+    )?;
+    Ok(conf)
+}
+
+/// Writes `<m>/minion`, the config of one salt-minion `id` of a Salt
+/// comparison fleet: the salt-master on loopback at `publish` / `ret`,
+/// its root, pki, cache, sockets and log under `m` (for `-c m`).
+pub fn salt_minion_conf(m: &Path, id: &str, publish: u16, ret: u16) -> Result<()> {
+    let md = m.display();
+    write(
+        &m.join("minion"),
+        format!(
+            "master: 127.0.0.1\nmaster_port: {ret}\npublish_port: {publish}\nid: {id}\nroot_dir: {md}/root\npki_dir: {md}/root/pki\ncachedir: {md}/root/cache\nsock_dir: {md}/root/sock\nlog_file: {md}/minion.log\nlog_level: warning\nuser: root\nacceptance_wait_time: 1\npidfile: {md}/root/minion.pid\n"
+        )
+        .as_bytes(),
+    )
+}
+
 pub fn start_halite_fleet(
     bin: &Path,
     dir: &Path,
@@ -208,14 +239,7 @@ pub fn start_halite_fleet(
         )
         .as_bytes(),
     )?;
-    let sconf = dir.join("swarm-conf");
-    write(
-        &sconf.join("minion"),
-        format!(
-            "master: 127.0.0.1\nmaster_port: {ret}\npublish_port: {publish}\nid: swarm\npki_dir: {d}/swarm-pki\ncachedir: {d}/swarm-cache\nsock_dir: {d}/swarm-sock\nlog_file: {d}/swarm.log\nlog_level: warning\nmaster_alive_interval: 30\nauth_timeout: 30\n"
-        )
-        .as_bytes(),
-    )?;
+    let sconf = minion_conf(dir, "swarm", publish, ret)?;
     known_swarm(&dir.join("swarm-pki"), &dir.join("master-pki"), n)?;
     let mut master = Group::spawn(
         Command::new(bin.join("halite-master"))

@@ -414,7 +414,7 @@ fn print_state_json(ret: &StateOutput, indent: usize) {
             |range, piece| {
                 compiled.order[range]
                     .iter()
-                    .try_for_each(|&ci| piece.element(&*compiled.graph.chunks[ci].shown_chunk()))
+                    .try_for_each(|&ci| piece.element(&compiled.graph.chunks[ci]))
             },
         ),
         StateOutput::Data(v) => write_local_json(stdout, v, indent),

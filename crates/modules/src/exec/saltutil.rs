@@ -306,9 +306,33 @@ fn sync_kind(kind: &str, envs: &[String], host: &Host) -> Result<Vec<String>, Ex
         }
     }
     if remove_stale(&dest, &wanted) {
+        if let Some(count) = crate::python::KINDS
+            .iter()
+            .position(|k| *k == kind)
+            .and_then(|i| REMOVALS.get(i))
+        {
+            count.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         crate::python::reload_all();
     }
     Ok(changed.into_iter().collect())
+}
+
+/// Per kind of [`crate::python::KINDS`], how many syncs of this process
+/// removed a module no saltenv has any more. Salt's sync return lists
+/// only new and changed modules, so a caller that must know whether a
+/// sync touched a kind (the minion after its master's compile,
+/// [`crate::dynamic::load_dynamic`]) compares [`removals`] before and after.
+static REMOVALS: [std::sync::atomic::AtomicU64; crate::python::KINDS.len()] =
+    [const { std::sync::atomic::AtomicU64::new(0) }; crate::python::KINDS.len()];
+
+/// How many syncs removed a module of `kind` (`modules`, `grains`...).
+pub fn removals(kind: &str) -> u64 {
+    crate::python::KINDS
+        .iter()
+        .position(|k| *k == kind)
+        .and_then(|i| REMOVALS.get(i))
+        .map_or(0, |c| c.load(std::sync::atomic::Ordering::Relaxed))
 }
 
 /// `modules.mymod` for `mymod.py`, `modules.pkg` for `pkg/__init__.py`.

@@ -2,6 +2,7 @@
 //! `show_*` views of the compiler.
 
 use halite_state::high::HighBuilder;
+use halite_state::origins::StringOrigins;
 use halite_state::pipeline::{call_high, compile_chunks, compile_graph, prepare_high};
 use halite_state::run::{Executor, RunOptions};
 use halite_state::target::MinionFacts;
@@ -162,12 +163,15 @@ fn auto_order(host: &Host) -> bool {
         .unwrap_or(true)
 }
 
+/// High data as rendered, with where its strings came from (which SLS
+/// were yamlex), and the render errors.
+type Rendered = (Map, StringOrigins, Vec<String>);
+
 /// Renders `mods` of `saltenv` into high data (Salt's `render_highstate`).
-fn render_mods(host: &Host, saltenv: &str, mods: Vec<String>) -> (Map, Vec<String>) {
-    let source = FileSls::new(host);
+fn render_mods(host: &Host, saltenv: &str, mods: Vec<String>) -> Rendered {
     let mut matches: Matches = Matches::new();
     matches.insert(saltenv.to_string(), mods);
-    HighBuilder::new(&source, auto_order(host)).render_highstate(&matches)
+    render_highstate(host, &matches)
 }
 
 /// The top-file matches of this host (`only_env`: a highstate's
@@ -186,9 +190,11 @@ pub(crate) fn top_matches(host: &Host, only_env: Option<&str>) -> Result<Matches
     halite_state::top::top_matches(&top, &facts, only_env)
 }
 
-fn render_highstate(host: &Host, matches: &Matches) -> (Map, Vec<String>) {
+fn render_highstate(host: &Host, matches: &Matches) -> Rendered {
     let source = FileSls::new(host);
-    HighBuilder::new(&source, auto_order(host)).render_highstate(matches)
+    let mut builder = HighBuilder::new(&source, auto_order(host));
+    let (high, errors) = builder.render_highstate(matches);
+    (high, builder.into_origins(), errors)
 }
 
 fn add_exclude(high: &mut Map, args: &Args) {
@@ -204,9 +210,9 @@ fn add_exclude(high: &mut Map, args: &Args) {
     }
 }
 
-fn run_high(host: &Host, args: &Args, high: Map) -> StateOutput {
+fn run_high(host: &Host, args: &Args, (high, origins): (Map, StringOrigins)) -> StateOutput {
     let opts = run_options(host, args);
-    match call_high(high, &host.states, host, opts) {
+    match call_high(high, origins, &host.states, host, opts) {
         Ok(running) => StateOutput::Ran(running),
         Err(errors) => StateOutput::Data(errors_value(errors)),
     }
@@ -266,7 +272,7 @@ impl serde::Serialize for StateOutput {
                 use serde::ser::SerializeSeq;
                 let mut seq = serializer.serialize_seq(Some(compiled.order.len()))?;
                 for &ci in &compiled.order {
-                    seq.serialize_element(&*compiled.graph.chunks[ci].shown_chunk())?;
+                    seq.serialize_element(&compiled.graph.chunks[ci])?;
                 }
                 seq.end()
             }
@@ -312,8 +318,8 @@ fn high_data(
     args: &Args,
     highstate: bool,
     matched: &mut Option<Vec<String>>,
-) -> Result<Map, Value> {
-    let (mut high, errors) = if highstate {
+) -> Result<(Map, StringOrigins), Value> {
+    let (mut high, origins, errors) = if highstate {
         let only = args.kwargs.get("saltenv").map(py_str);
         *matched = Some(Vec::new());
         let matches = top_matches(host, only.as_deref()).map_err(errors_value)?;
@@ -343,7 +349,7 @@ fn high_data(
         return Err(no_states("No states found for this minion"));
     }
     add_exclude(&mut high, args);
-    Ok(high)
+    Ok((high, origins))
 }
 
 fn no_states(comment: &str) -> Value {
@@ -375,8 +381,9 @@ pub struct Planned {
 /// minion to run, or the job's whole return (a view, an error).
 #[derive(Debug)]
 pub enum StatePlan {
-    /// Compiled low chunks, before ordering, for [`StateExec::run_planned`].
-    Run(Vec<Value>),
+    /// Compiled low chunks, before ordering, for [`StateExec::run_planned`],
+    /// with their yamlex strings ([`halite_state::origins::wire_marks`]).
+    Run(Vec<Value>, Vec<(u32, u8)>),
     /// The return of the job, computed where it was compiled.
     Return(Value),
 }
@@ -432,28 +439,35 @@ impl StateExec {
             "single" => {
                 let ret = Self::single_chunk(host, &args)?;
                 return Ok(match ret {
-                    Ok(chunk) => StatePlan::Run(vec![Value::Object(chunk)]),
+                    Ok(chunk) => StatePlan::Run(vec![Value::Object(chunk)], Vec::new()),
                     Err(ret) => StatePlan::Return(ret),
                 });
             }
             _ => return Ok(StatePlan::Return(MODULE.call(f, &args, host)?)),
         };
         let disabled = run_options(host, &args).disabled_requisites;
-        let mut high = high;
-        if let Err(errors) = prepare_high(&mut high, &disabled) {
+        let (mut high, mut origins) = high;
+        if let Err(errors) = prepare_high(&mut high, &mut origins, &disabled) {
             return Ok(StatePlan::Return(errors_value(errors)));
         }
-        let mut graph = compile_graph(high, &host.states);
+        let mut graph = compile_graph(high, &origins, &host.states);
         let chunks: Vec<Value> = graph.chunks.iter().map(|c| c.to_value()).collect();
+        let marks = halite_state::origins::wire_marks(&graph.chunks);
         if let Err(errors) = graph.order(&disabled) {
             return Ok(StatePlan::Return(errors_value(errors)));
         }
-        Ok(StatePlan::Run(chunks))
+        Ok(StatePlan::Run(chunks, marks))
     }
 
     /// Runs chunks compiled by [`StateExec::plan`] on this host: the
-    /// minion's half of a job.
-    pub fn run_planned(host: &Host, fun: &str, args: &Args, chunks: Vec<Value>) -> Value {
+    /// minion's half of a job (`yamlex`: the plan's marks).
+    pub fn run_planned(
+        host: &Host,
+        fun: &str,
+        args: &Args,
+        chunks: Vec<Value>,
+        yamlex: &[(u32, u8)],
+    ) -> Value {
         let mut args = args.clone();
         if fun == "state.test" {
             args.kwargs.insert("test".into(), Value::Bool(true));
@@ -468,10 +482,17 @@ impl StateExec {
             Err(running) => return Value::Array(running.into_iter().map(Value::from).collect()),
         };
         let opts = run_options(&host, &args);
-        let chunks = chunks.into_iter().filter_map(|c| match c {
-            Value::Object(m) => Some(LowChunk::from(m)),
-            _ => None,
-        });
+        // Indexed as the master compiled them: a non-object entry (never
+        // sent) stays as an empty chunk rather than shifting the marks.
+        let mut chunks: Vec<LowChunk> = chunks
+            .into_iter()
+            .map(|c| match c {
+                Value::Object(m) => LowChunk::from(m),
+                _ => LowChunk::new(),
+            })
+            .collect();
+        halite_state::origins::apply_wire_marks(&mut chunks, yamlex);
+        let chunks = chunks.into_iter().filter(|c| !c.is_empty());
         match halite_state::pipeline::order_chunks(chunks, &host.states, &opts.disabled_requisites)
         {
             Ok(compiled) => running_value(
@@ -535,12 +556,12 @@ impl StateExec {
     fn low_sls(host: &Host, args: &Args) -> Result<StateOutput, ExecError> {
         let host = run_host(host, args)?;
         let mods = split_mods(args.get(0, "mods"));
-        let (high, mut errors) = render_mods(&host, &saltenv(&host, args), mods);
-        errors.extend(halite_state::compile::verify_high(&high));
+        let (high, origins, mut errors) = render_mods(&host, &saltenv(&host, args), mods);
+        errors.extend(halite_state::compile::verify_high(&high, &origins));
         if !errors.is_empty() {
             return Ok(StateOutput::Data(errors_value(errors)));
         }
-        Ok(match compile_chunks(high, &host.states, &[]) {
+        Ok(match compile_chunks(high, &origins, &host.states, &[]) {
             Ok(c) => StateOutput::Low(Box::new(c)),
             Err(e) => StateOutput::Data(errors_value(e)),
         })
@@ -549,31 +570,31 @@ impl StateExec {
     /// `state.show_lowstate`: the highstate compiled to ordered chunks.
     fn lowstate(host: &Host, args: &Args) -> Result<StateOutput, ExecError> {
         let host = run_host(host, args)?;
-        let high = match Self::prepared(&host, args) {
+        let (high, origins) = match Self::prepared(&host, args) {
             Ok(h) => h,
             Err(e) => return Ok(StateOutput::Data(errors_value(e))),
         };
-        Ok(match compile_chunks(high, &host.states, &[]) {
+        Ok(match compile_chunks(high, &origins, &host.states, &[]) {
             Ok(c) => StateOutput::Low(Box::new(c)),
             Err(e) => StateOutput::Data(errors_value(e)),
         })
     }
 
     /// The highstate's (or `mods`') high data after extend/_in/exclude.
-    fn prepared(host: &Host, args: &Args) -> Result<Map, Vec<String>> {
+    fn prepared(host: &Host, args: &Args) -> Result<(Map, StringOrigins), Vec<String>> {
         let mods = split_mods(args.get(0, "mods"));
-        let (mut high, errors) = if mods.is_empty() {
+        let (mut high, mut origins, errors) = if mods.is_empty() {
             let matches = top_matches(host, None)?;
             render_highstate(host, &matches)
         } else {
             render_mods(host, &saltenv(host, args), mods)
         };
         let mut errors = errors;
-        if let Err(e) = prepare_high(&mut high, &[]) {
+        if let Err(e) = prepare_high(&mut high, &mut origins, &[]) {
             errors.extend(e);
         }
         if errors.is_empty() {
-            Ok(high)
+            Ok((high, origins))
         } else {
             Err(errors)
         }
@@ -674,13 +695,11 @@ fn lock_state_run(
 fn show_sls(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let host = run_host(host, args)?;
     let mods = split_mods(args.get(0, "mods"));
-    let (high, mut errors) = render_mods(&host, &saltenv(&host, args), mods);
-    errors.extend(halite_state::compile::verify_high(&high));
+    let (high, origins, mut errors) = render_mods(&host, &saltenv(&host, args), mods);
+    errors.extend(halite_state::compile::verify_high(&high, &origins));
     if !errors.is_empty() {
         return Ok(errors_value(errors));
     }
-    let mut high = high;
-    halite_state::chunk::hide_marks(&mut high);
     Ok(Value::Object(high))
 }
 
@@ -691,9 +710,8 @@ fn show_highstate(args: &Args, host: &Host) -> Result<Value, ExecError> {
         Ok(m) => m,
         Err(e) => return Ok(errors_value(e)),
     };
-    let (mut high, errors) = render_highstate(&host, &matches);
+    let (high, _, errors) = render_highstate(&host, &matches);
     if errors.is_empty() {
-        halite_state::chunk::hide_marks(&mut high);
         Ok(Value::Object(high))
     } else {
         Ok(errors_value(errors))
@@ -704,11 +722,11 @@ fn show_highstate(args: &Args, host: &Host) -> Result<Value, ExecError> {
 /// (`json`: `{nodes, edges}` data for a client that draws it itself).
 fn graph(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let host = run_host(host, args)?;
-    let high = match StateExec::prepared(&host, args) {
+    let (high, origins) = match StateExec::prepared(&host, args) {
         Ok(h) => h,
         Err(e) => return Ok(errors_value(e)),
     };
-    match compile_chunks(high, &host.states, &[]) {
+    match compile_chunks(high, &origins, &host.states, &[]) {
         Ok(c) => {
             let format = args
                 .kwargs
@@ -741,7 +759,7 @@ fn show_top(args: &Args, host: &Host) -> Result<Value, ExecError> {
 /// `state.show_states`: the SLS the run would apply.
 fn show_states(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let host = run_host(host, args)?;
-    let high = match StateExec::prepared(&host, args) {
+    let (high, _) = match StateExec::prepared(&host, args) {
         Ok(h) => h,
         Err(e) => return Ok(errors_value(e)),
     };

@@ -67,6 +67,18 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let opts = call.env.opts();
     let all_hosts = hosts::list(opts).map_err(err)?;
     let mut ret = StateResult::ok(&name, "");
+    // As Salt's `str()` prints them: the name, the `ip` and `comment`
+    // arguments are yamlex strings in a yamlex SLS (quoted); addresses
+    // read from the hosts file are plain. An address to add that is in
+    // the file came from it, as in Salt's set of pairs.
+    let shown = call.chunk.shown_name();
+    let shown_addr = |addr: &str| -> String {
+        if all_hosts.contains_key(addr) {
+            addr.to_string()
+        } else {
+            call.chunk.shown(addr).into_owned()
+        }
+    };
     let mut comments = Vec::new();
     let mut warnings = Vec::new();
     let mut to_add = Vec::new();
@@ -87,7 +99,7 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
                     push_unique(&mut to_remove, (addr.clone(), name.clone()));
                 } else {
                     warnings.push(Value::from(format!(
-                        "Host {name} present for IP address {addr}. To get rid of this warning, either run this state with 'clean' set to True to remove {name} from {addr}, or add {addr} to the 'ip' argument."
+                        "Host {shown} present for IP address {addr}. To get rid of this warning, either run this state with 'clean' set to True to remove {shown} from {addr}, or add {addr} to the 'ip' argument."
                     )));
                 }
             }
@@ -96,7 +108,7 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             if !comment.is_empty() && current != Some(comment.as_str()) {
                 push_unique(&mut update_comment, (addr.clone(), comment.clone()));
             } else {
-                comments.push(format!("Host {name} ({addr}) already present"));
+                comments.push(format!("Host {shown} ({addr}) already present"));
             }
         } else if is_ip(addr) {
             push_unique(&mut to_add, (addr.clone(), name.clone()));
@@ -105,30 +117,34 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             }
         } else {
             ret.result = Some(false);
-            comments.push(format!("Invalid IP Address for {name} ({addr})"));
+            comments.push(format!("Invalid IP Address for {shown} ({addr})"));
         }
     }
     for (addr, host) in &to_add {
+        let shown_a = shown_addr(addr);
         if call.test {
             ret.result = None;
-            comments.push(format!("Host {host} ({addr}) would be added"));
+            comments.push(format!("Host {shown} ({shown_a}) would be added"));
         } else if hosts::add_host(opts, addr, host).map_err(err)? {
-            comments.push(format!("Added host {host} ({addr})"));
+            comments.push(format!("Added host {shown} ({shown_a})"));
         } else {
             ret.result = Some(false);
-            comments.push(format!("Failed to add host {host} ({addr})"));
+            comments.push(format!("Failed to add host {shown} ({shown_a})"));
             continue;
         }
         add_change(&mut ret, "added", addr, host);
     }
     for (addr, text) in &update_comment {
+        let (shown_a, shown_t) = (shown_addr(addr), call.chunk.shown(text));
         if call.test {
-            comments.push(format!("Comment for {addr} ({text}) would be added"));
+            comments.push(format!("Comment for {shown_a} ({shown_t}) would be added"));
         } else if hosts::set_comment(opts, addr, text).map_err(err)? {
-            comments.push(format!("Set comment for host {addr} ({text})"));
+            comments.push(format!("Set comment for host {shown_a} ({shown_t})"));
         } else {
             ret.result = Some(false);
-            comments.push(format!("Failed to add comment for host {addr} ({text})"));
+            comments.push(format!(
+                "Failed to add comment for host {shown_a} ({shown_t})"
+            ));
             continue;
         }
         add_change(&mut ret, "comment_added", addr, text);
@@ -136,12 +152,12 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     for (addr, host) in &to_remove {
         if call.test {
             ret.result = None;
-            comments.push(format!("Host {host} ({addr}) would be removed"));
+            comments.push(format!("Host {shown} ({addr}) would be removed"));
         } else if hosts::rm_host(opts, addr, host).map_err(err)? {
-            comments.push(format!("Removed host {host} ({addr})"));
+            comments.push(format!("Removed host {shown} ({addr})"));
         } else {
             ret.result = Some(false);
-            comments.push(format!("Failed to remove host {host} ({addr})"));
+            comments.push(format!("Failed to remove host {shown} ({addr})"));
             continue;
         }
         add_change(&mut ret, "removed", addr, host);

@@ -35,6 +35,9 @@ pub fn string_list_arg(call: &StateCall<'_>, key: &str) -> Vec<String> {
 /// Everything `user.present` is asked to ensure.
 struct Wanted {
     name: String,
+    /// `name` as Salt's `str()` prints it in comments (quoted when a
+    /// yamlex string).
+    shown: String,
     uid: Option<i64>,
     /// A group name or number, as given.
     gid: Option<String>,
@@ -76,6 +79,7 @@ impl Wanted {
         };
         Ok(Wanted {
             name: call.name().to_string(),
+            shown: call.chunk.shown_name().into_owned(),
             uid,
             gid: call.arg_str("gid")?.filter(|g| !g.is_empty()),
             groups: call.arg("groups").map(|_| string_list_arg(call, "groups")),
@@ -306,7 +310,8 @@ fn set_ageing(name: &str, arg: &str, value: &Value) -> Result<bool, StateError> 
 fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let mut w = Wanted::from_call(call)?;
     let name = w.name.clone();
-    let mut ret = StateResult::ok(&name, format!("User {name} is present and up to date"));
+    let shown = &w.shown;
+    let mut ret = StateResult::ok(&name, format!("User {shown} is present and up to date"));
     for (field, value) in &w.gecos {
         if matches!(*field, "fullname" | "roomnumber" | "workphone") {
             if let Some(v) = value.as_ref().filter(|v| v.contains(',')) {
@@ -365,7 +370,7 @@ fn present(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         None => {
             if call.test {
                 ret.result = None;
-                ret.comment = format!("User {name} set to be added");
+                ret.comment = format!("User {shown} set to be added");
                 if !missing_groups.is_empty() {
                     ret.comment
                         .push_str(&format!(" (pending groups: {})", missing_groups.join(",")));
@@ -386,6 +391,7 @@ fn update(
     mut ret: StateResult,
 ) -> Result<StateResult, StateError> {
     let name = &w.name;
+    let shown = &w.shown;
     if call.test {
         ret.result = None;
         let mut comment = String::from("The following user attributes are set to be changed:\n");
@@ -485,7 +491,7 @@ fn update(
         ret.changes.insert("passwd".into(), Value::from(REDACTED));
     }
     if !ret.changes.is_empty() {
-        ret.comment = format!("Updated user {name}");
+        ret.comment = format!("Updated user {shown}");
     }
     match changes(w, optional_present, true) {
         Ok(Some(left)) if !left.is_empty() => {
@@ -540,6 +546,7 @@ fn create(
     mut ret: StateResult,
 ) -> Result<StateResult, StateError> {
     let name = &w.name;
+    let shown = &w.shown;
     let mut groups = w.groups.clone().unwrap_or_default();
     groups.extend(optional_present.iter().cloned());
     let add = AddUser {
@@ -567,10 +574,10 @@ fn create(
     if !created {
         return Ok(StateResult::fail(
             name,
-            format!("Failed to create new user {name}"),
+            format!("Failed to create new user {shown}"),
         ));
     }
-    ret.comment = format!("New user {name} created");
+    ret.comment = format!("New user {shown} created");
     ret.changes = usr::info(name).unwrap_or_default();
     if !w.createhome {
         ret.changes.insert("home".into(), Value::from(""));
@@ -579,7 +586,7 @@ fn create(
         let ok =
             usr::set_password_hash(name, password).map_err(|e| StateError::Other(e.to_string()))?;
         if !ok {
-            ret.comment = format!("User {name} created but failed to set password to {REDACTED}");
+            ret.comment = format!("User {shown} created but failed to set password to {REDACTED}");
             ret.result = Some(false);
         }
         ret.changes.insert("password".into(), Value::from(REDACTED));
@@ -587,7 +594,7 @@ fn create(
     if w.empty_password && w.password.is_none() {
         usr::delete_password(name).map_err(|e| StateError::Other(e.to_string()))?;
         if usr::shadow_hash(name).unwrap_or_default() != "" {
-            ret.comment = format!("User {name} created but failed to empty password");
+            ret.comment = format!("User {shown} created but failed to empty password");
             ret.result = Some(false);
         }
         ret.changes.insert("password".into(), Value::from(""));
@@ -612,7 +619,7 @@ fn create(
                 _ => "expire days",
             };
             ret.comment = format!(
-                "User {name} created but failed to set {what} to {}",
+                "User {shown} created but failed to set {what} to {}",
                 py_str(value)
             );
             ret.result = Some(false);
@@ -624,16 +631,17 @@ fn create(
 
 fn absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let name = call.name().to_string();
+    let shown = call.chunk.shown_name();
     if usr::info(&name).is_none() {
         return Ok(StateResult::ok(
             &name,
-            format!("User {name} is not present"),
+            format!("User {shown} is not present"),
         ));
     }
     if call.test {
         return Ok(StateResult::would_change(
             &name,
-            format!("User {name} set for removal"),
+            format!("User {shown} set for removal"),
             Map::new(),
         ));
     }
@@ -647,10 +655,10 @@ fn absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     if !removed {
         return Ok(StateResult::fail(
             &name,
-            format!("Failed to remove user {name}"),
+            format!("Failed to remove user {shown}"),
         ));
     }
-    let mut ret = StateResult::ok(&name, format!("Removed user {name}"));
+    let mut ret = StateResult::ok(&name, format!("Removed user {shown}"));
     for group in before.iter().filter(|g| grp::info(g).is_none()) {
         ret.changes
             .insert(format!("{group} group"), Value::from("removed"));

@@ -128,10 +128,11 @@ impl<'a> Executor<'a> {
                             let id = format!("listener_{}", low.shown_id());
                             low.insert("__id__", Value::from(id));
                             // The new ID is a plain string holding the
-                            // quotes; the name stays a yamlex string.
-                            if low.yamlex_strings() {
-                                low.insert(crate::chunk::YAMLEX_STRINGS, Value::from("name"));
-                            }
+                            // quotes; the name stays what it was.
+                            let mut yamlex = low.yamlex();
+                            yamlex.id = false;
+                            yamlex.values = false;
+                            low.set_yamlex(yamlex);
                             for r in REQUISITE_KEYWORDS {
                                 low.shift_remove(r);
                             }

@@ -13,14 +13,19 @@ use crate::exec::file::diff::{is_binary, unified_diff_pieces};
 use crate::exec::file::edit::{self, ReFlags};
 use crate::exec::file::{backup_suffix, touch};
 
-/// Salt's `_check_file`: absolute and existing.
-fn check_file(name: &str) -> Result<(), String> {
+/// Salt's `_check_file`: absolute and existing. Its messages print the
+/// path with `str()`: quoted when it is the state's yamlex name unchanged.
+fn check_file(call: &StateCall<'_>, name: &str) -> Result<(), String> {
     let p = Path::new(name);
+    let shown = || call.chunk.shown_if_name(name);
     if !p.is_absolute() {
-        return Err(format!("Specified file {name} is not an absolute path"));
+        return Err(format!(
+            "Specified file {} is not an absolute path",
+            shown()
+        ));
     }
     if !p.exists() {
-        return Err(format!("{name}: file not found"));
+        return Err(format!("{}: file not found", shown()));
     }
     Ok(())
 }
@@ -55,7 +60,7 @@ pub fn replace(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     if name.is_empty() {
         return error(ret, "Must provide name to file.replace");
     }
-    if let Err(msg) = check_file(&name) {
+    if let Err(msg) = check_file(call, &name) {
         if call.arg_bool("ignore_if_missing", false) && msg.contains("file not found") {
             return Ok(ret.with_comment("No changes needed to be made"));
         }
@@ -121,7 +126,7 @@ pub fn line(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         let mut scratch = StateResult::new(name.clone(), Some(true));
         super::perms::check_perms(path, &mut scratch, wanted, call.test);
     }
-    if let Err(msg) = check_file(&name) {
+    if let Err(msg) = check_file(call, &name) {
         return error(ret, msg);
     }
     let Some(mode) = opt_str(call, "mode")?.map(|m| m.to_lowercase()) else {
@@ -168,7 +173,7 @@ pub fn blockreplace(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     if name.is_empty() {
         return error(ret, "Must provide name to file.blockreplace");
     }
-    if let Err(msg) = check_file(&name) {
+    if let Err(msg) = check_file(call, &name) {
         return error(ret, msg);
     }
     let mut content = call.arg_str("content")?.unwrap_or_default();
@@ -284,7 +289,7 @@ pub fn comment(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     if name.is_empty() {
         return error(ret, "Must provide name to file.comment");
     }
-    if let Err(msg) = check_file(&name) {
+    if let Err(msg) = check_file(call, &name) {
         return error(ret, msg);
     }
     let regex = call.require_str("regex")?;
@@ -353,7 +358,7 @@ pub fn uncomment(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     if name.is_empty() {
         return error(ret, "Must provide name to file.uncomment");
     }
-    if let Err(msg) = check_file(&name) {
+    if let Err(msg) = check_file(call, &name) {
         return error(ret, msg);
     }
     let regex = call.require_str("regex")?;
@@ -461,7 +466,7 @@ fn ensure_file(call: &StateCall<'_>, name: &str, ret: &mut StateResult) -> Optio
             }
         }
     }
-    if let Err(msg) = check_file(name) {
+    if let Err(msg) = check_file(call, name) {
         if !path.is_absolute() {
             return Some(StateResult::fail(name, msg));
         }

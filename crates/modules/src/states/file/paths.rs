@@ -14,6 +14,8 @@ use crate::exec::file::{self as fexec, meta};
 /// `file.absent`: removes a file, a link or a whole directory tree.
 pub fn absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let name = target_name(call);
+    // As Salt's `str()` prints it: quoted when the yamlex name unchanged.
+    let shown = call.chunk.shown_if_name(&name).into_owned();
     let mut ret = StateResult::new(name.clone(), Some(true));
     if name.is_empty() {
         return error(ret, "Must provide name to file.absent");
@@ -22,59 +24,63 @@ pub fn absent(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     if !path.is_absolute() {
         return error(
             ret,
-            format!("Specified file {name} is not an absolute path"),
+            format!("Specified file {shown} is not an absolute path"),
         );
     }
     if name == "/" {
         return error(ret, "Refusing to make \"/\" absent");
     }
     let Ok(md) = fs::symlink_metadata(path) else {
-        ret.comment = format!("File {name} is not present");
+        ret.comment = format!("File {shown} is not present");
         return Ok(ret);
     };
     let kind = if md.is_dir() { "Directory" } else { "File" };
     if call.test {
         ret.result = None;
         ret.changes.insert("removed".into(), json!(name));
-        ret.comment = format!("{kind} {name} is set for removal");
+        ret.comment = format!("{kind} {shown} is set for removal");
         return Ok(ret);
     }
     match fexec::remove(path) {
         Ok(()) => {
-            ret.comment = format!("Removed {} {name}", kind.to_lowercase());
+            ret.comment = format!("Removed {} {shown}", kind.to_lowercase());
             ret.changes.insert("removed".into(), json!(name));
             Ok(ret)
         }
-        Err(e) if md.is_dir() => error(ret, format!("Failed to remove directory {name}: {e}")),
-        Err(e) => error(ret, format!("Could not remove '{name}': {e}")),
+        Err(e) if md.is_dir() => error(ret, format!("Failed to remove directory {shown}: {e}")),
+        Err(e) => error(ret, format!("Could not remove '{shown}': {e}")),
     }
 }
 
 /// `file.exists`: fails unless the path exists.
 pub fn exists(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let name = target_name(call);
+    // As Salt's `str()` prints it: quoted when the yamlex name unchanged.
+    let shown = call.chunk.shown_if_name(&name).into_owned();
     let mut ret = StateResult::new(name.clone(), Some(true));
     if name.is_empty() {
         return error(ret, "Must provide name to file.exists");
     }
     if !Path::new(&name).exists() {
-        return error(ret, format!("Specified path {name} does not exist"));
+        return error(ret, format!("Specified path {shown} does not exist"));
     }
-    ret.comment = format!("Path {name} exists");
+    ret.comment = format!("Path {shown} exists");
     Ok(ret)
 }
 
 /// `file.missing`: fails if the path exists.
 pub fn missing(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let name = target_name(call);
+    // As Salt's `str()` prints it: quoted when the yamlex name unchanged.
+    let shown = call.chunk.shown_if_name(&name).into_owned();
     let mut ret = StateResult::new(name.clone(), Some(true));
     if name.is_empty() {
         return error(ret, "Must provide name to file.missing");
     }
     if Path::new(&name).exists() {
-        return error(ret, format!("Specified path {name} exists"));
+        return error(ret, format!("Specified path {shown} exists"));
     }
-    ret.comment = format!("Path {name} is missing");
+    ret.comment = format!("Path {shown} is missing");
     Ok(ret)
 }
 
@@ -156,11 +162,14 @@ fn current_user_and_group() -> (String, String) {
 /// `file.symlink`: a symbolic link `name` -> `target`.
 pub fn symlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let name = target_name(call);
+    // As Salt's `str()` prints it: quoted when the yamlex name unchanged.
+    let shown = call.chunk.shown_if_name(&name).into_owned();
     let mut ret = StateResult::new(name.clone(), Some(true));
     if name.is_empty() {
         return error(ret, "Must provide name to file.symlink");
     }
     let target = call.require_str("target")?;
+    let starget = call.chunk.shown(&target).into_owned();
     let force = call.arg_bool("force", false);
     let makedirs = call.arg_bool("makedirs", false);
     let (def_user, def_group) = current_user_and_group();
@@ -175,7 +184,7 @@ pub fn symlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     }
     let path = Path::new(&name);
     if !path.is_absolute() {
-        preflight.push(format!("Specified file {name} is not an absolute path"));
+        preflight.push(format!("Specified file {shown} is not an absolute path"));
     }
     if !preflight.is_empty() {
         let mut msg = preflight.join(". ");
@@ -193,14 +202,14 @@ pub fn symlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     let mut tchanges = halite_state::Map::new();
     if !is_link && !path.exists() {
         tchanges.insert("new".into(), json!(name));
-        tcomment = format!("Symlink {name} to {target} is set for creation");
+        tcomment = format!("Symlink {shown} to {starget} is set for creation");
     } else if is_link {
         if current_target.as_deref() != Some(target.as_str()) {
             tchanges.insert("change".into(), json!(name));
-            tcomment = format!("Link {name} target is set to be changed to {target}");
+            tcomment = format!("Link {shown} target is set to be changed to {starget}");
         } else {
             tresult = Some(true);
-            tcomment = format!("The symlink {name} is present");
+            tcomment = format!("The symlink {shown} is present");
             if let Some((u, g)) = link_owner(path).filter(|(u, g)| *u != user || *g != group) {
                 tresult = None;
                 tchanges.insert("ownership".into(), json!(format!("{u}:{g}")));
@@ -210,10 +219,10 @@ pub fn symlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             }
         }
     } else if force {
-        tcomment = format!("The file or directory {name} is set for removal to make way for a new symlink targeting {target}");
+        tcomment = format!("The file or directory {shown} is set for removal to make way for a new symlink targeting {starget}");
     } else {
         tresult = Some(false);
-        tcomment = format!("File or directory exists where the symlink {name} should be. Did you mean to use force?");
+        tcomment = format!("File or directory exists where the symlink {shown} should be. Did you mean to use force?");
     }
     let parent = dirname(&name);
     if !Path::new(&parent).is_dir() {
@@ -241,18 +250,18 @@ pub fn symlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
     if is_link {
         if current_target.as_deref().map(normpath) != Some(normpath(&target)) {
             fexec::remove(path)
-                .map_err(|e| StateError::Other(format!("Could not remove '{name}': {e}")))?;
+                .map_err(|e| StateError::Other(format!("Could not remove '{shown}': {e}")))?;
         } else {
             if link_owner(path).is_some_and(|(u, g)| u == user && g == group) {
-                ret.comment = format!("Symlink {name} is present and owned by {user}:{group}");
+                ret.comment = format!("Symlink {shown} is present and owned by {user}:{group}");
             } else if meta::chown(path, Some(&user), Some(&group), false).is_ok() {
-                ret.comment = format!("Set ownership of symlink {name} to {user}:{group}");
+                ret.comment = format!("Set ownership of symlink {shown} to {user}:{group}");
                 ret.changes
                     .insert("ownership".into(), json!(format!("{user}:{group}")));
             } else {
                 ret.result = Some(false);
                 ret.comment =
-                    format!("Failed to set ownership of symlink {name} to {user}:{group}");
+                    format!("Failed to set ownership of symlink {shown} to {user}:{group}");
             }
             return Ok(ret);
         }
@@ -274,7 +283,7 @@ pub fn symlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
                     return error(
                         ret,
                         format!(
-                            "Symlink & backup dest exists and Force not set. {name} -> {target} - backup: {backupname}"
+                            "Symlink & backup dest exists and Force not set. {shown} -> {starget} - backup: {backupname}"
                         ),
                     );
                 }
@@ -285,7 +294,7 @@ pub fn symlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             if let Err(e) = fs::rename(path, backup) {
                 return error(
                     ret,
-                    format!("Unable to rename {name} to backup {backupname} -> : {e}"),
+                    format!("Unable to rename {shown} to backup {backupname} -> : {e}"),
                 );
             }
         } else if !force {
@@ -298,24 +307,24 @@ pub fn symlink(call: &StateCall<'_>) -> Result<StateResult, StateError> {
             };
             return error(
                 ret,
-                format!("{kind} exists where the symlink {name} should be"),
+                format!("{kind} exists where the symlink {shown} should be"),
             );
         }
         if fs::symlink_metadata(path).is_ok() {
             if let Err(e) = fexec::remove(path) {
                 return error(
                     ret,
-                    format!("Unable to create new symlink {name} -> {target}: {e}"),
+                    format!("Unable to create new symlink {shown} -> {starget}: {e}"),
                 );
             }
         }
     }
     if let Err(e) = std::os::unix::fs::symlink(&target, path) {
         ret.result = Some(false);
-        ret.comment = format!("Unable to create new symlink {name} -> {target}: {e}");
+        ret.comment = format!("Unable to create new symlink {shown} -> {starget}: {e}");
         return Ok(ret);
     }
-    ret.comment = format!("Created new symlink {name} -> {target}");
+    ret.comment = format!("Created new symlink {shown} -> {starget}");
     ret.changes.insert("new".into(), json!(name));
     if link_owner(path).is_some_and(|(u, g)| u != user || g != group)
         && meta::chown(path, Some(&user), Some(&group), false).is_err()

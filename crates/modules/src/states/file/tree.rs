@@ -147,7 +147,7 @@ pub fn directory(call: &StateCall<'_>) -> Result<StateResult, StateError> {
         Vec::new()
     };
     let (predicted, to_clean) = predict(call, &args, &rset, &entries);
-    let (tresult, tcomment) = prediction_comment(&args.name, &predicted);
+    let (tresult, tcomment) = prediction_comment(&args, &predicted);
     ret.changes.extend(predicted);
     if call.test || ret.changes.is_empty() {
         ret.result = tresult;
@@ -179,6 +179,9 @@ enum Step {
 struct DirectoryArgs {
     /// The path as given, without a trailing `/`.
     name: String,
+    /// `name` as Salt's `str()` prints it in comments (quoted when it is
+    /// the state's yamlex name unchanged).
+    shown: String,
     path: PathBuf,
     clean: bool,
     max_depth: Option<usize>,
@@ -222,6 +225,7 @@ impl DirectoryArgs {
         let file_mode = super::mode_arg(call, "file_mode")?.or_else(|| dir_mode.clone());
         let args = Self {
             path: PathBuf::from(&name),
+            shown: call.chunk.shown_if_name(&name).into_owned(),
             name,
             clean,
             max_depth,
@@ -294,6 +298,7 @@ fn clear_the_way(
     ret: &mut StateResult,
 ) -> Result<Step, StateError> {
     let (name, path, force) = (&args.name, &args.path, args.force);
+    let shown = &args.shown;
     let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
     if !(path.is_file() || (!args.allow_symlink && is_link) || (force && is_link)) {
         return Ok(Step::Next);
@@ -320,17 +325,17 @@ fn clear_the_way(
         if call.test {
             ret.changes.insert(
                 "backup".into(),
-                json!(format!("{name} would be renamed to {backupname}")),
+                json!(format!("{shown} would be renamed to {backupname}")),
             );
             ret.changes
                 .insert(name.clone(), json!({"directory": "new"}));
-            ret.comment = format!("{name} would be backed up and replaced with a new directory");
+            ret.comment = format!("{shown} would be backed up and replaced with a new directory");
             ret.result = None;
             return Ok(Step::Done);
         }
         if let Err(e) = fs::rename(path, backup) {
             return Ok(Step::Fail(format!(
-                "Unable to rename {name} to {backupname}: {e}"
+                "Unable to rename {shown} to {backupname}: {e}"
             )));
         }
     } else if force {
@@ -346,17 +351,17 @@ fn clear_the_way(
                 .insert("forced".into(), json!(format!("{what} would be {verb}")));
         } else {
             fexec::remove(path)
-                .map_err(|e| StateError::Other(format!("Could not remove '{name}': {e}")))?;
+                .map_err(|e| StateError::Other(format!("Could not remove '{shown}': {e}")))?;
             ret.changes
                 .insert("forced".into(), json!(format!("{what} was {verb}")));
         }
     } else if path.is_file() {
         return Ok(Step::Fail(format!(
-            "Specified location {name} exists and is a file"
+            "Specified location {shown} exists and is a file"
         )));
     } else if is_link {
         return Ok(Step::Fail(format!(
-            "Specified location {name} exists and is a symlink"
+            "Specified location {shown} exists and is a symlink"
         )));
     }
     Ok(Step::Next)
@@ -420,11 +425,12 @@ fn predict(
 }
 
 /// The result and comment of the prediction, as test mode reports it.
-fn prediction_comment(name: &str, tchanges: &Map) -> (Option<bool>, String) {
+fn prediction_comment(args: &DirectoryArgs, tchanges: &Map) -> (Option<bool>, String) {
+    let shown = &args.shown;
     if tchanges.is_empty() {
         return (
             Some(true),
-            format!("The directory {name} is in the correct state"),
+            format!("The directory {shown} is in the correct state"),
         );
     }
     let mut c = String::from("The following files will be changed:\n");
@@ -435,6 +441,8 @@ fn prediction_comment(name: &str, tchanges: &Map) -> (Option<bool>, String) {
                     .as_str()
                     .map(str::to_string)
                     .unwrap_or_else(|| val.to_string());
+                // The state's own path is its (yamlex) name.
+                let f = if *f == args.name { shown } else { f };
                 c.push_str(&format!("{f}: {k} - {val}\n"));
             }
         }
@@ -446,9 +454,10 @@ fn prediction_comment(name: &str, tchanges: &Map) -> (Option<bool>, String) {
 /// directory, its owner and mode.
 fn create(args: &DirectoryArgs, ret: &mut StateResult) -> Step {
     let (name, path) = (&args.name, &args.path);
+    let shown = &args.shown;
     if !Path::new(&dirname(name)).is_dir() {
         if !args.makedirs {
-            return Step::Fail(format!("No directory to create {name} in"));
+            return Step::Fail(format!("No directory to create {shown} in"));
         }
         if let Err(e) = perms::make_parent_dirs(
             path,
@@ -460,7 +469,7 @@ fn create(args: &DirectoryArgs, ret: &mut StateResult) -> Step {
         }
     }
     if let Err(e) = fs::create_dir(path) {
-        return Step::Fail(format!("Failed to create directory {name}: {e}"));
+        return Step::Fail(format!("Failed to create directory {shown}: {e}"));
     }
     if args.user.is_some() || args.group.is_some() {
         let _ = meta::chown(path, args.user.as_deref(), args.group.as_deref(), true);
@@ -534,7 +543,7 @@ fn apply(
         }
         if !removed.is_empty() {
             ret.changes.insert("removed".into(), Value::Array(removed));
-            ret.comment = format!("Files cleaned from directory {}", args.name);
+            ret.comment = format!("Files cleaned from directory {}", args.shown);
         }
     }
     errors
@@ -543,17 +552,17 @@ fn apply(
 /// The report phase: the comment for what was done, and the errors of
 /// entries below appended.
 fn report(args: &DirectoryArgs, errors: Vec<String>, ret: &mut StateResult) {
-    let name = &args.name;
+    let shown = &args.shown;
     if ret.comment.is_empty() {
         if args.children_only {
-            ret.comment = format!("Directory {name}/* updated");
+            ret.comment = format!("Directory {shown}/* updated");
         } else if !ret.changes.is_empty() {
-            ret.comment = format!("Directory {name} updated");
+            ret.comment = format!("Directory {shown} updated");
         }
     }
     if ret.changes.is_empty() && ret.result == Some(true) {
         let orig = std::mem::take(&mut ret.comment);
-        ret.comment = format!("Directory {name} is in the correct state");
+        ret.comment = format!("Directory {shown} is in the correct state");
         if !orig.is_empty() {
             ret.comment = format!("{}\n{orig}", ret.comment);
         }

@@ -1,0 +1,7 @@
+include:
+  - ylx
+  - plainer
+extend:
+  greet:
+    test.succeed_without_changes:
+      - name: from-plain

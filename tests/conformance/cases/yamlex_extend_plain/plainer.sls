@@ -1,0 +1,3 @@
+plainstate:
+  test.succeed_without_changes:
+    - name: plain-original
