@@ -50,7 +50,9 @@ pub fn envelope(id: &str, tag: &str, data: Value) -> Value {
 pub fn fire(bus: &EventBus, id: &str, tag: &str, data: Value) -> bool {
     match halite_proto::tags::check_minion_tag(tag, id) {
         Ok(()) => {
-            bus.fire(tag, envelope(id, tag, data));
+            // Built only when a subscriber wants the tag (most of a fleet
+            // run's progress events have none).
+            bus.fire_with(tag, || envelope(id, tag, data));
             true
         }
         Err(e) => {
@@ -67,7 +69,7 @@ mod tests {
     #[test]
     fn user_tags_are_wrapped_and_salt_tags_refused() {
         let bus = EventBus::new(8);
-        let mut rx = bus.subscribe();
+        let mut rx = bus.subscribe(crate::events::Interest::All);
         assert!(fire(&bus, "web1", "myco/deploy", json!({"v": 1})));
         let ev = rx.try_recv().expect("fired");
         assert_eq!(ev.tag, "myco/deploy");
