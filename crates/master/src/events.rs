@@ -115,12 +115,22 @@ impl EventBus {
     /// `_minion_event` envelope, a return's data) is spent only for an
     /// event someone reads.
     pub fn fire_with(&self, tag: &str, build: impl FnOnce() -> Value) {
+        self.fire_built(tag, || Some(build()));
+    }
+
+    /// As [`EventBus::fire_with`], where building may fail (`None`: the
+    /// event is dropped; `build` logs why): a minion's packed event data
+    /// is decoded only here.
+    pub fn fire_built(&self, tag: &str, build: impl FnOnce() -> Option<Value>) {
         if !self.wants(tag) {
             self.counts.not_built.fetch_add(1, Ordering::Relaxed);
             return;
         }
+        let Some(data) = build() else {
+            return;
+        };
         self.counts.built.fetch_add(1, Ordering::Relaxed);
-        let data = match build() {
+        let data = match data {
             Value::Object(mut map) => {
                 map.insert("_stamp".into(), Value::String(stamp()));
                 Value::Object(map)

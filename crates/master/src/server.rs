@@ -1383,6 +1383,7 @@ impl Master {
                 publish_key,
                 publish_port: Some(self.cfg.publish_port),
                 batched_events: true,
+                packed_events: true,
             },
         );
         self.bus.fire(
@@ -1428,7 +1429,7 @@ impl Master {
                 self.event_counts.messages += 1;
                 self.event_counts.events += events.len() as u64;
                 for event in events {
-                    crate::minion_events::fire(&self.bus, &id, &event.tag, event.data);
+                    crate::minion_events::fire_batched(&self.bus, &id, event);
                 }
             }
             MinionRequest::Request { req, body } => self.on_minion_request(sid, &id, req, body),
