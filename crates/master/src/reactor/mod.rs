@@ -148,7 +148,8 @@ async fn dispatch(
     let mut reported = Instant::now() - DROP_REPORT;
     // The map is reread on this tick too, not only when an event comes:
     // the bus sends only what the current map wants.
-    let mut reread = tokio::time::interval(settings.refresh);
+    // (At least a second: `interval` refuses a zero period.)
+    let mut reread = tokio::time::interval(settings.refresh.max(Duration::from_secs(1)));
     reread.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let event = tokio::select! {
