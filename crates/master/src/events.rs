@@ -1,10 +1,19 @@
 //! The master's event bus: every event fired on the master (auth, key,
 //! job new/ret, minion start, forwarded minion events) goes to every local
-//! subscriber (`halite-run state.event`, a watching `halite` run).
+//! subscriber (`halite-run state.event`, a watching `halite` run, the
+//! reactor, the API's stream) whose [`Interest`] matches its tag.
+//!
+//! A subscriber declares what it wants when it subscribes; an event is
+//! built (its envelope, its `_stamp`, its value) and broadcast only when
+//! some subscriber wants its tag (issue 25: a fleet highstate fires a
+//! million progress events, most of which nobody watches). Subscribers
+//! receive what any subscriber wanted and keep their own by
+//! [`Subscription::wants`].
 
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
-use serde_json::{Map, Value};
+use serde_json::{json, Map, Value};
 use tokio::sync::broadcast;
 
 /// One event: Salt's tag and data (with `_stamp`).
@@ -16,10 +25,55 @@ pub struct BusEvent {
     pub data: Value,
 }
 
-/// Fires events to whoever listens; nobody listening costs nothing.
+/// What a subscriber wants from the bus, checked on the tag alone before
+/// an event is built.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Interest {
+    /// Every event (`halite-run state.event` without a tag, the API's
+    /// stream).
+    All,
+    /// Salt's `tagmatch`: a glob when it has `*?[`, else a tag prefix;
+    /// empty matches everything ([`halite_proto::tags::tag_matches`]).
+    TagMatch(String),
+    /// Tags starting with one of these (a watching CLI: its job's
+    /// `salt/job/<jid>/ret/`, and `prog/` when it draws progress).
+    Prefixes(Vec<String>),
+    /// Tags matching one of these fnmatch globs (the reactor's map).
+    Globs(Vec<String>),
+}
+
+impl Interest {
+    /// Whether an event tagged `tag` is wanted.
+    pub fn matches(&self, tag: &str) -> bool {
+        match self {
+            Interest::All => true,
+            Interest::TagMatch(pattern) => halite_proto::tags::tag_matches(pattern, tag),
+            Interest::Prefixes(prefixes) => prefixes.iter().any(|p| tag.starts_with(p.as_str())),
+            Interest::Globs(globs) => globs.iter().any(|g| halite_salt_rules::fnmatch(tag, g)),
+        }
+    }
+}
+
+/// The subscribers' interests, by subscription number.
+type Interests = RwLock<Vec<(u64, Interest)>>;
+
+/// Events fired and events not built because nobody wanted them, for
+/// `halite-run master.stats` (and the test that proves a fleet's
+/// unwatched progress costs no envelope).
+#[derive(Debug, Default)]
+struct BusCounts {
+    built: AtomicU64,
+    not_built: AtomicU64,
+}
+
+/// Fires events to the subscribers that want them; an event nobody wants
+/// is never built.
 #[derive(Clone)]
 pub struct EventBus {
     sender: broadcast::Sender<Arc<BusEvent>>,
+    interests: Arc<Interests>,
+    next_id: Arc<AtomicU64>,
+    counts: Arc<BusCounts>,
 }
 
 /// Salt's `_stamp`: UTC ISO-8601 with microseconds.
@@ -33,11 +87,49 @@ impl EventBus {
     /// A bus that buffers `capacity` events per slow subscriber.
     pub fn new(capacity: usize) -> Self {
         let (sender, _) = broadcast::channel(capacity);
-        Self { sender }
+        Self {
+            sender,
+            interests: Arc::new(RwLock::new(Vec::new())),
+            next_id: Arc::new(AtomicU64::new(0)),
+            counts: Arc::new(BusCounts::default()),
+        }
     }
 
-    /// Fires `tag` with `data` (an object gets `_stamp` added).
+    /// Whether some subscriber wants an event tagged `tag`.
+    pub fn wants(&self, tag: &str) -> bool {
+        let interests = self
+            .interests
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        interests.iter().any(|(_, i)| i.matches(tag))
+    }
+
+    /// Fires `tag` with `data` (an object gets `_stamp` added) when some
+    /// subscriber wants it.
     pub fn fire(&self, tag: &str, data: Value) {
+        self.fire_with(tag, || data);
+    }
+
+    /// Fires `tag` with the data `build` gives, calling it only when some
+    /// subscriber wants the tag: what an event costs to build (a minion's
+    /// `_minion_event` envelope, a return's data) is spent only for an
+    /// event someone reads.
+    pub fn fire_with(&self, tag: &str, build: impl FnOnce() -> Value) {
+        self.fire_built(tag, || Some(build()));
+    }
+
+    /// As [`EventBus::fire_with`], where building may fail (`None`: the
+    /// event is dropped; `build` logs why): a minion's packed event data
+    /// is decoded only here.
+    pub fn fire_built(&self, tag: &str, build: impl FnOnce() -> Option<Value>) {
+        if !self.wants(tag) {
+            self.counts.not_built.fetch_add(1, Ordering::Relaxed);
+            return;
+        }
+        let Some(data) = build() else {
+            return;
+        };
+        self.counts.built.fetch_add(1, Ordering::Relaxed);
         let data = match data {
             Value::Object(mut map) => {
                 map.insert("_stamp".into(), Value::String(stamp()));
@@ -57,8 +149,137 @@ impl EventBus {
         }));
     }
 
-    /// A new subscription, receiving events fired from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Arc<BusEvent>> {
-        self.sender.subscribe()
+    /// A new subscription wanting `interest`, receiving the events fired
+    /// from now on.
+    pub fn subscribe(&self, interest: Interest) -> Subscription {
+        // The receiver first: an event wanted from the moment the
+        // interest is registered is already in its queue.
+        let rx = self.sender.subscribe();
+        let id = self.next_id.fetch_add(1, Ordering::Relaxed);
+        self.interests
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push((id, interest.clone()));
+        Subscription {
+            rx,
+            id,
+            interest,
+            interests: self.interests.clone(),
+        }
+    }
+
+    /// The bus's counters as `master.stats` shows them: events built and
+    /// broadcast, events not built because no subscriber wanted them.
+    pub fn snapshot(&self) -> Value {
+        json!({
+            "built": self.counts.built.load(Ordering::Relaxed),
+            "not_built": self.counts.not_built.load(Ordering::Relaxed),
+        })
+    }
+}
+
+/// A subscriber's end of the bus: the events some subscriber wanted,
+/// filtered by its own [`Interest`] with [`Subscription::wants`]. Its
+/// interest is withdrawn when it is dropped.
+pub struct Subscription {
+    rx: broadcast::Receiver<Arc<BusEvent>>,
+    id: u64,
+    interest: Interest,
+    interests: Arc<Interests>,
+}
+
+impl Subscription {
+    /// Whether this subscriber wants an event tagged `tag` (the bus
+    /// delivers what any subscriber wanted).
+    pub fn wants(&self, tag: &str) -> bool {
+        self.interest.matches(tag)
+    }
+
+    /// What this subscriber wants.
+    pub fn interest(&self) -> &Interest {
+        &self.interest
+    }
+
+    /// Replaces what this subscriber wants (the reactor after rereading
+    /// its map).
+    pub fn set_interest(&mut self, interest: Interest) {
+        let mut interests = self
+            .interests
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(slot) = interests.iter_mut().find(|(id, _)| *id == self.id) {
+            slot.1 = interest.clone();
+        }
+        self.interest = interest;
+    }
+
+    /// The next event fired on the bus (any subscriber's).
+    pub async fn recv(&mut self) -> Result<Arc<BusEvent>, broadcast::error::RecvError> {
+        self.rx.recv().await
+    }
+
+    /// The next event already waiting, without waiting.
+    pub fn try_recv(&mut self) -> Result<Arc<BusEvent>, broadcast::error::TryRecvError> {
+        self.rx.try_recv()
+    }
+}
+
+impl Drop for Subscription {
+    fn drop(&mut self) {
+        self.interests
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .retain(|(id, _)| *id != self.id);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_nobody_wants_is_not_built() {
+        let bus = EventBus::new(8);
+        // No subscriber: nothing is built.
+        bus.fire_with("salt/job/1/prog/web1/0", || panic!("built for nobody"));
+        let mut cli = bus.subscribe(Interest::Prefixes(vec!["salt/job/1/ret/".into()]));
+        bus.fire_with("salt/job/1/prog/web1/0", || panic!("built for nobody"));
+        bus.fire("salt/job/1/ret/web1", json!({"return": true}));
+        let ev = cli.try_recv().expect("the return");
+        assert_eq!(ev.tag, "salt/job/1/ret/web1");
+        assert!(ev.data.get("_stamp").is_some());
+        assert!(cli.try_recv().is_err());
+        assert_eq!(bus.snapshot(), json!({"built": 1, "not_built": 2}));
+        // A second subscriber wanting everything gets progress; the first
+        // receives it too and leaves it by its own interest.
+        let mut all = bus.subscribe(Interest::All);
+        bus.fire_with("salt/job/1/prog/web1/1", || json!({"n": 1}));
+        assert_eq!(all.try_recv().expect("progress").data["n"], 1);
+        let seen = cli.try_recv().expect("delivered to every receiver");
+        assert!(!cli.wants(&seen.tag));
+        // Dropped: its interest goes with it.
+        drop(all);
+        bus.fire_with("salt/job/1/prog/web1/2", || panic!("built for nobody"));
+        // A changed interest counts from then on.
+        cli.set_interest(Interest::Globs(vec!["salt/job/*/prog/*".into()]));
+        bus.fire_with("salt/job/1/prog/web1/3", || json!({}));
+        assert_eq!(
+            cli.try_recv().expect("wanted now").tag,
+            "salt/job/1/prog/web1/3"
+        );
+    }
+
+    #[test]
+    fn interests_match_as_salt_matches_tags() {
+        assert!(Interest::All.matches("anything"));
+        assert!(Interest::TagMatch(String::new()).matches("anything"));
+        assert!(Interest::TagMatch("salt/job".into()).matches("salt/job/1/new"));
+        assert!(!Interest::TagMatch("salt/job".into()).matches("salt/auth"));
+        assert!(Interest::TagMatch("salt/job/*/ret/*".into()).matches("salt/job/1/ret/web"));
+        assert!(
+            Interest::Globs(vec!["salt/minion/*/start".into()]).matches("salt/minion/web1/start")
+        );
+        assert!(!Interest::Globs(vec!["salt/minion/*/start".into()]).matches("minion_start"));
+        assert!(!Interest::Prefixes(vec![]).matches("salt/auth"));
     }
 }

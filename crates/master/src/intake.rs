@@ -90,10 +90,7 @@ mod tests {
         };
         assert!(bound_request("m", event).is_none());
         // In a batch, only the deep event goes; the others keep their order.
-        let ev = |tag: &str, data: Value| halite_proto::msg::MinionEvent {
-            tag: tag.into(),
-            data,
-        };
+        let ev = |tag: &str, data: Value| halite_proto::msg::MinionEvent::plain(tag.into(), data);
         let batch = MinionRequest::Events {
             events: vec![
                 ev("a", json!(1)),

@@ -33,7 +33,7 @@ mod tests {
     #[test]
     fn fires_a_mapping_and_refuses_the_rest() {
         let bus = EventBus::new(8);
-        let mut rx = bus.subscribe();
+        let mut rx = bus.subscribe(crate::events::Interest::All);
         assert!(matches!(
             fire(&bus, "my/tag", serde_json::json!({"id": "web1"})),
             LocalReply::Ok

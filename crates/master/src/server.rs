@@ -31,7 +31,7 @@ use crate::admission::Admission;
 use crate::bundles::{BundleAnswer, BundleStats, InFlight, InFlightSlot};
 use crate::compiler::Compiler;
 use crate::config::MasterConfig;
-use crate::events::EventBus;
+use crate::events::{EventBus, Interest, Subscription};
 use crate::fileserver::FileServer;
 use crate::jobcache::JobCache;
 use crate::keys::KeyStore;
@@ -1463,6 +1463,7 @@ impl Master {
                 publish_key,
                 publish_port: Some(self.cfg.publish_port),
                 batched_events: true,
+                packed_events: true,
             },
         );
         self.bus.fire(
@@ -1490,9 +1491,9 @@ impl Master {
                         "id": id, "pretag": null, "tag": tag, "ts": now.timestamp(),
                     })
                 };
-                self.bus.fire("minion_start", data("minion_start"));
+                self.bus.fire_with("minion_start", || data("minion_start"));
                 let tag = tags::minion_start(&id);
-                self.bus.fire(&tag, data(&tag));
+                self.bus.fire_with(&tag, || data(&tag));
                 self.send_sealed(sid, &MasterMessage::Pong);
                 // After this batch's returns: a return the minion resent
                 // with its Start means the job needs no redelivery.
@@ -1508,7 +1509,7 @@ impl Master {
                 self.event_counts.messages += 1;
                 self.event_counts.events += events.len() as u64;
                 for event in events {
-                    crate::minion_events::fire(&self.bus, &id, &event.tag, event.data);
+                    crate::minion_events::fire_batched(&self.bus, &id, event);
                 }
             }
             MinionRequest::Request { req, body } => self.on_minion_request(sid, &id, req, body),
@@ -1673,7 +1674,10 @@ impl Master {
                 self.book.active.remove(&ret.jid);
             }
             let tag = tags::job_ret(&ret.jid, &ret.id);
-            self.bus.fire(&tag, return_event(ret, user, schedule));
+            // Built only when a subscriber wants it (a watching CLI, the
+            // reactor, a state.event runner).
+            self.bus
+                .fire_with(&tag, || return_event(ret, user, schedule));
         }
     }
 
@@ -1727,6 +1731,7 @@ impl Master {
             LocalBody::Stats => LocalReply::Value(json!({
                 "bundles": self.compile.bundle_stats.snapshot(self.compile.in_flight.max()),
                 "events": self.event_counts.snapshot(),
+                "bus": self.bus.snapshot(),
             })),
         }
     }
@@ -2109,14 +2114,8 @@ async fn serve_local(
         }
         match request.body {
             LocalBody::Events { tagmatch } => {
-                let mut rx = bus.subscribe();
-                stream_events(
-                    &mut stream,
-                    &mut rx,
-                    |tag| tags::tag_matches(&tagmatch, tag),
-                    false,
-                )
-                .await;
+                let mut rx = bus.subscribe(Interest::TagMatch(tagmatch));
+                stream_events(&mut stream, &mut rx, false).await;
                 return;
             }
             LocalBody::Publish {
@@ -2124,8 +2123,10 @@ async fn serve_local(
                 progress,
                 ..
             } => {
-                // Subscribe before publishing so no return can be missed.
-                let mut rx = bus.subscribe();
+                // Subscribe before publishing so no return can be missed:
+                // to every job's until the jid is known (over-wanting for
+                // that moment builds a few events for nobody; never misses).
+                let mut rx = bus.subscribe(watch_interest("*", progress));
                 let (tx, reply) = oneshot::channel();
                 if commands
                     .send(LocalCommand {
@@ -2147,13 +2148,8 @@ async fn serve_local(
                 }
                 // The returns, and the prog events a CLI that draws
                 // progress asked for.
-                let prefix = format!("salt/job/{jid}/");
-                let wanted = |tag: &str| {
-                    tag.strip_prefix(&prefix).is_some_and(|rest| {
-                        rest.starts_with("ret/") || (progress && rest.starts_with("prog/"))
-                    })
-                };
-                stream_events(&mut stream, &mut rx, wanted, true).await;
+                rx.set_interest(watch_interest(&jid, progress));
+                stream_events(&mut stream, &mut rx, true).await;
                 return;
             }
             body => {
@@ -2227,14 +2223,35 @@ fn frame_event(
     }
 }
 
+/// What a CLI watching job `jid` wants: its returns, and its progress
+/// events when it draws progress. `jid` `*`: every job's, before the jid
+/// is known.
+fn watch_interest(jid: &str, progress: bool) -> Interest {
+    if jid == "*" {
+        let mut globs = vec![tags::job_ret("*", "*")];
+        if progress {
+            globs.push("salt/job/*/prog/*".to_string());
+        }
+        return Interest::Globs(globs);
+    }
+    let mut prefixes = vec![format!("salt/job/{jid}/ret/")];
+    if progress {
+        prefixes.push(format!("salt/job/{jid}/prog/"));
+    }
+    Interest::Prefixes(prefixes)
+}
+
+/// Streams the events `rx` wants to a local client until it closes its end.
 async fn stream_events(
     stream: &mut UnixStream,
-    rx: &mut tokio::sync::broadcast::Receiver<Arc<crate::events::BusEvent>>,
-    wanted: impl Fn(&str) -> bool,
+    rx: &mut Subscription,
     // Whether `salt/job/<jid>/ret/<id>` events go out as `LocalReply::Return`.
     as_returns: bool,
 ) {
     use tokio::sync::broadcast::error::{RecvError, TryRecvError};
+    // The bus delivers what any subscriber wanted; this one keeps its own.
+    let interest = rx.interest().clone();
+    let wanted = |tag: &str| interest.matches(tag);
     let mut probe = [0u8; 1];
     let mut out = Vec::new();
     loop {

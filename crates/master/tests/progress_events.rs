@@ -211,3 +211,147 @@ fn the_new_job_event_carries_keyword_arguments_as_salt_does() {
     assert_eq!(kw.keys().next().map(String::as_str), Some("__kwarg__"));
     assert_eq!(new[1]["arg"], serde_json::json!(["alone"]), "{text}");
 }
+
+/// A tree of `states` test states for every minion (`top.sls` `'*'`).
+fn write_tree(fleet: &Fleet, states: usize) -> std::path::PathBuf {
+    let salt = fleet.path("salt");
+    std::fs::create_dir_all(&salt).expect("salt dir");
+    std::fs::write(salt.join("top.sls"), "base:\n  '*':\n    - many\n").expect("top");
+    let mut sls = String::new();
+    for n in 0..states {
+        sls.push_str(&format!(
+            "state_{n:03}:\n  test.succeed_without_changes:\n    - name: number {n}\n"
+        ));
+    }
+    std::fs::write(salt.join("many.sls"), sls).expect("sls");
+    salt
+}
+
+/// `master.stats`' bus counters: (events built, events not built because
+/// no subscriber wanted them).
+fn bus_counts(fleet: &Fleet) -> (u64, u64) {
+    let out = fleet.cli("halite-run", &["master.stats", "--out", "json"]);
+    let stats: Value = serde_json::from_slice(&out.stdout).expect("master.stats json");
+    (
+        stats["bus"]["built"].as_u64().expect("built"),
+        stats["bus"]["not_built"].as_u64().expect("not_built"),
+    )
+}
+
+/// Minions in the fleet tests below (one swarm process).
+const SWARM: usize = 8;
+/// States each of them runs.
+const FLEET_STATES: usize = 60;
+
+#[test]
+fn a_watcher_of_everything_sees_every_progress_event_of_a_fleet_job() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let salt = write_tree(&fleet, FLEET_STATES);
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base: [{}]\n",
+        salt.display()
+    ));
+    let _swarm = fleet.start_swarm(SWARM, "");
+    // Into a file: the events overflow a pipe nobody reads meanwhile.
+    let seen = fleet.path("events.txt");
+    let mut watcher = std::process::Command::new(common::bin("halite-run"))
+        .arg("-c")
+        .arg(fleet.master_dir())
+        .args(["state.event"])
+        .stdout(std::fs::File::create(&seen).expect("events file"))
+        .spawn()
+        .expect("state.event");
+    std::thread::sleep(Duration::from_millis(500));
+    // The job's CLI does not draw progress (`--out json`): the watcher is
+    // the only subscriber that wants the progress events.
+    let (rets, code) = fleet.halite_json(&["swarm-*", "state.apply", "-t", "120"]);
+    assert_eq!(code, 0, "{rets:?}");
+    assert_eq!(rets.len(), SWARM, "{rets:?}");
+    let returns = |text: &str| text.lines().filter(|l| l.contains("/ret/swarm-")).count();
+    assert!(
+        common::wait_for(Duration::from_secs(30), || returns(
+            &std::fs::read_to_string(&seen).unwrap_or_default()
+        ) >= SWARM),
+        "the watcher did not see every return"
+    );
+    let _ = watcher.kill();
+    let _ = watcher.wait();
+    let text = std::fs::read_to_string(&seen).expect("events");
+    let fired: Vec<(String, Value)> = text
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(tag, json)| (tag.to_string(), serde_json::from_str(json).expect("json")))
+        .collect();
+    for n in 0..SWARM {
+        let id = format!("swarm-{n}");
+        let ret_at = fired
+            .iter()
+            .position(|(t, _)| t.starts_with("salt/job/") && t.ends_with(&format!("/ret/{id}")))
+            .unwrap_or_else(|| panic!("no return event of {id}"));
+        let jid = fired[ret_at].0.split('/').nth(2).expect("jid").to_string();
+        let prefix = format!("salt/job/{jid}/prog/{id}/");
+        let prog: Vec<&(String, Value)> = fired
+            .iter()
+            .take(ret_at)
+            .filter(|(t, _)| t.starts_with(&prefix))
+            .collect();
+        assert_eq!(prog.len(), FLEET_STATES, "{id}: {prog:?}");
+        for (k, (tag, data)) in prog.iter().enumerate() {
+            assert_eq!(tag, &format!("{prefix}{k}"));
+            assert_eq!(data["cmd"], "_minion_event", "{data}");
+            assert_eq!(data["id"], id.as_str());
+            assert_eq!(data["data"]["ret"]["__run_num__"], k);
+            assert!(data["_stamp"].is_string(), "{data}");
+        }
+    }
+}
+
+#[test]
+fn events_nobody_wants_are_not_built() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let salt = write_tree(&fleet, FLEET_STATES);
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base: [{}]\n",
+        salt.display()
+    ));
+    let _swarm = fleet.start_swarm(SWARM, "");
+    let (built_before, skipped_before) = bus_counts(&fleet);
+    let (_, received_before) = event_counts(&fleet);
+    // Nobody watches the bus but the job's own CLI, which wants the
+    // returns and no progress (`--out json`).
+    let (rets, code) = fleet.halite_json(&["swarm-*", "state.apply", "-t", "120"]);
+    assert_eq!(code, 0, "{rets:?}");
+    assert_eq!(rets.len(), SWARM, "{rets:?}");
+    for (id, ret) in &rets {
+        let states = ret.as_object().unwrap_or_else(|| panic!("{id}: {ret}"));
+        assert_eq!(states.len(), FLEET_STATES, "{id}");
+        assert!(states.values().all(|s| s["result"] == true), "{id}: {ret}");
+    }
+    let (built, skipped) = bus_counts(&fleet);
+    let (_, received) = event_counts(&fleet);
+    let progress = (SWARM * FLEET_STATES) as u64;
+    assert!(
+        received - received_before >= progress,
+        "the master received {} events",
+        received - received_before
+    );
+    // Every progress event went unbuilt; what was built is the job's
+    // returns and a few others (no more than a handful per minion).
+    assert!(
+        skipped - skipped_before >= progress,
+        "{} events not built, {} built",
+        skipped - skipped_before,
+        built - built_before
+    );
+    assert!(
+        built - built_before >= SWARM as u64 && built - built_before < 3 * SWARM as u64,
+        "{} events built for a job of {SWARM} minions",
+        built - built_before
+    );
+}

@@ -522,3 +522,51 @@ fn a_reactor_on_salt_run_does_not_react_to_its_own_orchestration() {
         "{rets:?}"
     );
 }
+
+#[test]
+fn a_rule_added_to_the_map_file_reacts_to_events_nobody_else_wants() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let out = fleet.path("out");
+    std::fs::create_dir_all(&out).unwrap();
+    write(
+        &fleet.path("salt/touched.sls"),
+        &format!(
+            "touched:\n  file.managed:\n    - name: {}/later-touched\n    - contents: reacted\n",
+            out.display()
+        ),
+    );
+    write(
+        &fleet.path("reactor/later.sls"),
+        "apply:\n  local.state.apply:\n    - tgt: web1\n    - args:\n      - mods: touched\n",
+    );
+    // The map starts empty: the reactor wants no tag yet.
+    let map = fleet.path("reactor.yml");
+    write(&map, "[]\n");
+    let _master = fleet.start_master(&format!(
+        "file_roots:\n  base:\n    - {}\nreactor: {}\nreactor_refresh_interval: 1\nauto_accept: True\n",
+        fleet.path("salt").display(),
+        map.display()
+    ));
+    let _web = fleet.start_minion("web1", "");
+    fleet.wait_responding("web1");
+    write(
+        &map,
+        &format!(
+            "- 'myco/later':\n  - {}\n",
+            fleet.path("reactor/later.sls").display()
+        ),
+    );
+    // Fired on the master's bus by event.send alone: no watcher, no job,
+    // so only the reactor's reread map can want the tag.
+    let marker = out.join("later-touched");
+    let reacted = wait_for(Duration::from_secs(40), || {
+        let sent = fleet.cli("halite-run", &["event.send", "myco/later"]);
+        assert!(sent.status.success(), "{sent:?}");
+        std::thread::sleep(Duration::from_millis(500));
+        marker.exists()
+    });
+    assert!(reacted, "the rule added to the map file never reacted");
+}

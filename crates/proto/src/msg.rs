@@ -175,8 +175,46 @@ pub enum MinionRequest {
 pub struct MinionEvent {
     /// The event's tag (`salt/...` or a custom one).
     pub tag: String,
-    /// The event's data.
+    /// The event's data (`null` when it is [`MinionEvent::packed`]).
     pub data: Value,
+    /// The event's data already encoded (msgpack), so that a master reads
+    /// the batch without decoding the values of events nobody on its bus
+    /// wants (issue 25: most of a fleet run's million progress events).
+    /// Sent only to a master whose [`MasterMessage::Ready`] says
+    /// `packed_events`; absent from older minions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub packed: Option<serde_bytes::ByteBuf>,
+}
+
+impl MinionEvent {
+    /// An event whose data goes as decoded by the master (`data`).
+    pub fn plain(tag: String, data: Value) -> Self {
+        Self {
+            tag,
+            data,
+            packed: None,
+        }
+    }
+
+    /// An event whose data goes encoded ([`MinionEvent::packed`]).
+    pub fn packed(tag: String, data: &Value) -> Result<Self, crate::FrameError> {
+        let bytes =
+            rmp_serde::to_vec_named(data).map_err(|e| crate::FrameError::Encode(e.to_string()))?;
+        Ok(Self {
+            tag,
+            data: Value::Null,
+            packed: Some(serde_bytes::ByteBuf::from(bytes)),
+        })
+    }
+
+    /// The event's data, decoded from its packed form when it has one
+    /// (with the decoder's depth limit).
+    pub fn into_data(self) -> Result<Value, crate::FrameError> {
+        match self.packed {
+            Some(bytes) => crate::decode(&bytes),
+            None => Ok(self.data),
+        }
+    }
 }
 
 /// What a minion's job may ask the master.
@@ -381,6 +419,10 @@ pub enum MasterMessage {
         /// minion then sends one [`MinionRequest::Event`] per event.
         #[serde(default)]
         batched_events: bool,
+        /// The master reads [`MinionEvent::packed`] in a batch; false from
+        /// a master that predates it, which is sent the data decoded.
+        #[serde(default)]
+        packed_events: bool,
     },
     /// A new publish key (the old one was retired because a key was rejected or deleted).
     PublishKey(PublishKey),
@@ -541,10 +583,12 @@ mod tests {
         match decode::<MasterMessage>(&old).unwrap() {
             MasterMessage::Ready {
                 batched_events,
+                packed_events,
                 publish_port,
                 ..
             } => {
                 assert!(!batched_events);
+                assert!(!packed_events);
                 assert_eq!(publish_port, Some(4505));
             }
             other => panic!("{other:?}"),
@@ -553,12 +597,14 @@ mod tests {
             publish_key,
             publish_port: None,
             batched_events: true,
+            packed_events: true,
         })
         .unwrap();
         assert!(matches!(
             decode::<MasterMessage>(&new).unwrap(),
             MasterMessage::Ready {
                 batched_events: true,
+                packed_events: true,
                 ..
             }
         ));
@@ -567,9 +613,11 @@ mod tests {
     #[test]
     fn a_batch_keeps_its_events_in_order() {
         let events: Vec<MinionEvent> = (0..3)
-            .map(|n| MinionEvent {
-                tag: format!("salt/job/1/prog/web/{n}"),
-                data: serde_json::json!({"len": 3, "ret": {"n": n}}),
+            .map(|n| {
+                MinionEvent::plain(
+                    format!("salt/job/1/prog/web/{n}"),
+                    serde_json::json!({"len": 3, "ret": {"n": n}}),
+                )
             })
             .collect();
         let bytes = encode(&MinionRequest::Events {
@@ -580,5 +628,55 @@ mod tests {
             decode::<MinionRequest>(&bytes).unwrap(),
             MinionRequest::Events { events }
         );
+    }
+
+    /// A batch as minions before packed events sent it.
+    #[derive(Serialize)]
+    enum OldMinionRequest {
+        Events { events: Vec<OldMinionEvent> },
+    }
+
+    #[derive(Serialize)]
+    struct OldMinionEvent {
+        tag: String,
+        data: Value,
+    }
+
+    #[test]
+    fn packed_and_plain_events_read_as_the_same_data() {
+        let data = serde_json::json!({"len": 2, "ret": {"a": [1, 2.5, "x", null], "changes": {}}});
+        // An older minion's batch: no packed field.
+        let old = encode(&OldMinionRequest::Events {
+            events: vec![OldMinionEvent {
+                tag: "t".into(),
+                data: data.clone(),
+            }],
+        })
+        .unwrap();
+        let MinionRequest::Events { mut events } = decode::<MinionRequest>(&old).unwrap() else {
+            panic!("not a batch");
+        };
+        let plain = events.pop().unwrap();
+        assert!(plain.packed.is_none());
+        assert_eq!(plain.into_data().unwrap(), data);
+        // A packed one carries no decoded data, and gives the same.
+        let packed = MinionEvent::packed("t".into(), &data).unwrap();
+        let bytes = encode(&MinionRequest::Events {
+            events: vec![packed],
+        })
+        .unwrap();
+        let MinionRequest::Events { mut events } = decode::<MinionRequest>(&bytes).unwrap() else {
+            panic!("not a batch");
+        };
+        let packed = events.pop().unwrap();
+        assert_eq!(packed.data, Value::Null);
+        assert_eq!(packed.into_data().unwrap(), data);
+        // Garbage in the packed field is an error, not a panic.
+        let bad = MinionEvent {
+            tag: "t".into(),
+            data: Value::Null,
+            packed: Some(serde_bytes::ByteBuf::from(vec![0xc1, 0xff])),
+        };
+        assert!(bad.into_data().is_err());
     }
 }

@@ -30,7 +30,7 @@ use serde_json::{json, Value};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::config::MasterConfig;
-use crate::events::{BusEvent, EventBus};
+use crate::events::{BusEvent, EventBus, Interest, Subscription};
 pub use act::{Clients, LocalCall, REACTOR_USER};
 use config::{MapSource, ReactorSettings, Rule};
 
@@ -87,8 +87,11 @@ pub fn start(cfg: &MasterConfig, bus: &EventBus, local: LocalCall, shutdown: Shu
         hwm = settings.hwm,
         "reactor started"
     );
-    let events = bus.subscribe();
-    tokio::spawn(dispatch(settings, events, tx, shutdown));
+    // Subscribed now (no event fired after this returns is missed), to
+    // the tags its map names: the bus builds no event for it otherwise.
+    let rules = Rules::new(settings.map.clone(), settings.refresh);
+    let events = bus.subscribe(rules.interest());
+    tokio::spawn(dispatch(settings, rules, events, tx, shutdown));
 }
 
 /// The current rules, reread from the map file every refresh interval.
@@ -113,14 +116,22 @@ impl Rules {
         }
     }
 
-    fn current(&mut self) -> &[Rule] {
+    /// Rereads the map file when the refresh interval has passed; whether
+    /// it did.
+    fn reread(&mut self) -> bool {
         if let MapSource::File(path) = &self.source {
             if self.read_at.elapsed() >= self.refresh {
                 self.rules = config::read_map_file(path);
                 self.read_at = Instant::now();
+                return true;
             }
         }
-        &self.rules
+        false
+    }
+
+    /// The tags these rules react to, as the bus's interest.
+    fn interest(&self) -> Interest {
+        Interest::Globs(self.rules.iter().map(|r| r.glob.clone()).collect())
     }
 }
 
@@ -128,16 +139,27 @@ impl Rules {
 /// full queue drops the reaction (logged, summed every ten seconds).
 async fn dispatch(
     settings: ReactorSettings,
-    mut events: tokio::sync::broadcast::Receiver<Arc<BusEvent>>,
+    mut rules: Rules,
+    mut events: Subscription,
     queue: SyncSender<Work>,
     shutdown: Shutdown,
 ) {
-    let mut rules = Rules::new(settings.map.clone(), settings.refresh);
     let mut dropped: u64 = 0;
     let mut reported = Instant::now() - DROP_REPORT;
+    // The map is reread on this tick too, not only when an event comes:
+    // the bus sends only what the current map wants.
+    // (At least a second: `interval` refuses a zero period.)
+    let mut reread = tokio::time::interval(settings.refresh.max(Duration::from_secs(1)));
+    reread.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         let event = tokio::select! {
             _ = shutdown.triggered() => return,
+            _ = reread.tick() => {
+                if rules.reread() {
+                    events.set_interest(rules.interest());
+                }
+                continue;
+            }
             event = events.recv() => event,
         };
         let event = match event {
@@ -155,7 +177,14 @@ async fn dispatch(
         if event.data.get("user").and_then(Value::as_str) == Some(REACTOR_USER) {
             continue;
         }
-        let sls = config::reactors_for(rules.current(), &event.tag);
+        if rules.reread() {
+            events.set_interest(rules.interest());
+        }
+        if !events.wants(&event.tag) {
+            // Another subscriber's event.
+            continue;
+        }
+        let sls = config::reactors_for(&rules.rules, &event.tag);
         if sls.is_empty() {
             continue;
         }

@@ -43,8 +43,21 @@ impl Link<'_> {
                 .await;
             return;
         }
+        // Packed for a master that reads it so: it decodes only the
+        // events some subscriber of its bus wants.
+        let event = if self.agents[idx].packed_events {
+            match MinionEvent::packed(tag.clone(), &data) {
+                Ok(event) => event,
+                Err(e) => {
+                    tracing::warn!(%tag, error = %e, "cannot encode an event's data; sent decoded");
+                    MinionEvent::plain(tag, data)
+                }
+            }
+        } else {
+            MinionEvent::plain(tag, data)
+        };
         let queued = self.events.queued.entry(idx).or_default();
-        queued.push(MinionEvent { tag, data });
+        queued.push(event);
         if queued.len() >= BATCH_EVENTS {
             self.flush_events_of(idx).await;
         } else if self.events.due.is_none() {
@@ -80,8 +93,10 @@ impl Link<'_> {
         while let Some(mut part) = parts.pop() {
             let request = match part.len() {
                 0 => continue,
-                1 => match part.pop() {
-                    Some(MinionEvent { tag, data }) => MinionRequest::Event { tag, data },
+                // A packed event goes as a batch of one (a single Event
+                // carries decoded data).
+                1 if part[0].packed.is_none() => match part.pop() {
+                    Some(MinionEvent { tag, data, .. }) => MinionRequest::Event { tag, data },
                     None => continue,
                 },
                 _ => MinionRequest::Events { events: part },
@@ -91,6 +106,10 @@ impl Link<'_> {
                 // No session any more: the events were for it.
                 Ok(None) => return,
                 Err(FrameError::TooLarge { .. }) => match request {
+                    MinionRequest::Events { events } if events.len() == 1 => {
+                        let tag = events.first().map(|e| e.tag.as_str()).unwrap_or_default();
+                        tracing::warn!(%tag, "event too large for one message; dropped")
+                    }
                     MinionRequest::Events { mut events } => {
                         let second = events.split_off(events.len() / 2);
                         // Popped first half first: the order is kept.

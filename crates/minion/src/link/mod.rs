@@ -61,6 +61,9 @@ pub struct Agent {
     /// Whether the master of its session reads batched events
     /// (`Ready`'s `batched_events`; link/events.rs).
     batched_events: bool,
+    /// Whether it reads batched events' data packed (`Ready`'s
+    /// `packed_events`; link/events.rs).
+    packed_events: bool,
 }
 
 /// Jobs started by the minion itself wait this many at most for a session.
@@ -104,6 +107,7 @@ impl Agent {
             mine_due: None,
             mine_started: false,
             batched_events: false,
+            packed_events: false,
         }
     }
 
@@ -589,6 +593,7 @@ impl<'a> Link<'a> {
                 publish_key,
                 publish_port,
                 batched_events,
+                packed_events,
             } => {
                 let agent = &mut self.agents[idx];
                 let Phase::Confirming { .. } = agent.phase else {
@@ -607,6 +612,7 @@ impl<'a> Link<'a> {
                 };
                 agent.set_ready(true);
                 agent.batched_events = batched_events;
+                agent.packed_events = batched_events && packed_events;
                 tracing::info!(id = %agent.id, "authenticated with the master");
                 self.install_publish_key(&publish_key);
                 if self.settings.caller {
