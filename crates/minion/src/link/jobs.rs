@@ -21,12 +21,12 @@ struct ForwardEvents {
 /// The events one job fired that its link has not taken yet.
 #[derive(Default)]
 pub(super) struct JobEvents {
-    queued: std::sync::Mutex<Vec<MinionEvent>>,
+    queued: std::sync::Mutex<Vec<(String, Value)>>,
 }
 
 impl JobEvents {
-    /// Takes every waiting event, oldest first.
-    pub(super) fn take(&self) -> Vec<MinionEvent> {
+    /// Takes every waiting event (tag, data), oldest first.
+    pub(super) fn take(&self) -> Vec<(String, Value)> {
         match self.queued.lock() {
             Ok(mut queued) => std::mem::take(&mut *queued),
             Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
@@ -36,10 +36,7 @@ impl JobEvents {
 
 impl ForwardEvents {
     fn push(&self, tag: &str, data: Value) {
-        let event = MinionEvent {
-            tag: tag.to_string(),
-            data,
-        };
+        let event = (tag.to_string(), data);
         let first = {
             let mut queued = match self.waiting.queued.lock() {
                 Ok(q) => q,
@@ -295,7 +292,7 @@ impl Link<'_> {
                 }
             }
             FromJob::Events(idx, waiting) => {
-                for MinionEvent { tag, data } in waiting.take() {
+                for (tag, data) in waiting.take() {
                     self.queue_event(idx, tag, data).await;
                 }
             }

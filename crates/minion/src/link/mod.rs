@@ -13,8 +13,8 @@ use std::time::{Duration, Instant};
 use halite_modules::host::EventSink;
 use halite_proto::crypto::{MinionHandshake, PublicationOpener, SessionCipher};
 use halite_proto::msg::{
-    Job, JobReturn, KeyStatus, MasterMessage, MinionEvent, MinionRequest, Publication, ReplyBody,
-    ToMaster, ToMinion,
+    Job, JobReturn, KeyStatus, MasterMessage, MinionRequest, Publication, ReplyBody, ToMaster,
+    ToMinion,
 };
 use halite_proto::{decode, encode, Identity, PublicKey};
 use halite_transport::{Dealer, Shutdown, Subscriber};
