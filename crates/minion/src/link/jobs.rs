@@ -274,7 +274,8 @@ impl Link<'_> {
                     Ok(Some(ret)) => ret,
                     // Not for the master (return_job: False).
                     Ok(None) => return,
-                    Err(returns::NotKept { error, ret }) => {
+                    Err(not_kept) => {
+                        let returns::NotKept { error, ret } = *not_kept;
                         tracing::error!(%error, "cannot keep the return on disk; sending it anyway");
                         ret
                     }

@@ -25,7 +25,8 @@ impl JobOutputs {
                 let Some(agent) = agents.get_mut(idx) else {
                     continue;
                 };
-                if let Err(NotKept { error, ret }) = agent.job_ended(ret) {
+                if let Err(not_kept) = agent.job_ended(ret) {
+                    let NotKept { error, ret } = *not_kept;
                     tracing::error!(%error, jid = %ret.jid, "cannot keep the return on disk; it is lost");
                 }
             }
@@ -39,7 +40,7 @@ impl Agent {
     /// the return is not for the master (a scheduled job with
     /// `return_job: False`); a signalled job's return says so.
     /// Taken by value: a 1,000-state return is not copied on its way.
-    pub(super) fn job_ended(&mut self, ret: JobReturn) -> Result<Option<JobReturn>, NotKept> {
+    pub(super) fn job_ended(&mut self, ret: JobReturn) -> Result<Option<JobReturn>, Box<NotKept>> {
         let ended = self.running.remove(&ret.jid);
         if ended.as_ref().is_some_and(|r| !r.return_job) {
             return Ok(None);
@@ -50,7 +51,7 @@ impl Agent {
         };
         match self.store.put(&ret) {
             Ok(()) => Ok(Some(ret)),
-            Err(error) => Err(NotKept { error, ret }),
+            Err(error) => Err(Box::new(NotKept { error, ret })),
         }
     }
 }
@@ -84,7 +85,8 @@ pub async fn stop_jobs(
         for job in abandoned {
             tracing::warn!(id = %agent.id, jid = %job.jid, fun = %job.fun, "job abandoned at shutdown");
             let ret = abandoned_return(&agent.id, &job, grace);
-            if let Err(NotKept { error: e, .. }) = agent.job_ended(ret) {
+            if let Err(not_kept) = agent.job_ended(ret) {
+                let e = &not_kept.error;
                 tracing::error!(error = %e, jid = %job.jid, "cannot keep the abandoned job's return on disk");
             }
         }
