@@ -244,6 +244,18 @@ fn edit(path: &Path, from: &str, to: &str) {
     write(path, &text.replace(from, to));
 }
 
+/// `web1` warmed on the standard tree, then `change` made to the tree
+/// (its root given): the next `state.apply` must be compiled again, give
+/// another bundle, and give exactly what a fresh master compiles.
+fn recompiled_after(change: impl FnOnce(&Path)) {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    let setup = Setup::new(dir.path());
+    let old = setup.warm("web1", &web1());
+    change(dir.path());
+    setup.assert_recompiled("web1", &web1(), &job("state.apply", json!({})), &old);
+}
+
 #[test]
 fn an_unchanged_job_is_not_compiled_and_its_bundle_is_the_fresh_one() {
     let dir = tempfile::tempdir().unwrap();
@@ -284,16 +296,9 @@ fn a_changed_grain_is_compiled_again() {
 
 #[test]
 fn a_changed_pillar_sls_is_compiled_again() {
-    let dir = tempfile::tempdir().unwrap();
-    tree(dir.path());
-    let setup = Setup::new(dir.path());
-    let old = setup.warm("web1", &web1());
-    edit(
-        &dir.path().join("pillar/common.sls"),
-        "role: web",
-        "role: dbs",
-    );
-    setup.assert_recompiled("web1", &web1(), &job("state.apply", json!({})), &old);
+    recompiled_after(|root| {
+        edit(&root.join("pillar/common.sls"), "role: web", "role: dbs");
+    });
 }
 
 #[test]
@@ -315,66 +320,47 @@ fn a_changed_ext_pillar_command_output_is_compiled_again() {
 
 #[test]
 fn a_changed_sls_file_is_compiled_again() {
-    let dir = tempfile::tempdir().unwrap();
-    tree(dir.path());
-    let setup = Setup::new(dir.path());
-    let old = setup.warm("web1", &web1());
-    edit(
-        &dir.path().join("salt/web/init.sls"),
-        "{{ port }}",
-        "{{ port }}!",
-    );
-    setup.assert_recompiled("web1", &web1(), &job("state.apply", json!({})), &old);
+    recompiled_after(|root| {
+        edit(&root.join("salt/web/init.sls"), "{{ port }}", "{{ port }}!");
+    });
 }
 
 #[test]
 fn a_changed_included_file_is_compiled_again() {
-    let dir = tempfile::tempdir().unwrap();
-    tree(dir.path());
-    let setup = Setup::new(dir.path());
-    let old = setup.warm("web1", &web1());
-    // Same size: the content and the timestamps change.
-    edit(&dir.path().join("salt/web/conf.sls"), "conf v1", "conf v2");
-    setup.assert_recompiled("web1", &web1(), &job("state.apply", json!({})), &old);
+    recompiled_after(|root| {
+        // Same size: the content and the timestamps change.
+        edit(&root.join("salt/web/conf.sls"), "conf v1", "conf v2");
+    });
 }
 
 #[test]
 fn a_changed_salt_source_file_is_compiled_again() {
-    let dir = tempfile::tempdir().unwrap();
-    tree(dir.path());
-    let setup = Setup::new(dir.path());
-    let old = setup.warm("web1", &web1());
-    // The bundle's manifest names the file's sha256.
-    edit(&dir.path().join("salt/web/motd"), "hello", "howdy");
-    setup.assert_recompiled("web1", &web1(), &job("state.apply", json!({})), &old);
+    recompiled_after(|root| {
+        // The bundle's manifest names the file's sha256.
+        edit(&root.join("salt/web/motd"), "hello", "howdy");
+    });
 }
 
 #[test]
 fn a_changed_jinja_import_is_compiled_again() {
-    let dir = tempfile::tempdir().unwrap();
-    tree(dir.path());
-    let setup = Setup::new(dir.path());
-    let old = setup.warm("web1", &web1());
-    edit(&dir.path().join("salt/web/map.jinja"), "80", "81");
-    setup.assert_recompiled("web1", &web1(), &job("state.apply", json!({})), &old);
+    recompiled_after(|root| {
+        edit(&root.join("salt/web/map.jinja"), "80", "81");
+    });
 }
 
 #[test]
 fn a_new_top_file_that_matches_the_minion_is_compiled_again() {
-    let dir = tempfile::tempdir().unwrap();
-    tree(dir.path());
-    let setup = Setup::new(dir.path());
-    let old = setup.warm("web1", &web1());
-    // A top file of another saltenv whose glob now matches web1.
-    write(
-        &dir.path().join("salt-dev/top.sls"),
-        "dev:\n  'web*':\n    - devapp\n",
-    );
-    write(
-        &dir.path().join("salt-dev/devapp.sls"),
-        "devapp:\n  test.nop: []\n",
-    );
-    setup.assert_recompiled("web1", &web1(), &job("state.apply", json!({})), &old);
+    recompiled_after(|root| {
+        // A top file of another saltenv whose glob now matches web1.
+        write(
+            &root.join("salt-dev/top.sls"),
+            "dev:\n  'web*':\n    - devapp\n",
+        );
+        write(
+            &root.join("salt-dev/devapp.sls"),
+            "devapp:\n  test.nop: []\n",
+        );
+    });
 }
 
 #[test]
