@@ -25,12 +25,17 @@ pub(super) struct JobEvents {
 }
 
 impl JobEvents {
+    /// The queue (a job thread that panicked holding it left it whole:
+    /// events are only pushed or taken under the lock).
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(String, Value)>> {
+        self.queued
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
     /// Takes every waiting event (tag, data), oldest first.
     pub(super) fn take(&self) -> Vec<(String, Value)> {
-        match self.queued.lock() {
-            Ok(mut queued) => std::mem::take(&mut *queued),
-            Err(poisoned) => std::mem::take(&mut *poisoned.into_inner()),
-        }
+        std::mem::take(&mut *self.lock())
     }
 }
 
@@ -38,10 +43,7 @@ impl ForwardEvents {
     fn push(&self, tag: &str, data: Value) {
         let event = (tag.to_string(), data);
         let first = {
-            let mut queued = match self.waiting.queued.lock() {
-                Ok(q) => q,
-                Err(poisoned) => poisoned.into_inner(),
-            };
+            let mut queued = self.waiting.lock();
             queued.push(event);
             queued.len() == 1
         };
