@@ -50,28 +50,13 @@ fn progress_events_come_in_batches_and_fire_one_by_one_in_order() {
     let _minion = fleet.start_minion("web1", "");
     fleet.wait_responding("web1");
     let (messages_before, events_before) = event_counts(&fleet);
-    // Into a file: 300 events overflow a pipe nobody reads meanwhile.
-    let seen = fleet.path("events.txt");
-    let mut watcher = std::process::Command::new(common::bin("halite-run"))
-        .arg("-c")
-        .arg(fleet.master_dir())
-        .args(["state.event"])
-        .stdout(std::fs::File::create(&seen).expect("events file"))
-        .spawn()
-        .expect("state.event");
-    std::thread::sleep(Duration::from_millis(500));
+    // Subscribed before the job (a marker event came through), and read
+    // on its own thread: 300 events never fill its pipe.
+    let watcher = fleet.watch_events();
     let (rets, code) = fleet.halite_json(&["web1", "state.apply", "-t", "60"]);
     assert_eq!(code, 0, "{rets:?}");
-    let returned = |text: &str| text.lines().any(|l| l.contains("/ret/web1\t"));
-    assert!(
-        common::wait_for(Duration::from_secs(20), || returned(
-            &std::fs::read_to_string(&seen).unwrap_or_default()
-        )),
-        "the watcher never saw the return"
-    );
-    let _ = watcher.kill();
-    let _ = watcher.wait();
-    let text = std::fs::read_to_string(&seen).expect("events");
+    // Every event fired before a marker fired now is printed.
+    let text = watcher.stop();
     let (messages_after, events_after) = event_counts(&fleet);
 
     // Every state's event, in run order, before the return.
