@@ -55,7 +55,13 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
         fleet.path("gpgkeys").display(),
         script.display()
     ));
-    let minion = fleet.start_minion("web1", "");
+    // A returner writing to a file of the minion's (Salt's rawfile_json):
+    // what a job hands it is on the minion's disk too.
+    let rawfile = fleet.path("minion-web1/returns.json");
+    let minion = fleet.start_minion(
+        "web1",
+        &format!("rawfile_json.filename: {}\n", rawfile.display()),
+    );
     fleet.wait_responding("web1");
 
     // The SLS proves the minion got the decrypted secret; the secret is
@@ -130,6 +136,15 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
     let (rets, _) = fleet.halite_json(&["web1", "mine.get", "web1", "pwclear", "-t", "30"]);
     assert_eq!(rets["web1"]["web1"], SECRET, "{rets:?}");
     // Pillar targeting sees the gpg-rendered source.
+    // pillar.obfuscate through the master: each value's Python type of
+    // what pillar.items returns (Salt 3008.5 gives the same shape).
+    let (rets, _) = fleet.halite_json(&["web1", "pillar.obfuscate", "-t", "30"]);
+    assert_eq!(
+        rets["web1"],
+        serde_json::json!({"db": {"user": "<str>", "nested": [{"password": "<str>"}]},
+            "from_cmd": {"id": "<str>"}}),
+        "{rets:?}"
+    );
     let (hit, _) = fleet.halite_json(&["-I", "db:user:admin", "test.ping", "-t", "30"]);
     assert_eq!(hit.get("web1"), Some(&Value::Bool(true)), "{hit:?}");
     // cache.pillar shows the cached pillar with the secret masked.
@@ -148,7 +163,14 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
         started.display(),
         managed.display()
     );
-    let (out, code) = fleet.halite(&["web1", "cmd.run", &job, "--async"]);
+    let (out, code) = fleet.halite(&[
+        "web1",
+        "cmd.run",
+        &job,
+        "--return",
+        "rawfile_json",
+        "--async",
+    ]);
     assert_eq!(code, 0, "{out}");
     assert!(
         common::wait_for(std::time::Duration::from_secs(30), || started.exists()),
@@ -202,6 +224,11 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
                 leaks.push(format!("kept bundle {}", entry.path().display()));
             }
         }
+    }
+    // The returner got the return masked, as the spooled copy.
+    let raw = std::fs::read_to_string(&rawfile).unwrap_or_default();
+    if !raw.contains("password=**********") || raw.contains(SECRET) {
+        leaks.push(format!("the rawfile_json returner's file: {raw}"));
     }
     // The minion ran the command and logged its output at debug, masked.
     let log = minion.log_text();
