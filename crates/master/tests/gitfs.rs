@@ -131,6 +131,15 @@ fn state_apply_from_gitfs_with_git_pillar() {
         }),
         "git_pillar never gave the pillar"
     );
+    // Pillar targets see git_pillar's data.
+    for target in [["-I", "greeting:hello"], ["-C", "J@greeting:^hel+o$"]] {
+        let (hit, _) = fleet.halite_json(&[target[0], target[1], "test.ping", "-t", "30"]);
+        assert_eq!(
+            hit.get("web1"),
+            Some(&Value::Bool(true)),
+            "{target:?} {hit:?}"
+        );
+    }
     apply("one hello\n");
 
     // A commit pushed while the master runs: a compile does not fetch it...

@@ -48,12 +48,22 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
     )
     .unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // file_tree and PillarStack sources too: pillar targets see them all.
+    let tree = fleet.path("file_tree");
+    std::fs::create_dir_all(tree.join("hosts/web1")).unwrap();
+    std::fs::write(tree.join("hosts/web1/ft_role"), "web\n").unwrap();
+    let stack = fleet.path("stack");
+    std::fs::create_dir_all(&stack).unwrap();
+    std::fs::write(stack.join("stack.cfg"), "tier.yml\n").unwrap();
+    std::fs::write(stack.join("tier.yml"), "stacked:\n  tier: gold\n").unwrap();
     let master = fleet.start_master(&format!(
-        "auto_accept: true\nfile_roots: {{base: [{}]}}\npillar_roots: {{base: [{}]}}\ngpg_keydir: {}\next_pillar:\n  - cmd_json: {} %s\n",
+        "auto_accept: true\nfile_roots: {{base: [{}]}}\npillar_roots: {{base: [{}]}}\ngpg_keydir: {}\next_pillar:\n  - cmd_json: {} %s\n  - file_tree: {{root_dir: {}}}\n  - stack: {}\n",
         fleet.path("states").display(),
         pillar.display(),
         fleet.path("gpgkeys").display(),
-        script.display()
+        script.display(),
+        tree.display(),
+        stack.join("stack.cfg").display()
     ));
     // A returner writing to a file of the minion's (Salt's rawfile_json):
     // what a job hands it is on the minion's disk too.
@@ -142,11 +152,19 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
     assert_eq!(
         rets["web1"],
         serde_json::json!({"db": {"user": "<str>", "nested": [{"password": "<str>"}]},
-            "from_cmd": {"id": "<str>"}}),
+            "from_cmd": {"id": "<str>"}, "ft_role": "<str>", "stacked": {"tier": "<str>"}}),
         "{rets:?}"
     );
     let (hit, _) = fleet.halite_json(&["-I", "db:user:admin", "test.ping", "-t", "30"]);
     assert_eq!(hit.get("web1"), Some(&Value::Bool(true)), "{hit:?}");
+    // ... and every other source, through I@ and J@ (a regex) in a
+    // compound target.
+    let compound =
+        "J@db:user:^adm and I@from_cmd:id:web1 and J@ft_role:^w.b$ and I@stacked:tier:gold";
+    let (hit, _) = fleet.halite_json(&["-C", compound, "test.ping", "-t", "30"]);
+    assert_eq!(hit.get("web1"), Some(&Value::Bool(true)), "{hit:?}");
+    let (miss, _) = fleet.halite_json(&["-C", "I@stacked:tier:silver", "test.ping", "-t", "10"]);
+    assert!(miss.get("web1").is_none(), "{miss:?}");
     // cache.pillar shows the cached pillar with the secret masked.
     let cached = fleet.cli("halite-run", &["cache.pillar", "--out", "json"]);
     let cached = String::from_utf8_lossy(&cached.stdout).into_owned();
@@ -339,4 +357,87 @@ fn a_file_client_local_minion_masks_what_it_decrypts_in_its_log() {
     let log = minion.log_text();
     assert!(log.contains("output: **********"), "{log}");
     assert!(!log.contains(SECRET), "{log}");
+}
+
+/// A `#!yaml|gpg` SLS whose key is not in the master's `gpg_keydir`:
+/// with `gpg_decrypt_must_succeed` (Salt 3008's default) the minion's
+/// state run refuses to start with the safe render error naming that SLS
+/// and nothing of the rest of the pillar, the master logs Salt's "Could
+/// not decrypt cipher" with the key dir; with it off the block reaches the
+/// minion as it was, as Salt leaves it, and the master logs the warning.
+#[test]
+fn a_missing_gpg_key_is_named_to_the_minion_without_the_rest_of_the_pillar() {
+    if !can_run() {
+        return;
+    }
+    if !gpg::available() {
+        return;
+    }
+    const OTHER: &str = "Unrelated-Pillar-Value-88";
+    for must_succeed in [true, false] {
+        let fleet = Fleet::new();
+        // Encrypted to a key the master does not have.
+        let cipher = gpg::key_and_cipher(&fleet.path("elsewhere"), SECRET);
+        let empty = fleet.path("gpgkeys");
+        std::fs::create_dir_all(&empty).unwrap();
+        std::fs::set_permissions(&empty, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .unwrap();
+        let pillar = fleet.path("pillar");
+        std::fs::create_dir_all(&pillar).unwrap();
+        std::fs::write(
+            pillar.join("top.sls"),
+            "base:\n  '*':\n    - other\n    - secret\n",
+        )
+        .unwrap();
+        std::fs::write(pillar.join("other.sls"), format!("other: {OTHER}\n")).unwrap();
+        let indented: String = cipher.lines().map(|l| format!("    {l}\n")).collect();
+        std::fs::write(
+            pillar.join("secret.sls"),
+            format!("#!yaml|gpg\npassword: |\n{indented}"),
+        )
+        .unwrap();
+        let states = fleet.path("states");
+        std::fs::create_dir_all(&states).unwrap();
+        std::fs::write(states.join("top.sls"), "base:\n  '*':\n    - ok\n").unwrap();
+        std::fs::write(
+            states.join("ok.sls"),
+            "ok:\n  test.succeed_without_changes\n",
+        )
+        .unwrap();
+        let master = fleet.start_master(&format!(
+            "auto_accept: true\nfile_roots: {{base: [{}]}}\npillar_roots: {{base: [{}]}}\ngpg_keydir: {}\ngpg_decrypt_must_succeed: {must_succeed}\n",
+            states.display(),
+            pillar.display(),
+            empty.display()
+        ));
+        let _minion = fleet.start_minion("web1", "");
+        fleet.wait_responding("web1");
+        let (rets, _) = fleet.halite_json(&["web1", "state.apply", "-t", "60"]);
+        let text = rets.get("web1").map(Value::to_string).unwrap_or_default();
+        if must_succeed {
+            assert!(
+                text.contains("Pillar failed to render")
+                    && text.contains(
+                        "Rendering SLS 'secret' failed. Please see master log for details."
+                    ),
+                "{rets:?}"
+            );
+            assert!(!text.contains(OTHER), "{rets:?}");
+        } else {
+            assert!(
+                text.contains("test_|-ok_|-ok_|-succeed_without_changes"),
+                "{rets:?}"
+            );
+            let (rets, _) =
+                fleet.halite_json(&["web1", "pillar.get", "password", "unmask=True", "-t", "30"]);
+            let left = rets["web1"].as_str().unwrap_or_default();
+            assert!(left.starts_with("-----BEGIN PGP MESSAGE-----"), "{rets:?}");
+        }
+        let log = master.log_text();
+        assert!(
+            log.contains("Could not decrypt cipher"),
+            "must_succeed={must_succeed}: the master never logged the failure"
+        );
+        assert!(!log.contains(SECRET));
+    }
 }
