@@ -229,3 +229,40 @@ fn a_remote_never_fetched_is_named_to_the_minion_and_its_password_is_nowhere() {
     );
     assert!(!minion.log_text().contains("pw-never-shown-31"));
 }
+
+/// `gitfs_update_interval`: the master's background task fetches the
+/// remote every interval, so a commit pushed while it runs is served
+/// without `halite-run fileserver.update`.
+#[test]
+fn gitfs_update_interval_serves_a_pushed_commit_without_an_update() {
+    if !can_run() {
+        return;
+    }
+    if !ready() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let states = Repo::new(&fleet.path("git"), "states");
+    states.write("top.sls", "base:\n  '*':\n    - web\n");
+    states.write("web.sls", "one:\n  test.succeed_without_changes\n");
+    states.commit_push("one");
+    let _master = fleet.start_master(&format!(
+        "auto_accept: true\nfileserver_backend: [gitfs]\npillar_roots: {{}}\ngitfs_remotes:\n  - {}\ngitfs_update_interval: 1\n",
+        states.url()
+    ));
+    let listed = || run_json(&fleet, &["fileserver.file_list"]).0;
+    assert!(
+        wait_for(Duration::from_secs(60), || listed()
+            == serde_json::json!(["top.sls", "web.sls"])),
+        "gitfs never served the repository: {:?}",
+        listed()
+    );
+    states.write("extra.sls", "two:\n  test.succeed_without_changes\n");
+    states.commit_push("two");
+    assert!(
+        wait_for(Duration::from_secs(60), || listed()
+            == serde_json::json!(["extra.sls", "top.sls", "web.sls"])),
+        "the pushed commit was never fetched: {:?}",
+        listed()
+    );
+}
