@@ -441,3 +441,59 @@ fn a_missing_gpg_key_is_named_to_the_minion_without_the_rest_of_the_pillar() {
         assert!(!log.contains(SECRET));
     }
 }
+
+/// `pillar_roots` of two saltenvs through a real master: without
+/// `pillarenv` both top files count (the later saltenv's value wins, as
+/// Salt 3008.5 merges them: `crates/modules/tests/pillar_sources.rs`); a
+/// job's `pillarenv=` compiles that saltenv's pillar alone, for the
+/// states' templates as for `pillar.items`.
+#[test]
+fn a_jobs_pillarenv_chooses_among_several_pillar_roots() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let base = fleet.path("pillar/base");
+    let dev = fleet.path("pillar/dev");
+    common::write_file(&base.join("top.sls"), "base:\n  '*':\n    - a\n");
+    common::write_file(&base.join("a.sls"), "k: base\nonly_base: 1\n");
+    common::write_file(&dev.join("top.sls"), "dev:\n  '*':\n    - b\n");
+    common::write_file(&dev.join("b.sls"), "k: dev\nonly_dev: 1\n");
+    let states = fleet.path("states");
+    common::write_file(&states.join("top.sls"), "base:\n  '*':\n    - show\n");
+    common::write_file(
+        &states.join("show.sls"),
+        "show:\n  test.succeed_without_changes:\n    - name: k={{ pillar['k'] }}\n",
+    );
+    let _master = fleet.start_master(&format!(
+        "auto_accept: true\nfile_roots: {{base: [{}]}}\npillar_roots: {{base: [{}], dev: [{}]}}\n",
+        states.display(),
+        base.display(),
+        dev.display()
+    ));
+    let _minion = fleet.start_minion("web1", "");
+    fleet.wait_responding("web1");
+    for (extra, k, keys) in [
+        (None, "dev", vec!["k", "only_base", "only_dev"]),
+        (Some("pillarenv=base"), "base", vec!["k", "only_base"]),
+        (Some("pillarenv=dev"), "dev", vec!["k", "only_dev"]),
+    ] {
+        let mut args = vec!["web1", "state.apply"];
+        args.extend(extra);
+        args.extend(["-t", "60"]);
+        let (rets, _) = fleet.halite_json(&args);
+        let tag = format!("test_|-show_|-k={k}_|-succeed_without_changes");
+        assert!(rets["web1"].get(&tag).is_some(), "{extra:?}: {rets:?}");
+        let mut args = vec!["web1", "pillar.items", "unmask=True"];
+        args.extend(extra);
+        args.extend(["-t", "30"]);
+        let (rets, _) = fleet.halite_json(&args);
+        let mut got: Vec<&str> = rets["web1"]
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        got.sort_unstable();
+        assert_eq!(got, keys, "{extra:?}: {rets:?}");
+        assert_eq!(rets["web1"]["k"], k, "{extra:?}: {rets:?}");
+    }
+}
