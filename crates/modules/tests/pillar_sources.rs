@@ -214,6 +214,46 @@ fn gpg_blocks_anywhere_are_decrypted_and_a_missing_key_fails_as_salt_3008() {
     assert!(left.starts_with("-----BEGIN PGP MESSAGE-----"), "{left}");
 }
 
+/// `|gpg` at the end of a longer pipeline, by shebang (`#!jinja|yaml|gpg`)
+/// and as the `renderer` option for a file without one: Jinja runs first,
+/// then every armored block (a mapping value, a list item) is decrypted,
+/// as Salt 3008.5 gave for the same file.
+#[test]
+fn gpg_at_the_end_of_a_pipeline_by_shebang_or_renderer_option() {
+    if !gpg::available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    let cipher = gpg::key_and_cipher(&dir.path().join("keys"), "S3cret-Jinja-99");
+    let indent = |n: usize| -> String {
+        cipher
+            .lines()
+            .map(|l| format!("{}{l}\n", " ".repeat(n)))
+            .collect()
+    };
+    let body = format!(
+        "{{% set who = 'admin' %}}\nuser: {{{{ who }}}}\npw: |\n{}list:\n  - |\n{}",
+        indent(2),
+        indent(4)
+    );
+    // Salt 3008.5's pillar.items unmask=True, both ways.
+    let salt = json!({"user": "admin", "pw": "S3cret-Jinja-99", "list": ["S3cret-Jinja-99"]});
+    for (shebang, renderer) in [("#!jinja|yaml|gpg\n", None), ("", Some("jinja|yaml|gpg"))] {
+        write(
+            &dir.path().join("pillar/common.sls"),
+            &format!("{shebang}{body}"),
+        );
+        let mut extra = json!({"ext_pillar": [], "gpg_keydir": dir.path().join("keys")});
+        if let Some(r) = renderer {
+            extra["renderer"] = json!(r);
+        }
+        let (pillar, errors) = pillar_with(dir.path(), extra);
+        assert!(errors.is_empty(), "{renderer:?}: {errors:?}");
+        assert_eq!(pillar, salt, "{renderer:?}");
+    }
+}
+
 /// `recurse` and `pillar_merge_lists: False` end to end, and a `cmd_yaml`
 /// source that works, each against Salt 3008.5's `pillar.items
 /// unmask=True` on the same tree (file_tree's keys left out of Salt's
