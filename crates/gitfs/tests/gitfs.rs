@@ -642,3 +642,61 @@ fn ssh_remotes_fetch_with_gitfs_pubkey_and_privkey() {
         Some("pushed-web\n")
     );
 }
+
+/// `gitfs_passphrase`: a key protected by a passphrase reaches an sshd of
+/// the test's own through `SSH_ASKPASS`; a wrong passphrase fails with the
+/// remote named, and neither passphrase is in an error or a cache file.
+#[test]
+fn ssh_remotes_fetch_with_a_passphrase_protected_key() {
+    if !ready() {
+        return;
+    }
+    let up = states_repo();
+    let keys = tempfile::tempdir().unwrap();
+    let identity = keys.path().join("id_locked");
+    let made = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "pass-Phrase-61", "-f"])
+        .arg(&identity)
+        .status()
+        .unwrap();
+    assert!(made.success(), "ssh-keygen");
+    let authorized = keys.path().join("authorized_keys");
+    std::fs::copy(keys.path().join("id_locked.pub"), &authorized).unwrap();
+    let Some(server) = sshd::Sshd::start(keys.path(), &authorized) else {
+        println!("skipped: sshd is missing (openssh-server, scripts/install-deps.sh)");
+        return;
+    };
+    let url = format!(
+        "ssh://root@127.0.0.1:{}{}",
+        server.port,
+        up.bare().display()
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let opts = |passphrase: &str| {
+        json!({"fileserver_backend": ["gitfs"], "gitfs_remotes": [url],
+            "gitfs_pubkey": format!("{}.pub", identity.display()),
+            "gitfs_privkey": identity.display().to_string(),
+            "gitfs_passphrase": passphrase})
+    };
+    let fs = Fileserver::from_opts(&opts("wrong-Phrase-62"), BTreeMap::new(), cache.path());
+    let report = fs.gitfs().unwrap().update(None);
+    let err = report[0].1.clone().expect("a wrong passphrase fails");
+    assert!(
+        err.contains(&url) && !err.contains("wrong-Phrase-62"),
+        "{err}"
+    );
+    let fs = Fileserver::from_opts(&opts("pass-Phrase-61"), BTreeMap::new(), cache.path());
+    let report = fs.gitfs().unwrap().update(None);
+    assert_eq!(report, vec![(url.clone(), None)]);
+    assert_eq!(read(&fs, "web.sls", "dev").as_deref(), Some("dev-web\n"));
+    let out = Command::new("grep")
+        .args(["-r", "-l", "-e", "pass-Phrase-61", "-e", "wrong-Phrase-62"])
+        .arg(cache.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.stdout.is_empty(),
+        "a passphrase is on disk: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}
