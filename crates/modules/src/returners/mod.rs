@@ -224,3 +224,33 @@ pub fn send(host: &Host, spec: &ReturnSpec, mut ret: Map) -> Vec<ReturnerError> 
     }
     errors
 }
+
+#[cfg(test)]
+mod tests {
+    use halite_salt_rules::secret::Cleartexts;
+    use serde_json::json;
+
+    use super::{masked, return_dict};
+
+    #[test]
+    fn masked_hides_the_secrets_in_return_and_fun_args() {
+        let secret = "Returner-Secret-31";
+        let dict = return_dict(
+            "20261126150141689338",
+            "web1",
+            "cmd.run",
+            &[json!(format!("echo {secret}"))],
+            &json!({"stdout": format!("pw={secret}")}),
+            0,
+            true,
+        );
+        let secrets = Cleartexts::new([secret]);
+        let out = masked(dict.clone(), Some(&secrets));
+        assert_eq!(out["return"], json!({"stdout": "pw=**********"}));
+        assert_eq!(out["fun_args"], json!(["echo **********"]));
+        assert_eq!(out["id"], "web1");
+        // Nothing known (or nothing to mask): the dict as it was.
+        assert_eq!(masked(dict.clone(), None), dict);
+        assert_eq!(masked(dict.clone(), Some(&Cleartexts::default())), dict);
+    }
+}
