@@ -346,3 +346,60 @@ fn masterless_mine_is_kept_in_the_minion_datastore() {
     assert_eq!(call(&["mine.flush"]), json!(true));
     assert_eq!(call(&["mine.get", "local", "ident"]), json!({}));
 }
+
+/// `halite-call --local` compiles its own pillar: a `#!yaml|gpg` secret it
+/// decrypts reaches the call (the user sees `pillar.get ... unmask=True`
+/// return it) while the
+/// `rawfile_json` returner, which keeps the return in a file, gets it
+/// masked as the minion's spooled returns and the master's job cache do.
+#[test]
+fn a_local_calls_returner_file_has_the_decrypted_secret_masked() {
+    if !halite_test_support::gpg::available() {
+        return;
+    }
+    let secret = "Local-Call-Secret-4242";
+    let d = tempfile::tempdir().unwrap();
+    let keys = d.path().join("gpgkeys");
+    let cipher = halite_test_support::gpg::key_and_cipher(&keys, secret);
+    let pillar = d.path().join("pillar");
+    std::fs::create_dir_all(&pillar).unwrap();
+    std::fs::write(pillar.join("top.sls"), "base:\n  '*':\n    - secret\n").unwrap();
+    let indented: String = cipher.lines().map(|l| format!("    {l}\n")).collect();
+    std::fs::write(
+        pillar.join("secret.sls"),
+        format!("#!yaml|gpg\npassword: |\n{indented}"),
+    )
+    .unwrap();
+    let rawfile = d.path().join("returns.json");
+    std::fs::write(
+        d.path().join("minion"),
+        own_cachedir(
+            d.path(),
+            &format!(
+                "id: local\npillar_roots: {{base: [{}]}}\ngpg_keydir: {}\nrawfile_json.filename: {}\n",
+                pillar.display(),
+                keys.display(),
+                rawfile.display()
+            ),
+        ),
+    )
+    .unwrap();
+    let (out, err, code) = halite_call(
+        d.path(),
+        &[
+            "pillar.get",
+            "password",
+            "unmask=True",
+            "--return",
+            "rawfile_json",
+            "--out",
+            "json",
+        ],
+    );
+    assert_eq!(code, 0, "{out}{err}");
+    // The user who ran the call sees the return as it is.
+    assert!(out.contains(secret), "{out}");
+    let stored = std::fs::read_to_string(&rawfile).unwrap();
+    assert!(stored.contains("\"return\": \"**********\""), "{stored}");
+    assert!(!stored.contains(secret), "{stored}");
+}

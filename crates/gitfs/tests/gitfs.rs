@@ -378,7 +378,8 @@ fn git_pillar_over_git_daemon_two_branches_are_two_pillarenvs() {
 }
 
 /// `git http-backend` behind HTTP basic auth on 127.0.0.1 (a small
-/// Python server), stopped on drop.
+/// Python server; over TLS when given a certificate and its key), stopped
+/// on drop.
 struct HttpGit {
     child: Child,
     port: u16,
@@ -422,11 +423,26 @@ class H(http.server.BaseHTTPRequestHandler):
         self.handle_one(b"")
     def do_POST(self):
         self.handle_one(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
-http.server.ThreadingHTTPServer(("127.0.0.1", port), H).serve_forever()
+srv = http.server.ThreadingHTTPServer(("127.0.0.1", port), H)
+if len(sys.argv) > 6:
+    import ssl
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(sys.argv[5], sys.argv[6])
+    srv.socket = ctx.wrap_socket(srv.socket, server_side=True)
+srv.serve_forever()
 "#;
 
 impl HttpGit {
     fn start(root: &Path, user: &str, password: &str) -> Option<Self> {
+        Self::start_with(root, user, password, &[])
+    }
+
+    /// The server over TLS with `cert` and `key` (PEM files).
+    fn start_tls(root: &Path, user: &str, password: &str, cert: &Path, key: &Path) -> Option<Self> {
+        Self::start_with(root, user, password, &[cert, key])
+    }
+
+    fn start_with(root: &Path, user: &str, password: &str, tls: &[&Path]) -> Option<Self> {
         let port = std::net::TcpListener::bind("127.0.0.1:0")
             .unwrap()
             .local_addr()
@@ -437,6 +453,7 @@ impl HttpGit {
             .arg(root)
             .arg(port.to_string())
             .args([user, password])
+            .args(tls)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
@@ -457,6 +474,81 @@ impl Drop for HttpGit {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A self-signed certificate for 127.0.0.1 made by `openssl` in `dir`:
+/// (certificate, key), or `None` when openssl is not installed.
+fn self_signed(dir: &Path) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    let (cert, key) = (dir.join("cert.pem"), dir.join("key.pem"));
+    let made = Command::new("openssl")
+        .args([
+            "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+        ])
+        .args([
+            "-subj",
+            "/CN=127.0.0.1",
+            "-addext",
+            "subjectAltName=IP:127.0.0.1",
+        ])
+        .arg("-keyout")
+        .arg(&key)
+        .arg("-out")
+        .arg(&cert)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .ok()?;
+    made.success().then_some((cert, key))
+}
+
+/// An https remote with `gitfs_user`/`gitfs_password` (no
+/// `gitfs_insecure_auth` needed over TLS): a certificate git cannot
+/// verify is refused with the remote named (`gitfs_ssl_verify` defaults
+/// on, as in Salt); with `gitfs_ssl_verify: False` the fetch goes through
+/// and the password is on no error and in no file of the cache.
+#[test]
+fn https_remotes_fetch_with_gitfs_user_and_password_and_verify_the_certificate() {
+    if !ready() {
+        return;
+    }
+    let up = states_repo();
+    let tls = tempfile::tempdir().unwrap();
+    let Some((cert, key)) = self_signed(tls.path()) else {
+        println!("skipped: openssl is needed for the loopback https git server");
+        return;
+    };
+    let Some(server) = HttpGit::start_tls(up.dir.path(), "alice", "pw-tls-55", &cert, &key) else {
+        println!("skipped: python3 is needed for the loopback https git server");
+        return;
+    };
+    let url = format!("https://127.0.0.1:{}/remote.git", server.port);
+    let cache = tempfile::tempdir().unwrap();
+    let opts = |verify: bool| {
+        json!({"fileserver_backend": ["gitfs"], "gitfs_remotes": [url],
+            "gitfs_user": "alice", "gitfs_password": "pw-tls-55", "gitfs_ssl_verify": verify})
+    };
+    let fs = Fileserver::from_opts(&opts(true), BTreeMap::new(), cache.path());
+    let report = fs.gitfs().unwrap().update(None);
+    let err = report[0]
+        .1
+        .clone()
+        .expect("a self-signed certificate is refused");
+    assert!(err.contains(&url) && !err.contains("pw-tls-55"), "{err}");
+    assert!(err.to_lowercase().contains("certificate"), "{err}");
+    let fs = Fileserver::from_opts(&opts(false), BTreeMap::new(), cache.path());
+    let report = fs.gitfs().unwrap().update(None);
+    assert_eq!(report, vec![(url.clone(), None)]);
+    assert_eq!(read(&fs, "web.sls", "dev").as_deref(), Some("dev-web\n"));
+    let out = Command::new("grep")
+        .args(["-r", "-l", "pw-tls-55"])
+        .arg(cache.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.stdout.is_empty(),
+        "the password is on disk: {}",
+        String::from_utf8_lossy(&out.stdout)
+    );
 }
 
 #[test]
@@ -548,5 +640,63 @@ fn ssh_remotes_fetch_with_gitfs_pubkey_and_privkey() {
     assert_eq!(
         read(&fs, "web.sls", "base").as_deref(),
         Some("pushed-web\n")
+    );
+}
+
+/// `gitfs_passphrase`: a key protected by a passphrase reaches an sshd of
+/// the test's own through `SSH_ASKPASS`; a wrong passphrase fails with the
+/// remote named, and neither passphrase is in an error or a cache file.
+#[test]
+fn ssh_remotes_fetch_with_a_passphrase_protected_key() {
+    if !ready() {
+        return;
+    }
+    let up = states_repo();
+    let keys = tempfile::tempdir().unwrap();
+    let identity = keys.path().join("id_locked");
+    let made = Command::new("ssh-keygen")
+        .args(["-q", "-t", "ed25519", "-N", "pass-Phrase-61", "-f"])
+        .arg(&identity)
+        .status()
+        .unwrap();
+    assert!(made.success(), "ssh-keygen");
+    let authorized = keys.path().join("authorized_keys");
+    std::fs::copy(keys.path().join("id_locked.pub"), &authorized).unwrap();
+    let Some(server) = sshd::Sshd::start(keys.path(), &authorized) else {
+        println!("skipped: sshd is missing (openssh-server, scripts/install-deps.sh)");
+        return;
+    };
+    let url = format!(
+        "ssh://root@127.0.0.1:{}{}",
+        server.port,
+        up.bare().display()
+    );
+    let cache = tempfile::tempdir().unwrap();
+    let opts = |passphrase: &str| {
+        json!({"fileserver_backend": ["gitfs"], "gitfs_remotes": [url],
+            "gitfs_pubkey": format!("{}.pub", identity.display()),
+            "gitfs_privkey": identity.display().to_string(),
+            "gitfs_passphrase": passphrase})
+    };
+    let fs = Fileserver::from_opts(&opts("wrong-Phrase-62"), BTreeMap::new(), cache.path());
+    let report = fs.gitfs().unwrap().update(None);
+    let err = report[0].1.clone().expect("a wrong passphrase fails");
+    assert!(
+        err.contains(&url) && !err.contains("wrong-Phrase-62"),
+        "{err}"
+    );
+    let fs = Fileserver::from_opts(&opts("pass-Phrase-61"), BTreeMap::new(), cache.path());
+    let report = fs.gitfs().unwrap().update(None);
+    assert_eq!(report, vec![(url.clone(), None)]);
+    assert_eq!(read(&fs, "web.sls", "dev").as_deref(), Some("dev-web\n"));
+    let out = Command::new("grep")
+        .args(["-r", "-l", "-e", "pass-Phrase-61", "-e", "wrong-Phrase-62"])
+        .arg(cache.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.stdout.is_empty(),
+        "a passphrase is on disk: {}",
+        String::from_utf8_lossy(&out.stdout)
     );
 }

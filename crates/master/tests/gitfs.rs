@@ -131,6 +131,15 @@ fn state_apply_from_gitfs_with_git_pillar() {
         }),
         "git_pillar never gave the pillar"
     );
+    // Pillar targets see git_pillar's data.
+    for target in [["-I", "greeting:hello"], ["-C", "J@greeting:^hel+o$"]] {
+        let (hit, _) = fleet.halite_json(&[target[0], target[1], "test.ping", "-t", "30"]);
+        assert_eq!(
+            hit.get("web1"),
+            Some(&Value::Bool(true)),
+            "{target:?} {hit:?}"
+        );
+    }
     apply("one hello\n");
 
     // A commit pushed while the master runs: a compile does not fetch it...
@@ -219,4 +228,41 @@ fn a_remote_never_fetched_is_named_to_the_minion_and_its_password_is_nowhere() {
         String::from_utf8_lossy(&out.stdout)
     );
     assert!(!minion.log_text().contains("pw-never-shown-31"));
+}
+
+/// `gitfs_update_interval`: the master's background task fetches the
+/// remote every interval, so a commit pushed while it runs is served
+/// without `halite-run fileserver.update`.
+#[test]
+fn gitfs_update_interval_serves_a_pushed_commit_without_an_update() {
+    if !can_run() {
+        return;
+    }
+    if !ready() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let states = Repo::new(&fleet.path("git"), "states");
+    states.write("top.sls", "base:\n  '*':\n    - web\n");
+    states.write("web.sls", "one:\n  test.succeed_without_changes\n");
+    states.commit_push("one");
+    let _master = fleet.start_master(&format!(
+        "auto_accept: true\nfileserver_backend: [gitfs]\npillar_roots: {{}}\ngitfs_remotes:\n  - {}\ngitfs_update_interval: 1\n",
+        states.url()
+    ));
+    let listed = || run_json(&fleet, &["fileserver.file_list"]).0;
+    assert!(
+        wait_for(Duration::from_secs(60), || listed()
+            == serde_json::json!(["top.sls", "web.sls"])),
+        "gitfs never served the repository: {:?}",
+        listed()
+    );
+    states.write("extra.sls", "two:\n  test.succeed_without_changes\n");
+    states.commit_push("two");
+    assert!(
+        wait_for(Duration::from_secs(60), || listed()
+            == serde_json::json!(["extra.sls", "top.sls", "web.sls"])),
+        "the pushed commit was never fetched: {:?}",
+        listed()
+    );
 }

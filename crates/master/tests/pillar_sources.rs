@@ -48,14 +48,30 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
     )
     .unwrap();
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    // file_tree and PillarStack sources too: pillar targets see them all.
+    let tree = fleet.path("file_tree");
+    std::fs::create_dir_all(tree.join("hosts/web1")).unwrap();
+    std::fs::write(tree.join("hosts/web1/ft_role"), "web\n").unwrap();
+    let stack = fleet.path("stack");
+    std::fs::create_dir_all(&stack).unwrap();
+    std::fs::write(stack.join("stack.cfg"), "tier.yml\n").unwrap();
+    std::fs::write(stack.join("tier.yml"), "stacked:\n  tier: gold\n").unwrap();
     let master = fleet.start_master(&format!(
-        "auto_accept: true\nfile_roots: {{base: [{}]}}\npillar_roots: {{base: [{}]}}\ngpg_keydir: {}\next_pillar:\n  - cmd_json: {} %s\n",
+        "auto_accept: true\nfile_roots: {{base: [{}]}}\npillar_roots: {{base: [{}]}}\ngpg_keydir: {}\next_pillar:\n  - cmd_json: {} %s\n  - file_tree: {{root_dir: {}}}\n  - stack: {}\n",
         fleet.path("states").display(),
         pillar.display(),
         fleet.path("gpgkeys").display(),
-        script.display()
+        script.display(),
+        tree.display(),
+        stack.join("stack.cfg").display()
     ));
-    let minion = fleet.start_minion("web1", "");
+    // A returner writing to a file of the minion's (Salt's rawfile_json):
+    // what a job hands it is on the minion's disk too.
+    let rawfile = fleet.path("minion-web1/returns.json");
+    let minion = fleet.start_minion(
+        "web1",
+        &format!("rawfile_json.filename: {}\n", rawfile.display()),
+    );
     fleet.wait_responding("web1");
 
     // The SLS proves the minion got the decrypted secret; the secret is
@@ -130,8 +146,25 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
     let (rets, _) = fleet.halite_json(&["web1", "mine.get", "web1", "pwclear", "-t", "30"]);
     assert_eq!(rets["web1"]["web1"], SECRET, "{rets:?}");
     // Pillar targeting sees the gpg-rendered source.
+    // pillar.obfuscate through the master: each value's Python type of
+    // what pillar.items returns (Salt 3008.5 gives the same shape).
+    let (rets, _) = fleet.halite_json(&["web1", "pillar.obfuscate", "-t", "30"]);
+    assert_eq!(
+        rets["web1"],
+        serde_json::json!({"db": {"user": "<str>", "nested": [{"password": "<str>"}]},
+            "from_cmd": {"id": "<str>"}, "ft_role": "<str>", "stacked": {"tier": "<str>"}}),
+        "{rets:?}"
+    );
     let (hit, _) = fleet.halite_json(&["-I", "db:user:admin", "test.ping", "-t", "30"]);
     assert_eq!(hit.get("web1"), Some(&Value::Bool(true)), "{hit:?}");
+    // ... and every other source, through I@ and J@ (a regex) in a
+    // compound target.
+    let compound =
+        "J@db:user:^adm and I@from_cmd:id:web1 and J@ft_role:^w.b$ and I@stacked:tier:gold";
+    let (hit, _) = fleet.halite_json(&["-C", compound, "test.ping", "-t", "30"]);
+    assert_eq!(hit.get("web1"), Some(&Value::Bool(true)), "{hit:?}");
+    let (miss, _) = fleet.halite_json(&["-C", "I@stacked:tier:silver", "test.ping", "-t", "10"]);
+    assert!(miss.get("web1").is_none(), "{miss:?}");
     // cache.pillar shows the cached pillar with the secret masked.
     let cached = fleet.cli("halite-run", &["cache.pillar", "--out", "json"]);
     let cached = String::from_utf8_lossy(&cached.stdout).into_owned();
@@ -148,7 +181,14 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
         started.display(),
         managed.display()
     );
-    let (out, code) = fleet.halite(&["web1", "cmd.run", &job, "--async"]);
+    let (out, code) = fleet.halite(&[
+        "web1",
+        "cmd.run",
+        &job,
+        "--return",
+        "rawfile_json",
+        "--async",
+    ]);
     assert_eq!(code, 0, "{out}");
     assert!(
         common::wait_for(std::time::Duration::from_secs(30), || started.exists()),
@@ -202,6 +242,11 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
                 leaks.push(format!("kept bundle {}", entry.path().display()));
             }
         }
+    }
+    // The returner got the return masked, as the spooled copy.
+    let raw = std::fs::read_to_string(&rawfile).unwrap_or_default();
+    if !raw.contains("password=**********") || raw.contains(SECRET) {
+        leaks.push(format!("the rawfile_json returner's file: {raw}"));
     }
     // The minion ran the command and logged its output at debug, masked.
     let log = minion.log_text();
@@ -312,4 +357,143 @@ fn a_file_client_local_minion_masks_what_it_decrypts_in_its_log() {
     let log = minion.log_text();
     assert!(log.contains("output: **********"), "{log}");
     assert!(!log.contains(SECRET), "{log}");
+}
+
+/// A `#!yaml|gpg` SLS whose key is not in the master's `gpg_keydir`:
+/// with `gpg_decrypt_must_succeed` (Salt 3008's default) the minion's
+/// state run refuses to start with the safe render error naming that SLS
+/// and nothing of the rest of the pillar, the master logs Salt's "Could
+/// not decrypt cipher" with the key dir; with it off the block reaches the
+/// minion as it was, as Salt leaves it, and the master logs the warning.
+#[test]
+fn a_missing_gpg_key_is_named_to_the_minion_without_the_rest_of_the_pillar() {
+    if !can_run() {
+        return;
+    }
+    if !gpg::available() {
+        return;
+    }
+    const OTHER: &str = "Unrelated-Pillar-Value-88";
+    for must_succeed in [true, false] {
+        let fleet = Fleet::new();
+        // Encrypted to a key the master does not have.
+        let cipher = gpg::key_and_cipher(&fleet.path("elsewhere"), SECRET);
+        let empty = fleet.path("gpgkeys");
+        std::fs::create_dir_all(&empty).unwrap();
+        std::fs::set_permissions(&empty, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+            .unwrap();
+        let pillar = fleet.path("pillar");
+        std::fs::create_dir_all(&pillar).unwrap();
+        std::fs::write(
+            pillar.join("top.sls"),
+            "base:\n  '*':\n    - other\n    - secret\n",
+        )
+        .unwrap();
+        std::fs::write(pillar.join("other.sls"), format!("other: {OTHER}\n")).unwrap();
+        let indented: String = cipher.lines().map(|l| format!("    {l}\n")).collect();
+        std::fs::write(
+            pillar.join("secret.sls"),
+            format!("#!yaml|gpg\npassword: |\n{indented}"),
+        )
+        .unwrap();
+        let states = fleet.path("states");
+        std::fs::create_dir_all(&states).unwrap();
+        std::fs::write(states.join("top.sls"), "base:\n  '*':\n    - ok\n").unwrap();
+        std::fs::write(
+            states.join("ok.sls"),
+            "ok:\n  test.succeed_without_changes\n",
+        )
+        .unwrap();
+        let master = fleet.start_master(&format!(
+            "auto_accept: true\nfile_roots: {{base: [{}]}}\npillar_roots: {{base: [{}]}}\ngpg_keydir: {}\ngpg_decrypt_must_succeed: {must_succeed}\n",
+            states.display(),
+            pillar.display(),
+            empty.display()
+        ));
+        let _minion = fleet.start_minion("web1", "");
+        fleet.wait_responding("web1");
+        let (rets, _) = fleet.halite_json(&["web1", "state.apply", "-t", "60"]);
+        let text = rets.get("web1").map(Value::to_string).unwrap_or_default();
+        if must_succeed {
+            assert!(
+                text.contains("Pillar failed to render")
+                    && text.contains(
+                        "Rendering SLS 'secret' failed. Please see master log for details."
+                    ),
+                "{rets:?}"
+            );
+            assert!(!text.contains(OTHER), "{rets:?}");
+        } else {
+            assert!(
+                text.contains("test_|-ok_|-ok_|-succeed_without_changes"),
+                "{rets:?}"
+            );
+            let (rets, _) =
+                fleet.halite_json(&["web1", "pillar.get", "password", "unmask=True", "-t", "30"]);
+            let left = rets["web1"].as_str().unwrap_or_default();
+            assert!(left.starts_with("-----BEGIN PGP MESSAGE-----"), "{rets:?}");
+        }
+        let log = master.log_text();
+        assert!(
+            log.contains("Could not decrypt cipher"),
+            "must_succeed={must_succeed}: the master never logged the failure"
+        );
+        assert!(!log.contains(SECRET));
+    }
+}
+
+/// `pillar_roots` of two saltenvs through a real master: without
+/// `pillarenv` both top files count (the later saltenv's value wins, as
+/// Salt 3008.5 merges them: `crates/modules/tests/pillar_sources.rs`); a
+/// job's `pillarenv=` compiles that saltenv's pillar alone, for the
+/// states' templates as for `pillar.items`.
+#[test]
+fn a_jobs_pillarenv_chooses_among_several_pillar_roots() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let base = fleet.path("pillar/base");
+    let dev = fleet.path("pillar/dev");
+    common::write_file(&base.join("top.sls"), "base:\n  '*':\n    - a\n");
+    common::write_file(&base.join("a.sls"), "k: base\nonly_base: 1\n");
+    common::write_file(&dev.join("top.sls"), "dev:\n  '*':\n    - b\n");
+    common::write_file(&dev.join("b.sls"), "k: dev\nonly_dev: 1\n");
+    let states = fleet.path("states");
+    common::write_file(&states.join("top.sls"), "base:\n  '*':\n    - show\n");
+    common::write_file(
+        &states.join("show.sls"),
+        "show:\n  test.succeed_without_changes:\n    - name: k={{ pillar['k'] }}\n",
+    );
+    let _master = fleet.start_master(&format!(
+        "auto_accept: true\nfile_roots: {{base: [{}]}}\npillar_roots: {{base: [{}], dev: [{}]}}\n",
+        states.display(),
+        base.display(),
+        dev.display()
+    ));
+    let _minion = fleet.start_minion("web1", "");
+    fleet.wait_responding("web1");
+    for (extra, k, keys) in [
+        (None, "dev", vec!["k", "only_base", "only_dev"]),
+        (Some("pillarenv=base"), "base", vec!["k", "only_base"]),
+        (Some("pillarenv=dev"), "dev", vec!["k", "only_dev"]),
+    ] {
+        let mut args = vec!["web1", "state.apply"];
+        args.extend(extra);
+        args.extend(["-t", "60"]);
+        let (rets, _) = fleet.halite_json(&args);
+        let tag = format!("test_|-show_|-k={k}_|-succeed_without_changes");
+        assert!(rets["web1"].get(&tag).is_some(), "{extra:?}: {rets:?}");
+        let mut args = vec!["web1", "pillar.items", "unmask=True"];
+        args.extend(extra);
+        args.extend(["-t", "30"]);
+        let (rets, _) = fleet.halite_json(&args);
+        let mut got: Vec<&str> = rets["web1"]
+            .as_object()
+            .map(|m| m.keys().map(String::as_str).collect())
+            .unwrap_or_default();
+        got.sort_unstable();
+        assert_eq!(got, keys, "{extra:?}: {rets:?}");
+        assert_eq!(rets["web1"]["k"], k, "{extra:?}: {rets:?}");
+    }
 }

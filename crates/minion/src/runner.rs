@@ -466,6 +466,10 @@ impl JobRunner for HostRunner {
                 done.retcode,
                 done.success,
             );
+            let dict = halite_modules::returners::masked(
+                dict,
+                halite_logging::redact::secrets_of(id).as_deref(),
+            );
             // Failures are logged by send; the master still gets the return.
             let _ = halite_modules::returners::send(&host, &spec, dict);
         }

@@ -214,6 +214,125 @@ fn gpg_blocks_anywhere_are_decrypted_and_a_missing_key_fails_as_salt_3008() {
     assert!(left.starts_with("-----BEGIN PGP MESSAGE-----"), "{left}");
 }
 
+/// `|gpg` at the end of a longer pipeline, by shebang (`#!jinja|yaml|gpg`)
+/// and as the `renderer` option for a file without one: Jinja runs first,
+/// then every armored block (a mapping value, a list item) is decrypted,
+/// as Salt 3008.5 gave for the same file.
+#[test]
+fn gpg_at_the_end_of_a_pipeline_by_shebang_or_renderer_option() {
+    if !gpg::available() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    let cipher = gpg::key_and_cipher(&dir.path().join("keys"), "S3cret-Jinja-99");
+    let indent = |n: usize| -> String {
+        cipher
+            .lines()
+            .map(|l| format!("{}{l}\n", " ".repeat(n)))
+            .collect()
+    };
+    let body = format!(
+        "{{% set who = 'admin' %}}\nuser: {{{{ who }}}}\npw: |\n{}list:\n  - |\n{}",
+        indent(2),
+        indent(4)
+    );
+    // Salt 3008.5's pillar.items unmask=True, both ways.
+    let salt = json!({"user": "admin", "pw": "S3cret-Jinja-99", "list": ["S3cret-Jinja-99"]});
+    for (shebang, renderer) in [("#!jinja|yaml|gpg\n", None), ("", Some("jinja|yaml|gpg"))] {
+        write(
+            &dir.path().join("pillar/common.sls"),
+            &format!("{shebang}{body}"),
+        );
+        let mut extra = json!({"ext_pillar": [], "gpg_keydir": dir.path().join("keys")});
+        if let Some(r) = renderer {
+            extra["renderer"] = json!(r);
+        }
+        let (pillar, errors) = pillar_with(dir.path(), extra);
+        assert!(errors.is_empty(), "{renderer:?}: {errors:?}");
+        assert_eq!(pillar, salt, "{renderer:?}");
+    }
+}
+
+/// `recurse` and `pillar_merge_lists: False` end to end, and a `cmd_yaml`
+/// source that works, each against Salt 3008.5's `pillar.items
+/// unmask=True` on the same tree (file_tree's keys left out of Salt's
+/// output, which gives them as bytes).
+#[test]
+fn recurse_merge_lists_off_and_cmd_yaml_match_salt() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    let script = dir.path().join("cmdy.sh");
+    write(
+        &script,
+        "#!/bin/sh\nprintf 'top:\\n  x: 7\\n  deep: {r: 3}\\nl: [4]\\nyamlwho: %s\\n' \"$1\"\n",
+    );
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let cmd_yaml = json!([{"cmd_yaml": format!("{} %s", script.display())}]);
+    // (strategy, ext_pillar_first, pillar_merge_lists, cmd_yaml instead of
+    // cmd_json + file_tree, Salt 3008.5's pillar.items)
+    let cases = [
+        (
+            "recurse",
+            false,
+            true,
+            false,
+            json!({"l": [0, 1, 2, 3], "top": {"deep": {"p": 1, "q": 2}, "fromInc": true, "keep": 2, "x": 9}, "who": "oracle"}),
+        ),
+        (
+            "recurse",
+            true,
+            true,
+            false,
+            json!({"l": [2, 3, 0, 1], "top": {"deep": {"p": 1, "q": 2}, "fromInc": true, "keep": 2, "x": 1}, "who": "oracle"}),
+        ),
+        (
+            "smart",
+            false,
+            false,
+            false,
+            json!({"l": [2, 3], "top": {"deep": {"p": 1, "q": 2}, "fromInc": true, "keep": 2, "x": 9}, "who": "oracle"}),
+        ),
+        (
+            "recurse",
+            false,
+            false,
+            false,
+            json!({"l": [2, 3], "top": {"deep": {"p": 1, "q": 2}, "fromInc": true, "keep": 2, "x": 9}, "who": "oracle"}),
+        ),
+        (
+            "smart",
+            false,
+            true,
+            true,
+            json!({"l": [0, 1, 2, 4], "top": {"deep": {"p": 1, "r": 3}, "fromInc": true, "keep": 2, "x": 7}, "yamlwho": "oracle"}),
+        ),
+        (
+            "smart",
+            false,
+            false,
+            true,
+            json!({"l": [4], "top": {"deep": {"p": 1, "r": 3}, "fromInc": true, "keep": 2, "x": 7}, "yamlwho": "oracle"}),
+        ),
+    ];
+    for (strategy, first, lists, yaml, salt) in cases {
+        let mut extra = json!({"pillar_source_merging_strategy": strategy,
+            "ext_pillar_first": first, "pillar_merge_lists": lists});
+        if yaml {
+            extra["ext_pillar"] = cmd_yaml.clone();
+        }
+        let (mut pillar, errors) = pillar_with(dir.path(), extra);
+        assert!(errors.is_empty(), "{errors:?}");
+        for key in ["f2", "sub"] {
+            pillar.as_object_mut().unwrap().remove(key);
+        }
+        assert_eq!(
+            pillar, salt,
+            "{strategy} ext_pillar_first={first} pillar_merge_lists={lists} cmd_yaml={yaml}"
+        );
+    }
+}
+
 #[test]
 fn pillarenv_and_strategy_none_choose_the_top_files_as_salt() {
     let dir = tempfile::tempdir().unwrap();

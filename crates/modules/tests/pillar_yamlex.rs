@@ -21,20 +21,32 @@ const ONE: &str = "#!yamlex\nusers: !aggregate [alice]\nroles: !aggregate {web: 
 const TWO: &str = "#!yamlex\nusers: !aggregate [bob, alice]\nroles: !aggregate {db: 2}\nplain: {y: 2}\nlst: [2]\ntag: !aggregate third\n!reset dropped: {a: 1}\n";
 
 fn pillar(strategy: &str) -> (Value, Vec<String>) {
+    compiled(
+        ONE,
+        TWO,
+        json!({"pillar_source_merging_strategy": strategy}),
+    )
+}
+
+/// The pillar of SLS `one` then `two` (in that order in the top file)
+/// compiled with the options `more`.
+fn compiled(one: &str, two: &str, more: Value) -> (Value, Vec<String>) {
     let dir = tempfile::tempdir().unwrap();
     let p = dir.path().join("pillar");
     std::fs::create_dir_all(&p).unwrap();
     std::fs::write(p.join("top.sls"), "base:\n  '*':\n    - one\n    - two\n").unwrap();
-    std::fs::write(p.join("one.sls"), ONE).unwrap();
-    std::fs::write(p.join("two.sls"), TWO).unwrap();
-    let opts = json!({
+    std::fs::write(p.join("one.sls"), one).unwrap();
+    std::fs::write(p.join("two.sls"), two).unwrap();
+    let mut opts = json!({
         "id": "oracle",
         "file_client": "local",
         "file_roots": {"base": [dir.path().join("srv")]},
         "pillar_roots": {"base": [p]},
         "cachedir": dir.path().join("cache"),
-        "pillar_source_merging_strategy": strategy,
     });
+    for (k, v) in more.as_object().unwrap() {
+        opts[k] = v.clone();
+    }
     let (host, errors) = halite_modules::local::local_host(opts, Arc::new(LogEvents));
     (host.pillar, errors)
 }
@@ -65,5 +77,43 @@ fn yamlex_aggregates_across_pillar_sls_as_salt() {
         assert_eq!(pillar, salt, "{strategy}");
         // No mark is left in what the minion gets.
         assert!(!pillar.to_string().contains("yamlex:aggregate"), "{pillar}");
+    }
+}
+
+/// Pillar SLS without a shebang, under the `renderer` option: `yamlex`
+/// alone leaves Jinja as text, `jinja|yamlex` renders it; either way a
+/// repeated key merges, and `smart` (the default) is `aggregate` because
+/// the renderer ends in yamlex, so `!aggregate` values join across the
+/// two SLS and the later SLS' plain mapping replaces the earlier one.
+#[test]
+fn the_renderer_option_makes_pillar_sls_yamlex_and_smart_aggregate_as_salt() {
+    let one = "port: 80\nport: 8080\nlist: !aggregate [a, b]\nmap: !aggregate {x: 1}\nplain: {p: 1}\ntext: \"{{ 'jinja' }}\"\n";
+    let two = "list: !aggregate [c, a]\nmap: !aggregate {y: 2}\nplain: {q: 2}\n";
+    // (renderer, strategy, Salt 3008.5's `salt-call --local pillar.items
+    // unmask=True` for the same files and options)
+    let aggregated = |text: &str| {
+        json!({"port": 8080, "list": ["a", "b", "c"], "map": {"x": 1, "y": 2},
+            "plain": {"q": 2}, "text": text})
+    };
+    let recursed = |text: &str| {
+        json!({"port": 8080, "list": ["c", "a"], "map": {"x": 1, "y": 2},
+            "plain": {"p": 1, "q": 2}, "text": text})
+    };
+    let cases = [
+        ("yamlex", "smart", aggregated("{{ 'jinja' }}")),
+        ("yamlex", "aggregate", aggregated("{{ 'jinja' }}")),
+        ("yamlex", "recurse", recursed("{{ 'jinja' }}")),
+        ("jinja|yamlex", "smart", aggregated("jinja")),
+        ("jinja|yamlex", "aggregate", aggregated("jinja")),
+        ("jinja|yamlex", "recurse", recursed("jinja")),
+    ];
+    for (renderer, strategy, salt) in cases {
+        let (pillar, errors) = compiled(
+            one,
+            two,
+            json!({"renderer": renderer, "pillar_source_merging_strategy": strategy}),
+        );
+        assert!(errors.is_empty(), "{renderer} {strategy}: {errors:?}");
+        assert_eq!(pillar, salt, "{renderer} {strategy}");
     }
 }

@@ -175,6 +175,9 @@ fn run() -> Result<i32> {
     if let Value::Object(o) = &mut host.opts {
         o.entry("id").or_insert_with(|| json!(id));
     }
+    // What the local pillar compile decrypted is masked in this process's
+    // log lines and in what its returners store, as on a minion.
+    halite_logging::redact::add_secrets(&id, &halite_modules::gpg::take_decrypted());
     let args = parse_args(&cli.args);
     // A state run printed as JSON is serialized straight from the
     // executor's records (the same text, without a map per state first).
@@ -243,6 +246,10 @@ fn run() -> Result<i32> {
             &ret,
             i64::from(retcode),
             retcode == 0,
+        );
+        let dict = halite_modules::returners::masked(
+            dict,
+            halite_logging::redact::secrets_of(&id).as_deref(),
         );
         // Each failure is logged; the call's own output is unchanged.
         let _ = halite_modules::returners::send(&host, spec, dict);

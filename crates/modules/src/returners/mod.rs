@@ -172,6 +172,23 @@ pub fn return_dict(
     m
 }
 
+/// `ret` (a [`return_dict`]) with the gpg-decrypted `secrets` of its
+/// minion's pillar masked (`**********`) in its `return` and `fun_args`.
+/// A returner is where returns are stored outside the master (a file,
+/// syslog, a database), so it gets them as the master's job cache and the
+/// minion's spooled returns keep them (docs/pillar.md); `None` (no
+/// secrets known): `ret` as it is.
+pub fn masked(mut ret: Map, secrets: Option<&halite_salt_rules::secret::Cleartexts>) -> Map {
+    if let Some(secrets) = secrets.filter(|s| !s.is_empty()) {
+        for key in ["return", "fun_args"] {
+            if let Some(v) = ret.get_mut(key) {
+                *v = secrets.mask(v);
+            }
+        }
+    }
+    ret
+}
+
 /// Hands `ret` (a [`return_dict`]) to every returner of `spec`, as Salt's
 /// minion does after a job: a returner that fails or does not exist is
 /// logged and the others still run; the job's own return is not touched.
@@ -206,4 +223,34 @@ pub fn send(host: &Host, spec: &ReturnSpec, mut ret: Map) -> Vec<ReturnerError> 
         }
     }
     errors
+}
+
+#[cfg(test)]
+mod tests {
+    use halite_salt_rules::secret::Cleartexts;
+    use serde_json::json;
+
+    use super::{masked, return_dict};
+
+    #[test]
+    fn masked_hides_the_secrets_in_return_and_fun_args() {
+        let secret = "Returner-Secret-31";
+        let dict = return_dict(
+            "20261126150141689338",
+            "web1",
+            "cmd.run",
+            &[json!(format!("echo {secret}"))],
+            &json!({"stdout": format!("pw={secret}")}),
+            0,
+            true,
+        );
+        let secrets = Cleartexts::new([secret]);
+        let out = masked(dict.clone(), Some(&secrets));
+        assert_eq!(out["return"], json!({"stdout": "pw=**********"}));
+        assert_eq!(out["fun_args"], json!(["echo **********"]));
+        assert_eq!(out["id"], "web1");
+        // Nothing known (or nothing to mask): the dict as it was.
+        assert_eq!(masked(dict.clone(), None), dict);
+        assert_eq!(masked(dict.clone(), Some(&Cleartexts::default())), dict);
+    }
 }

@@ -1,0 +1,3 @@
+other_id:
+  test.succeed_without_changes:
+    - name: other
