@@ -143,6 +143,7 @@ pub fn reconcile_extend(high: &mut Map, strict: bool, origins: &mut StringOrigin
             let Some(Value::Object(target)) = high.get_mut(&name) else {
                 continue;
             };
+            origins.note_extended_requisites(&name, target, &body);
             for (state, run) in body {
                 if state.starts_with("__") {
                     continue;
@@ -734,6 +735,9 @@ fn id_chunks(id: String, body: Value, origins: &StringOrigins, out: &mut Vec<Low
     }
     let Value::Object(mut b) = body else { return };
     let yamlex = origins.of_state(&id, &b);
+    let other_type_requisites = origins
+        .extended_requisites(&id)
+        .map(|r| std::sync::Arc::new(r.to_vec()));
     // The stamps every chunk of the ID carries, in this order. A body
     // has a few keys: scanned, not looked up (three hashes per ID).
     // Taken out of the body (whose `__` keys are skipped below): the
@@ -771,6 +775,7 @@ fn id_chunks(id: String, body: Value, origins: &StringOrigins, out: &mut Vec<Low
             .count();
         let mut chunk = LowChunk::with_capacity(4 + meta_len + arg_keys + usize::from(!has_order));
         chunk.set_yamlex(yamlex);
+        chunk.set_other_type_requisites(other_type_requisites.clone());
         chunk.insert("state", Value::String(state));
         // The ID unless the arguments give a string `name` (set below).
         chunk.insert("name", Value::Null);
