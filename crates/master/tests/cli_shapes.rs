@@ -56,9 +56,31 @@ fn outputs_batches_and_job_runners() {
         .unwrap_or_default()
         .to_string();
     assert!(halite_proto::jid::is_jid(&jid), "{text}");
+    // A job with keyword arguments: Salt 3008.5's jobs.active shows them
+    // in the job's `arg` as published, one `{"__kwarg__": true, ...}` dict.
+    let (text, code) = fleet.halite(&["alpha", "cmd.run", "sleep 3", "timeout=30", "--async"]);
+    assert_eq!(code, 0);
+    let kw_jid = text
+        .trim()
+        .rsplit(' ')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(halite_proto::jid::is_jid(&kw_jid), "{text}");
     let out = fleet.cli("halite-run", &["jobs.active", "--out", "json"]);
     let active: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
     assert_eq!(active[&jid]["Function"], "test.sleep", "{active}");
+    assert_eq!(active[&jid]["Arguments"], json!([3]), "{active}");
+    assert_eq!(
+        active[&kw_jid]["Arguments"],
+        json!(["sleep 3", {"__kwarg__": true, "timeout": 30}]),
+        "{active}"
+    );
+    assert!(wait_for(Duration::from_secs(15), || {
+        let out = fleet.cli("halite-run", &["jobs.lookup_jid", &kw_jid, "--out", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        v == json!({"alpha": ""})
+    }));
     assert!(wait_for(Duration::from_secs(15), || {
         let out = fleet.cli("halite-run", &["jobs.lookup_jid", &jid, "--out", "json"]);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
