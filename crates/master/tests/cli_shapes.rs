@@ -13,20 +13,6 @@ use std::time::Duration;
 use common::*;
 use serde_json::json;
 
-/// Runs `halite ARGS` (with `--async`) and returns the jid it printed.
-fn start_async(fleet: &Fleet, args: &[&str]) -> String {
-    let (text, code) = fleet.halite(args);
-    assert_eq!(code, 0, "{text}");
-    let jid = text
-        .trim()
-        .rsplit(' ')
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    assert!(halite_proto::jid::is_jid(&jid), "{text}");
-    jid
-}
-
 #[test]
 fn outputs_batches_and_job_runners() {
     if !can_run() {
@@ -61,13 +47,10 @@ fn outputs_batches_and_job_runners() {
         "{text}"
     );
 
-    let jid = start_async(&fleet, &["*", "test.sleep", "3", "--async"]);
+    let jid = async_jid(&fleet, &["*", "test.sleep", "3"]);
     // A job with keyword arguments: Salt 3008.5's jobs.active shows them
     // in the job's `arg` as published, one `{"__kwarg__": true, ...}` dict.
-    let kw_jid = start_async(
-        &fleet,
-        &["alpha", "cmd.run", "sleep 3", "timeout=30", "--async"],
-    );
+    let kw_jid = async_jid(&fleet, &["alpha", "cmd.run", "sleep 3", "timeout=30"]);
     let out = fleet.cli("halite-run", &["jobs.active", "--out", "json"]);
     let active: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
     assert_eq!(active[&jid]["Function"], "test.sleep", "{active}");
