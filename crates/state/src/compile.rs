@@ -944,6 +944,38 @@ mod tests {
         );
     }
 
+    /// A requisite `extend` adds is the extending SLS's string too: plain
+    /// from a plain SLS on a yamlex state, quoted from a yamlex SLS on a
+    /// plain one (recorded from Salt 3008.5: `yamlex_extend_requisites`).
+    #[test]
+    fn a_requisite_added_by_extend_prints_as_the_extending_sls_string() {
+        let mut origins = StringOrigins::new();
+        origins.add_yamlex_sls("base", "ylx");
+        origins.add_yamlex_sls("base", "yext");
+        let mut data = high(serde_json::json!({
+            "present": {"__sls__": "ylx", "__env__": "base", "test": ["nop"]},
+            "orphan": {"__sls__": "ylx", "__env__": "base",
+                       "test": [{"name": "orphan name"}, {"require": [{"test": "present"}]}, "nop"]},
+            "plainstate": {"__sls__": "main", "__env__": "base",
+                           "test": [{"name": "plain name"}, {"require": [{"test": "present"}]}, "nop"]},
+            "__extend__": [
+                {"orphan": {"__sls__": "main", "__env__": "base",
+                            "test": [{"require": [{"test": "from-plain"}]}]}},
+                {"plainstate": {"__sls__": "yext", "__env__": "base",
+                                "test": [{"require": [{"test": "from-yamlex"}]}]}},
+            ],
+        }));
+        assert!(reconcile_extend(&mut data, false, &mut origins).is_empty());
+        let mut graph = compile_high_data(data, &origins);
+        assert_eq!(
+            graph.order(&[]).expect_err("two requisites are missing"),
+            [
+                "Referenced state does not exist for requisite [require: (test: from-plain)] in state [\"orphan name\"] in SLS [ylx]",
+                "Referenced state does not exist for requisite [require: (\"test\": \"from-yamlex\")] in state [plain name] in SLS [main]"
+            ]
+        );
+    }
+
     #[test]
     fn yamlex_ids_print_quoted_in_structure_errors() {
         let mut origins = StringOrigins::new();
