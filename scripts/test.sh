@@ -32,5 +32,14 @@ find crates/modules/src/exec crates/modules/src/states -name '*.rs' -print0 \
   | xargs -0 rustfmt --edition 2021 --check
 echo "==> cargo clippy --workspace --all-targets -- -D warnings"
 cargo clippy --workspace --all-targets -- -D warnings
-cargo build --workspace --bins
+# One build for the binaries and the tests: the tests' dev-dependencies
+# turn on more features of shared dependencies (zeromq, axum...), and
+# cargo resolves features per command, so a `cargo build --bins` of its
+# own compiled every workspace crate a second time with the other feature
+# set. With `--tests` in the same command, `cargo test` finds everything
+# built; the real binaries (halite-minion has no tests of its own to make
+# cargo test build it) are built here too. docs/testing.md has the times.
+echo "==> cargo build --workspace --bins --tests"
+cargo build --workspace --bins --tests
+echo "==> cargo test --workspace --no-fail-fast"
 cargo test --workspace --no-fail-fast

@@ -36,8 +36,8 @@ use serde_json::Value;
 
 mod common;
 use common::{
-    arg, loadavg, minion_conf, port_pair, salt_minion_conf, start_halite_fleet, status_field,
-    wait_all, write, Group, HaliteFleet,
+    arg, loadavg, minion_conf, port_pair, salt_master_conf, start_halite_fleet, start_salt_fleet,
+    status_field, wait_all, write, Group, HaliteFleet,
 };
 
 /// States in the generated tree.
@@ -683,35 +683,19 @@ fn run_halite(
 fn run_salt(sbin: &Path, trees: &Path, out: &Path, dir: &Path, n: usize) -> Result<Measured> {
     std::fs::create_dir_all(dir)?;
     let (publish, ret) = port_pair()?;
-    let d = dir.display();
-    let mconf = dir.join("master-conf");
-    write(
-        &mconf.join("master"),
-        format!(
-            "interface: 127.0.0.1\npublish_port: {publish}\nret_port: {ret}\nroot_dir: {d}/mroot\npki_dir: {d}/mroot/pki\ncachedir: {d}/mroot/cache\nsock_dir: {d}/mroot/sock\nlog_file: {d}/master.log\nlog_level: warning\nauto_accept: True\nuser: root\nworker_threads: 2\npidfile: {d}/mroot/master.pid\nfile_roots:\n  base: [{}]\npillar_roots:\n  base: [{}]\n",
+    let mconf = salt_master_conf(
+        dir,
+        publish,
+        ret,
+        &format!(
+            "file_roots:\n  base: [{}]\npillar_roots:\n  base: [{}]\n",
             trees.join("salt").display(),
             trees.join("pillar").display()
-        )
-        .as_bytes(),
+        ),
     )?;
-    let mut master = Group::spawn(
-        Command::new(sbin.join("salt-master")).arg("-c").arg(&mconf),
-        "salt-master",
-        &dir.join("master.out"),
-    )?;
-    let mut minions = Vec::new();
-    let mut ids = HashSet::new();
-    for i in 0..n {
-        let id = format!("salt-bench-{i}");
-        let m = dir.join(format!("minion{i}"));
-        salt_minion_conf(&m, &id, publish, ret)?;
-        minions.push(Group::spawn(
-            Command::new(sbin.join("salt-minion")).arg("-c").arg(&m),
-            &format!("salt-minion {id}"),
-            &m.join("minion.out"),
-        )?);
-        ids.insert(id);
-    }
+    let id_list: Vec<String> = (0..n).map(|i| format!("salt-bench-{i}")).collect();
+    let (mut master, mut minions) = start_salt_fleet(sbin, dir, &mconf, (publish, ret), &id_list)?;
+    let ids: HashSet<String> = id_list.into_iter().collect();
     let salt = |args: &[&str]| {
         let mut c = Command::new(sbin.join("salt"));
         c.arg("-c").arg(&mconf).args(args);

@@ -28,8 +28,8 @@ use serde_json::Value;
 
 mod common;
 use common::{
-    arg, loadavg, port_pair, salt_minion_conf, start_halite_fleet, wait_all, write, Group,
-    HaliteFleet, SWARM_PREFIX,
+    arg, loadavg, port_pair, salt_master_conf, start_halite_fleet, start_salt_fleet, wait_all,
+    write, Group, HaliteFleet, SWARM_PREFIX,
 };
 
 /// States each tier's SLS applies.
@@ -170,31 +170,15 @@ fn run_halite(bin: &Path, dir: &Path, n: usize, rounds: usize) -> Result<(f64, V
 
 fn run_salt(sbin: &Path, dir: &Path, n: usize, rounds: usize) -> Result<(f64, Vec<f64>)> {
     let (publish, ret) = port_pair()?;
-    let d = dir.display();
     tree(&dir.join("salt"), "sb-")?;
-    let mconf = dir.join("master-conf");
-    write(
-        &mconf.join("master"),
-        format!(
-            "interface: 127.0.0.1\npublish_port: {publish}\nret_port: {ret}\nroot_dir: {d}/mroot\npki_dir: {d}/mroot/pki\ncachedir: {d}/mroot/cache\nsock_dir: {d}/mroot/sock\nlog_file: {d}/master.log\nlog_level: warning\nauto_accept: True\nuser: root\nworker_threads: 2\npidfile: {d}/mroot/master.pid\nfile_roots:\n  base: [{d}/salt]\n"
-        )
-        .as_bytes(),
+    let mconf = salt_master_conf(
+        dir,
+        publish,
+        ret,
+        &format!("file_roots:\n  base: [{}/salt]\n", dir.display()),
     )?;
-    let mut master = Group::spawn(
-        Command::new(sbin.join("salt-master")).arg("-c").arg(&mconf),
-        "salt-master",
-        &dir.join("master.out"),
-    )?;
-    let mut minions = Vec::new();
-    for i in 0..n {
-        let m = dir.join(format!("minion{i}"));
-        salt_minion_conf(&m, &format!("sb-{i}"), publish, ret)?;
-        minions.push(Group::spawn(
-            Command::new(sbin.join("salt-minion")).arg("-c").arg(&m),
-            &format!("salt-minion sb-{i}"),
-            &m.join("minion.out"),
-        )?);
-    }
+    let ids: Vec<String> = (0..n).map(|i| format!("sb-{i}")).collect();
+    let (mut master, mut minions) = start_salt_fleet(sbin, dir, &mconf, (publish, ret), &ids)?;
     let ready = {
         let mut daemons: Vec<&mut Group> = vec![&mut master];
         daemons.extend(minions.iter_mut());

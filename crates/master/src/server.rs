@@ -1712,7 +1712,9 @@ impl Master {
                     out.insert(
                         jid.clone(),
                         json!({
-                            "Function": a.job.fun, "Arguments": a.job.arg, "Target": a.job.tgt,
+                            // Salt's `Arguments`: the job's `arg` as published,
+                            // keyword arguments in their `__kwarg__` dict.
+                            "Function": a.job.fun, "Arguments": a.job.salt_arg(), "Target": a.job.tgt,
                             "Target-type": a.job.tgt_type, "User": a.job.user,
                             "Returned": a.returned, "Running": running,
                             "StartTime": halite_proto::jid::jid_start_time(jid),

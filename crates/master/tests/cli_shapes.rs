@@ -47,18 +47,24 @@ fn outputs_batches_and_job_runners() {
         "{text}"
     );
 
-    let (text, code) = fleet.halite(&["*", "test.sleep", "3", "--async"]);
-    assert_eq!(code, 0);
-    let jid = text
-        .trim()
-        .rsplit(' ')
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    assert!(halite_proto::jid::is_jid(&jid), "{text}");
+    let jid = async_jid(&fleet, &["*", "test.sleep", "3"]);
+    // A job with keyword arguments: Salt 3008.5's jobs.active shows them
+    // in the job's `arg` as published, one `{"__kwarg__": true, ...}` dict.
+    let kw_jid = async_jid(&fleet, &["alpha", "cmd.run", "sleep 3", "timeout=30"]);
     let out = fleet.cli("halite-run", &["jobs.active", "--out", "json"]);
     let active: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
     assert_eq!(active[&jid]["Function"], "test.sleep", "{active}");
+    assert_eq!(active[&jid]["Arguments"], json!([3]), "{active}");
+    assert_eq!(
+        active[&kw_jid]["Arguments"],
+        json!(["sleep 3", {"__kwarg__": true, "timeout": 30}]),
+        "{active}"
+    );
+    assert!(wait_for(Duration::from_secs(15), || {
+        let out = fleet.cli("halite-run", &["jobs.lookup_jid", &kw_jid, "--out", "json"]);
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        v == json!({"alpha": ""})
+    }));
     assert!(wait_for(Duration::from_secs(15), || {
         let out = fleet.cli("halite-run", &["jobs.lookup_jid", &jid, "--out", "json"]);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();

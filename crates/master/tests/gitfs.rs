@@ -14,45 +14,24 @@
 
 mod common;
 
-use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
-use common::{can_run, wait_for, Fleet};
-use halite_test_support::git::{git, ready};
+use common::{can_run, wait_for, Daemon, Fleet};
+use halite_test_support::git::{ready, Upstream};
 use serde_json::Value;
 
-/// A work tree and its bare remote under `dir/<name>`.
-struct Repo {
-    work: PathBuf,
-    bare: PathBuf,
+/// Starts an `auto_accept` master with `config` (its fileserver and
+/// pillar settings) and minion web1, and waits until web1 answers:
+/// (master, web1).
+fn start_with_web1(fleet: &Fleet, config: &str) -> (Daemon, Daemon) {
+    let master = fleet.start_master(&format!("auto_accept: true\n{config}"));
+    let minion = fleet.start_minion("web1", "");
+    fleet.wait_responding("web1");
+    (master, minion)
 }
 
-impl Repo {
-    fn new(dir: &Path, name: &str) -> Self {
-        let work = dir.join(format!("{name}-work"));
-        let bare = dir.join(format!("{name}.git"));
-        std::fs::create_dir_all(&work).unwrap();
-        git(&work, &["init", "-q", "-b", "master"]);
-        git(dir, &["init", "-q", "--bare", &bare.display().to_string()]);
-        Repo { work, bare }
-    }
-    fn url(&self) -> String {
-        format!("file://{}", self.bare.display())
-    }
-    fn write(&self, path: &str, text: &str) {
-        let p = self.work.join(path);
-        std::fs::create_dir_all(p.parent().unwrap()).unwrap();
-        std::fs::write(p, text).unwrap();
-    }
-    fn commit_push(&self, msg: &str) {
-        git(&self.work, &["add", "-A"]);
-        git(&self.work, &["commit", "-q", "-m", msg]);
-        let bare = self.bare.display().to_string();
-        git(&self.work, &["push", "-q", "--force", &bare, "--all"]);
-    }
-}
-
+/// `halite-run ARGS --out json`: (the printed value, stderr, success).
 fn run_json(fleet: &Fleet, args: &[&str]) -> (Value, String, bool) {
     let mut full = args.to_vec();
     full.extend(["--out", "json"]);
@@ -76,7 +55,7 @@ fn state_apply_from_gitfs_with_git_pillar() {
     let fleet = Fleet::new();
     let out = fleet.path("out");
     std::fs::create_dir_all(&out).unwrap();
-    let states = Repo::new(fleet.root.path(), "states");
+    let states = Upstream::new();
     states.write("top.sls", "base:\n  '*':\n    - web\n");
     states.write(
         "web.sls",
@@ -86,22 +65,25 @@ fn state_apply_from_gitfs_with_git_pillar() {
         ),
     );
     states.write("files/motd", "one {{ pillar['greeting'] }}\n");
-    states.commit_push("one");
-    let pillar = Repo::new(fleet.root.path(), "pillar");
+    states.commit("one");
+    states.push();
+    let pillar = Upstream::new();
     pillar.write("top.sls", "base:\n  '*':\n    - common\n");
     pillar.write("common.sls", "greeting: hello\n");
-    pillar.commit_push("pillar one");
+    pillar.commit("pillar one");
+    pillar.push();
     let roots = fleet.path("roots");
     std::fs::create_dir_all(&roots).unwrap();
     std::fs::write(roots.join("extra.sls"), "from roots\n").unwrap();
-    let _master = fleet.start_master(&format!(
-        "auto_accept: true\nfileserver_backend: [gitfs, roots]\nfile_roots:\n  base: [{}]\npillar_roots: {{}}\ngitfs_remotes:\n  - {}\ngitfs_update_interval: 3600\ngit_pillar_update_interval: 1\next_pillar:\n  - git:\n    - master {}\n",
+    let (_master, minion) = start_with_web1(
+        &fleet,
+        &format!(
+        "fileserver_backend: [gitfs, roots]\nfile_roots:\n  base: [{}]\npillar_roots: {{}}\ngitfs_remotes:\n  - {}\ngitfs_update_interval: 3600\ngit_pillar_update_interval: 1\next_pillar:\n  - git:\n    - master {}\n",
         roots.display(),
         states.url(),
         pillar.url()
-    ));
-    let minion = fleet.start_minion("web1", "");
-    fleet.wait_responding("web1");
+        ),
+    );
     // The first background fetch at start-up.
     assert!(
         wait_for(Duration::from_secs(60), || {
@@ -144,14 +126,14 @@ fn state_apply_from_gitfs_with_git_pillar() {
 
     // A commit pushed while the master runs: a compile does not fetch it...
     states.write("files/motd", "two {{ pillar['greeting'] }}\n");
-    states.commit_push("two");
+    let head = states.commit("two");
+    states.push();
     apply("one hello\n");
     // ...fileserver.update does, and the master serves it at once.
     let (ret, err, ok) = run_json(&fleet, &["fileserver.update", "backend=gitfs"]);
     assert!(ok && ret == Value::Bool(true), "{ret} {err}");
     apply("two hello\n");
     // The bundle named the commit it was compiled from.
-    let head = git(&states.work, &["rev-parse", "HEAD"]);
     assert!(
         minion.log_text().contains(&head),
         "the minion never logged commit {head}"
@@ -159,7 +141,8 @@ fn state_apply_from_gitfs_with_git_pillar() {
 
     // The pillar repository is fetched every git_pillar_update_interval.
     pillar.write("common.sls", "greeting: bonjour\n");
-    pillar.commit_push("pillar two");
+    pillar.commit("pillar two");
+    pillar.push();
     assert!(
         wait_for(Duration::from_secs(60), || {
             let (rets, _) = fleet.halite_json(&["web1", "pillar.get", "greeting", "unmask=True"]);
@@ -171,8 +154,8 @@ fn state_apply_from_gitfs_with_git_pillar() {
 
     // The remotes go away: updates fail naming them, the master logs why
     // and keeps serving the last good fetch.
-    std::fs::rename(&states.bare, fleet.path("states-gone.git")).unwrap();
-    std::fs::rename(&pillar.bare, fleet.path("pillar-gone.git")).unwrap();
+    std::fs::rename(states.bare(), fleet.path("states-gone.git")).unwrap();
+    std::fs::rename(pillar.bare(), fleet.path("pillar-gone.git")).unwrap();
     let (_, err, ok) = run_json(&fleet, &["fileserver.update"]);
     assert!(!ok && err.contains(&states.url()), "{err}");
     assert!(
@@ -196,11 +179,12 @@ fn a_remote_never_fetched_is_named_to_the_minion_and_its_password_is_nowhere() {
     let fleet = Fleet::new();
     // Nothing listens on port 9 of the loopback.
     let url = "http://127.0.0.1:9/states.git";
-    let master = fleet.start_master(&format!(
-        "auto_accept: true\nfileserver_backend: [gitfs]\npillar_roots: {{}}\ngitfs_remotes:\n  - {url}\ngitfs_user: alice\ngitfs_password: pw-never-shown-31\ngitfs_insecure_auth: true\n"
-    ));
-    let minion = fleet.start_minion("web1", "");
-    fleet.wait_responding("web1");
+    let (master, minion) = start_with_web1(
+        &fleet,
+        &format!(
+            "fileserver_backend: [gitfs]\npillar_roots: {{}}\ngitfs_remotes:\n  - {url}\ngitfs_user: alice\ngitfs_password: pw-never-shown-31\ngitfs_insecure_auth: true\n"
+        ),
+    );
     assert!(
         wait_for(Duration::from_secs(60), || master
             .log_text()

@@ -386,15 +386,7 @@ fn minions_come_back_at_once_after_a_master_restart_and_get_the_job_they_missed(
     };
     signal("-STOP");
     let _master = fleet.restart_master(&mut master, "auto_accept: True");
-    let (text, code) = fleet.halite(&["steady", "test.arg", "missed", "--async"]);
-    assert_eq!(code, 0, "{text}");
-    let jid = text
-        .trim()
-        .rsplit(' ')
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    assert!(halite_proto::jid::is_jid(&jid), "{text}");
+    let jid = async_jid(&fleet, &["steady", "test.arg", "missed"]);
     signal("-CONT");
     // Back through the transport's notice, well within the keepalive.
     let mut ret = serde_json::Value::Null;

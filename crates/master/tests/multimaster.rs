@@ -12,7 +12,7 @@ mod common;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{bin, can_run, sessions, wait_for, Daemon, Fleet};
+use common::{async_jid, bin, can_run, sessions, wait_for, Daemon, Fleet};
 use serde_json::{json, Value};
 
 /// `halite-run ARGS --out json` against `fleet`'s master, parsed.
@@ -21,22 +21,6 @@ fn run_json(fleet: &Fleet, args: &[&str]) -> Value {
     full.extend(["--out", "json"]);
     let out = fleet.cli("halite-run", &full);
     serde_json::from_slice(&out.stdout).unwrap_or_default()
-}
-
-/// The jid `halite ... --async` printed.
-fn async_jid(fleet: &Fleet, args: &[&str]) -> String {
-    let mut full = args.to_vec();
-    full.push("--async");
-    let (text, code) = fleet.halite(&full);
-    assert_eq!(code, 0, "{text}");
-    let jid = text
-        .trim()
-        .rsplit(' ')
-        .next()
-        .unwrap_or_default()
-        .to_string();
-    assert!(halite_proto::jid::is_jid(&jid), "{text}");
-    jid
 }
 
 /// Starts minion `id` in `home`'s temp dir with both `masters` in its

@@ -18,6 +18,35 @@ use serde_json::Value;
 /// States in the run: more than one batch holds.
 const STATES: usize = 300;
 
+/// The text of an SLS of `states` test states, `number 0` to `number <states - 1>`.
+fn many_states(states: usize) -> String {
+    (0..states)
+        .map(|n| {
+            format!("state_{n:03}:\n  test.succeed_without_changes:\n    - name: number {n}\n")
+        })
+        .collect()
+}
+
+/// Starts an `auto_accept` master whose tree gives every minion (`top.sls`
+/// `'*'`) the one SLS `sls_text`.
+fn start_master(fleet: &Fleet, sls_text: &str) -> common::Daemon {
+    let salt = fleet.path("salt");
+    common::write_file(&salt.join("top.sls"), "base:\n  '*':\n    - tree\n");
+    common::write_file(&salt.join("tree.sls"), sls_text);
+    fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base: [{}]\n",
+        salt.display()
+    ))
+}
+
+/// The `(tag, data)` of each `tag<TAB>json` line a watcher printed.
+fn fired(text: &str) -> Vec<(String, Value)> {
+    text.lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(tag, json)| (tag.to_string(), serde_json::from_str(json).expect("json")))
+        .collect()
+}
+
 /// `master.stats`' counters of minions' events: (messages, events).
 fn event_counts(fleet: &Fleet) -> (u64, u64) {
     let stats = fleet.master_stats();
@@ -33,20 +62,7 @@ fn progress_events_come_in_batches_and_fire_one_by_one_in_order() {
         return;
     }
     let fleet = Fleet::new();
-    let salt = fleet.path("salt");
-    std::fs::create_dir_all(&salt).expect("salt dir");
-    std::fs::write(salt.join("top.sls"), "base:\n  '*':\n    - many\n").expect("top");
-    let mut sls = String::new();
-    for n in 0..STATES {
-        sls.push_str(&format!(
-            "state_{n:03}:\n  test.succeed_without_changes:\n    - name: number {n}\n"
-        ));
-    }
-    std::fs::write(salt.join("many.sls"), sls).expect("sls");
-    let _master = fleet.start_master(&format!(
-        "auto_accept: True\nfile_roots:\n  base: [{}]\n",
-        salt.display()
-    ));
+    let _master = start_master(&fleet, &many_states(STATES));
     let _minion = fleet.start_minion("web1", "");
     fleet.wait_responding("web1");
     let (messages_before, events_before) = event_counts(&fleet);
@@ -60,11 +76,7 @@ fn progress_events_come_in_batches_and_fire_one_by_one_in_order() {
     let (messages_after, events_after) = event_counts(&fleet);
 
     // Every state's event, in run order, before the return.
-    let fired: Vec<(String, Value)> = text
-        .lines()
-        .filter_map(|l| l.split_once('\t'))
-        .map(|(tag, json)| (tag.to_string(), serde_json::from_str(json).expect("json")))
-        .collect();
+    let fired = fired(&text);
     let ret_at = fired
         .iter()
         .position(|(t, _)| t.starts_with("salt/job/") && t.ends_with("/ret/web1"))
@@ -139,18 +151,10 @@ fn a_watching_client_is_streamed_progress_only_when_it_asks() {
         return;
     }
     let fleet = Fleet::new();
-    let salt = fleet.path("salt");
-    std::fs::create_dir_all(&salt).expect("salt dir");
-    std::fs::write(salt.join("top.sls"), "base:\n  '*':\n    - few\n").expect("top");
-    std::fs::write(
-        salt.join("few.sls"),
+    let _master = start_master(
+        &fleet,
         "a:\n  test.succeed_without_changes: []\nb:\n  test.succeed_without_changes: []\nc:\n  test.succeed_without_changes: []\n",
-    )
-    .expect("sls");
-    let _master = fleet.start_master(&format!(
-        "auto_accept: True\nfile_roots:\n  base: [{}]\n",
-        salt.display()
-    ));
+    );
     let _minion = fleet.start_minion("web1", "");
     fleet.wait_responding("web1");
     // A client drawing progress (the CLI's bars) gets every state's event.
@@ -197,21 +201,6 @@ fn the_new_job_event_carries_keyword_arguments_as_salt_does() {
     assert_eq!(new[1]["arg"], serde_json::json!(["alone"]), "{text}");
 }
 
-/// A tree of `states` test states for every minion (`top.sls` `'*'`).
-fn write_tree(fleet: &Fleet, states: usize) -> std::path::PathBuf {
-    let salt = fleet.path("salt");
-    std::fs::create_dir_all(&salt).expect("salt dir");
-    std::fs::write(salt.join("top.sls"), "base:\n  '*':\n    - many\n").expect("top");
-    let mut sls = String::new();
-    for n in 0..states {
-        sls.push_str(&format!(
-            "state_{n:03}:\n  test.succeed_without_changes:\n    - name: number {n}\n"
-        ));
-    }
-    std::fs::write(salt.join("many.sls"), sls).expect("sls");
-    salt
-}
-
 /// `master.stats`' bus counters: (events built, events not built because
 /// no subscriber wanted them).
 fn bus_counts(fleet: &Fleet) -> (u64, u64) {
@@ -234,42 +223,24 @@ fn a_watcher_of_everything_sees_every_progress_event_of_a_fleet_job() {
         return;
     }
     let fleet = Fleet::new();
-    let salt = write_tree(&fleet, FLEET_STATES);
-    let _master = fleet.start_master(&format!(
-        "auto_accept: True\nfile_roots:\n  base: [{}]\n",
-        salt.display()
-    ));
+    let _master = start_master(&fleet, &many_states(FLEET_STATES));
     let _swarm = fleet.start_swarm(SWARM, "");
-    // Into a file: the events overflow a pipe nobody reads meanwhile.
-    let seen = fleet.path("events.txt");
-    let mut watcher = std::process::Command::new(common::bin("halite-run"))
-        .arg("-c")
-        .arg(fleet.master_dir())
-        .args(["state.event"])
-        .stdout(std::fs::File::create(&seen).expect("events file"))
-        .spawn()
-        .expect("state.event");
-    std::thread::sleep(Duration::from_millis(500));
+    // Subscribed before the job (a marker came through), read on its own
+    // thread: the events never fill its pipe.
+    let watcher = fleet.watch_events();
     // The job's CLI does not draw progress (`--out json`): the watcher is
     // the only subscriber that wants the progress events.
     let (rets, code) = fleet.halite_json(&["swarm-*", "state.apply", "-t", "120"]);
     assert_eq!(code, 0, "{rets:?}");
     assert_eq!(rets.len(), SWARM, "{rets:?}");
-    let returns = |text: &str| text.lines().filter(|l| l.contains("/ret/swarm-")).count();
+    // Every event fired before a marker fired now is printed.
+    let text = watcher.stop();
+    let returns = text.lines().filter(|l| l.contains("/ret/swarm-")).count();
     assert!(
-        common::wait_for(Duration::from_secs(30), || returns(
-            &std::fs::read_to_string(&seen).unwrap_or_default()
-        ) >= SWARM),
-        "the watcher did not see every return"
+        returns >= SWARM,
+        "the watcher saw {returns} returns:\n{text}"
     );
-    let _ = watcher.kill();
-    let _ = watcher.wait();
-    let text = std::fs::read_to_string(&seen).expect("events");
-    let fired: Vec<(String, Value)> = text
-        .lines()
-        .filter_map(|l| l.split_once('\t'))
-        .map(|(tag, json)| (tag.to_string(), serde_json::from_str(json).expect("json")))
-        .collect();
+    let fired = fired(&text);
     for n in 0..SWARM {
         let id = format!("swarm-{n}");
         let ret_at = fired
@@ -300,11 +271,7 @@ fn events_nobody_wants_are_not_built() {
         return;
     }
     let fleet = Fleet::new();
-    let salt = write_tree(&fleet, FLEET_STATES);
-    let _master = fleet.start_master(&format!(
-        "auto_accept: True\nfile_roots:\n  base: [{}]\n",
-        salt.display()
-    ));
+    let _master = start_master(&fleet, &many_states(FLEET_STATES));
     let _swarm = fleet.start_swarm(SWARM, "");
     let (built_before, skipped_before) = bus_counts(&fleet);
     let (_, received_before) = event_counts(&fleet);

@@ -287,19 +287,12 @@ fn custom_modules_states_and_grains_through_master_and_minion() {
     // module added to the master since is used by the same run's
     // template, without any saltutil call.
     let salt = fleet.path("salt");
-    write(
-        &salt.join("_modules/later.py"),
-        "def answer():\n    return 'forty-two'\n",
-    );
-    write(&salt.join("top.sls"), "base:\n  '*':\n    - hs\n");
+    answer_module(&salt, "later", "forty-two");
     // A saltenv the top file does not use is not synced (Salt syncs the
     // saltenvs the top file matched).
-    write(
-        &fleet.path("dev/_modules/devonly.py"),
-        "def answer():\n    return 'dev'\n",
-    );
-    write(
-        &salt.join("hs.sls"),
+    answer_module(&fleet.path("dev"), "devonly", "dev");
+    highstate_tree(
+        &salt,
         &format!(
             "hs:\n  mystate.present:\n    - name: {}/hs\n    - contents: {{{{ salt['later.answer']() }}}}\n",
             out.display()
@@ -317,6 +310,21 @@ fn custom_modules_states_and_grains_through_master_and_minion() {
     assert!(!fleet
         .path("minion-py1/cache/extmods/modules/devonly.py")
         .exists());
+}
+
+/// Writes the custom module `<root>/_modules/<name>.py`, whose `answer()`
+/// returns `value`.
+fn answer_module(root: &Path, name: &str, value: &str) {
+    write(
+        &root.join(format!("_modules/{name}.py")),
+        &format!("def answer():\n    return '{value}'\n"),
+    );
+}
+
+/// Writes a top file giving every minion the SLS `hs`, and `hs.sls`.
+fn highstate_tree(salt: &Path, hs_text: &str) {
+    write(&salt.join("top.sls"), "base:\n  '*':\n    - hs\n");
+    write(&salt.join("hs.sls"), hs_text);
 }
 
 /// How many bundles the master compiled so far (`master.stats`).
@@ -342,18 +350,11 @@ fn a_highstate_sync_adds_and_removes_custom_modules() {
     let salt = fleet.path("salt");
     let out = fleet.path("out");
     std::fs::create_dir_all(&out).unwrap();
-    write(
-        &salt.join("_modules/gone.py"),
-        "def answer():\n    return 'here'\n",
-    );
+    answer_module(&salt, "gone", "here");
     // Another module stays: the master still asks the minion what it has.
-    write(
-        &salt.join("_modules/kept.py"),
-        "def answer():\n    return 'kept'\n",
-    );
-    write(&salt.join("top.sls"), "base:\n  '*':\n    - hs\n");
-    write(
-        &salt.join("hs.sls"),
+    answer_module(&salt, "kept", "kept");
+    highstate_tree(
+        &salt,
         &format!(
             "hs:\n  file.managed:\n    - name: {}/hs\n    - contents: {{{{ salt['gone.answer']() if 'gone.answer' in salt else 'absent' }}}}\n",
             out.display()

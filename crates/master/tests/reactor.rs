@@ -36,6 +36,22 @@ fn master_config(fleet: &Fleet, rules: &[(&str, &str)], extra: &str) -> String {
     cfg
 }
 
+/// Starts an `auto_accept` master with the reactor map `rules` and
+/// minion web1, and waits until web1 answers: (master, web1).
+fn start_with_web1(fleet: &Fleet, rules: &[(&str, &str)]) -> (Daemon, Daemon) {
+    let master = fleet.start_master(&master_config(fleet, rules, "auto_accept: True\n"));
+    let web = fleet.start_minion("web1", "");
+    fleet.wait_responding("web1");
+    (master, web)
+}
+
+/// The fleet's `out/`, made: where the reactions leave their marks.
+fn out_dir(fleet: &Fleet) -> std::path::PathBuf {
+    let out = fleet.path("out");
+    std::fs::create_dir_all(&out).unwrap();
+    out
+}
+
 /// The `(tag, data)` of each line `halite-run state.event` printed.
 fn bus_events(printed: &str) -> Vec<(String, Value)> {
     printed
@@ -90,8 +106,7 @@ fn event_send_from_a_minion_applies_a_state_to_it() {
         return;
     }
     let fleet = Fleet::new();
-    let out = fleet.path("out");
-    std::fs::create_dir_all(&out).unwrap();
+    let out = out_dir(&fleet);
     write(
         &fleet.path("salt/touched.sls"),
         &format!(
@@ -104,13 +119,7 @@ fn event_send_from_a_minion_applies_a_state_to_it() {
         &fleet.path("reactor/touch.sls"),
         "apply:\n  local.state.apply:\n    - tgt: {{ data['id'] }}\n    - args:\n      - mods: {{ data['data']['sls'] }}\n",
     );
-    let _master = fleet.start_master(&master_config(
-        &fleet,
-        &[("myco/touch", "touch.sls")],
-        "auto_accept: True\n",
-    ));
-    let _web = fleet.start_minion("web1", "");
-    fleet.wait_responding("web1");
+    let (_master, _web) = start_with_web1(&fleet, &[("myco/touch", "touch.sls")]);
     let events = fleet.watch_events();
     let (rets, code) = fleet.halite_json(&["web1", "event.send", "myco/touch", "sls=touched"]);
     assert_eq!(rets.get("web1"), Some(&Value::Bool(true)), "{rets:?}");
@@ -145,8 +154,7 @@ fn runner_form_runs_an_orchestration_with_the_events_pillar() {
         return;
     }
     let fleet = Fleet::new();
-    let out = fleet.path("out");
-    std::fs::create_dir_all(&out).unwrap();
+    let out = out_dir(&fleet);
     write(
         &fleet.path("salt/orch/touch.sls"),
         "touch:\n  salt.function:\n    - name: file.touch\n    - tgt: web1\n    - arg:\n      - {{ pillar['path'] }}\n",
@@ -155,13 +163,7 @@ fn runner_form_runs_an_orchestration_with_the_events_pillar() {
         &fleet.path("reactor/orch.sls"),
         "deploy:\n  runner.state.orchestrate:\n    - args:\n      - mods: orch.touch\n      - pillar:\n          path: {{ data['path'] }}\n",
     );
-    let _master = fleet.start_master(&master_config(
-        &fleet,
-        &[("myco/orch", "orch.sls")],
-        "auto_accept: True\n",
-    ));
-    let _web = fleet.start_minion("web1", "");
-    fleet.wait_responding("web1");
+    let (_master, _web) = start_with_web1(&fleet, &[("myco/orch", "orch.sls")]);
     let marker = out.join("from-orchestration");
     let data = format!("data={{\"path\": \"{}\"}}", marker.display());
     let sent = fleet.cli("halite-run", &["event.send", "myco/orch", &data]);
@@ -183,8 +185,7 @@ fn a_minion_cannot_fire_salt_tags_and_nothing_reacts_to_them() {
         return;
     }
     let fleet = Fleet::new();
-    let out = fleet.path("out");
-    std::fs::create_dir_all(&out).unwrap();
+    let out = out_dir(&fleet);
     // Reacts only to events a minion sent (the envelope's data['data']).
     write(
         &fleet.path("reactor/forged.sls"),
@@ -193,13 +194,10 @@ fn a_minion_cannot_fire_salt_tags_and_nothing_reacts_to_them() {
             out.display()
         ),
     );
-    let master = fleet.start_master(&master_config(
+    let (master, _web) = start_with_web1(
         &fleet,
         &[("salt/*", "forged.sls"), ("myco/*", "forged.sls")],
-        "auto_accept: True\n",
-    ));
-    let _web = fleet.start_minion("web1", "");
-    fleet.wait_responding("web1");
+    );
     let events = fleet.watch_events();
     for tag in ["salt/key", "salt/auth", "salt/minion/other/start"] {
         let (rets, _) = fleet.halite_json(&["web1", "event.send", tag, "mark=forged"]);
@@ -237,13 +235,10 @@ fn a_reactor_sls_that_fails_logs_fires_an_error_and_the_master_keeps_serving() {
         &fleet.path("reactor/no_tgt.sls"),
         "no_target:\n  local.test.ping:\n    - arg: []\n",
     );
-    let master = fleet.start_master(&master_config(
+    let (master, _web) = start_with_web1(
         &fleet,
         &[("myco/broken", "broken.sls"), ("myco/broken", "no_tgt.sls")],
-        "auto_accept: True\n",
-    ));
-    let _web = fleet.start_minion("web1", "");
-    fleet.wait_responding("web1");
+    );
     let events = fleet.watch_events();
     let sent = fleet.cli(
         "halite-run",
@@ -281,39 +276,6 @@ fn a_reactor_sls_that_fails_logs_fires_an_error_and_the_master_keeps_serving() {
     assert_eq!(rets.get("web1"), Some(&Value::Bool(true)));
 }
 
-/// Starts `halite-minion --swarm n` with id `prefix` (identities `prefix-0..`).
-fn start_swarm(fleet: &Fleet, prefix: &str, n: usize) -> Daemon {
-    let dir = fleet.path(prefix);
-    std::fs::create_dir_all(&dir).unwrap();
-    std::fs::write(
-        dir.join("minion"),
-        format!(
-            "master: 127.0.0.1\nmaster_port: {}\npublish_port: {}\nid: {prefix}\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {d}/swarm.log\nlog_level: info\n",
-            fleet.ret_port,
-            fleet.publish_port,
-            d = dir.display()
-        ),
-    )
-    .unwrap();
-    Daemon {
-        child: Command::new(bin("halite-minion"))
-            .arg("-c")
-            .arg(&dir)
-            .args([
-                "--swarm",
-                &n.to_string(),
-                "--swarm-prefix",
-                &format!("{prefix}-"),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-        log: dir.join("swarm.log"),
-    }
-}
-
 /// Waits until every identity `prefix-0..n` answers one `test.ping`.
 fn wait_swarm(fleet: &Fleet, prefix: &str, n: usize) {
     let mut answered = 0;
@@ -348,7 +310,7 @@ fn an_event_storm_fills_the_bounded_queue_and_does_not_stall_a_job() {
         &[("salt/state_result/*/storm/*", "slow.sls")],
         "auto_accept: True\nreactor_worker_threads: 2\nreactor_worker_hwm: 20\n",
     ));
-    let _swarm = start_swarm(&fleet, "storm", IDS);
+    let _swarm = fleet.start_swarm_named("storm", IDS, "");
     wait_swarm(&fleet, "storm", IDS);
     let storm = Command::new(bin("halite"))
         .arg("-c")
@@ -412,7 +374,7 @@ fn bench_reactor_events_to_jobs_published() {
         &[("bench/*", "ping.sls")],
         "auto_accept: True\nlog_level: warning\n",
     ));
-    let _swarm = start_swarm(&fleet, "bench", 1);
+    let _swarm = fleet.start_swarm_named("bench", 1, "");
     wait_swarm(&fleet, "bench", 1);
     let socket = fleet.path("master-sock/master.sock");
     let key = fleet.path("master-cache/.root_key");
@@ -529,8 +491,7 @@ fn a_rule_added_to_the_map_file_reacts_to_events_nobody_else_wants() {
         return;
     }
     let fleet = Fleet::new();
-    let out = fleet.path("out");
-    std::fs::create_dir_all(&out).unwrap();
+    let out = out_dir(&fleet);
     write(
         &fleet.path("salt/touched.sls"),
         &format!(

@@ -2,6 +2,7 @@
 
 use std::borrow::Cow;
 use std::ops::{Deref, DerefMut};
+use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 
@@ -24,6 +25,12 @@ pub struct LowChunk {
     dict: SmallDict,
     #[serde(skip)]
     yamlex: YamlexStrings,
+    /// The requisites (`(key, value)`) an `extend` added from an SLS of
+    /// the other string type than the chunk's values
+    /// ([`crate::origins::StringOrigins::note_extended_requisites`]);
+    /// shared by the chunks of one ID. Only the compile's messages read it.
+    #[serde(skip)]
+    other_type_requisites: Option<Arc<Vec<(String, String)>>>,
 }
 
 impl LowChunk {
@@ -36,6 +43,7 @@ impl LowChunk {
         LowChunk {
             dict: SmallDict::with_capacity(n),
             yamlex: YamlexStrings::default(),
+            other_type_requisites: None,
         }
     }
     fn str_key(&self, key: &str) -> &str {
@@ -110,6 +118,22 @@ impl LowChunk {
     pub fn shown<'a>(&self, text: &'a str) -> Cow<'a, str> {
         quoted_if(self.yamlex.values, text)
     }
+    /// Notes the requisites an `extend` added from an SLS of the other
+    /// string type (the compile, from [`crate::origins::StringOrigins`]).
+    pub fn set_other_type_requisites(&mut self, requisites: Option<Arc<Vec<(String, String)>>>) {
+        self.other_type_requisites = requisites;
+    }
+    /// `text`, the key or the value of the requisite `key: value` of this
+    /// chunk, as Salt's `str()` prints it: as [`LowChunk::shown`], except
+    /// for a requisite an `extend` added from an SLS of the other string
+    /// type, which prints as that SLS's string.
+    pub fn shown_requisite<'a>(&self, key: &str, value: &str, text: &'a str) -> Cow<'a, str> {
+        let other = self
+            .other_type_requisites
+            .as_deref()
+            .is_some_and(|r| r.iter().any(|(k, v)| k == key && v == value));
+        quoted_if(self.yamlex.values != other, text)
+    }
     /// The ID as Salt's `str()` prints it: quoted when a yamlex string.
     pub fn shown_id(&self) -> Cow<'_, str> {
         quoted_if(self.yamlex.id, self.id())
@@ -164,6 +188,7 @@ impl From<Map> for LowChunk {
         LowChunk {
             dict: SmallDict::from(map),
             yamlex: YamlexStrings::default(),
+            other_type_requisites: None,
         }
     }
 }

@@ -143,6 +143,7 @@ pub fn reconcile_extend(high: &mut Map, strict: bool, origins: &mut StringOrigin
             let Some(Value::Object(target)) = high.get_mut(&name) else {
                 continue;
             };
+            origins.note_extended_requisites(&name, target, &body);
             for (state, run) in body {
                 if state.starts_with("__") {
                     continue;
@@ -734,6 +735,9 @@ fn id_chunks(id: String, body: Value, origins: &StringOrigins, out: &mut Vec<Low
     }
     let Value::Object(mut b) = body else { return };
     let yamlex = origins.of_state(&id, &b);
+    let other_type_requisites = origins
+        .extended_requisites(&id)
+        .map(|r| std::sync::Arc::new(r.to_vec()));
     // The stamps every chunk of the ID carries, in this order. A body
     // has a few keys: scanned, not looked up (three hashes per ID).
     // Taken out of the body (whose `__` keys are skipped below): the
@@ -771,6 +775,7 @@ fn id_chunks(id: String, body: Value, origins: &StringOrigins, out: &mut Vec<Low
             .count();
         let mut chunk = LowChunk::with_capacity(4 + meta_len + arg_keys + usize::from(!has_order));
         chunk.set_yamlex(yamlex);
+        chunk.set_other_type_requisites(other_type_requisites.clone());
         chunk.insert("state", Value::String(state));
         // The ID unless the arguments give a string `name` (set below).
         chunk.insert("name", Value::Null);
@@ -935,6 +940,38 @@ mod tests {
             [
                 "test_|-\"greet\"_|-from-plain_|-nop",
                 "test_|-plainstate_|-\"from-yamlex\"_|-nop"
+            ]
+        );
+    }
+
+    /// A requisite `extend` adds is the extending SLS's string too: plain
+    /// from a plain SLS on a yamlex state, quoted from a yamlex SLS on a
+    /// plain one (recorded from Salt 3008.5: `yamlex_extend_requisites`).
+    #[test]
+    fn a_requisite_added_by_extend_prints_as_the_extending_sls_string() {
+        let mut origins = StringOrigins::new();
+        origins.add_yamlex_sls("base", "ylx");
+        origins.add_yamlex_sls("base", "yext");
+        let mut data = high(serde_json::json!({
+            "present": {"__sls__": "ylx", "__env__": "base", "test": ["nop"]},
+            "orphan": {"__sls__": "ylx", "__env__": "base",
+                       "test": [{"name": "orphan name"}, {"require": [{"test": "present"}]}, "nop"]},
+            "plainstate": {"__sls__": "main", "__env__": "base",
+                           "test": [{"name": "plain name"}, {"require": [{"test": "present"}]}, "nop"]},
+            "__extend__": [
+                {"orphan": {"__sls__": "main", "__env__": "base",
+                            "test": [{"require": [{"test": "from-plain"}]}]}},
+                {"plainstate": {"__sls__": "yext", "__env__": "base",
+                                "test": [{"require": [{"test": "from-yamlex"}]}]}},
+            ],
+        }));
+        assert!(reconcile_extend(&mut data, false, &mut origins).is_empty());
+        let mut graph = compile_high_data(data, &origins);
+        assert_eq!(
+            graph.order(&[]).expect_err("two requisites are missing"),
+            [
+                "Referenced state does not exist for requisite [require: (test: from-plain)] in state [\"orphan name\"] in SLS [ylx]",
+                "Referenced state does not exist for requisite [require: (\"test\": \"from-yamlex\")] in state [plain name] in SLS [main]"
             ]
         );
     }

@@ -608,9 +608,9 @@ impl Graph {
                 },
                 _ => continue,
             };
-            let shown_key = |c: &LowChunk| -> String {
+            let shown_key = |c: &LowChunk, val: &str| -> String {
                 if key_is_data {
-                    c.shown(key).into_owned()
+                    c.shown_requisite(key, val, key).into_owned()
                 } else {
                     key.to_string()
                 }
@@ -623,7 +623,7 @@ impl Graph {
                     return Some(format!(
                         "Requisite [{}: {}] in state [{}] in SLS [{}] must have a string as the value",
                         kind.keyword(),
-                        shown_key(c),
+                        shown_key(c, ""),
                         c.shown_name(),
                         c.sls()
                     ));
@@ -634,8 +634,8 @@ impl Graph {
                 return Some(format!(
                     "Referenced state does not exist for requisite [{}: ({}: {})] in state [{}] in SLS [{}]",
                     kind.keyword(),
-                    shown_key(c),
-                    c.shown(val),
+                    shown_key(c, val),
+                    c.shown_requisite(key, val, val),
                     c.shown_name(),
                     c.sls()
                 ));

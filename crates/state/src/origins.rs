@@ -66,6 +66,10 @@ pub struct StringOrigins {
     yamlex_sls: HashSet<(String, String)>,
     /// State ID -> whether the name `extend` gave it is a yamlex string.
     extended_names: HashMap<String, bool>,
+    /// State ID -> the requisites (`(key, value)`) an `extend` from an
+    /// SLS of the other string type added to it: they print as that
+    /// SLS's strings, not as the state's own ([`crate::chunk::LowChunk::shown_requisite`]).
+    extended_requisites: HashMap<String, Vec<(String, String)>>,
 }
 
 impl StringOrigins {
@@ -102,6 +106,45 @@ impl StringOrigins {
     pub fn note_extended_name(&mut self, id: &str, ext_body: &Map) {
         let yamlex = self.body_is_yamlex(ext_body);
         self.extended_names.insert(id.to_string(), yamlex);
+    }
+
+    /// Notes the requisites `extend` adds to state `id` (whose body is
+    /// `target`) from `ext_body`'s SLS when that SLS's strings are of the
+    /// other type than the state's (Salt 3008.5 prints a requisite a plain
+    /// SLS added to a yamlex state plain, and the other way round).
+    pub fn note_extended_requisites(&mut self, id: &str, target: &Map, ext_body: &Map) {
+        if self.body_is_yamlex(target) == self.body_is_yamlex(ext_body) {
+            return;
+        }
+        let items = ext_body
+            .iter()
+            .filter(|(state, _)| !state.starts_with("__"))
+            .filter_map(|(_, run)| run.as_array())
+            .flatten()
+            .filter_map(Value::as_object)
+            .flat_map(|arg| arg.iter())
+            .filter(|(kw, _)| crate::requisite::REQUISITE_KEYWORDS.contains(&kw.as_str()))
+            .filter_map(|(_, list)| list.as_array())
+            .flatten()
+            .filter_map(|item| match item {
+                Value::String(v) => Some(("id".to_string(), v.clone())),
+                Value::Object(m) => m
+                    .iter()
+                    .next()
+                    .and_then(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))),
+                _ => None,
+            });
+        let noted = self.extended_requisites.entry(id.to_string()).or_default();
+        noted.extend(items);
+        if noted.is_empty() {
+            self.extended_requisites.remove(id);
+        }
+    }
+
+    /// The requisites `extend` gave state `id` from an SLS of the other
+    /// string type ([`StringOrigins::note_extended_requisites`]), if any.
+    pub fn extended_requisites(&self, id: &str) -> Option<&[(String, String)]> {
+        self.extended_requisites.get(id).map(Vec::as_slice)
     }
 
     /// The yamlex strings of the chunks of state `id` with `body`.
@@ -167,6 +210,41 @@ mod tests {
         assert!(!o
             .of_state("x", &body(json!({"__sls__": "ylx", "__env__": "dev"})))
             .any());
+    }
+
+    #[test]
+    fn requisites_extend_adds_from_the_other_type_are_noted() {
+        let mut o = StringOrigins::new();
+        o.add_yamlex_sls("base", "ylx");
+        let ylx_state = body(json!({"__sls__": "ylx", "__env__": "base"}));
+        let plain_ext = body(json!({
+            "__sls__": "main", "__env__": "base",
+            "test": [{"require": [{"test": "from-plain"}, "bare"]}, {"name": "n"}],
+        }));
+        o.note_extended_requisites("orphan", &ylx_state, &plain_ext);
+        assert_eq!(
+            o.extended_requisites("orphan"),
+            Some(
+                &[
+                    ("test".to_string(), "from-plain".to_string()),
+                    ("id".to_string(), "bare".to_string())
+                ][..]
+            )
+        );
+        // The same type: nothing to note.
+        let ylx_ext = body(json!({
+            "__sls__": "ylx", "__env__": "base",
+            "test": [{"require": [{"test": "x"}]}],
+        }));
+        o.note_extended_requisites("other", &ylx_state, &ylx_ext);
+        assert_eq!(o.extended_requisites("other"), None);
+        // No requisite in the extend: nothing either.
+        o.note_extended_requisites(
+            "named",
+            &ylx_state,
+            &body(json!({"__sls__": "main", "__env__": "base", "test": [{"name": "n"}]})),
+        );
+        assert_eq!(o.extended_requisites("named"), None);
     }
 
     #[test]

@@ -175,12 +175,19 @@ impl Fleet {
     /// YAML in its config) and waits until the master has authenticated
     /// all `n`: the fleet tests of restarts and shutdowns start from here.
     pub fn start_swarm(&self, n: usize, extra: &str) -> Daemon {
-        let dir = self.path("swarm");
+        self.start_swarm_named("swarm", n, extra)
+    }
+
+    /// [`Fleet::start_swarm`] with ids `<prefix>-0..<n - 1>` (its config
+    /// dir is `<prefix>/`), for a test whose targets name its identities;
+    /// waits until the master has authenticated `n` minions in all.
+    pub fn start_swarm_named(&self, prefix: &str, n: usize, extra: &str) -> Daemon {
+        let dir = self.path(prefix);
         std::fs::create_dir_all(&dir).expect("swarm dir");
         std::fs::write(
             dir.join("minion"),
             format!(
-                "master: 127.0.0.1\nmaster_port: {}\npublish_port: {}\nid: swarm\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {d}/swarm.log\nlog_level: info\n{extra}\n",
+                "master: 127.0.0.1\nmaster_port: {}\npublish_port: {}\nid: {prefix}\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {d}/swarm.log\nlog_level: info\n{extra}\n",
                 self.ret_port,
                 self.publish_port,
                 d = dir.display()
@@ -190,7 +197,12 @@ impl Fleet {
         let swarm = spawn(
             "halite-minion",
             &dir,
-            &["--swarm", &n.to_string()],
+            &[
+                "--swarm",
+                &n.to_string(),
+                "--swarm-prefix",
+                &format!("{prefix}-"),
+            ],
             dir.join("swarm.log"),
         );
         assert!(

@@ -222,6 +222,76 @@ pub fn salt_minion_conf(m: &Path, id: &str, publish: u16, ret: u16) -> Result<()
     )
 }
 
+/// Writes `<dir>/master-conf/master`, a master on loopback at `publish` /
+/// `ret` with its own keys (`own`: where its pki, cache, sockets and log
+/// live under `dir`, its settings), and returns the config directory (for
+/// `-c`): the one shape of [`halite_master_conf`] and [`salt_master_conf`].
+fn master_conf(dir: &Path, publish: u16, ret: u16, own: &str) -> Result<PathBuf> {
+    let mconf = dir.join("master-conf");
+    write(
+        &mconf.join("master"),
+        format!("interface: 127.0.0.1\npublish_port: {publish}\nret_port: {ret}\n{own}").as_bytes(),
+    )?;
+    Ok(mconf)
+}
+
+/// The config of a bench's `halite-master` ([`master_conf`]): everything
+/// under `dir`, `auto_accept`, then `extra` (file roots, timeouts).
+pub fn halite_master_conf(dir: &Path, publish: u16, ret: u16, extra: &str) -> Result<PathBuf> {
+    let d = dir.display();
+    master_conf(
+        dir,
+        publish,
+        ret,
+        &format!(
+            "pki_dir: {d}/master-pki\ncachedir: {d}/master-cache\nsock_dir: {d}/master-sock\nlog_file: {d}/master.log\nlog_level: warning\nauto_accept: True\n{extra}"
+        ),
+    )
+}
+
+/// The config of a Salt comparison fleet's `salt-master` ([`master_conf`]):
+/// its root under `dir/mroot`, `auto_accept`, as root, two workers, then
+/// `extra` (file and pillar roots).
+pub fn salt_master_conf(dir: &Path, publish: u16, ret: u16, extra: &str) -> Result<PathBuf> {
+    let d = dir.display();
+    master_conf(
+        dir,
+        publish,
+        ret,
+        &format!(
+            "root_dir: {d}/mroot\npki_dir: {d}/mroot/pki\ncachedir: {d}/mroot/cache\nsock_dir: {d}/mroot/sock\nlog_file: {d}/master.log\nlog_level: warning\nauto_accept: True\nuser: root\nworker_threads: 2\npidfile: {d}/mroot/master.pid\n{extra}"
+        ),
+    )
+}
+
+/// Starts a Salt comparison fleet from `sbin`: a `salt-master` of config
+/// `mconf` ([`salt_master_conf`]) and one `salt-minion` per id of `ids`,
+/// each in `dir/minion<i>` ([`salt_minion_conf`]). Returns (master, minions).
+pub fn start_salt_fleet(
+    sbin: &Path,
+    dir: &Path,
+    mconf: &Path,
+    (publish, ret): (u16, u16),
+    ids: &[String],
+) -> Result<(Group, Vec<Group>)> {
+    let master = Group::spawn(
+        Command::new(sbin.join("salt-master")).arg("-c").arg(mconf),
+        "salt-master",
+        &dir.join("master.out"),
+    )?;
+    let mut minions = Vec::new();
+    for (i, id) in ids.iter().enumerate() {
+        let m = dir.join(format!("minion{i}"));
+        salt_minion_conf(&m, id, publish, ret)?;
+        minions.push(Group::spawn(
+            Command::new(sbin.join("salt-minion")).arg("-c").arg(&m),
+            &format!("salt-minion {id}"),
+            &m.join("minion.out"),
+        )?);
+    }
+    Ok((master, minions))
+}
+
 pub fn start_halite_fleet(
     bin: &Path,
     dir: &Path,
@@ -230,15 +300,7 @@ pub fn start_halite_fleet(
 ) -> Result<HaliteFleet> {
     std::fs::create_dir_all(dir)?;
     let (publish, ret) = port_pair()?;
-    let d = dir.display();
-    let mconf = dir.join("master-conf");
-    write(
-        &mconf.join("master"),
-        format!(
-            "interface: 127.0.0.1\npublish_port: {publish}\nret_port: {ret}\npki_dir: {d}/master-pki\ncachedir: {d}/master-cache\nsock_dir: {d}/master-sock\nlog_file: {d}/master.log\nlog_level: warning\nauto_accept: True\n{master_extra}"
-        )
-        .as_bytes(),
-    )?;
+    let mconf = halite_master_conf(dir, publish, ret, master_extra)?;
     let sconf = minion_conf(dir, "swarm", publish, ret)?;
     known_swarm(&dir.join("swarm-pki"), &dir.join("master-pki"), n)?;
     let mut master = Group::spawn(

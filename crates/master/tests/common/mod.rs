@@ -17,3 +17,20 @@ pub fn mode(path: &Path) -> u32 {
         .map(|m| m.permissions().mode() & 0o777)
         .unwrap_or(0)
 }
+
+/// Runs `halite ARGS --async` against `fleet` and returns the jid it
+/// printed (checked to be one).
+pub fn async_jid(fleet: &Fleet, args: &[&str]) -> String {
+    let mut full = args.to_vec();
+    full.push("--async");
+    let (text, code) = fleet.halite(&full);
+    assert_eq!(code, 0, "{text}");
+    let jid = text
+        .trim()
+        .rsplit(' ')
+        .next()
+        .unwrap_or_default()
+        .to_string();
+    assert!(halite_proto::jid::is_jid(&jid), "{text}");
+    jid
+}
