@@ -226,10 +226,11 @@ fn gitfs_update_interval_serves_a_pushed_commit_without_an_update() {
         return;
     }
     let fleet = Fleet::new();
-    let states = Repo::new(&fleet.path("git"), "states");
+    let states = Upstream::new();
     states.write("top.sls", "base:\n  '*':\n    - web\n");
     states.write("web.sls", "one:\n  test.succeed_without_changes\n");
-    states.commit_push("one");
+    states.commit("one");
+    states.push();
     let _master = fleet.start_master(&format!(
         "auto_accept: true\nfileserver_backend: [gitfs]\npillar_roots: {{}}\ngitfs_remotes:\n  - {}\ngitfs_update_interval: 1\n",
         states.url()
@@ -242,7 +243,8 @@ fn gitfs_update_interval_serves_a_pushed_commit_without_an_update() {
         listed()
     );
     states.write("extra.sls", "two:\n  test.succeed_without_changes\n");
-    states.commit_push("two");
+    states.commit("two");
+    states.push();
     assert!(
         wait_for(Duration::from_secs(60), || listed()
             == serde_json::json!(["extra.sls", "top.sls", "web.sls"])),
