@@ -144,7 +144,8 @@ mod tests {
         assert_eq!(o.front(&a).map(|p| p[0]), Some(4));
         assert_eq!(o.forget(&b), 1);
         o.pop(&a);
-        assert!(o.is_empty() && o.len() == 0);
+        assert!(o.is_empty());
+        assert_eq!(o.len(), 0);
         assert!(o.push(a, Bytes::from(vec![5; 98])));
     }
 
