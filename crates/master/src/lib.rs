@@ -3,6 +3,7 @@
 //! acknowledging them, and serves the CLI and the event bus on a local socket.
 
 pub mod admission;
+pub mod answering;
 pub mod bundles;
 pub mod compile_record;
 pub mod compiler;
