@@ -18,6 +18,7 @@ pub mod minion_events;
 pub mod pillar_cache;
 pub mod publisher_acl;
 pub mod reactor;
+pub mod reply_limits;
 pub mod return_writer;
 pub mod server;
 pub mod targeting;

@@ -401,7 +401,11 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     let root_key = Arc::new(root_key(&cfg)?);
 
     let ret_endpoint = format!("tcp://{}:{}", cfg.interface, cfg.ret_port);
-    let mut router = Router::bind(&ret_endpoint).await?;
+    let mut router = Router::bind_with(
+        &ret_endpoint,
+        crate::reply_limits::router_limits(&cfg.extra),
+    )
+    .await?;
     let pub_endpoint = format!("tcp://{}:{}", cfg.interface, cfg.publish_port);
     let publications = PubChannel::bind(&pub_endpoint).await?;
 
