@@ -234,6 +234,10 @@ async fn send_loop(
 ) {
     let mut reported_at = Instant::now();
     let mut reported = 0u64;
+    // One timer for the whole loop: a steady stream of new replies must
+    // not keep postponing the retry of the waiting ones.
+    let mut retry = tokio::time::interval(OVERFLOW_RETRY);
+    retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             next = outgoing_rx.recv() => {
@@ -259,7 +263,7 @@ async fn send_loop(
                     }
                 }
             }
-            _ = tokio::time::sleep(OVERFLOW_RETRY), if !overflow.is_empty() => {
+            _ = retry.tick(), if !overflow.is_empty() => {
                 let expired = overflow.expire();
                 counts.dropped.fetch_add(expired, Ordering::Relaxed);
                 for routing in overflow.peers() {
