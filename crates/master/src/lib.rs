@@ -3,6 +3,7 @@
 //! acknowledging them, and serves the CLI and the event bus on a local socket.
 
 pub mod admission;
+pub mod answering;
 pub mod bundles;
 pub mod compile_record;
 pub mod compiler;
@@ -17,6 +18,7 @@ pub mod minion_events;
 pub mod pillar_cache;
 pub mod publisher_acl;
 pub mod reactor;
+pub mod reply_limits;
 pub mod return_writer;
 pub mod server;
 pub mod targeting;

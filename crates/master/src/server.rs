@@ -303,6 +303,8 @@ struct CompileSide {
     /// Replies prepared at once, from their work's start until sent
     /// (`max_bundles_in_flight`): bounds the memory of a fleet highstate.
     in_flight: InFlight,
+    /// Requests being answered: a minion's repeat of one is not worked on twice.
+    answering: crate::answering::Answering,
     /// Bundles sent, not sent (the minion held them), compressed.
     bundle_stats: Arc<BundleStats>,
     /// Where finished work reports back to the state task.
@@ -399,7 +401,11 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     let root_key = Arc::new(root_key(&cfg)?);
 
     let ret_endpoint = format!("tcp://{}:{}", cfg.interface, cfg.ret_port);
-    let mut router = Router::bind(&ret_endpoint).await?;
+    let mut router = Router::bind_with(
+        &ret_endpoint,
+        crate::reply_limits::router_limits(&cfg.extra),
+    )
+    .await?;
     let pub_endpoint = format!("tcp://{}:{}", cfg.interface, cfg.publish_port);
     let publications = PubChannel::bind(&pub_endpoint).await?;
 
@@ -523,6 +529,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
                     .context("cannot start the master's compile threads")?,
             ),
             in_flight: InFlight::new(cfg.max_bundles_in_flight, bundle_stats.clone()),
+            answering: Default::default(),
             bundle_stats,
             internal,
             shutdown: shutdown.clone(),
@@ -638,6 +645,21 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
 }
 
 impl Master {
+    /// What became of replies to minions (`master.stats`' `replies`):
+    /// waited for a full connection queue, dropped past the overflow
+    /// (the minion asks again), for a gone connection, and repeats of
+    /// requests still being answered.
+    fn reply_stats(&self) -> Value {
+        use std::sync::atomic::Ordering::Relaxed;
+        let counts = self.wire.to_router.counts();
+        json!({
+            "overflowed": counts.overflowed.load(Relaxed),
+            "dropped": counts.dropped.load(Relaxed),
+            "undeliverable": counts.undeliverable.load(Relaxed),
+            "repeated_requests": self.compile.answering.repeats(),
+        })
+    }
+
     fn send(&self, routing: &Bytes, msg: &ToMinion) {
         match encode(msg) {
             Ok(bytes) => {
@@ -932,11 +954,18 @@ impl Master {
                 Box::new(move || fileserver.answer(&other))
             }
         };
+        // A repeat (the minion's request_channel_timeout passed) of a
+        // request still being answered: the one answer serves both.
+        let Some(answer) = self.compile.answering.start(sid, req) else {
+            tracing::debug!(%id, req, "request asked again while it is answered");
+            return;
+        };
         let work_guard = self.compile.shutdown.work();
         let in_flight = self.compile.in_flight.clone();
         tokio::spawn(async move {
             // Dropped after the answer is queued for this task.
             let _work = work_guard;
+            let _answer = answer;
             // A place among the replies in flight first, then a compile
             // thread: a reply waiting to be sealed holds its place, not a core.
             let slot = in_flight.enter().await;
@@ -1734,6 +1763,7 @@ impl Master {
                 "bundles": self.compile.bundle_stats.snapshot(self.compile.in_flight.max()),
                 "events": self.event_counts.snapshot(),
                 "bus": self.bus.snapshot(),
+                "replies": self.reply_stats(),
             })),
         }
     }

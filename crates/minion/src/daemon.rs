@@ -87,6 +87,7 @@ pub fn link_settings(cfg: &MinionConfig, master: &str) -> LinkSettings {
         caller: false,
         shutdown_grace: Duration::from_secs(cfg.shutdown_grace),
         mine_interval: crate::mine::interval(&cfg.extra),
+        resend_after: crate::link::resend_after(&cfg.extra),
     }
 }
 

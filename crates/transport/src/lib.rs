@@ -14,13 +14,16 @@
 //!   past it the receive loop stops reading (TCP pushes back on the peers);
 //! - a ROUTER queues at most [`PEER_SEND_MESSAGES`] messages and
 //!   [`PEER_SEND_BYTES`] bytes per peer and [`SEND_TOTAL_BYTES`] in all;
-//!   a reply that does not fit is dropped, never queued without end.
+//!   a reply that does not fit waits in the send task's overflow
+//!   ([`SEND_OVERFLOW_BYTES`] for all peers, a minute at most) and is
+//!   dropped, counted and reported only past it, never queued without end.
 
+mod overflow;
 mod router;
 mod shutdown;
 mod subscriber;
 
-pub use router::{Inbound, Router, RouterSender};
+pub use router::{Inbound, ReplyCounts, Router, RouterLimits, RouterSender};
 pub use shutdown::{Shutdown, Work};
 pub use subscriber::{ConnectionWatch, Dealer, Subscriber};
 pub use zeromq::ZmqError;
@@ -44,6 +47,9 @@ pub const PEER_SEND_MESSAGES: usize = 1000;
 pub const PEER_SEND_BYTES: usize = 2 * MAX_MESSAGE_BYTES;
 /// Bytes a ROUTER queues for all its peers together.
 pub const SEND_TOTAL_BYTES: usize = 512 * 1024 * 1024;
+/// Bytes of replies a ROUTER keeps waiting for full peer queues, all
+/// peers together, before it drops one (router.rs, overflow.rs).
+pub const SEND_OVERFLOW_BYTES: usize = 256 * 1024 * 1024;
 /// Subscriptions one subscriber of the PUB may hold (a minion holds one).
 pub const MAX_SUBSCRIPTIONS: usize = 16;
 /// Bytes of subscriptions one subscriber of the PUB may hold.

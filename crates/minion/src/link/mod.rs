@@ -13,8 +13,7 @@ use std::time::{Duration, Instant};
 use halite_modules::host::EventSink;
 use halite_proto::crypto::{MinionHandshake, PublicationOpener, SessionCipher};
 use halite_proto::msg::{
-    Job, JobReturn, KeyStatus, MasterMessage, MinionRequest, Publication, ReplyBody, ToMaster,
-    ToMinion,
+    Job, JobReturn, KeyStatus, MasterMessage, MinionRequest, Publication, ToMaster, ToMinion,
 };
 use halite_proto::{decode, encode, Identity, PublicKey};
 use halite_transport::{Dealer, Shutdown, Subscriber};
@@ -32,6 +31,9 @@ mod events;
 mod handshake;
 mod jobs;
 pub mod returns;
+mod waiting;
+
+pub use waiting::resend_after;
 
 /// One minion identity: who it is, its grains, its unacknowledged returns.
 pub struct Agent {
@@ -217,6 +219,9 @@ pub struct LinkSettings {
     /// How often `mine.update` runs, first once authenticated
     /// (`mine_interval`; `None`: never).
     pub mine_interval: Option<Duration>,
+    /// When a job's idempotent request with no answer is sent again
+    /// (`request_channel_timeout`; link/waiting.rs).
+    pub resend_after: Duration,
 }
 
 /// Why a link ended.
@@ -358,8 +363,8 @@ struct Link<'a> {
     runner: Arc<dyn JobRunner>,
     jobs_tx: mpsc::UnboundedSender<FromJob>,
     requests_tx: mpsc::UnboundedSender<JobRequest>,
-    /// Requests of job threads waiting for the master: number -> (agent, answer).
-    waiting: HashMap<u64, (usize, std::sync::mpsc::Sender<ReplyBody>, Instant)>,
+    /// Requests of job threads waiting for the master, by number.
+    waiting: waiting::Waiting,
     next_request: u64,
     slots: Option<Arc<Semaphore>>,
     last_heard_any: Instant,
@@ -529,7 +534,7 @@ impl<'a> Link<'a> {
             runner,
             jobs_tx,
             requests_tx,
-            waiting: HashMap::new(),
+            waiting: waiting::Waiting::new(settings.resend_after, REQUEST_TIMEOUT),
             next_request: 1,
             slots,
             last_heard_any: Instant::now(),
@@ -655,14 +660,8 @@ impl<'a> Link<'a> {
             MasterMessage::Pong => self.touch(idx, now),
             MasterMessage::Reply { req, body } => {
                 self.touch(idx, now);
-                match self.waiting.remove(&req) {
-                    Some((agent, reply, _)) if agent == idx => {
-                        let _ = reply.send(body);
-                    }
-                    Some(entry) => {
-                        self.waiting.insert(req, entry);
-                    }
-                    None => tracing::debug!(req, "late answer from the master dropped"),
+                if !self.waiting.answer(req, idx, body) {
+                    tracing::debug!(req, "late or repeated answer from the master dropped");
                 }
             }
             MasterMessage::RenderCall {
@@ -703,7 +702,8 @@ impl<'a> Link<'a> {
             // Dropping the answer's sender tells the job the link is down.
             return;
         }
-        self.waiting.insert(req, (idx, request.reply, now));
+        self.waiting
+            .insert(req, idx, request.reply, &request.body, now);
         self.send_request(
             idx,
             &MinionRequest::Request {
@@ -752,9 +752,14 @@ impl<'a> Link<'a> {
 
     async fn on_tick(&mut self) -> Result<(), LinkEnd> {
         let now = Instant::now();
-        // Requests whose job gave up waiting (its thread timed out).
-        self.waiting
-            .retain(|_, (_, _, since)| now.duration_since(*since) < REQUEST_TIMEOUT);
+        // Requests whose job gave up waiting (its thread timed out) are
+        // forgotten; idempotent ones with no answer yet are asked again,
+        // under the same number (the first answer wins).
+        for (req, idx, body) in self.waiting.due(now) {
+            tracing::info!(req, id = %self.agents[idx].id, "no answer from the master yet; asking again");
+            self.send_request(idx, &MinionRequest::Request { req, body })
+                .await;
+        }
         let alive = self.settings.alive_interval;
         let mut waiting_on_master = false;
         // Handshakes in flight are capped so a swarm (or a fleet behind one
