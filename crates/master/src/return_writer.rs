@@ -100,6 +100,24 @@ impl Received {
     }
 }
 
+/// Returns received, packed or not, for `halite-run master.stats` (and
+/// the tests that prove a minion sends its returns packed).
+#[derive(Debug, Default)]
+pub struct ReturnCounts {
+    /// [`halite_proto::msg::MinionRequest::PackedReturn`]s.
+    pub packed: u64,
+    /// [`halite_proto::msg::MinionRequest::Return`]s (older minions, and
+    /// packed returns refused at intake, which become error returns).
+    pub plain: u64,
+}
+
+impl ReturnCounts {
+    /// The counters as `master.stats` shows them.
+    pub fn snapshot(&self) -> Value {
+        serde_json::json!({"packed": self.packed, "plain": self.plain})
+    }
+}
+
 /// Returns of one intake batch to commit.
 pub struct ToStore {
     /// Each return with the session it came from.

@@ -338,6 +338,7 @@ struct Master {
     mine: MineStore,
     /// Minions' events received (`master.stats`).
     event_counts: crate::minion_events::EventCounts,
+    return_counts: crate::return_writer::ReturnCounts,
 }
 
 /// At most the first 300 bytes of `text` (on a character boundary), for
@@ -534,6 +535,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
         },
         mine,
         event_counts: Default::default(),
+        return_counts: Default::default(),
         cfg,
     };
     master.refresh_keys(true);
@@ -1529,8 +1531,14 @@ impl Master {
                     None => tracing::debug!(%id, call, "late render-time answer dropped"),
                 }
             }
-            MinionRequest::Return(ret) => return self.on_return(&id, Received::plain(ret)),
-            MinionRequest::PackedReturn(ret) => return self.on_return(&id, Received::packed(ret)),
+            MinionRequest::Return(ret) => {
+                self.return_counts.plain += 1;
+                return self.on_return(&id, Received::plain(ret));
+            }
+            MinionRequest::PackedReturn(ret) => {
+                self.return_counts.packed += 1;
+                return self.on_return(&id, Received::packed(ret));
+            }
         }
         None
     }
@@ -1726,6 +1734,7 @@ impl Master {
             LocalBody::Stats => LocalReply::Value(json!({
                 "bundles": self.compile.bundle_stats.snapshot(self.compile.in_flight.max()),
                 "events": self.event_counts.snapshot(),
+                "returns": self.return_counts.snapshot(),
                 "bus": self.bus.snapshot(),
             })),
         }
