@@ -166,6 +166,17 @@ impl JobCache {
         &mut self,
         returns: impl IntoIterator<Item = &'r JobReturn>,
     ) -> Result<Vec<bool>, JobCacheError> {
+        self.store_return_rows(returns.into_iter().map(|r| (r, None)))
+    }
+
+    /// As [`JobCache::store_returns`], where a return may come with its
+    /// value already as JSON text (`Some`, stored instead of encoding
+    /// `ret.ret`): the master's writer transcodes a packed return's bytes
+    /// to JSON without building the value (issue 25).
+    pub fn store_return_rows<'r>(
+        &mut self,
+        returns: impl IntoIterator<Item = (&'r JobReturn, Option<String>)>,
+    ) -> Result<Vec<bool>, JobCacheError> {
         let path = self.path.clone();
         let err = |source| JobCacheError::Sqlite {
             path: path.clone(),
@@ -190,7 +201,7 @@ impl JobCache {
             let mut known = tx
                 .prepare_cached("SELECT EXISTS(SELECT 1 FROM returns WHERE jid = ?1 AND id = ?2)")
                 .map_err(err)?;
-            for r in returns {
+            for (r, value_json) in returns {
                 let stored: bool = known
                     .query_row(params![r.jid, r.id], |row| row.get(0))
                     .map_err(err)?;
@@ -200,7 +211,10 @@ impl JobCache {
                     r.id,
                     r.fun,
                     serde_json::to_string(&r.fun_args)?,
-                    serde_json::to_string(&r.ret)?,
+                    match value_json {
+                        Some(json) => json,
+                        None => serde_json::to_string(&r.ret)?,
+                    },
                     r.retcode,
                     r.success
                 ])

@@ -17,12 +17,83 @@ use serde_json::{json, Map, Value};
 use tokio::sync::broadcast;
 
 /// One event: Salt's tag and data (with `_stamp`).
+///
+/// A minion's packed return (issue 25) rides as its bytes: `data` then
+/// holds every other key, `"return"` is `null` there, and the value is
+/// read on demand ([`BusEvent::data`] decodes it, [`BusEvent::wire`]
+/// transcodes it), so a return nobody reads whole is never built.
 #[derive(Debug, Clone)]
 pub struct BusEvent {
     /// The event's tag.
     pub tag: String,
-    /// The event's data.
-    pub data: Value,
+    /// The event's data (a packed return's value left out).
+    data: Value,
+    /// The msgpack bytes of `data["return"]` (checked at intake).
+    packed_return: Option<Arc<Vec<u8>>>,
+}
+
+impl BusEvent {
+    /// An event with its data decoded.
+    pub fn new(tag: String, data: Value) -> Self {
+        Self {
+            tag,
+            data,
+            packed_return: None,
+        }
+    }
+
+    /// The event's data, a packed return decoded into it: what every
+    /// reader of the whole event sees (the reactor's templates).
+    pub fn data(&self) -> std::borrow::Cow<'_, Value> {
+        let Some(bytes) = &self.packed_return else {
+            return std::borrow::Cow::Borrowed(&self.data);
+        };
+        let mut data = self.data.clone();
+        let value = halite_proto::packed::unpack(bytes).unwrap_or_else(|e| {
+            tracing::error!(tag = %self.tag, error = %e, "a packed return cannot be read");
+            Value::String(format!("the master could not read this return: {e}"))
+        });
+        if let Value::Object(map) = &mut data {
+            map.insert("return".into(), value);
+        }
+        std::borrow::Cow::Owned(data)
+    }
+
+    /// The event's data without a packed return's value (`"return"` is
+    /// `null` when it is packed): for a look at its other keys that must
+    /// not build a 1,000-state return.
+    pub fn head(&self) -> &Value {
+        &self.data
+    }
+
+    /// The event's data as it serializes (to a local client, in msgpack
+    /// or JSON): a packed return is transcoded in place, never built.
+    pub fn wire(&self) -> WireData<'_> {
+        WireData(self)
+    }
+}
+
+/// [`BusEvent::wire`]: serializes as the event's whole data.
+pub struct WireData<'a>(&'a BusEvent);
+
+impl serde::Serialize for WireData<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let event = self.0;
+        let (Some(bytes), Value::Object(map)) = (&event.packed_return, &event.data) else {
+            return event.data.serialize(serializer);
+        };
+        // In the order of the map, as the decoded event would serialize.
+        let mut out = serializer.serialize_map(Some(map.len()))?;
+        for (key, value) in map {
+            if key == "return" {
+                out.serialize_entry(key, &halite_proto::packed::Packed(bytes))?;
+            } else {
+                out.serialize_entry(key, value)?;
+            }
+        }
+        out.end()
+    }
 }
 
 /// What a subscriber wants from the bus, checked on the tag alone before
@@ -122,11 +193,26 @@ impl EventBus {
     /// event is dropped; `build` logs why): a minion's packed event data
     /// is decoded only here.
     pub fn fire_built(&self, tag: &str, build: impl FnOnce() -> Option<Value>) {
+        self.fire_event(tag, || build().map(|data| (data, None)));
+    }
+
+    /// As [`EventBus::fire_with`] for a minion's return whose value is
+    /// packed: `build` gives the data with `"return"` set to `null`, and
+    /// the value's checked msgpack bytes, which go on the event as they
+    /// are ([`BusEvent`]).
+    pub fn fire_packed_return(&self, tag: &str, build: impl FnOnce() -> (Value, Arc<Vec<u8>>)) {
+        self.fire_event(tag, || {
+            let (data, bytes) = build();
+            Some((data, Some(bytes)))
+        });
+    }
+
+    fn fire_event(&self, tag: &str, build: impl FnOnce() -> Option<(Value, Option<Arc<Vec<u8>>>)>) {
         if !self.wants(tag) {
             self.counts.not_built.fetch_add(1, Ordering::Relaxed);
             return;
         }
-        let Some(data) = build() else {
+        let Some((data, packed_return)) = build() else {
             return;
         };
         self.counts.built.fetch_add(1, Ordering::Relaxed);
@@ -146,6 +232,7 @@ impl EventBus {
         let _ = self.sender.send(Arc::new(BusEvent {
             tag: tag.to_string(),
             data,
+            packed_return,
         }));
     }
 
@@ -247,14 +334,14 @@ mod tests {
         bus.fire("salt/job/1/ret/web1", json!({"return": true}));
         let ev = cli.try_recv().expect("the return");
         assert_eq!(ev.tag, "salt/job/1/ret/web1");
-        assert!(ev.data.get("_stamp").is_some());
+        assert!(ev.data().get("_stamp").is_some());
         assert!(cli.try_recv().is_err());
         assert_eq!(bus.snapshot(), json!({"built": 1, "not_built": 2}));
         // A second subscriber wanting everything gets progress; the first
         // receives it too and leaves it by its own interest.
         let mut all = bus.subscribe(Interest::All);
         bus.fire_with("salt/job/1/prog/web1/1", || json!({"n": 1}));
-        assert_eq!(all.try_recv().expect("progress").data["n"], 1);
+        assert_eq!(all.try_recv().expect("progress").data()["n"], 1);
         let seen = cli.try_recv().expect("delivered to every receiver");
         assert!(!cli.wants(&seen.tag));
         // Dropped: its interest goes with it.
@@ -266,6 +353,45 @@ mod tests {
         assert_eq!(
             cli.try_recv().expect("wanted now").tag,
             "salt/job/1/prog/web1/3"
+        );
+    }
+
+    #[test]
+    fn a_packed_return_reads_and_serializes_as_the_decoded_one() {
+        let bus = EventBus::new(8);
+        let mut rx = bus.subscribe(Interest::All);
+        let value =
+            json!({"a": {"duration": 0.1 + 0.2, "comment": "Succès ✓", "n": [1, -2, null]}});
+        let head = json!({"cmd": "_return", "id": "web1", "return": null, "success": true, "user": "root"});
+        let mut whole = head.clone();
+        whole["return"] = value.clone();
+        let bytes = Arc::new(halite_proto::packed::pack(&value).unwrap());
+        bus.fire("salt/job/1/ret/web1", whole);
+        bus.fire_packed_return("salt/job/1/ret/web1", || (head, bytes));
+        let plain = rx.try_recv().unwrap();
+        let packed = rx.try_recv().unwrap();
+        // `_stamp` differs by the microsecond: compare without it.
+        let without_stamp = |v: &Value| {
+            let mut v = v.clone();
+            v.as_object_mut().unwrap().shift_remove("_stamp");
+            v
+        };
+        assert_eq!(packed.head()["return"], Value::Null);
+        assert_eq!(packed.head()["user"], "root");
+        assert_eq!(without_stamp(&packed.data()), without_stamp(&plain.data()));
+        let wire = |ev: &BusEvent| {
+            let mut v: Value =
+                halite_proto::decode(&halite_proto::encode(&ev.wire()).unwrap()).unwrap();
+            v.as_object_mut().unwrap().shift_remove("_stamp");
+            (halite_proto::encode(&v).unwrap(), v)
+        };
+        assert_eq!(wire(&packed), wire(&plain));
+        assert_eq!(
+            serde_json::to_string(&without_stamp(
+                &serde_json::to_value(packed.wire()).unwrap()
+            ))
+            .unwrap(),
+            serde_json::to_string(&without_stamp(&plain.data())).unwrap()
         );
     }
 

@@ -2,14 +2,16 @@
 //! (before they are cached, stored or fired): whatever the master keeps
 //! it can read back on its next start, and the CLI can show.
 
-use halite_proto::msg::MinionRequest;
+use halite_proto::msg::{JobReturn, MinionRequest};
 use halite_proto::{value_depth, MAX_VALUE_DEPTH};
 use serde_json::Value;
 
 /// `request` with its values within [`MAX_VALUE_DEPTH`], or `None` when it
 /// is dropped (logged). A return too deep is kept as an error return, so
 /// the minion's job is not lost and not resent forever; grains or event
-/// data too deep are dropped.
+/// data too deep are dropped. A packed return's bytes are checked without
+/// building its value ([`halite_proto::packed::check`]); bytes that are no
+/// value, or too deep, become an error return too.
 pub fn bound_request(id: &str, request: MinionRequest) -> Option<MinionRequest> {
     match request {
         MinionRequest::Start { grains } if value_depth(&grains) > MAX_VALUE_DEPTH => {
@@ -53,6 +55,34 @@ pub fn bound_request(id: &str, request: MinionRequest) -> Option<MinionRequest> 
             }
             Some(MinionRequest::Return(ret))
         }
+        MinionRequest::PackedReturn(p) => {
+            let deep_args = p.fun_args.iter().any(|a| value_depth(a) >= MAX_VALUE_DEPTH);
+            let refused = match halite_proto::packed::check(&p.ret) {
+                Err(e) => Some(format!("could not be read ({e})")),
+                Ok(()) if deep_args => Some(format!(
+                    "had arguments nested more than {MAX_VALUE_DEPTH} levels deep"
+                )),
+                Ok(()) => None,
+            };
+            let Some(why) = refused else {
+                return Some(MinionRequest::PackedReturn(p));
+            };
+            // Kept as an error return, as a return too deep is: the job
+            // is not lost, and the minion does not resend it forever.
+            tracing::warn!(%id, jid = %p.jid, "packed return refused: {why}; stored as an error");
+            Some(MinionRequest::Return(JobReturn {
+                ret: Value::String(format!(
+                    "The return of {} from minion {id} {why} and was refused by the master",
+                    p.fun
+                )),
+                fun_args: Vec::new(),
+                success: false,
+                retcode: if p.retcode == 0 { 1 } else { p.retcode },
+                jid: p.jid,
+                id: p.id,
+                fun: p.fun,
+            }))
+        }
         other => Some(other),
     }
 }
@@ -69,7 +99,6 @@ fn clip_tag(tag: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use halite_proto::msg::JobReturn;
     use serde_json::json;
 
     fn nested(levels: usize) -> Value {
@@ -123,6 +152,46 @@ mod tests {
                 assert_eq!((r.retcode, r.success), (1, false));
             }
             other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn bad_packed_returns_become_error_returns() {
+        let good = JobReturn {
+            jid: "20260101000000000001".into(),
+            id: "m".into(),
+            fun: "state.apply".into(),
+            fun_args: vec![json!("bench")],
+            ret: json!({"a": 1}),
+            retcode: 0,
+            success: true,
+        };
+        let packed = halite_proto::msg::PackedReturn::pack(good.clone()).unwrap();
+        assert_eq!(
+            bound_request("m", MinionRequest::PackedReturn(packed.clone())),
+            Some(MinionRequest::PackedReturn(packed.clone()))
+        );
+        let bad_values = [
+            vec![0x92, 0x01],
+            vec![0xc4, 0x01, 0x00],
+            halite_proto::packed::pack(&nested(65)).unwrap(),
+        ];
+        for bytes in bad_values {
+            let mut bad = packed.clone();
+            bad.ret = serde_bytes::ByteBuf::from(bytes);
+            match bound_request("m", MinionRequest::PackedReturn(bad)) {
+                Some(MinionRequest::Return(r)) => {
+                    assert!(r
+                        .ret
+                        .as_str()
+                        .is_some_and(|s| s.contains("refused by the master")));
+                    assert_eq!(
+                        (r.retcode, r.success, r.jid.as_str()),
+                        (1, false, good.jid.as_str())
+                    );
+                }
+                other => panic!("{other:?}"),
+            }
         }
     }
 }

@@ -40,8 +40,8 @@ mod tests {
         ));
         let ev = rx.try_recv().expect("an event");
         assert_eq!(ev.tag, "my/tag");
-        assert_eq!(ev.data["id"], "web1");
-        assert!(ev.data.get("_stamp").is_some());
+        assert_eq!(ev.data()["id"], "web1");
+        assert!(ev.data().get("_stamp").is_some());
         assert!(matches!(fire(&bus, "", Value::Null), LocalReply::Error(_)));
         assert!(matches!(
             fire(&bus, "t", serde_json::json!([1])),

@@ -99,10 +99,10 @@ mod tests {
         assert!(fire(&bus, "web1", "myco/deploy", json!({"v": 1})));
         let ev = rx.try_recv().expect("fired");
         assert_eq!(ev.tag, "myco/deploy");
-        assert_eq!(ev.data["cmd"], "_minion_event");
-        assert_eq!(ev.data["id"], "web1");
-        assert_eq!(ev.data["data"], json!({"v": 1}));
-        assert_eq!(ev.data["tag"], "myco/deploy");
+        assert_eq!(ev.data()["cmd"], "_minion_event");
+        assert_eq!(ev.data()["id"], "web1");
+        assert_eq!(ev.data()["data"], json!({"v": 1}));
+        assert_eq!(ev.data()["tag"], "myco/deploy");
         assert!(!fire(&bus, "web1", "salt/auth", json!({"act": "accept"})));
         assert!(!fire(&bus, "web1", "salt/key", json!({})));
         assert!(rx.try_recv().is_err());
@@ -123,9 +123,9 @@ mod tests {
         let packed = MinionEvent::packed(tag.into(), &data).expect("packed");
         assert!(fire_batched(&bus, "web1", packed));
         let unpacked = rx.try_recv().expect("packed");
-        assert_eq!(plain.data["data"], data);
-        assert_eq!(unpacked.data["data"], data);
-        assert_eq!(unpacked.data["cmd"], "_minion_event");
+        assert_eq!(plain.data()["data"], data);
+        assert_eq!(unpacked.data()["data"], data);
+        assert_eq!(unpacked.data()["cmd"], "_minion_event");
         // Undecodable or too deep: dropped, the master goes on.
         let mut deep = json!(1);
         for _ in 0..100 {

@@ -7,23 +7,124 @@
 //! the main task then acknowledges the returns and fires their events, as
 //! it did after its own commit.
 
+use std::borrow::Cow;
 use std::path::Path;
-use std::sync::mpsc;
+use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 
 use halite_client::jobcache::{JobCache, JobCacheError};
-use halite_proto::msg::JobReturn;
+use halite_proto::msg::{JobReturn, PackedReturn};
+use halite_salt_rules::secret::Cleartexts;
+use serde_json::Value;
 
 /// Returns committed in one transaction at most.
 const MAX_RETURNS_PER_COMMIT: usize = 1024;
 
+/// A return as the master received it: decoded (an older minion's
+/// [`JobReturn`]) or with its value still packed (issue 25: passed to the
+/// watching CLI and the job cache as bytes, never built on the main task).
+#[derive(Debug, Clone)]
+pub struct Received {
+    /// The return; its `ret` is `null` when [`Received::packed`] holds it.
+    pub ret: JobReturn,
+    /// The value's msgpack bytes, checked at intake
+    /// ([`halite_proto::packed::check`]).
+    pub packed: Option<Arc<Vec<u8>>>,
+}
+
+impl Received {
+    /// An older minion's return, its value decoded.
+    pub fn plain(ret: JobReturn) -> Self {
+        Self { ret, packed: None }
+    }
+
+    /// A packed return (its bytes already checked).
+    pub fn packed(p: PackedReturn) -> Self {
+        Self {
+            ret: JobReturn {
+                jid: p.jid,
+                id: p.id,
+                fun: p.fun,
+                fun_args: p.fun_args,
+                ret: Value::Null,
+                retcode: p.retcode,
+                success: p.success,
+            },
+            packed: Some(Arc::new(p.ret.into_vec())),
+        }
+    }
+
+    /// The return with its value decoded (to mask secrets in it).
+    fn decoded(&self) -> Cow<'_, JobReturn> {
+        let Some(bytes) = &self.packed else {
+            return Cow::Borrowed(&self.ret);
+        };
+        let value = halite_proto::packed::unpack(bytes).unwrap_or_else(|e| {
+            tracing::error!(jid = %self.ret.jid, id = %self.ret.id, error = %e, "a packed return cannot be read");
+            Value::String(format!("the master could not read this return: {e}"))
+        });
+        Cow::Owned(JobReturn {
+            ret: value,
+            ..self.ret.clone()
+        })
+    }
+
+    /// The row the job cache stores: with `secrets`, the return decoded
+    /// and masked; packed, the value transcoded to JSON text from its
+    /// bytes (no `Value`; floats written from the same `f64`); else as
+    /// received.
+    fn record(&self, secrets: Option<&Cleartexts>) -> (Cow<'_, JobReturn>, Option<String>) {
+        if let Some(secrets) = secrets {
+            let ret = self.decoded();
+            let masked = JobReturn {
+                ret: secrets.mask(&ret.ret),
+                fun_args: ret.fun_args.iter().map(|a| secrets.mask(a)).collect(),
+                ..ret.into_owned()
+            };
+            return (Cow::Owned(masked), None);
+        }
+        let Some(bytes) = &self.packed else {
+            return (Cow::Borrowed(&self.ret), None);
+        };
+        match serde_json::to_string(&halite_proto::packed::Packed(bytes)) {
+            Ok(json) => (Cow::Borrowed(&self.ret), Some(json)),
+            Err(e) => {
+                tracing::error!(jid = %self.ret.jid, id = %self.ret.id, error = %e, "a packed return cannot be stored as JSON");
+                let text = format!("the master could not read this return: {e}");
+                (
+                    Cow::Borrowed(&self.ret),
+                    Some(Value::String(text).to_string()),
+                )
+            }
+        }
+    }
+}
+
+/// Returns received, packed or not, for `halite-run master.stats` (and
+/// the tests that prove a minion sends its returns packed).
+#[derive(Debug, Default)]
+pub struct ReturnCounts {
+    /// [`halite_proto::msg::MinionRequest::PackedReturn`]s.
+    pub packed: u64,
+    /// [`halite_proto::msg::MinionRequest::Return`]s (older minions, and
+    /// packed returns refused at intake, which become error returns).
+    pub plain: u64,
+}
+
+impl ReturnCounts {
+    /// The counters as `master.stats` shows them.
+    pub fn snapshot(&self) -> Value {
+        serde_json::json!({"packed": self.packed, "plain": self.plain})
+    }
+}
+
 /// Returns of one intake batch to commit.
 pub struct ToStore {
     /// Each return with the session it came from.
-    pub returns: Vec<(u64, JobReturn)>,
-    /// What the job cache stores for each return instead, when it differs
-    /// (its minion's secrets masked); `None`: the return as received.
-    pub records: Vec<Option<JobReturn>>,
+    pub returns: Vec<(u64, Received)>,
+    /// The gpg secrets of each return's minion, masked (`**********`) in
+    /// what the job cache stores; `None`: stored as received.
+    pub secrets: Vec<Option<Arc<Cleartexts>>>,
     /// Minions that announced themselves in the same batch: their missed
     /// jobs are redelivered once these returns are committed.
     pub started: Vec<String>,
@@ -32,7 +133,7 @@ pub struct ToStore {
 /// A batch the writer committed (or could not).
 pub struct Stored {
     /// The returns, with the sessions they came from.
-    pub returns: Vec<(u64, JobReturn)>,
+    pub returns: Vec<(u64, Received)>,
     /// For each, whether it is new; or why the commit failed (then none is
     /// acknowledged, and the minions send them again).
     pub fresh: Result<Vec<bool>, String>,
@@ -82,13 +183,7 @@ impl ReturnWriter {
                             Err(_) => break,
                         }
                     }
-                    let records = group.iter().flat_map(|b| {
-                        b.returns
-                            .iter()
-                            .zip(&b.records)
-                            .map(|((_, ret), record)| record.as_ref().unwrap_or(ret))
-                    });
-                    let result = cache.store_returns(records).map_err(|e| e.to_string());
+                    let result = store(&mut cache, &group);
                     let mut fresh = result.map(Vec::into_iter);
                     for batch in group {
                         let n = batch.returns.len();
@@ -131,6 +226,25 @@ impl ReturnWriter {
     }
 }
 
+/// Commits `batches` in one transaction: for each return, whether it is
+/// new (or why the commit failed). Also the master's own commit when the
+/// writer thread is gone.
+pub fn store(cache: &mut JobCache, batches: &[ToStore]) -> Result<Vec<bool>, String> {
+    let rows: Vec<(Cow<'_, JobReturn>, Option<String>)> = batches
+        .iter()
+        .flat_map(|b| {
+            b.returns
+                .iter()
+                .zip(&b.secrets)
+                .map(|((_, received), secrets)| received.record(secrets.as_deref()))
+        })
+        .collect();
+    let (rets, jsons): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
+    cache
+        .store_return_rows(rets.iter().map(AsRef::as_ref).zip(jsons))
+        .map_err(|e| e.to_string())
+}
+
 impl Drop for ReturnWriter {
     fn drop(&mut self) {
         self.finish();
@@ -167,9 +281,9 @@ mod tests {
         for (n, id) in ["web1", "web2", "web1"].into_iter().enumerate() {
             writer
                 .store(ToStore {
-                    returns: vec![(n as u64, ret(jid, id, json!(id)))],
+                    returns: vec![(n as u64, Received::plain(ret(jid, id, json!(id))))],
                     // web2's secrets masked: the record differs from the return.
-                    records: vec![(id == "web2").then(|| ret(jid, id, json!("**********")))],
+                    secrets: vec![(id == "web2").then(|| Arc::new(Cleartexts::new(["web2"])))],
                     started: vec![format!("started-{n}")],
                 })
                 .map_err(|_| "writer gone")
@@ -198,9 +312,53 @@ mod tests {
         assert!(writer
             .store(ToStore {
                 returns: vec![],
-                records: vec![],
+                secrets: vec![],
                 started: vec![],
             })
             .is_err());
+    }
+
+    #[test]
+    fn a_packed_return_is_stored_as_the_same_json_and_masked_when_it_must_be() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cache = JobCache::open(&dir.path().join("jobs.sqlite")).unwrap();
+        let value = json!({"test_|-a_|-a_|-succeed_without_changes": {
+            "duration": 0.1 + 0.2, "start_time": "12:00:00.000001", "big": u64::MAX,
+            "comment": "Succès ✓ \u{1F600} pw=hunter22", "changes": {}, "__run_num__": 0}});
+        let packed = |jid: &str, id: &str| {
+            Received::packed(
+                halite_proto::msg::PackedReturn::pack(ret(jid, id, value.clone())).unwrap(),
+            )
+        };
+        let (plain_jid, packed_jid) = ("20260101000000000001", "20260101000000000002");
+        let batch = ToStore {
+            returns: vec![
+                (0, Received::plain(ret(plain_jid, "web1", value.clone()))),
+                (1, packed(packed_jid, "web1")),
+                (2, packed(packed_jid, "web2")),
+            ],
+            secrets: vec![None, None, Some(Arc::new(Cleartexts::new(["hunter22"])))],
+            started: vec![],
+        };
+        assert_eq!(store(&mut cache, &[batch]).unwrap(), [true, true, true]);
+        let text = |jid: &str, id: &str| -> String {
+            let conn = rusqlite::Connection::open(dir.path().join("jobs.sqlite")).unwrap();
+            conn.query_row(
+                "SELECT ret FROM returns WHERE jid = ?1 AND id = ?2",
+                [jid, id],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        // The very same text as the decoded value gives (floats included).
+        assert_eq!(text(packed_jid, "web1"), text(plain_jid, "web1"));
+        assert_eq!(
+            text(plain_jid, "web1"),
+            serde_json::to_string(&value).unwrap()
+        );
+        // web2's secret is masked, the rest as sent.
+        let masked: serde_json::Value = serde_json::from_str(&text(packed_jid, "web2")).unwrap();
+        let comment = &masked["test_|-a_|-a_|-succeed_without_changes"]["comment"];
+        assert_eq!(comment, "Succès ✓ \u{1F600} pw=**********");
     }
 }

@@ -37,6 +37,7 @@ use crate::jobcache::JobCache;
 use crate::keys::KeyStore;
 use crate::local::{LocalBody, LocalReply, LocalRequest};
 use crate::mine::{CompileMine, MineQuestion, MineStore};
+use crate::return_writer::Received;
 use crate::targeting::{check_minions, MinionFacts};
 
 /// Handshakes that may wait for their `Confirm` at once (a flood of
@@ -147,6 +148,8 @@ fn reply_frame(req: u64, body: ReplyBody) -> Result<Vec<u8>, halite_proto::Frame
 /// it consumes: a 1,000-state return is moved into the event, not copied
 /// (`json!` would serialise it into a new value).
 fn return_event(ret: JobReturn, user: String, schedule: Option<String>) -> Value {
+    // Keys in the order Salt's event has them (a packed return's value
+    // is spliced in at "return" when the event is sent: events.rs).
     let mut data = Map::new();
     data.insert("cmd".into(), Value::from("_return"));
     data.insert("fun".into(), Value::String(ret.fun));
@@ -337,6 +340,7 @@ struct Master {
     mine: MineStore,
     /// Minions' events received (`master.stats`).
     event_counts: crate::minion_events::EventCounts,
+    return_counts: crate::return_writer::ReturnCounts,
 }
 
 /// At most the first 300 bytes of `text` (on a character boundary), for
@@ -538,6 +542,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
         },
         mine,
         event_counts: Default::default(),
+        return_counts: Default::default(),
         cfg,
     };
     master.refresh_keys(true);
@@ -1017,7 +1022,7 @@ impl Master {
     }
 
     fn handle_batch(&mut self, batch: Vec<Inbound>) {
-        let mut returns: Vec<(u64, JobReturn)> = Vec::new();
+        let mut returns: Vec<(u64, Received)> = Vec::new();
         for Inbound {
             routing, payload, ..
         } in batch
@@ -1493,6 +1498,7 @@ impl Master {
                 publish_port: Some(self.cfg.publish_port),
                 batched_events: true,
                 packed_events: true,
+                packed_returns: true,
             },
         );
         self.bus.fire(
@@ -1502,7 +1508,7 @@ impl Master {
         tracing::info!(%id, "minion authenticated");
     }
 
-    fn on_request(&mut self, sid: u64, request: MinionRequest) -> Option<JobReturn> {
+    fn on_request(&mut self, sid: u64, request: MinionRequest) -> Option<Received> {
         let id = self.wire.sessions.get(&sid)?.id.clone();
         match request {
             MinionRequest::Ping => self.send_sealed(sid, &MasterMessage::Pong),
@@ -1554,18 +1560,29 @@ impl Master {
                     None => tracing::debug!(%id, call, "late render-time answer dropped"),
                 }
             }
-            MinionRequest::Return(mut ret) => {
-                if ret.id == id && ret.jid == halite_proto::jid::CALLER_JID {
-                    ret.jid = self.caller_job(&ret)?;
-                }
-                if ret.id != id || !halite_proto::jid::is_jid(&ret.jid) {
-                    tracing::warn!(%id, claimed = %ret.id, "return for another minion or a malformed jid dropped");
-                    return None;
-                }
-                return Some(ret);
+            MinionRequest::Return(ret) => {
+                self.return_counts.plain += 1;
+                return self.on_return(&id, Received::plain(ret));
+            }
+            MinionRequest::PackedReturn(ret) => {
+                self.return_counts.packed += 1;
+                return self.on_return(&id, Received::packed(ret));
             }
         }
         None
+    }
+
+    /// A return from minion `id` to commit (`None`: dropped, logged).
+    fn on_return(&mut self, id: &str, mut received: Received) -> Option<Received> {
+        let ret = &mut received.ret;
+        if ret.id == id && ret.jid == halite_proto::jid::CALLER_JID {
+            ret.jid = self.caller_job(ret)?;
+        }
+        if ret.id != id || !halite_proto::jid::is_jid(&ret.jid) {
+            tracing::warn!(%id, claimed = %ret.id, "return for another minion or a malformed jid dropped");
+            return None;
+        }
+        Some(received)
     }
 
     /// Gives the return of a minion's own call (`halite-call`, Salt's
@@ -1601,27 +1618,16 @@ impl Master {
     /// What the job cache stores has the minion's gpg-decrypted secrets
     /// masked (`**********`); the event the CLI waits on carries the
     /// return as the minion sent it.
-    fn commit_returns(&mut self, returns: Vec<(u64, JobReturn)>) {
+    fn commit_returns(&mut self, returns: Vec<(u64, Received)>) {
         let pillars = self.compile.compiler.pillar_cache();
-        // Copied only to mask a minion's secrets; the others are stored as received.
-        let records: Vec<Option<JobReturn>> = returns
+        // Masked (decoded first when packed) on the writer thread.
+        let secrets = returns
             .iter()
-            .map(|(_, r)| {
-                let secrets = pillars.and_then(|p| p.secrets(&r.id))?;
-                Some(JobReturn {
-                    ret: secrets.mask(&r.ret),
-                    fun_args: r.fun_args.iter().map(|a| secrets.mask(a)).collect(),
-                    jid: r.jid.clone(),
-                    id: r.id.clone(),
-                    fun: r.fun.clone(),
-                    retcode: r.retcode,
-                    success: r.success,
-                })
-            })
+            .map(|(_, r)| pillars.and_then(|p| p.secrets(&r.ret.id)))
             .collect();
         let batch = crate::return_writer::ToStore {
             returns,
-            records,
+            secrets,
             started: std::mem::take(&mut self.book.started),
         };
         let batch = match &self.book.writer {
@@ -1635,17 +1641,7 @@ impl Master {
             None => batch,
         };
         // No writer thread: committed here.
-        let fresh = self
-            .book
-            .jobs
-            .store_returns(
-                batch
-                    .returns
-                    .iter()
-                    .zip(&batch.records)
-                    .map(|((_, ret), record)| record.as_ref().unwrap_or(ret)),
-            )
-            .map_err(|e| e.to_string());
+        let fresh = crate::return_writer::store(&mut self.book.jobs, std::slice::from_ref(&batch));
         self.returns_stored(crate::return_writer::Stored {
             returns: batch.returns,
             fresh,
@@ -1673,8 +1669,9 @@ impl Master {
     }
 
     /// Acknowledges committed returns and fires the events of the new ones.
-    fn acknowledge(&mut self, returns: Vec<(u64, JobReturn)>, fresh: Vec<bool>) {
-        for ((sid, ret), fresh) in returns.into_iter().zip(fresh) {
+    fn acknowledge(&mut self, returns: Vec<(u64, Received)>, fresh: Vec<bool>) {
+        for ((sid, received), fresh) in returns.into_iter().zip(fresh) {
+            let Received { ret, packed } = received;
             self.send_sealed(
                 sid,
                 &MasterMessage::Ack {
@@ -1705,8 +1702,14 @@ impl Master {
             let tag = tags::job_ret(&ret.jid, &ret.id);
             // Built only when a subscriber wants it (a watching CLI, the
             // reactor, a state.event runner).
-            self.bus
-                .fire_with(&tag, || return_event(ret, user, schedule));
+            match packed {
+                Some(bytes) => self
+                    .bus
+                    .fire_packed_return(&tag, || (return_event(ret, user, schedule), bytes)),
+                None => self
+                    .bus
+                    .fire_with(&tag, || return_event(ret, user, schedule)),
+            }
         }
     }
 
@@ -1762,6 +1765,7 @@ impl Master {
             LocalBody::Stats => LocalReply::Value(json!({
                 "bundles": self.compile.bundle_stats.snapshot(self.compile.in_flight.max()),
                 "events": self.event_counts.snapshot(),
+                "returns": self.return_counts.snapshot(),
                 "bus": self.bus.snapshot(),
                 "replies": self.reply_stats(),
             })),
@@ -2213,8 +2217,14 @@ const STREAM_WRITE_BYTES: usize = 256 * 1024;
 /// (tested below).
 #[derive(serde::Serialize)]
 enum StreamedReply<'a> {
-    Return { id: &'a str, data: &'a Value },
-    Event { tag: &'a str, data: &'a Value },
+    Return {
+        id: &'a str,
+        data: crate::events::WireData<'a>,
+    },
+    Event {
+        tag: &'a str,
+        data: crate::events::WireData<'a>,
+    },
 }
 
 /// Appends `event`, framed as [`write_local`] frames it, to `out` when
@@ -2237,11 +2247,11 @@ fn frame_event(
     let reply = match ret_of {
         Some(id) => StreamedReply::Return {
             id,
-            data: &event.data,
+            data: event.wire(),
         },
         None => StreamedReply::Event {
             tag: &event.tag,
-            data: &event.data,
+            data: event.wire(),
         },
     };
     match encode(&reply) {
@@ -2357,18 +2367,12 @@ mod tests {
             format!("salt/job/{jid}/ret/web1"),
             format!("salt/job/{jid}/prog/web1/3"),
         ] {
-            let event = crate::events::BusEvent {
-                tag: tag.clone(),
-                data: data.clone(),
-            };
+            let event = crate::events::BusEvent::new(tag.clone(), data.clone());
             frame_event(&mut out, &event, &wanted, true);
         }
         frame_event(
             &mut out,
-            &crate::events::BusEvent {
-                tag: "unwanted".into(),
-                data: data.clone(),
-            },
+            &crate::events::BusEvent::new("unwanted".into(), data.clone()),
             &|tag: &str| tag != "unwanted",
             true,
         );

@@ -222,8 +222,10 @@ fn gpg_and_ext_pillar_reach_the_minion_and_no_cleartext_is_left_on_disk() {
     let mut spooled_jid = None;
     for path in spooled() {
         spooled_jid = path.file_name().map(|n| n.to_string_lossy().into_owned());
-        let ret: halite_proto::msg::JobReturn =
+        // Kept as sent: the value packed (issue 25).
+        let ret: halite_proto::msg::PackedReturn =
             halite_proto::decode(&std::fs::read(&path).unwrap()).unwrap();
+        let ret = ret.unpack().unwrap();
         if ret.ret != "password=**********" {
             leaks.push(format!("spooled return {}: {}", path.display(), ret.ret));
         }

@@ -16,7 +16,9 @@ use std::time::Duration;
 use common::*;
 use halite_master::jobcache::JobCache;
 use halite_proto::crypto::{MinionHandshake, SessionCipher};
-use halite_proto::msg::{JobReturn, MinionRequest, ToMaster, ToMinion};
+use halite_proto::msg::{
+    JobReturn, MasterMessage, MinionRequest, PackedReturn, ToMaster, ToMinion,
+};
 use halite_proto::{encode, Identity};
 use zeromq::{DealerSocket, Socket, SocketRecv, SocketSend, ZmqMessage};
 
@@ -394,6 +396,79 @@ fn deep_values_neither_stop_a_restart_nor_break_lookups() {
     // And it still serves.
     let _minion = fleet.start_minion("after-restart", "");
     fleet.wait_responding("after-restart");
+}
+
+#[test]
+fn bad_packed_returns_are_stored_as_errors_with_a_log_line_and_the_master_serves_on() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let jids = halite_proto::JidGenerator::new();
+    let jid: Vec<String> = (0..4).map(|_| jids.next_jid()).collect();
+    let master = fleet.start_master("auto_accept: True");
+    let packed = |jid: &str, bytes: Vec<u8>| {
+        let mut ret =
+            PackedReturn::pack(job_return(jid, "badpack", serde_json::json!("x"))).expect("pack");
+        ret.ret = serde_bytes::ByteBuf::from(bytes);
+        encode(&MinionRequest::PackedReturn(ret)).expect("encode")
+    };
+    let value = serde_json::json!({"duration": 0.1 + 0.2, "comment": "Succès ✓"});
+    let sent = [
+        // Truncated, binary data, 65 levels deep; then a good one.
+        packed(&jid[0], vec![0x92, 0x01]),
+        packed(&jid[1], vec![0xc4, 0x01, 0x00]),
+        packed(
+            &jid[2],
+            halite_proto::packed::pack(&nested(65)).expect("pack"),
+        ),
+        packed(&jid[3], halite_proto::packed::pack(&value).expect("pack")),
+    ];
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let acked = runtime.block_on(async {
+        let me = Identity::generate().expect("identity");
+        let (mut socket, mut cipher) = authenticate(fleet.ret_port, &me, "badpack").await;
+        for plain in &sent {
+            send_sealed(&mut socket, &mut cipher, plain).await;
+        }
+        // Every one acknowledged: the minion would not resend them forever.
+        let mut acked = Vec::new();
+        while acked.len() < sent.len() {
+            let Some(ToMinion::Sealed(sealed)) = recv(&mut socket).await else {
+                break;
+            };
+            let plain = cipher.open(&sealed).expect("open");
+            if let Ok(MasterMessage::Ack { jid }) = halite_proto::decode(&plain) {
+                acked.push(jid);
+            }
+        }
+        acked
+    });
+    assert_eq!(acked.len(), sent.len(), "acknowledged: {acked:?}");
+    let lookup = |jid: &str| -> serde_json::Value {
+        let out = fleet.cli("halite-run", &["jobs.lookup_jid", jid, "--out", "json"]);
+        serde_json::from_slice(&out.stdout).expect("json")
+    };
+    for bad in &jid[..3] {
+        let stored = lookup(bad)["badpack"].clone();
+        let text = stored.as_str().unwrap_or_default();
+        assert!(text.contains("refused by the master"), "{bad}: {stored}");
+    }
+    assert!(lookup(&jid[2])["badpack"]
+        .as_str()
+        .is_some_and(|t| t.contains("nested more than 64")));
+    assert_eq!(lookup(&jid[3])["badpack"], value);
+    assert!(
+        master.log_text().contains("packed return refused"),
+        "{}",
+        master.log_text()
+    );
+    // And it still serves.
+    let _minion = fleet.start_minion("after-bad", "");
+    fleet.wait_responding("after-bad");
 }
 
 #[test]

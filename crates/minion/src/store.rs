@@ -7,14 +7,15 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::Mutex;
 
-use halite_proto::msg::JobReturn;
+use halite_proto::msg::{JobReturn, PackedReturn};
 
-/// Where unacknowledged returns wait.
+/// Where unacknowledged returns wait, as sent: their value encoded once
+/// ([`PackedReturn`], issue 25), the same bytes kept and sent.
 pub enum ReturnStore {
     /// One file per return in this directory (survives a restart).
     Disk(PathBuf),
     /// In memory (tests, and when no cachedir can be written).
-    Memory(Mutex<BTreeMap<String, JobReturn>>),
+    Memory(Mutex<BTreeMap<String, PackedReturn>>),
 }
 
 impl ReturnStore {
@@ -36,17 +37,20 @@ impl ReturnStore {
     /// master masks them in its job cache: the return sent now is the
     /// minion's own, and one sent again from disk (after a restart of
     /// either side) reaches the job cache as the master would store it.
-    pub fn put(&self, ret: &JobReturn) -> std::io::Result<()> {
+    pub fn put(&self, ret: &PackedReturn) -> std::io::Result<()> {
         match self {
             ReturnStore::Disk(dir) => {
                 let masked;
                 let ret = match halite_logging::redact::secrets_of(&ret.id) {
                     Some(secrets) => {
-                        masked = JobReturn {
-                            ret: secrets.mask(&ret.ret),
-                            fun_args: ret.fun_args.iter().map(|a| secrets.mask(a)).collect(),
-                            ..ret.clone()
-                        };
+                        // Decoded only to mask: a minion with gpg secrets.
+                        let plain = ret.clone().unpack().map_err(std::io::Error::other)?;
+                        masked = PackedReturn::pack(JobReturn {
+                            ret: secrets.mask(&plain.ret),
+                            fun_args: plain.fun_args.iter().map(|a| secrets.mask(a)).collect(),
+                            ..plain
+                        })
+                        .map_err(std::io::Error::other)?;
                         &masked
                     }
                     None => ret,
@@ -93,8 +97,9 @@ impl ReturnStore {
         }
     }
 
-    /// Every return still waiting, oldest jid first.
-    pub fn pending(&self) -> Vec<JobReturn> {
+    /// Every return still waiting, oldest jid first (a file an older
+    /// minion wrote, with its value decoded, is read too).
+    pub fn pending(&self) -> Vec<PackedReturn> {
         match self {
             ReturnStore::Disk(dir) => {
                 let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -110,9 +115,7 @@ impl ReturnStore {
                     let path = dir.join(name);
                     let read = std::fs::read(&path)
                         .map_err(|e| e.to_string())
-                        .and_then(|b| {
-                            halite_proto::decode::<JobReturn>(&b).map_err(|e| e.to_string())
-                        });
+                        .and_then(|b| read_kept(&b));
                     match read {
                         Ok(ret) => out.push(ret),
                         // Kept for a look; never blocks the other returns.
@@ -133,6 +136,15 @@ impl ReturnStore {
     }
 }
 
+/// A kept return's file: this minion's packed form, or an older one's.
+fn read_kept(bytes: &[u8]) -> Result<PackedReturn, String> {
+    if let Ok(packed) = halite_proto::decode::<PackedReturn>(bytes) {
+        return Ok(packed);
+    }
+    let ret = halite_proto::decode::<JobReturn>(bytes).map_err(|e| e.to_string())?;
+    PackedReturn::pack(ret).map_err(|e| e.to_string())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -150,9 +162,33 @@ mod tests {
             success: true,
         };
         let store = ReturnStore::disk(dir.path().join("returns")).unwrap();
-        store.put(&ret).unwrap();
+        store
+            .put(&PackedReturn::pack(ret.clone()).unwrap())
+            .unwrap();
         let reopened = ReturnStore::disk(dir.path().join("returns")).unwrap();
-        assert_eq!(reopened.pending(), vec![ret.clone()]);
+        let back: Vec<JobReturn> = reopened
+            .pending()
+            .into_iter()
+            .map(|p| p.unpack().unwrap())
+            .collect();
+        assert_eq!(back, vec![ret.clone()]);
+        // A file an older minion kept (the value decoded) is still sent.
+        let older = JobReturn {
+            jid: "20261121211521000041".into(),
+            ..ret.clone()
+        };
+        std::fs::write(
+            dir.path().join("returns").join(&older.jid),
+            halite_proto::encode(&older).unwrap(),
+        )
+        .unwrap();
+        let back: Vec<JobReturn> = reopened
+            .pending()
+            .into_iter()
+            .map(|p| p.unpack().unwrap())
+            .collect();
+        assert_eq!(back, vec![older.clone(), ret.clone()]);
+        reopened.remove(&older.jid);
         assert!(reopened.has(&ret.jid) && !reopened.has("20261121211521000043"));
         reopened.remove("../../etc/passwd");
         reopened.remove(&ret.jid);
@@ -174,18 +210,21 @@ mod tests {
             success: true,
         };
         let store = ReturnStore::disk(dir.path().join("returns")).unwrap();
-        store.put(&ret).unwrap();
+        store
+            .put(&PackedReturn::pack(ret.clone()).unwrap())
+            .unwrap();
         let raw = std::fs::read(dir.path().join("returns").join(&ret.jid)).unwrap();
         assert!(!raw.windows(secret.len()).any(|w| w == secret.as_bytes()));
-        let back = store.pending();
-        assert_eq!(back[0].ret, "pw=**********");
-        assert_eq!(back[0].fun_args[0], "echo **********");
+        let back = store.pending().remove(0).unpack().unwrap();
+        assert_eq!(back.ret, "pw=**********");
+        assert_eq!(back.fun_args[0], "echo **********");
         // Another minion's return is its own business.
         let other = JobReturn {
             id: "other1".into(),
             ..ret
         };
-        store.put(&other).unwrap();
-        assert_eq!(store.pending()[0].ret, format!("pw={secret}"));
+        store.put(&PackedReturn::pack(other).unwrap()).unwrap();
+        let back = store.pending().remove(0).unpack().unwrap();
+        assert_eq!(back.ret, format!("pw={secret}"));
     }
 }

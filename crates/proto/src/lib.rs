@@ -4,6 +4,8 @@
 //! - [`msg`]: the messages (msgpack via rmp-serde) and their envelopes;
 //! - [`frame`]: encoding with a size bound, so garbage or oversized frames
 //!   become errors, never allocations or panics;
+//! - [`packed`]: a value kept as its msgpack bytes, checked and
+//!   transcoded without being built;
 //! - [`bundle`]: a compiled bundle packed for the wire (digest, zstd);
 //! - [`crypto`]: Ed25519 identities, the X25519 handshake signed by both
 //!   identities, HKDF-SHA256 session keys, AES-256-GCM with counter nonces,
@@ -19,6 +21,7 @@ pub mod jid;
 pub mod keyfile;
 pub mod mine;
 pub mod msg;
+pub mod packed;
 pub mod tags;
 
 pub use crypto::{CryptoError, Identity, PublicKey};

@@ -133,6 +133,11 @@ pub enum MinionRequest {
     },
     /// A job's result; the master acknowledges it once it is committed.
     Return(JobReturn),
+    /// A job's result with its value packed ([`PackedReturn`]): sent only
+    /// to a master whose [`MasterMessage::Ready`] says `packed_returns`
+    /// (an older one is sent [`MinionRequest::Return`]); acknowledged the
+    /// same way.
+    PackedReturn(PackedReturn),
     /// An event to forward onto the master's bus.
     Event {
         /// The event's tag (`salt/...` or a custom one).
@@ -423,6 +428,10 @@ pub enum MasterMessage {
         /// a master that predates it, which is sent the data decoded.
         #[serde(default)]
         packed_events: bool,
+        /// The master reads [`MinionRequest::PackedReturn`]; false from a
+        /// master that predates it, which is sent [`MinionRequest::Return`].
+        #[serde(default)]
+        packed_returns: bool,
     },
     /// A new publish key (the old one was retired because a key was rejected or deleted).
     PublishKey(PublishKey),
@@ -554,6 +563,60 @@ pub struct JobReturn {
     pub success: bool,
 }
 
+/// A [`JobReturn`] whose value (Salt's `return`) travels as msgpack bytes
+/// (issue 25): the master checks them ([`crate::packed::check`]) and
+/// passes them on to the watching CLI and the job cache without building
+/// the value; everything else is as in [`JobReturn`].
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct PackedReturn {
+    /// As [`JobReturn::jid`].
+    pub jid: String,
+    /// As [`JobReturn::id`].
+    pub id: String,
+    /// As [`JobReturn::fun`].
+    pub fun: String,
+    /// As [`JobReturn::fun_args`] (small: decoded as before).
+    pub fun_args: Vec<Value>,
+    /// [`JobReturn::ret`] encoded ([`crate::packed::pack`]).
+    #[serde(rename = "return")]
+    pub ret: serde_bytes::ByteBuf,
+    /// As [`JobReturn::retcode`].
+    pub retcode: i64,
+    /// As [`JobReturn::success`].
+    pub success: bool,
+}
+
+impl PackedReturn {
+    /// `ret` with its value encoded once.
+    pub fn pack(ret: JobReturn) -> Result<Self, crate::FrameError> {
+        let bytes = crate::packed::pack(&ret.ret)?;
+        Ok(Self {
+            jid: ret.jid,
+            id: ret.id,
+            fun: ret.fun,
+            fun_args: ret.fun_args,
+            ret: serde_bytes::ByteBuf::from(bytes),
+            retcode: ret.retcode,
+            success: ret.success,
+        })
+    }
+
+    /// The return with its value decoded (for an older master, or to
+    /// read it).
+    pub fn unpack(self) -> Result<JobReturn, crate::FrameError> {
+        let ret = crate::packed::unpack(&self.ret)?;
+        Ok(JobReturn {
+            jid: self.jid,
+            id: self.id,
+            fun: self.fun,
+            fun_args: self.fun_args,
+            ret,
+            retcode: self.retcode,
+            success: self.success,
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -584,11 +647,13 @@ mod tests {
             MasterMessage::Ready {
                 batched_events,
                 packed_events,
+                packed_returns,
                 publish_port,
                 ..
             } => {
                 assert!(!batched_events);
                 assert!(!packed_events);
+                assert!(!packed_returns);
                 assert_eq!(publish_port, Some(4505));
             }
             other => panic!("{other:?}"),
@@ -598,6 +663,7 @@ mod tests {
             publish_port: None,
             batched_events: true,
             packed_events: true,
+            packed_returns: true,
         })
         .unwrap();
         assert!(matches!(
@@ -678,5 +744,38 @@ mod tests {
             packed: Some(serde_bytes::ByteBuf::from(vec![0xc1, 0xff])),
         };
         assert!(bad.into_data().is_err());
+    }
+
+    #[test]
+    fn packed_and_plain_returns_read_as_the_same_return() {
+        let ret = JobReturn {
+            jid: "20260101000000000001".into(),
+            id: "web1".into(),
+            fun: "state.apply".into(),
+            fun_args: vec![serde_json::json!("bench")],
+            ret: serde_json::json!({"test_|-a_|-a_|-succeed_without_changes":
+                {"result": true, "duration": 0.1 + 0.2, "comment": "Succès ✓", "__run_num__": 0}}),
+            retcode: 0,
+            success: true,
+        };
+        // A plain return decodes as before.
+        let plain = encode(&MinionRequest::Return(ret.clone())).unwrap();
+        assert_eq!(
+            decode::<MinionRequest>(&plain).unwrap(),
+            MinionRequest::Return(ret.clone())
+        );
+        // A packed one carries the same value, checked without building it.
+        let packed = PackedReturn::pack(ret.clone()).unwrap();
+        crate::packed::check(&packed.ret).unwrap();
+        let bytes = encode(&MinionRequest::PackedReturn(packed)).unwrap();
+        let MinionRequest::PackedReturn(back) = decode::<MinionRequest>(&bytes).unwrap() else {
+            panic!("not a packed return");
+        };
+        assert_eq!(back.unpack().unwrap(), ret);
+        // Garbage in its value is an error, not a panic.
+        let mut bad = PackedReturn::pack(ret).unwrap();
+        bad.ret = serde_bytes::ByteBuf::from(vec![0x92, 0x01]);
+        assert!(crate::packed::check(&bad.ret).is_err());
+        assert!(bad.unpack().is_err());
     }
 }

@@ -382,6 +382,12 @@ impl EventWatch {
         );
     }
 
+    /// What the watcher printed so far (markers included), to wait for an
+    /// event that comes later than the test's own commands.
+    pub fn peek(&self) -> String {
+        self.printed()
+    }
+
     /// Stops the watcher once it has printed every event fired so far (a
     /// marker fired now has come through) and returns what it printed: one
     /// `tag<TAB>json` line per event, the markers left out.

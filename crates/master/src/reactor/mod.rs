@@ -174,7 +174,7 @@ async fn dispatch(
             Err(RecvError::Closed) => return,
         };
         // Salt skips the events of its own calls (no reaction loops).
-        if event.data.get("user").and_then(Value::as_str) == Some(REACTOR_USER) {
+        if event.head().get("user").and_then(Value::as_str) == Some(REACTOR_USER) {
             continue;
         }
         if rules.reread() {
@@ -258,7 +258,9 @@ fn worker(rx: &Mutex<Receiver<Work>>, clients: &Clients, bus: &EventBus, refresh
 /// Renders the event's SLS files and runs their reactions in order.
 fn react(clients: &Clients, host: &Host, bus: &EventBus, work: &Work) {
     let tag = &work.event.tag;
-    let data = &work.event.data;
+    // A packed return is decoded here, for a rule that matched it.
+    let data = work.event.data();
+    let data = &*data;
     let rendered = render::reactions(host, &work.sls, tag, data);
     for failure in &rendered.errors {
         tracing::error!(%tag, sls = %failure.sls, "{}", failure.error);

@@ -284,7 +284,7 @@ impl Link<'_> {
                 };
                 // Its events first: the master fires them before the return.
                 self.flush_events_of(idx).await;
-                self.send_request(idx, &MinionRequest::Return(ret)).await;
+                self.send_return(idx, ret).await;
             }
             FromJob::Start(idx, local) => self.start_local(idx, local),
             FromJob::Grains(idx, data) => {

@@ -66,6 +66,9 @@ pub struct Agent {
     /// Whether it reads batched events' data packed (`Ready`'s
     /// `packed_events`; link/events.rs).
     packed_events: bool,
+    /// Whether it reads returns packed (`Ready`'s `packed_returns`;
+    /// link/returns.rs).
+    packed_returns: bool,
 }
 
 /// Jobs started by the minion itself wait this many at most for a session.
@@ -110,6 +113,7 @@ impl Agent {
             mine_started: false,
             batched_events: false,
             packed_events: false,
+            packed_returns: false,
         }
     }
 
@@ -599,6 +603,7 @@ impl<'a> Link<'a> {
                 publish_port,
                 batched_events,
                 packed_events,
+                packed_returns,
             } => {
                 let agent = &mut self.agents[idx];
                 let Phase::Confirming { .. } = agent.phase else {
@@ -618,6 +623,7 @@ impl<'a> Link<'a> {
                 agent.set_ready(true);
                 agent.batched_events = batched_events;
                 agent.packed_events = batched_events && packed_events;
+                agent.packed_returns = packed_returns;
                 tracing::info!(id = %agent.id, "authenticated with the master");
                 self.install_publish_key(&publish_key);
                 if self.settings.caller {

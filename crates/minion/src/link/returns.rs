@@ -2,6 +2,7 @@
 //! after each authentication, and the end of a stopping minion's jobs.
 
 use super::*;
+use halite_proto::msg::PackedReturn;
 
 /// Puts on disk the returns of jobs that finished while no link was up
 /// (before a new one tries to connect, which may fail for a while), and
@@ -39,8 +40,12 @@ impl Agent {
     /// return goes on disk until the master acknowledges it. `None` when
     /// the return is not for the master (a scheduled job with
     /// `return_job: False`); a signalled job's return says so.
-    /// Taken by value: a 1,000-state return is not copied on its way.
-    pub(super) fn job_ended(&mut self, ret: JobReturn) -> Result<Option<JobReturn>, Box<NotKept>> {
+    /// Taken by value: a 1,000-state return is not copied on its way; its
+    /// value is encoded once here, and the same bytes are kept and sent.
+    pub(super) fn job_ended(
+        &mut self,
+        ret: JobReturn,
+    ) -> Result<Option<PackedReturn>, Box<NotKept>> {
         let ended = self.running.remove(&ret.jid);
         if ended.as_ref().is_some_and(|r| !r.return_job) {
             return Ok(None);
@@ -49,6 +54,7 @@ impl Agent {
             Some(signal) => signalled_return(&ret, signal),
             None => ret,
         };
+        let ret = pack_return(ret);
         match self.store.put(&ret) {
             Ok(()) => Ok(Some(ret)),
             Err(error) => Err(Box::new(NotKept { error, ret })),
@@ -61,7 +67,39 @@ pub(super) struct NotKept {
     /// Why it could not be written.
     pub error: std::io::Error,
     /// The return, to send anyway.
-    pub ret: JobReturn,
+    pub ret: PackedReturn,
+}
+
+/// `ret` with its value encoded. Encoding a `Value` into memory cannot
+/// fail in practice; if it ever does, the return says so instead of
+/// being lost.
+fn pack_return(ret: JobReturn) -> PackedReturn {
+    let (jid, id, fun) = (ret.jid.clone(), ret.id.clone(), ret.fun.clone());
+    PackedReturn::pack(ret).unwrap_or_else(|e| {
+        tracing::error!(%jid, error = %e, "cannot encode a job's return; an error is sent instead");
+        let text = format!("The minion could not encode the return of {fun}: {e}");
+        let failed = JobReturn {
+            jid,
+            id,
+            fun,
+            fun_args: Vec::new(),
+            ret: Value::String(text),
+            retcode: 1,
+            success: false,
+        };
+        let (jid, id, fun) = (failed.jid.clone(), failed.id.clone(), failed.fun.clone());
+        // A string always encodes; empty bytes (refused by the master,
+        // which stores an error) only if it did not.
+        PackedReturn::pack(failed).unwrap_or(PackedReturn {
+            jid,
+            id,
+            fun,
+            fun_args: Vec::new(),
+            ret: Default::default(),
+            retcode: 1,
+            success: false,
+        })
+    })
 }
 
 /// The end of a stopping minion's jobs once no link serves them: waits up
@@ -133,7 +171,25 @@ impl Link<'_> {
     pub(super) async fn resend_returns(&mut self, idx: usize) {
         for ret in self.agents[idx].store.pending() {
             self.agents[idx].mark_seen(&ret.jid);
-            self.send_request(idx, &MinionRequest::Return(ret)).await;
+            self.send_return(idx, ret).await;
         }
+    }
+
+    /// Sends a return as its bytes to a master whose `Ready` says
+    /// `packed_returns`; decoded, as before, to an older master.
+    pub(super) async fn send_return(&mut self, idx: usize, ret: PackedReturn) {
+        let request = if self.agents[idx].packed_returns {
+            MinionRequest::PackedReturn(ret)
+        } else {
+            let jid = ret.jid.clone();
+            match ret.unpack() {
+                Ok(ret) => MinionRequest::Return(ret),
+                Err(e) => {
+                    tracing::error!(%jid, error = %e, "a kept return cannot be read; not sent");
+                    return;
+                }
+            }
+        };
+        self.send_request(idx, &request).await;
     }
 }

@@ -1,0 +1,116 @@
+//! A minion's return sent packed (issue 25: its value as msgpack bytes,
+//! never built on the master) through a real master and minion: the CLI,
+//! a `state.event` watcher, the reactor and the job cache all see the same
+//! whole value, floats (`duration`) and unicode included.
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
+
+mod common;
+
+use std::time::Duration;
+
+use common::{can_run, wait_for, write_file as write, Fleet};
+use serde_json::Value;
+
+/// A comment with accents, a symbol and an astral-plane emoji.
+const COMMENT: &str = "Succès ✓ 😀 \"quoted\"";
+
+/// The `(tag, data)` of each line `halite-run state.event` printed.
+fn bus_events(printed: &str) -> Vec<(String, Value)> {
+    printed
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(tag, json)| (tag.to_string(), serde_json::from_str(json).expect("json")))
+        .collect()
+}
+
+#[test]
+fn a_packed_return_reaches_the_cli_watchers_the_reactor_and_the_job_cache_unchanged() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let mut sls = String::new();
+    for n in 0..40 {
+        sls.push_str(&format!(
+            "state_{n:02}:\n  test.configurable_test_state:\n    - changes: True\n    - comment: '{COMMENT} {n}'\n"
+        ));
+    }
+    write(&fleet.path("salt/top.sls"), "base:\n  '*':\n    - many\n");
+    write(&fleet.path("salt/many.sls"), &sls);
+    // The reactor hands what it read of the return to a test.arg job of
+    // its own (a whole return through YAML would test the YAML).
+    write(
+        &fleet.path("reactor/echo.sls"),
+        "{% if data['fun'] == 'state.apply' %}{% set first = data['return']['test_|-state_00_|-state_00_|-configurable_test_state'] %}\necho:\n  local.test.arg:\n    - tgt: web1\n    - args:\n      - states: {{ data['return'] | length }}\n      - comment: '{{ first['comment'] }}'\n      - duration: {{ first['duration'] }}\n{% endif %}\n",
+    );
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base: [{}]\nreactor:\n  - 'salt/job/*/ret/web1':\n    - {}\n",
+        fleet.path("salt").display(),
+        fleet.path("reactor/echo.sls").display()
+    ));
+    let _minion = fleet.start_minion("web1", "");
+    fleet.wait_responding("web1");
+    let returns_before = fleet.master_stats()["returns"].clone();
+    let watcher = fleet.watch_events();
+    let (rets, code) = fleet.halite_json(&["web1", "state.apply", "-t", "60"]);
+    assert_eq!(code, 0, "{rets:?}");
+    // It came packed (this minion's master says it reads them).
+    let returns_after = fleet.master_stats()["returns"].clone();
+    let count = |v: &Value, k: &str| v[k].as_u64().expect("a counter");
+    assert_eq!(
+        count(&returns_after, "packed"),
+        count(&returns_before, "packed") + 1,
+        "{returns_before} -> {returns_after}"
+    );
+    assert_eq!(
+        count(&returns_after, "plain"),
+        count(&returns_before, "plain")
+    );
+    let from_cli = rets.get("web1").expect("web1's return").clone();
+    let states = from_cli.as_object().expect("a state run");
+    assert_eq!(states.len(), 40, "{from_cli}");
+    let first = &from_cli["test_|-state_00_|-state_00_|-configurable_test_state"];
+    assert_eq!(first["comment"], format!("{COMMENT} 0"));
+    assert!(first["duration"].is_f64(), "{first}");
+
+    // The reaction's job returns what the reactor's template saw.
+    let mut reaction = None;
+    let seen = wait_for(Duration::from_secs(60), || {
+        reaction = bus_events(&watcher.peek()).into_iter().find(|(t, d)| {
+            t.contains("/ret/web1") && d["fun"] == "test.arg" && d["user"] == "Reactor"
+        });
+        reaction.is_some()
+    });
+    let text = watcher.stop();
+    let others: Vec<&str> = text.lines().filter(|l| !l.contains("/prog/")).collect();
+    assert!(seen, "no reaction to the return: {others:#?}");
+    let (_, reaction) = reaction.expect("reaction");
+
+    // The watcher's return event carries the very value the CLI printed.
+    let events = bus_events(&text);
+    let (tag, ret_event) = events
+        .iter()
+        .find(|(t, d)| t.contains("/ret/web1") && d["fun"] == "state.apply")
+        .unwrap_or_else(|| panic!("no return event in {text}"));
+    assert_eq!(
+        ret_event["return"], from_cli,
+        "the watcher's return differs"
+    );
+    assert_eq!(ret_event["id"], "web1");
+    assert_eq!(ret_event["success"], true);
+    let kwargs = &reaction["return"]["kwargs"];
+    assert_eq!(kwargs["states"], 40, "{reaction}");
+    assert_eq!(kwargs["comment"], first["comment"], "{reaction}");
+    assert_eq!(kwargs["duration"], first["duration"], "{reaction}");
+
+    // The job cache holds it too.
+    let jid = tag.split('/').nth(2).expect("jid");
+    let lookup = fleet.cli("halite-run", &["jobs.lookup_jid", jid, "--out", "json"]);
+    assert!(lookup.status.success(), "{lookup:?}");
+    let cached: Value = serde_json::from_slice(&lookup.stdout).expect("json");
+    assert_eq!(cached["web1"], from_cli, "the job cache's return differs");
+}
