@@ -11,14 +11,17 @@
 //! issue 25's caches)
 //! `[noid]` (`noid`: the SLS's paths from `grains['os']` instead of the
 //! id, so every minion renders the same text: a homogeneous fleet)
+//! `[noreuse]` (the pillar record and the compile memo of issue 25's
+//! session 16 off: every pillar and every compile to chunks runs)
 //! `[gitfs]` (the state tree committed to a bare repository and served by
 //! gitfs, a file:// remote fetched once before the compiles: what a gitfs
 //! lookup costs beside a `file_roots` one; needs `git`)
 //!
 //! Then a warm job as the compile threads answer it (`Compiler::answer`):
 //! every minion holds the bundle of the job before, and nothing changed,
-//! so the compile is skipped (issue 25's compile record): what is left
-//! per minion is its pillar, the inputs' digest and the record's check.
+//! so the compile is skipped (issue 25's compile record) and the pillar's
+//! `pillar_roots` compile reused (the pillar record): what is left per
+//! minion is the `ext_pillar` sources, the inputs' digest and the checks.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -209,11 +212,15 @@ fn main() -> anyhow::Result<()> {
             }
         }
     }
+    // `noreuse`: the pillar record and the compile memo off (issue 25,
+    // session 16: the before row in the same binary).
+    let reuse = !std::env::args().any(|a| a == "noreuse");
     let compiler = Compiler::new(
         opts,
         Arc::new(FileServer::with_backends(backends, 1 << 20)),
         pillar_roots,
-    );
+    )
+    .with_reuse(reuse);
     let job = Job {
         jid: "20261126000000000000".into(),
         fun: "state.apply".into(),
@@ -252,6 +259,11 @@ fn main() -> anyhow::Result<()> {
     println!(
         "render memo: {:?}",
         halite_render::memo::RenderMemo::global().stats()
+    );
+    println!(
+        "compile memo: {:?}; pillar compiles reused: {}",
+        compiler.plan_stats(),
+        compiler.pillar_records().reused()
     );
     Ok(())
 }
