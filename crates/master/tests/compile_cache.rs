@@ -313,10 +313,14 @@ fn minions_with_the_same_high_data_share_its_compile_and_get_fresh_bundles() {
         ("web-5.example.com", json!({"os": "Debian", "role": "web"})),
     ];
     let (memoised, fresh, hits) = shared_and_fresh(dir.path(), &minions);
-    assert_eq!(
-        memoised, fresh,
-        "a shared compile must give the fresh bundle"
-    );
+    for (((id, _), memoised), fresh) in minions.iter().zip(&memoised).zip(&fresh) {
+        assert!(
+            memoised == fresh,
+            "{id}: a shared compile must give the fresh bundle\nmemoised: {}\nfresh: {}",
+            String::from_utf8_lossy(memoised),
+            String::from_utf8_lossy(fresh)
+        );
+    }
     assert!(
         hits >= 10,
         "the second job's minions must get their chunks from the memo (hits: {hits})"
