@@ -16,6 +16,12 @@
 //! origins are not in the key). A digest is stored only the second time it
 //! is seen, so per-minion high data costs its hash and nothing else; at
 //! most [`MAX_PLANS`] results are kept (the oldest dropped first).
+//!
+//! Even the hash is waste where every minion's high data differs (paths
+//! built from the id): after [`PROBE_EVERY`] hashed compiles in a row found
+//! nothing seen before, the memo hashes only every [`PROBE_EVERY`]th
+//! compile, until one finds its digest seen again. This decides only
+//! whether the memo is asked, never what a minion gets.
 
 use std::collections::{HashSet, VecDeque};
 use std::io::Write;
@@ -30,6 +36,9 @@ use crate::value::Map;
 pub const MAX_PLANS: usize = 16;
 /// Most digests remembered as seen once (the set is cleared when full).
 const MAX_SEEN: usize = 4096;
+/// Hashed compiles in a row that found nothing before the memo only
+/// probes, and how often it probes then (one compile in this many).
+pub const PROBE_EVERY: u64 = 16;
 
 /// Compile results by the digest of their high data (see the module).
 #[derive(Default)]
@@ -42,6 +51,10 @@ struct Inner<T> {
     plans: VecDeque<([u8; 32], Arc<T>)>,
     hits: u64,
     misses: u64,
+    /// Hashed compiles in a row whose digest was new.
+    new_in_a_row: u64,
+    /// Compiles not hashed since the last probe.
+    unhashed: u64,
 }
 
 impl<T> Default for Inner<T> {
@@ -51,6 +64,21 @@ impl<T> Default for Inner<T> {
             plans: VecDeque::new(),
             hits: 0,
             misses: 0,
+            new_in_a_row: 0,
+            unhashed: 0,
+        }
+    }
+}
+
+impl<T> Inner<T> {
+    /// Whether this compile is hashed (see the module on probing).
+    fn hash_this_one(&mut self) -> bool {
+        if self.new_in_a_row < PROBE_EVERY || self.unhashed + 1 >= PROBE_EVERY {
+            self.unhashed = 0;
+            true
+        } else {
+            self.unhashed += 1;
+            false
         }
     }
 }
@@ -82,9 +110,13 @@ impl<T: Clone> PlanMemo<T> {
         disabled: &[String],
         compile: impl FnOnce(Map, StringOrigins) -> T,
     ) -> T {
-        if !origins.is_empty() {
-            self.lock().misses += 1;
-            return compile(high, origins);
+        {
+            let mut inner = self.lock();
+            if !origins.is_empty() || !inner.hash_this_one() {
+                inner.misses += 1;
+                drop(inner);
+                return compile(high, origins);
+            }
         }
         let key = digest(&high, disabled);
         let store = {
@@ -96,14 +128,17 @@ impl<T: Clone> PlanMemo<T> {
                 .map(|(_, plan)| plan.clone())
             {
                 inner.hits += 1;
+                inner.new_in_a_row = 0;
                 // Copied outside the lock: other compiles go on meanwhile.
                 drop(inner);
                 return T::clone(&plan);
             }
             inner.misses += 1;
             if inner.seen.contains(&key) {
+                inner.new_in_a_row = 0;
                 true
             } else {
+                inner.new_in_a_row += 1;
                 if inner.seen.len() >= MAX_SEEN {
                     inner.seen.clear();
                 }
@@ -207,5 +242,34 @@ mod tests {
             memo.get_or_compile(high(h.clone()), StringOrigins::new(), &d, compile);
         }
         assert_eq!(compiles.get(), 6);
+    }
+
+    #[test]
+    fn high_data_never_seen_twice_is_hashed_only_to_probe() {
+        let memo = PlanMemo::new();
+        let hashed = |memo: &PlanMemo<usize>| memo.lock().seen.len();
+        let distinct = |i: usize| high(json!({ format!("s{i}"): {"test": ["nop"]} }));
+        let n = PROBE_EVERY as usize;
+        for i in 0..n {
+            memo.get_or_compile(distinct(i), StringOrigins::new(), &[], |h, _| h.len());
+        }
+        assert_eq!(hashed(&memo), n, "the first ones are all hashed");
+        for i in n..3 * n {
+            memo.get_or_compile(distinct(i), StringOrigins::new(), &[], |h, _| h.len());
+        }
+        assert_eq!(hashed(&memo), n + 2, "then one in PROBE_EVERY");
+        // A probe that finds a digest seen before hashes every compile again.
+        let same = || high(json!({"same": {"test": ["nop"]}}));
+        let mut i = 0;
+        while memo.stats().hits == 0 {
+            memo.get_or_compile(same(), StringOrigins::new(), &[], |h, _| h.len());
+            i += 1;
+            assert!(i < 3 * n, "the probe must find the repeated high data");
+        }
+        let hits = memo.stats().hits;
+        for _ in 0..4 {
+            memo.get_or_compile(same(), StringOrigins::new(), &[], |h, _| h.len());
+        }
+        assert_eq!(memo.stats().hits, hits + 4);
     }
 }
