@@ -11,8 +11,9 @@
 //! issue 25's caches)
 //! `[noid]` (`noid`: the SLS's paths from `grains['os']` instead of the
 //! id, so every minion renders the same text: a homogeneous fleet)
-//! `[noreuse]` (the pillar record and the compile memo of issue 25's
-//! session 16 off: every pillar and every compile to chunks runs)
+//! `[noreuse]` (the pillar record of issue 25's session 16 off: every
+//! pillar compiled) `[planmemo]` (the compile memo on, which the master
+//! leaves off)
 //! `[gitfs]` (the state tree committed to a bare repository and served by
 //! gitfs, a file:// remote fetched once before the compiles: what a gitfs
 //! lookup costs beside a `file_roots` one; needs `git`)
@@ -235,7 +236,8 @@ fn main() -> anyhow::Result<()> {
         Arc::new(FileServer::with_backends(backends, 1 << 20)),
         pillar_roots,
     )
-    .with_reuse(reuse);
+    .with_reuse(reuse)
+    .with_plan_memo(std::env::args().any(|a| a == "planmemo"));
     let job = Job {
         jid: "20261126000000000000".into(),
         fun: "state.apply".into(),

@@ -45,7 +45,10 @@ pub struct Compiler {
     pillar_records: PillarRecords,
     /// Chunks compiled from high data another minion rendered the same
     /// (issue 25); `states` is fixed for the compiler's life, as it needs.
-    plans: PlanMemo<CompiledPlan>,
+    /// Off unless [`Compiler::with_plan_memo`]: in release its key (the
+    /// high data's JSON hashed) and the copy of the chunks cost what the
+    /// compile it saves costs (docs/benchmarks.md, session 16).
+    plans: Option<PlanMemo<CompiledPlan>>,
     /// Whether the pillar record and the compile memo are used (on unless
     /// a profile or test turns them off to compare).
     reuse: bool,
@@ -77,7 +80,7 @@ impl Compiler {
             mine: None,
             records: CompileRecords::default(),
             pillar_records: PillarRecords::new(pillar_dirs),
-            plans: PlanMemo::new(),
+            plans: None,
             reuse: true,
         }
     }
@@ -94,6 +97,13 @@ impl Compiler {
     /// session 16; for profiles and tests that compare the two.
     pub fn with_reuse(mut self, reuse: bool) -> Self {
         self.reuse = reuse;
+        self
+    }
+
+    /// Turns on the compile memo: minions whose rendered high data is
+    /// identical share its compile to chunks.
+    pub fn with_plan_memo(mut self, on: bool) -> Self {
+        self.plans = on.then(PlanMemo::new);
         self
     }
 
@@ -122,7 +132,10 @@ impl Compiler {
     /// How often the compile memo gave a minion chunks compiled for
     /// another's identical high data.
     pub fn plan_stats(&self) -> PlanMemoStats {
-        self.plans.stats()
+        self.plans
+            .as_ref()
+            .map(PlanMemo::stats)
+            .unwrap_or(PlanMemoStats { hits: 0, misses: 0 })
     }
 
     /// The cache of compiled pillars, when one is kept.
@@ -355,7 +368,7 @@ impl Compiler {
                 &host,
                 &job.fun,
                 &args,
-                self.reuse.then_some(&self.plans),
+                self.plans.as_ref().filter(|_| self.reuse),
             ) {
                 Ok(planned) => {
                     saltenvs = planned.saltenvs;

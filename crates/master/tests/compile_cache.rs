@@ -272,7 +272,7 @@ fn shared_and_fresh(root: &Path, minions: &[(&str, Value)]) -> (Vec<Vec<u8>>, Ve
         let bundle = compiler.bundle(id, grains, &job, Arc::new(Minion(id.to_string())));
         halite_proto::frame::encode(&bundle).unwrap()
     };
-    let shared = make();
+    let shared = make().with_plan_memo(true);
     for (id, grains) in minions {
         compile(&shared, id, grains);
     }
