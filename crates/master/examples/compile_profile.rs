@@ -11,14 +11,18 @@
 //! issue 25's caches)
 //! `[noid]` (`noid`: the SLS's paths from `grains['os']` instead of the
 //! id, so every minion renders the same text: a homogeneous fleet)
+//! `[noreuse]` (the pillar record of issue 25's session 16 off: every
+//! pillar compiled) `[planmemo]` (the compile memo on, which the master
+//! leaves off)
 //! `[gitfs]` (the state tree committed to a bare repository and served by
 //! gitfs, a file:// remote fetched once before the compiles: what a gitfs
 //! lookup costs beside a `file_roots` one; needs `git`)
 //!
 //! Then a warm job as the compile threads answer it (`Compiler::answer`):
 //! every minion holds the bundle of the job before, and nothing changed,
-//! so the compile is skipped (issue 25's compile record): what is left
-//! per minion is its pillar, the inputs' digest and the record's check.
+//! so the compile is skipped (issue 25's compile record) and the pillar's
+//! `pillar_roots` compile reused (the pillar record): what is left per
+//! minion is the `ext_pillar` sources, the inputs' digest and the checks.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -33,6 +37,17 @@ use halite_modules::exec::RemoteExec;
 use halite_modules::Args;
 use halite_proto::msg::{Job, ReplyBody};
 use serde_json::{json, Map, Value};
+
+/// This thread's CPU time so far (`/proc/thread-self/schedstat`, in ns):
+/// what a phase cost, whatever other processes load the machine with
+/// (the wall times printed beside it are not, on a shared machine).
+fn cpu() -> Duration {
+    std::fs::read_to_string("/proc/thread-self/schedstat")
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .map(Duration::from_nanos)
+        .unwrap_or_default()
+}
 
 /// Render-time calls the tree never makes.
 struct NoRemote;
@@ -132,6 +147,7 @@ fn warm(
     let stats = BundleStats::default();
     let mut held = Vec::with_capacity(n);
     let t = Instant::now();
+    let c = cpu();
     for m in 0..n {
         let id = format!("swarm-{m:05}");
         let grains = json!({"id": id, "os": "Debian", "os_family": "Debian"});
@@ -149,8 +165,9 @@ fn warm(
             other => anyhow::bail!("{id}: not a bundle: {other:?}"),
         }
     }
-    let cold = t.elapsed();
+    let (cold, cold_cpu) = (t.elapsed(), cpu() - c);
     let t = Instant::now();
+    let c = cpu();
     for (m, digest) in held.into_iter().enumerate() {
         let id = format!("swarm-{m:05}");
         let grains = json!({"id": id, "os": "Debian", "os_family": "Debian"});
@@ -165,12 +182,14 @@ fn warm(
         };
         compiler.answer(&id, &grains, &job, remote.clone(), &answer, &stats);
     }
-    let warm = t.elapsed();
+    let (warm, warm_cpu) = (t.elapsed(), cpu() - c);
     let per = |d: Duration| d.as_secs_f64() * 1000.0 / n as f64;
     println!(
-        "answer: cold (compile, pack, zstd) {:.3} ms/minion, warm {:.3} ms/minion; {}",
+        "answer: cold (compile, pack, zstd) {:.3} ms/minion (CPU {:.3}), warm {:.3} ms/minion (CPU {:.3}); {}",
         per(cold),
+        per(cold_cpu),
         per(warm),
+        per(warm_cpu),
         stats.snapshot(0)
     );
     Ok(())
@@ -209,11 +228,16 @@ fn main() -> anyhow::Result<()> {
             }
         }
     }
+    // `noreuse`: the pillar record and the compile memo off (issue 25,
+    // session 16: the before row in the same binary).
+    let reuse = !std::env::args().any(|a| a == "noreuse");
     let compiler = Compiler::new(
         opts,
         Arc::new(FileServer::with_backends(backends, 1 << 20)),
         pillar_roots,
-    );
+    )
+    .with_reuse(reuse)
+    .with_plan_memo(std::env::args().any(|a| a == "planmemo"));
     let job = Job {
         jid: "20261126000000000000".into(),
         fun: "state.apply".into(),
@@ -226,22 +250,27 @@ fn main() -> anyhow::Result<()> {
     };
     let remote: Arc<dyn RemoteExec> = Arc::new(NoRemote);
     let (mut compile, mut encode) = (Duration::ZERO, Duration::ZERO);
+    let (mut compile_cpu, mut encode_cpu) = (Duration::ZERO, Duration::ZERO);
     let mut bytes = 0;
     for m in 0..n {
         let id = format!("swarm-{m:05}");
         let grains = json!({"id": id, "os": "Debian", "os_family": "Debian"});
-        let t = Instant::now();
+        let (t, c) = (Instant::now(), cpu());
         let bundle = compiler.bundle(&id, &grains, &job, remote.clone());
         compile += t.elapsed();
-        let t = Instant::now();
+        compile_cpu += cpu() - c;
+        let (t, c) = (Instant::now(), cpu());
         bytes += halite_proto::frame::encode(&bundle)?.len();
         encode += t.elapsed();
+        encode_cpu += cpu() - c;
     }
     let per = |d: Duration| d.as_secs_f64() * 1000.0 / n as f64;
     println!(
-        "{n} minions: compile {:.2} ms/minion, encode {:.2} ms/minion, {} bytes/bundle",
+        "{n} minions: compile {:.2} ms/minion (CPU {:.2}), encode {:.2} ms/minion (CPU {:.2}), {} bytes/bundle",
         per(compile),
+        per(compile_cpu),
         per(encode),
+        per(encode_cpu),
         bytes / n.max(1)
     );
     warm(&compiler, &job, n, remote)?;
@@ -252,6 +281,11 @@ fn main() -> anyhow::Result<()> {
     println!(
         "render memo: {:?}",
         halite_render::memo::RenderMemo::global().stats()
+    );
+    println!(
+        "compile memo: {:?}; pillar compiles reused: {}",
+        compiler.plan_stats(),
+        compiler.pillar_records().reused()
     );
     Ok(())
 }

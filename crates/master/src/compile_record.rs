@@ -91,14 +91,29 @@ pub struct Inputs<'a> {
 impl Inputs<'_> {
     /// The digest the record compares (sha256 of the inputs' JSON).
     pub fn digest(&self) -> String {
-        let mut hasher = HashWriter(Sha256::new());
-        // Writing into a hasher cannot fail; a value serde cannot encode
-        // (none in JSON data) gives a digest no other compile matches.
-        if serde_json::to_writer(&mut hasher, self).is_err() {
-            hasher.0.update(b"\0unencodable");
-        }
-        format!("{:x}", hasher.0.finalize())
+        digest_of(self)
     }
+}
+
+/// The sha256 of `inputs`' JSON, in hex: the digest records compare.
+pub(crate) fn digest_of(inputs: &impl Serialize) -> String {
+    let mut hasher = HashWriter(Sha256::new());
+    // Writing into a hasher cannot fail; a value serde cannot encode
+    // (none in JSON data) gives a digest no other compile matches.
+    if serde_json::to_writer(&mut hasher, inputs).is_err() {
+        hasher.0.update(b"\0unencodable");
+    }
+    format!("{:x}", hasher.0.finalize())
+}
+
+/// A stamp of every entry of the directories `dirs` (see [`tree_stamp`]):
+/// the pillar tree's, for the pillar record.
+pub(crate) fn dirs_stamp(dirs: &[std::path::PathBuf]) -> String {
+    let mut hasher = Sha256::new();
+    for dir in dirs {
+        stamp_dir(&mut hasher, dir);
+    }
+    format!("{:x}", hasher.finalize())
 }
 
 /// A hasher as an `io::Write`, so inputs are hashed without a copy.

@@ -9,12 +9,13 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use halite_modules::exec::state::{StateExec, StatePlan};
+use halite_modules::exec::state::{CompiledPlan, StateExec, StatePlan};
 use halite_modules::exec::{MineLink, RemoteExec};
 use halite_modules::host::LogEvents;
 use halite_modules::pillar_source::PillarSource;
 use halite_modules::{Args, ExecError, ExecModules, Host, LocalFileClient};
 use halite_proto::msg::{Bundle, BundleAction, Job, ReplyBody};
+use halite_state::plan_memo::{PlanMemo, PlanMemoStats};
 use halite_state::{FileClient, StateModules};
 use serde_json::{Map, Value};
 
@@ -22,6 +23,7 @@ use crate::bundles::{BundleAnswer, BundleStats};
 use crate::compile_record::{recorded_function, CompileRecords, Inputs};
 use crate::fileserver::FileServer;
 use crate::pillar_cache::PillarCache;
+use crate::pillar_record::PillarRecords;
 
 /// What the master needs to compile for any minion: its options, the
 /// module tables, the state tree (through the fileserver) and the pillar tree.
@@ -39,6 +41,17 @@ pub struct Compiler {
     mine: Option<MineFactory>,
     /// What each minion's last highstate compile read (issue 25).
     records: CompileRecords,
+    /// What each minion's last `pillar_roots` compile read (issue 25).
+    pillar_records: PillarRecords,
+    /// Chunks compiled from high data another minion rendered the same
+    /// (issue 25); `states` is fixed for the compiler's life, as it needs.
+    /// Off unless [`Compiler::with_plan_memo`]: in release its key (the
+    /// high data's JSON hashed) and the copy of the chunks cost what the
+    /// compile it saves costs (docs/benchmarks.md, session 16).
+    plans: Option<PlanMemo<CompiledPlan>>,
+    /// Whether the pillar record and the compile memo are used (on unless
+    /// a profile or test turns them off to compare).
+    reuse: bool,
 }
 
 /// Makes the mine a compile for a minion id reads.
@@ -55,6 +68,7 @@ impl Compiler {
         files: Arc<FileServer>,
         pillar_roots: BTreeMap<String, Vec<PathBuf>>,
     ) -> Self {
+        let pillar_dirs = pillar_roots.values().flatten().cloned().collect();
         Self {
             opts,
             exec: halite_modules::table::exec_modules(),
@@ -65,6 +79,9 @@ impl Compiler {
             pillar_sources: Vec::new(),
             mine: None,
             records: CompileRecords::default(),
+            pillar_records: PillarRecords::new(pillar_dirs),
+            plans: None,
+            reuse: true,
         }
     }
 
@@ -72,6 +89,21 @@ impl Compiler {
     /// every minion, in this order.
     pub fn with_pillar_sources(mut self, sources: Vec<Arc<dyn PillarSource>>) -> Self {
         self.pillar_sources = sources;
+        self
+    }
+
+    /// Turns the pillar record and the compile memo off (`false`): every
+    /// pillar and every compile to chunks runs, as before issue 25's
+    /// session 16; for profiles and tests that compare the two.
+    pub fn with_reuse(mut self, reuse: bool) -> Self {
+        self.reuse = reuse;
+        self
+    }
+
+    /// Turns on the compile memo: minions whose rendered high data is
+    /// identical share its compile to chunks.
+    pub fn with_plan_memo(mut self, on: bool) -> Self {
+        self.plans = on.then(PlanMemo::new);
         self
     }
 
@@ -90,6 +122,20 @@ impl Compiler {
     /// The minions' compile records (how many are kept, for tests and stats).
     pub fn records(&self) -> &CompileRecords {
         &self.records
+    }
+
+    /// The minions' pillar records (how many are kept, for tests and stats).
+    pub fn pillar_records(&self) -> &PillarRecords {
+        &self.pillar_records
+    }
+
+    /// How often the compile memo gave a minion chunks compiled for
+    /// another's identical high data.
+    pub fn plan_stats(&self) -> PlanMemoStats {
+        self.plans
+            .as_ref()
+            .map(PlanMemo::stats)
+            .unwrap_or(PlanMemoStats { hits: 0, misses: 0 })
     }
 
     /// The cache of compiled pillars, when one is kept.
@@ -146,7 +192,15 @@ impl Compiler {
             .iter()
             .any(|env| self.pillar_files.roots(env).iter().any(|dir| dir.is_dir()))
             .then(|| self.pillar_files.clone() as Arc<dyn FileClient>);
-        halite_modules::pillar_render::compile_full(host, roots, &self.pillar_sources)
+        halite_modules::pillar_render::compile_full_with(
+            host,
+            roots,
+            &self.pillar_sources,
+            match self.reuse {
+                true => &self.pillar_records,
+                false => &halite_modules::pillar_render::FreshRoots,
+            },
+        )
     }
 
     /// The `mine_functions` of minion `id`'s pillar, compiled now (`{}`
@@ -310,7 +364,12 @@ impl Compiler {
                 positional: job.arg.clone(),
                 kwargs: job.kwarg.clone(),
             };
-            match StateExec::plan_noting(&host, &job.fun, &args) {
+            match StateExec::plan_memoised(
+                &host,
+                &job.fun,
+                &args,
+                self.plans.as_ref().filter(|_| self.reuse),
+            ) {
                 Ok(planned) => {
                     saltenvs = planned.saltenvs;
                     match planned.plan {

@@ -16,6 +16,7 @@ pub mod local_fire;
 pub mod mine;
 pub mod minion_events;
 pub mod pillar_cache;
+pub mod pillar_record;
 pub mod publisher_acl;
 pub mod reactor;
 pub mod reply_limits;

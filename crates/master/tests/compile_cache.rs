@@ -217,3 +217,119 @@ fn memoised_compiles_equal_fresh_ones_per_minion_and_after_a_tree_change() {
         assert!(text.contains("10.0.0.22"), "{text}");
     }
 }
+
+/// A tree whose high data is the same for minions with the same grains:
+/// requisites, `order` and `_in` requisites from grains, an `extend`, a
+/// `names` list, a glob requisite, and a state whose requisite names a
+/// state built from a grain.
+fn shared_tree(root: &Path) {
+    write(
+        &root.join("salt/top.sls"),
+        "base:\n  '*':\n    - shared\n    - extended\n",
+    );
+    write(
+        &root.join("salt/shared.sls"),
+        "{% set role = grains.get('role', 'none') %}\n\
+         first:\n  test.succeed_without_changes:\n    - order: {{ grains.get('first', 10) }}\n\
+         svc_{{ role }}:\n  test.succeed_without_changes:\n    - require:\n      - test: first\n\
+         {% if role == 'db' %}      - test: pkgs\n{% endif %}\
+         pkgs:\n  test.succeed_without_changes:\n    - names:\n      - one\n      - two\n    - require_in:\n      - test: last\n\
+         last:\n  test.succeed_without_changes:\n    - require:\n      - test: svc_*\n\
+         {% if grains.get('cycle') %}loop_a:\n  test.nop:\n    - require:\n      - test: loop_b\n\
+         loop_b:\n  test.nop:\n    - require:\n      - test: loop_a\n{% endif %}",
+    );
+    write(
+        &root.join("salt/extended.sls"),
+        "include:\n  - shared\n\
+         extend:\n  first:\n    test.succeed_without_changes:\n      - name: first {{ grains['os'] }}\n",
+    );
+    write(&root.join("pillar/top.sls"), "base:\n  '*': []\n");
+}
+
+/// The bundles of `minions` compiled by one compiler (the compile memo
+/// shared across them, over two jobs), and each by a compiler of its own.
+fn shared_and_fresh(root: &Path, minions: &[(&str, Value)]) -> (Vec<Vec<u8>>, Vec<Vec<u8>>, u64) {
+    let make = || {
+        let roots = BTreeMap::from([("base".to_string(), vec![root.join("salt")])]);
+        let pillar_roots = BTreeMap::from([("base".to_string(), vec![root.join("pillar")])]);
+        Compiler::new(
+            json!({"renderer": "jinja|yaml"}),
+            Arc::new(FileServer::new(roots, 1 << 20)),
+            pillar_roots,
+        )
+    };
+    let job = Job {
+        jid: "20261126000000000002".into(),
+        fun: "state.apply".into(),
+        arg: vec![],
+        kwarg: Map::new(),
+        tgt: "*".into(),
+        tgt_type: "glob".into(),
+        user: "root".into(),
+        minions: vec![],
+    };
+    let compile = |compiler: &Compiler, id: &str, grains: &Value| {
+        let bundle = compiler.bundle(id, grains, &job, Arc::new(Minion(id.to_string())));
+        halite_proto::frame::encode(&bundle).unwrap()
+    };
+    let shared = make().with_plan_memo(true);
+    for (id, grains) in minions {
+        compile(&shared, id, grains);
+    }
+    let memoised = minions
+        .iter()
+        .map(|(id, grains)| compile(&shared, id, grains))
+        .collect();
+    let fresh = minions
+        .iter()
+        .map(|(id, grains)| compile(&make(), id, grains))
+        .collect();
+    (memoised, fresh, shared.plan_stats().hits)
+}
+
+#[test]
+fn minions_with_the_same_high_data_share_its_compile_and_get_fresh_bundles() {
+    let dir = tempfile::tempdir().unwrap();
+    shared_tree(dir.path());
+    let minions = [
+        ("web1", json!({"os": "Debian", "role": "web"})),
+        ("web2", json!({"os": "Debian", "role": "web"})),
+        // Another grain that changes a requisite, the order, the extend.
+        ("db1", json!({"os": "Debian", "role": "db"})),
+        ("web3", json!({"os": "Debian", "role": "web", "first": 1})),
+        ("web4", json!({"os": "RedHat", "role": "web"})),
+        // A requisite cycle: the order fails, the errors are the return.
+        (
+            "bad1",
+            json!({"os": "Debian", "role": "web", "cycle": true}),
+        ),
+        (
+            "bad2",
+            json!({"os": "Debian", "role": "web", "cycle": true}),
+        ),
+        // Ids that read as a number and a boolean, an FQDN.
+        ("123", json!({"os": "Debian", "role": "web"})),
+        ("on", json!({"os": "Debian", "role": "web"})),
+        ("web-5.example.com", json!({"os": "Debian", "role": "web"})),
+    ];
+    let (memoised, fresh, hits) = shared_and_fresh(dir.path(), &minions);
+    for (((id, _), memoised), fresh) in minions.iter().zip(&memoised).zip(&fresh) {
+        assert!(
+            memoised == fresh,
+            "{id}: a shared compile must give the fresh bundle\nmemoised: {}\nfresh: {}",
+            String::from_utf8_lossy(memoised),
+            String::from_utf8_lossy(fresh)
+        );
+    }
+    assert!(
+        hits >= 10,
+        "the second job's minions must get their chunks from the memo (hits: {hits})"
+    );
+    let text = |i: usize| String::from_utf8_lossy(&fresh[i]).to_string();
+    // The grains do change the compile: the memo must not cross them.
+    assert!(text(2).contains("svc_db") && !text(0).contains("svc_db"));
+    assert!(text(4).contains("first RedHat") && !text(0).contains("first RedHat"));
+    assert_ne!(fresh[0], fresh[3], "order 1 against order 10");
+    assert!(text(5).contains("Recursive requisite"), "{}", text(5));
+    assert!(!text(0).contains("Recursive requisite"), "{}", text(0));
+}

@@ -522,3 +522,97 @@ fn a_template_reading_the_job_id_is_compiled_every_time() {
         &first.digest,
     );
 }
+
+// The pillar record (pillar_record.rs): a warm job reuses the minion's
+// last `pillar_roots` compile when nothing it read changed; every change
+// below must give the pillar (and bundle) a fresh master compiles.
+
+#[test]
+fn an_unchanged_pillar_is_reused_and_gives_the_fresh_bundle() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    let setup = Setup::new(dir.path());
+    let digest = setup.warm("web1", &web1());
+    let records = setup.compiler.pillar_records();
+    assert_eq!(records.len(), 1);
+    assert!(
+        records.reused() >= 1,
+        "the warm job must reuse the pillar compile"
+    );
+    assert_eq!(
+        digest,
+        setup.fresh("web1", &web1(), &job("state.apply", json!({})))
+    );
+}
+
+#[test]
+fn a_changed_pillar_top_file_is_compiled_again() {
+    recompiled_after(|root| {
+        write(&root.join("pillar/extra.sls"), "extra: yes\n");
+        write(
+            &root.join("pillar/top.sls"),
+            "base:\n  '*':\n    - common\n    - extra\n",
+        );
+    });
+}
+
+#[test]
+fn a_grain_the_pillar_top_file_matches_on_is_compiled_again() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    write(
+        &dir.path().join("pillar/top.sls"),
+        "base:\n  '*':\n    - common\n  'tier:gold':\n    - match: grain\n    - gold\n",
+    );
+    write(&dir.path().join("pillar/gold.sls"), "gold: yes\n");
+    let setup = Setup::new(dir.path());
+    let old = setup.warm("web1", &web1());
+    let grains = json!({"os": "Debian", "id": "web1", "tier": "gold"});
+    setup.assert_recompiled("web1", &grains, &job("state.apply", json!({})), &old);
+}
+
+#[test]
+fn a_pillar_render_time_call_whose_answer_changes_is_compiled_again() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    write(
+        &dir.path().join("pillar/common.sls"),
+        "role: web\nhost: {{ salt['cmd.run']('hostname') }}\n",
+    );
+    let setup = Setup::new(dir.path());
+    *setup.minion.0.lock().unwrap() = "one".into();
+    let first = setup.apply("web1", &web1(), &job("state.apply", json!({})), None);
+    assert_eq!(
+        setup.compiler.pillar_records().len(),
+        0,
+        "a pillar that ran cmd.run is never recorded"
+    );
+    *setup.minion.0.lock().unwrap() = "two".into();
+    setup.assert_recompiled(
+        "web1",
+        &web1(),
+        &job("state.apply", json!({})),
+        &first.digest,
+    );
+}
+
+#[test]
+fn an_ext_pillar_first_output_a_pillar_sls_reads_is_compiled_again() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path());
+    write(
+        &dir.path().join("pillar/common.sls"),
+        "role: web-{{ pillar.get('tier', 'none') }}\n",
+    );
+    let out = dir.path().join("tier.json");
+    std::fs::write(&out, r#"{"tier": "silver"}"#).unwrap();
+    let opts = json!({
+        "renderer": "jinja|yaml",
+        "ext_pillar_first": true,
+        "ext_pillar": [{"cmd_json": format!("cat {}", out.display())}],
+    });
+    let setup = Setup::with(dir.path(), None, opts);
+    let old = setup.warm("web1", &web1());
+    std::fs::write(&out, r#"{"tier": "gold"}"#).unwrap();
+    setup.assert_recompiled("web1", &web1(), &job("state.apply", json!({})), &old);
+}

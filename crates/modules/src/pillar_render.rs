@@ -26,6 +26,44 @@ pub fn compile_full(
     pillar_files: Option<Arc<dyn FileClient>>,
     sources: &[Arc<dyn PillarSource>],
 ) -> (Value, Vec<String>) {
+    compile_full_with(host, pillar_files, sources, &FreshRoots)
+}
+
+/// Where the `pillar_roots` part of a pillar compile may come from a
+/// remembered compile with the same inputs (the master's pillar record,
+/// issue 25): the `ext_pillar` sources always run, since their output can
+/// change between jobs without any file changing.
+pub trait RootsMemo {
+    /// The `pillar_roots` pillar of `pillar_host` (its `pillar` is the
+    /// starting pillar the templates see, its files the pillar tree):
+    /// `compile()`'s result, or one remembered for the same inputs.
+    fn roots(
+        &self,
+        pillar_host: &Host,
+        compile: &mut dyn FnMut() -> (Value, Vec<String>),
+    ) -> (Value, Vec<String>);
+}
+
+/// A [`RootsMemo`] that remembers nothing: every compile renders.
+pub struct FreshRoots;
+
+impl RootsMemo for FreshRoots {
+    fn roots(
+        &self,
+        _pillar_host: &Host,
+        compile: &mut dyn FnMut() -> (Value, Vec<String>),
+    ) -> (Value, Vec<String>) {
+        compile()
+    }
+}
+
+/// [`compile_full`], with the `pillar_roots` part asked of `memo` first.
+pub fn compile_full_with(
+    host: &Host,
+    pillar_files: Option<Arc<dyn FileClient>>,
+    sources: &[Arc<dyn PillarSource>],
+    memo: &dyn RootsMemo,
+) -> (Value, Vec<String>) {
     let opts = MergeOptions::from_opts(&host.opts);
     let mut sources: Vec<&Arc<dyn PillarSource>> = sources.iter().collect();
     sources.sort_by_key(|s| s.position());
@@ -42,7 +80,7 @@ pub fn compile_full(
         let mut pillar_host = host.clone();
         pillar_host.pillar = yamlex::strip(start.clone());
         pillar_host.files = files;
-        let (compiled, errs) = compile_pillar(&pillar_host);
+        let (compiled, errs) = memo.roots(&pillar_host, &mut || compile_pillar(&pillar_host));
         errors.extend(errs);
         Some(compiled)
     };
