@@ -9,13 +9,12 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use halite_modules::exec::state::{CompiledPlan, StateExec, StatePlan};
+use halite_modules::exec::state::{StateExec, StatePlan};
 use halite_modules::exec::{MineLink, RemoteExec};
 use halite_modules::host::LogEvents;
 use halite_modules::pillar_source::PillarSource;
 use halite_modules::{Args, ExecError, ExecModules, Host, LocalFileClient};
 use halite_proto::msg::{Bundle, BundleAction, Job, ReplyBody};
-use halite_state::plan_memo::{PlanMemo, PlanMemoStats};
 use halite_state::{FileClient, StateModules};
 use serde_json::{Map, Value};
 
@@ -43,14 +42,8 @@ pub struct Compiler {
     records: CompileRecords,
     /// What each minion's last `pillar_roots` compile read (issue 25).
     pillar_records: PillarRecords,
-    /// Chunks compiled from high data another minion rendered the same
-    /// (issue 25); `states` is fixed for the compiler's life, as it needs.
-    /// Off unless [`Compiler::with_plan_memo`]: in release its key (the
-    /// high data's JSON hashed) and the copy of the chunks cost what the
-    /// compile it saves costs (docs/benchmarks.md, session 16).
-    plans: Option<PlanMemo<CompiledPlan>>,
-    /// Whether the pillar record and the compile memo are used (on unless
-    /// a profile or test turns them off to compare).
+    /// Whether the pillar record is used (on unless a profile or test
+    /// turns it off to compare).
     reuse: bool,
 }
 
@@ -80,7 +73,6 @@ impl Compiler {
             mine: None,
             records: CompileRecords::default(),
             pillar_records: PillarRecords::new(pillar_dirs),
-            plans: None,
             reuse: true,
         }
     }
@@ -92,18 +84,11 @@ impl Compiler {
         self
     }
 
-    /// Turns the pillar record and the compile memo off (`false`): every
-    /// pillar and every compile to chunks runs, as before issue 25's
-    /// session 16; for profiles and tests that compare the two.
+    /// Turns the pillar record off (`false`): every pillar compile runs,
+    /// as before issue 25's session 16; for profiles and tests that
+    /// compare the two.
     pub fn with_reuse(mut self, reuse: bool) -> Self {
         self.reuse = reuse;
-        self
-    }
-
-    /// Turns on the compile memo: minions whose rendered high data is
-    /// identical share its compile to chunks.
-    pub fn with_plan_memo(mut self, on: bool) -> Self {
-        self.plans = on.then(PlanMemo::new);
         self
     }
 
@@ -127,15 +112,6 @@ impl Compiler {
     /// The minions' pillar records (how many are kept, for tests and stats).
     pub fn pillar_records(&self) -> &PillarRecords {
         &self.pillar_records
-    }
-
-    /// How often the compile memo gave a minion chunks compiled for
-    /// another's identical high data.
-    pub fn plan_stats(&self) -> PlanMemoStats {
-        self.plans
-            .as_ref()
-            .map(PlanMemo::stats)
-            .unwrap_or(PlanMemoStats { hits: 0, misses: 0 })
     }
 
     /// The cache of compiled pillars, when one is kept.
@@ -364,12 +340,7 @@ impl Compiler {
                 positional: job.arg.clone(),
                 kwargs: job.kwarg.clone(),
             };
-            match StateExec::plan_memoised(
-                &host,
-                &job.fun,
-                &args,
-                self.plans.as_ref().filter(|_| self.reuse),
-            ) {
+            match StateExec::plan_noting(&host, &job.fun, &args) {
                 Ok(planned) => {
                     saltenvs = planned.saltenvs;
                     match planned.plan {

@@ -15,7 +15,6 @@ pub mod high;
 pub mod module;
 pub mod origins;
 pub mod pipeline;
-pub mod plan_memo;
 pub mod requisite;
 pub mod ret;
 pub mod run;

@@ -4,7 +4,6 @@
 use halite_state::high::HighBuilder;
 use halite_state::origins::StringOrigins;
 use halite_state::pipeline::{call_high, compile_chunks, compile_graph, prepare_high};
-use halite_state::plan_memo::PlanMemo;
 use halite_state::run::{Executor, RunOptions};
 use halite_state::target::MinionFacts;
 use halite_state::{LowChunk, Map, Matches, Value};
@@ -389,10 +388,6 @@ pub enum StatePlan {
     Return(Value),
 }
 
-/// Rendered high data compiled for a minion: its chunks (not ordered;
-/// the order was checked) with their yamlex marks, or the errors' return.
-pub type CompiledPlan = Result<(Vec<Value>, Vec<(u32, u8)>), Value>;
-
 /// Whether `fun` is a state run the master compiles and the minion
 /// executes (as opposed to a view the master answers itself).
 pub fn is_state_run(fun: &str) -> bool {
@@ -417,21 +412,8 @@ impl StateExec {
     /// [`StateExec::plan`], noting the saltenvs a highstate's top file
     /// matched ([`Planned::saltenvs`]).
     pub fn plan_noting(host: &Host, fun: &str, args: &Args) -> Result<Planned, ExecError> {
-        Self::plan_memoised(host, fun, args, None)
-    }
-
-    /// [`StateExec::plan_noting`], the compile of the rendered high data
-    /// to chunks taken from `memo` when an earlier plan compiled the same
-    /// high data (issue 25: a homogeneous fleet compiles its chunks once).
-    /// The memo's owner keeps `host.states` the same for every plan.
-    pub fn plan_memoised(
-        host: &Host,
-        fun: &str,
-        args: &Args,
-        memo: Option<&PlanMemo<CompiledPlan>>,
-    ) -> Result<Planned, ExecError> {
         let mut saltenvs = None;
-        let plan = Self::plan_into(host, fun, args, &mut saltenvs, memo)?;
+        let plan = Self::plan_into(host, fun, args, &mut saltenvs)?;
         Ok(Planned { plan, saltenvs })
     }
 
@@ -440,7 +422,6 @@ impl StateExec {
         fun: &str,
         args: &Args,
         saltenvs: &mut Option<Vec<String>>,
-        memo: Option<&PlanMemo<CompiledPlan>>,
     ) -> Result<StatePlan, ExecError> {
         let f = fun.strip_prefix("state.").unwrap_or(fun);
         let mut args = args.clone();
@@ -465,23 +446,17 @@ impl StateExec {
             _ => return Ok(StatePlan::Return(MODULE.call(f, &args, host)?)),
         };
         let disabled = run_options(host, &args).disabled_requisites;
-        let (high, origins) = high;
-        let compile = |mut high, mut origins| -> CompiledPlan {
-            prepare_high(&mut high, &mut origins, &disabled).map_err(errors_value)?;
-            let mut graph = compile_graph(high, &origins, &host.states);
-            let chunks: Vec<Value> = graph.chunks.iter().map(|c| c.to_value()).collect();
-            let marks = halite_state::origins::wire_marks(&graph.chunks);
-            graph.order(&disabled).map_err(errors_value)?;
-            Ok((chunks, marks))
-        };
-        let compiled = match memo {
-            Some(memo) => memo.get_or_compile(high, origins, &disabled, compile),
-            None => compile(high, origins),
-        };
-        Ok(match compiled {
-            Ok((chunks, marks)) => StatePlan::Run(chunks, marks),
-            Err(ret) => StatePlan::Return(ret),
-        })
+        let (mut high, mut origins) = high;
+        if let Err(errors) = prepare_high(&mut high, &mut origins, &disabled) {
+            return Ok(StatePlan::Return(errors_value(errors)));
+        }
+        let mut graph = compile_graph(high, &origins, &host.states);
+        let chunks: Vec<Value> = graph.chunks.iter().map(|c| c.to_value()).collect();
+        let marks = halite_state::origins::wire_marks(&graph.chunks);
+        if let Err(errors) = graph.order(&disabled) {
+            return Ok(StatePlan::Return(errors_value(errors)));
+        }
+        Ok(StatePlan::Run(chunks, marks))
     }
 
     /// Runs chunks compiled by [`StateExec::plan`] on this host: the
