@@ -3,10 +3,11 @@
 //! (`cachedir/files/<sha256>`), so an unchanged file is never sent twice —
 //! not to the same minion, nor to the other identities of a swarm.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
-use std::path::PathBuf;
-use std::sync::OnceLock;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{LazyLock, Mutex, OnceLock, PoisonError};
 
 use halite_modules::exec::file::meta::sha256_file;
 use halite_modules::fileclient::check_relative;
@@ -40,6 +41,67 @@ fn io(path: &std::path::Path, source: std::io::Error) -> FileClientError {
 
 fn is_sha256(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
+}
+
+/// What identifies one version of a file on disk: device, inode, size,
+/// mtime and ctime (ctime cannot be set back by a process, so a file
+/// written again has another stamp even when its size and mtime are kept).
+type Stamp = (u64, u64, u64, i64, i64, i64, i64);
+
+/// The stamp of `path` now (`None`: it cannot be read).
+fn stamp(path: &Path) -> Option<Stamp> {
+    let md = std::fs::metadata(path).ok()?;
+    md.is_file().then(|| {
+        (
+            md.dev(),
+            md.ino(),
+            md.len(),
+            md.mtime(),
+            md.mtime_nsec(),
+            md.ctime(),
+            md.ctime_nsec(),
+        )
+    })
+}
+
+/// How many verified copies are remembered before the list starts over.
+const MAX_VERIFIED: usize = 16_384;
+
+/// Cached copies this process has seen hash to their name, with the stamp
+/// they had then (issue 25). Every `file.managed` from `salt://` checks
+/// its cached copy before deploying it; rehashing it on every state (the
+/// bench's two 1 MB files, for every identity of a swarm) was 7.6% of a
+/// warm highstate's CPU. A copy whose stamp changed since (rewritten,
+/// replaced, damaged by a write) is hashed again.
+static VERIFIED: LazyLock<Mutex<HashMap<PathBuf, Stamp>>> = LazyLock::new(Mutex::default);
+
+/// Whether `cached` still hashes to `sha` (its file name): remembered
+/// while its stamp is unchanged.
+fn verified_copy(cached: &Path, sha: &str) -> bool {
+    let Some(now) = stamp(cached) else {
+        return false;
+    };
+    let mut known = VERIFIED.lock().unwrap_or_else(PoisonError::into_inner);
+    if known.get(cached) == Some(&now) {
+        return true;
+    }
+    known.remove(cached);
+    // Hashed without the lock held: other job threads' copies go on.
+    drop(known);
+    if !sha256_file(cached).is_ok_and(|got| got == sha) {
+        return false;
+    }
+    remember_verified(cached, now);
+    true
+}
+
+/// Remembers that `cached`, as of `stamp`, hashes to its name.
+fn remember_verified(cached: &Path, stamp: Stamp) {
+    let mut known = VERIFIED.lock().unwrap_or_else(PoisonError::into_inner);
+    if known.len() >= MAX_VERIFIED {
+        known.clear();
+    }
+    known.insert(cached.to_path_buf(), stamp);
 }
 
 impl RemoteFileClient {
@@ -100,6 +162,10 @@ impl RemoteFileClient {
             )));
         }
         tmp.persist(&target).map_err(|e| io(&target, e.error))?;
+        // Hashed while it arrived: the next state need not read it again.
+        if let Some(now) = stamp(&target) {
+            remember_verified(&target, now);
+        }
         tracing::debug!(path, saltenv, sha, "cached from the master");
         Ok(target)
     }
@@ -139,7 +205,7 @@ impl FileClient for RemoteFileClient {
         // A cached copy is used only while it still hashes to its name: a
         // damaged or tampered cache is fetched again, never deployed.
         if cached.is_file() {
-            if sha256_file(&cached).is_ok_and(|got| got == sha) {
+            if verified_copy(&cached, &sha) {
                 return Ok(Some(cached));
             }
             tracing::warn!(path = %path, "cached copy does not match its sha256; fetching it again");
@@ -163,5 +229,53 @@ impl FileClient for RemoteFileClient {
                 _ => vec!["base".to_string()],
             })
             .clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used, reason = "test")]
+    use super::*;
+
+    fn sha(bytes: &[u8]) -> String {
+        hex::encode(Sha256::digest(bytes))
+    }
+
+    #[test]
+    fn a_verified_copy_changed_on_disk_is_hashed_again_and_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let good = b"the master's file\n".to_vec();
+        let name = sha(&good);
+        let cached = dir.path().join(&name);
+        std::fs::write(&cached, &good).unwrap();
+        assert!(verified_copy(&cached, &name));
+        assert!(verified_copy(&cached, &name), "unchanged: still good");
+
+        // Damaged in place, same size, its mtime put back: ctime moved,
+        // so it is hashed again and refused.
+        let mtime = std::fs::metadata(&cached).unwrap().modified().unwrap();
+        let mut bad = good.clone();
+        bad[0] ^= 0x20;
+        std::fs::write(&cached, &bad).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&cached)
+            .unwrap()
+            .set_times(std::fs::FileTimes::new().set_modified(mtime))
+            .unwrap();
+        assert_eq!(
+            std::fs::metadata(&cached).unwrap().modified().unwrap(),
+            mtime
+        );
+        assert!(!verified_copy(&cached, &name));
+
+        // Replaced by another file with the right bytes: good again.
+        let other = dir.path().join("other");
+        std::fs::write(&other, &good).unwrap();
+        std::fs::rename(&other, &cached).unwrap();
+        assert!(verified_copy(&cached, &name));
+        // Gone: not a copy at all.
+        std::fs::remove_file(&cached).unwrap();
+        assert!(!verified_copy(&cached, &name));
     }
 }

@@ -416,6 +416,9 @@ impl JobRunner for HostRunner {
         };
         // The job's commands are recorded under its jid (saltutil.kill_job).
         let _scope = halite_modules::job_procs::JobScope::enter(&run_jid);
+        // User and group names from NSS sources other than the files
+        // (LDAP, systemd) are looked up again by each job.
+        halite_modules::exec::file::owner_names::forget_all();
         // `--return`: the returners are the minion's to call, never the
         // function's arguments.
         let (returners, stripped) = take_returners(job);

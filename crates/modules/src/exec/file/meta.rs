@@ -10,8 +10,9 @@ use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
 
 use halite_state::{Map, Value};
-use nix::unistd::{Gid, Group, Uid, User};
 use serde_json::json;
+
+use super::owner_names;
 
 /// Why reading or changing metadata failed; the message names the path and
 /// what to check.
@@ -98,24 +99,18 @@ pub fn mode_string(bits: u32) -> String {
 
 /// The name of uid `uid`, or the number as text when it has no name.
 pub fn uid_to_user(uid: u32) -> String {
-    match User::from_uid(Uid::from_raw(uid)) {
-        Ok(Some(u)) => u.name,
-        _ => uid.to_string(),
-    }
+    owner_names::user_name(uid).unwrap_or_else(|| uid.to_string())
 }
 
 /// The name of gid `gid`, or the number as text when it has no name.
 pub fn gid_to_group(gid: u32) -> String {
-    match Group::from_gid(Gid::from_raw(gid)) {
-        Ok(Some(g)) => g.name,
-        _ => gid.to_string(),
-    }
+    owner_names::group_name(gid).unwrap_or_else(|| gid.to_string())
 }
 
 /// The uid of a user name or numeric id (Salt's `user_to_uid`).
 pub fn user_to_uid(user: &str) -> Result<u32, MetaError> {
-    if let Ok(Some(u)) = User::from_name(user) {
-        return Ok(u.uid.as_raw());
+    if let Some(uid) = owner_names::user_id(user) {
+        return Ok(uid);
     }
     match user.parse::<u32>() {
         Ok(uid) => Ok(uid),
@@ -125,8 +120,8 @@ pub fn user_to_uid(user: &str) -> Result<u32, MetaError> {
 
 /// The gid of a group name or numeric id (Salt's `group_to_gid`).
 pub fn group_to_gid(group: &str) -> Result<u32, MetaError> {
-    if let Ok(Some(g)) = Group::from_name(group) {
-        return Ok(g.gid.as_raw());
+    if let Some(gid) = owner_names::group_id(group) {
+        return Ok(gid);
     }
     match group.parse::<u32>() {
         Ok(gid) => Ok(gid),

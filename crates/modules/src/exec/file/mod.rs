@@ -7,6 +7,7 @@ pub mod diff;
 pub mod edit;
 pub mod meta;
 pub mod ops;
+pub mod owner_names;
 pub mod rmdir;
 
 use std::fs;

@@ -1,0 +1,143 @@
+//! The owner and group names `file` states read are remembered only while
+//! `/etc/passwd` and `/etc/group` are unchanged: a user or group renamed,
+//! added or removed between two states (or two jobs) is seen by the next
+//! one. Real `useradd`/`usermod`/`groupadd`/`groupmod` on throwaway
+//! accounts (root only; removed by guards).
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
+
+mod common;
+
+use std::os::unix::fs::MetadataExt;
+use std::process::Command;
+
+use halite_modules::exec::file::meta;
+use halite_modules::exec::file::owner_names;
+use serde_json::json;
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn run(cmd: &str, args: &[&str]) {
+    let out = Command::new(cmd).args(args).output().expect(cmd);
+    assert!(
+        out.status.success(),
+        "{cmd} {args:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// Removes the throwaway user and group, under whichever name they have.
+struct Accounts(Vec<String>);
+
+impl Drop for Accounts {
+    fn drop(&mut self) {
+        for name in &self.0 {
+            let _ = Command::new("userdel").arg(name).output();
+            let _ = Command::new("groupdel").arg(name).output();
+        }
+    }
+}
+
+/// A uid and gid no account uses.
+fn free_id() -> u32 {
+    (42_000..60_000)
+        .find(|&id| {
+            nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(id))
+                .ok()
+                .flatten()
+                .is_none()
+                && nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(id))
+                    .ok()
+                    .flatten()
+                    .is_none()
+        })
+        .expect("a free id")
+}
+
+#[test]
+fn a_renamed_user_and_group_are_seen_by_the_next_lookup_and_state() {
+    if !is_root() || !common::has_program("useradd") || !common::has_program("groupmod") {
+        println!("skipped: needs root, useradd and groupmod");
+        return;
+    }
+    let tag = std::process::id();
+    let (old, new) = (format!("hon{tag}a"), format!("hon{tag}b"));
+    let _accounts = Accounts(vec![old.clone(), new.clone()]);
+    let id = free_id();
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("owned");
+    std::fs::write(&path, "x\n").unwrap();
+    std::os::unix::fs::chown(&path, Some(id), Some(id)).unwrap();
+
+    // Unknown id: the number, as Salt prints it; remembered as unknown.
+    let before = meta::ownership(&path, true).unwrap();
+    assert_eq!(
+        (before.user.as_str(), before.group.as_str()),
+        (&*id.to_string(), &*id.to_string())
+    );
+    assert!(meta::user_to_uid(&old).is_err());
+
+    // The accounts appear: the next lookups name them.
+    let ids = id.to_string();
+    run("groupadd", &["-g", &ids, &old]);
+    run("useradd", &["-M", "-N", "-u", &ids, "-g", &ids, &old]);
+    let named = meta::ownership(&path, true).unwrap();
+    assert_eq!(
+        (named.user.as_str(), named.group.as_str()),
+        (old.as_str(), old.as_str())
+    );
+    assert_eq!(meta::user_to_uid(&old).unwrap(), id);
+    assert_eq!(meta::group_to_gid(&old).unwrap(), id);
+
+    // A file state asking for them: nothing to change.
+    let host = common::host();
+    let managed = |user: &str| {
+        common::state(
+            &host,
+            "file",
+            "managed",
+            path.to_str().unwrap(),
+            json!({"contents": "x", "user": user, "group": user}),
+            false,
+        )
+    };
+    let same = managed(&old);
+    assert_eq!(same.result, Some(true), "{}", same.comment);
+    assert!(same.changes.is_empty(), "{:?}", same.changes);
+
+    // Renamed between two states (or jobs): the new names are seen, the
+    // old ones are gone, and the file is left as it is.
+    run("usermod", &["-l", &new, &old]);
+    run("groupmod", &["-n", &new, &old]);
+    let renamed = meta::ownership(&path, true).unwrap();
+    assert_eq!(
+        (renamed.user.as_str(), renamed.group.as_str()),
+        (new.as_str(), new.as_str())
+    );
+    assert!(meta::user_to_uid(&old).is_err());
+    assert!(meta::group_to_gid(&old).is_err());
+    let after = managed(&new);
+    assert_eq!(after.result, Some(true), "{}", after.comment);
+    assert!(after.changes.is_empty(), "{:?}", after.changes);
+    let gone = managed(&old);
+    assert_eq!(gone.result, Some(false));
+    assert!(
+        gone.comment
+            .contains(&format!("User {old} is not available")),
+        "{}",
+        gone.comment
+    );
+    let md = std::fs::metadata(&path).unwrap();
+    assert_eq!((md.uid(), md.gid()), (id, id));
+
+    // A job start forgets everything (names from other NSS sources).
+    owner_names::forget_all();
+    assert_eq!(owner_names::user_name(id).as_deref(), Some(new.as_str()));
+    assert_eq!(owner_names::group_name(id).as_deref(), Some(new.as_str()));
+}
