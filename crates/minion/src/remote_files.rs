@@ -5,11 +5,10 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
-use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, Mutex, OnceLock, PoisonError};
 
-use halite_modules::exec::file::meta::sha256_file;
+use halite_modules::exec::file::meta::{sha256_file, FileStamp};
 use halite_modules::fileclient::check_relative;
 use halite_proto::msg::{ReplyBody, RequestBody};
 use halite_state::{FileClient, FileClientError};
@@ -43,25 +42,12 @@ fn is_sha256(s: &str) -> bool {
     s.len() == 64 && s.bytes().all(|b| b.is_ascii_hexdigit())
 }
 
-/// What identifies one version of a file on disk: device, inode, size,
-/// mtime and ctime (ctime cannot be set back by a process, so a file
-/// written again has another stamp even when its size and mtime are kept).
-type Stamp = (u64, u64, u64, i64, i64, i64, i64);
+/// What identifies one version of a file on disk.
+type Stamp = FileStamp;
 
 /// The stamp of `path` now (`None`: it cannot be read).
 fn stamp(path: &Path) -> Option<Stamp> {
-    let md = std::fs::metadata(path).ok()?;
-    md.is_file().then(|| {
-        (
-            md.dev(),
-            md.ino(),
-            md.len(),
-            md.mtime(),
-            md.mtime_nsec(),
-            md.ctime(),
-            md.ctime_nsec(),
-        )
-    })
+    FileStamp::of(path)
 }
 
 /// How many verified copies are remembered before the list starts over.

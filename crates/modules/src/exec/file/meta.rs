@@ -285,6 +285,31 @@ pub fn file_hash(path: &Path, kind: HashType) -> Result<String, MetaError> {
     .map_err(|e| MetaError::io("Unable to read", path, e))
 }
 
+/// One version of a file on disk: device, inode, size, and mtime and ctime
+/// to the nanosecond. ctime cannot be set back by a process, so a file
+/// written again has another stamp even when its size and mtime are put
+/// back. Caches of what a file holds (owner names by `/etc/passwd`, a
+/// verified `salt://` copy) keep it to know when to read the file again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct FileStamp([i64; 7]);
+
+impl FileStamp {
+    /// The stamp of the file at `path` now (`None`: it cannot be read or
+    /// is not a regular file).
+    pub fn of(path: &Path) -> Option<Self> {
+        let md = fs::metadata(path).ok().filter(|md| md.is_file())?;
+        Some(Self([
+            md.dev() as i64,
+            md.ino() as i64,
+            md.len() as i64,
+            md.mtime(),
+            md.mtime_nsec(),
+            md.ctime(),
+            md.ctime_nsec(),
+        ]))
+    }
+}
+
 /// The sha256 of a file in hex: how `salt://` files are named between the
 /// master's fileserver and the minions' caches.
 pub fn sha256_file(path: &Path) -> Result<String, MetaError> {

@@ -14,11 +14,12 @@
 //! lookup of Salt's minion is fresh; within one job halite keeps them).
 
 use std::collections::HashMap;
-use std::os::unix::fs::MetadataExt;
 use std::path::Path;
 use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
 
 use nix::unistd::{Gid, Group, Uid, User};
+
+use super::meta::FileStamp;
 
 /// The user database glibc's `files` source reads.
 const PASSWD: &str = "/etc/passwd";
@@ -26,20 +27,11 @@ const PASSWD: &str = "/etc/passwd";
 const GROUP: &str = "/etc/group";
 
 /// What identifies one version of a database file (`None`: it is missing).
-type Stamp = Option<(u64, u64, u64, i64, i64, i64, i64)>;
+type Stamp = Option<FileStamp>;
 
 /// The stamp of `path` now.
 fn stamp(path: &Path) -> Stamp {
-    let md = std::fs::metadata(path).ok()?;
-    Some((
-        md.dev(),
-        md.ino(),
-        md.len(),
-        md.mtime(),
-        md.mtime_nsec(),
-        md.ctime(),
-        md.ctime_nsec(),
-    ))
+    FileStamp::of(path)
 }
 
 /// Answers of one database, valid while its file has `stamp`.
