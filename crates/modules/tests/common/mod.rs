@@ -117,11 +117,3 @@ pub fn state_or_fail(
     call.run(host)
         .unwrap_or_else(|e| StateResult::fail(name, e.to_string()))
 }
-
-/// Whether `program --version` runs and succeeds here.
-pub fn has_program(program: &str) -> bool {
-    std::process::Command::new(program)
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
