@@ -2345,33 +2345,9 @@ fn queue_reply(to_router: &RouterSender, routing: &Bytes, msg: &ToMinion) {
 mod tests {
     use super::*;
 
-    /// A log writer into a shared buffer, for counting lines.
-    #[derive(Clone, Default)]
-    struct Lines(Arc<std::sync::Mutex<Vec<u8>>>);
-
-    impl std::io::Write for Lines {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl Lines {
-        fn matching(&self, text: &str) -> Vec<String> {
-            let all = String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned();
-            all.lines()
-                .filter(|l| l.contains(text))
-                .map(str::to_string)
-                .collect()
-        }
-    }
-
     #[test]
     fn a_flood_of_replies_the_send_queue_cannot_hold_logs_one_summary_not_a_line_each() {
-        let log = Lines::default();
+        let log = halite_test_support::SharedBuffer::default();
         let writer = log.clone();
         let subscriber = tracing_subscriber::fmt()
             .with_max_level(tracing::Level::DEBUG)
@@ -2402,18 +2378,22 @@ mod tests {
                 dropped > 30_000,
                 "the flood must overflow the queue: {dropped}"
             );
-            assert_eq!(log.matching(" WARN ").len(), 0, "no line per dropped reply");
+            assert_eq!(
+                log.lines_with(" WARN ").len(),
+                0,
+                "no line per dropped reply"
+            );
             // The router reports them, once, as soon as its task runs.
             let summary = "replies to minions dropped";
             rt.block_on(async {
                 for _ in 0..3000 {
-                    if !log.matching(summary).is_empty() {
+                    if !log.lines_with(summary).is_empty() {
                         break;
                     }
                     tokio::time::sleep(Duration::from_millis(20)).await;
                 }
             });
-            let lines = log.matching(" WARN ");
+            let lines = log.lines_with(" WARN ");
             assert_eq!(lines.len(), 1, "{lines:?}");
             assert!(
                 lines[0].contains(summary) && lines[0].contains(&format!("dropped={dropped}")),
