@@ -589,6 +589,30 @@ fn http_remotes_fetch_with_gitfs_user_and_password() {
     );
 }
 
+/// An sshd of the test's own in `dir` that accepts only the key pair at
+/// `key`, and the ssh:// url of `up`'s bare repository on it; `None` (the
+/// skip reason printed) when sshd is not installed.
+fn ssh_remote(dir: &Path, key: &Path, up: &Upstream) -> Option<(sshd::Sshd, String)> {
+    let Some(server) = sshd::Sshd::authorizing(dir, key) else {
+        println!("skipped: sshd is missing (openssh-server, scripts/install-deps.sh)");
+        return None;
+    };
+    let url = server.url(&up.bare());
+    Some((server, url))
+}
+
+/// Master options serving `url` through gitfs with the key pair at `key`
+/// (`gitfs_pubkey` is its `.pub`) and, when given, its `gitfs_passphrase`.
+fn ssh_opts(url: &str, key: &Path, passphrase: Option<&str>) -> Value {
+    let mut opts = json!({"fileserver_backend": ["gitfs"], "gitfs_remotes": [url],
+        "gitfs_pubkey": format!("{}.pub", key.display()),
+        "gitfs_privkey": key.display().to_string()});
+    if let Some(passphrase) = passphrase {
+        opts["gitfs_passphrase"] = json!(passphrase);
+    }
+    opts
+}
+
 #[test]
 fn ssh_remotes_fetch_with_gitfs_pubkey_and_privkey() {
     if !ready() {
@@ -600,23 +624,11 @@ fn ssh_remotes_fetch_with_gitfs_pubkey_and_privkey() {
     sshd::keygen(&identity);
     let stranger = keys.path().join("id_stranger");
     sshd::keygen(&stranger);
-    let authorized = keys.path().join("authorized_keys");
-    std::fs::copy(keys.path().join("id_gitfs.pub"), &authorized).unwrap();
-    let Some(server) = sshd::Sshd::start(keys.path(), &authorized) else {
-        println!("skipped: sshd is missing (openssh-server, scripts/install-deps.sh)");
+    let Some((_server, url)) = ssh_remote(keys.path(), &identity, &up) else {
         return;
     };
-    let url = format!(
-        "ssh://root@127.0.0.1:{}{}",
-        server.port,
-        up.bare().display()
-    );
     let cache = tempfile::tempdir().unwrap();
-    let opts = |key: &Path| {
-        json!({"fileserver_backend": ["gitfs"], "gitfs_remotes": [url],
-            "gitfs_pubkey": format!("{}.pub", key.display()),
-            "gitfs_privkey": key.display().to_string()})
-    };
+    let opts = |key: &Path| ssh_opts(&url, key, None);
     // A key the server does not know: refused, and the error names the remote.
     let fs = Fileserver::from_opts(&opts(&stranger), BTreeMap::new(), cache.path());
     let report = fs.gitfs().unwrap().update(None);
@@ -660,24 +672,11 @@ fn ssh_remotes_fetch_with_a_passphrase_protected_key() {
         .status()
         .unwrap();
     assert!(made.success(), "ssh-keygen");
-    let authorized = keys.path().join("authorized_keys");
-    std::fs::copy(keys.path().join("id_locked.pub"), &authorized).unwrap();
-    let Some(server) = sshd::Sshd::start(keys.path(), &authorized) else {
-        println!("skipped: sshd is missing (openssh-server, scripts/install-deps.sh)");
+    let Some((_server, url)) = ssh_remote(keys.path(), &identity, &up) else {
         return;
     };
-    let url = format!(
-        "ssh://root@127.0.0.1:{}{}",
-        server.port,
-        up.bare().display()
-    );
     let cache = tempfile::tempdir().unwrap();
-    let opts = |passphrase: &str| {
-        json!({"fileserver_backend": ["gitfs"], "gitfs_remotes": [url],
-            "gitfs_pubkey": format!("{}.pub", identity.display()),
-            "gitfs_privkey": identity.display().to_string(),
-            "gitfs_passphrase": passphrase})
-    };
+    let opts = |passphrase: &str| ssh_opts(&url, &identity, Some(passphrase));
     let fs = Fileserver::from_opts(&opts("wrong-Phrase-62"), BTreeMap::new(), cache.path());
     let report = fs.gitfs().unwrap().update(None);
     let err = report[0].1.clone().expect("a wrong passphrase fails");

@@ -40,7 +40,7 @@
 //! dropped when full), and never hold a bundle: a minion that does not hold
 //! the recorded bundle gets a fresh compile.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::io::Write;
 use std::os::unix::fs::MetadataExt;
 use std::path::Path;
@@ -50,6 +50,8 @@ use halite_gitfs::Fileserver;
 use halite_render::watch::CompileReads;
 use serde::Serialize;
 use serde_json::{Map, Value};
+
+use crate::minion_records::MinionRecords;
 use sha2::{Digest, Sha256};
 
 /// Most minions whose last compile is remembered at once.
@@ -140,7 +142,7 @@ struct Record {
 /// jobs (see the module's documentation).
 #[derive(Default)]
 pub struct CompileRecords {
-    records: Mutex<HashMap<String, Record>>,
+    records: MinionRecords<Record>,
     stamps: Mutex<VecDeque<(String, String)>>,
 }
 
@@ -166,31 +168,27 @@ impl CompileRecords {
     /// compile read exactly `inputs` and the `opts` values it read are
     /// still those of `opts`.
     pub fn unchanged(&self, id: &str, inputs: &str, opts: &Value) -> Option<String> {
-        let records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
-        let record = records.get(id)?;
-        let same = record.inputs == inputs
-            && record
-                .opts
-                .iter()
-                .all(|(key, value)| opts.get(key) == value.as_ref());
-        same.then(|| record.digest.clone())
+        self.records.find(id, |record| {
+            let same = record.inputs == inputs
+                && record
+                    .opts
+                    .iter()
+                    .all(|(key, value)| opts.get(key) == value.as_ref());
+            same.then(|| record.digest.clone())
+        })
     }
 
     /// Records minion `id`'s compile of `inputs`, which read `reads` and
     /// gave the bundle `digest`; a compile that cannot be reused drops the
     /// minion's record instead.
     pub fn keep(&self, id: &str, inputs: String, reads: CompileReads, digest: String) {
-        let mut records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some(why) = reads.not_skippable {
             tracing::debug!(%id, reason = why, "compile not recorded: it runs again next job");
-            records.remove(id);
+            self.records.remove(id);
             return;
         }
-        if records.len() >= MAX_RECORDS && !records.contains_key(id) {
-            records.clear();
-        }
-        records.insert(
-            id.to_string(),
+        self.records.insert(
+            id,
             Record {
                 inputs,
                 opts: reads.opts,
@@ -201,23 +199,17 @@ impl CompileRecords {
 
     /// Drops minion `id`'s record (its compile cannot be reused).
     pub fn forget(&self, id: &str) {
-        self.records
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(id);
+        self.records.remove(id);
     }
 
     /// How many minions have a record.
     pub fn len(&self) -> usize {
-        self.records
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.records.len()
     }
 
     /// Whether no minion has a record.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.records.is_empty()
     }
 }
 

@@ -15,6 +15,7 @@ pub mod job_load;
 pub mod local_fire;
 pub mod mine;
 pub mod minion_events;
+pub mod minion_records;
 pub mod pillar_cache;
 pub mod pillar_record;
 pub mod publisher_acl;

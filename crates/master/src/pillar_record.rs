@@ -28,7 +28,7 @@
 //! or runs a command is rendered every time. Records live in memory only,
 //! at most [`crate::compile_record::MAX_RECORDS`] (dropped whole when full).
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::VecDeque;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
@@ -38,7 +38,8 @@ use halite_modules::Host;
 use serde::Serialize;
 use serde_json::Value;
 
-use crate::compile_record::{digest_of, dirs_stamp, MAX_RECORDS};
+use crate::compile_record::{digest_of, dirs_stamp};
+use crate::minion_records::MinionRecords;
 
 /// Most jobs whose pillar tree stamp is remembered at once.
 const MAX_STAMPS: usize = 16;
@@ -65,7 +66,7 @@ struct Inputs<'a> {
 /// last jobs.
 pub struct PillarRecords {
     dirs: Vec<PathBuf>,
-    records: Mutex<HashMap<String, Record>>,
+    records: MinionRecords<Record>,
     stamps: Mutex<VecDeque<(String, String)>>,
     reused: AtomicU64,
 }
@@ -75,7 +76,7 @@ impl PillarRecords {
     pub fn new(dirs: Vec<PathBuf>) -> Self {
         Self {
             dirs,
-            records: Mutex::new(HashMap::new()),
+            records: MinionRecords::default(),
             stamps: Mutex::new(VecDeque::new()),
             reused: AtomicU64::new(0),
         }
@@ -107,15 +108,12 @@ impl PillarRecords {
 
     /// How many minions have a record.
     pub fn len(&self) -> usize {
-        self.records
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .len()
+        self.records.len()
     }
 
     /// Whether no minion has a record.
     pub fn is_empty(&self) -> bool {
-        self.len() == 0
+        self.records.is_empty()
     }
 }
 
@@ -138,29 +136,24 @@ impl RootsMemo for PillarRecords {
             pillarenv: pillar_host.opts.get("pillarenv"),
             tree: &tree,
         });
-        {
-            let records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
-            if let Some(record) = records.get(id).filter(|r| {
-                r.inputs == inputs
-                    && r.opts
-                        .iter()
-                        .all(|(key, value)| pillar_host.opts.get(key) == value.as_ref())
-            }) {
-                tracing::debug!(%id, "pillar_roots compile reused: inputs unchanged");
-                self.reused.fetch_add(1, Ordering::Relaxed);
-                return (record.pillar.clone(), Vec::new());
-            }
+        let reused = self.records.find(id, |r| {
+            let same = r.inputs == inputs
+                && r.opts
+                    .iter()
+                    .all(|(key, value)| pillar_host.opts.get(key) == value.as_ref());
+            same.then(|| r.pillar.clone())
+        });
+        if let Some(pillar) = reused {
+            tracing::debug!(%id, "pillar_roots compile reused: inputs unchanged");
+            self.reused.fetch_add(1, Ordering::Relaxed);
+            return (pillar, Vec::new());
         }
         let ((pillar, errors), reads) = halite_render::watch::watch(&mut *compile);
-        let mut records = self.records.lock().unwrap_or_else(PoisonError::into_inner);
         if !errors.is_empty() || !reads.skippable() {
-            records.remove(id);
+            self.records.remove(id);
         } else {
-            if records.len() >= MAX_RECORDS && !records.contains_key(id) {
-                records.clear();
-            }
-            records.insert(
-                id.to_string(),
+            self.records.insert(
+                id,
                 Record {
                     inputs,
                     opts: reads.opts,

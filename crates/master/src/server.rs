@@ -666,14 +666,7 @@ impl Master {
     }
 
     fn send(&self, routing: &Bytes, msg: &ToMinion) {
-        match encode(msg) {
-            Ok(bytes) => {
-                if !self.wire.to_router.try_send(routing.clone(), bytes) {
-                    tracing::warn!("outgoing queue full; a reply was dropped");
-                }
-            }
-            Err(e) => tracing::warn!(error = %e, "cannot encode a reply"),
-        }
+        queue_reply(&self.wire.to_router, routing, msg);
     }
 
     fn send_sealed(&mut self, sid: u64, msg: &MasterMessage) {
@@ -2333,9 +2326,82 @@ async fn stream_events(
     }
 }
 
+/// Queues `msg` for the peer `routing`. A reply the send queue has no room
+/// for is dropped and counted, not logged here: the router reports the
+/// drops at most every ten seconds (a slow or hostile peer, or a flood of
+/// replies, must not fill the log with a line per reply).
+fn queue_reply(to_router: &RouterSender, routing: &Bytes, msg: &ToMinion) {
+    match encode(msg) {
+        Ok(bytes) => {
+            if !to_router.try_send(routing.clone(), bytes) {
+                tracing::trace!("send queue full; a reply was dropped");
+            }
+        }
+        Err(e) => tracing::warn!(error = %e, "cannot encode a reply"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_flood_of_replies_the_send_queue_cannot_hold_logs_one_summary_not_a_line_each() {
+        let log = halite_test_support::SharedBuffer::default();
+        let writer = log.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_max_level(tracing::Level::DEBUG)
+            .with_ansi(false)
+            .with_writer(move || writer.clone())
+            .finish();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        tracing::subscriber::with_default(subscriber, || {
+            let router = rt
+                .block_on(Router::bind("tcp://127.0.0.1:0"))
+                .expect("a ROUTER on loopback");
+            let to_router = router.sender();
+            // One thread: the router's send task does not run while this
+            // loop floods its queue, so every reply past its room is dropped.
+            let peer = Bytes::from_static(b"a-peer-that-never-reads");
+            let reply = ToMinion::UnknownSession { session: 7 };
+            for _ in 0..100_000 {
+                queue_reply(&to_router, &peer, &reply);
+            }
+            let dropped = to_router
+                .counts()
+                .dropped
+                .load(std::sync::atomic::Ordering::Relaxed);
+            assert!(
+                dropped > 30_000,
+                "the flood must overflow the queue: {dropped}"
+            );
+            assert_eq!(
+                log.lines_with(" WARN ").len(),
+                0,
+                "no line per dropped reply"
+            );
+            // The router reports them, once, as soon as its task runs.
+            let summary = "replies to minions dropped";
+            rt.block_on(async {
+                for _ in 0..3000 {
+                    if !log.lines_with(summary).is_empty() {
+                        break;
+                    }
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                }
+            });
+            let lines = log.lines_with(" WARN ");
+            assert_eq!(lines.len(), 1, "{lines:?}");
+            assert!(
+                lines[0].contains(summary) && lines[0].contains(&format!("dropped={dropped}")),
+                "{lines:?}"
+            );
+            drop(router);
+        });
+    }
 
     #[test]
     fn a_reply_too_large_for_a_frame_becomes_an_error_the_minion_reads() {

@@ -248,12 +248,29 @@ fn edit(path: &Path, from: &str, to: &str) {
 /// (its root given): the next `state.apply` must be compiled again, give
 /// another bundle, and give exactly what a fresh master compiles.
 fn recompiled_after(change: impl FnOnce(&Path)) {
+    recompiled_when(
+        |_| default_opts(),
+        |root| {
+            change(root);
+            web1()
+        },
+    );
+}
+
+/// The general shape of [`recompiled_after`]: `setup` adds to the standard
+/// tree (its root given) and returns the master's options; `web1` is
+/// warmed; `change` changes what the compile reads (a file, a command's
+/// output) and returns the grains the minion has now. The next
+/// `state.apply` must be compiled again, give another bundle, and give
+/// exactly what a fresh master compiles.
+fn recompiled_when(setup: impl FnOnce(&Path) -> Value, change: impl FnOnce(&Path) -> Value) {
     let dir = tempfile::tempdir().unwrap();
     tree(dir.path());
-    let setup = Setup::new(dir.path());
+    let opts = setup(dir.path());
+    let setup = Setup::with(dir.path(), None, opts);
     let old = setup.warm("web1", &web1());
-    change(dir.path());
-    setup.assert_recompiled("web1", &web1(), &job("state.apply", json!({})), &old);
+    let grains = change(dir.path());
+    setup.assert_recompiled("web1", &grains, &job("state.apply", json!({})), &old);
 }
 
 #[test]
@@ -286,12 +303,10 @@ fn an_unchanged_job_is_not_compiled_and_its_bundle_is_the_fresh_one() {
 
 #[test]
 fn a_changed_grain_is_compiled_again() {
-    let dir = tempfile::tempdir().unwrap();
-    tree(dir.path());
-    let setup = Setup::new(dir.path());
-    let old = setup.warm("web1", &web1());
-    let grains = json!({"os": "RedHat", "id": "web1"});
-    setup.assert_recompiled("web1", &grains, &job("state.apply", json!({})), &old);
+    recompiled_when(
+        |_| default_opts(),
+        |_| json!({"os": "RedHat", "id": "web1"}),
+    );
 }
 
 #[test]
@@ -303,19 +318,21 @@ fn a_changed_pillar_sls_is_compiled_again() {
 
 #[test]
 fn a_changed_ext_pillar_command_output_is_compiled_again() {
-    let dir = tempfile::tempdir().unwrap();
-    tree(dir.path());
-    let out = dir.path().join("role.json");
-    std::fs::write(&out, r#"{"role": "web"}"#).unwrap();
-    let opts = json!({
-        "renderer": "jinja|yaml",
-        "ext_pillar": [{"cmd_json": format!("cat {}", out.display())}],
-    });
-    let setup = Setup::with(dir.path(), None, opts);
-    let old = setup.warm("web1", &web1());
-    // The command's output changes; no file of the trees does.
-    std::fs::write(&out, r#"{"role": "dbs"}"#).unwrap();
-    setup.assert_recompiled("web1", &web1(), &job("state.apply", json!({})), &old);
+    recompiled_when(
+        |root| {
+            let out = root.join("role.json");
+            std::fs::write(&out, r#"{"role": "web"}"#).unwrap();
+            json!({
+                "renderer": "jinja|yaml",
+                "ext_pillar": [{"cmd_json": format!("cat {}", out.display())}],
+            })
+        },
+        |root| {
+            // The command's output changes; no file of the trees does.
+            std::fs::write(root.join("role.json"), r#"{"role": "dbs"}"#).unwrap();
+            web1()
+        },
+    );
 }
 
 #[test]
@@ -558,17 +575,17 @@ fn a_changed_pillar_top_file_is_compiled_again() {
 
 #[test]
 fn a_grain_the_pillar_top_file_matches_on_is_compiled_again() {
-    let dir = tempfile::tempdir().unwrap();
-    tree(dir.path());
-    write(
-        &dir.path().join("pillar/top.sls"),
-        "base:\n  '*':\n    - common\n  'tier:gold':\n    - match: grain\n    - gold\n",
+    recompiled_when(
+        |root| {
+            write(
+                &root.join("pillar/top.sls"),
+                "base:\n  '*':\n    - common\n  'tier:gold':\n    - match: grain\n    - gold\n",
+            );
+            write(&root.join("pillar/gold.sls"), "gold: yes\n");
+            default_opts()
+        },
+        |_| json!({"os": "Debian", "id": "web1", "tier": "gold"}),
     );
-    write(&dir.path().join("pillar/gold.sls"), "gold: yes\n");
-    let setup = Setup::new(dir.path());
-    let old = setup.warm("web1", &web1());
-    let grains = json!({"os": "Debian", "id": "web1", "tier": "gold"});
-    setup.assert_recompiled("web1", &grains, &job("state.apply", json!({})), &old);
 }
 
 #[test]
@@ -598,21 +615,23 @@ fn a_pillar_render_time_call_whose_answer_changes_is_compiled_again() {
 
 #[test]
 fn an_ext_pillar_first_output_a_pillar_sls_reads_is_compiled_again() {
-    let dir = tempfile::tempdir().unwrap();
-    tree(dir.path());
-    write(
-        &dir.path().join("pillar/common.sls"),
-        "role: web-{{ pillar.get('tier', 'none') }}\n",
+    recompiled_when(
+        |root| {
+            write(
+                &root.join("pillar/common.sls"),
+                "role: web-{{ pillar.get('tier', 'none') }}\n",
+            );
+            let out = root.join("tier.json");
+            std::fs::write(&out, r#"{"tier": "silver"}"#).unwrap();
+            json!({
+                "renderer": "jinja|yaml",
+                "ext_pillar_first": true,
+                "ext_pillar": [{"cmd_json": format!("cat {}", out.display())}],
+            })
+        },
+        |root| {
+            std::fs::write(root.join("tier.json"), r#"{"tier": "gold"}"#).unwrap();
+            web1()
+        },
     );
-    let out = dir.path().join("tier.json");
-    std::fs::write(&out, r#"{"tier": "silver"}"#).unwrap();
-    let opts = json!({
-        "renderer": "jinja|yaml",
-        "ext_pillar_first": true,
-        "ext_pillar": [{"cmd_json": format!("cat {}", out.display())}],
-    });
-    let setup = Setup::with(dir.path(), None, opts);
-    let old = setup.warm("web1", &web1());
-    std::fs::write(&out, r#"{"tier": "gold"}"#).unwrap();
-    setup.assert_recompiled("web1", &web1(), &job("state.apply", json!({})), &old);
 }

@@ -280,7 +280,9 @@ fn a_reactor_sls_that_fails_logs_fires_an_error_and_the_master_keeps_serving() {
 fn wait_swarm(fleet: &Fleet, prefix: &str, n: usize) {
     let mut answered = 0;
     let all = wait_for(Duration::from_secs(90), || {
-        let (rets, _) = fleet.halite_json(&[&format!("{prefix}-*"), "test.ping", "-t", "5"]);
+        // Long enough for 100 identities under load (the CLI returns as
+        // soon as all answered).
+        let (rets, _) = fleet.halite_json(&[&format!("{prefix}-*"), "test.ping", "-t", "30"]);
         answered = rets.len();
         answered == n
     });
@@ -320,7 +322,7 @@ fn an_event_storm_fills_the_bounded_queue_and_does_not_stall_a_job() {
             "state.apply",
             "storm",
             "-t",
-            "120",
+            "900",
             "--out",
             "json",
         ])
@@ -342,7 +344,12 @@ fn an_event_storm_fills_the_bounded_queue_and_does_not_stall_a_job() {
         master.log_text()
     );
     // While the queue overflows, a job still goes out and comes back.
-    let (rets, code) = fleet.halite_json(&["-L", "storm-7,storm-42", "test.ping", "-t", "30"]);
+    // Its timeout is far beyond what the ping takes under load (5-7 s at
+    // load 30, more in a combined run; a ping that outlives its `-t` may
+    // be named as not returning: the flake seen under load 17) and far
+    // below what a stalled master would take (10,000 reactions of 1 s on
+    // two workers: over an hour). The CLI returns once both answered.
+    let (rets, code) = fleet.halite_json(&["-L", "storm-7,storm-42", "test.ping", "-t", "300"]);
     assert_eq!(rets.len(), 2, "{rets:?}");
     assert!(rets.values().all(|v| v == &Value::Bool(true)), "{rets:?}");
     assert_eq!(code, 0);

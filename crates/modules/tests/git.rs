@@ -823,13 +823,11 @@ fn latest_clones_over_ssh_with_an_identity_as_another_user() {
     let identity = keys.path().join("id_test");
     keygen(&identity);
     nix::unistd::chown(&identity, Some(found.uid), None).unwrap();
-    let authorized = keys.path().join("authorized_keys");
-    std::fs::copy(keys.path().join("id_test.pub"), &authorized).unwrap();
     let work = keys.path().join("work");
     std::fs::create_dir(&work).unwrap();
     nix::unistd::chown(&work, Some(found.uid), Some(found.gid)).unwrap();
-    let sshd = Sshd::start(keys.path(), &authorized).unwrap();
-    let url = format!("ssh://root@127.0.0.1:{}{bare}", sshd.port);
+    let sshd = Sshd::authorizing(keys.path(), &identity).unwrap();
+    let url = sshd.url(Path::new(&bare));
     let target = work.join("clone").display().to_string();
     let args =
         json!({"target": target, "identity": identity.display().to_string(), "user": user.0});

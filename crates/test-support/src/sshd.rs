@@ -17,10 +17,27 @@ pub struct Sshd {
 }
 
 impl Sshd {
+    /// Starts sshd in `dir` accepting exactly the key pair at `key` (its
+    /// `.pub` is copied to `dir/authorized_keys`): the shape every ssh test
+    /// shares; `None` when sshd is not installed.
+    pub fn authorizing(dir: &Path, key: &Path) -> Option<Self> {
+        let authorized = dir.join("authorized_keys");
+        let mut public = key.as_os_str().to_owned();
+        public.push(".pub");
+        std::fs::copy(&public, &authorized).unwrap();
+        Self::start(dir, &authorized)
+    }
+
+    /// The `ssh://root@127.0.0.1:<port><path>` url of a repository at
+    /// `path` on this server.
+    pub fn url(&self, path: &Path) -> String {
+        format!("ssh://root@127.0.0.1:{}{}", self.port, path.display())
+    }
+
     /// Starts sshd with a new host key in `dir`, accepting the keys of
     /// `authorized` (an authorized_keys file); `None` when sshd is not
     /// installed (the caller prints why it skips).
-    pub fn start(dir: &Path, authorized: &Path) -> Option<Self> {
+    fn start(dir: &Path, authorized: &Path) -> Option<Self> {
         if !Path::new(SSHD).exists() {
             return None;
         }

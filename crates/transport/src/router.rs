@@ -28,7 +28,10 @@ const OUTGOING_QUEUE: usize = 65_536;
 /// queues again (the queues give no signal when they drain).
 const OVERFLOW_RETRY: Duration = Duration::from_millis(5);
 
-/// How often, at most, dropped replies are reported at warn level.
+/// How often, at most, dropped replies are reported at warn level: the
+/// first drop at once, then what was dropped since, every this often
+/// while drops go on (a peer that does not read, or a flood of replies,
+/// costs one log line per period, not one per reply).
 const REPORT_EVERY: Duration = Duration::from_secs(10);
 
 /// One message from a peer: its routing id and its single payload frame.
@@ -232,8 +235,12 @@ async fn send_loop(
     mut overflow: Overflow,
     counts: Arc<ReplyCounts>,
 ) {
-    let mut reported_at = Instant::now();
+    let mut since = Instant::now();
+    let mut reported_at: Option<Instant> = None;
     let mut reported = 0u64;
+    // Drops counted while nothing else wakes the loop are reported too.
+    let mut report = tokio::time::interval(REPORT_EVERY);
+    report.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     // One timer for the whole loop: a steady stream of new replies must
     // not keep postponing the retry of the waiting ones.
     let mut retry = tokio::time::interval(OVERFLOW_RETRY);
@@ -263,6 +270,7 @@ async fn send_loop(
                     }
                 }
             }
+            _ = report.tick(), if counts.dropped.load(Ordering::Relaxed) > reported => {}
             _ = retry.tick(), if !overflow.is_empty() => {
                 let expired = overflow.expire();
                 counts.dropped.fetch_add(expired, Ordering::Relaxed);
@@ -282,15 +290,16 @@ async fn send_loop(
             }
         }
         let dropped = counts.dropped.load(Ordering::Relaxed);
-        if dropped > reported && reported_at.elapsed() >= REPORT_EVERY {
+        if dropped > reported && reported_at.is_none_or(|at| at.elapsed() >= REPORT_EVERY) {
             tracing::warn!(
                 dropped = dropped - reported,
                 waiting = overflow.len(),
-                "replies to minions dropped in the last {} s: their connection's queue and the master's reply overflow were full, or a reply waited over a minute (the minions ask again)",
-                reported_at.elapsed().as_secs()
+                "replies to minions dropped in the last {} s: the master's send queue, or their connection's queue and the master's reply overflow, were full, or a reply waited over a minute (the minions ask again)",
+                since.elapsed().as_secs()
             );
             reported = dropped;
-            reported_at = Instant::now();
+            reported_at = Some(Instant::now());
+            since = Instant::now();
         }
     }
 }

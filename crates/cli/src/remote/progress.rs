@@ -670,25 +670,8 @@ mod tests {
         assert_eq!(printed, 42);
     }
 
-    /// A `Write` the test keeps a handle on.
-    #[derive(Clone, Default)]
-    struct Shared(std::sync::Arc<Mutex<Vec<u8>>>);
-
-    impl Write for Shared {
-        fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-            self.0.lock().unwrap().extend_from_slice(buf);
-            Ok(buf.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-
-    impl Shared {
-        fn text(&self) -> String {
-            String::from_utf8_lossy(&self.0.lock().unwrap()).into_owned()
-        }
-    }
+    // A `Write` the test keeps a handle on.
+    use halite_test_support::SharedBuffer as Shared;
 
     #[test]
     fn draws_bars_and_failure_lines_on_a_plain_terminal() {
