@@ -253,28 +253,22 @@ impl Check {
     }
 }
 
-/// Checks that every one of `ids` returned all `STATES` states, all true.
-/// Reads one minion's document at a time: holding all returns of 1000
-/// minions (~400 MB of JSON) would grow this process by gigabytes, and
-/// that high-water mark would leak into the next CLI's `ru_maxrss`.
-fn check_returns(path: &Path, ids: &HashSet<String>) -> Check {
+/// Checks that every one of `ids` returned all `STATES` states, all true,
+/// from the CLI's JSON output as it arrives on `input`. Reads one minion's
+/// document at a time: holding all returns of 1000 minions (~400 MB of
+/// JSON) would grow this process by gigabytes, and that high-water mark
+/// would leak into the next CLI's `ru_maxrss`. Nothing goes to disk: at
+/// 10,000 minions one run prints ~4 GB.
+fn check_returns(input: impl std::io::Read, ids: &HashSet<String>) -> Check {
     let mut c = Check::default();
-    let file = match File::open(path) {
-        Ok(f) => f,
-        Err(e) => {
-            c.problem(format!("cannot read {}: {e}", path.display()));
-            return c;
-        }
-    };
     let mut seen = HashSet::new();
-    for doc in serde_json::Deserializer::from_reader(BufReader::new(file)).into_iter::<Value>() {
+    for doc in serde_json::Deserializer::from_reader(BufReader::new(input)).into_iter::<Value>() {
         let map = match doc {
             Ok(Value::Object(map)) => map,
             Ok(_) => continue,
             Err(e) => {
                 c.problem(format!(
-                    "{} is not a stream of JSON objects: {e}",
-                    path.display()
+                    "the CLI's output is not a stream of JSON objects: {e}"
                 ));
                 break;
             }
@@ -292,6 +286,23 @@ fn check_returns(path: &Path, ids: &HashSet<String>) -> Check {
         c.problem(format!("{id}: no return"));
     }
     c
+}
+
+/// A reader that also writes what it reads into a file (`--keep`: the
+/// CLI's output kept for a look after the run).
+struct Tee<R> {
+    inner: R,
+    copy: Option<File>,
+}
+
+impl<R: std::io::Read> std::io::Read for Tee<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        if let Some(f) = self.copy.as_mut() {
+            std::io::Write::write_all(f, &buf[..n])?;
+        }
+        Ok(n)
+    }
 }
 
 /// Checks one minion's state return.
@@ -398,30 +409,45 @@ impl Prober {
     }
 }
 
-/// Runs the CLI with its stdout in `out`, timing it until it exits;
-/// `daemons` the master's and the swarm's pids (their CPU time is read
-/// around the run), `probe` the ping sent while it runs.
+/// Runs the CLI, its stdout checked as it arrives (and kept in `out` when
+/// `keep`), timing it until it exits; `daemons` the master's and the
+/// swarm's pids (their CPU time is read around the run), `probe` the ping
+/// sent while it runs.
 fn timed_apply(
     cmd: &mut Command,
     out: &Path,
+    keep: bool,
     ids: &HashSet<String>,
     daemons: Option<(u32, u32)>,
     probe: Option<Box<dyn FnMut() -> Command + Send>>,
 ) -> Result<Timed> {
-    let f = File::create(out)?;
+    let copy = if keep { Some(File::create(out)?) } else { None };
     let cpu = |pick: fn((u32, u32)) -> u32| daemons.map(|d| cpu_secs(pick(d))).unwrap_or(0.0);
     let master_before = cpu(|d| d.0);
     let swarm_before = cpu(|d| d.1);
     let prober = probe.map(Prober::start);
     let err = File::create(out.with_extension("err"))?;
     let start = Instant::now();
-    let child = cmd
+    let mut child = cmd
         .stdin(Stdio::null())
-        .stdout(f)
+        .stdout(Stdio::piped())
         .stderr(err)
         .spawn()
         .with_context(|| format!("cannot run {cmd:?}"))?;
     let pid = child.id() as libc::pid_t;
+    let checker = {
+        let stdout = child.stdout.take().context("the CLI's stdout")?;
+        let ids = ids.clone();
+        std::thread::spawn(move || {
+            check_returns(
+                Tee {
+                    inner: stdout,
+                    copy,
+                },
+                &ids,
+            )
+        })
+    };
     // The CLI's own VmHWM, polled while it runs: wait4's ru_maxrss would
     // also count this process's high-water mark (the spawn shares our
     // address space until exec).
@@ -451,10 +477,13 @@ fn timed_apply(
     if r != pid {
         bail!("lost the CLI process {pid}");
     }
+    let check = checker
+        .join()
+        .map_err(|_| anyhow::anyhow!("the check of the CLI's output panicked"))?;
     Ok(Timed {
         secs,
         cli_kb,
-        check: check_returns(out, ids),
+        check,
         master_cpu,
         swarm_cpu,
         pings,
@@ -518,6 +547,37 @@ fn states_repo(salt: &Path, git_dir: &Path) -> Result<String> {
     Ok(format!("file://{}", git_dir.display()))
 }
 
+/// Disk a halite fleet run of one minion needs, measured at 3,000 (session
+/// 17): the files its states write (`out/<id>/`, 2.3 MB: two of the 50
+/// sources are 1 MB) and its two returns in the master's job cache
+/// (~0.3 MB each). A 10,000-minion run needs ~30 GB.
+const DISK_PER_MINION: u64 = 2_900_000;
+
+/// Fails before a fleet of `n` starts when the file system of `dir` has
+/// less room than the run will write (plus 2 GB for everyone else): a
+/// disk filled in the middle of a 20-minute run fails every daemon on
+/// the machine, not just this bench.
+fn check_disk(dir: &Path, n: usize) -> Result<()> {
+    let c = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes())?;
+    // SAFETY: statvfs fills one plain struct we own from a valid C string.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return Ok(());
+    }
+    let free = st.f_bavail as u64 * st.f_frsize as u64;
+    let need = n as u64 * DISK_PER_MINION + (2 << 30);
+    if free < need {
+        bail!(
+            "{n} minions need ~{:.1} GB on {} ({:.1} MB per minion: the files the states write and the job cache), {:.1} GB are free: free some space or run fewer minions",
+            need as f64 / 1e9,
+            dir.display(),
+            DISK_PER_MINION as f64 / 1e6,
+            free as f64 / 1e9
+        );
+    }
+    Ok(())
+}
+
 fn run_halite(
     bin: &Path,
     trees: &Path,
@@ -525,7 +585,9 @@ fn run_halite(
     dir: &Path,
     n: usize,
     gitfs: bool,
+    keep: bool,
 ) -> Result<Measured> {
+    check_disk(dir.parent().unwrap_or(dir), n)?;
     let states = if gitfs {
         let url = states_repo(&trees.join("salt"), &trees.join("states.git"))?;
         format!("fileserver_backend: [gitfs]\ngitfs_remotes: [{url}]\ngitfs_update_interval: 2\n")
@@ -626,6 +688,7 @@ fn run_halite(
     let cold = timed_apply(
         &mut halite(&apply),
         &dir.join("cold.json"),
+        keep,
         &ids,
         daemons,
         prober(),
@@ -640,6 +703,7 @@ fn run_halite(
     let warm = timed_apply(
         &mut halite(&apply),
         &dir.join("warm.json"),
+        keep,
         &ids,
         daemons,
         prober(),
@@ -680,7 +744,14 @@ fn run_halite(
 }
 
 /// A salt-master and `n` salt-minion processes.
-fn run_salt(sbin: &Path, trees: &Path, out: &Path, dir: &Path, n: usize) -> Result<Measured> {
+fn run_salt(
+    sbin: &Path,
+    trees: &Path,
+    out: &Path,
+    dir: &Path,
+    n: usize,
+    keep: bool,
+) -> Result<Measured> {
     std::fs::create_dir_all(dir)?;
     let (publish, ret) = port_pair()?;
     let mconf = salt_master_conf(
@@ -725,11 +796,24 @@ fn run_salt(sbin: &Path, trees: &Path, out: &Path, dir: &Path, n: usize) -> Resu
     pgids.extend(minions.iter().map(Group::pgid));
     let sampler = Sampler::start(pgids);
     let apply = ["*", "state.apply", "--out", "json", "-t", "600"];
-    let cold = timed_apply(&mut salt(&apply), &dir.join("cold.json"), &ids, None, None);
-    let warm = cold
-        .as_ref()
-        .ok()
-        .map(|_| timed_apply(&mut salt(&apply), &dir.join("warm.json"), &ids, None, None));
+    let cold = timed_apply(
+        &mut salt(&apply),
+        &dir.join("cold.json"),
+        keep,
+        &ids,
+        None,
+        None,
+    );
+    let warm = cold.as_ref().ok().map(|_| {
+        timed_apply(
+            &mut salt(&apply),
+            &dir.join("warm.json"),
+            keep,
+            &ids,
+            None,
+            None,
+        )
+    });
     let peaks = sampler.finish();
     let cold = cold?;
     eprintln!("  salt {n}: cold {:.2} s", cold.secs);
@@ -926,7 +1010,7 @@ const USAGE: &str = "cargo bench -p halite-cli --bench highstate -- [options]
   --gitfs                  also measure the tree served by gitfs
   --write FILE             append the results as a section of FILE
   --note TEXT              a note for the section's heading
-  --keep                   keep the bench's directory";
+  --keep                   keep the bench's directory (and the CLI's output)";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -977,7 +1061,7 @@ fn main() -> Result<()> {
             let name = if gitfs { "gitfs" } else { "roots" };
             eprintln!("halite, {n} minions, {name}");
             let dir = work.path().join(format!("halite-{n}-{name}"));
-            match run_halite(&bin, &trees, &out, &dir, n, gitfs) {
+            match run_halite(&bin, &trees, &out, &dir, n, gitfs, keep) {
                 Ok(m) => {
                     println!("{} ({name})", halite_row(&m));
                     // The document's table keeps the roots figures.
@@ -997,7 +1081,7 @@ fn main() -> Result<()> {
         for &n in &salt_sizes {
             eprintln!("salt, {n} minions");
             let dir = work.path().join(format!("salt-{n}"));
-            match run_salt(sbin, &trees, &out, &dir, n) {
+            match run_salt(sbin, &trees, &out, &dir, n, keep) {
                 Ok(m) => {
                     println!("{}", salt_row(&m));
                     salt.push(m);

@@ -78,6 +78,10 @@ pub struct MasterConfig {
     /// Bundles whose encoding is larger than this many bytes travel
     /// zstd-compressed to minions that read packed bundles (halite's own).
     pub bundle_compress_threshold: usize,
+    /// The soft open-file limit (`ulimit -n`) the master raises itself to
+    /// at start, capped by the hard limit (Salt's key and default): each
+    /// minion holds two connections, so 1,024 would cap a fleet at ~500.
+    pub max_open_files: u64,
     /// The directory the configuration was read from (Salt's opts carry
     /// it: the gpg renderer's default `gpg_keydir` is `<config_dir>/gpgkeys`).
     /// Set by [`MasterConfig::load`], never read from a file.
@@ -117,6 +121,7 @@ impl Default for MasterConfig {
             hello_rate_per_peer: 2000,
             max_bundles_in_flight: 64,
             bundle_compress_threshold: 32 * 1024,
+            max_open_files: 100_000,
             config_dir: DEFAULT_CONFIG_DIR.into(),
             extra: serde_json::Map::new(),
         }

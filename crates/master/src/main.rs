@@ -39,6 +39,8 @@ fn main() -> std::process::ExitCode {
         }
     };
     halite_logging::init(&cfg.log_level, &cfg.log_file);
+    // Sockets and job files: the common soft limit of 1,024 is a fleet's first wall.
+    halite_transport::apply_max_open_files(cfg.max_open_files);
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(cfg.worker_threads.max(1))
         .enable_all()

@@ -66,6 +66,11 @@ pub struct MinionConfig {
     /// before it abandons them with a failed return kept for the master
     /// (halite's own key: Salt's minion has no drain).
     pub shutdown_grace: u64,
+    /// The soft open-file limit (`ulimit -n`) the minion raises itself to
+    /// at start, capped by the hard limit (the master's key of Salt, taken
+    /// by halite's minion too: its jobs run as threads of one process, and
+    /// a swarm carries many identities in it).
+    pub max_open_files: u64,
     /// Static grains merged over the detected ones.
     pub grains: Map<String, Value>,
     /// Everything else, passed to the modules as opts.
@@ -111,6 +116,7 @@ impl Default for MinionConfig {
             master_alive_interval: 30,
             process_count_max: -1,
             shutdown_grace: 30,
+            max_open_files: 100_000,
             grains: Map::new(),
             extra: Map::new(),
         }

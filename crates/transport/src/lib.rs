@@ -18,11 +18,13 @@
 //!   ([`SEND_OVERFLOW_BYTES`] for all peers, a minute at most) and is
 //!   dropped, counted and reported only past it, never queued without end.
 
+mod open_files;
 mod overflow;
 mod router;
 mod shutdown;
 mod subscriber;
 
+pub use open_files::{apply_max_open_files, raise_open_files_limit, OpenFilesLimit};
 pub use router::{Inbound, ReplyCounts, Router, RouterLimits, RouterSender};
 pub use shutdown::{Shutdown, Work};
 pub use subscriber::{ConnectionWatch, Dealer, Subscriber};
