@@ -2,10 +2,15 @@
 //! (`cachedir/returns/<jid>`, written before the return is sent), so a
 //! master restart, or a minion restart, loses none; in memory for swarm
 //! identities.
+//!
+//! A return is held as an [`Arc<PackedReturn>`] from the job's end to its
+//! acknowledgement (issue 25): the store, the first send and every resend
+//! share one copy of the packed bytes (a 1,000-state return is ~0.3 MB),
+//! none is copied to be kept or sent again.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use halite_proto::msg::{JobReturn, PackedReturn};
 
@@ -14,8 +19,9 @@ use halite_proto::msg::{JobReturn, PackedReturn};
 pub enum ReturnStore {
     /// One file per return in this directory (survives a restart).
     Disk(PathBuf),
-    /// In memory (tests, and when no cachedir can be written).
-    Memory(Mutex<BTreeMap<String, PackedReturn>>),
+    /// In memory (swarm identities, `halite-call`, tests), shared with
+    /// the link that sends them.
+    Memory(Mutex<BTreeMap<String, Arc<PackedReturn>>>),
 }
 
 impl ReturnStore {
@@ -37,14 +43,23 @@ impl ReturnStore {
     /// master masks them in its job cache: the return sent now is the
     /// minion's own, and one sent again from disk (after a restart of
     /// either side) reaches the job cache as the master would store it.
-    pub fn put(&self, ret: &PackedReturn) -> std::io::Result<()> {
+    ///
+    /// On disk it is one write and a rename, not synced: the file is there
+    /// for a restarted minion (the kernel keeps it whatever happens to the
+    /// process); only a crash of the host itself within the moments before
+    /// the master acknowledges it can lose it, which Salt's minion, which
+    /// keeps no return at all, loses too. A sync per return cost every job
+    /// a disk flush (a `test.ping` each second was a flush each second).
+    pub fn put(&self, ret: &Arc<PackedReturn>) -> std::io::Result<()> {
         match self {
             ReturnStore::Disk(dir) => {
                 let masked;
-                let ret = match halite_logging::redact::secrets_of(&ret.id) {
+                let ret: &PackedReturn = match halite_logging::redact::secrets_of(&ret.id) {
                     Some(secrets) => {
                         // Decoded only to mask: a minion with gpg secrets.
-                        let plain = ret.clone().unpack().map_err(std::io::Error::other)?;
+                        let plain = PackedReturn::clone(ret)
+                            .unpack()
+                            .map_err(std::io::Error::other)?;
                         masked = PackedReturn::pack(JobReturn {
                             ret: secrets.mask(&plain.ret),
                             fun_args: plain.fun_args.iter().map(|a| secrets.mask(a)).collect(),
@@ -56,13 +71,13 @@ impl ReturnStore {
                     None => ret,
                 };
                 let bytes = halite_proto::encode(ret).map_err(std::io::Error::other)?;
-                halite_proto::keyfile::write_private(&dir.join(&ret.jid), &bytes)
+                halite_proto::keyfile::write_private_unsynced(&dir.join(&ret.jid), &bytes)
                     .map_err(std::io::Error::other)
             }
             ReturnStore::Memory(m) => {
                 m.lock()
                     .unwrap_or_else(|p| p.into_inner())
-                    .insert(ret.jid.clone(), ret.clone());
+                    .insert(ret.jid.clone(), Arc::clone(ret));
                 Ok(())
             }
         }
@@ -98,8 +113,9 @@ impl ReturnStore {
     }
 
     /// Every return still waiting, oldest jid first (a file an older
-    /// minion wrote, with its value decoded, is read too).
-    pub fn pending(&self) -> Vec<PackedReturn> {
+    /// minion wrote, with its value decoded, is read too). In memory, the
+    /// very returns kept (shared, not copied).
+    pub fn pending(&self) -> Vec<Arc<PackedReturn>> {
         match self {
             ReturnStore::Disk(dir) => {
                 let mut names: Vec<String> = std::fs::read_dir(dir)
@@ -117,7 +133,7 @@ impl ReturnStore {
                         .map_err(|e| e.to_string())
                         .and_then(|b| read_kept(&b));
                     match read {
-                        Ok(ret) => out.push(ret),
+                        Ok(ret) => out.push(Arc::new(ret)),
                         // Kept for a look; never blocks the other returns.
                         Err(e) => {
                             tracing::warn!(path = %path.display(), error = %e, "a stored return cannot be read; skipped")
@@ -130,7 +146,7 @@ impl ReturnStore {
                 .lock()
                 .unwrap_or_else(|p| p.into_inner())
                 .values()
-                .cloned()
+                .map(Arc::clone)
                 .collect(),
         }
     }
@@ -163,13 +179,13 @@ mod tests {
         };
         let store = ReturnStore::disk(dir.path().join("returns")).unwrap();
         store
-            .put(&PackedReturn::pack(ret.clone()).unwrap())
+            .put(&Arc::new(PackedReturn::pack(ret.clone()).unwrap()))
             .unwrap();
         let reopened = ReturnStore::disk(dir.path().join("returns")).unwrap();
         let back: Vec<JobReturn> = reopened
             .pending()
             .into_iter()
-            .map(|p| p.unpack().unwrap())
+            .map(|p| Arc::unwrap_or_clone(p).unpack().unwrap())
             .collect();
         assert_eq!(back, vec![ret.clone()]);
         // A file an older minion kept (the value decoded) is still sent.
@@ -185,7 +201,7 @@ mod tests {
         let back: Vec<JobReturn> = reopened
             .pending()
             .into_iter()
-            .map(|p| p.unpack().unwrap())
+            .map(|p| Arc::unwrap_or_clone(p).unpack().unwrap())
             .collect();
         assert_eq!(back, vec![older.clone(), ret.clone()]);
         reopened.remove(&older.jid);
@@ -211,11 +227,13 @@ mod tests {
         };
         let store = ReturnStore::disk(dir.path().join("returns")).unwrap();
         store
-            .put(&PackedReturn::pack(ret.clone()).unwrap())
+            .put(&Arc::new(PackedReturn::pack(ret.clone()).unwrap()))
             .unwrap();
         let raw = std::fs::read(dir.path().join("returns").join(&ret.jid)).unwrap();
         assert!(!raw.windows(secret.len()).any(|w| w == secret.as_bytes()));
-        let back = store.pending().remove(0).unpack().unwrap();
+        let back = Arc::unwrap_or_clone(store.pending().remove(0))
+            .unpack()
+            .unwrap();
         assert_eq!(back.ret, "pw=**********");
         assert_eq!(back.fun_args[0], "echo **********");
         // Another minion's return is its own business.
@@ -223,8 +241,12 @@ mod tests {
             id: "other1".into(),
             ..ret
         };
-        store.put(&PackedReturn::pack(other).unwrap()).unwrap();
-        let back = store.pending().remove(0).unpack().unwrap();
+        store
+            .put(&Arc::new(PackedReturn::pack(other).unwrap()))
+            .unwrap();
+        let back = Arc::unwrap_or_clone(store.pending().remove(0))
+            .unpack()
+            .unwrap();
         assert_eq!(back.ret, format!("pw={secret}"));
     }
 }

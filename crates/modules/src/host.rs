@@ -33,6 +33,12 @@ pub trait EventSink: Send + Sync {
     fn fire_owned(&self, tag: &str, data: Value) {
         self.fire(tag, &data)
     }
+    /// Fires a state's progress event, `{"ret": ret, "len": len}`
+    /// ([`halite_state::progress_data`]): a sink that encodes events (the
+    /// minion's) encodes it straight from the state's return.
+    fn fire_progress(&self, tag: &str, ret: &halite_state::SmallDict, len: usize) {
+        self.fire_owned(tag, halite_state::progress_data(ret, len))
+    }
 }
 
 /// An [`EventSink`] that only logs at debug level.

@@ -47,6 +47,9 @@ impl StateEnv for Host {
     fn fire_event_owned(&self, tag: &str, data: Value) {
         self.events.fire_owned(tag, data);
     }
+    fn fire_progress_event(&self, tag: &str, ret: &halite_state::SmallDict, len: usize) {
+        self.events.fire_progress(tag, ret, len);
+    }
     fn has_function(&self, fun: &str) -> bool {
         self.exec.has(fun) || crate::salt_fallback::has(self, fun)
     }

@@ -33,9 +33,9 @@ pub use chunk::LowChunk;
 pub use dict::SmallDict;
 pub use high::{HighBuilder, Matches, RenderedSls, SlsSource};
 pub use module::{
-    strip_salt_url, type_name, CmdOptions, CmdOutput, CmdTimeout, FileClient, FileClientError,
-    StateCall, StateEnv, StateError, StateFunction, StateHandler, StateModule, StateModules,
-    StateTable,
+    progress_data, strip_salt_url, type_name, CmdOptions, CmdOutput, CmdTimeout, FileClient,
+    FileClientError, StateCall, StateEnv, StateError, StateFunction, StateHandler, StateModule,
+    StateModules, StateTable,
 };
 pub use pipeline::{call_high, compile_chunks, prepare_high, Compiled};
 pub use ret::{state_tag, StateResult};

@@ -7,6 +7,7 @@
 //! one, exactly as single events. A master that predates batches (its
 //! `Ready` does not say `batched_events`) gets one message per event.
 
+use super::jobs::JobEvent;
 use super::*;
 use halite_proto::msg::MinionEvent;
 use halite_proto::FrameError;
@@ -37,31 +38,53 @@ impl PendingEvents {
 impl Link<'_> {
     /// Sends identity `idx`'s event now (a master without batches) or
     /// queues it for the next batch.
-    pub(super) async fn queue_event(&mut self, idx: usize, tag: String, data: Value) {
+    pub(super) async fn queue_event(&mut self, idx: usize, event: JobEvent) {
+        let packed_events = self.agents[idx].packed_events;
+        let event = match event {
+            // Encoded on the job's thread: sent as it is to a master that
+            // reads packed events (the usual case), decoded for another.
+            JobEvent::Packed(tag, bytes) if packed_events => MinionEvent {
+                tag,
+                data: Value::Null,
+                packed: Some(serde_bytes::ByteBuf::from(bytes)),
+            },
+            JobEvent::Packed(tag, bytes) => match decode::<Value>(&bytes) {
+                Ok(data) => self.event_for_master(idx, tag, data),
+                Err(e) => {
+                    tracing::warn!(%tag, error = %e, "cannot decode an event's data; dropped");
+                    return;
+                }
+            },
+            JobEvent::Value(tag, data) => self.event_for_master(idx, tag, data),
+        };
         if !self.agents[idx].batched_events {
+            let MinionEvent { tag, data, .. } = event;
             self.send_request(idx, &MinionRequest::Event { tag, data })
                 .await;
             return;
         }
-        // Packed for a master that reads it so: it decodes only the
-        // events some subscriber of its bus wants.
-        let event = if self.agents[idx].packed_events {
-            match MinionEvent::packed(tag.clone(), &data) {
-                Ok(event) => event,
-                Err(e) => {
-                    tracing::warn!(%tag, error = %e, "cannot encode an event's data; sent decoded");
-                    MinionEvent::plain(tag, data)
-                }
-            }
-        } else {
-            MinionEvent::plain(tag, data)
-        };
         let queued = self.events.queued.entry(idx).or_default();
         queued.push(event);
         if queued.len() >= BATCH_EVENTS {
             self.flush_events_of(idx).await;
         } else if self.events.due.is_none() {
             self.events.due = Some(tokio::time::Instant::now() + BATCH_WAIT);
+        }
+    }
+
+    /// An event with its data as this identity's master reads it: packed
+    /// when its `Ready` said `packed_events` (it decodes only the events
+    /// some subscriber of its bus wants), as a value otherwise.
+    fn event_for_master(&self, idx: usize, tag: String, data: Value) -> MinionEvent {
+        if !self.agents[idx].packed_events {
+            return MinionEvent::plain(tag, data);
+        }
+        match MinionEvent::packed(tag.clone(), &data) {
+            Ok(event) => event,
+            Err(e) => {
+                tracing::warn!(%tag, error = %e, "cannot encode an event's data; sent decoded");
+                MinionEvent::plain(tag, data)
+            }
         }
     }
 

@@ -21,27 +21,52 @@ struct ForwardEvents {
 /// The events one job fired that its link has not taken yet.
 #[derive(Default)]
 pub(super) struct JobEvents {
-    queued: std::sync::Mutex<Vec<(String, Value)>>,
+    queued: std::sync::Mutex<Vec<JobEvent>>,
+}
+
+/// One event of a job, as its link takes it.
+#[derive(Debug, PartialEq)]
+pub(super) enum JobEvent {
+    /// An event a function fired: (tag, data).
+    Value(String, Value),
+    /// A state's progress event (tag, data encoded in msgpack): encoded
+    /// on the job's own thread straight from the state's return, not
+    /// copied into a `Value` and encoded by the link (issue 25: 1,000 per
+    /// highstate, on every identity, and the link is one task for all).
+    Packed(String, Vec<u8>),
 }
 
 impl JobEvents {
     /// The queue (a job thread that panicked holding it left it whole:
     /// events are only pushed or taken under the lock).
-    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<(String, Value)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<JobEvent>> {
         self.queued
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    /// Takes every waiting event (tag, data), oldest first.
-    pub(super) fn take(&self) -> Vec<(String, Value)> {
+    /// Takes every waiting event, oldest first.
+    pub(super) fn take(&self) -> Vec<JobEvent> {
         std::mem::take(&mut *self.lock())
     }
 }
 
+/// A progress event's data, `{"ret": ret, "len": len}`, serialized as
+/// [`halite_state::progress_data`]'s value is (a test checks the bytes).
+#[derive(serde::Serialize)]
+struct Progress<'a> {
+    ret: &'a halite_state::SmallDict,
+    len: usize,
+}
+
+/// The msgpack of a progress event's data, as the link would have
+/// encoded its `Value` (`None`: it cannot be encoded in one frame).
+fn packed_progress(ret: &halite_state::SmallDict, len: usize) -> Option<Vec<u8>> {
+    encode(&Progress { ret, len }).ok()
+}
+
 impl ForwardEvents {
-    fn push(&self, tag: &str, data: Value) {
-        let event = (tag.to_string(), data);
+    fn push(&self, event: JobEvent) {
         let first = {
             let mut queued = self.waiting.lock();
             queued.push(event);
@@ -60,10 +85,18 @@ impl ForwardEvents {
 
 impl EventSink for ForwardEvents {
     fn fire(&self, tag: &str, data: &Value) {
-        self.push(tag, data.clone());
+        self.push(JobEvent::Value(tag.to_string(), data.clone()));
     }
     fn fire_owned(&self, tag: &str, data: Value) {
-        self.push(tag, data);
+        self.push(JobEvent::Value(tag.to_string(), data));
+    }
+    fn fire_progress(&self, tag: &str, ret: &halite_state::SmallDict, len: usize) {
+        let event = match packed_progress(ret, len) {
+            Some(bytes) => JobEvent::Packed(tag.to_string(), bytes),
+            // Too large for a frame: the link logs and drops it, as before.
+            None => JobEvent::Value(tag.to_string(), halite_state::progress_data(ret, len)),
+        };
+        self.push(event);
     }
 }
 
@@ -295,8 +328,8 @@ impl Link<'_> {
                 }
             }
             FromJob::Events(idx, waiting) => {
-                for (tag, data) in waiting.take() {
-                    self.queue_event(idx, tag, data).await;
+                for event in waiting.take() {
+                    self.queue_event(idx, event).await;
                 }
             }
             FromJob::RenderReply(idx, call, result) => {
@@ -350,5 +383,77 @@ fn announce(master: &MasterChannel, local: LocalJob) {
         schedule: local.schedule,
     }) {
         tracing::warn!(%jid, error = %e, "the master did not record the minion's own job");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A progress event encoded on the job's thread is, byte for byte,
+    /// what the link sent when it encoded the event's `Value`.
+    #[test]
+    fn a_progress_event_packs_as_its_value_did() {
+        let mut ret = halite_state::SmallDict::new();
+        ret.insert("name", Value::from("/srv/out/web1/f1.conf"));
+        ret.insert(
+            "changes",
+            serde_json::json!({"diff": "New file", "mode": "0644"}),
+        );
+        ret.insert("result", Value::Bool(true));
+        ret.insert(
+            "comment",
+            Value::from("File /srv/out/web1/f1.conf updated ✓"),
+        );
+        ret.insert("__sls__", Value::from("bench"));
+        ret.insert("__run_num__", Value::from(17));
+        ret.insert("start_time", Value::from("18:24:01.123456"));
+        ret.insert("duration", serde_json::json!(0.417));
+        ret.insert("__id__", Value::from("f1"));
+        for len in [1, 1000, 70_000] {
+            let before = halite_proto::msg::MinionEvent::packed(
+                "t".into(),
+                &halite_state::progress_data(&ret, len),
+            )
+            .unwrap()
+            .packed
+            .unwrap()
+            .into_vec();
+            assert_eq!(packed_progress(&ret, len).unwrap(), before);
+        }
+        // And it reads back as the value the master fires.
+        let back: Value = decode(&packed_progress(&ret, 1000).unwrap()).unwrap();
+        assert_eq!(back, halite_state::progress_data(&ret, 1000));
+    }
+
+    /// The sink queues a state's progress event packed, and any other
+    /// event as its value, in the order fired, waking the link once.
+    #[test]
+    fn the_sink_queues_progress_packed_and_wakes_the_link_once() {
+        let (tx, mut rx) = mpsc::unbounded_channel();
+        let sink = ForwardEvents {
+            agent: 3,
+            tx,
+            waiting: Arc::new(JobEvents::default()),
+        };
+        let mut ret = halite_state::SmallDict::new();
+        ret.insert("result", Value::Bool(true));
+        sink.fire_progress("salt/job/1/prog/web1/0", &ret, 2);
+        sink.fire("custom/tag", &serde_json::json!({"a": 1}));
+        let Ok(FromJob::Events(3, waiting)) = rx.try_recv() else {
+            panic!("the link was not woken for agent 3");
+        };
+        assert!(rx.try_recv().is_err(), "woken once for both events");
+        let events = waiting.take();
+        assert_eq!(
+            events,
+            vec![
+                JobEvent::Packed(
+                    "salt/job/1/prog/web1/0".into(),
+                    packed_progress(&ret, 2).unwrap()
+                ),
+                JobEvent::Value("custom/tag".into(), serde_json::json!({"a": 1})),
+            ]
+        );
     }
 }

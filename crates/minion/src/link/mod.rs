@@ -156,11 +156,17 @@ impl Agent {
         self.seal_request(request).ok().flatten()
     }
 
+    /// [`Agent::seal`] of anything that serializes as a
+    /// [`MinionRequest`] (a borrowed kept return: link/returns.rs).
+    fn seal_message<T: serde::Serialize>(&mut self, request: &T) -> Option<Vec<u8>> {
+        self.seal_request(request).ok().flatten()
+    }
+
     /// `request` sealed in this identity's session, ready to send; `None`
     /// without a session; an error when it does not fit a frame.
-    fn seal_request(
+    fn seal_request<T: serde::Serialize>(
         &mut self,
-        request: &MinionRequest,
+        request: &T,
     ) -> Result<Option<Vec<u8>>, halite_proto::FrameError> {
         let cipher = match &mut self.phase {
             Phase::Ready { cipher, .. } => cipher,

@@ -41,11 +41,12 @@ impl Agent {
     /// the return is not for the master (a scheduled job with
     /// `return_job: False`); a signalled job's return says so.
     /// Taken by value: a 1,000-state return is not copied on its way; its
-    /// value is encoded once here, and the same bytes are kept and sent.
+    /// value is encoded once here, and the same bytes are kept and sent
+    /// (shared by the store and the link: [`Arc`]).
     pub(super) fn job_ended(
         &mut self,
         ret: JobReturn,
-    ) -> Result<Option<PackedReturn>, Box<NotKept>> {
+    ) -> Result<Option<Arc<PackedReturn>>, Box<NotKept>> {
         let ended = self.running.remove(&ret.jid);
         if ended.as_ref().is_some_and(|r| !r.return_job) {
             return Ok(None);
@@ -54,7 +55,7 @@ impl Agent {
             Some(signal) => signalled_return(&ret, signal),
             None => ret,
         };
-        let ret = pack_return(ret);
+        let ret = Arc::new(pack_return(ret));
         match self.store.put(&ret) {
             Ok(()) => Ok(Some(ret)),
             Err(error) => Err(Box::new(NotKept { error, ret })),
@@ -67,7 +68,7 @@ pub(super) struct NotKept {
     /// Why it could not be written.
     pub error: std::io::Error,
     /// The return, to send anyway.
-    pub ret: PackedReturn,
+    pub ret: Arc<PackedReturn>,
 }
 
 /// `ret` with its value encoded. Encoding a `Value` into memory cannot
@@ -176,20 +177,121 @@ impl Link<'_> {
     }
 
     /// Sends a return as its bytes to a master whose `Ready` says
-    /// `packed_returns`; decoded, as before, to an older master.
-    pub(super) async fn send_return(&mut self, idx: usize, ret: PackedReturn) {
-        let request = if self.agents[idx].packed_returns {
-            MinionRequest::PackedReturn(ret)
-        } else {
-            let jid = ret.jid.clone();
-            match ret.unpack() {
-                Ok(ret) => MinionRequest::Return(ret),
-                Err(e) => {
-                    tracing::error!(%jid, error = %e, "a kept return cannot be read; not sent");
-                    return;
-                }
+    /// `packed_returns` (encoded from the kept return, which is not
+    /// copied: [`PackedReturnRequest`]); decoded, as before, to an older
+    /// master.
+    pub(super) async fn send_return(&mut self, idx: usize, ret: Arc<PackedReturn>) {
+        if self.agents[idx].packed_returns {
+            let bytes = self.agents[idx].seal_message(&PackedReturnRequest(&ret));
+            if let Some(bytes) = bytes {
+                self.send(bytes).await;
             }
+            return;
+        }
+        let jid = ret.jid.clone();
+        match Arc::unwrap_or_clone(ret).unpack() {
+            Ok(ret) => self.send_request(idx, &MinionRequest::Return(ret)).await,
+            Err(e) => {
+                tracing::error!(%jid, error = %e, "a kept return cannot be read; not sent");
+            }
+        }
+    }
+}
+
+/// [`MinionRequest::PackedReturn`] of a borrowed return: serializes to
+/// the same bytes (a test checks it), so a kept return is sent, and sent
+/// again, without a copy of its value's bytes.
+pub(super) struct PackedReturnRequest<'a>(pub &'a PackedReturn);
+
+/// `MinionRequest::PackedReturn`'s place among the enum's variants (what
+/// a format that writes variants by number would write).
+const PACKED_RETURN_VARIANT: u32 = 2;
+
+impl serde::Serialize for PackedReturnRequest<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_newtype_variant(
+            "MinionRequest",
+            PACKED_RETURN_VARIANT,
+            "PackedReturn",
+            self.0,
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_borrowed_packed_return_encodes_as_the_request() {
+        let ret = JobReturn {
+            jid: "20261126181500000001".into(),
+            id: "web1".into(),
+            fun: "state.apply".into(),
+            fun_args: vec![
+                serde_json::json!("bench"),
+                serde_json::json!({"test": true}),
+            ],
+            ret: serde_json::json!({"a": {"result": true, "comment": "é", "changes": {}}}),
+            retcode: 0,
+            success: true,
         };
-        self.send_request(idx, &request).await;
+        let packed = PackedReturn::pack(ret).unwrap();
+        let owned = encode(&MinionRequest::PackedReturn(packed.clone())).unwrap();
+        let borrowed = encode(&PackedReturnRequest(&packed)).unwrap();
+        assert_eq!(borrowed, owned);
+        let back: MinionRequest = decode(&borrowed).unwrap();
+        assert_eq!(back, MinionRequest::PackedReturn(packed));
+    }
+
+    fn state_return(jid: &str) -> Arc<PackedReturn> {
+        let states: serde_json::Map<String, Value> = (0..200)
+            .map(|i| {
+                let key = format!("test_|-s{i}_|-s{i}_|-succeed_without_changes");
+                (
+                    key,
+                    serde_json::json!({"result": true, "comment": "Success!", "__run_num__": i}),
+                )
+            })
+            .collect();
+        Arc::new(
+            PackedReturn::pack(JobReturn {
+                jid: jid.into(),
+                id: "web1".into(),
+                fun: "state.apply".into(),
+                fun_args: vec![],
+                ret: Value::Object(states),
+                retcode: 0,
+                success: true,
+            })
+            .unwrap(),
+        )
+    }
+
+    /// What a resend (after a master restart, or a minion restart with
+    /// its returns on disk) puts on the wire is what the first send did.
+    #[test]
+    fn a_resent_return_is_the_first_sends_bytes() {
+        let sent = |r: &PackedReturn| encode(&PackedReturnRequest(r)).unwrap();
+        // Swarm identities: the kept return is the one sent, not a copy.
+        let memory = ReturnStore::memory();
+        let ret = state_return("20261126181500000002");
+        memory.put(&ret).unwrap();
+        let pending = memory.pending();
+        assert!(Arc::ptr_eq(&pending[0], &ret));
+        assert_eq!(sent(&pending[0]), sent(&ret));
+        memory.remove(&ret.jid);
+        assert!(memory.pending().is_empty());
+        // A real minion: the file read back after a restart.
+        let dir = tempfile::tempdir().unwrap();
+        let disk = ReturnStore::disk(dir.path().join("returns")).unwrap();
+        disk.put(&ret).unwrap();
+        drop(disk);
+        let restarted = ReturnStore::disk(dir.path().join("returns")).unwrap();
+        let pending = restarted.pending();
+        assert_eq!(pending.len(), 1);
+        assert_eq!(sent(&pending[0]), sent(&ret));
+        restarted.remove(&ret.jid);
+        assert!(restarted.pending().is_empty());
     }
 }

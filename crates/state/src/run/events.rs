@@ -13,6 +13,21 @@ impl<'a> Executor<'a> {
         if !wants_result && !self.opts.state_events {
             return;
         }
+        if wants_result {
+            self.fire_result_event(fire, ret);
+        }
+        if self.opts.state_events {
+            let run_num = ret.get("__run_num__").map(py_str).unwrap_or_default();
+            let tag = format!(
+                "salt/job/{}/prog/{}/{run_num}",
+                self.opts.jid, self.opts.minion_id
+            );
+            self.env().fire_progress_event(&tag, ret, self.total);
+        }
+    }
+
+    /// The state's own event (`fire_event: True` or a custom tag).
+    fn fire_result_event(&self, fire: Option<&Value>, ret: &StateReturn) {
         let mut data = Map::new();
         data.insert("ret".into(), ret.to_value());
         match fire {
@@ -23,25 +38,16 @@ impl<'a> Executor<'a> {
                     self.opts.minion_id,
                     ret.get("name").map(py_str).unwrap_or_default()
                 );
-                self.env().fire_event(&tag, &Value::Object(data.clone()));
+                self.env().fire_event_owned(&tag, Value::Object(data));
             }
             Some(Value::String(custom)) if !custom.is_empty() => {
                 let tag = format!(
                     "salt/state_result/{}/{}/{custom}",
                     self.opts.jid, self.opts.minion_id
                 );
-                self.env().fire_event(&tag, &Value::Object(data.clone()));
+                self.env().fire_event_owned(&tag, Value::Object(data));
             }
             _ => {}
-        }
-        if self.opts.state_events {
-            let run_num = ret.get("__run_num__").map(py_str).unwrap_or_default();
-            let tag = format!(
-                "salt/job/{}/prog/{}/{run_num}",
-                self.opts.jid, self.opts.minion_id
-            );
-            data.insert("len".into(), Value::from(self.total));
-            self.env().fire_event_owned(&tag, Value::Object(data));
         }
     }
 }

@@ -126,6 +126,9 @@ impl StateEnv for RunEnv<'_> {
     fn fire_event_owned(&self, tag: &str, data: Value) {
         self.inner.fire_event_owned(tag, data)
     }
+    fn fire_progress_event(&self, tag: &str, ret: &crate::SmallDict, len: usize) {
+        self.inner.fire_progress_event(tag, ret, len)
+    }
     fn lowstate(&self) -> &[LowChunk] {
         self.lowstate
     }
