@@ -26,7 +26,7 @@
 // The master's own allocator (mimalloc), so that a profile of this
 // example weighs allocations as the daemon does (glibc's malloc was a
 // third of session 16's flat profile here, not of the master's).
-halite_perf::fast_allocator!();
+halite_perf::fast_allocator!(bursty);
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
