@@ -115,7 +115,11 @@ extern "C" {
 /// `MIMALLOC_*` variable (mimalloc reads that itself when the option is
 /// left unset): a deployment can retune the allocator without a rebuild,
 /// and a benchmark can compare settings with one binary.
-fn set_unless_in_env(option: std::os::raw::c_int, env: &std::ffi::CStr, value: std::os::raw::c_long) {
+fn set_unless_in_env(
+    option: std::os::raw::c_int,
+    env: &std::ffi::CStr,
+    value: std::os::raw::c_long,
+) {
     // SAFETY: `env` is NUL-terminated; getenv only reads the environment
     // (nothing else writes it this early), and mi_option_set stores an
     // integer.
@@ -138,8 +142,16 @@ pub const BURSTY_PURGE_DELAY_MS: std::os::raw::c_long = 1000;
 /// environment win over these.
 #[doc(hidden)]
 pub fn tune(purge_delay_ms: std::os::raw::c_long) {
-    set_unless_in_env(MI_OPTION_ARENA_EAGER_COMMIT, c"MIMALLOC_ARENA_EAGER_COMMIT", 0);
-    set_unless_in_env(MI_OPTION_PURGE_DELAY, c"MIMALLOC_PURGE_DELAY", purge_delay_ms);
+    set_unless_in_env(
+        MI_OPTION_ARENA_EAGER_COMMIT,
+        c"MIMALLOC_ARENA_EAGER_COMMIT",
+        0,
+    );
+    set_unless_in_env(
+        MI_OPTION_PURGE_DELAY,
+        c"MIMALLOC_PURGE_DELAY",
+        purge_delay_ms,
+    );
 }
 
 /// Makes mimalloc the binary's global allocator. A state run builds and
