@@ -17,16 +17,21 @@
 //! gitfs, a file:// remote fetched once before the compiles: what a gitfs
 //! lookup costs beside a `file_roots` one; needs `git`)
 //!
+//! `[stamp]` (also times the per-job tree stamp, `compile_record::tree_stamp`:
+//! the bench tree's, and a generated tree of 10,000 files)
+//!
 //! Then a warm job as the compile threads answer it (`Compiler::answer`):
 //! every minion holds the bundle of the job before, and nothing changed,
 //! so the compile is skipped (issue 25's compile record) and the pillar's
 //! `pillar_roots` compile reused (the pillar record): what is left per
 //! minion is the `ext_pillar` sources, the inputs' digest and the checks.
 
-// The master's own allocator (mimalloc), so that a profile of this
-// example weighs allocations as the daemon does (glibc's malloc was a
-// third of session 16's flat profile here, not of the master's).
-halite_perf::fast_allocator!();
+// The master's own allocator (mimalloc, with its settings), so that a
+// profile of this example weighs allocations as the daemon does (glibc's
+// malloc was a third of session 16's flat profile here, not of the
+// master's). `MIMALLOC_PURGE_DELAY=0` in the environment gives the
+// daemon's setting before issue 25's session 17.
+halite_perf::fast_allocator!(bursty);
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -199,6 +204,47 @@ fn warm(
     Ok(())
 }
 
+/// The CPU time of one tree stamp (the walk each job makes of
+/// `file_roots`), for the bench tree and for a generated tree of 10,000
+/// files in 100 directories: whether the walk matters at fleet scale.
+fn stamp_cost(bench_root: &Path) -> anyhow::Result<()> {
+    let time = |files: &halite_gitfs::Fileserver| {
+        // The first walk fills the kernel's caches, as the jobs before do.
+        halite_master::compile_record::tree_stamp(files);
+        let runs = 20;
+        let (t, c) = (Instant::now(), cpu());
+        for _ in 0..runs {
+            halite_master::compile_record::tree_stamp(files);
+        }
+        (t.elapsed() / runs, (cpu() - c) / runs)
+    };
+    let roots = |dir: &Path| {
+        halite_gitfs::Fileserver::roots_only(BTreeMap::from([(
+            "base".to_string(),
+            vec![dir.to_path_buf()],
+        )]))
+    };
+    let (wall, cpu_time) = time(&roots(bench_root));
+    println!(
+        "tree stamp, bench tree: {:.3} ms (CPU {:.3})",
+        wall.as_secs_f64() * 1000.0,
+        cpu_time.as_secs_f64() * 1000.0
+    );
+    let big = tempfile::tempdir()?;
+    for d in 0..100 {
+        for f in 0..100 {
+            write(&big.path().join(format!("d{d:03}/f{f:03}.sls")), "x: {}\n")?;
+        }
+    }
+    let (wall, cpu_time) = time(&roots(big.path()));
+    println!(
+        "tree stamp, 10,000 files: {:.3} ms (CPU {:.3})",
+        wall.as_secs_f64() * 1000.0,
+        cpu_time.as_secs_f64() * 1000.0
+    );
+    Ok(())
+}
+
 fn main() -> anyhow::Result<()> {
     let n: usize = std::env::args()
         .nth(1)
@@ -215,6 +261,9 @@ fn main() -> anyhow::Result<()> {
         "id"
     };
     generate(dir.path(), by)?;
+    if std::env::args().any(|a| a == "stamp") {
+        stamp_cost(&dir.path().join("salt"))?;
+    }
     let roots = BTreeMap::from([("base".to_string(), vec![dir.path().join("salt")])]);
     let pillar_roots = BTreeMap::from([("base".to_string(), vec![dir.path().join("pillar")])]);
     let gitfs = std::env::args().any(|a| a == "gitfs");

@@ -345,7 +345,10 @@ impl Compiler {
                     saltenvs = planned.saltenvs;
                     match planned.plan {
                         StatePlan::Run(chunks, yamlex) => {
-                            let files = self.files.manifest(&chunks);
+                            // The job's one version of the tree: its
+                            // sources are resolved once for all its minions.
+                            let tree = self.records.tree_stamp(&job.jid, self.files.client());
+                            let files = self.files.manifest(&chunks, Some(&tree));
                             BundleAction::Run {
                                 chunks,
                                 files,

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
 use std::path::PathBuf;
-use std::sync::Mutex;
+use std::sync::{Mutex, PoisonError};
 use std::time::SystemTime;
 
 use halite_gitfs::Fileserver;
@@ -23,7 +23,32 @@ pub struct FileServer {
     client: Fileserver,
     chunk_size: usize,
     hashes: Mutex<HashMap<PathBuf, (SystemTime, u64, String)>>,
+    /// Where the manifests' `salt://` paths lead, for one version of the
+    /// tree (see [`FileServer::manifest`]).
+    lookups: Mutex<TreeLookups>,
 }
+
+/// The manifests' path lookups (which backend and root serves
+/// `salt://path`, or which files a directory source lists) for the tree
+/// stamp they were made under (`compile_record::tree_stamp`): every
+/// minion of a job names the same few sources, and resolving one is a
+/// `realpath` per root (issue 25: 6% of the master's cold CPU, for the
+/// same 50 paths of every minion). A new stamp starts them again.
+#[derive(Default)]
+struct TreeLookups {
+    /// The stamp these lookups belong to.
+    stamp: String,
+    /// saltenv -> path -> the file it resolves to, `None` for no file.
+    files: HashMap<String, HashMap<String, Option<PathBuf>>>,
+    /// saltenv -> path -> the files below the directory, `None` when not listable.
+    dirs: HashMap<String, HashMap<String, Option<Vec<String>>>>,
+    /// How many lookups `files` and `dirs` hold.
+    held: usize,
+}
+
+/// Most `salt://` lookups remembered for one tree stamp (a tree with more
+/// sources starts again when full).
+const MAX_LOOKUPS: usize = 65_536;
 
 /// Why a file could not be served.
 #[derive(Debug, thiserror::Error)]
@@ -60,6 +85,7 @@ impl FileServer {
             client: backends,
             chunk_size: chunk_size.clamp(4096, 8 * 1024 * 1024),
             hashes: Mutex::new(HashMap::new()),
+            lookups: Mutex::new(TreeLookups::default()),
         }
     }
 
@@ -95,6 +121,12 @@ impl FileServer {
         let Some(real) = self.resolve(saltenv, path)? else {
             return Ok(None);
         };
+        self.stat_of(real).map(Some)
+    }
+
+    /// The stat of the resolved file `real` (its sha256 remembered while
+    /// its size and mtime are unchanged).
+    fn stat_of(&self, real: PathBuf) -> Result<(PathBuf, FileStat), FileServerError> {
         let io = |source| FileServerError::Io {
             path: real.display().to_string(),
             source,
@@ -125,7 +157,7 @@ impl FileServer {
             sha256,
             mode: meta.mode() & 0o7777,
         };
-        Ok(Some((real, stat)))
+        Ok((real, stat))
     }
 
     /// Up to one chunk of `salt://path` from `offset`, refused when the
@@ -199,8 +231,21 @@ impl FileServer {
     /// file.recurse, cmd.script, archive.extracted...), with their sha256:
     /// saltenv -> path -> sha256. A directory source lists every file below
     /// it. Unknown or refused paths are left out (the state reports them).
-    pub fn manifest(&self, chunks: &[Value]) -> BTreeMap<String, BTreeMap<String, String>> {
+    ///
+    /// `tree` is the stamp of the state tree the chunks were compiled from
+    /// (`compile_record::tree_stamp`, one per job): under it, where each
+    /// path leads is looked up once and reused by every later manifest of
+    /// the same stamp, so that a fleet's compiles resolve their shared
+    /// sources once per job, not once per minion. Each file's size and
+    /// mtime are still read for every manifest, so its sha256 is always
+    /// the file's as it is now. `None` looks every path up.
+    pub fn manifest(
+        &self,
+        chunks: &[Value],
+        tree: Option<&str>,
+    ) -> BTreeMap<String, BTreeMap<String, String>> {
         let mut out: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
+        let mut lookups = tree.map(|stamp| self.lookups_for(stamp));
         for chunk in chunks {
             let env = chunk
                 .get("saltenv")
@@ -217,23 +262,34 @@ impl FileServer {
                 }
             }
             for url in urls {
-                let Some((path, env_override)) = halite_state::strip_salt_url(&url) else {
+                let Some((path, env_override)) = halite_state::strip_salt_url(url) else {
                     continue;
                 };
                 let env = env_override.unwrap_or(env);
                 let path = path.trim_matches('/');
-                if let Ok(Some(stat)) = self.stat(env, path) {
-                    out.entry(env.to_string())
-                        .or_default()
-                        .insert(path.to_string(), stat.sha256);
-                    continue;
+                let file = match lookups.as_deref_mut() {
+                    Some(memo) => memo.file(env, path, |env, path| self.lookup(env, path)),
+                    None => self.lookup(env, path),
+                };
+                if let Some(real) = file {
+                    if let Ok((_, stat)) = self.stat_of(real) {
+                        out.entry(env.to_string())
+                            .or_default()
+                            .insert(path.to_string(), stat.sha256);
+                        continue;
+                    }
                 }
                 // A directory (file.recurse): every file below it.
-                let Ok(files) = self.client.list_files(env, path) else {
-                    continue;
+                let listed = match lookups.as_deref_mut() {
+                    Some(memo) => memo.dir(env, path, |env, path| self.listing(env, path)),
+                    None => self.listing(env, path),
                 };
-                for file in files {
-                    if let Ok(Some(stat)) = self.stat(env, &file) {
+                for file in listed.unwrap_or_default() {
+                    let real = match lookups.as_deref_mut() {
+                        Some(memo) => memo.file(env, &file, |env, path| self.lookup(env, path)),
+                        None => self.lookup(env, &file),
+                    };
+                    if let Some(Ok((_, stat))) = real.map(|real| self.stat_of(real)) {
                         out.entry(env.to_string())
                             .or_default()
                             .insert(file, stat.sha256);
@@ -243,13 +299,90 @@ impl FileServer {
         }
         out
     }
+
+    /// The file `salt://path` of `saltenv` resolves to now; `None` for
+    /// none, or a path that is refused.
+    fn lookup(&self, saltenv: &str, path: &str) -> Option<PathBuf> {
+        self.resolve(saltenv, path).ok().flatten()
+    }
+
+    /// The files below `salt://path` of `saltenv` now; `None` when it
+    /// cannot be listed.
+    fn listing(&self, saltenv: &str, path: &str) -> Option<Vec<String>> {
+        self.client.list_files(saltenv, path).ok()
+    }
+
+    /// The lookups of tree `stamp`, held for one manifest (a manifest of
+    /// another stamp waits for it).
+    fn lookups_for(&self, stamp: &str) -> std::sync::MutexGuard<'_, TreeLookups> {
+        let mut lookups = self.lookups.lock().unwrap_or_else(PoisonError::into_inner);
+        if lookups.stamp != stamp {
+            *lookups = TreeLookups {
+                stamp: stamp.to_string(),
+                ..TreeLookups::default()
+            };
+        }
+        lookups
+    }
+}
+
+impl TreeLookups {
+    /// Where `salt://path` of `env` leads, looked up by `lookup` the first
+    /// time under this stamp.
+    fn file(
+        &mut self,
+        env: &str,
+        path: &str,
+        lookup: impl FnOnce(&str, &str) -> Option<PathBuf>,
+    ) -> Option<PathBuf> {
+        if let Some(found) = self.files.get(env).and_then(|paths| paths.get(path)) {
+            return found.clone();
+        }
+        let found = lookup(env, path);
+        self.make_room();
+        self.files
+            .entry(env.to_string())
+            .or_default()
+            .insert(path.to_string(), found.clone());
+        found
+    }
+
+    /// The files below the directory `salt://path` of `env`, listed by
+    /// `list` the first time under this stamp.
+    fn dir(
+        &mut self,
+        env: &str,
+        path: &str,
+        list: impl FnOnce(&str, &str) -> Option<Vec<String>>,
+    ) -> Option<Vec<String>> {
+        if let Some(found) = self.dirs.get(env).and_then(|paths| paths.get(path)) {
+            return found.clone();
+        }
+        let found = list(env, path);
+        self.make_room();
+        self.dirs
+            .entry(env.to_string())
+            .or_default()
+            .insert(path.to_string(), found.clone());
+        found
+    }
+
+    /// Counts one more lookup, forgetting them all first when full.
+    fn make_room(&mut self) {
+        if self.held >= MAX_LOOKUPS {
+            self.files.clear();
+            self.dirs.clear();
+            self.held = 0;
+        }
+        self.held += 1;
+    }
 }
 
 /// Every `salt://` string in `value` (a chunk argument), nested lists and
 /// dicts included (`sources`, `source` lists).
-fn collect_urls(value: &Value, out: &mut Vec<String>) {
+fn collect_urls<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
     match value {
-        Value::String(s) if s.starts_with("salt://") => out.push(s.clone()),
+        Value::String(s) if s.starts_with("salt://") => out.push(s),
         Value::Array(items) => items.iter().for_each(|v| collect_urls(v, out)),
         Value::Object(map) => map.values().for_each(|v| collect_urls(v, out)),
         _ => {}
@@ -354,7 +487,7 @@ mod tests {
             serde_json::json!({"state": "file", "fun": "recurse", "__env__": "base",
                 "source": "salt://tree"}),
         ];
-        let m = fs.manifest(&chunks);
+        let m = fs.manifest(&chunks, None);
         let base = &m["base"];
         assert_eq!(
             base.keys().collect::<Vec<_>>(),

@@ -20,7 +20,7 @@ struct Cli {
     log_file: Option<String>,
 }
 
-halite_perf::fast_allocator!();
+halite_perf::fast_allocator!(bursty);
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();

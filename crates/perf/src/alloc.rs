@@ -97,6 +97,63 @@ unsafe impl std::alloc::GlobalAlloc for FastAllocator {
     }
 }
 
+/// mimalloc's option indices (`mi_option_t`, the same in mimalloc v2
+/// and v3) that [`crate::fast_allocator!`] sets.
+const MI_OPTION_ARENA_EAGER_COMMIT: std::os::raw::c_int = 4;
+/// See [`MI_OPTION_ARENA_EAGER_COMMIT`].
+const MI_OPTION_PURGE_DELAY: std::os::raw::c_int = 15;
+
+extern "C" {
+    /// mimalloc's `mi_option_set` (in the library the `mimalloc` crate links).
+    fn mi_option_set(option: std::os::raw::c_int, value: std::os::raw::c_long);
+    /// libc's `getenv`: reads the environment without allocating (this
+    /// runs before the first allocation).
+    fn getenv(name: *const std::os::raw::c_char) -> *const std::os::raw::c_char;
+}
+
+/// Sets one mimalloc option, unless the operator set it through its
+/// `MIMALLOC_*` variable (mimalloc reads that itself when the option is
+/// left unset): a deployment can retune the allocator without a rebuild,
+/// and a benchmark can compare settings with one binary.
+fn set_unless_in_env(
+    option: std::os::raw::c_int,
+    env: &std::ffi::CStr,
+    value: std::os::raw::c_long,
+) {
+    // SAFETY: `env` is NUL-terminated; getenv only reads the environment
+    // (nothing else writes it this early), and mi_option_set stores an
+    // integer.
+    unsafe {
+        if getenv(env.as_ptr()).is_null() {
+            mi_option_set(option, value);
+        }
+    }
+}
+
+/// How long a bursty daemon's freed pages stay committed before they go
+/// back to the system, in ms (mimalloc v3's own default).
+pub const BURSTY_PURGE_DELAY_MS: std::os::raw::c_long = 1000;
+
+/// Sets mimalloc's options before the first allocation (called from the
+/// ELF constructor [`crate::fast_allocator!`] installs): arenas committed
+/// as they are used, and freed pages given back to the system after
+/// `purge_delay_ms` milliseconds (0: at once; -1: never).
+/// `MIMALLOC_ARENA_EAGER_COMMIT` and `MIMALLOC_PURGE_DELAY` in the
+/// environment win over these.
+#[doc(hidden)]
+pub fn tune(purge_delay_ms: std::os::raw::c_long) {
+    set_unless_in_env(
+        MI_OPTION_ARENA_EAGER_COMMIT,
+        c"MIMALLOC_ARENA_EAGER_COMMIT",
+        0,
+    );
+    set_unless_in_env(
+        MI_OPTION_PURGE_DELAY,
+        c"MIMALLOC_PURGE_DELAY",
+        purge_delay_ms,
+    );
+}
+
 /// Makes mimalloc the binary's global allocator. A state run builds and
 /// frees a few small maps and strings per state (millions for a big tree;
 /// glibc malloc/free were a quarter of a 10k-state run and ~40% of the
@@ -108,16 +165,29 @@ unsafe impl std::alloc::GlobalAlloc for FastAllocator {
 /// states). What happens to freed pages depends on the process:
 /// - `fast_allocator!()` (the daemons): freed pages go back to the system
 ///   at once, so a daemon's resident memory follows what it holds;
+/// - `fast_allocator!(bursty)` (the master): freed pages are given back
+///   once they have stayed unused for [`BURSTY_PURGE_DELAY_MS`]. Its
+///   compile frees and rebuilds the same few megabytes for every minion
+///   of a job; giving them back at once and faulting them in again was
+///   ~10% of the master's CPU in a cold 1,000-minion highstate (issue 25,
+///   session 17). After a job its resident memory falls back within
+///   that delay, at the next allocation;
 /// - `fast_allocator!(short_lived)` (`halite-call`, `halite`): freed pages
 ///   are kept for reuse until the process exits. Giving them back and
 ///   faulting them in again was a third of a 10 000-state `halite-call`
 ///   (`madvise` and page faults: 150 ms against 90 ms).
+///
+/// `MIMALLOC_PURGE_DELAY` / `MIMALLOC_ARENA_EAGER_COMMIT` in the
+/// environment override these settings ([`tune`]).
 ///
 /// Invoke once, at the top level of each binary.
 #[macro_export]
 macro_rules! fast_allocator {
     () => {
         $crate::fast_allocator!(@tuned 0);
+    };
+    (bursty) => {
+        $crate::fast_allocator!(@tuned $crate::alloc::BURSTY_PURGE_DELAY_MS);
     };
     (short_lived) => {
         $crate::fast_allocator!(@tuned -1);
@@ -132,18 +202,8 @@ macro_rules! fast_allocator {
         #[used]
         #[link_section = ".init_array"]
         static TUNE_ALLOCATOR: extern "C" fn() = {
-            extern "C" {
-                /// mimalloc's `mi_option_set` (in the library the `mimalloc` crate links).
-                fn mi_option_set(option: std::os::raw::c_int, value: std::os::raw::c_long);
-            }
-            /// `mi_option_arena_eager_commit` and `mi_option_purge_delay`
-            /// (the same indices in mimalloc v2 and v3).
             extern "C" fn tune() {
-                // SAFETY: sets two integer options; nothing is allocated yet.
-                unsafe {
-                    mi_option_set(4, 0);
-                    mi_option_set(15, $purge_delay);
-                }
+                $crate::alloc::tune($purge_delay);
             }
             tune
         };

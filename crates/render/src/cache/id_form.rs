@@ -56,16 +56,22 @@ pub fn parse<E>(form: &str, parse: impl Fn(&str) -> Result<Value, E>) -> Option<
 /// `data` (an id form's parse) with the id put back into its strings and
 /// keys; `None` when that would not be what the minion's own text loads
 /// to (a string that would read as another type, a repeated key).
+///
+/// Built at its final size: every list and map of the result is allocated
+/// once (collecting through `Option` would grow them from empty, and the
+/// copies of a 1,000-state tree's data were most of this function).
 pub fn substitute(data: &Value, id: &str) -> Option<Value> {
     match data {
         Value::String(s) => string(s, id).map(Value::String),
-        Value::Array(items) => items
-            .iter()
-            .map(|item| substitute(item, id))
-            .collect::<Option<Vec<_>>>()
-            .map(Value::Array),
+        Value::Array(items) => {
+            let mut out = Vec::with_capacity(items.len());
+            for item in items {
+                out.push(substitute(item, id)?);
+            }
+            Some(Value::Array(out))
+        }
         Value::Object(map) => {
-            let mut out = Map::new();
+            let mut out = Map::with_capacity(map.len());
             for (key, value) in map {
                 let key = string(key, id)?;
                 let value = substitute(value, id)?;

@@ -1,0 +1,163 @@
+//! Issue 25, session 17: a bundle's `salt://` manifest resolves its
+//! sources once per tree stamp (one per job), not once per minion. The
+//! long-lived compiler of a master must still give every job the
+//! manifest a fresh compiler gives: a source edited in place, a source
+//! shadowed by a new file in an earlier root, a source removed, a file
+//! added below a `file.recurse` directory, all between two jobs; and a
+//! source edited during a job still gets its current sha256.
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use halite_master::compiler::Compiler;
+use halite_master::fileserver::FileServer;
+use halite_modules::exec::RemoteExec;
+use halite_modules::Args;
+use halite_proto::msg::{BundleAction, Job};
+use serde_json::{json, Map, Value};
+
+mod common;
+use common::write_file as write;
+
+/// Render-time calls the tree never makes.
+struct NoMinion;
+
+impl RemoteExec for NoMinion {
+    fn call(&self, fun: &str, _args: &Args) -> Result<Value, String> {
+        Err(format!("{fun}: no minion here"))
+    }
+}
+
+type Manifest = BTreeMap<String, BTreeMap<String, String>>;
+
+/// Two `file_roots` for `base` (the first wins) and an empty pillar tree.
+fn roots(
+    dir: &Path,
+) -> (
+    BTreeMap<String, Vec<PathBuf>>,
+    BTreeMap<String, Vec<PathBuf>>,
+) {
+    (
+        BTreeMap::from([(
+            "base".to_string(),
+            vec![dir.join("first"), dir.join("second")],
+        )]),
+        BTreeMap::from([("base".to_string(), vec![dir.join("pillar")])]),
+    )
+}
+
+fn compiler(dir: &Path) -> Compiler {
+    let (files, pillar) = roots(dir);
+    Compiler::new(
+        json!({"renderer": "jinja|yaml"}),
+        Arc::new(FileServer::new(files, 1 << 20)),
+        pillar,
+    )
+}
+
+fn job(jid: &str) -> Job {
+    Job {
+        jid: jid.into(),
+        fun: "state.apply".into(),
+        arg: vec![],
+        kwarg: Map::new(),
+        tgt: "*".into(),
+        tgt_type: "glob".into(),
+        user: "root".into(),
+        minions: vec![],
+    }
+}
+
+/// The manifest of minion `id`'s bundle for job `jid`.
+fn manifest(compiler: &Compiler, id: &str, jid: &str) -> Manifest {
+    let grains = json!({"id": id, "os": "Debian"});
+    let bundle = compiler.bundle(id, &grains, &job(jid), Arc::new(NoMinion));
+    match bundle.action {
+        BundleAction::Run { files, .. } => files,
+        other => panic!("{id}: not a run: {other:?}"),
+    }
+}
+
+fn sha(path: &Path) -> String {
+    halite_modules::exec::file::meta::sha256_file(path).unwrap()
+}
+
+/// The tree: each minion manages three sources and one directory.
+fn tree(dir: &Path) {
+    write(&dir.join("first/top.sls"), "base:\n  '*':\n    - files\n");
+    write(
+        &dir.join("first/files.sls"),
+        "{% for f in ['a', 'b', 'c'] %}\n{{ f }}_{{ grains['id'] }}:\n  file.managed:\n    - name: /tmp/halite-manifest-test/{{ grains['id'] }}/{{ f }}\n    - source: salt://src/{{ f }}.txt\n{% endfor %}\n\
+         tree_{{ grains['id'] }}:\n  file.recurse:\n    - name: /tmp/halite-manifest-test/{{ grains['id'] }}/tree\n    - source: salt://tree\n",
+    );
+    write(&dir.join("second/src/a.txt"), "a, from the second root\n");
+    write(&dir.join("second/src/b.txt"), "b v1\n");
+    write(&dir.join("second/src/c.txt"), "c\n");
+    write(&dir.join("second/tree/one"), "one\n");
+    write(&dir.join("pillar/top.sls"), "base: {}\n");
+}
+
+#[test]
+fn every_job_gets_the_manifest_a_fresh_compile_gives() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    tree(d);
+    let master = compiler(d);
+    let minions = ["web1", "web2", "db1"];
+
+    let first: Vec<Manifest> = minions
+        .iter()
+        .map(|id| manifest(&master, id, "20261126000000000001"))
+        .collect();
+    let base = &first[0]["base"];
+    assert_eq!(
+        base.keys().collect::<Vec<_>>(),
+        ["src/a.txt", "src/b.txt", "src/c.txt", "tree/one"]
+    );
+    assert_eq!(base["src/a.txt"], sha(&d.join("second/src/a.txt")));
+    assert!(first.iter().all(|m| m == &first[0]));
+
+    // Between two jobs: `a` is shadowed by a file in the first root, `b`
+    // is edited in place, `c` is removed and `tree` gains a file.
+    write(&d.join("first/src/a.txt"), "a, from the first root\n");
+    write(&d.join("second/src/b.txt"), "b v2, longer\n");
+    std::fs::remove_file(d.join("second/src/c.txt")).unwrap();
+    write(&d.join("second/tree/two"), "two\n");
+
+    for id in minions {
+        let next = manifest(&master, id, "20261126000000000002");
+        let fresh = manifest(&compiler(d), id, "20261126000000000002");
+        assert_eq!(next, fresh, "{id}: the next job must see the edits");
+        let base = &next["base"];
+        assert_eq!(
+            base.keys().collect::<Vec<_>>(),
+            ["src/a.txt", "src/b.txt", "tree/one", "tree/two"],
+            "{id}"
+        );
+        assert_eq!(base["src/a.txt"], sha(&d.join("first/src/a.txt")), "{id}");
+        assert_eq!(base["src/b.txt"], sha(&d.join("second/src/b.txt")), "{id}");
+    }
+}
+
+#[test]
+fn a_source_edited_during_a_job_gets_its_current_sha256() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    tree(d);
+    let master = compiler(d);
+    let jid = "20261126000000000003";
+    let before = manifest(&master, "web1", jid);
+    write(&d.join("second/src/b.txt"), "b edited while the job runs\n");
+    let during = manifest(&master, "web2", jid);
+    assert_ne!(before["base"]["src/b.txt"], during["base"]["src/b.txt"]);
+    assert_eq!(
+        during["base"]["src/b.txt"],
+        sha(&d.join("second/src/b.txt")),
+        "a manifest names the file as it is, not as the job found it"
+    );
+}
