@@ -4,6 +4,13 @@
 //! `cache.grains`/`cache.pillar` runners), and each minion's mine
 //! (`cache.mine`, `mine.get`). A return is committed here before
 //! the master acknowledges it to the minion.
+//!
+//! A return's value (`returns.ret`) is stored as a BLOB: its msgpack
+//! bytes, zstd-compressed (issue 25: a 1,000-state return was ~250 KB of
+//! JSON per minion through SQLite and its WAL, and transcoding it to JSON
+//! was a tenth of the master's warm CPU). Caches written before hold JSON
+//! TEXT there; SQLite keeps each value's own type, so both kinds of row
+//! are read ([`JobCache::returns`]) and no migration rewrites old rows.
 
 use std::path::Path;
 
@@ -27,6 +34,46 @@ pub enum JobCacheError {
     /// A stored return is not valid JSON.
     #[error("job cache holds malformed JSON: {0}")]
     Json(#[from] serde_json::Error),
+    /// A return's value could not be encoded or compressed for storage.
+    #[error("a return's value cannot be stored: {0}")]
+    Encode(String),
+}
+
+/// zstd's level for stored returns: level 1 compresses a 1,000-state
+/// return's msgpack ~15x at a fraction of the cost of the JSON it replaced
+/// (docs/benchmarks.md, issue 25 session 17).
+const RETURN_ZSTD_LEVEL: i32 = 1;
+
+/// A return's value as the `ret` column holds it: JSON text (masters
+/// before issue 25's session 17) or a zstd frame of its msgpack bytes.
+/// `None` (logged) when it cannot be read.
+fn stored_return(column: rusqlite::types::ValueRef<'_>, jid: &str, id: &str) -> Option<Value> {
+    let what = format!("return of {id} for job");
+    match column {
+        rusqlite::types::ValueRef::Text(text) => match std::str::from_utf8(text) {
+            Ok(text) => stored_json(text, &what, jid),
+            Err(e) => {
+                tracing::warn!(%jid, %id, error = %e, "the job cache's {what} {jid} is not UTF-8; skipped");
+                None
+            }
+        },
+        rusqlite::types::ValueRef::Blob(blob) => {
+            let read = zstd::decode_all(blob)
+                .map_err(|e| e.to_string())
+                .and_then(|bytes| halite_proto::packed::unpack(&bytes).map_err(|e| e.to_string()));
+            match read {
+                Ok(value) => Some(value),
+                Err(e) => {
+                    tracing::warn!(%jid, %id, error = %e, "the job cache's {what} {jid} cannot be read; skipped");
+                    None
+                }
+            }
+        }
+        other => {
+            tracing::warn!(%jid, %id, kind = ?other.data_type(), "the job cache's {what} {jid} is neither JSON nor packed; skipped");
+            None
+        }
+    }
 }
 
 /// Parses a JSON column; a value that cannot be read (written by an older
@@ -76,6 +123,7 @@ CREATE TABLE IF NOT EXISTS returns (
     id TEXT NOT NULL,
     fun TEXT NOT NULL,
     fun_args TEXT NOT NULL,
+    -- JSON text (before issue 25's session 17) or a zstd frame of msgpack (a BLOB)
     ret TEXT NOT NULL,
     retcode INTEGER NOT NULL,
     success INTEGER NOT NULL,
@@ -170,12 +218,13 @@ impl JobCache {
     }
 
     /// As [`JobCache::store_returns`], where a return may come with its
-    /// value already as JSON text (`Some`, stored instead of encoding
-    /// `ret.ret`): the master's writer transcodes a packed return's bytes
-    /// to JSON without building the value (issue 25).
+    /// value already packed (`Some`: its msgpack bytes, checked by
+    /// [`halite_proto::packed::check`], stored instead of encoding
+    /// `ret.ret`): the master's writer stores a packed return's bytes
+    /// without building or transcoding the value (issue 25).
     pub fn store_return_rows<'r>(
         &mut self,
-        returns: impl IntoIterator<Item = (&'r JobReturn, Option<String>)>,
+        returns: impl IntoIterator<Item = (&'r JobReturn, Option<&'r [u8]>)>,
     ) -> Result<Vec<bool>, JobCacheError> {
         let path = self.path.clone();
         let err = |source| JobCacheError::Sqlite {
@@ -192,6 +241,8 @@ impl JobCache {
             .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
             .map_err(err)?;
         let mut fresh = Vec::new();
+        let mut compressor = zstd::bulk::Compressor::new(RETURN_ZSTD_LEVEL)
+            .map_err(|e| JobCacheError::Encode(format!("zstd: {e}")))?;
         {
             let mut stmt = tx
                 .prepare_cached(
@@ -201,20 +252,29 @@ impl JobCache {
             let mut known = tx
                 .prepare_cached("SELECT EXISTS(SELECT 1 FROM returns WHERE jid = ?1 AND id = ?2)")
                 .map_err(err)?;
-            for (r, value_json) in returns {
+            for (r, packed) in returns {
                 let stored: bool = known
                     .query_row(params![r.jid, r.id], |row| row.get(0))
                     .map_err(err)?;
                 fresh.push(!stored);
+                let encoded;
+                let value = match packed {
+                    Some(bytes) => bytes,
+                    None => {
+                        encoded = halite_proto::packed::pack(&r.ret)
+                            .map_err(|e| JobCacheError::Encode(e.to_string()))?;
+                        &encoded[..]
+                    }
+                };
+                let compressed = compressor
+                    .compress(value)
+                    .map_err(|e| JobCacheError::Encode(format!("zstd: {e}")))?;
                 stmt.execute(params![
                     r.jid,
                     r.id,
                     r.fun,
                     serde_json::to_string(&r.fun_args)?,
-                    match value_json {
-                        Some(json) => json,
-                        None => serde_json::to_string(&r.ret)?,
-                    },
+                    compressed,
                     r.retcode,
                     r.success
                 ])
@@ -483,11 +543,13 @@ impl JobCache {
             .map_err(self.err())?;
         let rows = stmt
             .query_map(params![jid], |r| {
+                let id = r.get::<_, String>(0)?;
+                let ret = stored_return(r.get_ref(3)?, jid, &id);
                 Ok((
-                    r.get::<_, String>(0)?,
+                    id,
                     r.get::<_, String>(1)?,
                     r.get::<_, String>(2)?,
-                    r.get::<_, String>(3)?,
+                    ret,
                     r.get::<_, i64>(4)?,
                     r.get::<_, bool>(5)?,
                 ))
@@ -497,10 +559,7 @@ impl JobCache {
         for row in rows {
             let (id, fun, fun_args, ret, retcode, success) = row.map_err(self.err())?;
             let what = format!("return of {id} for job");
-            let (Some(fun_args), Some(ret)) = (
-                stored_json(&fun_args, &what, jid),
-                stored_json(&ret, &what, jid),
-            ) else {
+            let (Some(fun_args), Some(ret)) = (stored_json(&fun_args, &what, jid), ret) else {
                 continue;
             };
             out.push((
@@ -673,5 +732,81 @@ mod tests {
         assert_eq!(cache.clean_old_jobs(24).unwrap(), 1);
         assert!(cache.job("20000101000000000000").unwrap().is_none());
         assert!(cache.job(&recent).unwrap().is_some());
+    }
+
+    #[test]
+    fn returns_an_older_master_wrote_as_json_read_beside_packed_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.sqlite");
+        let jid = "20260101000000000001";
+        {
+            // The returns table and rows as masters before session 17 wrote
+            // them: the value as JSON text.
+            let conn = Connection::open(&path).unwrap();
+            conn.execute_batch(
+                "CREATE TABLE returns (jid TEXT NOT NULL, id TEXT NOT NULL, fun TEXT NOT NULL, fun_args TEXT NOT NULL, ret TEXT NOT NULL, retcode INTEGER NOT NULL, success INTEGER NOT NULL, PRIMARY KEY (jid, id));
+                 INSERT INTO returns VALUES ('20260101000000000001', 'old', 'state.apply', '[\"web\"]', '{\"test_|-a_|-a_|-nop\": {\"result\": true, \"duration\": 0.30000000000000004, \"comment\": \"Succès ✓\"}}', 0, 1);
+                 INSERT INTO returns VALUES ('20260101000000000001', 'oldstr', 'test.echo', '[]', '\"hi\"', 0, 1);
+                 INSERT INTO returns VALUES ('20260101000000000001', 'zdamaged', 'test.echo', '[]', X'28b52ffd00', 0, 1);",
+            )
+            .unwrap();
+        }
+        let mut cache = JobCache::open(&path).unwrap();
+        let value = json!({"test_|-b_|-b_|-nop": {"result": false, "duration": 0.1 + 0.2,
+            "big": u64::MAX, "neg": i64::MIN, "comment": "naïve \u{1F600}", "changes": {"a": [1, {"b": null}]}}});
+        let ret = |id: &str, value: Value| JobReturn {
+            jid: jid.into(),
+            id: id.into(),
+            fun: "state.apply".into(),
+            fun_args: vec![json!("web")],
+            ret: value,
+            retcode: 0,
+            success: true,
+        };
+        let (new, list, packed) = (
+            ret("new", value.clone()),
+            ret("newlist", json!([1, "two", 3.5])),
+            ret("packed", Value::Null),
+        );
+        let bytes = halite_proto::packed::pack(&value).unwrap();
+        cache
+            .store_return_rows([(&new, None), (&list, None), (&packed, Some(&bytes[..]))])
+            .unwrap();
+        let rows: Map<String, Value> = cache.returns(jid).unwrap().into_iter().collect();
+        // The damaged row is skipped (logged); every other one reads.
+        let ids: Vec<&str> = rows.keys().map(String::as_str).collect();
+        assert_eq!(ids, ["new", "newlist", "old", "oldstr", "packed"]);
+        assert_eq!(
+            rows["old"]["return"],
+            json!({"test_|-a_|-a_|-nop": {"result": true, "duration": 0.1 + 0.2, "comment": "Succès ✓"}})
+        );
+        assert_eq!(rows["oldstr"]["return"], json!("hi"));
+        assert_eq!(rows["new"]["return"], value);
+        assert_eq!(rows["packed"]["return"], value);
+        assert_eq!(rows["newlist"]["return"], json!([1, "two", 3.5]));
+        assert_eq!(rows["new"]["fun_args"], json!(["web"]));
+        // Key order kept, as the JSON kept it.
+        let keys: Vec<&String> = rows["new"]["return"]["test_|-b_|-b_|-nop"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
+        assert_eq!(
+            keys,
+            ["result", "duration", "big", "neg", "comment", "changes"]
+        );
+        // New rows are compressed msgpack, old ones stay JSON text.
+        let kinds: Vec<(String, String)> = {
+            let mut stmt = cache
+                .conn
+                .prepare("SELECT id, typeof(ret) FROM returns ORDER BY id")
+                .unwrap();
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap();
+            rows.map(Result::unwrap).collect()
+        };
+        let kind = |id: &str| kinds.iter().find(|(i, _)| i == id).unwrap().1.clone();
+        assert_eq!(kind("old"), "text");
+        assert_eq!(kind("new"), "blob");
+        assert_eq!(kind("packed"), "blob");
     }
 }

@@ -71,6 +71,38 @@ impl BusEvent {
     pub fn wire(&self) -> WireData<'_> {
         WireData(self)
     }
+
+    /// Whether the event carries a packed return ([`BusEvent::write_msgpack`]
+    /// then splices it).
+    pub fn has_packed_return(&self) -> bool {
+        self.packed_return.is_some()
+    }
+
+    /// Appends the event's data in msgpack to `out`: the very bytes
+    /// `rmp_serde::to_vec_named(&self.wire())` gives, but a packed
+    /// return's bytes are copied in as they are instead of transcoded
+    /// (issue 25: msgpack is self-delimiting, and the bytes were checked
+    /// at intake to be exactly one value). The watching CLI's stream
+    /// writes a 1,000-state return per minion this way.
+    pub fn write_msgpack(&self, out: &mut Vec<u8>) -> Result<(), rmp_serde::encode::Error> {
+        let (Some(bytes), Value::Object(map)) = (&self.packed_return, &self.data) else {
+            return rmp_serde::encode::write_named(out, &self.data);
+        };
+        // In the order of the map, as the decoded event would serialize.
+        let len = u32::try_from(map.len()).map_err(|_| {
+            rmp_serde::encode::Error::Syntax("an event with more than 2^32 keys".into())
+        })?;
+        rmp::encode::write_map_len(out, len)?;
+        for (key, value) in map {
+            rmp::encode::write_str(out, key)?;
+            if key == "return" {
+                out.extend_from_slice(bytes);
+            } else {
+                rmp_serde::encode::write_named(out, value)?;
+            }
+        }
+        Ok(())
+    }
 }
 
 /// [`BusEvent::wire`]: serializes as the event's whole data.

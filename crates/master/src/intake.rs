@@ -99,15 +99,8 @@ fn clip_tag(tag: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use halite_proto::testing::nested;
     use serde_json::json;
-
-    fn nested(levels: usize) -> Value {
-        let mut v = json!(1);
-        for _ in 1..levels {
-            v = json!([v]);
-        }
-        v
-    }
 
     #[test]
     fn deep_values_are_refused_and_deep_returns_become_errors() {

@@ -1,5 +1,5 @@
 //! Returns committed to the job cache off the master's main task (issue
-//! 25): a fleet's 1,000-state returns cost their JSON encoding and their
+//! 25): a fleet's 1,000-state returns cost their encoding and their
 //! SQLite insert, and while the main task did that, pings, publications
 //! and every other minion's messages waited behind it. One thread with
 //! its own connection to the job cache commits the batches in order
@@ -70,10 +70,10 @@ impl Received {
     }
 
     /// The row the job cache stores: with `secrets`, the return decoded
-    /// and masked; packed, the value transcoded to JSON text from its
-    /// bytes (no `Value`; floats written from the same `f64`); else as
+    /// and masked (the cache packs it); packed, the return and its checked
+    /// bytes, stored as they are (no `Value`, no transcode); else as
     /// received.
-    fn record(&self, secrets: Option<&Cleartexts>) -> (Cow<'_, JobReturn>, Option<String>) {
+    fn record(&self, secrets: Option<&Cleartexts>) -> (Cow<'_, JobReturn>, Option<&[u8]>) {
         if let Some(secrets) = secrets {
             let ret = self.decoded();
             let masked = JobReturn {
@@ -83,20 +83,10 @@ impl Received {
             };
             return (Cow::Owned(masked), None);
         }
-        let Some(bytes) = &self.packed else {
-            return (Cow::Borrowed(&self.ret), None);
-        };
-        match serde_json::to_string(&halite_proto::packed::Packed(bytes)) {
-            Ok(json) => (Cow::Borrowed(&self.ret), Some(json)),
-            Err(e) => {
-                tracing::error!(jid = %self.ret.jid, id = %self.ret.id, error = %e, "a packed return cannot be stored as JSON");
-                let text = format!("the master could not read this return: {e}");
-                (
-                    Cow::Borrowed(&self.ret),
-                    Some(Value::String(text).to_string()),
-                )
-            }
-        }
+        (
+            Cow::Borrowed(&self.ret),
+            self.packed.as_deref().map(Vec::as_slice),
+        )
     }
 }
 
@@ -230,7 +220,7 @@ impl ReturnWriter {
 /// new (or why the commit failed). Also the master's own commit when the
 /// writer thread is gone.
 pub fn store(cache: &mut JobCache, batches: &[ToStore]) -> Result<Vec<bool>, String> {
-    let rows: Vec<(Cow<'_, JobReturn>, Option<String>)> = batches
+    let rows: Vec<(Cow<'_, JobReturn>, Option<&[u8]>)> = batches
         .iter()
         .flat_map(|b| {
             b.returns
@@ -239,9 +229,9 @@ pub fn store(cache: &mut JobCache, batches: &[ToStore]) -> Result<Vec<bool>, Str
                 .map(|((_, received), secrets)| received.record(secrets.as_deref()))
         })
         .collect();
-    let (rets, jsons): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
+    let (rets, packed): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
     cache
-        .store_return_rows(rets.iter().map(AsRef::as_ref).zip(jsons))
+        .store_return_rows(rets.iter().map(AsRef::as_ref).zip(packed))
         .map_err(|e| e.to_string())
 }
 
@@ -319,7 +309,7 @@ mod tests {
     }
 
     #[test]
-    fn a_packed_return_is_stored_as_the_same_json_and_masked_when_it_must_be() {
+    fn a_packed_return_is_stored_as_its_bytes_compressed_and_masked_when_it_must_be() {
         let dir = tempfile::tempdir().unwrap();
         let mut cache = JobCache::open(&dir.path().join("jobs.sqlite")).unwrap();
         let value = json!({"test_|-a_|-a_|-succeed_without_changes": {
@@ -341,7 +331,7 @@ mod tests {
             started: vec![],
         };
         assert_eq!(store(&mut cache, &[batch]).unwrap(), [true, true, true]);
-        let text = |jid: &str, id: &str| -> String {
+        let column = |jid: &str, id: &str| -> Vec<u8> {
             let conn = rusqlite::Connection::open(dir.path().join("jobs.sqlite")).unwrap();
             conn.query_row(
                 "SELECT ret FROM returns WHERE jid = ?1 AND id = ?2",
@@ -350,15 +340,24 @@ mod tests {
             )
             .unwrap()
         };
-        // The very same text as the decoded value gives (floats included).
-        assert_eq!(text(packed_jid, "web1"), text(plain_jid, "web1"));
+        // The packed bytes themselves, compressed: the same column as the
+        // decoded value gives, and no JSON in it.
+        let bytes = halite_proto::packed::pack(&value).unwrap();
         assert_eq!(
-            text(plain_jid, "web1"),
-            serde_json::to_string(&value).unwrap()
+            zstd::decode_all(&column(packed_jid, "web1")[..]).unwrap(),
+            bytes
         );
+        assert_eq!(column(packed_jid, "web1"), column(plain_jid, "web1"));
+        // Read back as the value (floats, big ints, unicode) for either.
+        let read = |jid: &str| cache.returns(jid).unwrap();
+        assert_eq!(read(plain_jid)[0].1["return"], value);
+        let packed_rows = read(packed_jid);
+        assert_eq!(packed_rows[0].1["return"], value);
         // web2's secret is masked, the rest as sent.
-        let masked: serde_json::Value = serde_json::from_str(&text(packed_jid, "web2")).unwrap();
-        let comment = &masked["test_|-a_|-a_|-succeed_without_changes"]["comment"];
+        let comment =
+            &packed_rows[1].1["return"]["test_|-a_|-a_|-succeed_without_changes"]["comment"];
         assert_eq!(comment, "Succès ✓ \u{1F600} pw=**********");
+        let stored = zstd::decode_all(&column(packed_jid, "web2")[..]).unwrap();
+        assert!(!stored.windows(8).any(|w| w == b"hunter22"));
     }
 }

@@ -2208,16 +2208,53 @@ const STREAM_WRITE_BYTES: usize = 256 * 1024;
 /// the shared event without copying its data (a 1,000-state return).
 /// Its encoding is [`LocalReply::Return`]'s or [`LocalReply::Event`]'s
 /// (tested below).
+/// `D` is the data ([`crate::events::WireData`]), or `()` for the head of
+/// a frame whose data is spliced after it ([`streamed_frame`]).
 #[derive(serde::Serialize)]
-enum StreamedReply<'a> {
-    Return {
-        id: &'a str,
-        data: crate::events::WireData<'a>,
-    },
-    Event {
-        tag: &'a str,
-        data: crate::events::WireData<'a>,
-    },
+enum StreamedReply<'a, D> {
+    Return { id: &'a str, data: D },
+    Event { tag: &'a str, data: D },
+}
+
+impl<'a> StreamedReply<'a, ()> {
+    /// The same reply with `data` in place of the unit.
+    fn with<D>(&self, data: D) -> StreamedReply<'a, D> {
+        match *self {
+            StreamedReply::Return { id, .. } => StreamedReply::Return { id, data },
+            StreamedReply::Event { tag, .. } => StreamedReply::Event { tag, data },
+        }
+    }
+}
+
+/// The frame of `head` carrying `event`'s data: encoded whole, or, for a
+/// packed return (issue 25), the head encoded with its data left as nil
+/// (the data is the last thing encoded, so it is the last byte), then the
+/// data with the return's checked bytes spliced in
+/// ([`crate::events::BusEvent::write_msgpack`]). The same bytes either way
+/// (tested below).
+fn streamed_frame(
+    head: StreamedReply<'_, ()>,
+    event: &crate::events::BusEvent,
+) -> Result<Vec<u8>, halite_proto::FrameError> {
+    if !event.has_packed_return() {
+        return encode(&head.with(event.wire()));
+    }
+    let mut bytes = rmp_serde::to_vec_named(&head)
+        .map_err(|e| halite_proto::FrameError::Encode(e.to_string()))?;
+    if bytes.pop() != Some(0xc0) {
+        // Not the layout spliced frames rely on: encode it whole.
+        return encode(&head.with(event.wire()));
+    }
+    event
+        .write_msgpack(&mut bytes)
+        .map_err(|e| halite_proto::FrameError::Encode(e.to_string()))?;
+    if bytes.len() > halite_proto::MAX_FRAME_BYTES {
+        return Err(halite_proto::FrameError::TooLarge {
+            size: bytes.len(),
+            max: halite_proto::MAX_FRAME_BYTES,
+        });
+    }
+    Ok(bytes)
 }
 
 /// Appends `event`, framed as [`write_local`] frames it, to `out` when
@@ -2237,17 +2274,14 @@ fn frame_event(
         tags::Tag::JobRet { minion, .. } if as_returns => Some(minion),
         _ => None,
     };
-    let reply = match ret_of {
-        Some(id) => StreamedReply::Return {
-            id,
-            data: event.wire(),
-        },
+    let head = match ret_of {
+        Some(id) => StreamedReply::Return { id, data: () },
         None => StreamedReply::Event {
             tag: &event.tag,
-            data: event.wire(),
+            data: (),
         },
     };
-    match encode(&reply) {
+    match streamed_frame(head, event) {
         Ok(bytes) => {
             out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
             out.extend_from_slice(&bytes);
@@ -2460,6 +2494,69 @@ mod tests {
             "{:?}",
             frames[1]
         );
+    }
+
+    #[test]
+    fn a_spliced_return_frame_is_the_transcoded_one_byte_for_byte() {
+        let bus = crate::events::EventBus::new(8);
+        let mut rx = bus.subscribe(Interest::All);
+        let jid = "20260101000000000001";
+        let value = json!({"test_|-a_|-/tmp/x_|-managed": {
+            "duration": 0.1 + 0.2, "tiny": 1.5e-300, "big": u64::MAX, "neg": i64::MIN,
+            "comment": "Succès ✓ \u{1F600}", "changes": {"diff": {"nested": [{"k": null}, true, "x".repeat(300)]}},
+            "__run_num__": 65_536}});
+        let head = json!({"cmd": "_return", "id": "web1", "jid": jid, "return": null,
+            "retcode": 0, "success": true, "fun_args": ["é", 2.5, {"a": [1]}]});
+        let bytes = Arc::new(halite_proto::packed::pack(&value).unwrap());
+        bus.fire_packed_return(&tags::job_ret(jid, "web1"), || (head.clone(), bytes));
+        bus.fire_packed_return(&tags::job_prog(jid, "web1", 3), || {
+            (
+                head.clone(),
+                Arc::new(halite_proto::packed::pack(&json!("a string return")).unwrap()),
+            )
+        });
+        for event in [rx.try_recv().unwrap(), rx.try_recv().unwrap()] {
+            assert!(event.has_packed_return());
+            for as_returns in [true, false] {
+                let mut spliced = Vec::new();
+                frame_event(&mut spliced, &event, &|_: &str| true, as_returns);
+                // The frame as it was written before: the whole reply
+                // encoded, its return transcoded.
+                let head = match tags::parse(&event.tag) {
+                    tags::Tag::JobRet { minion, .. } if as_returns => StreamedReply::Return {
+                        id: minion,
+                        data: event.wire(),
+                    },
+                    _ => StreamedReply::Event {
+                        tag: &event.tag,
+                        data: event.wire(),
+                    },
+                };
+                let transcoded = encode(&head).unwrap();
+                assert_eq!(spliced[4..], transcoded[..], "{} {as_returns}", event.tag);
+                assert_eq!(
+                    u32::from_be_bytes(spliced[..4].try_into().unwrap()) as usize,
+                    transcoded.len()
+                );
+                match decode::<LocalReply>(&spliced[4..]).unwrap() {
+                    LocalReply::Return { id, data } => {
+                        assert!(as_returns);
+                        assert_eq!(id, "web1");
+                        assert_eq!(data["return"], value);
+                        assert_eq!(data["fun_args"], head_args());
+                    }
+                    LocalReply::Event { tag, data } => {
+                        assert_eq!(tag, event.tag);
+                        assert_eq!(data["retcode"], 0);
+                    }
+                    other => panic!("{other:?}"),
+                }
+            }
+        }
+    }
+
+    fn head_args() -> Value {
+        json!(["é", 2.5, {"a": [1]}])
     }
 
     #[test]

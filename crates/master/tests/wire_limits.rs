@@ -19,6 +19,7 @@ use halite_proto::crypto::{MinionHandshake, SessionCipher};
 use halite_proto::msg::{
     JobReturn, MasterMessage, MinionRequest, PackedReturn, ToMaster, ToMinion,
 };
+use halite_proto::testing::nested;
 use halite_proto::{encode, Identity};
 use zeromq::{DealerSocket, Socket, SocketRecv, SocketSend, ZmqMessage};
 
@@ -246,15 +247,6 @@ fn peers_that_do_not_read_their_replies_cost_bounded_memory() {
     // The real minion is still served while they hang on.
     fleet.wait_responding("real");
     drop(peers);
-}
-
-/// A value nested `levels` deep: `[[[...1...]]]`.
-fn nested(levels: usize) -> serde_json::Value {
-    let mut v = serde_json::json!(1);
-    for _ in 1..levels {
-        v = serde_json::json!([v]);
-    }
-    v
 }
 
 fn job_return(jid: &str, id: &str, ret: serde_json::Value) -> JobReturn {

@@ -23,6 +23,7 @@ pub mod mine;
 pub mod msg;
 pub mod packed;
 pub mod tags;
+pub mod testing;
 
 pub use crypto::{CryptoError, Identity, PublicKey};
 pub use frame::{

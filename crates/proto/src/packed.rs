@@ -11,7 +11,7 @@
 //!   (`serde-transcode`): no `Value`, and floats written from the same
 //!   `f64` a decode would hold.
 
-use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
+use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Serialize, Serializer};
 
 use crate::frame::{FrameError, MAX_DECODE_DEPTH, MAX_VALUE_DEPTH};
@@ -26,14 +26,27 @@ fn decoder(bytes: &[u8]) -> rmp_serde::Deserializer<rmp_serde::decode::ReadRefRe
 
 /// Checks that `bytes` are one msgpack value a minion may send: nested at
 /// most [`MAX_VALUE_DEPTH`] levels (as [`crate::value_depth`] counts),
-/// maps keyed by strings, no binary or extension data. Nothing is built:
-/// the walk only reads. (Bytes after the value are ignored, as
-/// [`crate::decode`] and [`Packed`] ignore them.)
+/// maps keyed by strings, no binary or extension data, and nothing after
+/// the value (checked bytes are spliced as they are into the frames the
+/// master sends its local clients, where a byte more would shift the
+/// next key). Nothing is built: the walk only reads.
 pub fn check(bytes: &[u8]) -> Result<(), FrameError> {
     let mut de = decoder(bytes);
     Level(1)
         .deserialize(&mut de)
-        .map_err(|e| FrameError::Malformed(format!("packed value: {e}")))
+        .map_err(|e| FrameError::Malformed(format!("packed value: {e}")))?;
+    // The decoder does not say where it stopped: a read past the value
+    // must find the end of the bytes (anything else is a byte more).
+    match serde::de::IgnoredAny::deserialize(&mut de) {
+        Err(rmp_serde::decode::Error::InvalidMarkerRead(e))
+            if e.kind() == std::io::ErrorKind::UnexpectedEof =>
+        {
+            Ok(())
+        }
+        _ => Err(FrameError::Malformed(
+            "packed value: bytes after the value".into(),
+        )),
+    }
 }
 
 /// The bytes of `value`, as [`Packed`] reads them.
@@ -141,16 +154,9 @@ impl<'de> Visitor<'de> for Key {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::testing::nested;
     use crate::value_depth;
-    use serde_json::{json, Value};
-
-    fn nested(levels: usize) -> Value {
-        let mut v = json!(1);
-        for _ in 1..levels {
-            v = json!([v]);
-        }
-        v
-    }
+    use serde_json::json;
 
     #[test]
     fn the_check_refuses_what_a_decode_would_and_what_is_too_deep() {
@@ -175,6 +181,9 @@ mod tests {
             &[0xa2, 0xff, 0xfe],
             &[0xc1],
             &[],
+            // A value, then a byte more.
+            &[0x01, 0xc0],
+            &[0x81, 0xa1, b'a', 0x01, 0x01],
         ] {
             assert!(check(bad).is_err(), "{bad:?} passed");
         }
