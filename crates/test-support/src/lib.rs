@@ -41,16 +41,32 @@ pub fn write_file(path: &Path, text: &str) {
     std::fs::write(path, text).expect("write");
 }
 
-/// A free TCP port on loopback (127.0.0.1 only).
+/// A free TCP port on loopback (127.0.0.1 only), never one this test
+/// process handed out before.
+///
+/// The port is free when it is picked, not reserved: tests of one binary
+/// run in parallel, and the kernel may offer a port again once its picker
+/// closed it, so two fleets could be given the same port (one API test
+/// once posted HTTP to another test's ZeroMQ socket: "invalid HTTP
+/// version"). Remembering what was handed out keeps a process's own
+/// tests apart.
 ///
 /// # Panics
 /// When the system has no free port: the test cannot run then.
 pub fn free_port() -> u16 {
-    #[allow(clippy::expect_used, reason = "test support: no port is a failed test")]
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free port")
+    static HANDED_OUT: std::sync::Mutex<Vec<u16>> = std::sync::Mutex::new(Vec::new());
+    let mut handed_out = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    loop {
+        #[allow(clippy::expect_used, reason = "test support: no port is a failed test")]
+        let port = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .map(|a| a.port())
+            .expect("a free port");
+        if !handed_out.contains(&port) {
+            handed_out.push(port);
+            return port;
+        }
+    }
 }
 
 /// Waits until `check` holds, up to `limit`; whether it did.
@@ -132,5 +148,22 @@ impl SharedBuffer {
             .filter(|l| l.contains(text))
             .map(str::to_string)
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::free_port;
+
+    #[test]
+    fn free_port_never_hands_out_a_port_twice_in_one_process() {
+        // The kernel's picks for port 0 repeat within a few thousand
+        // (a birthday draw over the ephemeral range): 3,000 picks
+        // collide without the memory of what was handed out.
+        let mut ports: Vec<u16> = (0..3000).map(|_| free_port()).collect();
+        let picked = ports.len();
+        ports.sort_unstable();
+        ports.dedup();
+        assert_eq!(ports.len(), picked, "a port was handed out twice");
     }
 }
