@@ -46,10 +46,10 @@ pub fn write_file(path: &Path, text: &str) {
 ///
 /// The port is free when it is picked, not reserved: tests of one binary
 /// run in parallel, and the kernel may offer a port again once its picker
-/// closed it, so two fleets could be given the same port (one API test
-/// once posted HTTP to another test's ZeroMQ socket: "invalid HTTP
-/// version"). Remembering what was handed out keeps a process's own
-/// tests apart.
+/// closed it, so two fleets could be given the same port (the likely
+/// cause of an API test's "invalid HTTP version" in a CI run: its HTTP
+/// answered by something that is not the API). Remembering what was
+/// handed out keeps a process's own tests apart.
 ///
 /// # Panics
 /// When the system has no free port: the test cannot run then.
