@@ -334,16 +334,6 @@ fn compiled(fleet: &Fleet) -> u64 {
         .expect("bundles.packed")
 }
 
-/// One `state.apply` of `py1`, `step` of the test: it succeeds and the
-/// master compiles it exactly once (`master.stats`). Its returns.
-fn highstate_compiled_once(fleet: &Fleet, step: &str) -> Map<String, Value> {
-    let before = compiled(fleet);
-    let (rets, code) = fleet.halite_json(&["py1", "state.apply"]);
-    assert_eq!(code, 0, "{step}: {rets:?}");
-    assert_eq!(compiled(fleet) - before, 1, "{step}: compiles");
-    rets
-}
-
 /// A highstate's automatic sync both ways: a module the master's
 /// `_modules` holds is used by the same run's template; a run where
 /// nothing the compile reads changed compiles once (a new custom state
@@ -380,19 +370,33 @@ fn a_highstate_sync_adds_and_removes_custom_modules() {
     fleet.wait_responding("py1");
     let synced = fleet.path("minion-py1/cache/extmods/modules/gone.py");
 
-    let hs = || std::fs::read_to_string(out.join("hs")).unwrap();
-
     // The first highstate: `base` synced before the compile, so once.
-    highstate_compiled_once(&fleet, "the first highstate");
-    assert_eq!(hs().trim(), "here");
+    let before = compiled(&fleet);
+    let (rets, code) = fleet.halite_json(&["py1", "state.apply"]);
+    assert_eq!(code, 0, "{rets:?}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("hs")).unwrap().trim(),
+        "here"
+    );
     assert!(synced.is_file());
+    assert_eq!(compiled(&fleet) - before, 1, "the first highstate");
 
-    highstate_compiled_once(&fleet, "nothing changed since");
+    // Nothing changed since: one compile.
+    let before = compiled(&fleet);
+    let (rets, code) = fleet.halite_json(&["py1", "state.apply"]);
+    assert_eq!(code, 0, "{rets:?}");
+    assert_eq!(compiled(&fleet) - before, 1);
 
-    // A module changed on the master: the run uses the new one.
+    // A module changed on the master: the run uses the new one, compiled once.
     answer_module(&salt, "gone", "changed");
-    highstate_compiled_once(&fleet, "a changed module");
-    assert_eq!(hs().trim(), "changed");
+    let before = compiled(&fleet);
+    let (rets, code) = fleet.halite_json(&["py1", "state.apply"]);
+    assert_eq!(code, 0, "{rets:?}");
+    assert_eq!(
+        std::fs::read_to_string(out.join("hs")).unwrap().trim(),
+        "changed"
+    );
+    assert_eq!(compiled(&fleet) - before, 1, "a changed module");
 
     // A custom state added with the SLS that uses it: the sync copies it
     // before the run, and as the master's compile never reads the
@@ -410,19 +414,28 @@ fn a_highstate_sync_adds_and_removes_custom_modules() {
                 .trim_end()
         ),
     );
-    let rets = highstate_compiled_once(&fleet, "a new custom state");
+    let before = compiled(&fleet);
+    let (rets, code) = fleet.halite_json(&["py1", "state.apply"]);
+    assert_eq!(code, 0, "{rets:?}");
     assert_eq!(
         rets["py1"]["newstate_|-new_|-new_|-present"]["comment"],
         json!("new state ran"),
         "{rets:?}"
     );
+    assert_eq!(compiled(&fleet) - before, 1);
 
     // Removed from the master: the sync removes it, the run's template
     // does not see it, and the minion no longer has the function.
     std::fs::remove_file(salt.join("_modules/gone.py")).unwrap();
-    highstate_compiled_once(&fleet, "a removed module");
+    let before = compiled(&fleet);
+    let (rets, code) = fleet.halite_json(&["py1", "state.apply"]);
+    assert_eq!(code, 0, "{rets:?}");
+    assert_eq!(compiled(&fleet) - before, 1, "a removed module");
     assert!(!synced.exists());
-    assert_eq!(hs().trim(), "absent");
+    assert_eq!(
+        std::fs::read_to_string(out.join("hs")).unwrap().trim(),
+        "absent"
+    );
     let (rets, _) = fleet.halite_json(&["py1", "gone.answer"]);
     assert_eq!(rets["py1"], json!("'gone.answer' is not available."));
 }
