@@ -253,9 +253,11 @@ fn highstate_through_the_master() {
     // the fire_event tag as configured.
     let text = events.stop();
     let tags: Vec<&str> = text.lines().filter_map(|l| l.split('\t').next()).collect();
+    // The last return of web1: the watch may also see the return of the
+    // `test.ping` that waited for web1, published after its CLI had it.
     let ret_at = tags
         .iter()
-        .position(|t| t.starts_with("salt/job/") && t.ends_with("/ret/web1"))
+        .rposition(|t| t.starts_with("salt/job/") && t.ends_with("/ret/web1"))
         .unwrap_or_else(|| panic!("no return event for web1 in {tags:?}"));
     let jid = tags[ret_at].split('/').nth(2).expect("jid");
     let prog: Vec<usize> = tags
