@@ -39,12 +39,15 @@ struct TreeLookups {
     /// The stamp these lookups belong to.
     stamp: String,
     /// saltenv -> path -> the file it resolves to, `None` for no file.
-    files: HashMap<String, HashMap<String, Option<PathBuf>>>,
+    files: LookupMap<PathBuf>,
     /// saltenv -> path -> the files below the directory, `None` when not listable.
-    dirs: HashMap<String, HashMap<String, Option<Vec<String>>>>,
+    dirs: LookupMap<Vec<String>>,
     /// How many lookups `files` and `dirs` hold.
     held: usize,
 }
+
+/// saltenv -> path -> a lookup's answer (`None`: nothing there).
+type LookupMap<T> = HashMap<String, HashMap<String, Option<T>>>;
 
 /// Most `salt://` lookups remembered for one tree stamp (a tree with more
 /// sources starts again when full).
@@ -335,16 +338,7 @@ impl TreeLookups {
         path: &str,
         lookup: impl FnOnce(&str, &str) -> Option<PathBuf>,
     ) -> Option<PathBuf> {
-        if let Some(found) = self.files.get(env).and_then(|paths| paths.get(path)) {
-            return found.clone();
-        }
-        let found = lookup(env, path);
-        self.make_room();
-        self.files
-            .entry(env.to_string())
-            .or_default()
-            .insert(path.to_string(), found.clone());
-        found
+        self.remembered(|l| &mut l.files, env, path, lookup)
     }
 
     /// The files below the directory `salt://path` of `env`, listed by
@@ -355,12 +349,24 @@ impl TreeLookups {
         path: &str,
         list: impl FnOnce(&str, &str) -> Option<Vec<String>>,
     ) -> Option<Vec<String>> {
-        if let Some(found) = self.dirs.get(env).and_then(|paths| paths.get(path)) {
+        self.remembered(|l| &mut l.dirs, env, path, list)
+    }
+
+    /// The answer `map` (one of the two kinds of lookup) holds for `env`
+    /// and `path`, or `compute`'s, remembered under this stamp.
+    fn remembered<T: Clone>(
+        &mut self,
+        map: fn(&mut Self) -> &mut LookupMap<T>,
+        env: &str,
+        path: &str,
+        compute: impl FnOnce(&str, &str) -> Option<T>,
+    ) -> Option<T> {
+        if let Some(found) = map(self).get(env).and_then(|paths| paths.get(path)) {
             return found.clone();
         }
-        let found = list(env, path);
+        let found = compute(env, path);
         self.make_room();
-        self.dirs
+        map(self)
             .entry(env.to_string())
             .or_default()
             .insert(path.to_string(), found.clone());
