@@ -58,17 +58,20 @@ fn a_packed_return_reaches_the_cli_watchers_the_reactor_and_the_job_cache_unchan
     let watcher = fleet.watch_events();
     let (rets, code) = fleet.halite_json(&["web1", "state.apply", "-t", "60"]);
     assert_eq!(code, 0, "{rets:?}");
-    // It came packed (this minion's master says it reads them).
+    // It came packed (this minion's master says it reads them): no plain
+    // return arrived. The packed count may have grown by more than this one
+    // return: the reactor's own test.arg job, or a readiness ping that
+    // outlived its `-t 2`, can return before the stats are read.
     let returns_after = fleet.master_stats()["returns"].clone();
     let count = |v: &Value, k: &str| v[k].as_u64().expect("a counter");
-    assert_eq!(
-        count(&returns_after, "packed"),
-        count(&returns_before, "packed") + 1,
+    assert!(
+        count(&returns_after, "packed") > count(&returns_before, "packed"),
         "{returns_before} -> {returns_after}"
     );
     assert_eq!(
         count(&returns_after, "plain"),
-        count(&returns_before, "plain")
+        count(&returns_before, "plain"),
+        "{returns_before} -> {returns_after}"
     );
     let from_cli = rets.get("web1").expect("web1's return").clone();
     let states = from_cli.as_object().expect("a state run");
