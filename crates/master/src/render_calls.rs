@@ -25,6 +25,10 @@ use halite_modules::Args;
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
+/// How long past its compile's timeout a call is still known (a late
+/// answer is then dropped as late, not as unknown).
+const GIVE_UP_GRACE: Duration = Duration::from_secs(10);
+
 /// Where a compile thread waits for the answer to one call.
 pub type Waiter = Sender<Result<Value, String>>;
 
@@ -141,8 +145,8 @@ pub struct PendingCalls {
 
 impl PendingCalls {
     /// Nothing waiting; calls are sent again every `resend_after`
-    /// (`request_channel_timeout`) and forgotten after `give_up`
-    /// (`render_call_timeout`, when their compile stops waiting).
+    /// (`request_channel_timeout`) until `give_up` (`render_call_timeout`,
+    /// when their compile stops waiting), and forgotten soon after.
     pub fn new(resend_after: Duration, give_up: Duration) -> Self {
         Self {
             calls: HashMap::new(),
@@ -206,14 +210,18 @@ impl PendingCalls {
     /// and says where with [`PendingCalls::sent_on`].
     pub fn due(&mut self, now: Instant) -> Vec<Due> {
         let give_up = self.give_up;
+        // Kept a little past it, so the compile's own timeout (which names
+        // render_call_timeout) fires first, not a dropped channel.
         self.calls
-            .retain(|_, p| now.duration_since(p.since) < give_up);
+            .retain(|_, p| now.duration_since(p.since) < give_up + GIVE_UP_GRACE);
         let mut due = Vec::new();
         for (call, p) in &mut self.calls {
             let Some(question) = &p.asked.repeat else {
                 continue;
             };
-            if now.duration_since(p.sent) >= self.resend_after {
+            if now.duration_since(p.since) < give_up
+                && now.duration_since(p.sent) >= self.resend_after
+            {
                 p.sent = now;
                 due.push(Due {
                     call: *call,
@@ -329,8 +337,11 @@ mod tests {
         assert_eq!(rx.try_recv().ok(), Some(Ok(json!("web1"))));
         assert_eq!(rx.try_recv().ok(), Some(Ok(json!("web1"))));
         assert_eq!(calls.answer(7, "web1", Ok(json!(1))), Answered::Unknown);
-        // Past render_call_timeout nothing waits any more.
+        // Past render_call_timeout it is not sent again, and a little
+        // later nothing waits for it any more.
         assert!(calls.due(t0 + Duration::from_secs(120)).is_empty());
+        assert_eq!(calls.answer(9, "web1", Ok(json!(1))), Answered::Taken);
+        assert!(calls.due(t0 + Duration::from_secs(130)).is_empty());
         assert_eq!(calls.answer(8, "web1", Ok(json!(1))), Answered::Unknown);
     }
 }
