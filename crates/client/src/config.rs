@@ -54,6 +54,12 @@ pub struct MasterConfig {
     /// Seconds a render-time call on a minion may take before the compile
     /// of that minion's job fails.
     pub render_call_timeout: u64,
+    /// Seconds after which a render-time call with no answer is sent
+    /// again (same number; a minion that keeps its answers never runs it
+    /// twice), until `render_call_timeout`. Salt's key and default, which
+    /// Salt's minion applies to its requests: a lost message costs this
+    /// long, not the whole `render_call_timeout`. At least 1.
+    pub request_channel_timeout: u64,
     /// Seconds between rotations of the publish key (Salt's
     /// `publish_session`): a publication captured under an old key cannot
     /// be opened once its epoch is retired. 0 never rotates on a schedule.
@@ -114,6 +120,7 @@ impl Default for MasterConfig {
             pillar_roots: BTreeMap::from([("base".into(), vec!["/srv/pillar".into()])]),
             file_buffer_size: 1_048_576,
             render_call_timeout: 120,
+            request_channel_timeout: 60,
             publish_session: 86400,
             max_pending_keys: 1000,
             pending_key_rate: 100,

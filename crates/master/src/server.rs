@@ -37,6 +37,7 @@ use crate::jobcache::JobCache;
 use crate::keys::KeyStore;
 use crate::local::{LocalBody, LocalReply, LocalRequest};
 use crate::mine::{CompileMine, MineQuestion, MineStore};
+use crate::render_calls::{Answered, Asked, CallNumbers, PendingCalls};
 use crate::return_writer::Received;
 use crate::targeting::{check_minions, MinionFacts};
 
@@ -108,13 +109,17 @@ enum Internal {
         batch: Vec<NewKey>,
         results: Vec<Result<(), String>>,
     },
-    /// Run `fun` on the minion of session `sid` for the compile of `jid`.
+    /// Run `fun` on the minion of session `sid` for the compile of `jid`
+    /// (call number `call`; `kept`: the minion answers a repeat from what
+    /// it kept, so the call may be sent again: crate::render_calls).
     RenderCall {
         sid: u64,
         jid: String,
+        call: u64,
+        kept: bool,
         fun: String,
         args: Args,
-        reply: std::sync::mpsc::Sender<Result<Value, String>>,
+        reply: crate::render_calls::Waiter,
     },
     /// A compile's `mine.get` (crate::mine).
     Mine(MineQuestion),
@@ -173,6 +178,10 @@ struct MinionCalls {
     jid: String,
     internal: mpsc::UnboundedSender<Internal>,
     timeout: Duration,
+    /// The numbers of this compile's calls.
+    numbers: CallNumbers,
+    /// The minion keeps its answers (`kept_calls`): calls may go again.
+    kept: bool,
 }
 
 impl RemoteExec for MinionCalls {
@@ -182,6 +191,8 @@ impl RemoteExec for MinionCalls {
             .send(Internal::RenderCall {
                 sid: self.sid,
                 jid: self.jid.clone(),
+                call: self.numbers.next(fun, args),
+                kept: self.kept,
                 fun: fun.to_string(),
                 args: args.clone(),
                 reply,
@@ -198,13 +209,6 @@ impl RemoteExec for MinionCalls {
             )),
         }
     }
-}
-
-/// A render-time call waiting for its minion's answer.
-struct PendingCall {
-    sid: u64,
-    reply: std::sync::mpsc::Sender<Result<Value, String>>,
-    since: Instant,
 }
 
 /// The network side: the ROUTER's send half, the PUB, and the minions'
@@ -315,9 +319,7 @@ struct CompileSide {
     /// The daemon's shutdown: work spawned off the state task holds a guard.
     shutdown: Shutdown,
     /// Render-time calls waiting for their minion, by call number.
-    render_calls: HashMap<u64, PendingCall>,
-    /// The number of the next render-time call.
-    next_call: u64,
+    render_calls: PendingCalls,
 }
 
 /// All master state, owned by one task, in parts with one job each.
@@ -537,8 +539,10 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
             bundle_stats,
             internal,
             shutdown: shutdown.clone(),
-            render_calls: HashMap::new(),
-            next_call: 1,
+            render_calls: PendingCalls::new(
+                Duration::from_secs(cfg.request_channel_timeout),
+                Duration::from_secs(cfg.render_call_timeout),
+            ),
         },
         mine,
         event_counts: Default::default(),
@@ -652,8 +656,8 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
 impl Master {
     /// What became of replies to minions (`master.stats`' `replies`):
     /// waited for a full connection queue, dropped past the overflow
-    /// (the minion asks again), for a gone connection, and repeats of
-    /// requests still being answered.
+    /// (the minion asks again), for a gone connection, repeats of
+    /// requests still being answered, and render-time calls sent again.
     fn reply_stats(&self) -> Value {
         use std::sync::atomic::Ordering::Relaxed;
         let counts = self.wire.to_router.counts();
@@ -662,6 +666,7 @@ impl Master {
             "dropped": counts.dropped.load(Relaxed),
             "undeliverable": counts.undeliverable.load(Relaxed),
             "repeated_requests": self.compile.answering.repeats(),
+            "render_calls_resent": self.compile.render_calls.resent(),
         })
     }
 
@@ -777,10 +782,39 @@ impl Master {
         self.book
             .active
             .retain(|_, a| a.started.elapsed() < Duration::from_secs(24 * 3600));
-        let ttl = Duration::from_secs(self.cfg.render_call_timeout + 10);
-        self.compile
-            .render_calls
-            .retain(|_, c| c.since.elapsed() < ttl);
+        self.resend_render_calls();
+    }
+
+    /// Sends again the render-time calls with no answer after
+    /// `request_channel_timeout` (crate::render_calls), on the minion's
+    /// session: the one it was sent on, or the daemon's new one if the
+    /// minion reconnected since (a `halite-call`'s ends with the call).
+    fn resend_render_calls(&mut self) {
+        for due in self.compile.render_calls.due(Instant::now()) {
+            let asked = &due.asked;
+            let sid = if self.wire.sessions.contains_key(&asked.sid) {
+                Some(asked.sid)
+            } else if asked.caller {
+                None
+            } else {
+                self.wire.by_id.get(&asked.id).copied()
+            };
+            let Some(sid) = sid else { continue };
+            tracing::info!(id = %asked.id, call = due.call, fun = %due.question.fun, "no answer to a render-time call yet; asking again");
+            self.compile.render_calls.sent_on(due.call, sid);
+            let question = due.question;
+            self.send_sealed(
+                sid,
+                &MasterMessage::RenderCall {
+                    jid: question.jid,
+                    call: due.call,
+                    fun: question.fun,
+                    args: question.args.positional,
+                    kwargs: question.args.kwargs,
+                    repeatable: true,
+                },
+            );
+        }
     }
 
     fn on_internal(&mut self, work: Internal) {
@@ -805,26 +839,42 @@ impl Master {
             Internal::RenderCall {
                 sid,
                 jid,
+                call,
+                kept,
                 fun,
                 args,
                 reply,
             } => {
-                if !self.wire.sessions.contains_key(&sid) {
+                let Some(id) = self.wire.sessions.get(&sid).map(|s| s.id.clone()) else {
                     let _ = reply.send(Err(format!(
                         "the minion disconnected before the render-time call {fun}"
                     )));
                     return;
+                };
+                let caller = self
+                    .wire
+                    .callers
+                    .get(&id)
+                    .is_some_and(|sids| sids.contains(&sid));
+                let repeat = kept.then(|| crate::render_calls::Question {
+                    jid: jid.clone(),
+                    fun: fun.clone(),
+                    args: args.clone(),
+                });
+                let asked = Asked {
+                    id,
+                    sid,
+                    caller,
+                    repeat,
+                };
+                if !self
+                    .compile
+                    .render_calls
+                    .insert(call, asked, reply, Instant::now())
+                {
+                    // The same call of the same job waits already: its answer serves both.
+                    return;
                 }
-                let call = self.compile.next_call;
-                self.compile.next_call += 1;
-                self.compile.render_calls.insert(
-                    call,
-                    PendingCall {
-                        sid,
-                        reply,
-                        since: Instant::now(),
-                    },
-                );
                 self.send_sealed(
                     sid,
                     &MasterMessage::RenderCall {
@@ -833,6 +883,7 @@ impl Master {
                         fun,
                         args: args.positional,
                         kwargs: args.kwargs,
+                        repeatable: kept,
                     },
                 );
             }
@@ -845,7 +896,12 @@ impl Master {
         let internal = self.compile.internal.clone();
         let workers = self.compile.workers.clone();
         let work: Box<dyn FnOnce() -> ReplyBody + Send> = match body {
-            RequestBody::Bundle { jid, have, packed } => {
+            RequestBody::Bundle {
+                jid,
+                have,
+                packed,
+                kept_calls,
+            } => {
                 let Some(active) = self
                     .book
                     .active
@@ -868,9 +924,11 @@ impl Master {
                 let compiler = self.compile.compiler.clone();
                 let remote = Arc::new(MinionCalls {
                     sid,
+                    numbers: CallNumbers::for_job(id, &jid),
                     jid,
                     internal: internal.clone(),
                     timeout: Duration::from_secs(self.cfg.render_call_timeout),
+                    kept: kept_calls,
                 });
                 let id = id.to_string();
                 let answer = BundleAnswer {
@@ -886,6 +944,7 @@ impl Master {
                 arg,
                 kwarg,
                 grains,
+                kept_calls,
             } => {
                 let job = Job {
                     jid: halite_proto::jid::CALLER_JID.into(),
@@ -912,6 +971,8 @@ impl Master {
                     jid: job.jid.clone(),
                     internal: internal.clone(),
                     timeout: Duration::from_secs(self.cfg.render_call_timeout),
+                    numbers: CallNumbers::fresh(random_u64().unwrap_or(req)),
+                    kept: kept_calls,
                 });
                 let id = id.to_string();
                 Box::new(move || ReplyBody::Bundle(compiler.bundle(&id, &grains, &job, remote)))
@@ -929,6 +990,8 @@ impl Master {
                     jid: "mine".into(),
                     internal: internal.clone(),
                     timeout: Duration::from_secs(self.cfg.render_call_timeout),
+                    numbers: CallNumbers::fresh(random_u64().unwrap_or(req)),
+                    kept: false,
                 });
                 let id = id.to_string();
                 Box::new(move || ReplyBody::Value(compiler.mine_functions(&id, &grains, remote)))
@@ -1542,15 +1605,16 @@ impl Master {
             }
             MinionRequest::Request { req, body } => self.on_minion_request(sid, &id, req, body),
             MinionRequest::RenderReply { call, result } => {
-                match self.compile.render_calls.remove(&call) {
-                    Some(pending) if pending.sid == sid => {
-                        let _ = pending.reply.send(result);
+                // From any session of the minion asked: it may have
+                // reconnected since the call was sent.
+                match self.compile.render_calls.answer(call, &id, result) {
+                    Answered::Taken => {}
+                    Answered::WrongMinion => {
+                        tracing::warn!(%id, call, "render-time answer from the wrong minion dropped")
                     }
-                    Some(pending) => {
-                        tracing::warn!(%id, call, "render-time answer from the wrong minion dropped");
-                        self.compile.render_calls.insert(call, pending);
+                    Answered::Unknown => {
+                        tracing::debug!(%id, call, "late or repeated render-time answer dropped")
                     }
-                    None => tracing::debug!(%id, call, "late render-time answer dropped"),
                 }
             }
             MinionRequest::Return(ret) => {

@@ -65,11 +65,13 @@ fn seeds() -> Vec<Vec<u8>> {
             jid: "20260101000000000001".into(),
             have: None,
             packed: false,
+            kept_calls: false,
         },
         RequestBody::Bundle {
             jid: "20260101000000000001".into(),
             have: Some("00".repeat(32)),
             packed: true,
+            kept_calls: true,
         },
         RequestBody::FileStat {
             saltenv: "base".into(),
@@ -92,6 +94,7 @@ fn seeds() -> Vec<Vec<u8>> {
             arg: vec![json!("web")],
             kwarg: Default::default(),
             grains: json!({"os": "Debian"}),
+            kept_calls: true,
         },
     ];
     let mut out = vec![

@@ -357,6 +357,7 @@ fn bundles_and_files_go_to_whom_they_belong() {
                 jid: jid.clone(),
                 have: None,
                 packed: false,
+                kept_calls: false,
             },
         )
         .await

@@ -242,12 +242,14 @@ impl HostRunner {
                     arg: job.arg.clone(),
                     kwarg: job.kwarg.clone(),
                     grains: host.grains.clone(),
+                    kept_calls: true,
                 }
             } else {
                 RequestBody::Bundle {
                     jid: job.jid.clone(),
                     have: have.clone(),
                     packed: true,
+                    kept_calls: true,
                 }
             };
             let unreadable = |e: String| {

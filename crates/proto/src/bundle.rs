@@ -266,7 +266,8 @@ mod tests {
             RequestBody::Bundle {
                 jid: "j1".into(),
                 have: None,
-                packed: false
+                packed: false,
+                kept_calls: false,
             }
         );
         // A newer minion's request, read by an older master: the new
@@ -275,6 +276,7 @@ mod tests {
             jid: "j2".into(),
             have: Some("ab".repeat(32)),
             packed: true,
+            kept_calls: true,
         })
         .unwrap();
         assert_eq!(

@@ -241,6 +241,13 @@ pub enum RequestBody {
         /// sent [`ReplyBody::Bundle`] as before.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         packed: bool,
+        /// The minion keeps its answers to this compile's render-time
+        /// calls and answers a repeated [`MasterMessage::RenderCall`] from
+        /// them, never running one twice: the master may send a call
+        /// again when no answer came. False from older minions, whose
+        /// calls are sent once.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        kept_calls: bool,
     },
     /// Size and sha256 of `salt://path` in `saltenv` (`None`: no such file).
     FileStat {
@@ -286,6 +293,9 @@ pub enum RequestBody {
         /// own grains); not an object: the grains the master cached.
         #[serde(default)]
         grains: Value,
+        /// As [`RequestBody::Bundle`]'s `kept_calls`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        kept_calls: bool,
     },
     /// A mine request (`mine.send`, `mine.get`...): see [`crate::mine`].
     Mine(crate::mine::MineRequest),
@@ -462,6 +472,12 @@ pub enum MasterMessage {
         args: Vec<Value>,
         /// Its keyword arguments.
         kwargs: Map<String, Value>,
+        /// The master may send this call again under the same number
+        /// (the compile's minion said `kept_calls`): keep the answer and
+        /// answer a repeat from it, or once the first run ends. False from
+        /// older masters, whose numbers are not unique across restarts.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        repeatable: bool,
     },
 }
 
@@ -777,5 +793,48 @@ mod tests {
         bad.ret = serde_bytes::ByteBuf::from(vec![0x92, 0x01]);
         assert!(crate::packed::check(&bad.ret).is_err());
         assert!(bad.unpack().is_err());
+    }
+
+    /// `RenderCall` as masters before repeated render-time calls sent
+    /// and read it.
+    #[derive(Debug, Serialize, Deserialize, PartialEq)]
+    enum OldRenderCall {
+        RenderCall {
+            jid: String,
+            call: u64,
+            fun: String,
+            args: Vec<Value>,
+            kwargs: Map<String, Value>,
+        },
+    }
+
+    #[test]
+    fn a_render_call_stays_readable_by_and_from_older_peers() {
+        let old = OldRenderCall::RenderCall {
+            jid: "j1".into(),
+            call: 7,
+            fun: "cmd.run".into(),
+            args: vec![Value::from("id")],
+            kwargs: Map::new(),
+        };
+        // An older master's call: not repeatable, so the minion runs it
+        // every time it comes, as before.
+        match decode::<MasterMessage>(&encode(&old).unwrap()).unwrap() {
+            MasterMessage::RenderCall {
+                call, repeatable, ..
+            } => assert_eq!((call, repeatable), (7, false)),
+            other => panic!("{other:?}"),
+        }
+        // A newer master's repeatable call, read by an older minion.
+        let new = encode(&MasterMessage::RenderCall {
+            jid: "j1".into(),
+            call: 7,
+            fun: "cmd.run".into(),
+            args: vec![Value::from("id")],
+            kwargs: Map::new(),
+            repeatable: true,
+        })
+        .unwrap();
+        assert_eq!(decode::<OldRenderCall>(&new).unwrap(), old);
     }
 }

@@ -155,14 +155,35 @@ impl Fleet {
     /// settings only: keepalive and reconnection are Salt's defaults unless
     /// `extra` sets them.
     pub fn start_minion_via(&self, id: &str, publish_port: u16, extra: &str) -> Daemon {
+        self.start_minion_at(id, self.ret_port, publish_port, extra)
+    }
+
+    /// Starts minion `id` whose requests go through `master_port` (a
+    /// relay the test controls, say to cut its connection), with the
+    /// [`QUICK_KEEPALIVE`] and `extra` YAML.
+    pub fn start_minion_through(&self, id: &str, master_port: u16, extra: &str) -> Daemon {
+        self.start_minion_at(
+            id,
+            master_port,
+            self.publish_port,
+            &format!("{QUICK_KEEPALIVE}\n{extra}"),
+        )
+    }
+
+    fn start_minion_at(
+        &self,
+        id: &str,
+        master_port: u16,
+        publish_port: u16,
+        extra: &str,
+    ) -> Daemon {
         let dir = self.path(&format!("minion-{id}"));
         std::fs::create_dir_all(&dir).expect("minion dir");
         let log = dir.join("minion.log");
         std::fs::write(
             dir.join("minion"),
             format!(
-                "master: 127.0.0.1\nmaster_port: {}\npublish_port: {publish_port}\nid: {id}\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {}\nlog_level: debug\nacceptance_wait_time: 1\n{extra}\n",
-                self.ret_port,
+                "master: 127.0.0.1\nmaster_port: {master_port}\npublish_port: {publish_port}\nid: {id}\npki_dir: {d}/pki\ncachedir: {d}/cache\nsock_dir: {d}/sock\nlog_file: {}\nlog_level: debug\nacceptance_wait_time: 1\n{extra}\n",
                 log.display(),
                 d = dir.display()
             ),

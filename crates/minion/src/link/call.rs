@@ -55,7 +55,7 @@ pub async fn call_master(
     };
     let mut outputs = JobOutputs::new();
     let agents = std::slice::from_mut(agent);
-    let (mut link, mut watch, mut requests_rx) =
+    let (mut link, mut watch) =
         match Link::connect(settings, agents, runner, &outputs, shutdown).await {
             Ok(parts) => parts,
             Err(LinkEnd::MasterLost(reason)) => return Err(lost(reason)),
@@ -127,7 +127,7 @@ pub async fn call_master(
                 }
                 link.on_job_output(output).await;
             }
-            Some(request) = requests_rx.recv() => link.on_job_request(request).await,
+            Some(request) = outputs.requests_rx.recv() => link.on_job_request(request).await,
             _ = tick.tick() => {
                 if let Err(LinkEnd::MasterLost(reason)) = link.on_tick().await {
                     return finish(&ret, reason);

@@ -332,7 +332,10 @@ impl Link<'_> {
                     self.queue_event(idx, event).await;
                 }
             }
-            FromJob::RenderReply(idx, call, result) => {
+            FromJob::RenderReply(idx, jid, call, result) => {
+                // Kept for a repeat of the call (not sent without a
+                // session: the master asks again once there is one).
+                self.agents[idx].kept_calls.done(&jid, call, &result);
                 self.send_request(idx, &MinionRequest::RenderReply { call, result })
                     .await
             }

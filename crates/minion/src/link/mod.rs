@@ -30,6 +30,7 @@ pub mod call;
 mod events;
 mod handshake;
 mod jobs;
+mod kept_calls;
 pub mod returns;
 mod waiting;
 
@@ -69,6 +70,9 @@ pub struct Agent {
     /// Whether it reads returns packed (`Ready`'s `packed_returns`;
     /// link/returns.rs).
     packed_returns: bool,
+    /// Its answers to the master's render-time calls, so a repeated call
+    /// is not run twice (link/kept_calls.rs); kept across reconnections.
+    kept_calls: kept_calls::KeptCalls,
 }
 
 /// Jobs started by the minion itself wait this many at most for a session.
@@ -114,6 +118,7 @@ impl Agent {
             batched_events: false,
             packed_events: false,
             packed_returns: false,
+            kept_calls: Default::default(),
         }
     }
 
@@ -255,8 +260,8 @@ enum FromJob {
     /// (`saltutil.refresh_grains`, `sync_grains`, `sync_all`): the link
     /// keeps them and tells the master.
     Grains(usize, Value),
-    /// The answer to the master's render-time call `call`.
-    RenderReply(usize, u64, Result<Value, String>),
+    /// The answer to the master's render-time call `call` of job `String`.
+    RenderReply(usize, String, u64, Result<Value, String>),
 }
 
 /// Where job threads send their returns, events and render replies.
@@ -268,13 +273,31 @@ enum FromJob {
 pub struct JobOutputs {
     tx: mpsc::UnboundedSender<FromJob>,
     rx: mpsc::UnboundedReceiver<FromJob>,
+    /// Job threads' requests to the master, and those waiting for their
+    /// answer: they outlive a link too, so a job whose connection was cut
+    /// (its bundle being compiled, a render-time call in flight) asks
+    /// again on the identity's next session instead of failing.
+    requests_tx: mpsc::UnboundedSender<JobRequest>,
+    requests_rx: mpsc::UnboundedReceiver<JobRequest>,
+    /// Between two links: the requests still waiting (link/waiting.rs).
+    waiting: Option<waiting::Waiting>,
+    /// The number of the next request (unique across links).
+    next_request: u64,
 }
 
 impl JobOutputs {
     /// An empty channel, made once per minion process.
     pub fn new() -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        JobOutputs { tx, rx }
+        let (requests_tx, requests_rx) = mpsc::unbounded_channel();
+        JobOutputs {
+            tx,
+            rx,
+            requests_tx,
+            requests_rx,
+            waiting: None,
+            next_request: 1,
+        }
     }
 
     /// Where the minion starts jobs of identity `agent` (of `agents`) by itself.
@@ -420,11 +443,14 @@ pub async fn run_link(
     shutdown: &Shutdown,
 ) -> LinkEnd {
     outputs.keep_finished_returns(agents);
-    let (mut link, mut watch, mut requests_rx) =
+    let (mut link, mut watch) =
         match Link::connect(settings, agents, runner, outputs, shutdown).await {
             Ok(parts) => parts,
             Err(end) => return end,
         };
+    if let Some(waiting) = outputs.waiting.take() {
+        link.waiting = waiting;
+    }
     // Once stopping: the running jobs end and their returns are
     // acknowledged, or this deadline passes (the returns stay on disk).
     let mut stop_by: Option<tokio::time::Instant> = None;
@@ -471,7 +497,7 @@ pub async fn run_link(
             _ = tokio::time::sleep_until(link.events.due().unwrap_or_else(tokio::time::Instant::now)), if link.events.due().is_some() => {
                 link.flush_events().await;
             }
-            Some(request) = requests_rx.recv() => link.on_job_request(request).await,
+            Some(request) = outputs.requests_rx.recv() => link.on_job_request(request).await,
             _ = tick.tick() => {
                 if let Err(end) = link.on_tick().await {
                     break end;
@@ -483,6 +509,10 @@ pub async fn run_link(
     for agent in link.agents.iter_mut() {
         agent.set_ready(false);
     }
+    // Requests that may be asked again wait for the next session.
+    link.waiting.link_ended();
+    outputs.next_request = link.next_request;
+    outputs.waiting = Some(link.waiting);
     end
 }
 
@@ -495,14 +525,7 @@ impl<'a> Link<'a> {
         runner: Arc<dyn JobRunner>,
         outputs: &JobOutputs,
         shutdown: &Shutdown,
-    ) -> Result<
-        (
-            Link<'a>,
-            halite_transport::ConnectionWatch,
-            mpsc::UnboundedReceiver<JobRequest>,
-        ),
-        LinkEnd,
-    > {
+    ) -> Result<(Link<'a>, halite_transport::ConnectionWatch), LinkEnd> {
         let ret_endpoint = format!("tcp://{}:{}", settings.master, settings.master_port);
         let mut dealer = Dealer::connect(&ret_endpoint, settings.auth_timeout)
             .await
@@ -512,7 +535,7 @@ impl<'a> Link<'a> {
         // instead of waiting for a ping to go unanswered.
         let watch = dealer.watch();
         let jobs_tx = outputs.tx.clone();
-        let (requests_tx, requests_rx) = mpsc::unbounded_channel();
+        let requests_tx = outputs.requests_tx.clone();
         let by_id = agents
             .iter()
             .enumerate()
@@ -545,7 +568,7 @@ impl<'a> Link<'a> {
             jobs_tx,
             requests_tx,
             waiting: waiting::Waiting::new(settings.resend_after, REQUEST_TIMEOUT),
-            next_request: 1,
+            next_request: outputs.next_request,
             slots,
             last_heard_any: Instant::now(),
             shutdown: shutdown.clone(),
@@ -562,7 +585,7 @@ impl<'a> Link<'a> {
         if settings.publish_port_fixed {
             link.subscribe(None).await?;
         }
-        Ok((link, watch, requests_rx))
+        Ok((link, watch))
     }
 
     /// Subscribes to the master's publications on `port` (the one its
@@ -656,6 +679,13 @@ impl<'a> Link<'a> {
                 for local in deferred {
                     self.start_local(idx, local);
                 }
+                // Jobs' requests the last session left unanswered (the
+                // connection was cut): asked again, same numbers.
+                for (req, body) in self.waiting.for_new_session(idx, now) {
+                    tracing::info!(req, id = %self.agents[idx].id, "asking the master again on the new session");
+                    self.send_request(idx, &MinionRequest::Request { req, body })
+                        .await;
+                }
             }
             MasterMessage::PublishKey(key) => {
                 self.touch(idx, now);
@@ -682,9 +712,25 @@ impl<'a> Link<'a> {
                 fun,
                 args,
                 kwargs,
+                repeatable,
             } => {
                 self.touch(idx, now);
-                tracing::debug!(%jid, %fun, "render-time call");
+                tracing::debug!(%jid, %fun, call, "render-time call");
+                if repeatable {
+                    match self.agents[idx].kept_calls.ask(&jid, call, &fun, now) {
+                        kept_calls::Ask::Run => {}
+                        kept_calls::Ask::Running => {
+                            tracing::debug!(%jid, call, "render-time call asked again while it runs: answered when it ends");
+                            return Ok(());
+                        }
+                        kept_calls::Ask::Answered(result) => {
+                            tracing::info!(%jid, call, %fun, "render-time call asked again: answered from the kept answer");
+                            self.send_request(idx, &MinionRequest::RenderReply { call, result })
+                                .await;
+                            return Ok(());
+                        }
+                    }
+                }
                 let agent = &self.agents[idx];
                 let (id, grains) = (agent.id.clone(), agent.grains.clone());
                 let runner = self.runner.clone();
@@ -696,7 +742,7 @@ impl<'a> Link<'a> {
                         kwargs,
                     };
                     let result = runner.render_call(&id, &grains, &fun, args, master);
-                    let _ = tx.send(FromJob::RenderReply(idx, call, result));
+                    let _ = tx.send(FromJob::RenderReply(idx, jid, call, result));
                 });
             }
         }
@@ -710,8 +756,17 @@ impl<'a> Link<'a> {
         let req = self.next_request;
         self.next_request += 1;
         let idx = request.agent;
-        if idx >= self.agents.len() || !self.agents[idx].is_ready() {
-            // Dropping the answer's sender tells the job the link is down.
+        if idx >= self.agents.len() {
+            return;
+        }
+        if !self.agents[idx].is_ready() {
+            // Asked on the identity's next session when it may be asked
+            // again; otherwise dropping the answer's sender tells the job
+            // the link is down.
+            if waiting::Waiting::keeps(&request.body) {
+                self.waiting
+                    .insert(req, idx, request.reply, &request.body, now);
+            }
             return;
         }
         self.waiting
@@ -768,6 +823,10 @@ impl<'a> Link<'a> {
         // forgotten; idempotent ones with no answer yet are asked again,
         // under the same number (the first answer wins).
         for (req, idx, body) in self.waiting.due(now) {
+            if !self.agents[idx].is_ready() {
+                // Asked on its next session (Ready).
+                continue;
+            }
             tracing::info!(req, id = %self.agents[idx].id, "no answer from the master yet; asking again");
             self.send_request(idx, &MinionRequest::Request { req, body })
                 .await;

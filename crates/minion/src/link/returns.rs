@@ -6,8 +6,9 @@ use halite_proto::msg::PackedReturn;
 
 /// Puts on disk the returns of jobs that finished while no link was up
 /// (before a new one tries to connect, which may fail for a while), and
-/// keeps the jobs the minion started meanwhile for the next session; what
-/// else they sent (events, render replies) was for a master that is gone.
+/// keeps the jobs the minion started meanwhile for the next session, and
+/// the answers to render-time calls for the master's repeat; the events
+/// they sent were for a session that is gone.
 impl JobOutputs {
     pub(super) fn keep_finished_returns(&mut self, agents: &mut [Agent]) {
         while let Ok(output) = self.rx.try_recv() {
@@ -19,6 +20,13 @@ impl JobOutputs {
                     } else {
                         tracing::warn!(jid = %local.job.jid, fun = %local.job.fun, "scheduled job dropped: no session with a master and too many waiting");
                     }
+                }
+                continue;
+            }
+            if let FromJob::RenderReply(idx, jid, call, result) = output {
+                // Kept: the master asks again on the next session.
+                if let Some(agent) = agents.get_mut(idx) {
+                    agent.kept_calls.done(&jid, call, &result);
                 }
                 continue;
             }

@@ -105,6 +105,39 @@ impl Waiting {
         }
     }
 
+    /// Whether `body` is kept across a reconnection and asked again.
+    pub(super) fn keeps(body: &RequestBody) -> bool {
+        idempotent(body)
+    }
+
+    /// The link ended: requests that may not be asked again are answered
+    /// "lost" (their sender dropped); the others wait for the identity's
+    /// next session, where [`Waiting::for_new_session`] gives them.
+    pub(super) fn link_ended(&mut self) {
+        self.entries.retain(|_, e| e.resend.is_some());
+    }
+
+    /// Identity `agent` has a new session: its requests still waiting, to
+    /// ask again there under the same numbers, marked sent `now`.
+    pub(super) fn for_new_session(
+        &mut self,
+        agent: usize,
+        now: Instant,
+    ) -> Vec<(u64, RequestBody)> {
+        let mut again = Vec::new();
+        for (req, entry) in &mut self.entries {
+            if entry.agent != agent {
+                continue;
+            }
+            if let Some((body, sent)) = &mut entry.resend {
+                *sent = now;
+                again.push((*req, body.clone()));
+            }
+        }
+        again.sort_by_key(|(req, _)| *req);
+        again
+    }
+
     /// Forgets requests whose job gave up waiting, and returns those due
     /// to be sent again (request number, identity, request), marked sent.
     pub(super) fn due(&mut self, now: Instant) -> Vec<(u64, usize, RequestBody)> {
@@ -162,6 +195,40 @@ mod tests {
         // Past the timeout everything is forgotten.
         assert!(w.due(t0 + Duration::from_secs(600)).is_empty());
         assert!(!w.answer(2, 0, ReplyBody::Value(json!(null))));
+    }
+
+    #[test]
+    fn idempotent_requests_outlive_the_link_and_are_asked_on_the_new_session() {
+        let mut w = Waiting::new(Duration::from_secs(10), Duration::from_secs(600));
+        let t0 = Instant::now();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let bundle = RequestBody::Bundle {
+            jid: "j1".into(),
+            have: None,
+            packed: true,
+            kept_calls: true,
+        };
+        w.insert(1, 0, tx.clone(), &bundle, t0);
+        w.insert(2, 1, tx.clone(), &bundle, t0);
+        w.insert(
+            3,
+            0,
+            tx,
+            &RequestBody::Mine(halite_proto::mine::MineRequest::PillarFunctions),
+            t0,
+        );
+        w.link_ended();
+        let t1 = t0 + Duration::from_secs(5);
+        assert_eq!(w.for_new_session(0, t1), vec![(1, bundle.clone())]);
+        // Marked sent on the new session: not due again at once.
+        assert_eq!(
+            w.due(t0 + Duration::from_secs(10)),
+            vec![(2, 1, bundle.clone())]
+        );
+        assert!(w.answer(1, 0, ReplyBody::Value(json!(1))));
+        assert_eq!(rx.try_recv().ok(), Some(ReplyBody::Value(json!(1))));
+        // The request that may not be asked twice was answered "lost".
+        assert!(!w.answer(3, 0, ReplyBody::Value(json!(1))));
     }
 
     #[test]
