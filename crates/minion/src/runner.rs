@@ -6,7 +6,7 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 
 use halite_modules::exec::state::StateExec;
 use halite_modules::host::EventSink;
@@ -70,7 +70,14 @@ pub struct HostRunner {
     /// Swarm mode: identity `id`'s state-run lock is under `<this>/<id>`,
     /// as if each identity were a host of its own.
     lock_root: Option<PathBuf>,
+    /// The saltenvs each identity's last highstate matched, by the job's
+    /// `saltenv=`: synced before the next highstate's compile, so a
+    /// changed custom module is seen by that one compile.
+    highstate_envs: Mutex<HashMap<HighstateKey, Vec<String>>>,
 }
+
+/// An identity and its highstate's `saltenv=` (the top files it reads).
+type HighstateKey = (String, Option<String>);
 
 /// The trees of a minion that compiles for itself.
 struct LocalCompile {
@@ -117,6 +124,7 @@ impl HostRunner {
             bundles: BundleStore::new(PathBuf::from(cachedir).join("bundles")),
             grain_overrides: BTreeMap::new(),
             lock_root: None,
+            highstate_envs: Mutex::new(HashMap::new()),
             opts,
         }
     }
@@ -324,11 +332,23 @@ impl HostRunner {
             return host.call(&job.fun, &args);
         }
         let state_run = halite_modules::exec::state::is_state_run(&job.fun);
-        if state_run {
-            // Salt syncs custom modules before a state run's render
-            // (named SLS' sync_mods= here; a highstate's saltenvs below).
-            halite_modules::dynamic::before_master_compile(host, &job.fun, &args);
-        }
+        // Salt syncs custom modules before a state run's render (named
+        // SLS' sync_mods=; a highstate's saltenvs, known from its last run).
+        let envs_key = (
+            id.to_string(),
+            args.kwargs.get("saltenv").map(halite_modules::exec::py_str),
+        );
+        let synced_before = if state_run {
+            let last = self
+                .highstate_envs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .get(&envs_key)
+                .cloned();
+            halite_modules::dynamic::before_master_compile(host, &job.fun, &args, last.as_deref())
+        } else {
+            None
+        };
         let mut bundle = self.fetch_bundle(id, host, job, master)?;
         // From now on this identity's logs and spooled returns mask the
         // secrets its pillar holds (a job echoing one, at any log level).
@@ -336,14 +356,22 @@ impl HostRunner {
         // pillarenvs, and masking a value rotated out costs nothing.
         halite_logging::redact::add_secrets(id, &bundle.secrets);
         // A highstate syncs the saltenvs the master's top file render
-        // matched; when that copied a module, the compile made before it
-        // may have missed it, so it is asked for again.
+        // matched (unless synced just before); when that copied a module,
+        // the compile made before it may have missed it, so it is asked
+        // for again.
+        if let (true, Some(envs)) = (state_run, &bundle.saltenvs) {
+            self.highstate_envs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .insert(envs_key, envs.clone());
+        }
         if state_run
             && halite_modules::dynamic::after_master_compile(
                 host,
                 &job.fun,
                 &args,
                 bundle.saltenvs.as_deref(),
+                synced_before.as_deref(),
             )
         {
             tracing::debug!(%id, jid = %job.jid, "custom modules synced: the bundle is compiled again");

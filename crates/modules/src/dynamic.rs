@@ -9,9 +9,11 @@
 //! the synced modules are loaded into its registries at once. A minion
 //! whose master compiles its run syncs named SLS' `sync_mods=` before
 //! asking for the bundle ([`before_master_compile`]) and a highstate's
-//! saltenvs, which the master's top file render names in the bundle,
-//! after it ([`after_master_compile`], asking again when the sync changed
-//! anything); it keeps the final word on which modules load
+//! saltenvs, which the master's top file render names in the bundle:
+//! before asking, the saltenvs its last highstate matched, and after it
+//! only when the top file now matches others ([`after_master_compile`],
+//! asking again when that sync changed anything), so that one highstate
+//! is compiled once; it keeps the final word on which modules load
 //! (`__virtual__`).
 
 use std::sync::Arc;
@@ -114,13 +116,35 @@ fn is_highstate(fun: &str, args: &Args) -> bool {
 /// before rendering named SLS (the kinds of `sync_mods=`), done here
 /// before asking for the bundle (a sync from inside the master's compile
 /// would have the minion ask the master for files while the master waits
-/// on the minion). A highstate syncs after the bundle instead
-/// ([`after_master_compile`]): only the master's render of the top file
-/// knows its saltenvs.
-pub fn before_master_compile(host: &mut Host, fun: &str, args: &Args) {
+/// on the minion). Only the master's render of the top file knows a
+/// highstate's saltenvs: a highstate syncs `last_saltenvs`, those its last
+/// highstate matched (named in that bundle), or before any the job's
+/// `saltenv=` or `base`, so the compile sees a module changed since
+/// without a second compile; [`after_master_compile`] syncs the matched
+/// saltenvs when they are others (then the result is Salt's: its sync
+/// removes what those saltenvs do not have). Returns the saltenvs a
+/// highstate synced.
+pub fn before_master_compile(
+    host: &mut Host,
+    fun: &str,
+    args: &Args,
+    last_saltenvs: Option<&[String]>,
+) -> Option<Vec<String>> {
     let f = fun.strip_prefix("state.").unwrap_or(fun);
-    if is_highstate(fun, args) || !matches!(f, "sls" | "apply" | "test") {
-        return;
+    if is_highstate(fun, args) {
+        let envs = match last_saltenvs.filter(|envs| !envs.is_empty()) {
+            Some(envs) => envs.to_vec(),
+            None => vec![args
+                .kwargs
+                .get("saltenv")
+                .map(crate::exec::py_str)
+                .unwrap_or_else(|| "base".to_string())],
+        };
+        load_dynamic(host, &envs);
+        return Some(envs);
+    }
+    if !matches!(f, "sls" | "apply" | "test") {
+        return None;
     }
     let env = args
         .kwargs
@@ -131,20 +155,24 @@ pub fn before_master_compile(host: &mut Host, fun: &str, args: &Args) {
     if let Some(grains) = sync_mods(host, args, &env) {
         refresh(host, grains);
     }
+    None
 }
 
 /// On a minion whose master compiled its highstate: Salt's
 /// `load_dynamic` over the saltenvs the top file matched, which the
 /// master names in the bundle (`saltenvs`). A master too old to name
 /// them (`None`) leaves the minion to read the top file itself, through
-/// the master's files. True when the sync copied a module: the compile,
-/// made before, may have missed it (a template calling it, a custom
-/// grain), so the caller asks for the bundle again.
+/// the master's files. Saltenvs synced just before the compile
+/// (`synced_before`, [`before_master_compile`]) are not synced again.
+/// True when the sync copied a module: the compile, made before, may have
+/// missed it (a template calling it, a custom grain), so the caller asks
+/// for the bundle again.
 pub fn after_master_compile(
     host: &mut Host,
     fun: &str,
     args: &Args,
     saltenvs: Option<&[String]>,
+    synced_before: Option<&[String]>,
 ) -> bool {
     if !is_highstate(fun, args) {
         return false;
@@ -166,6 +194,15 @@ pub fn after_master_compile(
             }
         }
     };
+    let sorted = |envs: &[String]| {
+        let mut envs = envs.to_vec();
+        envs.sort_unstable();
+        envs.dedup();
+        envs
+    };
+    if synced_before.is_some_and(|before| sorted(before) == sorted(&envs)) {
+        return false;
+    }
     !envs.is_empty() && load_dynamic(host, &envs)
 }
 

@@ -423,7 +423,21 @@ pub struct PythonHost {
     /// of ([`Callback::has`]: `salt_fallback`).
     open_salt: bool,
     idle: Mutex<Vec<Worker>>,
-    inventory: Mutex<Option<Inventory>>,
+    /// What the modules of the current generation hold (locked before
+    /// `idle` wherever both are).
+    loaded: Mutex<Loaded>,
+}
+
+/// The host's current load generation and the inventory a worker of it
+/// found. [`PythonHost::reload`] starts a new generation: a worker that
+/// was loading or running across it loaded the files of before, so its
+/// inventory is not kept and it is not kept idle (a sync writing modules
+/// while another job's worker loads them would otherwise leave that job's
+/// view, missing a module or holding an old one, to the next job).
+#[derive(Default)]
+struct Loaded {
+    generation: u64,
+    inventory: Option<Inventory>,
 }
 
 /// How many idle workers are kept (a nested or concurrent call starts
@@ -441,7 +455,7 @@ impl PythonHost {
             native_states: Vec::new(),
             open_salt: false,
             idle: Mutex::new(Vec::new()),
-            inventory: Mutex::new(None),
+            loaded: Mutex::new(Loaded::default()),
         }
     }
 
@@ -471,16 +485,12 @@ impl PythonHost {
         dunders: &Dunders,
         timeout: Option<Duration>,
     ) -> Result<Inventory, PythonError> {
-        if let Some(inv) = self.inventory.lock().ok().and_then(|i| i.clone()) {
+        if let Some(inv) = self.loaded().inventory.clone() {
             return Ok(inv);
         }
-        let worker = self.checkout(dunders, timeout.map(|t| Instant::now() + t))?;
+        let (worker, inv) = self.spawn_loaded(dunders, timeout.map(|t| Instant::now() + t))?;
         self.checkin(worker);
-        self.inventory
-            .lock()
-            .ok()
-            .and_then(|i| i.clone())
-            .ok_or_else(|| PythonError::Protocol("the Python loader reported nothing".into()))
+        Ok(inv)
     }
 
     /// Runs `call`, serving its `__salt__` calls through `callback`; a
@@ -513,14 +523,27 @@ impl PythonHost {
     }
 
     /// Forgets the loaded modules: the next call starts a worker that
-    /// loads them again (after `saltutil.sync_*` changed the files).
+    /// loads them again (after `saltutil.sync_*` changed the files). A
+    /// worker busy now (loading, or running another job's call) finishes
+    /// that call and is then stopped, not kept ([`Loaded`]).
     pub fn reload(&self) {
-        if let Ok(mut idle) = self.idle.lock() {
-            idle.clear();
-        }
-        if let Ok(mut inv) = self.inventory.lock() {
-            *inv = None;
-        }
+        let stopped = {
+            let mut loaded = self.loaded();
+            loaded.generation += 1;
+            loaded.inventory = None;
+            self.idle
+                .lock()
+                .map(|mut idle| std::mem::take(&mut *idle))
+                .unwrap_or_default()
+        };
+        // Stopped outside the locks.
+        drop(stopped);
+    }
+
+    fn loaded(&self) -> std::sync::MutexGuard<'_, Loaded> {
+        self.loaded
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// An idle worker, or a new one that has loaded the modules.
@@ -535,7 +558,20 @@ impl PythonHost {
             }
             tracing::info!("the Python worker had exited; starting a new one");
         }
+        self.spawn_loaded(dunders, deadline)
+            .map(|(worker, _)| worker)
+    }
+
+    /// A new worker that has loaded the modules, and what it found (kept
+    /// for the next calls unless a reload came while it loaded).
+    fn spawn_loaded(
+        &self,
+        dunders: &Dunders,
+        deadline: Option<Instant>,
+    ) -> Result<(Worker, Inventory), PythonError> {
+        let generation = self.loaded().generation;
         let mut worker = Worker::spawn(&self.python)?;
+        worker.generation = generation;
         let load = json!({
             "op": "load",
             "dirs": self.dirs.to_json(),
@@ -549,13 +585,22 @@ impl PythonHost {
         for e in &inv.errors {
             tracing::warn!("{e}");
         }
-        if let Ok(mut slot) = self.inventory.lock() {
-            slot.get_or_insert(inv);
+        let mut loaded = self.loaded();
+        if loaded.generation == generation {
+            loaded.inventory.get_or_insert_with(|| inv.clone());
         }
-        Ok(worker)
+        Ok((worker, inv))
     }
 
+    /// Keeps `worker` for the next call, unless it loaded the modules of
+    /// before the last reload (then it stops as it is dropped).
     fn checkin(&self, worker: Worker) {
+        let loaded = self.loaded();
+        if worker.generation != loaded.generation {
+            drop(loaded);
+            tracing::debug!("a Python worker of modules reloaded since is stopped");
+            return;
+        }
         if let Ok(mut idle) = self.idle.lock() {
             if idle.len() < MAX_IDLE {
                 idle.push(worker);

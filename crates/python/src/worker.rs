@@ -34,6 +34,9 @@ pub struct Worker {
     /// The `opts`, `grains` and `pillar` this worker holds: a request with
     /// the same ones leaves them out (they are most of a request's bytes).
     pub(crate) held: Option<[String; 3]>,
+    /// The host's load generation when this worker loaded its modules
+    /// (`PythonHost::reload` starts a new one; an older worker is stopped).
+    pub(crate) generation: u64,
 }
 
 impl Worker {
@@ -80,6 +83,7 @@ impl Worker {
             stdout: BufReader::new(stdout),
             stderr: tail,
             held: None,
+            generation: 0,
         })
     }
 

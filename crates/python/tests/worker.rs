@@ -348,3 +348,95 @@ fn a_hung_virtual_obeys_the_timeout_too() {
         Err(PythonError::Timeout)
     ));
 }
+
+/// Calls `fun` with `args` on `py` (its own callback: one per thread).
+fn exec(py: &PythonHost, fun: &str, args: &[Value]) -> Value {
+    py.call(
+        &Call::Exec {
+            fun,
+            args,
+            kwargs: &Map::new(),
+        },
+        &dunders(),
+        &Recorder::default(),
+        None,
+    )
+    .unwrap()
+}
+
+/// Waits (at most 60 s) until `path` exists.
+fn wait_file(path: &Path) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    while !path.exists() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{path:?} never appeared"
+        );
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Python that writes `started` and waits until `go` exists.
+fn hold(started: &Path, go: &Path) -> String {
+    format!(
+        "import os, time\nopen({s:?}, 'w').close()\nwhile not os.path.exists({g:?}):\n    time.sleep(0.01)\n",
+        s = started.display().to_string(),
+        g = go.display().to_string()
+    )
+}
+
+/// A sync rewrites a module while another job's call runs in a worker of
+/// the old one: that worker finishes its call, and the next call (the job
+/// that synced) runs the new module, not the old one kept idle.
+#[test]
+fn a_worker_busy_across_a_reload_is_not_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (started, go) = (tmp.path().join("started"), tmp.path().join("go"));
+    let module = |version: &str| {
+        format!(
+            "def wait():\n{}    return '{version}'\n\ndef version():\n    return '{version}'\n",
+            hold(&started, &go)
+                .lines()
+                .map(|l| format!("    {l}\n"))
+                .collect::<String>()
+        )
+    };
+    write(&tmp.path().join("_modules"), "ver.py", &module("v1"));
+    let py = host(tmp.path());
+    std::thread::scope(|s| {
+        let busy = s.spawn(|| exec(&py, "ver.wait", &[]));
+        wait_file(&started);
+        write(&tmp.path().join("_modules"), "ver.py", &module("v2"));
+        py.reload();
+        std::fs::write(&go, "").unwrap();
+        assert_eq!(busy.join().unwrap(), json!("v1"), "the call begun before");
+    });
+    assert_eq!(exec(&py, "ver.version", &[]), json!("v2"));
+}
+
+/// A sync adds a module while another job's worker is loading the
+/// modules: what that worker found is not kept as the host's inventory,
+/// so the next job lists the new module.
+#[test]
+fn an_inventory_loaded_across_a_reload_is_not_kept() {
+    let tmp = tempfile::tempdir().unwrap();
+    let (started, go) = (tmp.path().join("started"), tmp.path().join("go"));
+    let slow = format!("{}\ndef f():\n    return 1\n", hold(&started, &go));
+    write(&tmp.path().join("_modules"), "slow.py", &slow);
+    let py = host(tmp.path());
+    std::thread::scope(|s| {
+        let loading = s.spawn(|| py.inventory(&dunders(), None).unwrap());
+        wait_file(&started);
+        write(
+            &tmp.path().join("_modules"),
+            "late.py",
+            "def g():\n    return 2\n",
+        );
+        py.reload();
+        std::fs::write(&go, "").unwrap();
+        assert!(loading.join().unwrap().modules.contains_key("slow"));
+    });
+    let inv = py.inventory(&dunders(), None).unwrap();
+    assert_eq!(inv.modules["late"], ["g"], "{:?}", inv.modules);
+    assert_eq!(inv.modules["slow"], ["f"]);
+}
