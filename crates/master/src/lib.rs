@@ -20,6 +20,7 @@ pub mod pillar_cache;
 pub mod pillar_record;
 pub mod publisher_acl;
 pub mod reactor;
+pub mod redelivery;
 pub mod render_calls;
 pub mod reply_limits;
 pub mod return_writer;

@@ -343,6 +343,8 @@ struct Master {
     /// Minions' events received (`master.stats`).
     event_counts: crate::minion_events::EventCounts,
     return_counts: crate::return_writer::ReturnCounts,
+    /// Missed jobs published again (`master.stats`).
+    redelivered: crate::redelivery::RedeliveryCounts,
 }
 
 /// At most the first 300 bytes of `text` (on a character boundary), for
@@ -547,6 +549,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
         mine,
         event_counts: Default::default(),
         return_counts: Default::default(),
+        redelivered: Default::default(),
         cfg,
     };
     master.refresh_keys(true);
@@ -1160,9 +1163,8 @@ impl Master {
             }
         }
         if returns.is_empty() && self.book.commits_pending == 0 {
-            for id in std::mem::take(&mut self.book.started) {
-                self.redeliver(&id);
-            }
+            let started = std::mem::take(&mut self.book.started);
+            self.redeliver(&started);
         } else if !returns.is_empty() || !self.book.started.is_empty() {
             // The redeliveries follow the commit.
             self.commit_returns(returns);
@@ -1720,9 +1722,7 @@ impl Master {
             // Not acknowledged: the minions keep them and resend.
             Err(e) => tracing::error!(error = %e, "cannot store returns; they will be resent"),
         }
-        for id in started {
-            self.redeliver(&id);
-        }
+        self.redeliver(&started);
     }
 
     /// Acknowledges committed returns and fires the events of the new ones.
@@ -1825,6 +1825,7 @@ impl Master {
                 "returns": self.return_counts.snapshot(),
                 "bus": self.bus.snapshot(),
                 "replies": self.reply_stats(),
+                "redeliveries": self.redelivered.snapshot(),
             })),
         }
     }
@@ -1943,27 +1944,40 @@ impl Master {
             .map_err(|e| format!("publish failed: {e}"))
     }
 
-    /// A minion (re)authenticated: the jobs published to it while it was
-    /// away, still waiting for its return and younger than `timeout`, are
-    /// published again for it alone (the minion skips jids it already ran).
-    fn redeliver(&mut self, id: &str) {
+    /// Minions (re)started (one batch's, `started`): the jobs published
+    /// to them while they were away, still waiting for their return and
+    /// younger than `timeout`, are published again for them alone (a
+    /// minion skips jids it already ran), one publication per job for all
+    /// of them (crate::redelivery).
+    fn redeliver(&mut self, started: &[String]) {
         let window = Duration::from_secs(self.cfg.timeout.max(1));
-        let missed: Vec<Job> = self
-            .book
-            .active
-            .values()
-            .filter(|a| a.waiting.contains(id) && a.started.elapsed() < window)
-            .map(|a| Job {
-                minions: vec![id.to_string()],
-                ..a.job.clone()
-            })
-            .collect();
+        let missed = crate::redelivery::missed(
+            self.book
+                .active
+                .values()
+                .map(|a| crate::redelivery::Waiting {
+                    job: &a.job,
+                    waiting: &a.waiting,
+                    started: a.started,
+                }),
+            started,
+            window,
+        );
         for job in missed {
             match self.send_publication(&job) {
                 Ok(()) => {
-                    tracing::info!(%id, jid = %job.jid, "job redelivered to a minion that came back")
+                    self.redelivered.count(&job);
+                    let what = if job.minions.len() == 1 {
+                        "job redelivered to a minion that came back"
+                    } else {
+                        "job redelivered to minions that came back"
+                    };
+                    let first = job.minions.first().map_or("", String::as_str);
+                    tracing::info!(jid = %job.jid, minions = job.minions.len(), first, "{what}")
                 }
-                Err(e) => tracing::warn!(%id, jid = %job.jid, error = %e, "cannot redeliver a job"),
+                Err(e) => {
+                    tracing::warn!(jid = %job.jid, minions = job.minions.len(), error = %e, "cannot redeliver a job")
+                }
             }
         }
     }

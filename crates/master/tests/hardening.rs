@@ -522,3 +522,67 @@ fn a_swarm_is_back_within_seconds_of_a_master_restart() {
     );
     assert_eq!(answering(&fleet, "20"), N);
 }
+
+/// Issue 25 (10,000 minions): identities that start after jobs were
+/// published to them each get every missed job once, and the master sends
+/// one publication per job for the identities that started together, not
+/// one per identity and job: each publication carries the job's whole
+/// target (a list of thousands of ids for `saltutil.find_job`) and goes
+/// to every subscriber, so one per identity grew the master by hundreds
+/// of MB while a fleet of 10,000 came up.
+#[test]
+fn minions_that_start_together_get_their_missed_jobs_in_one_publication_per_job() {
+    if !can_run() {
+        return;
+    }
+    const N: usize = 60;
+    let fleet = Fleet::new();
+    // The jobs stay owed for a minute: the fleet's 10 s could run out
+    // during a restart on a loaded machine.
+    write_file(
+        &fleet.master_dir().join("master.d/window.conf"),
+        "timeout: 60\n",
+    );
+    let _master = fleet.start_master("auto_accept: True");
+    let mut swarm = fleet.start_swarm(N, "");
+    assert_eq!(answering(&fleet, "20"), N);
+    swarm.kill();
+    // Published while the swarm is down: nobody receives them.
+    let ids: Vec<String> = (0..N).map(|n| format!("swarm-{n}")).collect();
+    let glob = async_jid(&fleet, &["swarm-*", "test.arg", "missed"]);
+    let list = async_jid(&fleet, &["-L", &ids.join(","), "test.arg", "listed"]);
+    let before = fleet.authenticated();
+    let _swarm = fleet.start_swarm(N, "");
+    assert!(
+        fleet.wait_authenticated(before + N, Duration::from_secs(40)),
+        "the swarm did not come back"
+    );
+    let returned = |jid: &str, arg: &str| -> usize {
+        let out = fleet.cli("halite-run", &["jobs.lookup_jid", jid, "--out", "json"]);
+        let rets: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        ids.iter()
+            .filter(|id| rets[id.as_str()]["args"] == json!([arg]))
+            .count()
+    };
+    assert!(
+        wait_for(Duration::from_secs(60), || returned(&glob, "missed") == N
+            && returned(&list, "listed") == N),
+        "not every identity ran the jobs it missed: {} and {} of {N}",
+        returned(&glob, "missed"),
+        returned(&list, "listed")
+    );
+    let stats = fleet.master_stats();
+    let publications = stats["redeliveries"]["publications"].as_u64().unwrap();
+    let minions = stats["redeliveries"]["minions"].as_u64().unwrap();
+    eprintln!(
+        "{N} identities back: {publications} redelivered publications for {minions} minion-jobs"
+    );
+    assert!(
+        minions >= 2 * N as u64,
+        "each identity is owed both jobs: {stats}"
+    );
+    assert!(
+        publications < minions,
+        "one publication per identity and job ({publications} for {minions}): the starts of one batch share one per job"
+    );
+}

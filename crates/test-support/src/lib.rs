@@ -6,7 +6,8 @@
 //! `git` binary with fixed identities, a work repository and its bare
 //! remote, a `git daemon` on 127.0.0.1), [`gpg`] (a GnuPG key of the test's
 //! own and text encrypted to it) and [`sshd`] (an ssh server of the
-//! test's own on 127.0.0.1). A dev-dependency only.
+//! test's own on 127.0.0.1); [`return_scan`] (the fleet benches' count of
+//! a `state.apply --out json` stream). A dev-dependency only.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -16,6 +17,7 @@
 pub mod fleet;
 pub mod git;
 pub mod gpg;
+pub mod return_scan;
 pub mod sshd;
 
 use std::net::TcpListener;

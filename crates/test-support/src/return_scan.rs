@@ -1,0 +1,216 @@
+//! What a fleet bench (`crates/cli/benches/highstate.rs`) checks of the
+//! `halite ... state.apply --out json` stream, counted by scanning its
+//! bytes instead of building a `serde_json::Value` of each minion's
+//! document.
+//!
+//! Why: the benches are often run as debug builds (a release build of a
+//! bench target rebuilds the whole workspace for its dev-dependencies'
+//! features), and in debug building the `Value` of a minion's ~0.4 MB
+//! return took longer than the CLI took to print it (session 17, 1,000
+//! minions): the CLI waited on the pipe and the master held the returns
+//! it could not stream, which showed in the walls and the master's RSS.
+//! At 10,000 minions a run prints ~4 GB. The scanner honours strings and
+//! escapes and reads only what it needs: each member `id: return` of a
+//! document, and in each state's own mapping its `result` and `changes`.
+
+/// One minion's return, as counted.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct Counted {
+    /// The minion id (the document's key).
+    pub id: String,
+    /// The return was a mapping (of states); anything else is an error.
+    pub mapping: bool,
+    /// States in it (mappings one level down).
+    pub states: usize,
+    /// States whose `result` is `true`.
+    pub true_results: usize,
+    /// States whose `changes` is a non-empty mapping.
+    pub changed: usize,
+}
+
+/// What the next value means once a key of a state's mapping was read.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Expect {
+    /// `result`: is it `true`?
+    Result,
+    /// `changes`: is it a mapping?
+    Changes,
+    /// `changes` opened a mapping: is it empty?
+    ChangesOpened,
+}
+
+/// Longest key kept: the minion ids, and enough to tell `result` and
+/// `changes` from longer strings.
+const KEPT: usize = 256;
+
+/// Feeds on the stream's bytes and hands out each minion's counts.
+#[derive(Default)]
+pub struct ReturnScan {
+    depth: u32,
+    in_string: bool,
+    escaped: bool,
+    /// The string being read, when at a level whose keys matter.
+    text: Vec<u8>,
+    /// Whether `text` is being kept.
+    keeping: bool,
+    /// The last string read at a level whose keys matter.
+    last: Vec<u8>,
+    expect: Option<Expect>,
+    current: Option<Counted>,
+}
+
+impl ReturnScan {
+    /// Scans `bytes` (any cut of the stream); each member finished in
+    /// them goes to `done`.
+    pub fn feed(&mut self, bytes: &[u8], done: &mut impl FnMut(Counted)) {
+        for &b in bytes {
+            if self.in_string {
+                if self.escaped {
+                    self.escaped = false;
+                } else if b == b'\\' {
+                    self.escaped = true;
+                    continue;
+                } else if b == b'"' {
+                    self.in_string = false;
+                    if self.keeping {
+                        std::mem::swap(&mut self.last, &mut self.text);
+                    }
+                    continue;
+                }
+                if self.keeping && self.text.len() < KEPT {
+                    self.text.push(b);
+                }
+                continue;
+            }
+            if b.is_ascii_whitespace() {
+                continue;
+            }
+            if let Some(expect) = self.expect.take() {
+                self.settle(expect, b);
+            }
+            match b {
+                b'"' => {
+                    self.in_string = true;
+                    // Keys that matter: the ids (level 1), a state's own (level 3).
+                    self.keeping = self.depth == 1 || self.depth == 3;
+                    self.text.clear();
+                }
+                b':' if self.depth == 1 => {
+                    self.current = Some(Counted {
+                        id: String::from_utf8_lossy(&self.last).into_owned(),
+                        ..Counted::default()
+                    });
+                }
+                b':' if self.depth == 3 => {
+                    self.expect = match self.last.as_slice() {
+                        b"result" => Some(Expect::Result),
+                        b"changes" => Some(Expect::Changes),
+                        _ => None,
+                    };
+                }
+                b'{' | b'[' => {
+                    self.depth += 1;
+                    if let Some(c) = self.current.as_mut() {
+                        match self.depth {
+                            2 => c.mapping = b == b'{',
+                            3 if c.mapping && b == b'{' => c.states += 1,
+                            _ => {}
+                        }
+                    }
+                }
+                b'}' | b']' => {
+                    self.depth = self.depth.saturating_sub(1);
+                    if self.depth == 0 {
+                        if let Some(c) = self.current.take() {
+                            done(c);
+                        }
+                    }
+                }
+                b',' if self.depth == 1 => {
+                    if let Some(c) = self.current.take() {
+                        done(c);
+                    }
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// The first byte of the value a `result` or `changes` key announced.
+    fn settle(&mut self, expect: Expect, b: u8) {
+        let Some(c) = self.current.as_mut() else {
+            return;
+        };
+        match expect {
+            Expect::Result => {
+                if b == b't' {
+                    c.true_results += 1;
+                }
+            }
+            Expect::Changes => {
+                if b == b'{' {
+                    self.expect = Some(Expect::ChangesOpened);
+                }
+            }
+            Expect::ChangesOpened => {
+                if b != b'}' {
+                    c.changed += 1;
+                }
+            }
+        }
+    }
+
+    /// Whether the stream ended between documents.
+    pub fn finished(&self) -> bool {
+        self.depth == 0 && !self.in_string
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn counts_states_results_and_changes_across_any_cut() {
+        let text = concat!(
+            "{\n    \"web1\": {\n        \"a_|-x_|-x_|-run\": {\"result\": true, \"changes\": {}, \"comment\": \"result: false \\\" {\"},\n",
+            "        \"b\": {\"changes\": {\"diff\": {\"result\": false}}, \"result\": true, \"name\": \"changes\"},\n",
+            "        \"c\": {\"result\": false, \"changes\": {}}, \"d\": {\"result\": null, \"changes\": []}\n    }\n}\n",
+            "{\"web2\": [\"Rendering SLS failed\"]}\n{\"web3\": {}, \"web4\": {\"s\": {\"result\": true, \"changes\": {\"x\": 1}}}}"
+        );
+        let expected = vec![
+            Counted {
+                id: "web1".into(),
+                mapping: true,
+                states: 4,
+                true_results: 2,
+                changed: 1,
+            },
+            Counted {
+                id: "web2".into(),
+                ..Counted::default()
+            },
+            Counted {
+                id: "web3".into(),
+                mapping: true,
+                ..Counted::default()
+            },
+            Counted {
+                id: "web4".into(),
+                mapping: true,
+                states: 1,
+                true_results: 1,
+                changed: 1,
+            },
+        ];
+        for cut in [1, 2, 3, 7, 64, text.len()] {
+            let mut scan = ReturnScan::default();
+            let mut got = Vec::new();
+            for chunk in text.as_bytes().chunks(cut) {
+                scan.feed(chunk, &mut |c| got.push(c));
+            }
+            assert!(scan.finished());
+            assert_eq!(got, expected, "cut every {cut} bytes");
+        }
+    }
+}
