@@ -18,8 +18,9 @@ use halite_master::compiler::Compiler;
 use halite_master::fileserver::FileServer;
 use halite_modules::exec::RemoteExec;
 use halite_modules::Args;
-use halite_proto::msg::{BundleAction, Job};
-use serde_json::{json, Map, Value};
+use halite_proto::msg::BundleAction;
+use halite_proto::testing::highstate_job;
+use serde_json::{json, Value};
 
 mod common;
 use common::write_file as write;
@@ -60,23 +61,10 @@ fn compiler(dir: &Path) -> Compiler {
     )
 }
 
-fn job(jid: &str) -> Job {
-    Job {
-        jid: jid.into(),
-        fun: "state.apply".into(),
-        arg: vec![],
-        kwarg: Map::new(),
-        tgt: "*".into(),
-        tgt_type: "glob".into(),
-        user: "root".into(),
-        minions: vec![],
-    }
-}
-
 /// The manifest of minion `id`'s bundle for job `jid`.
 fn manifest(compiler: &Compiler, id: &str, jid: &str) -> Manifest {
     let grains = json!({"id": id, "os": "Debian"});
-    let bundle = compiler.bundle(id, &grains, &job(jid), Arc::new(NoMinion));
+    let bundle = compiler.bundle(id, &grains, &highstate_job(jid), Arc::new(NoMinion));
     match bundle.action {
         BundleAction::Run { files, .. } => files,
         other => panic!("{id}: not a run: {other:?}"),
