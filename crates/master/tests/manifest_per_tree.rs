@@ -149,3 +149,52 @@ fn a_source_edited_during_a_job_gets_its_current_sha256() {
         "a manifest names the file as it is, not as the job found it"
     );
 }
+
+/// The IDs of minion `id`'s bundle for job `jid`, in compile order.
+fn state_ids(compiler: &Compiler, id: &str, jid: &str) -> Vec<String> {
+    let grains = json!({"id": id, "os": "Debian"});
+    let bundle = compiler.bundle(id, &grains, &highstate_job(jid), Arc::new(NoMinion));
+    match bundle.action {
+        BundleAction::Run { chunks, .. } => chunks
+            .iter()
+            .map(|c| c["__id__"].as_str().unwrap().to_string())
+            .collect(),
+        other => panic!("{id}: not a run: {other:?}"),
+    }
+}
+
+/// Session 18: which SLS exist (what the top file's globs and `include`s
+/// are matched against) is listed once per tree stamp too. An SLS added
+/// in the second root, one removed and one added below a new directory
+/// between two jobs are all seen by the next job, as a fresh compiler
+/// sees them.
+#[test]
+fn an_sls_added_or_removed_between_jobs_is_seen_by_the_next_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(&d.join("first/top.sls"), "base:\n  '*':\n    - 'apps.*'\n");
+    let app = |name: &str| format!("{name}_{{{{ grains['id'] }}}}:\n  test.nop: []\n");
+    write(&d.join("first/apps/a.sls"), &app("a"));
+    write(&d.join("second/apps/b.sls"), &app("b"));
+    write(&d.join("pillar/top.sls"), "base: {}\n");
+    let master = compiler(d);
+    for id in ["web1", "web2"] {
+        assert_eq!(
+            state_ids(&master, id, "20261126000000000001"),
+            [format!("a_{id}"), format!("b_{id}")]
+        );
+    }
+
+    std::fs::remove_file(d.join("first/apps/a.sls")).unwrap();
+    write(&d.join("second/apps/c.sls"), &app("c"));
+    write(&d.join("first/apps/d/init.sls"), &app("d"));
+
+    for id in ["web1", "web2"] {
+        let next = state_ids(&master, id, "20261126000000000002");
+        assert_eq!(
+            next,
+            [format!("b_{id}"), format!("c_{id}"), format!("d_{id}")]
+        );
+        assert_eq!(next, state_ids(&compiler(d), id, "20261126000000000002"));
+    }
+}
