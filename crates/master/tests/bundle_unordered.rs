@@ -17,23 +17,13 @@ use std::sync::Arc;
 
 use halite_master::compiler::Compiler;
 use halite_master::fileserver::FileServer;
-use halite_modules::exec::RemoteExec;
-use halite_modules::Args;
 use halite_proto::msg::BundleAction;
 use halite_proto::testing::highstate_job;
-use serde_json::{json, Value};
+use serde_json::json;
 
 mod common;
 use common::write_file as write;
-
-/// Render-time calls the tree never makes.
-struct NoMinion;
-
-impl RemoteExec for NoMinion {
-    fn call(&self, fun: &str, _args: &Args) -> Result<Value, String> {
-        Err(format!("{fun}: no minion here"))
-    }
-}
+use common::NoMinion;
 
 /// Minion `web1`'s bundle action for a tree whose one SLS is `sls`.
 fn action(dir: &Path, sls: &str) -> BundleAction {

@@ -16,23 +16,13 @@ use std::sync::Arc;
 
 use halite_master::compiler::Compiler;
 use halite_master::fileserver::FileServer;
-use halite_modules::exec::RemoteExec;
-use halite_modules::Args;
 use halite_proto::msg::BundleAction;
 use halite_proto::testing::highstate_job;
-use serde_json::{json, Value};
+use serde_json::json;
 
 mod common;
 use common::write_file as write;
-
-/// Render-time calls the tree never makes.
-struct NoMinion;
-
-impl RemoteExec for NoMinion {
-    fn call(&self, fun: &str, _args: &Args) -> Result<Value, String> {
-        Err(format!("{fun}: no minion here"))
-    }
-}
+use common::NoMinion;
 
 type Manifest = BTreeMap<String, BTreeMap<String, String>>;
 
