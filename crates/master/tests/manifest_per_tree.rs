@@ -188,3 +188,24 @@ fn an_sls_added_or_removed_between_jobs_is_seen_by_the_next_job() {
         assert_eq!(next, state_ids(&compiler(d), id, "20261126000000000002"));
     }
 }
+
+/// `halite-call` through the master compiles with the one jid
+/// `CALLER_JID` for every call: each call still sees the tree as it is
+/// (an SLS added, a source shadowed since the last call).
+#[test]
+fn each_halite_call_sees_the_tree_as_it_is_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    tree(d);
+    write(&d.join("first/top.sls"), "base:\n  '*':\n    - 'files*'\n");
+    let master = compiler(d);
+    let caller = halite_proto::jid::CALLER_JID;
+    let first = manifest(&master, "web1", caller);
+    assert_eq!(first["base"]["src/a.txt"], sha(&d.join("second/src/a.txt")));
+
+    write(&d.join("first/src/a.txt"), "a, from the first root\n");
+    write(&d.join("first/files_more.sls"), "more:\n  test.nop: []\n");
+    let next = manifest(&master, "web1", caller);
+    assert_eq!(next["base"]["src/a.txt"], sha(&d.join("first/src/a.txt")));
+    assert!(state_ids(&master, "web1", caller).contains(&"more".to_string()));
+}
