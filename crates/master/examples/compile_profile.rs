@@ -45,7 +45,8 @@ use halite_master::fileserver::FileServer;
 use halite_modules::exec::RemoteExec;
 use halite_modules::Args;
 use halite_proto::msg::{Job, ReplyBody};
-use serde_json::{json, Map, Value};
+use halite_proto::testing::highstate_job;
+use serde_json::{json, Value};
 
 /// This thread's CPU time so far (`/proc/thread-self/schedstat`, in ns):
 /// what a phase cost, whatever other processes load the machine with
@@ -290,16 +291,7 @@ fn main() -> anyhow::Result<()> {
         pillar_roots,
     )
     .with_reuse(reuse);
-    let job = Job {
-        jid: "20261126000000000000".into(),
-        fun: "state.apply".into(),
-        arg: vec![],
-        kwarg: Map::new(),
-        tgt: "*".into(),
-        tgt_type: "glob".into(),
-        user: "root".into(),
-        minions: vec![],
-    };
+    let job = highstate_job("20261126000000000000");
     let remote: Arc<dyn RemoteExec> = Arc::new(NoRemote);
     let (mut compile, mut encode) = (Duration::ZERO, Duration::ZERO);
     let (mut compile_cpu, mut encode_cpu) = (Duration::ZERO, Duration::ZERO);

@@ -148,8 +148,15 @@ pub struct CompileRecords {
 
 impl CompileRecords {
     /// The stamp of the state tree `files` serves, taken at job `jid`'s
-    /// first compile and reused for its later ones.
+    /// first compile and reused for its later ones. A `halite-call`
+    /// through the master (jid [`halite_proto::jid::CALLER_JID`], the same
+    /// for every call) is one compile: it gets a stamp of its own, or the
+    /// lookups kept under the stamp (which SLS exist, where a `salt://`
+    /// source leads) would outlive a change of the tree.
     pub fn tree_stamp(&self, jid: &str, files: &Fileserver) -> String {
+        if jid == halite_proto::jid::CALLER_JID {
+            return tree_stamp(files);
+        }
         let mut stamps = self.stamps.lock().unwrap_or_else(PoisonError::into_inner);
         if let Some((_, stamp)) = stamps.iter().find(|(j, _)| j == jid) {
             return stamp.clone();

@@ -20,7 +20,7 @@ use serde_json::{Map, Value};
 
 use crate::bundles::{BundleAnswer, BundleStats};
 use crate::compile_record::{recorded_function, CompileRecords, Inputs};
-use crate::fileserver::FileServer;
+use crate::fileserver::{FileServer, JobFiles};
 use crate::pillar_cache::PillarCache;
 use crate::pillar_record::PillarRecords;
 
@@ -321,7 +321,7 @@ impl Compiler {
     /// The bundle of a prepared host: its states rendered and compiled.
     fn finish(&self, prepared: Prepared, job: &Job) -> Bundle {
         let Prepared {
-            host,
+            mut host,
             errors,
             decrypted,
         } = prepared;
@@ -340,14 +340,16 @@ impl Compiler {
                 positional: job.arg.clone(),
                 kwargs: job.kwarg.clone(),
             };
+            // The job's one version of the tree: which SLS exist is
+            // listed, and its sources are resolved, once for all its
+            // minions.
+            let tree = self.records.tree_stamp(&job.jid, self.files.client());
+            host.files = Arc::new(JobFiles::new(self.files.clone(), tree.clone()));
             match StateExec::plan_noting(&host, &job.fun, &args) {
                 Ok(planned) => {
                     saltenvs = planned.saltenvs;
                     match planned.plan {
                         StatePlan::Run(chunks, yamlex) => {
-                            // The job's one version of the tree: its
-                            // sources are resolved once for all its minions.
-                            let tree = self.records.tree_stamp(&job.jid, self.files.client());
                             let files = self.files.manifest(&chunks, Some(&tree));
                             BundleAction::Run {
                                 chunks,

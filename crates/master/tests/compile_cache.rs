@@ -21,10 +21,10 @@ use halite_master::fileserver::FileServer;
 use halite_master::compiler::MineFactory;
 use halite_modules::exec::RemoteExec;
 use halite_modules::Args;
-use halite_proto::msg::Job;
+use halite_proto::testing::highstate_job;
 use halite_render::cache::RenderCache;
 use halite_render::memo::RenderMemo;
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 /// The minion's side of render-time calls: answers with its own id, as a
 /// real minion's `cmd.run` or `mine.get` would answer with its own data.
@@ -100,16 +100,7 @@ fn compile_all(root: &Path, mine: &MineFactory) -> Vec<Vec<u8>> {
         pillar_roots,
     )
     .with_mine(mine.clone());
-    let job = Job {
-        jid: "20261126000000000001".into(),
-        fun: "state.apply".into(),
-        arg: vec![],
-        kwarg: Map::new(),
-        tgt: "*".into(),
-        tgt_type: "glob".into(),
-        user: "root".into(),
-        minions: vec![],
-    };
+    let job = highstate_job("20261126000000000001");
     let minions = [
         ("web1", json!({"os": "Debian", "role": "web"})),
         ("web2", json!({"os": "Debian", "role": "web"})),

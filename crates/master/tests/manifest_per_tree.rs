@@ -16,22 +16,13 @@ use std::sync::Arc;
 
 use halite_master::compiler::Compiler;
 use halite_master::fileserver::FileServer;
-use halite_modules::exec::RemoteExec;
-use halite_modules::Args;
-use halite_proto::msg::{BundleAction, Job};
-use serde_json::{json, Map, Value};
+use halite_proto::msg::BundleAction;
+use halite_proto::testing::highstate_job;
+use serde_json::json;
 
 mod common;
 use common::write_file as write;
-
-/// Render-time calls the tree never makes.
-struct NoMinion;
-
-impl RemoteExec for NoMinion {
-    fn call(&self, fun: &str, _args: &Args) -> Result<Value, String> {
-        Err(format!("{fun}: no minion here"))
-    }
-}
+use common::NoMinion;
 
 type Manifest = BTreeMap<String, BTreeMap<String, String>>;
 
@@ -60,23 +51,10 @@ fn compiler(dir: &Path) -> Compiler {
     )
 }
 
-fn job(jid: &str) -> Job {
-    Job {
-        jid: jid.into(),
-        fun: "state.apply".into(),
-        arg: vec![],
-        kwarg: Map::new(),
-        tgt: "*".into(),
-        tgt_type: "glob".into(),
-        user: "root".into(),
-        minions: vec![],
-    }
-}
-
 /// The manifest of minion `id`'s bundle for job `jid`.
 fn manifest(compiler: &Compiler, id: &str, jid: &str) -> Manifest {
     let grains = json!({"id": id, "os": "Debian"});
-    let bundle = compiler.bundle(id, &grains, &job(jid), Arc::new(NoMinion));
+    let bundle = compiler.bundle(id, &grains, &highstate_job(jid), Arc::new(NoMinion));
     match bundle.action {
         BundleAction::Run { files, .. } => files,
         other => panic!("{id}: not a run: {other:?}"),
@@ -160,4 +138,74 @@ fn a_source_edited_during_a_job_gets_its_current_sha256() {
         sha(&d.join("second/src/b.txt")),
         "a manifest names the file as it is, not as the job found it"
     );
+}
+
+/// The IDs of minion `id`'s bundle for job `jid`, in compile order.
+fn state_ids(compiler: &Compiler, id: &str, jid: &str) -> Vec<String> {
+    let grains = json!({"id": id, "os": "Debian"});
+    let bundle = compiler.bundle(id, &grains, &highstate_job(jid), Arc::new(NoMinion));
+    match bundle.action {
+        BundleAction::Run { chunks, .. } => chunks
+            .iter()
+            .map(|c| c["__id__"].as_str().unwrap().to_string())
+            .collect(),
+        other => panic!("{id}: not a run: {other:?}"),
+    }
+}
+
+/// Session 18: which SLS exist (what the top file's globs and `include`s
+/// are matched against) is listed once per tree stamp too. An SLS added
+/// in the second root, one removed and one added below a new directory
+/// between two jobs are all seen by the next job, as a fresh compiler
+/// sees them.
+#[test]
+fn an_sls_added_or_removed_between_jobs_is_seen_by_the_next_job() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    write(&d.join("first/top.sls"), "base:\n  '*':\n    - 'apps.*'\n");
+    let app = |name: &str| format!("{name}_{{{{ grains['id'] }}}}:\n  test.nop: []\n");
+    write(&d.join("first/apps/a.sls"), &app("a"));
+    write(&d.join("second/apps/b.sls"), &app("b"));
+    write(&d.join("pillar/top.sls"), "base: {}\n");
+    let master = compiler(d);
+    for id in ["web1", "web2"] {
+        assert_eq!(
+            state_ids(&master, id, "20261126000000000001"),
+            [format!("a_{id}"), format!("b_{id}")]
+        );
+    }
+
+    std::fs::remove_file(d.join("first/apps/a.sls")).unwrap();
+    write(&d.join("second/apps/c.sls"), &app("c"));
+    write(&d.join("first/apps/d/init.sls"), &app("d"));
+
+    for id in ["web1", "web2"] {
+        let next = state_ids(&master, id, "20261126000000000002");
+        assert_eq!(
+            next,
+            [format!("b_{id}"), format!("c_{id}"), format!("d_{id}")]
+        );
+        assert_eq!(next, state_ids(&compiler(d), id, "20261126000000000002"));
+    }
+}
+
+/// `halite-call` through the master compiles with the one jid
+/// `CALLER_JID` for every call: each call still sees the tree as it is
+/// (an SLS added, a source shadowed since the last call).
+#[test]
+fn each_halite_call_sees_the_tree_as_it_is_now() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    tree(d);
+    write(&d.join("first/top.sls"), "base:\n  '*':\n    - 'files*'\n");
+    let master = compiler(d);
+    let caller = halite_proto::jid::CALLER_JID;
+    let first = manifest(&master, "web1", caller);
+    assert_eq!(first["base"]["src/a.txt"], sha(&d.join("second/src/a.txt")));
+
+    write(&d.join("first/src/a.txt"), "a, from the first root\n");
+    write(&d.join("first/files_more.sls"), "more:\n  test.nop: []\n");
+    let next = manifest(&master, "web1", caller);
+    assert_eq!(next["base"]["src/a.txt"], sha(&d.join("first/src/a.txt")));
+    assert!(state_ids(&master, "web1", caller).contains(&"more".to_string()));
 }

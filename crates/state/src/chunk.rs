@@ -102,6 +102,11 @@ impl LowChunk {
             None => crate::ret::state_tag(self.state(), self.id(), "", self.fun()),
         }
     }
+    /// The chunk as Salt data, consuming it (its values are moved, not
+    /// copied; what [`LowChunk::yamlex`] says travels beside it).
+    pub fn into_value(self) -> Value {
+        Value::from(self.dict)
+    }
     /// Which of this chunk's strings are Salt's yamlex strings.
     pub fn yamlex(&self) -> YamlexStrings {
         self.yamlex

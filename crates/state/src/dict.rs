@@ -215,13 +215,28 @@ impl SmallDict {
     }
     /// Removes `key`, keeping the order of the others.
     pub fn shift_remove(&mut self, key: &str) -> Option<Value> {
+        self.shift_remove_full(key).map(|(_, value)| value)
+    }
+    /// Removes `key`, keeping the order of the others; returns where it
+    /// was and its value.
+    pub fn shift_remove_full(&mut self, key: &str) -> Option<(usize, Value)> {
         if self.filter & key_bit(key) == 0 {
             return None;
         }
         let i = self.entries.iter().position(|(k, _)| k.as_ref() == key)?;
         let (_, value) = self.entries.remove(i);
         self.filter = self.entries.iter().fold(0, |f, (k, _)| f | key_bit(k));
-        Some(value)
+        Some((i, value))
+    }
+    /// Puts `key`, which the dict must not have, back at `index` (or at
+    /// the end when the dict is shorter): the inverse of
+    /// [`SmallDict::shift_remove_full`].
+    pub fn insert_at(&mut self, index: usize, key: impl Into<DictKey>, value: Value) {
+        let key = intern(key.into());
+        debug_assert!(!self.contains_key(&key), "insert_at of a key the dict has");
+        self.filter |= key_bit(&key);
+        let index = index.min(self.entries.len());
+        self.entries.insert(index, (key, value));
     }
     /// The (key, value) pairs in order.
     pub fn iter(&self) -> impl Iterator<Item = (&str, &Value)> {

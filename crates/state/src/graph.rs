@@ -22,6 +22,7 @@ type FxIndexSet<T> = indexmap::IndexSet<T, FxBuildHasher>;
 
 use crate::chunk::LowChunk;
 use crate::dict::KeySet;
+use crate::journal::ChunkJournal;
 use crate::requisite::{py_repr, py_str, RequisiteKind};
 use crate::value::{Map, Value};
 use halite_salt_rules::fnmatch::{fnmatch, is_pattern};
@@ -60,6 +61,9 @@ pub struct Graph {
     edge_at: FxHashMap<(usize, usize), (u32, u32)>,
     /// Reused to build lookup keys without an allocation per requisite.
     key_buf: String,
+    /// While [`Graph::check_order`] orders: what ordering wrote into the
+    /// chunks, to be taken back.
+    journal: Option<ChunkJournal>,
 }
 
 /// The index requisite targets are found in: by (module or `id`) +
@@ -416,14 +420,34 @@ impl Graph {
         format!("{tag}_|-__prereq_test__")
     }
 
+    /// Sets `key` of chunk `ci`, as ordering does (noted in the journal
+    /// when there is one).
+    fn set_key(&mut self, ci: usize, key: &'static str, value: Value) {
+        match &mut self.journal {
+            Some(journal) => journal.set(&mut self.chunks, ci, key, value),
+            None => {
+                self.chunks[ci].insert(key, value);
+            }
+        }
+    }
+
+    /// Removes `key` of chunk `ci`, as ordering does (noted in the journal
+    /// when there is one).
+    fn remove_key(&mut self, ci: usize, key: &'static str) -> Option<Value> {
+        match &mut self.journal {
+            Some(journal) => journal.remove(&mut self.chunks, ci, key),
+            None => self.chunks[ci].shift_remove(key),
+        }
+    }
+
     fn add_prereq(&mut self, node: usize, req: usize) {
         if let Some(ci) = self.nodes[node].chunk {
-            self.chunks[ci].insert("__prerequiring__", Value::Bool(true));
+            self.set_key(ci, "__prerequiring__", Value::Bool(true));
         }
         let Some(req_chunk) = self.nodes[req].chunk else {
             return;
         };
-        self.chunks[req_chunk].insert("__prereq__", Value::Bool(true));
+        self.set_key(req_chunk, "__prereq__", Value::Bool(true));
         let check_tag = Self::prereq_tag(self.node_tag(req));
         let existing = self.node_of(&check_tag);
         let check = match existing {
@@ -659,21 +683,20 @@ impl Graph {
             },
             None => cap,
         };
-        let chunk = &mut self.chunks[ci];
-        if chunk.get("order").and_then(num).is_none() {
-            chunk.insert("order", to_value(order));
+        if self.chunks[ci].get("order").and_then(num).is_none() {
+            self.set_key(ci, "order", to_value(order));
         }
-        let name_order = chunk
-            .shift_remove("name_order")
+        let name_order = self
+            .remove_key(ci, "name_order")
             .and_then(|v| num(&v))
             .unwrap_or(0.0);
         if name_order != 0.0 {
             order += name_order / 10000.0;
-            chunk.insert("order", Value::from(order));
+            self.set_key(ci, "order", Value::from(order));
         }
         if order < 0.0 {
             order += cap + 1_000_000.0;
-            chunk.insert("order", to_value(order));
+            self.set_key(ci, "order", to_value(order));
         }
         let own = order;
         let child_min = match self.nodes[node].child_min {
@@ -700,7 +723,7 @@ impl Graph {
                                             Some("first") => 0.0,
                                             _ => cap,
                                         };
-                                        self.chunks[cc].insert("order", to_value(o));
+                                        self.set_key(cc, "order", to_value(o));
                                         o
                                     }
                                 },
@@ -781,6 +804,21 @@ impl Graph {
                 Err(errors)
             }
         }
+    }
+
+    /// Orders the graph only to find what [`Graph::order`] reports (a
+    /// missing requisite target, a bad value, a cycle), and gives back its
+    /// chunks as they were before ordering: what the master sends, for the
+    /// minion to order itself. What ordering wrote into them is taken back
+    /// ([`ChunkJournal`]) rather than the chunks copied beforehand.
+    pub fn check_order(mut self, disabled: &[String]) -> (Vec<LowChunk>, Result<(), Vec<String>>) {
+        self.journal = Some(ChunkJournal::default());
+        let checked = self.order(disabled).map(|_| ());
+        let mut chunks = std::mem::take(&mut self.chunks);
+        if let Some(journal) = self.journal.take() {
+            journal.undo(&mut chunks);
+        }
+        (chunks, checked)
     }
 
     fn topo_sort(&mut self, cap: f64) -> Option<Vec<usize>> {

@@ -10,6 +10,16 @@ pub mod compile_mine;
 pub use halite_test_support::fleet::{bin, read_all, sessions, EventWatch, Fleet, QUICK_KEEPALIVE};
 pub use halite_test_support::{can_run, free_port, wait_for, write_file, Daemon};
 
+/// The minion's side of an in-process compile whose tree makes no
+/// render-time call (`Compiler::bundle` in the compile tests).
+pub struct NoMinion;
+
+impl halite_modules::exec::RemoteExec for NoMinion {
+    fn call(&self, fun: &str, _args: &halite_modules::Args) -> Result<serde_json::Value, String> {
+        Err(format!("{fun}: no minion here"))
+    }
+}
+
 /// The mode bits of `path`.
 pub fn mode(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;

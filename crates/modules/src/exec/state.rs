@@ -450,12 +450,15 @@ impl StateExec {
         if let Err(errors) = prepare_high(&mut high, &mut origins, &disabled) {
             return Ok(StatePlan::Return(errors_value(errors)));
         }
-        let mut graph = compile_graph(high, &origins, &host.states);
-        let chunks: Vec<Value> = graph.chunks.iter().map(|c| c.to_value()).collect();
+        let graph = compile_graph(high, &origins, &host.states);
         let marks = halite_state::origins::wire_marks(&graph.chunks);
-        if let Err(errors) = graph.order(&disabled) {
+        // Ordered here only for its errors: the minion orders the chunks
+        // it is sent, which go as compiled.
+        let (chunks, checked) = graph.check_order(&disabled);
+        if let Err(errors) = checked {
             return Ok(StatePlan::Return(errors_value(errors)));
         }
+        let chunks = chunks.into_iter().map(LowChunk::into_value).collect();
         Ok(StatePlan::Run(chunks, marks))
     }
 
