@@ -20,6 +20,7 @@ use std::sync::RwLock;
 use halite_proto::bundle::{compress, decode_plain, decompress, digest, plain_bytes, BundleError};
 use halite_proto::crypto::MemoryKey;
 use halite_proto::msg::Bundle;
+use halite_state::LowChunk;
 
 /// How a sealed bundle file starts (a plain one is a zstd frame).
 const SEALED: &[u8] = b"halite sealed bundle 1\n";
@@ -86,7 +87,8 @@ impl BundleStore {
 
     /// The bundle `id` holds, for job `jid`, if its digest is `expected`
     /// (the master said "you have it"); `None` when it is gone or differs.
-    pub fn load(&self, id: &str, jid: &str, expected: &str) -> Option<Bundle> {
+    /// Its chunks are decoded straight into the engine's.
+    pub fn load(&self, id: &str, jid: &str, expected: &str) -> Option<Bundle<LowChunk>> {
         let path = self.path(id)?;
         let read = self.read(id).and_then(|bytes| {
             let plain = plain_bytes(&bytes, true, expected).map_err(|e| e.to_string())?;
@@ -111,7 +113,7 @@ impl BundleStore {
         expected: &str,
         zstd: bool,
         bytes: Vec<u8>,
-    ) -> Result<Bundle, BundleError> {
+    ) -> Result<Bundle<LowChunk>, BundleError> {
         let plain = plain_bytes(&bytes, zstd, expected)?;
         let bundle = decode_plain(jid, &plain)?;
         let stored = if zstd { Ok(bytes) } else { compress(&plain) };
@@ -173,7 +175,7 @@ mod tests {
     use super::*;
     use halite_proto::bundle::pack;
     use halite_proto::msg::BundleAction;
-    use serde_json::json;
+    use serde_json::{json, Value};
 
     #[test]
     fn a_kept_bundle_is_found_by_digest_and_a_damaged_one_is_dropped() {
@@ -192,7 +194,7 @@ mod tests {
         let got = store
             .receive("web1", "1", &packed.digest, false, packed.bytes.clone())
             .unwrap();
-        assert_eq!(got, bundle);
+        assert_eq!(got.map_chunks(|c: LowChunk| c.to_value()), bundle);
         // On disk it is sealed: no pillar in clear.
         let raw = std::fs::read(dir.path().join("bundles/web1.bundle")).unwrap();
         assert!(raw.starts_with(SEALED));
@@ -226,6 +228,94 @@ mod tests {
         assert!(store
             .receive("web1", "4", "00", false, packed.bytes)
             .is_err());
+    }
+
+    /// Chunks of the bench tree's shapes, with keys the engine does not
+    /// know, nested values, unicode and numbers of every width.
+    fn run_bundle(n: usize) -> Bundle {
+        let chunks = (0..n)
+            .map(|i| {
+                let mut c = json!({
+                    "state": if i % 20 == 0 { "file" } else { "test" },
+                    "name": format!("/srv/out/web1/file{i}"),
+                    "__sls__": "bench",
+                    "__env__": "base",
+                    "__id__": format!("s{i}"),
+                });
+                let m = c.as_object_mut().unwrap();
+                if i % 20 == 0 {
+                    m.insert("source".into(), json!(format!("salt://files/f{i}.txt")));
+                    m.insert("mode".into(), json!("0644"));
+                    m.insert(
+                        "zzz_own_arg".into(),
+                        json!({"nested": [1, -2, 3.5, u64::MAX, i64::MIN, null, "é✓"]}),
+                    );
+                } else {
+                    m.insert(
+                        "require".into(),
+                        json!([{"test": format!("s{}", i.saturating_sub(1))}]),
+                    );
+                    m.insert("aaa_own_arg".into(), json!(true));
+                }
+                m.insert("order".into(), json!(10000 + i));
+                m.insert(
+                    "fun".into(),
+                    json!(if i % 20 == 0 {
+                        "managed"
+                    } else {
+                        "succeed_without_changes"
+                    }),
+                );
+                c
+            })
+            .collect();
+        Bundle {
+            jid: "1".into(),
+            pillar: json!({"role": "web", "list": [1, 2]}),
+            action: BundleAction::Run {
+                chunks,
+                files: [(
+                    "base".to_string(),
+                    [("files/f0.txt".to_string(), "ab".repeat(32))].into(),
+                )]
+                .into(),
+                yamlex: vec![(3, 1)],
+            },
+            commits: Default::default(),
+            saltenvs: Some(vec!["base".into()]),
+            secrets: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_bundle_decodes_into_the_engines_chunks_as_its_values_would() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BundleStore::new(dir.path().join("bundles"));
+        let bundle = run_bundle(1000);
+        let packed = pack(&bundle, Some(4096)).unwrap();
+        let expected = bundle.clone().map_chunks(|c| match c {
+            Value::Object(m) => LowChunk::from(m),
+            _ => LowChunk::new(),
+        });
+        let received = store
+            .receive("web1", "1", &packed.digest, packed.zstd, packed.bytes)
+            .unwrap();
+        let loaded = store.load("web1", "1", &packed.digest).unwrap();
+        for got in [received, loaded] {
+            assert!(got == expected, "the chunks differ");
+            let (BundleAction::Run { chunks: got, .. }, BundleAction::Run { chunks: want, .. }) =
+                (&got.action, &expected.action)
+            else {
+                panic!("not a run: {got:?}");
+            };
+            // Equal dicts may differ in order: their encodings may not.
+            assert_eq!(
+                halite_proto::encode(got).unwrap(),
+                halite_proto::encode(want).unwrap()
+            );
+            assert_eq!(got[20].get("zzz_own_arg"), want[20].get("zzz_own_arg"));
+            assert_eq!(got[20].tag(), "file_|-s20_|-/srv/out/web1/file20_|-managed");
+        }
     }
 
     #[test]

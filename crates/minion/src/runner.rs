@@ -12,7 +12,7 @@ use halite_modules::exec::state::StateExec;
 use halite_modules::host::EventSink;
 use halite_modules::{Args, ExecError, ExecModules, Host, LocalFileClient};
 use halite_proto::msg::{BundleAction, Job, JobReturn, ReplyBody, RequestBody};
-use halite_state::{FileClient, StateModules};
+use halite_state::{FileClient, LowChunk, StateModules};
 use serde_json::{Map, Value};
 
 use crate::bundles::BundleStore;
@@ -233,7 +233,7 @@ impl HostRunner {
         host: &Host,
         job: &Job,
         master: &MasterChannel,
-    ) -> Result<halite_proto::msg::Bundle, ExecError> {
+    ) -> Result<halite_proto::msg::Bundle<LowChunk>, ExecError> {
         // A call of the minion's own (halite-call) has no published job:
         // the master compiles it from the call itself.
         let caller = job.jid == halite_proto::jid::CALLER_JID;
@@ -267,7 +267,7 @@ impl HostRunner {
                 ))
             };
             return match master.request(ask) {
-                Ok(ReplyBody::Bundle(b)) => Ok(b),
+                Ok(ReplyBody::Bundle(b)) => Ok(b.map_chunks(chunk_of)),
                 Ok(ReplyBody::PackedBundle {
                     digest,
                     zstd,
@@ -408,6 +408,16 @@ impl HostRunner {
                 ))
             }
         }
+    }
+}
+
+/// A low chunk of a bundle that came as `Value`s (a call's bundle):
+/// a non-map entry (never sent) stays as an empty chunk, so the chunks
+/// keep the master's numbering (the yamlex marks refer to it).
+fn chunk_of(value: Value) -> LowChunk {
+    match value {
+        Value::Object(m) => LowChunk::from(m),
+        _ => LowChunk::new(),
     }
 }
 

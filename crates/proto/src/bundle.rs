@@ -37,11 +37,11 @@ struct BodyRef<'a> {
     secrets: &'a [String],
 }
 
-/// The owned form of [`BodyRef`], decoded on the minion.
+/// The owned form of [`BodyRef`], decoded on the minion (its chunks as `C`).
 #[derive(Deserialize)]
-struct Body {
+struct Body<C> {
     pillar: Value,
-    action: BundleAction,
+    action: BundleAction<C>,
     #[serde(default)]
     commits: BTreeMap<String, String>,
     #[serde(default)]
@@ -182,11 +182,17 @@ pub fn decompress(bytes: &[u8]) -> Result<Vec<u8>, BundleError> {
 }
 
 /// The bundle of job `jid` from its encoded bytes (as [`plain_bytes`]
-/// gives them), decoded with the frame decoder's depth bound.
-pub fn decode_plain(jid: &str, plain: &[u8]) -> Result<Bundle, BundleError> {
+/// gives them), decoded with the frame decoder's depth bound, each low
+/// chunk straight into `C` (`Value`, or the engine's own chunk type: the
+/// bytes are read once whichever it is).
+pub fn decode_plain<C: serde::de::DeserializeOwned>(
+    jid: &str,
+    plain: &[u8],
+) -> Result<Bundle<C>, BundleError> {
     let mut de = rmp_serde::Deserializer::from_read_ref(plain);
     de.set_max_depth(crate::frame::MAX_DECODE_DEPTH);
-    let body = Body::deserialize(&mut de).map_err(|e| BundleError::Malformed(e.to_string()))?;
+    let body =
+        Body::<C>::deserialize(&mut de).map_err(|e| BundleError::Malformed(e.to_string()))?;
     Ok(Bundle {
         jid: jid.to_string(),
         pillar: body.pillar,
@@ -315,7 +321,7 @@ mod tests {
             commits: BTreeMap::new(),
         })
         .unwrap();
-        assert_eq!(decode_plain("j", &plain).unwrap().saltenvs, None);
+        assert_eq!(decode_plain::<Value>("j", &plain).unwrap().saltenvs, None);
         // The unpacked reply of older minions carries it the same way.
         let framed = crate::encode(&crate::msg::ReplyBody::Bundle(highstate.clone())).unwrap();
         match crate::decode::<crate::msg::ReplyBody>(&framed).unwrap() {
@@ -346,7 +352,10 @@ mod tests {
             commits: BTreeMap::new(),
         })
         .unwrap();
-        assert!(decode_plain("j", &old_bytes).unwrap().secrets.is_empty());
+        assert!(decode_plain::<Value>("j", &old_bytes)
+            .unwrap()
+            .secrets
+            .is_empty());
         assert_eq!(old_bytes, pack(&bundle("j", 2), None).unwrap().bytes);
         // The plain message form tolerates both directions too.
         let plain = crate::encode(&with).unwrap();

@@ -339,13 +339,39 @@ impl<'de> Deserialize<'de> for SmallDict {
             }
             fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<SmallDict, A::Error> {
                 let mut dict = SmallDict::with_capacity(access.size_hint().unwrap_or(8));
-                while let Some((k, v)) = access.next_entry::<String, Value>()? {
-                    dict.insert(k, v);
+                while let Some((k, v)) = access.next_entry::<Key, Value>()? {
+                    dict.insert(k.0, v);
                 }
                 Ok(dict)
             }
         }
         deserializer.deserialize_map(DictVisitor)
+    }
+}
+
+/// A key as decoded: one of [`KNOWN_KEYS`] without an allocation (a
+/// minion decodes ~10 keys per chunk of every bundle, nearly all known).
+struct Key(DictKey);
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct KeyVisitor;
+        impl Visitor<'_> for KeyVisitor {
+            type Value = Key;
+            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+                f.write_str("a string key")
+            }
+            fn visit_str<E: serde::de::Error>(self, key: &str) -> Result<Key, E> {
+                Ok(Key(match KNOWN_KEYS.iter().find(|k| **k == key) {
+                    Some(k) => Cow::Borrowed(k),
+                    None => Cow::Owned(key.to_string()),
+                }))
+            }
+            fn visit_string<E: serde::de::Error>(self, key: String) -> Result<Key, E> {
+                Ok(Key(intern(Cow::Owned(key))))
+            }
+        }
+        deserializer.deserialize_str(KeyVisitor)
     }
 }
 

@@ -463,12 +463,14 @@ impl StateExec {
     }
 
     /// Runs chunks compiled by [`StateExec::plan`] on this host: the
-    /// minion's half of a job (`yamlex`: the plan's marks).
+    /// minion's half of a job (`yamlex`: the plan's marks). The chunks
+    /// come as the minion decoded them from its bundle, indexed as the
+    /// master compiled them.
     pub fn run_planned(
         host: &Host,
         fun: &str,
         args: &Args,
-        chunks: Vec<Value>,
+        mut chunks: Vec<LowChunk>,
         yamlex: &[(u32, u8)],
     ) -> Value {
         let mut args = args.clone();
@@ -485,15 +487,6 @@ impl StateExec {
             Err(running) => return Value::Array(running.into_iter().map(Value::from).collect()),
         };
         let opts = run_options(&host, &args);
-        // Indexed as the master compiled them: a non-object entry (never
-        // sent) stays as an empty chunk rather than shifting the marks.
-        let mut chunks: Vec<LowChunk> = chunks
-            .into_iter()
-            .map(|c| match c {
-                Value::Object(m) => LowChunk::from(m),
-                _ => LowChunk::new(),
-            })
-            .collect();
         halite_state::origins::apply_wire_marks(&mut chunks, yamlex);
         let chunks = chunks.into_iter().filter(|c| !c.is_empty());
         match halite_state::pipeline::order_chunks(chunks, &host.states, &opts.disabled_requisites)
