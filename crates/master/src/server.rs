@@ -1948,10 +1948,11 @@ impl Master {
     /// to them while they were away, still waiting for their return and
     /// younger than `timeout`, are published again for them alone (a
     /// minion skips jids it already ran), one publication per job for all
-    /// of them (crate::redelivery).
+    /// of them, less the questions about the moment of publication that
+    /// are not owed (crate::redelivery).
     fn redeliver(&mut self, started: &[String]) {
         let window = Duration::from_secs(self.cfg.timeout.max(1));
-        let missed = crate::redelivery::missed(
+        let crate::redelivery::Missed { jobs, not_owed } = crate::redelivery::missed(
             self.book
                 .active
                 .values()
@@ -1963,7 +1964,8 @@ impl Master {
             started,
             window,
         );
-        for job in missed {
+        self.redelivered.not_owed += not_owed;
+        for job in jobs {
             match self.send_publication(&job) {
                 Ok(()) => {
                     self.redelivered.count(&job);

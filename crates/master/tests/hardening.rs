@@ -586,3 +586,79 @@ fn minions_that_start_together_get_their_missed_jobs_in_one_publication_per_job(
         "one publication per identity and job ({publications} for {minions}): the starts of one batch share one per job"
     );
 }
+
+/// Issue 25, session 19: a fleet that starts at once. Jobs published
+/// while a swarm is down are owed to it when it starts, except the
+/// questions about that moment (crate::redelivery): a
+/// `saltutil.find_job` is never run by an identity that started after it
+/// was published, and of two `test.ping`s only the newer is; the
+/// `state.apply` published meanwhile still runs, as before.
+#[test]
+fn minions_that_start_after_a_find_job_do_not_run_it_and_still_run_what_they_are_owed() {
+    if !can_run() {
+        return;
+    }
+    const N: usize = 6;
+    let fleet = Fleet::new();
+    write_file(
+        &fleet.master_dir().join("master.d/window.conf"),
+        "timeout: 60\n",
+    );
+    write_file(
+        &fleet.path("salt/owed.sls"),
+        "owed:\n  test.succeed_with_changes: []\n",
+    );
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base:\n    - {}\n",
+        fleet.path("salt").display()
+    ));
+    let mut swarm = fleet.start_swarm(N, "");
+    assert_eq!(answering(&fleet, "20"), N);
+    swarm.kill();
+    // Published while the swarm is down, oldest first.
+    let old_ping = async_jid(&fleet, &["swarm-*", "test.ping"]);
+    let find_job = async_jid(&fleet, &["swarm-*", "saltutil.find_job", &old_ping]);
+    let apply = async_jid(&fleet, &["swarm-*", "state.apply", "owed"]);
+    let new_ping = async_jid(&fleet, &["swarm-*", "test.ping"]);
+    let before = fleet.authenticated();
+    let _swarm = fleet.start_swarm(N, "");
+    assert!(
+        fleet.wait_authenticated(before + N, Duration::from_secs(40)),
+        "the swarm did not come back"
+    );
+    let returned = |jid: &str| -> usize {
+        let out = fleet.cli("halite-run", &["jobs.lookup_jid", jid, "--out", "json"]);
+        let rets: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        (0..N)
+            .filter(|n| !rets[format!("swarm-{n}")].is_null())
+            .count()
+    };
+    assert!(
+        wait_for(Duration::from_secs(60), || returned(&apply) == N
+            && returned(&new_ping) == N),
+        "the owed jobs did not run on every identity: state.apply {} and test.ping {} of {N}",
+        returned(&apply),
+        returned(&new_ping)
+    );
+    // Redeliveries of one batch go out oldest job first: anything owed
+    // before the newer ping would have returned by now; a moment more
+    // for a return on its way.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        returned(&find_job),
+        0,
+        "an identity that started after a saltutil.find_job ran it"
+    );
+    assert_eq!(
+        returned(&old_ping),
+        0,
+        "an identity ran a test.ping older than the newer one it was owed"
+    );
+    let stats = fleet.master_stats();
+    let not_owed = stats["redeliveries"]["not_owed"].as_u64().unwrap();
+    eprintln!("{N} identities back: {stats}");
+    assert!(
+        not_owed >= 2 * N as u64,
+        "each identity's find_job and older ping are counted as not owed: {stats}"
+    );
+}
