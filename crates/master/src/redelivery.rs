@@ -169,7 +169,7 @@ mod tests {
     fn job(jid: &str, minions: &[&str]) -> Job {
         Job {
             jid: jid.into(),
-            fun: "test.ping".into(),
+            fun: "test.arg".into(),
             arg: vec![],
             kwarg: Map::new(),
             tgt: "web*".into(),
@@ -219,7 +219,7 @@ mod tests {
         assert_eq!(jobs[1].minions, ["d", "b"]);
         // Everything else as published.
         assert_eq!(jobs[0].tgt, "web*");
-        assert_eq!(jobs[0].fun, "test.ping");
+        assert_eq!(jobs[0].fun, "test.arg");
         // Past the window, or no start: nothing.
         assert!(missed(active(), &started, Duration::ZERO).jobs.is_empty());
         assert!(missed(active(), &[], Duration::from_secs(60))
