@@ -4,9 +4,9 @@
 //! Why: a watching `halite` (or `halite-run state.event`, the API's
 //! stream) that reads more slowly than the fleet returns made the bus
 //! hold every return not yet read: the bus is bounded at 65,536 events,
-//! not in bytes, and a 1,000-state return is ~0.4 MB, so the master of a
-//! 10,000-minion warm apply grew to 1.2-1.5 GB behind a CLI that printed
-//! JSON into a pipe (docs/benchmarks.md). Every return is committed to the
+//! not in bytes, and a 1,000-state return is ~0.2 MB packed, so the master
+//! of a 10,000-minion warm apply grew to 1.2-1.6 GB behind a CLI that
+//! printed JSON into a pipe (docs/benchmarks.md). Every return is committed to the
 //! job cache before its event fires, so past `event_return_bytes` of
 //! returns waiting on the bus a return's event carries where it is (its
 //! jid and minion id) instead of its bytes, and a reader reads it back
@@ -22,13 +22,13 @@ use serde_json::{Map, Value};
 use crate::events::{ReturnStore, SpillTo};
 
 /// Bytes of packed returns the bus holds for slow readers by default
-/// (`event_return_bytes`): ~160 1,000-state returns, a second or two of a
-/// fleet's returns on this 2-core machine.
+/// (`event_return_bytes`): ~300 1,000-state returns, a few seconds of a
+/// fleet's returns on a 2-core machine.
 pub const DEFAULT_EVENT_RETURN_BYTES: u64 = 64 << 20;
 
 /// The job cache as the bus reads spilled returns back: one connection,
 /// opened on the first read, shared by the readers (one read at a time;
-/// each is a point query and a zstd frame of ~25 KB).
+/// each is a point query and a zstd frame of some tens of KB).
 pub struct JobCacheReturns {
     path: PathBuf,
     cache: Mutex<Option<JobCache>>,
