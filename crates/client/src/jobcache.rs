@@ -575,6 +575,36 @@ impl JobCache {
         Ok(out)
     }
 
+    /// The stored value of `id`'s return for `jid` as msgpack bytes (what
+    /// the minion sent, as the master's event bus carries it), if stored:
+    /// the master's bus reads back this way a return it did not keep in
+    /// memory for a slow watcher (issue 25, session 19).
+    pub fn packed_return(&self, jid: &str, id: &str) -> Result<Option<Vec<u8>>, JobCacheError> {
+        let mut stmt = self
+            .conn
+            .prepare_cached("SELECT ret FROM returns WHERE jid = ?1 AND id = ?2")
+            .map_err(self.err())?;
+        let mut rows = stmt.query(params![jid, id]).map_err(self.err())?;
+        let Some(row) = rows.next().map_err(self.err())? else {
+            return Ok(None);
+        };
+        match row.get_ref(0).map_err(self.err())? {
+            rusqlite::types::ValueRef::Blob(blob) => zstd::decode_all(blob)
+                .map(Some)
+                .map_err(|e| JobCacheError::Encode(format!("zstd: {e}"))),
+            rusqlite::types::ValueRef::Text(text) => {
+                let value: Value = serde_json::from_slice(text)?;
+                halite_proto::packed::pack(&value)
+                    .map(Some)
+                    .map_err(|e| JobCacheError::Encode(e.to_string()))
+            }
+            other => Err(JobCacheError::Encode(format!(
+                "the stored return is a {:?}, neither JSON nor packed",
+                other.data_type()
+            ))),
+        }
+    }
+
     /// Deletes jobs (and their returns) older than `keep_jobs_hours`; the
     /// number of jobs removed. 0 keeps everything, as in Salt.
     pub fn clean_old_jobs(&self, keep_jobs_hours: u64) -> Result<usize, JobCacheError> {

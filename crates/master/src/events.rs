@@ -10,6 +10,7 @@
 //! receive what any subscriber wanted and keep their own by
 //! [`Subscription::wants`].
 
+use std::borrow::Cow;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 
@@ -28,8 +29,89 @@ pub struct BusEvent {
     pub tag: String,
     /// The event's data (a packed return's value left out).
     data: Value,
-    /// The msgpack bytes of `data["return"]` (checked at intake).
-    packed_return: Option<Arc<Vec<u8>>>,
+    /// The msgpack bytes of `data["return"]` (checked at intake), held
+    /// or to be read back.
+    packed_return: Option<Packed>,
+}
+
+/// A packed return's bytes on an event: in memory, or, past the bus's
+/// budget for a slow reader, read back from where they were committed
+/// (crate::spill).
+#[derive(Clone)]
+enum Packed {
+    /// The bytes, counted on the bus while the event lives.
+    Held {
+        bytes: Arc<Vec<u8>>,
+        _count: HeldBytes,
+    },
+    /// Where the bytes are read back from: `jid`'s return from `id`.
+    Spilled {
+        jid: String,
+        id: String,
+        store: Arc<dyn ReturnStore>,
+    },
+}
+
+impl std::fmt::Debug for Packed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Packed::Held { bytes, .. } => write!(f, "Held({} bytes)", bytes.len()),
+            Packed::Spilled { jid, id, .. } => write!(f, "Spilled({jid}, {id})"),
+        }
+    }
+}
+
+/// Where the bus reads back a return it did not keep in memory: the job
+/// cache, which holds every return before its event fires (crate::spill).
+pub trait ReturnStore: Send + Sync {
+    /// The msgpack bytes of `id`'s return value for `jid`, as the minion
+    /// sent them; why not.
+    fn packed_return(&self, jid: &str, id: &str) -> Result<Vec<u8>, String>;
+}
+
+/// How the bus bounds the returns it holds for slow readers: past
+/// `budget` bytes of returns not yet read by every subscriber, a return's
+/// event carries where it is in `store`, not its bytes.
+#[derive(Clone)]
+pub struct SpillTo {
+    /// Bytes of packed returns the bus holds at most.
+    pub budget: u64,
+    /// Where spilled returns are read back from.
+    pub store: Arc<dyn ReturnStore>,
+}
+
+/// Bytes of packed returns on the bus, counted while their event lives
+/// (fired, not yet read by every subscriber), for `master.stats`
+/// (issue 25, session 19: what a slow watcher holds in the master).
+#[derive(Debug)]
+struct HeldBytes {
+    bytes: u64,
+    counts: Arc<BusCounts>,
+}
+
+impl HeldBytes {
+    fn new(bytes: u64, counts: &Arc<BusCounts>) -> Self {
+        let now = counts.held_bytes.fetch_add(bytes, Ordering::Relaxed) + bytes;
+        counts.peak_held_bytes.fetch_max(now, Ordering::Relaxed);
+        Self {
+            bytes,
+            counts: counts.clone(),
+        }
+    }
+}
+
+impl Clone for HeldBytes {
+    fn clone(&self) -> Self {
+        Self::new(self.bytes, &self.counts)
+    }
+}
+
+impl Drop for HeldBytes {
+    fn drop(&mut self) {
+        self.counts
+            .held_bytes
+            .fetch_sub(self.bytes, Ordering::Relaxed);
+    }
 }
 
 impl BusEvent {
@@ -44,19 +126,43 @@ impl BusEvent {
 
     /// The event's data, a packed return decoded into it: what every
     /// reader of the whole event sees (the reactor's templates).
-    pub fn data(&self) -> std::borrow::Cow<'_, Value> {
-        let Some(bytes) = &self.packed_return else {
-            return std::borrow::Cow::Borrowed(&self.data);
+    pub fn data(&self) -> Cow<'_, Value> {
+        let Some(bytes) = self.packed_bytes() else {
+            return Cow::Borrowed(&self.data);
         };
         let mut data = self.data.clone();
-        let value = halite_proto::packed::unpack(bytes).unwrap_or_else(|e| {
+        let value = halite_proto::packed::unpack(&bytes).unwrap_or_else(|e| {
             tracing::error!(tag = %self.tag, error = %e, "a packed return cannot be read");
             Value::String(format!("the master could not read this return: {e}"))
         });
         if let Value::Object(map) = &mut data {
             map.insert("return".into(), value);
         }
-        std::borrow::Cow::Owned(data)
+        Cow::Owned(data)
+    }
+
+    /// The packed return's bytes: held, or read back (a spilled return
+    /// that cannot be read gives a string saying why, as the value).
+    fn packed_bytes(&self) -> Option<Cow<'_, [u8]>> {
+        match self.packed_return.as_ref()? {
+            Packed::Held { bytes, .. } => Some(Cow::Borrowed(bytes.as_slice())),
+            Packed::Spilled { jid, id, store } => {
+                let bytes = store.packed_return(jid, id).unwrap_or_else(|e| {
+                    tracing::error!(tag = %self.tag, error = %e, "a return cannot be read back from the job cache");
+                    let why = Value::String(format!(
+                        "the master could not read this return back from its job cache: {e}; see it with halite-run jobs.lookup_jid {jid}"
+                    ));
+                    halite_proto::packed::pack(&why).unwrap_or_default()
+                });
+                Some(Cow::Owned(bytes))
+            }
+        }
+    }
+
+    /// Whether the event's packed return is read back from the job cache
+    /// rather than held (crate::spill).
+    pub fn is_spilled(&self) -> bool {
+        matches!(self.packed_return, Some(Packed::Spilled { .. }))
     }
 
     /// The event's data without a packed return's value (`"return"` is
@@ -85,7 +191,7 @@ impl BusEvent {
     /// at intake to be exactly one value). The watching CLI's stream
     /// writes a 1,000-state return per minion this way.
     pub fn write_msgpack(&self, out: &mut Vec<u8>) -> Result<(), rmp_serde::encode::Error> {
-        let (Some(bytes), Value::Object(map)) = (&self.packed_return, &self.data) else {
+        let (Some(bytes), Value::Object(map)) = (self.packed_bytes(), &self.data) else {
             return rmp_serde::encode::write_named(out, &self.data);
         };
         // In the order of the map, as the decoded event would serialize.
@@ -96,7 +202,7 @@ impl BusEvent {
         for (key, value) in map {
             rmp::encode::write_str(out, key)?;
             if key == "return" {
-                out.extend_from_slice(bytes);
+                out.extend_from_slice(&bytes);
             } else {
                 rmp_serde::encode::write_named(out, value)?;
             }
@@ -112,14 +218,14 @@ impl serde::Serialize for WireData<'_> {
     fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
         use serde::ser::SerializeMap;
         let event = self.0;
-        let (Some(bytes), Value::Object(map)) = (&event.packed_return, &event.data) else {
+        let (Some(bytes), Value::Object(map)) = (event.packed_bytes(), &event.data) else {
             return event.data.serialize(serializer);
         };
         // In the order of the map, as the decoded event would serialize.
         let mut out = serializer.serialize_map(Some(map.len()))?;
         for (key, value) in map {
             if key == "return" {
-                out.serialize_entry(key, &halite_proto::packed::Packed(bytes))?;
+                out.serialize_entry(key, &halite_proto::packed::Packed(&bytes))?;
             } else {
                 out.serialize_entry(key, value)?;
             }
@@ -167,6 +273,12 @@ type Interests = RwLock<Vec<(u64, Interest)>>;
 struct BusCounts {
     built: AtomicU64,
     not_built: AtomicU64,
+    /// Bytes of packed returns in events not yet read by every subscriber.
+    held_bytes: AtomicU64,
+    /// The most `held_bytes` has been.
+    peak_held_bytes: AtomicU64,
+    /// Returns whose event carried where they are, not their bytes.
+    spilled: AtomicU64,
 }
 
 /// Fires events to the subscribers that want them; an event nobody wants
@@ -177,6 +289,9 @@ pub struct EventBus {
     interests: Arc<Interests>,
     next_id: Arc<AtomicU64>,
     counts: Arc<BusCounts>,
+    /// The bound on returns held for slow readers; `None`: unbounded
+    /// (the bus of a unit test).
+    spill: Option<SpillTo>,
 }
 
 /// Salt's `_stamp`: UTC ISO-8601 with microseconds.
@@ -195,7 +310,16 @@ impl EventBus {
             interests: Arc::new(RwLock::new(Vec::new())),
             next_id: Arc::new(AtomicU64::new(0)),
             counts: Arc::new(BusCounts::default()),
+            spill: None,
         }
+    }
+
+    /// The same bus holding at most `spill.budget` bytes of packed
+    /// returns for slow readers; the rest are read back from
+    /// `spill.store` (crate::spill).
+    pub fn with_spill(mut self, spill: SpillTo) -> Self {
+        self.spill = Some(spill);
+        self
     }
 
     /// Whether some subscriber wants an event tagged `tag`.
@@ -231,15 +355,41 @@ impl EventBus {
     /// As [`EventBus::fire_with`] for a minion's return whose value is
     /// packed: `build` gives the data with `"return"` set to `null`, and
     /// the value's checked msgpack bytes, which go on the event as they
-    /// are ([`BusEvent`]).
-    pub fn fire_packed_return(&self, tag: &str, build: impl FnOnce() -> (Value, Arc<Vec<u8>>)) {
+    /// are ([`BusEvent`]). `stored`: the return's (jid, minion id) when
+    /// the job cache holds exactly these bytes, so that past the bus's
+    /// budget the event may carry where they are instead ([`SpillTo`]);
+    /// `None` (a masked return) keeps them held.
+    pub fn fire_packed_return(
+        &self,
+        tag: &str,
+        stored: Option<(&str, &str)>,
+        build: impl FnOnce() -> (Value, Arc<Vec<u8>>),
+    ) {
         self.fire_event(tag, || {
             let (data, bytes) = build();
-            Some((data, Some(bytes)))
+            let len = bytes.len() as u64;
+            let over = |spill: &SpillTo| {
+                self.counts.held_bytes.load(Ordering::Relaxed) + len > spill.budget
+            };
+            let packed = match (&self.spill, stored) {
+                (Some(spill), Some((jid, id))) if over(spill) => {
+                    self.counts.spilled.fetch_add(1, Ordering::Relaxed);
+                    Packed::Spilled {
+                        jid: jid.to_string(),
+                        id: id.to_string(),
+                        store: spill.store.clone(),
+                    }
+                }
+                _ => Packed::Held {
+                    bytes,
+                    _count: HeldBytes::new(len, &self.counts),
+                },
+            };
+            Some((data, Some(packed)))
         });
     }
 
-    fn fire_event(&self, tag: &str, build: impl FnOnce() -> Option<(Value, Option<Arc<Vec<u8>>>)>) {
+    fn fire_event(&self, tag: &str, build: impl FnOnce() -> Option<(Value, Option<Packed>)>) {
         if !self.wants(tag) {
             self.counts.not_built.fetch_add(1, Ordering::Relaxed);
             return;
@@ -288,11 +438,18 @@ impl EventBus {
     }
 
     /// The bus's counters as `master.stats` shows them: events built and
-    /// broadcast, events not built because no subscriber wanted them.
+    /// broadcast, events not built because no subscriber wanted them,
+    /// events not yet read by every subscriber (`queued`), the bytes of
+    /// packed returns among them (now and at most), and the returns
+    /// spilled past the budget (read back from the job cache).
     pub fn snapshot(&self) -> Value {
         json!({
             "built": self.counts.built.load(Ordering::Relaxed),
             "not_built": self.counts.not_built.load(Ordering::Relaxed),
+            "queued": self.sender.len(),
+            "held_bytes": self.counts.held_bytes.load(Ordering::Relaxed),
+            "peak_held_bytes": self.counts.peak_held_bytes.load(Ordering::Relaxed),
+            "spilled": self.counts.spilled.load(Ordering::Relaxed),
         })
     }
 }
@@ -368,7 +525,8 @@ mod tests {
         assert_eq!(ev.tag, "salt/job/1/ret/web1");
         assert!(ev.data().get("_stamp").is_some());
         assert!(cli.try_recv().is_err());
-        assert_eq!(bus.snapshot(), json!({"built": 1, "not_built": 2}));
+        assert_eq!(bus.snapshot()["built"], 1);
+        assert_eq!(bus.snapshot()["not_built"], 2);
         // A second subscriber wanting everything gets progress; the first
         // receives it too and leaves it by its own interest.
         let mut all = bus.subscribe(Interest::All);
@@ -388,6 +546,61 @@ mod tests {
         );
     }
 
+    /// Returns kept by (jid, id), as the job cache keeps them.
+    struct Stored(std::collections::HashMap<(String, String), Vec<u8>>);
+
+    impl ReturnStore for Stored {
+        fn packed_return(&self, jid: &str, id: &str) -> Result<Vec<u8>, String> {
+            self.0
+                .get(&(jid.to_string(), id.to_string()))
+                .cloned()
+                .ok_or_else(|| format!("no return of {id} for {jid}"))
+        }
+    }
+
+    #[test]
+    fn past_its_budget_the_bus_holds_where_a_return_is_not_its_bytes() {
+        let value = |n: usize| json!({"state": "x".repeat(1000), "n": n});
+        let packed = |n: usize| Arc::new(halite_proto::packed::pack(&value(n)).unwrap());
+        let size = packed(0).len() as u64;
+        let store = Stored(
+            (0..4)
+                .map(|n| (("1".to_string(), format!("web{n}")), packed(n).to_vec()))
+                .collect(),
+        );
+        // Room for two returns.
+        let bus = EventBus::new(64).with_spill(SpillTo {
+            budget: 2 * size + size / 2,
+            store: Arc::new(store),
+        });
+        let mut slow = bus.subscribe(Interest::All);
+        let head = |n: usize| json!({"id": format!("web{n}"), "return": null});
+        for n in 0..4 {
+            let id = format!("web{n}");
+            bus.fire_packed_return(&format!("salt/job/1/ret/{id}"), Some(("1", &id)), || {
+                (head(n), packed(n))
+            });
+        }
+        // A masked return (not as stored) is held whatever the budget.
+        bus.fire_packed_return("salt/job/1/ret/web9", None, || (head(9), packed(9)));
+        let stats = bus.snapshot();
+        assert_eq!(stats["spilled"], 2, "{stats}");
+        assert_eq!(stats["held_bytes"], 3 * size, "{stats}");
+        // Every reader sees every return whole, held or read back.
+        for n in [0, 1, 2, 3, 9] {
+            let ev = slow.try_recv().unwrap();
+            assert_eq!(ev.is_spilled(), n == 2 || n == 3, "web{n}");
+            assert_eq!(ev.data()["return"], value(n), "web{n}");
+            let mut out = Vec::new();
+            ev.write_msgpack(&mut out).unwrap();
+            let whole: Value = halite_proto::decode(&out).unwrap();
+            assert_eq!(whole["return"], value(n));
+        }
+        // Read by every subscriber: nothing held.
+        assert_eq!(bus.snapshot()["held_bytes"], 0);
+        assert_eq!(bus.snapshot()["peak_held_bytes"], 3 * size);
+    }
+
     #[test]
     fn a_packed_return_reads_and_serializes_as_the_decoded_one() {
         let bus = EventBus::new(8);
@@ -399,7 +612,7 @@ mod tests {
         whole["return"] = value.clone();
         let bytes = Arc::new(halite_proto::packed::pack(&value).unwrap());
         bus.fire("salt/job/1/ret/web1", whole);
-        bus.fire_packed_return("salt/job/1/ret/web1", || (head, bytes));
+        bus.fire_packed_return("salt/job/1/ret/web1", None, || (head, bytes));
         let plain = rx.try_recv().unwrap();
         let packed = rx.try_recv().unwrap();
         // `_stamp` differs by the microsecond: compare without it.

@@ -25,6 +25,7 @@ pub mod render_calls;
 pub mod reply_limits;
 pub mod return_writer;
 pub mod server;
+pub mod spill;
 pub mod targeting;
 pub mod workers;
 

@@ -99,13 +99,48 @@ pub struct ReturnCounts {
     /// [`halite_proto::msg::MinionRequest::Return`]s (older minions, and
     /// packed returns refused at intake, which become error returns).
     pub plain: u64,
+    /// Returns received and not yet acknowledged: queued for the job
+    /// cache's commit, or committed and not yet handled by the main task.
+    pub held: u64,
+    /// Their packed bytes.
+    pub held_bytes: u64,
+    /// The most `held_bytes` has been.
+    pub peak_held_bytes: u64,
 }
 
 impl ReturnCounts {
+    /// `returns` are queued for the commit.
+    pub fn hold(&mut self, returns: &[(u64, Received)]) {
+        self.held += returns.len() as u64;
+        self.held_bytes += packed_bytes(returns);
+        self.peak_held_bytes = self.peak_held_bytes.max(self.held_bytes);
+    }
+
+    /// `returns` were committed (or not) and are handled.
+    pub fn release(&mut self, returns: &[(u64, Received)]) {
+        self.held = self.held.saturating_sub(returns.len() as u64);
+        self.held_bytes = self.held_bytes.saturating_sub(packed_bytes(returns));
+    }
+
     /// The counters as `master.stats` shows them.
     pub fn snapshot(&self) -> Value {
-        serde_json::json!({"packed": self.packed, "plain": self.plain})
+        serde_json::json!({
+            "packed": self.packed,
+            "plain": self.plain,
+            "held": self.held,
+            "held_bytes": self.held_bytes,
+            "peak_held_bytes": self.peak_held_bytes,
+        })
     }
+}
+
+/// The packed bytes of `returns`.
+fn packed_bytes(returns: &[(u64, Received)]) -> u64 {
+    returns
+        .iter()
+        .filter_map(|(_, r)| r.packed.as_ref())
+        .map(|b| b.len() as u64)
+        .sum()
 }
 
 /// Returns of one intake batch to commit.

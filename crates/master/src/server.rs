@@ -427,7 +427,9 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
 
     let to_router = router.sender();
 
-    let bus = EventBus::new(65536);
+    // Bounded in events, and in bytes of returns for slow readers (spill.rs).
+    let bus =
+        EventBus::new(65536).with_spill(crate::spill::spill_to(&cfg.extra, cfg.job_cache_path()));
     let (local_tx, mut local_rx) = mpsc::channel::<LocalCommand>(1024);
     crate::reactor::start(&cfg, &bus, in_process(local_tx.clone()), shutdown.clone());
     let accept_task = tokio::spawn(accept_local(
@@ -1684,6 +1686,7 @@ impl Master {
             .iter()
             .map(|(_, r)| pillars.and_then(|p| p.secrets(&r.ret.id)))
             .collect();
+        self.return_counts.hold(&returns);
         let batch = crate::return_writer::ToStore {
             returns,
             secrets,
@@ -1717,6 +1720,7 @@ impl Master {
             fresh,
             started,
         } = stored;
+        self.return_counts.release(&returns);
         match fresh {
             Ok(fresh) => self.acknowledge(returns, fresh),
             // Not acknowledged: the minions keep them and resend.
@@ -1759,10 +1763,20 @@ impl Master {
             let tag = tags::job_ret(&ret.jid, &ret.id);
             // Built only when a subscriber wants it (a watching CLI, the
             // reactor, a state.event runner).
+            // As stored unless masked: a masked return's event keeps its
+            // bytes (the job cache holds the masked ones).
+            let masked = self
+                .compile
+                .compiler
+                .pillar_cache()
+                .is_some_and(|p| p.secrets(&ret.id).is_some());
+            let stored = (!masked).then(|| (ret.jid.clone(), ret.id.clone()));
             match packed {
-                Some(bytes) => self
-                    .bus
-                    .fire_packed_return(&tag, || (return_event(ret, user, schedule), bytes)),
+                Some(bytes) => self.bus.fire_packed_return(
+                    &tag,
+                    stored.as_ref().map(|(j, i)| (j.as_str(), i.as_str())),
+                    || (return_event(ret, user, schedule), bytes),
+                ),
                 None => self
                     .bus
                     .fire_with(&tag, || return_event(ret, user, schedule)),
@@ -1948,10 +1962,11 @@ impl Master {
     /// to them while they were away, still waiting for their return and
     /// younger than `timeout`, are published again for them alone (a
     /// minion skips jids it already ran), one publication per job for all
-    /// of them (crate::redelivery).
+    /// of them, less the questions about the moment of publication that
+    /// are not owed (crate::redelivery).
     fn redeliver(&mut self, started: &[String]) {
         let window = Duration::from_secs(self.cfg.timeout.max(1));
-        let missed = crate::redelivery::missed(
+        let crate::redelivery::Missed { jobs, not_owed } = crate::redelivery::missed(
             self.book
                 .active
                 .values()
@@ -1963,7 +1978,8 @@ impl Master {
             started,
             window,
         );
-        for job in missed {
+        self.redelivered.not_owed += not_owed;
+        for job in jobs {
             match self.send_publication(&job) {
                 Ok(()) => {
                     self.redelivered.count(&job);
@@ -2586,8 +2602,8 @@ mod tests {
         let head = json!({"cmd": "_return", "id": "web1", "jid": jid, "return": null,
             "retcode": 0, "success": true, "fun_args": ["é", 2.5, {"a": [1]}]});
         let bytes = Arc::new(halite_proto::packed::pack(&value).unwrap());
-        bus.fire_packed_return(&tags::job_ret(jid, "web1"), || (head.clone(), bytes));
-        bus.fire_packed_return(&tags::job_prog(jid, "web1", 3), || {
+        bus.fire_packed_return(&tags::job_ret(jid, "web1"), None, || (head.clone(), bytes));
+        bus.fire_packed_return(&tags::job_prog(jid, "web1", 3), None, || {
             (
                 head.clone(),
                 Arc::new(halite_proto::packed::pack(&json!("a string return")).unwrap()),

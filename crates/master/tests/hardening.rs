@@ -530,36 +530,53 @@ fn a_swarm_is_back_within_seconds_of_a_master_restart() {
 /// target (a list of thousands of ids for `saltutil.find_job`) and goes
 /// to every subscriber, so one per identity grew the master by hundreds
 /// of MB while a fleet of 10,000 came up.
+/// A master whose jobs stay owed for a minute (the fleet's 10 s could run
+/// out during a restart on a loaded machine) and a swarm of `n` that
+/// answered, then was killed: it misses what is published next.
+fn a_swarm_gone(n: usize, master_extra: &str) -> (Fleet, Daemon) {
+    let fleet = Fleet::new();
+    write_file(
+        &fleet.master_dir().join("master.d/window.conf"),
+        "timeout: 60\n",
+    );
+    let master = fleet.start_master(&format!("auto_accept: True\n{master_extra}"));
+    let mut swarm = fleet.start_swarm(n, "");
+    assert_eq!(answering(&fleet, "20"), n);
+    swarm.kill();
+    (fleet, master)
+}
+
+/// The swarm of [`a_swarm_gone`] started again, all `n` authenticated.
+fn the_swarm_back(fleet: &Fleet, n: usize) -> Daemon {
+    let before = fleet.authenticated();
+    let swarm = fleet.start_swarm(n, "");
+    assert!(
+        fleet.wait_authenticated(before + n, Duration::from_secs(40)),
+        "the swarm did not come back"
+    );
+    swarm
+}
+
+/// The returns of `jid` in the job cache, `{id: return}`.
+fn stored_returns(fleet: &Fleet, jid: &str) -> serde_json::Value {
+    let out = fleet.cli("halite-run", &["jobs.lookup_jid", jid, "--out", "json"]);
+    serde_json::from_slice(&out.stdout).unwrap_or_default()
+}
+
 #[test]
 fn minions_that_start_together_get_their_missed_jobs_in_one_publication_per_job() {
     if !can_run() {
         return;
     }
     const N: usize = 60;
-    let fleet = Fleet::new();
-    // The jobs stay owed for a minute: the fleet's 10 s could run out
-    // during a restart on a loaded machine.
-    write_file(
-        &fleet.master_dir().join("master.d/window.conf"),
-        "timeout: 60\n",
-    );
-    let _master = fleet.start_master("auto_accept: True");
-    let mut swarm = fleet.start_swarm(N, "");
-    assert_eq!(answering(&fleet, "20"), N);
-    swarm.kill();
+    let (fleet, _master) = a_swarm_gone(N, "");
     // Published while the swarm is down: nobody receives them.
     let ids: Vec<String> = (0..N).map(|n| format!("swarm-{n}")).collect();
     let glob = async_jid(&fleet, &["swarm-*", "test.arg", "missed"]);
     let list = async_jid(&fleet, &["-L", &ids.join(","), "test.arg", "listed"]);
-    let before = fleet.authenticated();
-    let _swarm = fleet.start_swarm(N, "");
-    assert!(
-        fleet.wait_authenticated(before + N, Duration::from_secs(40)),
-        "the swarm did not come back"
-    );
+    let _swarm = the_swarm_back(&fleet, N);
     let returned = |jid: &str, arg: &str| -> usize {
-        let out = fleet.cli("halite-run", &["jobs.lookup_jid", jid, "--out", "json"]);
-        let rets: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
+        let rets = stored_returns(&fleet, jid);
         ids.iter()
             .filter(|id| rets[id.as_str()]["args"] == json!([arg]))
             .count()
@@ -584,5 +601,68 @@ fn minions_that_start_together_get_their_missed_jobs_in_one_publication_per_job(
     assert!(
         publications < minions,
         "one publication per identity and job ({publications} for {minions}): the starts of one batch share one per job"
+    );
+}
+
+/// Issue 25, session 19: a fleet that starts at once. Jobs published
+/// while a swarm is down are owed to it when it starts, except the
+/// questions about that moment (crate::redelivery): a
+/// `saltutil.find_job` is never run by an identity that started after it
+/// was published, and of two `test.ping`s only the newer is; the
+/// `state.apply` published meanwhile still runs, as before.
+#[test]
+fn minions_that_start_after_a_find_job_do_not_run_it_and_still_run_what_they_are_owed() {
+    if !can_run() {
+        return;
+    }
+    const N: usize = 6;
+    let salt = tempfile::tempdir().unwrap();
+    write_file(
+        &salt.path().join("owed.sls"),
+        "owed:\n  test.succeed_with_changes: []\n",
+    );
+    let (fleet, _master) = a_swarm_gone(
+        N,
+        &format!("file_roots:\n  base:\n    - {}\n", salt.path().display()),
+    );
+    // Published while the swarm is down, oldest first.
+    let old_ping = async_jid(&fleet, &["swarm-*", "test.ping"]);
+    let find_job = async_jid(&fleet, &["swarm-*", "saltutil.find_job", &old_ping]);
+    let apply = async_jid(&fleet, &["swarm-*", "state.apply", "owed"]);
+    let new_ping = async_jid(&fleet, &["swarm-*", "test.ping"]);
+    let _swarm = the_swarm_back(&fleet, N);
+    let returned = |jid: &str| -> usize {
+        let rets = stored_returns(&fleet, jid);
+        (0..N)
+            .filter(|n| !rets[format!("swarm-{n}")].is_null())
+            .count()
+    };
+    assert!(
+        wait_for(Duration::from_secs(60), || returned(&apply) == N
+            && returned(&new_ping) == N),
+        "the owed jobs did not run on every identity: state.apply {} and test.ping {} of {N}",
+        returned(&apply),
+        returned(&new_ping)
+    );
+    // Redeliveries of one batch go out oldest job first: anything owed
+    // before the newer ping would have returned by now; a moment more
+    // for a return on its way.
+    std::thread::sleep(Duration::from_secs(2));
+    assert_eq!(
+        returned(&find_job),
+        0,
+        "an identity that started after a saltutil.find_job ran it"
+    );
+    assert_eq!(
+        returned(&old_ping),
+        0,
+        "an identity ran a test.ping older than the newer one it was owed"
+    );
+    let stats = fleet.master_stats();
+    let not_owed = stats["redeliveries"]["not_owed"].as_u64().unwrap();
+    eprintln!("{N} identities back: {stats}");
+    assert!(
+        not_owed >= 2 * N as u64,
+        "each identity's find_job and older ping are counted as not owed: {stats}"
     );
 }

@@ -117,3 +117,74 @@ fn a_packed_return_reaches_the_cli_watchers_the_reactor_and_the_job_cache_unchan
     let cached: Value = serde_json::from_slice(&lookup.stdout).expect("json");
     assert_eq!(cached["web1"], from_cli, "the job cache's return differs");
 }
+
+/// Issue 25, session 19: a watching CLI that reads more slowly than the
+/// fleet returns (its output is a pipe nobody reads yet) does not make
+/// the master hold every return: past `event_return_bytes` the bus holds
+/// where a return is, and the CLI gets it read back from the job cache,
+/// whole, when it gets there.
+#[test]
+fn a_slow_watcher_holds_at_most_event_return_bytes_in_the_master_and_misses_nothing() {
+    use std::io::Read;
+    use std::process::{Command, Stdio};
+    if !can_run() {
+        return;
+    }
+    const N: usize = 16;
+    // Room for two ~100 KB returns.
+    const BUDGET: u64 = 250_000;
+    let fleet = Fleet::new();
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nevent_return_bytes: {BUDGET}\n"
+    ));
+    let _swarm = fleet.start_swarm(N, "");
+    let (pings, _) = fleet.halite_json(&["*", "test.ping", "-t", "30"]);
+    assert_eq!(pings.len(), N, "{pings:?}");
+    let before = fleet.master_stats();
+    let big = "x".repeat(100_000);
+    let mut cli = Command::new(common::bin("halite"))
+        .arg("-c")
+        .arg(fleet.master_dir())
+        .args(["*", "test.arg", &big, "-t", "60", "--out", "json"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("halite");
+    // Nobody reads the CLI's output until every return is committed and
+    // its event fired.
+    let packed = |stats: &Value| stats["returns"]["packed"].as_u64().unwrap_or(0);
+    let done = wait_for(Duration::from_secs(60), || {
+        let stats = fleet.master_stats();
+        packed(&stats) >= packed(&before) + N as u64 && stats["returns"]["held"] == 0
+    });
+    let stats = fleet.master_stats();
+    assert!(done, "the fleet did not return: {stats}");
+    let mut out = Vec::new();
+    cli.stdout
+        .take()
+        .expect("stdout")
+        .read_to_end(&mut out)
+        .expect("read");
+    let _ = cli.wait();
+    let mut returned = 0;
+    for value in serde_json::Deserializer::from_slice(&out).into_iter::<Value>() {
+        if let Ok(Value::Object(map)) = value {
+            for (id, ret) in map {
+                assert_eq!(ret["args"][0], big.as_str(), "{id}'s return");
+                returned += 1;
+            }
+        }
+    }
+    eprintln!(
+        "bus after {N} returns of ~100 KB to a slow CLI: {}",
+        stats["bus"]
+    );
+    assert_eq!(returned, N, "every return reached the slow CLI whole");
+    let peak = stats["bus"]["peak_held_bytes"].as_u64().unwrap();
+    assert!(
+        peak <= BUDGET,
+        "the bus held {peak} bytes of returns for a slow reader, past event_return_bytes ({BUDGET}): {stats}"
+    );
+    assert!(stats["bus"]["spilled"].as_u64().unwrap() > 0, "{stats}");
+}
