@@ -10,6 +10,7 @@ pub mod config;
 pub mod daemon;
 pub mod link;
 pub mod mine;
+mod packing;
 pub mod remote_files;
 pub mod replay;
 pub mod runner;

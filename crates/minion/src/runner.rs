@@ -11,18 +11,21 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use halite_modules::exec::state::StateExec;
 use halite_modules::host::EventSink;
 use halite_modules::{Args, ExecError, ExecModules, Host, LocalFileClient};
-use halite_proto::msg::{BundleAction, Job, JobReturn, ReplyBody, RequestBody};
+use halite_proto::msg::{BundleAction, Job, PackedReturn, ReplyBody, RequestBody};
 use halite_state::{FileClient, LowChunk, StateModules};
 use serde_json::{Map, Value};
 
 use crate::bundles::BundleStore;
 use crate::channel::MasterChannel;
+use crate::packing::{pack_outcome, Outcome, ReturnMeta};
 use crate::remote_files::{Manifest, RemoteFileClient};
 
 /// Runs jobs for minion identities. Synchronous: called on a blocking thread.
 pub trait JobRunner: Send + Sync {
     /// Runs `job` as minion `id` with `grains`; events go to `events`,
-    /// requests (bundle, files) to `master`.
+    /// requests (bundle, files) to `master`. The return comes encoded, on
+    /// the job's own thread (the link is one task for all of a swarm's
+    /// identities): as it is kept and sent.
     fn run(
         &self,
         id: &str,
@@ -30,7 +33,7 @@ pub trait JobRunner: Send + Sync {
         job: &Job,
         events: Arc<dyn EventSink>,
         master: MasterChannel,
-    ) -> JobReturn;
+    ) -> PackedReturn;
     /// Runs `fun` for the master while it renders a template for `id`
     /// (a render-time call such as `salt['cmd.run'](...)`).
     fn render_call(
@@ -308,7 +311,7 @@ impl HostRunner {
         host: &mut Host,
         job: &Job,
         master: &MasterChannel,
-    ) -> Result<Value, ExecError> {
+    ) -> Result<Outcome, ExecError> {
         let args = Args {
             positional: job.arg.clone(),
             kwargs: job.kwarg.clone(),
@@ -324,12 +327,12 @@ impl HostRunner {
                     "Pillar failed to render with the following messages:",
                 )];
                 errs.extend(errors.into_iter().map(Value::from));
-                return Ok(Value::Array(errs));
+                return Ok(Outcome::Value(Value::Array(errs)));
             }
-            return host.call(&job.fun, &args);
+            return host.call(&job.fun, &args).map(Outcome::Value);
         }
         if !needs_bundle(&job.fun) {
-            return host.call(&job.fun, &args);
+            return host.call(&job.fun, &args).map(Outcome::Value);
         }
         let state_run = halite_modules::exec::state::is_state_run(&job.fun);
         // Salt syncs custom modules before a state run's render (named
@@ -386,9 +389,11 @@ impl HostRunner {
             cache.insert(id.to_string(), bundle.pillar);
         }
         match bundle.action {
-            BundleAction::Return { ret } => Ok(ret),
-            BundleAction::Call if job.fun == "saltutil.refresh_pillar" => Ok(Value::Bool(true)),
-            BundleAction::Call => host.call(&job.fun, &args),
+            BundleAction::Return { ret } => Ok(Outcome::Value(ret)),
+            BundleAction::Call if job.fun == "saltutil.refresh_pillar" => {
+                Ok(Outcome::Value(Value::Bool(true)))
+            }
+            BundleAction::Call => host.call(&job.fun, &args).map(Outcome::Value),
             BundleAction::Run {
                 chunks,
                 files,
@@ -403,9 +408,9 @@ impl HostRunner {
                     self.file_cache.clone(),
                     files,
                 ));
-                Ok(StateExec::run_planned(
+                Ok(Outcome::State(StateExec::run_planned(
                     host, &job.fun, &args, chunks, &yamlex,
-                ))
+                )))
             }
         }
     }
@@ -445,7 +450,7 @@ impl JobRunner for HostRunner {
         job: &Job,
         events: Arc<dyn EventSink>,
         master: MasterChannel,
-    ) -> JobReturn {
+    ) -> PackedReturn {
         // A call of the minion's own (halite-call, jid `req`) runs under a
         // jid made here, as salt-call's: its commands, its state run and
         // its returners see that one; the master gives the return its own.
@@ -466,57 +471,53 @@ impl JobRunner for HostRunner {
         let mut host = self.host(id, Some(&run_jid), grains, events, &master, Manifest::new());
         halite_modules::exec::clear_retcode();
         let outcome = self.execute(id, &mut host, job, &master);
+        let failed = |text: String| (Outcome::Value(Value::String(text)), 1);
         let (ret, retcode) = match outcome {
-            Ok(v) => {
-                let code = i64::from(halite_modules::exec::retcode(&job.fun, &v));
-                (v, code)
+            Ok(ret) => {
+                let code = ret.retcode(&job.fun);
+                (ret, code)
             }
-            Err(ExecError::NotAvailable(f)) => {
-                (Value::String(format!("'{f}' is not available.")), 1)
-            }
+            Err(ExecError::NotAvailable(f)) => failed(format!("'{f}' is not available.")),
             // Salt's minion: a call Python rejects (TypeError) is "Passed
             // invalid arguments to <fun>: <error>" and the docstring (none here).
             Err(ExecError::Invocation(msg))
                 if halite_modules::exec::signature::is_python_type_error(&msg) =>
             {
-                (
-                    Value::String(format!("Passed invalid arguments to {}: {msg}\n", job.fun)),
-                    1,
-                )
+                failed(format!("Passed invalid arguments to {}: {msg}\n", job.fun))
             }
-            Err(ExecError::Invocation(msg)) => (
-                Value::String(format!("ERROR executing '{}': {msg}", job.fun)),
-                1,
-            ),
-            Err(ExecError::Execution(msg)) => (Value::String(format!("ERROR: {msg}")), 1),
+            Err(ExecError::Invocation(msg)) => {
+                failed(format!("ERROR executing '{}': {msg}", job.fun))
+            }
+            Err(ExecError::Execution(msg)) => failed(format!("ERROR: {msg}")),
         };
-        let done = JobReturn {
+        let meta = ReturnMeta {
             jid: job.jid.clone(),
             id: id.to_string(),
             fun: job.fun.clone(),
             fun_args: job.arg.clone(),
-            ret,
             retcode,
-            success: retcode == 0,
         };
-        if let Some(spec) = returners {
-            let dict = halite_modules::returners::return_dict(
-                &run_jid,
-                &done.id,
-                &done.fun,
-                &done.fun_args,
-                &done.ret,
-                done.retcode,
-                done.success,
-            );
-            let dict = halite_modules::returners::masked(
-                dict,
-                halite_logging::redact::secrets_of(id).as_deref(),
-            );
-            // Failures are logged by send; the master still gets the return.
-            let _ = halite_modules::returners::send(&host, &spec, dict);
-        }
-        done
+        let Some(spec) = returners else {
+            return pack_outcome(meta, &ret);
+        };
+        // `--return`: the returners read the value itself.
+        let value = ret.into_value();
+        let dict = halite_modules::returners::return_dict(
+            &run_jid,
+            &meta.id,
+            &meta.fun,
+            &meta.fun_args,
+            &value,
+            meta.retcode,
+            meta.retcode == 0,
+        );
+        let dict = halite_modules::returners::masked(
+            dict,
+            halite_logging::redact::secrets_of(id).as_deref(),
+        );
+        // Failures are logged by send; the master still gets the return.
+        let _ = halite_modules::returners::send(&host, &spec, dict);
+        pack_outcome(meta, &Outcome::Value(value))
     }
 
     fn render_call(

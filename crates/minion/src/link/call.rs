@@ -63,7 +63,7 @@ pub async fn call_master(
         };
     let job = Arc::new(job);
     let mut started = false;
-    let mut ret: Option<JobReturn> = None;
+    let mut ret: Option<PackedReturn> = None;
     let mut ack_by: Option<Instant> = None;
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     let stop = shutdown.triggered();
@@ -85,17 +85,17 @@ pub async fn call_master(
                     );
                 }
                 return Ok(CallOutcome {
-                    ret: ret.clone(),
+                    ret: unpacked(ret),
                     jid: acked,
                 });
             }
         }
         // Once the function ran, a lost master only loses the return.
-        let finish = |ret: &Option<JobReturn>, reason: String| match ret {
+        let finish = |ret: &Option<PackedReturn>, reason: String| match ret {
             Some(ret) => {
                 tracing::warn!(%reason, "the return could not reach the master");
                 Ok(CallOutcome {
-                    ret: ret.clone(),
+                    ret: unpacked(ret),
                     jid: None,
                 })
             }
@@ -135,4 +135,19 @@ pub async fn call_master(
             }
         }
     }
+}
+
+/// The call's return as data, for its caller to print (the job's thread
+/// encoded it for the master; a value that does not read back, which
+/// our own encoder never gives, is reported in its place).
+fn unpacked(ret: &PackedReturn) -> JobReturn {
+    ret.clone().unpack().unwrap_or_else(|e| JobReturn {
+        jid: ret.jid.clone(),
+        id: ret.id.clone(),
+        fun: ret.fun.clone(),
+        fun_args: ret.fun_args.clone(),
+        ret: Value::String(format!("The return of {} cannot be read: {e}", ret.fun)),
+        retcode: 1,
+        success: false,
+    })
 }

@@ -3,6 +3,7 @@
 //! returns and events sent back on the link, and `saltutil.find_job`.
 
 use super::*;
+use crate::packing::{pack_return, packed_progress};
 
 /// A job thread's events on their way to the link (issue 25). They wait
 /// in the job's own buffer, and only the first event into an empty buffer
@@ -49,20 +50,6 @@ impl JobEvents {
     pub(super) fn take(&self) -> Vec<JobEvent> {
         std::mem::take(&mut *self.lock())
     }
-}
-
-/// A progress event's data, `{"ret": ret, "len": len}`, serialized as
-/// [`halite_state::progress_data`]'s value is (a test checks the bytes).
-#[derive(serde::Serialize)]
-struct Progress<'a> {
-    ret: &'a halite_state::SmallDict,
-    len: usize,
-}
-
-/// The msgpack of a progress event's data, as the link would have
-/// encoded its `Value` (`None`: it cannot be encoded in one frame).
-fn packed_progress(ret: &halite_state::SmallDict, len: usize) -> Option<Vec<u8>> {
-    encode(&Progress { ret, len }).ok()
 }
 
 impl ForwardEvents {
@@ -207,7 +194,7 @@ impl Link<'_> {
         let id = agent.id.clone();
         if job.fun == "saltutil.find_job" {
             // Answered at once from the running jobs, never queued behind them.
-            let ret = find_job(agent, &job);
+            let ret = pack_return(find_job(agent, &job));
             let _ = self.jobs_tx.send(FromJob::Done(idx, ret));
             return;
         }
@@ -254,7 +241,7 @@ impl Link<'_> {
                     retcode: 0,
                     success: true,
                 };
-                let _ = tx.send(FromJob::Done(idx, ret));
+                let _ = tx.send(FromJob::Done(idx, pack_return(ret)));
                 return;
             }
             let events: Arc<dyn EventSink> = Arc::new(ForwardEvents {
@@ -285,14 +272,16 @@ impl Link<'_> {
                 };
                 let _ = tx.send(FromJob::Grains(idx, fresh));
             }
-            let ret = result.unwrap_or_else(|e| JobReturn {
-                jid: job.jid.clone(),
-                id,
-                fun: job.fun.clone(),
-                fun_args: job.arg.clone(),
-                ret: Value::String(format!("The minion function caused an exception: {e}")),
-                retcode: 1,
-                success: false,
+            let ret = result.unwrap_or_else(|e| {
+                pack_return(JobReturn {
+                    jid: job.jid.clone(),
+                    id,
+                    fun: job.fun.clone(),
+                    fun_args: job.arg.clone(),
+                    ret: Value::String(format!("The minion function caused an exception: {e}")),
+                    retcode: 1,
+                    success: false,
+                })
             });
             let _ = tx.send(FromJob::Done(idx, ret));
         });

@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use halite_modules::host::EventSink;
 use halite_proto::crypto::{MinionHandshake, PublicationOpener, SessionCipher};
 use halite_proto::msg::{
-    Job, JobReturn, KeyStatus, MasterMessage, MinionRequest, Publication, ToMaster, ToMinion,
+    Job, JobReturn, KeyStatus, MasterMessage, MinionRequest, PackedReturn, Publication, ToMaster,
+    ToMinion,
 };
 use halite_proto::{decode, encode, Identity, PublicKey};
 use halite_transport::{Dealer, Shutdown, Subscriber};
@@ -251,7 +252,8 @@ pub enum LinkEnd {
 /// A job's result or an event, coming back from a blocking job thread;
 /// or a job the minion starts by itself.
 enum FromJob {
-    Done(usize, JobReturn),
+    /// Identity `usize`'s job ended: its return, encoded on the job's thread.
+    Done(usize, PackedReturn),
     /// A job of identity `usize` started by the minion (its scheduler).
     Start(usize, LocalJob),
     /// Identity `usize`'s job fired events: take what waits there.

@@ -2,7 +2,7 @@
 //! after each authentication, and the end of a stopping minion's jobs.
 
 use super::*;
-use halite_proto::msg::PackedReturn;
+use crate::packing::pack_return;
 
 /// Puts on disk the returns of jobs that finished while no link was up
 /// (before a new one tries to connect, which may fail for a while), and
@@ -48,22 +48,22 @@ impl Agent {
     /// return goes on disk until the master acknowledges it. `None` when
     /// the return is not for the master (a scheduled job with
     /// `return_job: False`); a signalled job's return says so.
-    /// Taken by value: a 1,000-state return is not copied on its way; its
-    /// value is encoded once here, and the same bytes are kept and sent
-    /// (shared by the store and the link: [`Arc`]).
+    /// Taken as encoded by the job's thread: a 1,000-state return is not
+    /// copied on its way, and the same bytes are kept and sent (shared by
+    /// the store and the link: [`Arc`]).
     pub(super) fn job_ended(
         &mut self,
-        ret: JobReturn,
+        ret: PackedReturn,
     ) -> Result<Option<Arc<PackedReturn>>, Box<NotKept>> {
         let ended = self.running.remove(&ret.jid);
         if ended.as_ref().is_some_and(|r| !r.return_job) {
             return Ok(None);
         }
         let ret = match ended.and_then(|r| r.signalled) {
-            Some(signal) => signalled_return(&ret, signal),
+            Some(signal) => pack_return(signalled_return(ret, signal)),
             None => ret,
         };
-        let ret = Arc::new(pack_return(ret));
+        let ret = Arc::new(ret);
         match self.store.put(&ret) {
             Ok(()) => Ok(Some(ret)),
             Err(error) => Err(Box::new(NotKept { error, ret })),
@@ -77,38 +77,6 @@ pub(super) struct NotKept {
     pub error: std::io::Error,
     /// The return, to send anyway.
     pub ret: Arc<PackedReturn>,
-}
-
-/// `ret` with its value encoded. Encoding a `Value` into memory cannot
-/// fail in practice; if it ever does, the return says so instead of
-/// being lost.
-fn pack_return(ret: JobReturn) -> PackedReturn {
-    let (jid, id, fun) = (ret.jid.clone(), ret.id.clone(), ret.fun.clone());
-    PackedReturn::pack(ret).unwrap_or_else(|e| {
-        tracing::error!(%jid, error = %e, "cannot encode a job's return; an error is sent instead");
-        let text = format!("The minion could not encode the return of {fun}: {e}");
-        let failed = JobReturn {
-            jid,
-            id,
-            fun,
-            fun_args: Vec::new(),
-            ret: Value::String(text),
-            retcode: 1,
-            success: false,
-        };
-        let (jid, id, fun) = (failed.jid.clone(), failed.id.clone(), failed.fun.clone());
-        // A string always encodes; empty bytes (refused by the master,
-        // which stores an error) only if it did not.
-        PackedReturn::pack(failed).unwrap_or(PackedReturn {
-            jid,
-            id,
-            fun,
-            fun_args: Vec::new(),
-            ret: Default::default(),
-            retcode: 1,
-            success: false,
-        })
-    })
 }
 
 /// The end of a stopping minion's jobs once no link serves them: waits up
@@ -132,7 +100,7 @@ pub async fn stop_jobs(
         for job in abandoned {
             tracing::warn!(id = %agent.id, jid = %job.jid, fun = %job.fun, "job abandoned at shutdown");
             let ret = abandoned_return(&agent.id, &job, grace);
-            if let Err(not_kept) = agent.job_ended(ret) {
+            if let Err(not_kept) = agent.job_ended(pack_return(ret)) {
                 let e = &not_kept.error;
                 tracing::error!(error = %e, jid = %job.jid, "cannot keep the abandoned job's return on disk");
             }
@@ -143,7 +111,7 @@ pub async fn stop_jobs(
 /// The return of a job `saltutil.signal_job` stopped: Salt's job dies of
 /// the signal and its return never comes; halite's job thread ends early
 /// and its return says why, so the job cache tells what happened.
-fn signalled_return(ret: &JobReturn, signal: i32) -> JobReturn {
+fn signalled_return(ret: PackedReturn, signal: i32) -> JobReturn {
     JobReturn {
         ret: Value::String(format!(
             "The job {} was stopped by signal {signal} (saltutil.signal_job)",
@@ -151,7 +119,10 @@ fn signalled_return(ret: &JobReturn, signal: i32) -> JobReturn {
         )),
         retcode: 1,
         success: false,
-        ..ret.clone()
+        jid: ret.jid,
+        id: ret.id,
+        fun: ret.fun,
+        fun_args: ret.fun_args,
     }
 }
 

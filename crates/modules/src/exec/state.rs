@@ -465,36 +465,44 @@ impl StateExec {
     /// Runs chunks compiled by [`StateExec::plan`] on this host: the
     /// minion's half of a job (`yamlex`: the plan's marks). The chunks
     /// come as the minion decoded them from its bundle, indexed as the
-    /// master compiled them.
+    /// master compiled them. The states' records come back as the engine
+    /// kept them ([`StateOutput::Ran`]; anything else as
+    /// [`StateOutput::Data`]): a minion encodes them for the wire
+    /// straight from there, never as one `Value` map per state first
+    /// (issue 25: that copy and its walk were a tenth of a warm swarm).
     pub fn run_planned(
         host: &Host,
         fun: &str,
         args: &Args,
         mut chunks: Vec<LowChunk>,
         yamlex: &[(u32, u8)],
-    ) -> Value {
+    ) -> StateOutput {
         let mut args = args.clone();
         if fun == "state.test" {
             args.kwargs.insert("test".into(), Value::Bool(true));
         }
         let host = match run_host(host, &args) {
             Ok(h) => h,
-            Err(e) => return Value::String(e.to_string()),
+            Err(e) => return StateOutput::Data(Value::String(e.to_string())),
         };
         // A minion's job is a state run like any other: one at a time.
         let _lock = match lock_state_run(&host, &args, fun) {
             Ok(lock) => lock,
-            Err(running) => return Value::Array(running.into_iter().map(Value::from).collect()),
+            Err(running) => {
+                return StateOutput::Data(Value::Array(
+                    running.into_iter().map(Value::from).collect(),
+                ))
+            }
         };
         let opts = run_options(&host, &args);
         halite_state::origins::apply_wire_marks(&mut chunks, yamlex);
         let chunks = chunks.into_iter().filter(|c| !c.is_empty());
         match halite_state::pipeline::order_chunks(chunks, &host.states, &opts.disabled_requisites)
         {
-            Ok(compiled) => running_value(
+            Ok(compiled) => StateOutput::Ran(
                 Executor::new(compiled.graph, &host.states, &host, opts).run(&compiled.order),
             ),
-            Err(errors) => errors_value(errors),
+            Err(errors) => StateOutput::Data(errors_value(errors)),
         }
     }
 
