@@ -148,3 +148,74 @@ fn a_renamed_user_and_group_are_seen_by_the_next_lookup_and_state() {
     assert_eq!(owner_names::user_name(id).as_deref(), Some(new.as_str()));
     assert_eq!(owner_names::group_name(id).as_deref(), Some(new.as_str()));
 }
+
+/// Lookups from many job threads at once, while jobs start (each start
+/// forgets every answer): every answer is the system's own, for users and
+/// groups alike (an id whose user and group names differ tells the two
+/// tables apart). The names are looked up without a lock held across
+/// the lookup (issue 25, session 19); what a lookup keeps must still be
+/// right.
+#[test]
+fn lookups_from_many_threads_while_jobs_start_stay_right() {
+    let truth = |id: u32| {
+        let user = nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(id))
+            .unwrap()
+            .map(|u| u.name);
+        let group = nix::unistd::Group::from_gid(nix::unistd::Gid::from_raw(id))
+            .unwrap()
+            .map(|g| g.name);
+        (user, group)
+    };
+    // root, and an id whose user and group names differ when there is one
+    // (not an unused id: the other test of this file adds accounts there).
+    let mut ids = vec![0u32];
+    ids.extend(
+        [65_534]
+            .into_iter()
+            .chain(1..1_000)
+            .find(|&id| matches!(truth(id), (Some(u), Some(g)) if u != g)),
+    );
+    let expected: Vec<_> = ids.iter().map(|&id| (id, truth(id))).collect();
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                owner_names::forget_all();
+                std::thread::yield_now();
+            }
+        });
+        // The forgetting thread stops even when a worker's check fails.
+        struct Stop<'a>(&'a std::sync::atomic::AtomicBool);
+        impl Drop for Stop<'_> {
+            fn drop(&mut self) {
+                self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+        let _stop = Stop(&stop);
+        let workers: Vec<_> = (0..8)
+            .map(|_| {
+                s.spawn(|| {
+                    for _ in 0..500 {
+                        for (id, (user, group)) in &expected {
+                            assert_eq!(&owner_names::user_name(*id), user, "uid {id}");
+                            assert_eq!(&owner_names::group_name(*id), group, "gid {id}");
+                            if let Some(user) = user {
+                                assert_eq!(owner_names::user_id(user), Some(*id), "{user}");
+                            }
+                            if let Some(group) = group {
+                                assert_eq!(owner_names::group_id(group), Some(*id), "{group}");
+                            }
+                        }
+                    }
+                })
+            })
+            .collect();
+        let failed = workers
+            .into_iter()
+            .map(|w| w.join())
+            .filter(Result::is_err)
+            .count();
+        drop(_stop);
+        assert_eq!(failed, 0, "a lookup gave a wrong answer");
+    });
+}

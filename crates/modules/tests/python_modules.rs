@@ -340,6 +340,97 @@ fn sync_all_copies_the_file_roots_into_extmods_with_salts_shape() {
     assert!(synced.exists());
 }
 
+/// A file client that holds each listing until `expected` of them wait
+/// at once (or a few seconds pass), and counts the most that waited
+/// together: a sync that asks one listing after the other never gets
+/// past one.
+struct Gathering {
+    inner: Arc<dyn halite_state::FileClient>,
+    expected: usize,
+    waiting: std::sync::Mutex<(usize, usize)>,
+    arrived: std::sync::Condvar,
+}
+
+impl halite_state::FileClient for Gathering {
+    fn cache_file(
+        &self,
+        path: &str,
+        saltenv: &str,
+    ) -> Result<Option<PathBuf>, halite_state::FileClientError> {
+        self.inner.cache_file(path, saltenv)
+    }
+    fn list_files(
+        &self,
+        saltenv: &str,
+        prefix: &str,
+    ) -> Result<Vec<String>, halite_state::FileClientError> {
+        let mut w = self.waiting.lock().unwrap();
+        w.0 += 1;
+        w.1 = w.1.max(w.0);
+        self.arrived.notify_all();
+        let (mut w, _) = self
+            .arrived
+            .wait_timeout_while(w, std::time::Duration::from_secs(3), |w| {
+                w.1 < self.expected
+            })
+            .unwrap();
+        w.0 -= 1;
+        drop(w);
+        self.inner.list_files(saltenv, prefix)
+    }
+    fn list_dirs(
+        &self,
+        saltenv: &str,
+        prefix: &str,
+    ) -> Result<Vec<String>, halite_state::FileClientError> {
+        self.inner.list_dirs(saltenv, prefix)
+    }
+    fn envs(&self) -> Vec<String> {
+        self.inner.envs()
+    }
+}
+
+/// On a minion each listing is a round trip to the master: `sync_all`
+/// (before every highstate) asks for its six kinds' listings at once, and
+/// syncs exactly what it synced when it asked one after the other.
+#[test]
+fn sync_all_asks_for_every_kinds_listing_at_once_and_syncs_the_same() {
+    let t = Tree::new(&[]);
+    let mut host = t.host();
+    let gathering = Arc::new(Gathering {
+        inner: host.files.clone(),
+        expected: 6,
+        waiting: Default::default(),
+        arrived: Default::default(),
+    });
+    host.files = gathering.clone();
+    let ret = host.call("saltutil.sync_all", &Args::default()).unwrap();
+    assert_eq!(
+        gathering.waiting.lock().unwrap().1,
+        6,
+        "the six kinds' listings were not asked for at once"
+    );
+    assert_eq!(
+        ret["modules"],
+        json!(["modules.hello", "modules.nope", "modules.test"])
+    );
+    assert_eq!(ret["states"], json!(["states.marker"]));
+    assert_eq!(ret["grains"], json!(["grains.roles"]));
+    assert_eq!(ret["renderers"], json!(["renderers.shout"]));
+    assert_eq!(ret.as_object().unwrap().len(), 21, "{ret}");
+    assert_eq!(
+        std::fs::read(t.dir.path().join("cache/extmods/modules/hello.py")).unwrap(),
+        std::fs::read(t.dir.path().join("salt/_modules/hello.py")).unwrap()
+    );
+    // A kind gone from the file roots: its modules are cleaned out, the
+    // others' stay.
+    std::fs::remove_dir_all(t.dir.path().join("salt/_states")).unwrap();
+    let again = host.call("saltutil.sync_all", &Args::default()).unwrap();
+    assert_eq!(again["states"], json!([]), "{again}");
+    assert!(!t.dir.path().join("cache/extmods/states/marker.py").exists());
+    assert!(t.dir.path().join("cache/extmods/modules/hello.py").exists());
+}
+
 #[test]
 fn a_highstate_syncs_custom_modules_first_and_sync_mods_syncs_named_kinds() {
     let t = Tree::new(&[

@@ -210,7 +210,9 @@ fn remove_files(path: &Path) -> bool {
 /// `saltutil.sync_<kind> [saltenv=...]`: the list of synced modules
 /// (`modules.mymod`) that were new or changed.
 fn sync_one(kind: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
-    let synced = sync_kind(kind, saltenvs(args, host).as_slice(), host)?;
+    let envs = saltenvs(args, host);
+    let listed = envs.iter().map(|env| list_kind(kind, env, host)).collect();
+    let synced = sync_kind(kind, &envs, listed, host)?;
     // Nothing new: the loaded modules stand (a highstate syncs every run).
     if !synced.is_empty() {
         crate::python::reload_all();
@@ -221,11 +223,24 @@ fn sync_one(kind: &str, args: &Args, host: &Host) -> Result<Value, ExecError> {
 /// `saltutil.sync_all [saltenv=...]`: every kind, as Salt's dict.
 fn sync_all(args: &Args, host: &Host) -> Result<Value, ExecError> {
     let envs = saltenvs(args, host);
+    let kinds: Vec<&str> = SYNC_ALL_KEYS
+        .iter()
+        .copied()
+        .filter(|key| crate::python::KINDS.contains(key))
+        .collect();
+    let mut listed = kinds
+        .iter()
+        .copied()
+        .zip(list_at_once(&kinds, &envs, host))
+        .collect::<std::collections::HashMap<_, _>>();
     let mut out = halite_state::Map::new();
     let mut any = false;
     for key in SYNC_ALL_KEYS {
         let synced = if crate::python::KINDS.contains(key) {
-            sync_kind(key, &envs, host)?
+            let kind_listed = listed
+                .remove(key)
+                .unwrap_or_else(|| envs.iter().map(|env| list_kind(key, env, host)).collect());
+            sync_kind(key, &envs, kind_listed, host)?
         } else {
             Vec::new()
         };
@@ -261,18 +276,86 @@ fn extmods_dir(host: &Host, kind: &str) -> PathBuf {
     Path::new(cachedir).join("extmods").join(kind)
 }
 
-/// Copies `_<kind>/` of `envs` into the extmods directory (the first env
-/// holding a path wins, as Salt), removes files no env has any more, and
-/// returns `<kind>.<module>` for each module whose files changed.
-fn sync_kind(kind: &str, envs: &[String], host: &Host) -> Result<Vec<String>, ExecError> {
+/// What `_<kind>/` of one saltenv holds, or why it cannot be listed.
+type Listed = Result<Vec<String>, ExecError>;
+
+/// The files of `_<kind>/` in saltenv `env`.
+fn list_kind(kind: &str, env: &str, host: &Host) -> Listed {
+    let prefix = format!("_{kind}");
+    host.files.list_files(env, &prefix).map_err(|e| {
+        ExecError::Execution(format!("cannot list {prefix} of saltenv {env}: {e}"))
+    })
+}
+
+/// Every `_<kind>/` of `kinds` in every saltenv of `envs`, listed at once:
+/// per kind (in `kinds`' order) the listing of each env (in `envs`' order).
+///
+/// Concurrently (issue 25, session 19): on a minion each listing is a
+/// round trip to the master, and a highstate's sync (Salt's
+/// `autoload_dynamic_modules`) asked for six of them one after the other
+/// before the job could even ask for its bundle. A swarm's job threads
+/// spent most of a fleet run waiting there (`gdb` during a warm apply: 26
+/// of 64 job threads in `RemoteFileClient::list`), while both the master
+/// and the swarm had idle CPU. The requests and their answers are the
+/// same; only their waits overlap. A thread that cannot be started lists
+/// on this one.
+fn list_at_once(kinds: &[&str], envs: &[String], host: &Host) -> Vec<Vec<Listed>> {
+    let pairs: Vec<(&str, &str)> = kinds
+        .iter()
+        .flat_map(|kind| envs.iter().map(move |env| (*kind, env.as_str())))
+        .collect();
+    if pairs.len() < 2 {
+        return kinds
+            .iter()
+            .map(|kind| envs.iter().map(|env| list_kind(kind, env, host)).collect())
+            .collect();
+    }
+    let mut flat: Vec<Listed> = std::thread::scope(|scope| {
+        let started: Vec<_> = pairs
+            .iter()
+            .map(|&(kind, env)| {
+                std::thread::Builder::new()
+                    .name("sync-list".into())
+                    .spawn_scoped(scope, move || list_kind(kind, env, host))
+                    .map_err(|_| (kind, env))
+            })
+            .collect();
+        started
+            .into_iter()
+            .map(|handle| match handle {
+                Ok(h) => h.join().unwrap_or_else(|_| {
+                    Err(ExecError::Execution(
+                        "listing modules to sync panicked".into(),
+                    ))
+                }),
+                Err((kind, env)) => list_kind(kind, env, host),
+            })
+            .collect()
+    });
+    let mut out = Vec::with_capacity(kinds.len());
+    for _ in kinds {
+        let rest = flat.split_off(envs.len().min(flat.len()));
+        out.push(std::mem::replace(&mut flat, rest));
+    }
+    out
+}
+
+/// Copies `_<kind>/` of `envs` (`listed`: each env's listing, in order)
+/// into the extmods directory (the first env holding a path wins, as
+/// Salt), removes files no env has any more, and returns
+/// `<kind>.<module>` for each module whose files changed.
+fn sync_kind(
+    kind: &str,
+    envs: &[String],
+    listed: Vec<Listed>,
+    host: &Host,
+) -> Result<Vec<String>, ExecError> {
     let dest = extmods_dir(host, kind);
     let prefix = format!("_{kind}");
     let mut wanted: BTreeSet<String> = BTreeSet::new();
     let mut changed: BTreeSet<String> = BTreeSet::new();
-    for env in envs {
-        let files = host.files.list_files(env, &prefix).map_err(|e| {
-            ExecError::Execution(format!("cannot list {prefix} of saltenv {env}: {e}"))
-        })?;
+    for (env, files) in envs.iter().zip(listed) {
+        let files = files?;
         for file in files {
             let Some(rel) = file.strip_prefix(&format!("{prefix}/")) else {
                 continue;

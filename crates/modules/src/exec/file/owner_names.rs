@@ -14,8 +14,9 @@
 //! lookup of Salt's minion is fresh; within one job halite keeps them).
 
 use std::collections::HashMap;
+use std::hash::Hash;
 use std::path::Path;
-use std::sync::{LazyLock, Mutex, MutexGuard, PoisonError};
+use std::sync::{LazyLock, PoisonError, RwLock};
 
 use nix::unistd::{Gid, Group, Uid, User};
 
@@ -43,10 +44,9 @@ struct Table {
 }
 
 impl Table {
-    /// The table, emptied first when the file's stamp is not the one its
-    /// answers were read under.
-    fn fresh(&mut self, file: &str) -> &mut Self {
-        let now = stamp(Path::new(file));
+    /// The table, emptied first when the file's stamp is not `now`, the
+    /// one its answers were read under.
+    fn fresh(&mut self, now: Stamp) -> &mut Self {
         if now != self.stamp {
             self.by_id.clear();
             self.by_name.clear();
@@ -61,75 +61,143 @@ impl Table {
 struct Names {
     users: Table,
     groups: Table,
+    /// Bumped by [`forget_all`]: an answer looked up before it is not kept.
+    generation: u64,
 }
 
 /// The process's remembered answers (a poisoned lock only ever held whole
 /// maps, so its contents are still usable).
-fn names() -> MutexGuard<'static, Names> {
-    static NAMES: LazyLock<Mutex<Names>> = LazyLock::new(Mutex::default);
-    NAMES.lock().unwrap_or_else(PoisonError::into_inner)
+///
+/// Read-mostly, and never held across a system call (issue 25, session
+/// 19): a swarm's 64 job threads each look up ~200 names per highstate,
+/// and with one mutex held across the database's `stat` and glibc's
+/// lookup, a third of the job threads of a fleet run sat waiting for it
+/// (`gdb` on the swarm during a warm apply: 22 of 64 in
+/// `Mutex::lock_contended` under `user_name`/`group_name`/`forget_all`).
+/// Hits now share a read lock; the `stat` and the lookup run unlocked, and
+/// only a miss's insertion takes the write lock.
+static NAMES: LazyLock<RwLock<Names>> = LazyLock::new(RwLock::default);
+
+/// Which database a lookup reads.
+#[derive(Clone, Copy)]
+enum Db {
+    Users,
+    Groups,
+}
+
+impl Db {
+    fn file(self) -> &'static str {
+        match self {
+            Db::Users => PASSWD,
+            Db::Groups => GROUP,
+        }
+    }
+
+    fn table(self, names: &Names) -> &Table {
+        match self {
+            Db::Users => &names.users,
+            Db::Groups => &names.groups,
+        }
+    }
+
+    fn table_mut(self, names: &mut Names) -> &mut Table {
+        match self {
+            Db::Users => &mut names.users,
+            Db::Groups => &mut names.groups,
+        }
+    }
+}
+
+/// The answer for `key` in `db`: remembered while the database file's
+/// stamp is the one it was looked up under, else `resolve`d (without the
+/// lock held) and remembered, unless [`forget_all`] ran meanwhile.
+fn remembered<K, V>(
+    db: Db,
+    map: fn(&Table) -> &HashMap<K, V>,
+    map_mut: fn(&mut Table) -> &mut HashMap<K, V>,
+    key: &K,
+    resolve: impl FnOnce() -> V,
+) -> V
+where
+    K: Eq + Hash + Clone,
+    V: Clone,
+{
+    // Stamped before the lookup: an answer is never kept under a stamp
+    // older than the file it was read from.
+    let now = stamp(Path::new(db.file()));
+    let generation = {
+        let names = NAMES.read().unwrap_or_else(PoisonError::into_inner);
+        let table = db.table(&names);
+        if table.stamp == now {
+            if let Some(hit) = map(table).get(key) {
+                return hit.clone();
+            }
+        }
+        names.generation
+    };
+    let found = resolve();
+    let mut names = NAMES.write().unwrap_or_else(PoisonError::into_inner);
+    if names.generation == generation {
+        let table = db.table_mut(&mut names).fresh(now);
+        map_mut(table).insert(key.clone(), found.clone());
+    }
+    found
 }
 
 /// Forgets every remembered answer (a new job starts: names from NSS
 /// sources other than the files are looked up again).
 pub fn forget_all() {
-    let mut n = names();
-    *n = Names::default();
+    let mut names = NAMES.write().unwrap_or_else(PoisonError::into_inner);
+    let generation = names.generation.wrapping_add(1);
+    *names = Names {
+        generation,
+        ..Names::default()
+    };
 }
 
 /// The name of uid `uid` (`None`: no such user).
 pub fn user_name(uid: u32) -> Option<String> {
-    let mut n = names();
-    let table = n.users.fresh(PASSWD);
-    if let Some(hit) = table.by_id.get(&uid) {
-        return hit.clone();
-    }
-    let found = User::from_uid(Uid::from_raw(uid))
-        .ok()
-        .flatten()
-        .map(|u| u.name);
-    table.by_id.insert(uid, found.clone());
-    found
+    remembered(Db::Users, |t| &t.by_id, |t| &mut t.by_id, &uid, || {
+        User::from_uid(Uid::from_raw(uid))
+            .ok()
+            .flatten()
+            .map(|u| u.name)
+    })
 }
 
 /// The name of gid `gid` (`None`: no such group).
 pub fn group_name(gid: u32) -> Option<String> {
-    let mut n = names();
-    let table = n.groups.fresh(GROUP);
-    if let Some(hit) = table.by_id.get(&gid) {
-        return hit.clone();
-    }
-    let found = Group::from_gid(Gid::from_raw(gid))
-        .ok()
-        .flatten()
-        .map(|g| g.name);
-    table.by_id.insert(gid, found.clone());
-    found
+    remembered(Db::Groups, |t| &t.by_id, |t| &mut t.by_id, &gid, || {
+        Group::from_gid(Gid::from_raw(gid))
+            .ok()
+            .flatten()
+            .map(|g| g.name)
+    })
 }
 
 /// The uid of user `name` (`None`: no such user).
 pub fn user_id(name: &str) -> Option<u32> {
-    let mut n = names();
-    let table = n.users.fresh(PASSWD);
-    if let Some(hit) = table.by_name.get(name) {
-        return *hit;
-    }
-    let found = User::from_name(name).ok().flatten().map(|u| u.uid.as_raw());
-    table.by_name.insert(name.to_string(), found);
-    found
+    remembered(
+        Db::Users,
+        |t| &t.by_name,
+        |t| &mut t.by_name,
+        &name.to_string(),
+        || User::from_name(name).ok().flatten().map(|u| u.uid.as_raw()),
+    )
 }
 
 /// The gid of group `name` (`None`: no such group).
 pub fn group_id(name: &str) -> Option<u32> {
-    let mut n = names();
-    let table = n.groups.fresh(GROUP);
-    if let Some(hit) = table.by_name.get(name) {
-        return *hit;
-    }
-    let found = Group::from_name(name)
-        .ok()
-        .flatten()
-        .map(|g| g.gid.as_raw());
-    table.by_name.insert(name.to_string(), found);
-    found
+    remembered(
+        Db::Groups,
+        |t| &t.by_name,
+        |t| &mut t.by_name,
+        &name.to_string(),
+        || {
+            Group::from_name(name)
+                .ok()
+                .flatten()
+                .map(|g| g.gid.as_raw())
+        },
+    )
 }
