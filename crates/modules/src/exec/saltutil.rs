@@ -282,9 +282,9 @@ type Listed = Result<Vec<String>, ExecError>;
 /// The files of `_<kind>/` in saltenv `env`.
 fn list_kind(kind: &str, env: &str, host: &Host) -> Listed {
     let prefix = format!("_{kind}");
-    host.files.list_files(env, &prefix).map_err(|e| {
-        ExecError::Execution(format!("cannot list {prefix} of saltenv {env}: {e}"))
-    })
+    host.files
+        .list_files(env, &prefix)
+        .map_err(|e| ExecError::Execution(format!("cannot list {prefix} of saltenv {env}: {e}")))
 }
 
 /// Every `_<kind>/` of `kinds` in every saltenv of `envs`, listed at once:

@@ -157,22 +157,34 @@ pub fn forget_all() {
 
 /// The name of uid `uid` (`None`: no such user).
 pub fn user_name(uid: u32) -> Option<String> {
-    remembered(Db::Users, |t| &t.by_id, |t| &mut t.by_id, &uid, || {
-        User::from_uid(Uid::from_raw(uid))
-            .ok()
-            .flatten()
-            .map(|u| u.name)
-    })
+    remembered(
+        Db::Users,
+        |t| &t.by_id,
+        |t| &mut t.by_id,
+        &uid,
+        || {
+            User::from_uid(Uid::from_raw(uid))
+                .ok()
+                .flatten()
+                .map(|u| u.name)
+        },
+    )
 }
 
 /// The name of gid `gid` (`None`: no such group).
 pub fn group_name(gid: u32) -> Option<String> {
-    remembered(Db::Groups, |t| &t.by_id, |t| &mut t.by_id, &gid, || {
-        Group::from_gid(Gid::from_raw(gid))
-            .ok()
-            .flatten()
-            .map(|g| g.name)
-    })
+    remembered(
+        Db::Groups,
+        |t| &t.by_id,
+        |t| &mut t.by_id,
+        &gid,
+        || {
+            Group::from_gid(Gid::from_raw(gid))
+                .ok()
+                .flatten()
+                .map(|g| g.name)
+        },
+    )
 }
 
 /// The uid of user `name` (`None`: no such user).
