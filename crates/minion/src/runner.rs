@@ -341,6 +341,7 @@ impl HostRunner {
             id.to_string(),
             args.kwargs.get("saltenv").map(halite_modules::exec::py_str),
         );
+        tracing::debug!(%id, jid = %job.jid, "job starts: sync before the compile, then the bundle");
         let synced_before = if state_run {
             let last = self
                 .highstate_envs
@@ -352,6 +353,7 @@ impl HostRunner {
         } else {
             None
         };
+        tracing::debug!(%id, jid = %job.jid, "asking the master for the bundle");
         let mut bundle = self.fetch_bundle(id, host, job, master)?;
         // From now on this identity's logs and spooled returns mask the
         // secrets its pillar holds (a job echoing one, at any log level).
