@@ -20,6 +20,11 @@ use serde_json::Value;
 /// Returns committed in one transaction at most.
 const MAX_RETURNS_PER_COMMIT: usize = 1024;
 
+/// `return_commit_bytes`' default: returns received and not yet committed
+/// and acknowledged, in packed bytes (~100 1,000-state returns; 10,000
+/// minions peaked at 23.6 MB with a job cache that kept up).
+pub const DEFAULT_RETURN_COMMIT_BYTES: u64 = 32 * 1024 * 1024;
+
 /// A return as the master received it: decoded (an older minion's
 /// [`JobReturn`]) or with its value still packed (issue 25: passed to the
 /// watching CLI and the job cache as bytes, never built on the main task).
@@ -91,9 +96,16 @@ impl Received {
 }
 
 /// Returns received, packed or not, for `halite-run master.stats` (and
-/// the tests that prove a minion sends its returns packed).
+/// the tests that prove a minion sends its returns packed), and the bound
+/// on those waiting for their commit: past `return_commit_bytes` the
+/// master stops reading from its minions until the job cache's writer
+/// catches up (issue 25: a writer behind a fleet held every return
+/// received meanwhile, unbounded).
 #[derive(Debug, Default)]
 pub struct ReturnCounts {
+    /// `return_commit_bytes`: [`ReturnCounts::held_bytes`] at which the
+    /// master stops reading; 0, no bound.
+    pub bound: u64,
     /// [`halite_proto::msg::MinionRequest::PackedReturn`]s.
     pub packed: u64,
     /// [`halite_proto::msg::MinionRequest::Return`]s (older minions, and
@@ -109,6 +121,27 @@ pub struct ReturnCounts {
 }
 
 impl ReturnCounts {
+    /// Counters with `bound` bytes of returns waiting for their commit at
+    /// most (`return_commit_bytes`; 0: no bound).
+    pub fn bounded(bound: u64) -> Self {
+        Self {
+            bound,
+            ..Self::default()
+        }
+    }
+
+    /// Bytes the master may still read from its minions before the
+    /// returns waiting for their commit reach the bound: 0 stops its
+    /// reading (the messages wait in the ROUTER's queue, then on TCP; a
+    /// minion keeps its return until it is acknowledged). A batch read may
+    /// pass the bound by one message at most.
+    pub fn room(&self) -> u64 {
+        match self.bound {
+            0 => u64::MAX,
+            bound => bound.saturating_sub(self.held_bytes),
+        }
+    }
+
     /// `returns` are queued for the commit.
     pub fn hold(&mut self, returns: &[(u64, Received)]) {
         self.held += returns.len() as u64;
@@ -130,6 +163,7 @@ impl ReturnCounts {
             "held": self.held,
             "held_bytes": self.held_bytes,
             "peak_held_bytes": self.peak_held_bytes,
+            "bound": self.bound,
         })
     }
 }

@@ -550,7 +550,13 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
         },
         mine,
         event_counts: Default::default(),
-        return_counts: Default::default(),
+        return_counts: crate::return_writer::ReturnCounts::bounded(
+            crate::reply_limits::whole_number(
+                &cfg.extra,
+                "return_commit_bytes",
+                crate::return_writer::DEFAULT_RETURN_COMMIT_BYTES,
+            ),
+        ),
         redelivered: Default::default(),
         cfg,
     };
@@ -567,14 +573,10 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     loop {
         tokio::select! {
             _ = &mut stop => break,
-            Some(first) = router.incoming.recv() => {
-                let mut batch = vec![first];
-                while batch.len() < RETURN_BATCH {
-                    match router.incoming.try_recv() {
-                        Ok(m) => batch.push(m),
-                        Err(_) => break,
-                    }
-                }
+            // Not while the returns waiting for their commit fill
+            // `return_commit_bytes`: the minions wait on TCP meanwhile.
+            Some(first) = router.incoming.recv(), if master.return_counts.room() > 0 => {
+                let batch = master.gather(first, &mut router.incoming);
                 master.handle_batch(batch);
             }
             Some(work) = internal_rx.recv() => master.on_internal(work),
@@ -617,14 +619,10 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
         tokio::select! {
             // Everything already received goes first: returns are committed.
             biased;
-            Some(first) = router.incoming.recv() => {
-                let mut batch = vec![first];
-                while batch.len() < RETURN_BATCH {
-                    match router.incoming.try_recv() {
-                        Ok(m) => batch.push(m),
-                        Err(_) => break,
-                    }
-                }
+            // Not while the returns waiting for their commit fill
+            // `return_commit_bytes`: the minions wait on TCP meanwhile.
+            Some(first) = router.incoming.recv(), if master.return_counts.room() > 0 => {
+                let batch = master.gather(first, &mut router.incoming);
                 master.handle_batch(batch);
             }
             Some(work) = internal_rx.recv() => master.on_internal(work),
@@ -1080,6 +1078,26 @@ impl Master {
             },
         );
         ReplyBody::List(vec![jid])
+    }
+
+    /// `first` and what else waits in `incoming`, up to [`RETURN_BATCH`]
+    /// messages and the room left under `return_commit_bytes`
+    /// ([`crate::return_writer::ReturnCounts::room`]): one message past it
+    /// at most.
+    fn gather(&mut self, first: Inbound, incoming: &mut mpsc::Receiver<Inbound>) -> Vec<Inbound> {
+        let room = self.return_counts.room();
+        let mut bytes = first.payload.len() as u64;
+        let mut batch = vec![first];
+        while batch.len() < RETURN_BATCH && bytes < room {
+            match incoming.try_recv() {
+                Ok(m) => {
+                    bytes += m.payload.len() as u64;
+                    batch.push(m);
+                }
+                Err(_) => break,
+            }
+        }
+        batch
     }
 
     fn handle_batch(&mut self, batch: Vec<Inbound>) {
