@@ -1103,7 +1103,10 @@ impl Master {
     fn handle_batch(&mut self, batch: Vec<Inbound>) {
         let mut returns: Vec<(u64, Received)> = Vec::new();
         for Inbound {
-            routing, payload, ..
+            routing,
+            payload,
+            arrived,
+            ..
         } in batch
         {
             let msg: ToMaster = match decode(&payload) {
@@ -1151,7 +1154,7 @@ impl Master {
                         self.send(&routing, &ToMinion::UnknownSession { session: sid });
                         continue;
                     };
-                    let plain = match session.cipher.open(&sealed) {
+                    let plain = match session.cipher.open_owned(sealed) {
                         Ok(p) => p,
                         Err(e) => {
                             tracing::debug!(id = %session.id, error = %e, "sealed message refused");
@@ -1171,7 +1174,7 @@ impl Master {
                         continue;
                     };
                     if let Some(ret) = self.on_request(sid, request) {
-                        returns.push((sid, ret));
+                        returns.push((sid, Received { arrived, ..ret }));
                     }
                 }
             }
@@ -1704,11 +1707,12 @@ impl Master {
             .iter()
             .map(|(_, r)| pillars.and_then(|p| p.secrets(&r.ret.id)))
             .collect();
-        self.return_counts.hold(&returns);
+        let held_bytes = self.return_counts.hold(&returns);
         let batch = crate::return_writer::ToStore {
             returns,
             secrets,
             started: std::mem::take(&mut self.book.started),
+            held_bytes,
         };
         let batch = match &self.book.writer {
             Some(writer) => match writer.store(batch) {
@@ -1721,12 +1725,8 @@ impl Master {
             None => batch,
         };
         // No writer thread: committed here.
-        let fresh = crate::return_writer::store(&mut self.book.jobs, std::slice::from_ref(&batch));
-        self.returns_stored(crate::return_writer::Stored {
-            returns: batch.returns,
-            fresh,
-            started: batch.started,
-        });
+        let stored = crate::return_writer::store_here(&mut self.book.jobs, batch);
+        self.returns_stored(stored);
     }
 
     /// Acknowledges the committed returns and fires their events (each
@@ -1737,10 +1737,12 @@ impl Master {
             returns,
             fresh,
             started,
+            held_bytes,
+            committed,
         } = stored;
-        self.return_counts.release(&returns);
+        self.return_counts.release(returns.len(), held_bytes);
         match fresh {
-            Ok(fresh) => self.acknowledge(returns, fresh),
+            Ok(fresh) => self.acknowledge(returns, fresh, committed),
             // Not acknowledged: the minions keep them and resend.
             Err(e) => tracing::error!(error = %e, "cannot store returns; they will be resent"),
         }
@@ -1748,15 +1750,20 @@ impl Master {
     }
 
     /// Acknowledges committed returns and fires the events of the new ones.
-    fn acknowledge(&mut self, returns: Vec<(u64, Received)>, fresh: Vec<bool>) {
+    fn acknowledge(&mut self, returns: Vec<(u64, Received)>, fresh: Vec<bool>, committed: Instant) {
         for ((sid, received), fresh) in returns.into_iter().zip(fresh) {
-            let Received { ret, packed } = received;
+            let Received {
+                ret,
+                packed,
+                arrived,
+            } = received;
             self.send_sealed(
                 sid,
                 &MasterMessage::Ack {
                     jid: ret.jid.clone(),
                 },
             );
+            self.return_counts.acked(arrived, committed);
             if !fresh {
                 // A resend (the minion missed the first ack): acknowledged
                 // again, its event already fired once.
