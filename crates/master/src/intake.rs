@@ -6,12 +6,16 @@ use halite_proto::msg::{JobReturn, MinionRequest};
 use halite_proto::{value_depth, MAX_VALUE_DEPTH};
 use serde_json::Value;
 
+use crate::return_writer::Received;
+
 /// `request` with its values within [`MAX_VALUE_DEPTH`], or `None` when it
 /// is dropped (logged). A return too deep is kept as an error return, so
 /// the minion's job is not lost and not resent forever; grains or event
-/// data too deep are dropped. A packed return's bytes are checked without
-/// building its value ([`halite_proto::packed::check`]); bytes that are no
-/// value, or too deep, become an error return too.
+/// data too deep are dropped. A packed return's arguments too deep make it
+/// an error return too; its bytes are checked by [`checked_return`], on
+/// the job cache's writer thread (issue 25: the walk was a quarter of the
+/// master's main task in a fleet highstate), before anything stores,
+/// acknowledges or fires them.
 pub fn bound_request(id: &str, request: MinionRequest) -> Option<MinionRequest> {
     match request {
         MinionRequest::Start { grains } if value_depth(&grains) > MAX_VALUE_DEPTH => {
@@ -55,35 +59,57 @@ pub fn bound_request(id: &str, request: MinionRequest) -> Option<MinionRequest> 
             }
             Some(MinionRequest::Return(ret))
         }
-        MinionRequest::PackedReturn(p) => {
-            let deep_args = p.fun_args.iter().any(|a| value_depth(a) >= MAX_VALUE_DEPTH);
-            let refused = match halite_proto::packed::check(&p.ret) {
-                Err(e) => Some(format!("could not be read ({e})")),
-                Ok(()) if deep_args => Some(format!(
-                    "had arguments nested more than {MAX_VALUE_DEPTH} levels deep"
-                )),
-                Ok(()) => None,
-            };
-            let Some(why) = refused else {
-                return Some(MinionRequest::PackedReturn(p));
-            };
-            // Kept as an error return, as a return too deep is: the job
-            // is not lost, and the minion does not resend it forever.
-            tracing::warn!(%id, jid = %p.jid, "packed return refused: {why}; stored as an error");
-            Some(MinionRequest::Return(JobReturn {
-                ret: Value::String(format!(
-                    "The return of {} from minion {id} {why} and was refused by the master",
-                    p.fun
-                )),
-                fun_args: Vec::new(),
-                success: false,
-                retcode: if p.retcode == 0 { 1 } else { p.retcode },
+        MinionRequest::PackedReturn(p)
+            if p.fun_args.iter().any(|a| value_depth(a) >= MAX_VALUE_DEPTH) =>
+        {
+            let why = format!("had arguments nested more than {MAX_VALUE_DEPTH} levels deep");
+            let ret = JobReturn {
                 jid: p.jid,
                 id: p.id,
                 fun: p.fun,
-            }))
+                fun_args: Vec::new(),
+                ret: Value::Null,
+                retcode: p.retcode,
+                success: p.success,
+            };
+            Some(MinionRequest::Return(refused(id, ret, &why)))
         }
         other => Some(other),
+    }
+}
+
+/// `received` as it may be stored, acknowledged and fired: a packed
+/// return whose bytes are no value a minion may send
+/// ([`halite_proto::packed::check`]: too deep, binary, bytes after the
+/// value) becomes an error return, as a return too deep does.
+pub fn checked_return(id: &str, received: Received) -> Received {
+    let Some(bytes) = &received.packed else {
+        return received;
+    };
+    let Err(e) = halite_proto::packed::check(bytes) else {
+        return received;
+    };
+    let Received { ret, arrived, .. } = received;
+    Received {
+        arrived,
+        ..Received::plain(refused(id, ret, &format!("could not be read ({e})")))
+    }
+}
+
+/// The error return that stands for packed return `ret` (its value not
+/// decoded), refused for `why`: kept, so the job is not lost and the
+/// minion does not resend it forever.
+fn refused(id: &str, ret: JobReturn, why: &str) -> JobReturn {
+    tracing::warn!(%id, jid = %ret.jid, "packed return refused: {why}; stored as an error");
+    JobReturn {
+        ret: Value::String(format!(
+            "The return of {} from minion {id} {why} and was refused by the master",
+            ret.fun
+        )),
+        fun_args: Vec::new(),
+        success: false,
+        retcode: if ret.retcode == 0 { 1 } else { ret.retcode },
+        ..ret
     }
 }
 
@@ -164,6 +190,8 @@ mod tests {
             bound_request("m", MinionRequest::PackedReturn(packed.clone())),
             Some(MinionRequest::PackedReturn(packed.clone()))
         );
+        let kept = checked_return("m", Received::packed(packed.clone()));
+        assert_eq!(kept.packed.as_deref(), Some(&packed.ret.to_vec()));
         let bad_values = [
             vec![0x92, 0x01],
             vec![0xc4, 0x01, 0x00],
@@ -172,8 +200,12 @@ mod tests {
         for bytes in bad_values {
             let mut bad = packed.clone();
             bad.ret = serde_bytes::ByteBuf::from(bytes);
-            match bound_request("m", MinionRequest::PackedReturn(bad)) {
-                Some(MinionRequest::Return(r)) => {
+            match checked_return("m", Received::packed(bad)) {
+                Received {
+                    ret: r,
+                    packed: None,
+                    ..
+                } => {
                     assert!(r
                         .ret
                         .as_str()

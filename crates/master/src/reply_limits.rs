@@ -12,25 +12,31 @@ use serde_json::{Map, Value};
 pub fn router_limits(extra: &Map<String, Value>) -> RouterLimits {
     let mut limits = RouterLimits::default();
     let read = |key: &str, default: usize| -> usize {
-        match extra.get(key) {
-            None => default,
-            Some(v) => match v
-                .as_u64()
-                .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
-                .and_then(|n| usize::try_from(n).ok())
-            {
-                Some(n) => n,
-                None => {
-                    tracing::warn!(key, value = %v, default, "not a whole number of messages or bytes; the default is used");
-                    default
-                }
-            },
-        }
+        usize::try_from(whole_number(extra, key, default as u64)).unwrap_or(default)
     };
     limits.peer_messages = read("reply_queue_messages", limits.peer_messages).max(1);
     limits.peer_bytes = read("reply_queue_bytes", limits.peer_bytes);
     limits.overflow_bytes = read("reply_overflow_bytes", limits.overflow_bytes);
     limits
+}
+
+/// The whole number (of messages or bytes) at `key` of the master
+/// config's `extra` keys, written as a number or a string; an absent or
+/// unreadable value keeps `default` (logged).
+pub fn whole_number(extra: &Map<String, Value>, key: &str, default: u64) -> u64 {
+    let Some(v) = extra.get(key) else {
+        return default;
+    };
+    match v
+        .as_u64()
+        .or_else(|| v.as_str().and_then(|s| s.trim().parse().ok()))
+    {
+        Some(n) => n,
+        None => {
+            tracing::warn!(key, value = %v, default, "not a whole number of messages or bytes; the default is used");
+            default
+        }
+    }
 }
 
 #[cfg(test)]

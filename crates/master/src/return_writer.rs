@@ -11,6 +11,7 @@ use std::borrow::Cow;
 use std::path::Path;
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use halite_client::jobcache::{JobCache, JobCacheError};
 use halite_proto::msg::{JobReturn, PackedReturn};
@@ -20,6 +21,11 @@ use serde_json::Value;
 /// Returns committed in one transaction at most.
 const MAX_RETURNS_PER_COMMIT: usize = 1024;
 
+/// `return_commit_bytes`' default: returns received and not yet committed
+/// and acknowledged, in packed bytes (~100 1,000-state returns; 10,000
+/// minions peaked at 23.6 MB with a job cache that kept up).
+pub const DEFAULT_RETURN_COMMIT_BYTES: u64 = 32 * 1024 * 1024;
+
 /// A return as the master received it: decoded (an older minion's
 /// [`JobReturn`]) or with its value still packed (issue 25: passed to the
 /// watching CLI and the job cache as bytes, never built on the main task).
@@ -27,18 +33,26 @@ const MAX_RETURNS_PER_COMMIT: usize = 1024;
 pub struct Received {
     /// The return; its `ret` is `null` when [`Received::packed`] holds it.
     pub ret: JobReturn,
-    /// The value's msgpack bytes, checked at intake
-    /// ([`halite_proto::packed::check`]).
+    /// The value's msgpack bytes, checked on the writer's thread before
+    /// the commit ([`crate::intake::checked_return`]).
     pub packed: Option<Arc<Vec<u8>>>,
+    /// When its message came off the socket (for the acknowledgement's
+    /// timing in `master.stats`).
+    pub arrived: Instant,
 }
 
 impl Received {
     /// An older minion's return, its value decoded.
     pub fn plain(ret: JobReturn) -> Self {
-        Self { ret, packed: None }
+        Self {
+            ret,
+            packed: None,
+            arrived: Instant::now(),
+        }
     }
 
-    /// A packed return (its bytes already checked).
+    /// A packed return (its bytes checked before it is stored:
+    /// [`crate::intake::checked_return`]).
     pub fn packed(p: PackedReturn) -> Self {
         Self {
             ret: JobReturn {
@@ -51,6 +65,7 @@ impl Received {
                 success: p.success,
             },
             packed: Some(Arc::new(p.ret.into_vec())),
+            arrived: Instant::now(),
         }
     }
 
@@ -91,13 +106,21 @@ impl Received {
 }
 
 /// Returns received, packed or not, for `halite-run master.stats` (and
-/// the tests that prove a minion sends its returns packed).
+/// the tests that prove a minion sends its returns packed), and the bound
+/// on those waiting for their commit: past `return_commit_bytes` the
+/// master stops reading from its minions until the job cache's writer
+/// catches up (issue 25: a writer behind a fleet held every return
+/// received meanwhile, unbounded).
 #[derive(Debug, Default)]
 pub struct ReturnCounts {
+    /// `return_commit_bytes`: [`ReturnCounts::held_bytes`] at which the
+    /// master stops reading; 0, no bound.
+    pub bound: u64,
     /// [`halite_proto::msg::MinionRequest::PackedReturn`]s.
     pub packed: u64,
     /// [`halite_proto::msg::MinionRequest::Return`]s (older minions, and
-    /// packed returns refused at intake, which become error returns).
+    /// packed returns whose arguments were too deep, which become error
+    /// returns).
     pub plain: u64,
     /// Returns received and not yet acknowledged: queued for the job
     /// cache's commit, or committed and not yet handled by the main task.
@@ -106,30 +129,94 @@ pub struct ReturnCounts {
     pub held_bytes: u64,
     /// The most `held_bytes` has been.
     pub peak_held_bytes: u64,
+    /// Returns acknowledged, and how long after their arrival (issue 25: a
+    /// swarm resent returns whose acknowledgement came late).
+    pub acked: u64,
+    ack_wait_total: Duration,
+    ack_wait_max: Duration,
+    /// Of that wait, the most from the arrival to the end of the commit
+    /// (the main task's reading and the writer's queue and commit)...
+    to_commit_max: Duration,
+    /// ... and from the end of the commit to the acknowledgement (the
+    /// main task's turn to handle the committed batch).
+    after_commit_max: Duration,
 }
 
 impl ReturnCounts {
-    /// `returns` are queued for the commit.
-    pub fn hold(&mut self, returns: &[(u64, Received)]) {
-        self.held += returns.len() as u64;
-        self.held_bytes += packed_bytes(returns);
-        self.peak_held_bytes = self.peak_held_bytes.max(self.held_bytes);
+    /// Counters with `bound` bytes of returns waiting for their commit at
+    /// most (`return_commit_bytes`; 0: no bound).
+    pub fn bounded(bound: u64) -> Self {
+        Self {
+            bound,
+            ..Self::default()
+        }
     }
 
-    /// `returns` were committed (or not) and are handled.
-    pub fn release(&mut self, returns: &[(u64, Received)]) {
-        self.held = self.held.saturating_sub(returns.len() as u64);
-        self.held_bytes = self.held_bytes.saturating_sub(packed_bytes(returns));
+    /// Bytes the master may still read from its minions before the
+    /// returns waiting for their commit reach the bound: 0 stops its
+    /// reading (the messages wait in the ROUTER's queue, then on TCP; a
+    /// minion keeps its return until it is acknowledged). A batch read may
+    /// pass the bound by one message at most.
+    pub fn room(&self) -> u64 {
+        match self.bound {
+            0 => u64::MAX,
+            bound => bound.saturating_sub(self.held_bytes),
+        }
+    }
+
+    /// `returns` are queued for the commit: the bytes they hold.
+    pub fn hold(&mut self, returns: &[(u64, Received)]) -> u64 {
+        let bytes = packed_bytes(returns);
+        self.held += returns.len() as u64;
+        self.held_bytes += bytes;
+        self.peak_held_bytes = self.peak_held_bytes.max(self.held_bytes);
+        bytes
+    }
+
+    /// `count` returns holding `bytes` (as [`ReturnCounts::hold`] gave)
+    /// were committed (or not) and are handled.
+    pub fn release(&mut self, count: usize, bytes: u64) {
+        self.held = self.held.saturating_sub(count as u64);
+        self.held_bytes = self.held_bytes.saturating_sub(bytes);
+    }
+
+    /// A return that arrived at `arrived`, committed at `committed`, is
+    /// acknowledged now.
+    pub fn acked(&mut self, arrived: Instant, committed: Instant) {
+        let now = Instant::now();
+        let wait = now.saturating_duration_since(arrived);
+        self.acked += 1;
+        self.ack_wait_total += wait;
+        self.ack_wait_max = self.ack_wait_max.max(wait);
+        self.to_commit_max = self
+            .to_commit_max
+            .max(committed.saturating_duration_since(arrived));
+        self.after_commit_max = self
+            .after_commit_max
+            .max(now.saturating_duration_since(committed));
     }
 
     /// The counters as `master.stats` shows them.
     pub fn snapshot(&self) -> Value {
+        let ms = |d: Duration| (d.as_secs_f64() * 10_000.0).round() / 10.0;
+        let mean = match u32::try_from(self.acked) {
+            Ok(n) if n > 0 => ms(self.ack_wait_total / n),
+            _ => 0.0,
+        };
         serde_json::json!({
             "packed": self.packed,
             "plain": self.plain,
             "held": self.held,
             "held_bytes": self.held_bytes,
             "peak_held_bytes": self.peak_held_bytes,
+            "bound": self.bound,
+            "acked": self.acked,
+            "ack_wait_ms": {
+                "mean": mean,
+                "max": ms(self.ack_wait_max),
+                "to_commit_max": ms(self.to_commit_max),
+                "after_commit_max": ms(self.after_commit_max),
+            },
         })
     }
 }
@@ -153,6 +240,26 @@ pub struct ToStore {
     /// Minions that announced themselves in the same batch: their missed
     /// jobs are redelivered once these returns are committed.
     pub started: Vec<String>,
+    /// The bytes the returns hold ([`ReturnCounts::hold`]), released when
+    /// the batch is handled.
+    pub held_bytes: u64,
+}
+
+impl ToStore {
+    /// The batch with every packed return's bytes checked (those that are
+    /// no value a minion may send become error returns): what is stored,
+    /// acknowledged and fired.
+    fn checked(mut self) -> Self {
+        self.returns = self
+            .returns
+            .into_iter()
+            .map(|(sid, r)| {
+                let id = r.ret.id.clone();
+                (sid, crate::intake::checked_return(&id, r))
+            })
+            .collect();
+        self
+    }
 }
 
 /// A batch the writer committed (or could not).
@@ -164,6 +271,10 @@ pub struct Stored {
     pub fresh: Result<Vec<bool>, String>,
     /// As in [`ToStore::started`].
     pub started: Vec<String>,
+    /// As [`ToStore::held_bytes`].
+    pub held_bytes: u64,
+    /// When the commit ended.
+    pub committed: Instant,
 }
 
 /// Why the writer could not start.
@@ -197,18 +308,19 @@ impl ReturnWriter {
             .spawn(move || {
                 while let Ok(first) = batches.recv() {
                     // The batches that queued during the last commit go together.
-                    let mut group = vec![first];
+                    let mut group = vec![first.checked()];
                     let mut count = group[0].returns.len();
                     while count < MAX_RETURNS_PER_COMMIT {
                         match batches.try_recv() {
                             Ok(next) => {
                                 count += next.returns.len();
-                                group.push(next);
+                                group.push(next.checked());
                             }
                             Err(_) => break,
                         }
                     }
                     let result = store(&mut cache, &group);
+                    let committed = Instant::now();
                     let mut fresh = result.map(Vec::into_iter);
                     for batch in group {
                         let n = batch.returns.len();
@@ -220,6 +332,8 @@ impl ReturnWriter {
                             returns: batch.returns,
                             fresh: mine,
                             started: batch.started,
+                            held_bytes: batch.held_bytes,
+                            committed,
                         });
                     }
                 }
@@ -251,10 +365,23 @@ impl ReturnWriter {
     }
 }
 
-/// Commits `batches` in one transaction: for each return, whether it is
-/// new (or why the commit failed). Also the master's own commit when the
-/// writer thread is gone.
-pub fn store(cache: &mut JobCache, batches: &[ToStore]) -> Result<Vec<bool>, String> {
+/// Checks and commits `batch` on the caller's thread (the master's own
+/// commit when the writer thread is gone).
+pub fn store_here(cache: &mut JobCache, batch: ToStore) -> Stored {
+    let batch = batch.checked();
+    let fresh = store(cache, std::slice::from_ref(&batch));
+    Stored {
+        returns: batch.returns,
+        fresh,
+        started: batch.started,
+        held_bytes: batch.held_bytes,
+        committed: Instant::now(),
+    }
+}
+
+/// Commits `batches` (checked) in one transaction: for each return,
+/// whether it is new (or why the commit failed).
+fn store(cache: &mut JobCache, batches: &[ToStore]) -> Result<Vec<bool>, String> {
     let rows: Vec<(Cow<'_, JobReturn>, Option<&[u8]>)> = batches
         .iter()
         .flat_map(|b| {
@@ -310,6 +437,7 @@ mod tests {
                     // web2's secrets masked: the record differs from the return.
                     secrets: vec![(id == "web2").then(|| Arc::new(Cleartexts::new(["web2"])))],
                     started: vec![format!("started-{n}")],
+                    held_bytes: 0,
                 })
                 .map_err(|_| "writer gone")
                 .unwrap();
@@ -339,6 +467,7 @@ mod tests {
                 returns: vec![],
                 secrets: vec![],
                 started: vec![],
+                held_bytes: 0,
             })
             .is_err());
     }
@@ -364,6 +493,7 @@ mod tests {
             ],
             secrets: vec![None, None, Some(Arc::new(Cleartexts::new(["hunter22"])))],
             started: vec![],
+            held_bytes: 0,
         };
         assert_eq!(store(&mut cache, &[batch]).unwrap(), [true, true, true]);
         let column = |jid: &str, id: &str| -> Vec<u8> {

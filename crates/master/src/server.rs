@@ -550,7 +550,13 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
         },
         mine,
         event_counts: Default::default(),
-        return_counts: Default::default(),
+        return_counts: crate::return_writer::ReturnCounts::bounded(
+            crate::reply_limits::whole_number(
+                &cfg.extra,
+                "return_commit_bytes",
+                crate::return_writer::DEFAULT_RETURN_COMMIT_BYTES,
+            ),
+        ),
         redelivered: Default::default(),
         cfg,
     };
@@ -567,14 +573,10 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     loop {
         tokio::select! {
             _ = &mut stop => break,
-            Some(first) = router.incoming.recv() => {
-                let mut batch = vec![first];
-                while batch.len() < RETURN_BATCH {
-                    match router.incoming.try_recv() {
-                        Ok(m) => batch.push(m),
-                        Err(_) => break,
-                    }
-                }
+            // Not while the returns waiting for their commit fill
+            // `return_commit_bytes`: the minions wait on TCP meanwhile.
+            Some(first) = router.incoming.recv(), if master.return_counts.room() > 0 => {
+                let batch = master.gather(first, &mut router.incoming);
                 master.handle_batch(batch);
             }
             Some(work) = internal_rx.recv() => master.on_internal(work),
@@ -617,14 +619,10 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
         tokio::select! {
             // Everything already received goes first: returns are committed.
             biased;
-            Some(first) = router.incoming.recv() => {
-                let mut batch = vec![first];
-                while batch.len() < RETURN_BATCH {
-                    match router.incoming.try_recv() {
-                        Ok(m) => batch.push(m),
-                        Err(_) => break,
-                    }
-                }
+            // Not while the returns waiting for their commit fill
+            // `return_commit_bytes`: the minions wait on TCP meanwhile.
+            Some(first) = router.incoming.recv(), if master.return_counts.room() > 0 => {
+                let batch = master.gather(first, &mut router.incoming);
                 master.handle_batch(batch);
             }
             Some(work) = internal_rx.recv() => master.on_internal(work),
@@ -1082,10 +1080,33 @@ impl Master {
         ReplyBody::List(vec![jid])
     }
 
+    /// `first` and what else waits in `incoming`, up to [`RETURN_BATCH`]
+    /// messages and the room left under `return_commit_bytes`
+    /// ([`crate::return_writer::ReturnCounts::room`]): one message past it
+    /// at most.
+    fn gather(&mut self, first: Inbound, incoming: &mut mpsc::Receiver<Inbound>) -> Vec<Inbound> {
+        let room = self.return_counts.room();
+        let mut bytes = first.payload.len() as u64;
+        let mut batch = vec![first];
+        while batch.len() < RETURN_BATCH && bytes < room {
+            match incoming.try_recv() {
+                Ok(m) => {
+                    bytes += m.payload.len() as u64;
+                    batch.push(m);
+                }
+                Err(_) => break,
+            }
+        }
+        batch
+    }
+
     fn handle_batch(&mut self, batch: Vec<Inbound>) {
         let mut returns: Vec<(u64, Received)> = Vec::new();
         for Inbound {
-            routing, payload, ..
+            routing,
+            payload,
+            arrived,
+            ..
         } in batch
         {
             let msg: ToMaster = match decode(&payload) {
@@ -1133,7 +1154,7 @@ impl Master {
                         self.send(&routing, &ToMinion::UnknownSession { session: sid });
                         continue;
                     };
-                    let plain = match session.cipher.open(&sealed) {
+                    let plain = match session.cipher.open_owned(sealed) {
                         Ok(p) => p,
                         Err(e) => {
                             tracing::debug!(id = %session.id, error = %e, "sealed message refused");
@@ -1153,7 +1174,7 @@ impl Master {
                         continue;
                     };
                     if let Some(ret) = self.on_request(sid, request) {
-                        returns.push((sid, ret));
+                        returns.push((sid, Received { arrived, ..ret }));
                     }
                 }
             }
@@ -1686,11 +1707,12 @@ impl Master {
             .iter()
             .map(|(_, r)| pillars.and_then(|p| p.secrets(&r.ret.id)))
             .collect();
-        self.return_counts.hold(&returns);
+        let held_bytes = self.return_counts.hold(&returns);
         let batch = crate::return_writer::ToStore {
             returns,
             secrets,
             started: std::mem::take(&mut self.book.started),
+            held_bytes,
         };
         let batch = match &self.book.writer {
             Some(writer) => match writer.store(batch) {
@@ -1703,12 +1725,8 @@ impl Master {
             None => batch,
         };
         // No writer thread: committed here.
-        let fresh = crate::return_writer::store(&mut self.book.jobs, std::slice::from_ref(&batch));
-        self.returns_stored(crate::return_writer::Stored {
-            returns: batch.returns,
-            fresh,
-            started: batch.started,
-        });
+        let stored = crate::return_writer::store_here(&mut self.book.jobs, batch);
+        self.returns_stored(stored);
     }
 
     /// Acknowledges the committed returns and fires their events (each
@@ -1719,10 +1737,12 @@ impl Master {
             returns,
             fresh,
             started,
+            held_bytes,
+            committed,
         } = stored;
-        self.return_counts.release(&returns);
+        self.return_counts.release(returns.len(), held_bytes);
         match fresh {
-            Ok(fresh) => self.acknowledge(returns, fresh),
+            Ok(fresh) => self.acknowledge(returns, fresh, committed),
             // Not acknowledged: the minions keep them and resend.
             Err(e) => tracing::error!(error = %e, "cannot store returns; they will be resent"),
         }
@@ -1730,15 +1750,20 @@ impl Master {
     }
 
     /// Acknowledges committed returns and fires the events of the new ones.
-    fn acknowledge(&mut self, returns: Vec<(u64, Received)>, fresh: Vec<bool>) {
+    fn acknowledge(&mut self, returns: Vec<(u64, Received)>, fresh: Vec<bool>, committed: Instant) {
         for ((sid, received), fresh) in returns.into_iter().zip(fresh) {
-            let Received { ret, packed } = received;
+            let Received {
+                ret,
+                packed,
+                arrived,
+            } = received;
             self.send_sealed(
                 sid,
                 &MasterMessage::Ack {
                     jid: ret.jid.clone(),
                 },
             );
+            self.return_counts.acked(arrived, committed);
             if !fresh {
                 // A resend (the minion missed the first ack): acknowledged
                 // again, its event already fired once.

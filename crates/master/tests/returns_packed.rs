@@ -188,3 +188,44 @@ fn a_slow_watcher_holds_at_most_event_return_bytes_in_the_master_and_misses_noth
     );
     assert!(stats["bus"]["spilled"].as_u64().unwrap() > 0, "{stats}");
 }
+
+/// Issue 25, session 20: returns received faster than the job cache's
+/// writer commits them are not all held by the master: past
+/// `return_commit_bytes` it stops reading from its minions (they wait on
+/// TCP, each keeping its return until it is acknowledged) and reads again
+/// as the commits catch up. Every return still arrives, whole, once.
+#[test]
+fn returns_waiting_for_their_commit_hold_at_most_return_commit_bytes_and_none_is_lost() {
+    if !can_run() {
+        return;
+    }
+    const N: usize = 48;
+    // Room for two ~100 KB returns.
+    const BOUND: u64 = 250_000;
+    let fleet = Fleet::new();
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nreturn_commit_bytes: {BOUND}\n"
+    ));
+    let _swarm = fleet.start_swarm(N, "");
+    let (pings, _) = fleet.halite_json(&["*", "test.ping", "-t", "30"]);
+    assert_eq!(pings.len(), N, "{pings:?}");
+    let before = fleet.master_stats();
+    let big = "x".repeat(100_000);
+    let (rets, code) = fleet.halite_json(&["*", "test.arg", &big, "-t", "60"]);
+    let stats = fleet.master_stats();
+    eprintln!("returns after {N} of ~100 KB at once: {}", stats["returns"]);
+    assert_eq!(code, 0, "{stats}");
+    assert_eq!(rets.len(), N, "every minion's return arrived: {stats}");
+    for (id, ret) in &rets {
+        assert_eq!(ret["args"][0], big.as_str(), "{id}'s return");
+    }
+    let packed = |stats: &Value| stats["returns"]["packed"].as_u64().unwrap_or(0);
+    assert!(packed(&stats) >= packed(&before) + N as u64, "{stats}");
+    assert_eq!(stats["returns"]["bound"], BOUND, "{stats}");
+    // One message past the bound at most.
+    let peak = stats["returns"]["peak_held_bytes"].as_u64().unwrap();
+    assert!(
+        peak <= BOUND + 110_000,
+        "the master held {peak} bytes of returns waiting for their commit, past return_commit_bytes ({BOUND}): {stats}"
+    );
+}

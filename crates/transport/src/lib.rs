@@ -52,6 +52,10 @@ pub const SEND_TOTAL_BYTES: usize = 512 * 1024 * 1024;
 /// Bytes of replies a ROUTER keeps waiting for full peer queues, all
 /// peers together, before it drops one (router.rs, overflow.rs).
 pub const SEND_OVERFLOW_BYTES: usize = 256 * 1024 * 1024;
+/// Bytes of publications the PUB holds waiting for their fan-out to its
+/// subscribers' queues (four of the largest frames); a publication past it
+/// is refused, and the master says so to the CLI that asked for the job.
+pub const PUB_FANOUT_BYTES: usize = 4 * MAX_MESSAGE_BYTES;
 /// Subscriptions one subscriber of the PUB may hold (a minion holds one).
 pub const MAX_SUBSCRIPTIONS: usize = 16;
 /// Bytes of subscriptions one subscriber of the PUB may hold.
@@ -118,13 +122,16 @@ impl PubChannel {
     pub async fn bind(endpoint: &str) -> Result<Self, TransportError> {
         let mut options = receive_options();
         // A subscriber that does not read holds at most this many
-        // publications (their bytes are shared with the other subscribers),
-        // and may subscribe only a little: a halite minion subscribes once.
+        // publications and bytes (their bytes are shared with the other
+        // subscribers; past either, a publication is dropped for it, as
+        // libzmq's PUB does at its high-water mark), the publications not
+        // yet fanned out at most PUB_FANOUT_BYTES, and a subscriber may
+        // subscribe only a little: a halite minion subscribes once.
         options
             .send_limits(
                 PEER_SEND_MESSAGES,
                 PEER_SEND_BYTES,
-                Arc::new(ByteBudget::new(SEND_TOTAL_BYTES)),
+                Arc::new(ByteBudget::new(PUB_FANOUT_BYTES)),
             )
             .subscription_limits(MAX_SUBSCRIPTIONS, MAX_SUBSCRIPTION_BYTES);
         let mut socket = zeromq::PubSocket::with_options(options);

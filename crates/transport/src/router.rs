@@ -41,6 +41,9 @@ pub struct Inbound {
     pub routing: Bytes,
     /// The one frame the peer sent.
     pub payload: Bytes,
+    /// When the receive task read it off the socket (the master times a
+    /// return's acknowledgement from here: `master.stats` `returns`).
+    pub arrived: Instant,
     _permit: OwnedSemaphorePermit,
 }
 
@@ -157,6 +160,7 @@ impl Router {
                         continue;
                     }
                 };
+                let arrived = Instant::now();
                 // Exactly [routing id, payload]; anything else is dropped.
                 if msg.len() != 2 {
                     continue;
@@ -175,6 +179,7 @@ impl Router {
                 let inbound = Inbound {
                     routing,
                     payload,
+                    arrived,
                     _permit: permit,
                 };
                 if incoming_tx.send(inbound).await.is_err() {

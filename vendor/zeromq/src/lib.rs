@@ -134,6 +134,7 @@ pub mod __bench {
                         Subscriber {
                             subscriptions: subscriptions.clone(),
                             send_queue,
+                            account: None,
                             _subscription_coro_stop: stop_sender,
                         },
                     )
@@ -459,9 +460,12 @@ impl SocketOptions {
     /// messages and `peer_bytes` bytes per peer, `total` for all peers. A
     /// message over a limit is dropped with `ZmqError::BufferFull` (libzmq's
     /// ROUTER drops at its high-water mark too) instead of waiting for a
-    /// peer that may never read. A PUB takes `peer_messages` as the queue
-    /// of each subscriber (it drops for a full one already); its messages
-    /// share their bytes between subscribers, so only the count matters.
+    /// peer that may never read. A PUB (halite patch) bounds each
+    /// subscriber's queue by `peer_messages` and `peer_bytes` (a message
+    /// past either is dropped for that subscriber only, as libzmq's PUB
+    /// does at its high-water mark; its bytes are shared with the other
+    /// subscribers), and the publications waiting for their fan-out by
+    /// `total` (a send past it fails with `ZmqError::BufferFull`).
     pub fn send_limits(
         &mut self,
         peer_messages: usize,

@@ -97,7 +97,12 @@ impl SendAccount {
 /// Bytes a message costs while queued.
 pub(crate) fn message_cost(message: &crate::codec::Message) -> usize {
     match message {
-        crate::codec::Message::Message(m) => m.iter().map(|f| f.len() + FRAME_OVERHEAD).sum(),
+        crate::codec::Message::Message(m) => zmq_message_cost(m),
         _ => FRAME_OVERHEAD,
     }
+}
+
+/// Bytes a [`crate::ZmqMessage`] costs while queued.
+pub(crate) fn zmq_message_cost(message: &crate::ZmqMessage) -> usize {
+    message.iter().map(|f| f.len() + FRAME_OVERHEAD).sum()
 }

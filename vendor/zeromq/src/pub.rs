@@ -1,10 +1,11 @@
 use crate::codec::*;
 use crate::endpoint::Endpoint;
-use crate::error::ZmqResult;
+use crate::error::{ZmqError, ZmqResult};
+use crate::limits::{zmq_message_cost, ByteBudget, SendAccount};
 use crate::message::*;
 use crate::transport::AcceptStopHandle;
 use crate::util::PeerIdentity;
-use crate::write_queue::write_message_queue;
+use crate::write_queue::write_message_queue_accounted;
 use crate::{async_rt, CaptureSocket, SocketOptions};
 use crate::{MultiPeerBackend, Socket, SocketBackend, SocketEvent, SocketSend, SocketType};
 
@@ -44,18 +45,28 @@ fn subscription_matches(subscriptions: &[Vec<u8>], first_frame: &Bytes) -> bool 
         })
 }
 
-fn send_to_subscriber(mut send_queue: PubSendQueue, message: &ZmqMessage) {
-    let message = Message::Message(message.clone());
-    match send_queue.try_send(message) {
-        Ok(()) => {}
-        Err(error) if error.is_full() => {
-            // PUB drops messages for slow subscribers so one full queue does not backpressure all publishers.
-            drop(error.into_inner());
+fn send_to_subscriber(
+    mut send_queue: PubSendQueue,
+    account: Option<&SendAccount>,
+    message: &ZmqMessage,
+) {
+    // halite patch: a subscriber's queue is bounded in bytes too; past it
+    // the message is dropped for this subscriber, as a full queue drops it.
+    let cost = zmq_message_cost(message);
+    if let Some(account) = account {
+        if !account.try_take(cost) {
+            return;
         }
-        Err(error) => {
-            // The writer task owns transport error detection and subscriber cleanup.
-            // A closed local queue is treated as a dropped PUB message on this send path.
-            drop(error.into_inner());
+    }
+    let message = Message::Message(message.clone());
+    if let Err(error) = send_queue.try_send(message) {
+        // Full: PUB drops messages for slow subscribers so one full queue
+        // does not backpressure all publishers. Closed: the writer task
+        // owns transport error detection and subscriber cleanup, and the
+        // message is dropped on this send path.
+        drop(error.into_inner());
+        if let Some(account) = account {
+            account.give_back(cost);
         }
     }
 }
@@ -63,6 +74,8 @@ fn send_to_subscriber(mut send_queue: PubSendQueue, message: &ZmqMessage) {
 pub(crate) struct Subscriber {
     pub(crate) subscriptions: Vec<Vec<u8>>,
     pub(crate) send_queue: PubSendQueue,
+    /// halite patch: the bytes queued for this subscriber (`peer_bytes`).
+    pub(crate) account: Option<SendAccount>,
     pub(crate) _subscription_coro_stop: oneshot::Sender<()>,
 }
 
@@ -77,11 +90,25 @@ struct PubFanoutQueue {
     queue: Arc<ArrayQueue<ZmqMessage>>,
     wake_sender: mpsc::UnboundedSender<()>,
     wake_pending: Arc<AtomicBool>,
+    /// halite patch: the bytes of the publications waiting for their
+    /// fan-out (the socket's `total` send limit).
+    budget: Option<Arc<ByteBudget>>,
 }
 
 impl PubFanoutQueue {
     fn publish(&self, message: ZmqMessage) -> ZmqResult<()> {
+        let cost = zmq_message_cost(&message);
+        if let Some(budget) = &self.budget {
+            if !budget.try_take(cost) {
+                return Err(ZmqError::BufferFull(
+                    "the PUB's publications waiting for their fan-out hold its byte limit; publish again once they are sent",
+                ));
+            }
+        }
         if self.queue.push(message).is_err() {
+            if let Some(budget) = &self.budget {
+                budget.give_back(cost);
+            }
             return Ok(());
         }
 
@@ -101,12 +128,22 @@ fn spawn_pub_fanout_queue(backend: Arc<PubSocketBackend>) -> PubFanoutQueue {
     let (wake_sender, mut wake_receiver) = mpsc::unbounded();
     let worker_queue = queue.clone();
     let worker_pending = wake_pending.clone();
+    let budget = backend
+        .socket_options
+        .send_limits
+        .as_ref()
+        .map(|l| l.total.clone());
+    let worker_budget = budget.clone();
 
     async_rt::task::spawn(async move {
         while wake_receiver.next().await.is_some() {
             loop {
                 while let Some(message) = worker_queue.pop() {
+                    let cost = zmq_message_cost(&message);
                     backend.fanout_message(message).await;
+                    if let Some(budget) = &worker_budget {
+                        budget.give_back(cost);
+                    }
                 }
 
                 worker_pending.store(false, Ordering::Release);
@@ -124,6 +161,7 @@ fn spawn_pub_fanout_queue(backend: Arc<PubSocketBackend>) -> PubFanoutQueue {
         queue,
         wake_sender,
         wake_pending,
+        budget,
     }
 }
 
@@ -137,7 +175,11 @@ impl PubSocketBackend {
         let mut iter = self.subscribers.begin_async().await;
         while let Some(subscriber) = iter {
             if subscription_matches(&subscriber.subscriptions, first_frame) {
-                send_to_subscriber(subscriber.send_queue.clone(), &message);
+                send_to_subscriber(
+                    subscriber.send_queue.clone(),
+                    subscriber.account.as_ref(),
+                    &message,
+                );
             }
             iter = subscriber.next_async().await;
         }
@@ -215,12 +257,15 @@ impl MultiPeerBackend for PubSocketBackend {
     async fn peer_connected(self: Arc<Self>, peer_id: &PeerIdentity, io: FramedIo) {
         let (mut recv_queue, send_queue) = io.into_parts();
         // TODO provide handling for recv_queue
-        // halite patch: the socket's per-peer message limit, when set.
-        let capacity = self
-            .socket_options
-            .send_limits
-            .as_ref()
-            .map_or(PUB_SEND_QUEUE_CAPACITY, |l| l.peer_messages);
+        // halite patch: the socket's per-peer message and byte limits, when
+        // set (a publication's bytes are shared with every subscriber, so
+        // only the fan-out queue counts them against `total`).
+        let limits = self.socket_options.send_limits.as_ref();
+        let capacity = limits.map_or(PUB_SEND_QUEUE_CAPACITY, |l| l.peer_messages);
+        let account = limits.map(|l| SendAccount {
+            peer: Arc::new(ByteBudget::new(l.peer_bytes)),
+            total: Arc::new(ByteBudget::new(usize::MAX)),
+        });
         let (queue_sender, queue_receiver) = mpsc::channel(capacity);
         let (sender, stop_receiver) = oneshot::channel();
         let old_subscriber = self
@@ -230,6 +275,7 @@ impl MultiPeerBackend for PubSocketBackend {
                 Subscriber {
                     subscriptions: vec![],
                     send_queue: queue_sender,
+                    account: account.clone(),
                     _subscription_coro_stop: sender,
                 },
             )
@@ -240,7 +286,9 @@ impl MultiPeerBackend for PubSocketBackend {
         let writer_backend = self.clone();
         let writer_peer_id = peer_id.clone();
         async_rt::task::spawn(async move {
-            if let Err(error) = write_message_queue(queue_receiver, send_queue).await {
+            if let Err(error) =
+                write_message_queue_accounted(queue_receiver, send_queue, account).await
+            {
                 log::debug!(
                     "Error sending message to subscriber {:?}: {:?}",
                     writer_peer_id,
@@ -383,6 +431,7 @@ mod tests {
                 Subscriber {
                     subscriptions,
                     send_queue: queue_sender,
+                    account: None,
                     _subscription_coro_stop: stop_sender,
                 },
             )
@@ -398,6 +447,7 @@ mod tests {
             queue: Arc::new(ArrayQueue::new(capacity)),
             wake_sender,
             wake_pending: Arc::new(AtomicBool::new(false)),
+            budget: None,
         };
         (fanout_queue, wake_receiver)
     }
@@ -596,7 +646,7 @@ mod tests {
         }
         assert!(prefilled_count > 0);
 
-        send_to_subscriber(queue_sender, &ZmqMessage::from("dropped payload"));
+        send_to_subscriber(queue_sender, None, &ZmqMessage::from("dropped payload"));
 
         assert!(backend.subscribers.get_sync(&peer_id).is_some());
         assert_eq!(backend.subscriber_count.load(Ordering::Relaxed), 1);
@@ -633,10 +683,62 @@ mod tests {
         )
         .await;
 
-        send_to_subscriber(queue_sender, &ZmqMessage::from("payload"));
+        send_to_subscriber(queue_sender, None, &ZmqMessage::from("payload"));
 
         assert!(backend.subscribers.get_sync(&peer_id).is_some());
         assert_eq!(backend.subscriber_count.load(Ordering::Relaxed), 1);
+    }
+
+    /// halite patch: a subscriber that does not read holds at most its
+    /// `peer_bytes` of publications, however few messages they are.
+    #[async_rt::test]
+    async fn test_slow_subscriber_queue_is_bounded_in_bytes() {
+        let backend = test_backend();
+        let peer_id = PeerIdentity::new();
+        let (queue_sender, mut queue_receiver) = mpsc::channel(100);
+        insert_test_subscriber(&backend, peer_id.clone(), vec![vec![]], queue_sender).await;
+        backend
+            .subscribers
+            .get_sync(&peer_id)
+            .expect("subscriber")
+            .account = Some(SendAccount {
+            peer: Arc::new(ByteBudget::new(1000)),
+            total: Arc::new(ByteBudget::new(usize::MAX)),
+        });
+        for n in 0..10u8 {
+            backend
+                .fanout_message(ZmqMessage::from(Bytes::from(vec![n; 300])))
+                .await;
+        }
+        let mut queued = Vec::new();
+        while let Ok(Message::Message(m)) = queue_receiver.try_recv() {
+            queued.push(m.get(0).expect("frame")[0]);
+        }
+        // 364 bytes each with the frame's overhead: two fit in 1,000; the
+        // newer ones were dropped for this subscriber, as a full queue drops.
+        assert_eq!(queued, [0, 1]);
+    }
+
+    /// halite patch: publications waiting for their fan-out hold at most
+    /// the socket's `total` bytes; a send past it fails, and the bytes come
+    /// back once the fan-out took a publication.
+    #[test]
+    fn test_fanout_queue_is_bounded_in_bytes() {
+        let (mut fanout_queue, _wake_receiver) = test_fanout_queue(100);
+        let budget = Arc::new(ByteBudget::new(1000));
+        fanout_queue.budget = Some(budget.clone());
+        let message = || ZmqMessage::from(Bytes::from(vec![0u8; 300]));
+        fanout_queue.publish(message()).expect("first");
+        fanout_queue.publish(message()).expect("second");
+        assert!(matches!(
+            fanout_queue.publish(message()),
+            Err(ZmqError::BufferFull(_))
+        ));
+        assert_eq!(fanout_queue.queue.len(), 2);
+        assert_eq!(budget.used(), 728);
+        let taken = fanout_queue.queue.pop().expect("queued");
+        budget.give_back(zmq_message_cost(&taken));
+        fanout_queue.publish(message()).expect("room again");
     }
 
     #[async_rt::test]

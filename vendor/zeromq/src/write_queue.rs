@@ -7,6 +7,9 @@ use futures::{SinkExt, StreamExt};
 const WRITE_BATCH_LIMIT: usize = 128;
 
 /// Writes queued socket messages into the underlying framed sink in small batches.
+/// (halite patch: every socket of the crate now writes through
+/// [`write_message_queue_accounted`]; this stays for its tests and benches.)
+#[cfg(any(test, feature = "bench-internals"))]
 #[inline]
 pub(crate) async fn write_message_queue(
     queue_receiver: mpsc::Receiver<Message>,
