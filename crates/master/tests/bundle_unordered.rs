@@ -5,7 +5,9 @@
 //! made a number, `name_order` still there, no `__prereq__` marks), and
 //! for a tree with requisite errors Salt's error list as the return.
 //! Both are pinned here as the bytes the copying compile gave (recorded
-//! from main at 25d5192, before the change).
+//! from main at 25d5192, before the change). Since session 20 the master
+//! does not order at all: the same chunks go, unordered, also for a tree
+//! with requisite errors, and the minion returns those errors.
 #![allow(
     clippy::unwrap_used,
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
@@ -106,10 +108,9 @@ fn a_bundle_carries_its_chunks_as_compiled_not_as_ordered() {
 /// and a cycle, as `web1`'s bundle returned them before session 18.
 const REQUISITE_ERRORS: &str = r#"["Referenced state does not exist for requisite [require: (test: nowhere)] in state [lost] in SLS [one]","Recursive requisites were found: ({'SLS': 'one', 'ID': 'pong'}, 'require', {'SLS': 'one', 'ID': 'ping'}), ({'SLS': 'one', 'ID': 'ping'}, 'require', {'SLS': 'one', 'ID': 'pong'})"]"#;
 
-#[test]
-fn a_tree_with_requisite_errors_returns_salt_s_errors() {
-    let dir = tempfile::tempdir().unwrap();
-    let sls = format!(
+/// [`ORDERED_TREE`] with a requisite to a missing target and a cycle.
+fn broken_tree() -> String {
+    format!(
         "{ORDERED_TREE}\
 lost:
   test.nop:
@@ -124,9 +125,44 @@ pong:
     - require:
       - ping
 "
-    );
-    let BundleAction::Return { ret } = action(dir.path(), &sls) else {
-        panic!("not a return")
+    )
+}
+
+/// Issue 25, session 20: the master no longer orders a minion's chunks
+/// (it did so only to find these errors); the minion orders what it is
+/// sent, as compiled, and returns Salt's errors: the same list, the same
+/// return code, through a real master and minion.
+#[test]
+fn a_tree_with_requisite_errors_returns_salt_s_errors_from_the_minion() {
+    let dir = tempfile::tempdir().unwrap();
+    let BundleAction::Run { chunks, .. } = action(dir.path(), &broken_tree()) else {
+        panic!("the master found the requisite errors itself: it should not order")
     };
-    assert_eq!(serde_json::to_string(&ret).unwrap(), REQUISITE_ERRORS);
+    let ids: Vec<&str> = chunks.iter().filter_map(|c| c["__id__"].as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "many", "many", "many", "before", "negative", "early", "numbered", "plain", "lost",
+            "ping", "pong"
+        ]
+    );
+
+    if !common::can_run() {
+        return;
+    }
+    let fleet = common::Fleet::new();
+    write(&fleet.path("salt/top.sls"), "base:\n  '*':\n    - one\n");
+    write(&fleet.path("salt/one.sls"), &broken_tree());
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base: [{}]\n",
+        fleet.path("salt").display()
+    ));
+    let _web1 = fleet.start_minion("web1", "");
+    fleet.wait_responding("web1");
+    let (rets, code) = fleet.halite_json(&["web1", "state.apply"]);
+    assert_eq!(
+        serde_json::to_string(&rets["web1"]).unwrap(),
+        REQUISITE_ERRORS
+    );
+    assert_eq!(code, 1, "{rets:?}");
 }

@@ -728,6 +728,19 @@ pub fn compile_high_data(high: Map, origins: &StringOrigins) -> Graph {
     })
 }
 
+/// Salt's `compile_high_data` without the requisite graph: the chunks
+/// alone, in definition order, exactly as [`compile_high_data`] adds them
+/// to its graph. For a compile whose chunks are ordered where they run
+/// (the master's bundle: the minion orders them and finds the requisite
+/// errors), so no lookup key, tag or index is made for them here.
+pub fn compile_high_chunks(high: Map, origins: &StringOrigins) -> Vec<LowChunk> {
+    let mut chunks = Vec::with_capacity(high.len());
+    for (id, body) in high {
+        id_chunks(id, body, origins, &mut chunks);
+    }
+    chunks
+}
+
 /// The chunks of one ID, appended to `out` in the order Salt makes them.
 fn id_chunks(id: String, body: Value, origins: &StringOrigins, out: &mut Vec<LowChunk>) {
     if id.starts_with("__") {

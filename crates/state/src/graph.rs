@@ -22,7 +22,6 @@ type FxIndexSet<T> = indexmap::IndexSet<T, FxBuildHasher>;
 
 use crate::chunk::LowChunk;
 use crate::dict::KeySet;
-use crate::journal::ChunkJournal;
 use crate::requisite::{py_repr, py_str, RequisiteKind};
 use crate::value::{Map, Value};
 use halite_salt_rules::fnmatch::{fnmatch, is_pattern};
@@ -61,9 +60,6 @@ pub struct Graph {
     edge_at: FxHashMap<(usize, usize), (u32, u32)>,
     /// Reused to build lookup keys without an allocation per requisite.
     key_buf: String,
-    /// While [`Graph::check_order`] orders: what ordering wrote into the
-    /// chunks, to be taken back.
-    journal: Option<ChunkJournal>,
 }
 
 /// The index requisite targets are found in: by (module or `id`) +
@@ -420,24 +416,14 @@ impl Graph {
         format!("{tag}_|-__prereq_test__")
     }
 
-    /// Sets `key` of chunk `ci`, as ordering does (noted in the journal
-    /// when there is one).
+    /// Sets `key` of chunk `ci`, as ordering does.
     fn set_key(&mut self, ci: usize, key: &'static str, value: Value) {
-        match &mut self.journal {
-            Some(journal) => journal.set(&mut self.chunks, ci, key, value),
-            None => {
-                self.chunks[ci].insert(key, value);
-            }
-        }
+        self.chunks[ci].insert(key, value);
     }
 
-    /// Removes `key` of chunk `ci`, as ordering does (noted in the journal
-    /// when there is one).
+    /// Removes `key` of chunk `ci`, as ordering does.
     fn remove_key(&mut self, ci: usize, key: &'static str) -> Option<Value> {
-        match &mut self.journal {
-            Some(journal) => journal.remove(&mut self.chunks, ci, key),
-            None => self.chunks[ci].shift_remove(key),
-        }
+        self.chunks[ci].shift_remove(key)
     }
 
     fn add_prereq(&mut self, node: usize, req: usize) {
@@ -804,21 +790,6 @@ impl Graph {
                 Err(errors)
             }
         }
-    }
-
-    /// Orders the graph only to find what [`Graph::order`] reports (a
-    /// missing requisite target, a bad value, a cycle), and gives back its
-    /// chunks as they were before ordering: what the master sends, for the
-    /// minion to order itself. What ordering wrote into them is taken back
-    /// ([`ChunkJournal`]) rather than the chunks copied beforehand.
-    pub fn check_order(mut self, disabled: &[String]) -> (Vec<LowChunk>, Result<(), Vec<String>>) {
-        self.journal = Some(ChunkJournal::default());
-        let checked = self.order(disabled).map(|_| ());
-        let mut chunks = std::mem::take(&mut self.chunks);
-        if let Some(journal) = self.journal.take() {
-            journal.undo(&mut chunks);
-        }
-        (chunks, checked)
     }
 
     fn topo_sort(&mut self, cap: f64) -> Option<Vec<usize>> {

@@ -12,7 +12,6 @@ pub mod compile;
 pub mod dict;
 pub mod graph;
 pub mod high;
-pub mod journal;
 pub mod module;
 pub mod origins;
 pub mod pipeline;

@@ -4,7 +4,8 @@
 
 use crate::chunk::LowChunk;
 use crate::compile::{
-    apply_exclude, compile_high_data, reconcile_extend, requisite_in, verify_high,
+    apply_exclude, compile_high_chunks, compile_high_data, reconcile_extend, requisite_in,
+    verify_high,
 };
 use crate::graph::Graph;
 use crate::module::StateEnv;
@@ -60,8 +61,8 @@ pub fn prepare_high(
 /// (`_states`), and the minion, which loaded it, reconciles it
 /// ([`order_chunks`]); where it is missing the state fails as not found
 /// before its requisites matter.
-fn reconcile_watch_req(graph: &mut Graph, modules: &StateModules) {
-    for chunk in graph.chunks.iter_mut() {
+fn reconcile_watch_req(chunks: &mut [LowChunk], modules: &StateModules) {
+    for chunk in chunks.iter_mut() {
         if modules.get(chunk.state()).is_none() || modules.has(chunk.state(), "mod_watch") {
             continue;
         }
@@ -95,8 +96,24 @@ fn reconcile_watch_req(graph: &mut Graph, modules: &StateModules) {
 /// module has no `mod_watch`). The high data is consumed.
 pub fn compile_graph(high: Map, origins: &StringOrigins, modules: &StateModules) -> Graph {
     let mut graph = compile_high_data(high, origins);
-    reconcile_watch_req(&mut graph, modules);
+    reconcile_watch_req(&mut graph.chunks, modules);
     graph
+}
+
+/// The chunks [`compile_graph`] gives, without its graph: compiled, not
+/// ordered, and so without the requisite errors ordering finds. For the
+/// master's bundle: the minion orders what it is sent ([`order_chunks`])
+/// and returns those errors as a Salt minion does from its own compile
+/// (issue 25: ordering on the master only to find them was a tenth of
+/// its CPU per minion).
+pub fn compile_unordered(
+    high: Map,
+    origins: &StringOrigins,
+    modules: &StateModules,
+) -> Vec<LowChunk> {
+    let mut chunks = compile_high_chunks(high, origins);
+    reconcile_watch_req(&mut chunks, modules);
+    chunks
 }
 
 /// Compiles prepared high data into ordered chunks (Salt's
@@ -126,7 +143,7 @@ pub fn order_chunks(
     for chunk in chunks {
         graph.add_chunk(chunk);
     }
-    reconcile_watch_req(&mut graph, modules);
+    reconcile_watch_req(&mut graph.chunks, modules);
     let order = graph.order(disabled)?;
     Ok(Compiled { graph, order })
 }

@@ -3,7 +3,7 @@
 
 use halite_state::high::HighBuilder;
 use halite_state::origins::StringOrigins;
-use halite_state::pipeline::{call_high, compile_chunks, compile_graph, prepare_high};
+use halite_state::pipeline::{call_high, compile_chunks, compile_unordered, prepare_high};
 use halite_state::run::{Executor, RunOptions};
 use halite_state::target::MinionFacts;
 use halite_state::{LowChunk, Map, Matches, Value};
@@ -450,14 +450,12 @@ impl StateExec {
         if let Err(errors) = prepare_high(&mut high, &mut origins, &disabled) {
             return Ok(StatePlan::Return(errors_value(errors)));
         }
-        let graph = compile_graph(high, &origins, &host.states);
-        let marks = halite_state::origins::wire_marks(&graph.chunks);
-        // Ordered here only for its errors: the minion orders the chunks
-        // it is sent, which go as compiled.
-        let (chunks, checked) = graph.check_order(&disabled);
-        if let Err(errors) = checked {
-            return Ok(StatePlan::Return(errors_value(errors)));
-        }
+        // Not ordered here: the minion orders the chunks it is sent, as
+        // compiled, and returns the requisite errors ordering finds (a
+        // missing target, a cycle) as a Salt minion does from its own
+        // compile, with its own modules and `disabled_requisites`.
+        let chunks = compile_unordered(high, &origins, &host.states);
+        let marks = halite_state::origins::wire_marks(&chunks);
         let chunks = chunks.into_iter().map(LowChunk::into_value).collect();
         Ok(StatePlan::Run(chunks, marks))
     }
