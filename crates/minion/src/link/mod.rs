@@ -700,6 +700,7 @@ impl<'a> Link<'a> {
             }
             MasterMessage::Ack { jid } => {
                 self.touch(idx, now);
+                tracing::debug!(id = %self.agents[idx].id, %jid, "return acknowledged");
                 if self.settings.caller {
                     self.acked.push(jid.clone());
                 }
