@@ -20,7 +20,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{can_run, sessions, wait_for, Fleet};
+use common::{async_jid, can_run, sessions, wait_for, Fleet};
 use halite_test_support::relay::Relay;
 use serde_json::json;
 
@@ -55,14 +55,7 @@ fn resends_of_a_late_ack(resend: u64) -> usize {
     fleet.wait_responding("steady");
     let before = sessions(&minion);
     relay.hold_from_master(true);
-    let (text, code) = fleet.halite(&["steady", "test.sleep", "1", "--async"]);
-    assert_eq!(code, 0, "{text}");
-    let jid = text
-        .trim()
-        .rsplit(' ')
-        .next()
-        .unwrap_or_default()
-        .to_string();
+    let jid = async_jid(&fleet, &["steady", "test.sleep", "1"]);
     let landed = wait_for(Duration::from_secs(20), || {
         let out = fleet.cli("halite-run", &["jobs.lookup_jid", &jid, "--out", "json"]);
         let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap_or_default();
