@@ -19,70 +19,11 @@
 
 mod common;
 
-use std::io::Write as _;
-use std::net::{Shutdown, TcpListener, TcpStream};
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{can_run, sessions, wait_for, write_file as write, Fleet};
+use halite_test_support::relay::Relay;
 use serde_json::Value;
-
-/// A TCP relay to the master's request port whose connections the test
-/// can cut, and refuse new ones until restored.
-struct Relay {
-    port: u16,
-    up: Arc<AtomicBool>,
-    live: Arc<Mutex<Vec<TcpStream>>>,
-}
-
-impl Relay {
-    fn start(target: u16) -> Self {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let up = Arc::new(AtomicBool::new(true));
-        let live: Arc<Mutex<Vec<TcpStream>>> = Arc::default();
-        let (up2, live2) = (up.clone(), live.clone());
-        std::thread::spawn(move || {
-            for client in listener.incoming() {
-                let Ok(client) = client else { continue };
-                if !up2.load(Ordering::SeqCst) {
-                    let _ = client.shutdown(Shutdown::Both);
-                    continue;
-                }
-                let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
-                    continue;
-                };
-                let mut held = live2.lock().unwrap();
-                held.push(client.try_clone().unwrap());
-                held.push(server.try_clone().unwrap());
-                pipe(client.try_clone().unwrap(), server.try_clone().unwrap());
-                pipe(server, client);
-            }
-        });
-        Relay { port, up, live }
-    }
-
-    /// Cuts every connection and refuses new ones.
-    fn cut(&self) {
-        self.up.store(false, Ordering::SeqCst);
-        for stream in self.live.lock().unwrap().drain(..) {
-            let _ = stream.shutdown(Shutdown::Both);
-        }
-    }
-
-    fn restore(&self) {
-        self.up.store(true, Ordering::SeqCst);
-    }
-}
-
-fn pipe(mut from: TcpStream, mut to: TcpStream) {
-    std::thread::spawn(move || {
-        let _ = std::io::copy(&mut from, &mut to);
-        let _ = to.flush();
-        let _ = to.shutdown(Shutdown::Both);
-    });
-}
 
 #[test]
 fn a_render_time_call_cut_off_by_a_reconnection_is_asked_again_and_runs_once() {

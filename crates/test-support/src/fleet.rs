@@ -170,7 +170,11 @@ impl Fleet {
         )
     }
 
-    fn start_minion_at(
+    /// Starts minion `id` whose requests go through `master_port` and
+    /// publications through `publish_port`, with `extra` settings only
+    /// (Salt's keepalive unless `extra` sets it): a test that relays the
+    /// master and chooses its own keepalive.
+    pub fn start_minion_at(
         &self,
         id: &str,
         master_port: u16,

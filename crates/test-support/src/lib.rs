@@ -7,7 +7,8 @@
 //! remote, a `git daemon` on 127.0.0.1), [`gpg`] (a GnuPG key of the test's
 //! own and text encrypted to it) and [`sshd`] (an ssh server of the
 //! test's own on 127.0.0.1); [`return_scan`] (the fleet benches' count of
-//! a `state.apply --out json` stream). A dev-dependency only.
+//! a `state.apply --out json` stream); [`relay`] (a TCP relay to the
+//! master that a test cuts or holds back). A dev-dependency only.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
@@ -17,6 +18,7 @@
 pub mod fleet;
 pub mod git;
 pub mod gpg;
+pub mod relay;
 pub mod return_scan;
 pub mod sshd;
 

@@ -74,6 +74,10 @@ pub struct Agent {
     /// Its answers to the master's render-time calls, so a repeated call
     /// is not run twice (link/kept_calls.rs); kept across reconnections.
     kept_calls: kept_calls::KeptCalls,
+    /// When each return waiting for its acknowledgement was last sent on
+    /// this session (link/returns.rs): the periodic resend skips a return
+    /// sent less than `request_channel_timeout` ago.
+    returns_sent: returns::SentReturns,
 }
 
 /// Jobs started by the minion itself wait this many at most for a session.
@@ -120,6 +124,7 @@ impl Agent {
             packed_events: false,
             packed_returns: false,
             kept_calls: Default::default(),
+            returns_sent: Default::default(),
         }
     }
 
@@ -695,10 +700,12 @@ impl<'a> Link<'a> {
             }
             MasterMessage::Ack { jid } => {
                 self.touch(idx, now);
+                tracing::debug!(id = %self.agents[idx].id, %jid, "return acknowledged");
                 if self.settings.caller {
                     self.acked.push(jid.clone());
                 }
                 self.unacked.remove(&(idx, jid.clone()));
+                self.agents[idx].returns_sent.acknowledged(&jid);
                 self.agents[idx].store.remove(&jid);
             }
             MasterMessage::Pong => self.touch(idx, now),
@@ -896,7 +903,7 @@ impl<'a> Link<'a> {
                 Step::Ping => self.send_request(idx, &MinionRequest::Ping).await,
                 Step::Resend => {
                     self.send_request(idx, &MinionRequest::Ping).await;
-                    self.resend_returns(idx).await;
+                    self.resend_unacknowledged(idx, now).await;
                 }
             }
             self.mine_if_due(idx, now);

@@ -143,13 +143,67 @@ fn abandoned_return(id: &str, job: &Job, grace: Duration) -> JobReturn {
     }
 }
 
+/// When each of an identity's returns waiting for its acknowledgement
+/// was last sent on its session, so the periodic resend (every
+/// `master_alive_interval`) sends again only a return that waited
+/// `request_channel_timeout` for its acknowledgement, as a job's request
+/// is (link/waiting.rs).
+///
+/// Issue 25, session 20: the resend used to send every unacknowledged
+/// return each `master_alive_interval`, however recently it went out. A
+/// swarm's identities authenticate within moments of each other, so 30 s
+/// later, in the middle of a fleet run, every identity resent the return
+/// it had just sent and whose acknowledgement was on its way (the master
+/// acknowledges once the job cache commits): 45 returns of ~0.2 MB, sent,
+/// decoded and checked twice at one instant of a 1,000-minion run.
+#[derive(Default)]
+pub(super) struct SentReturns(HashMap<String, Instant>);
+
+impl SentReturns {
+    /// Return `jid` was sent `now`.
+    fn sent(&mut self, jid: &str, now: Instant) {
+        self.0.insert(jid.to_string(), now);
+    }
+
+    /// The master acknowledged `jid`: nothing more to time.
+    pub(super) fn acknowledged(&mut self, jid: &str) {
+        self.0.remove(jid);
+    }
+
+    /// Whether return `jid` waited `after` for its acknowledgement since
+    /// it was last sent (or was never sent on this session).
+    fn due(&self, jid: &str, now: Instant, after: Duration) -> bool {
+        self.0
+            .get(jid)
+            .is_none_or(|sent| now.duration_since(*sent) >= after)
+    }
+}
+
 impl Link<'_> {
-    /// Sends the returns kept on disk again. Their jids count as seen:
-    /// once the master acknowledges one, the file goes, and a redelivery
-    /// of that job arriving after the acknowledgement (publications and
-    /// acknowledgements travel on different sockets) must not run it again.
+    /// Sends the returns kept on disk again (a new session). Their jids
+    /// count as seen: once the master acknowledges one, the file goes,
+    /// and a redelivery of that job arriving after the acknowledgement
+    /// (publications and acknowledgements travel on different sockets)
+    /// must not run it again.
     pub(super) async fn resend_returns(&mut self, idx: usize) {
         for ret in self.agents[idx].store.pending() {
+            self.agents[idx].mark_seen(&ret.jid);
+            self.send_return(idx, ret).await;
+        }
+    }
+
+    /// The periodic resend on a live session: the returns of identity
+    /// `idx` still unacknowledged `request_channel_timeout` after they
+    /// were last sent (a return or its acknowledgement lost on the way,
+    /// or a master that could not store it). One sent moments ago waits:
+    /// its acknowledgement follows the job cache's commit.
+    pub(super) async fn resend_unacknowledged(&mut self, idx: usize, now: Instant) {
+        let after = self.settings.resend_after;
+        for ret in self.agents[idx].store.pending() {
+            if !self.agents[idx].returns_sent.due(&ret.jid, now, after) {
+                continue;
+            }
+            tracing::debug!(jid = %ret.jid, id = %self.agents[idx].id, "return still unacknowledged; sending it again");
             self.agents[idx].mark_seen(&ret.jid);
             self.send_return(idx, ret).await;
         }
@@ -160,6 +214,7 @@ impl Link<'_> {
     /// copied: [`PackedReturnRequest`]); decoded, as before, to an older
     /// master.
     pub(super) async fn send_return(&mut self, idx: usize, ret: Arc<PackedReturn>) {
+        self.agents[idx].returns_sent.sent(&ret.jid, Instant::now());
         if self.agents[idx].packed_returns {
             let bytes = self.agents[idx].seal_message(&PackedReturnRequest(&ret));
             if let Some(bytes) = bytes {
@@ -245,6 +300,23 @@ mod tests {
             })
             .unwrap(),
         )
+    }
+
+    #[test]
+    fn a_return_is_due_again_only_once_unacknowledged_for_the_resend_interval() {
+        let after = Duration::from_secs(60);
+        let t0 = Instant::now();
+        let mut sent = SentReturns::default();
+        // Never sent on this session (kept from before it): due.
+        assert!(sent.due("20261127040000000001", t0, after));
+        sent.sent("20261127040000000001", t0);
+        assert!(!sent.due("20261127040000000001", t0 + Duration::from_secs(30), after));
+        assert!(sent.due("20261127040000000001", t0 + after, after));
+        // Sent again: the interval starts over.
+        sent.sent("20261127040000000001", t0 + after);
+        assert!(!sent.due("20261127040000000001", t0 + Duration::from_secs(90), after));
+        sent.acknowledged("20261127040000000001");
+        assert!(sent.0.is_empty());
     }
 
     /// What a resend (after a master restart, or a minion restart with
