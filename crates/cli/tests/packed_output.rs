@@ -10,14 +10,10 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
-use std::io::Read;
-use std::process::{Command, Stdio};
-use std::time::Duration;
-
 use halite_cli::output::{self, json::write_packed_keyed, OutputOptions, Outputter};
 use halite_client::local::{LocalReply, Streamed};
-use halite_test_support::fleet::{bin, Fleet};
-use halite_test_support::{can_run, wait_for};
+use halite_test_support::can_run;
+use halite_test_support::fleet::Fleet;
 use serde_json::{json, Map, Value};
 
 /// A msgpack string.
@@ -382,18 +378,10 @@ fn spilled_and_held_returns_print_the_same_json_as_their_decoded_values() {
     // Room for two of the ~100 KB returns below.
     const BUDGET: u64 = 250_000;
     let fleet = Fleet::new();
-    let _master = fleet.start_master(&format!(
-        "auto_accept: True\nevent_return_bytes: {BUDGET}\n"
-    ));
-    let _swarm = fleet.start_swarm(N, "");
-    let (pings, _) = fleet.halite_json(&["*", "test.ping", "-t", "30"]);
-    assert_eq!(pings.len(), N, "{pings:?}");
-    let before = fleet.master_stats();
+    let _daemons = fleet.start_with_return_budget(BUDGET, N);
     let big = "ünïcödé ✓ 😀 \"q\" \\ ".repeat(3_500);
-    let mut cli = Command::new(bin("halite"))
-        .arg("-c")
-        .arg(fleet.master_dir())
-        .args([
+    let (out, stats) = fleet.halite_read_late(
+        &[
             "*",
             "test.arg",
             &big,
@@ -402,27 +390,13 @@ fn spilled_and_held_returns_print_the_same_json_as_their_decoded_values() {
             "neg=-5",
             "e={}",
             "l=[]",
-        ])
-        .args(["-t", "60", "--out", "json"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("halite");
-    let packed = |stats: &Value| stats["returns"]["packed"].as_u64().unwrap_or(0);
-    let done = wait_for(Duration::from_secs(60), || {
-        let stats = fleet.master_stats();
-        packed(&stats) >= packed(&before) + N as u64 && stats["returns"]["held"] == 0
-    });
-    assert!(done, "the fleet did not return: {}", fleet.master_stats());
-    let mut out = Vec::new();
-    cli.stdout
-        .take()
-        .expect("stdout")
-        .read_to_end(&mut out)
-        .expect("read");
-    assert!(cli.wait().unwrap().success());
-    let stats = fleet.master_stats();
+            "-t",
+            "60",
+            "--out",
+            "json",
+        ],
+        N as u64,
+    );
     let spilled = stats["bus"]["spilled"].as_u64().unwrap();
     assert!(
         spilled > 0 && spilled < N as u64,
