@@ -5,8 +5,11 @@
 //! then msgpack, bounded like the network frames.
 
 use std::io::{Read, Write};
+use std::ops::Range;
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use std::sync::mpsc;
+use std::thread::JoinHandle;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
@@ -165,6 +168,15 @@ pub fn write_frame<W: Write, T: Serialize>(w: &mut W, value: &T) -> Result<(), L
 pub fn read_frame<R: Read, T: serde::de::DeserializeOwned>(
     r: &mut R,
 ) -> Result<Option<T>, LocalError> {
+    match read_frame_bytes(r)? {
+        Some(bytes) => Ok(Some(halite_proto::decode(&bytes)?)),
+        None => Ok(None),
+    }
+}
+
+/// Reads one length-prefixed frame's bytes, not decoded; `None` at a
+/// clean end of stream.
+pub fn read_frame_bytes<R: Read>(r: &mut R) -> Result<Option<Vec<u8>>, LocalError> {
     let mut len = [0u8; 4];
     match r.read_exact(&mut len) {
         Ok(()) => {}
@@ -181,7 +193,7 @@ pub fn read_frame<R: Read, T: serde::de::DeserializeOwned>(
     }
     let mut buf = vec![0u8; len];
     r.read_exact(&mut buf)?;
-    Ok(Some(halite_proto::decode(&buf)?))
+    Ok(Some(buf))
 }
 
 /// A blocking connection to the master's local socket.
@@ -259,4 +271,270 @@ impl LocalClient {
             ))),
         }
     }
+}
+
+impl LocalClient {
+    /// The rest of the replies read by a thread of their own, at most
+    /// `depth` frames ahead of the caller (issue 25: a watching `halite`
+    /// reads a fleet's next return while it writes the last; before, the
+    /// master's stream waited behind every write to the terminal or
+    /// pipe). The thread ends when the master closes the stream, on a
+    /// read error, or when the [`FrameStream`] is dropped.
+    pub fn into_frames(self, depth: usize) -> Result<FrameStream, LocalError> {
+        let shutdown = self.stream.try_clone()?;
+        self.stream.set_read_timeout(None)?;
+        let (tx, rx) = mpsc::sync_channel(depth.max(1));
+        let mut stream = self.stream;
+        let reader = std::thread::Builder::new()
+            .name("halite-local-reader".into())
+            .spawn(move || loop {
+                let frame = read_frame_bytes(&mut stream);
+                let last = !matches!(frame, Ok(Some(_)));
+                if tx.send(frame).is_err() || last {
+                    return;
+                }
+            })?;
+        Ok(FrameStream {
+            rx: Some(rx),
+            shutdown,
+            reader: Some(reader),
+        })
+    }
+}
+
+/// The master's replies on a local connection, as frames read ahead by a
+/// thread ([`LocalClient::into_frames`]).
+pub struct FrameStream {
+    rx: Option<mpsc::Receiver<Result<Option<Vec<u8>>, LocalError>>>,
+    shutdown: UnixStream,
+    reader: Option<JoinHandle<()>>,
+}
+
+impl FrameStream {
+    /// The next frame's bytes, waiting at most `timeout` (`None`:
+    /// forever). `Ok(None)` on timeout or when the master closed the
+    /// stream, as [`LocalClient::next`] answers.
+    pub fn next(&mut self, timeout: Option<Duration>) -> Result<Option<Vec<u8>>, LocalError> {
+        let Some(rx) = self.rx.as_ref() else {
+            return Ok(None);
+        };
+        let got = match timeout {
+            None => rx.recv().map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+            Some(t) => rx.recv_timeout(t),
+        };
+        match got {
+            Ok(Ok(Some(frame))) => Ok(Some(frame)),
+            Ok(Ok(None)) | Err(mpsc::RecvTimeoutError::Disconnected) => {
+                // The stream ended: every later call answers at once.
+                self.rx = None;
+                Ok(None)
+            }
+            Ok(Err(e)) => {
+                self.rx = None;
+                Err(e)
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => Ok(None),
+        }
+    }
+}
+
+impl Drop for FrameStream {
+    fn drop(&mut self) {
+        // A reader waiting to hand over a frame sees the channel closed;
+        // one waiting on the socket sees its end.
+        self.rx = None;
+        let _ = self.shutdown.shutdown(std::net::Shutdown::Both);
+        if let Some(reader) = self.reader.take() {
+            let _ = reader.join();
+        }
+    }
+}
+
+/// One reply read from its frame: a minion's return with its value left
+/// as the msgpack bytes the master spliced in ([`PackedReturn`]), or any
+/// other reply decoded.
+#[derive(Debug)]
+pub enum Streamed {
+    /// A [`LocalReply::Return`] whose value was not decoded.
+    Return(PackedReturn),
+    /// Any other reply (or a return this reading does not take apart:
+    /// decoded whole, as [`read_frame`] decodes it).
+    Reply(LocalReply),
+}
+
+impl Streamed {
+    /// Reads `frame`: a return as a [`PackedReturn`] when its layout is
+    /// the one the master writes (a map `{"Return": {"id", "data"}}`
+    /// whose `data` is a map with string keys, each once, and nothing
+    /// nested deeper than [`halite_proto::MAX_VALUE_DEPTH`]), anything
+    /// else decoded whole as before, so that what cannot be taken apart
+    /// reads exactly as it did.
+    pub fn parse(frame: Vec<u8>) -> Result<Streamed, LocalError> {
+        match PackedReturn::parse(&frame) {
+            Some((id, head, ret)) => Ok(Streamed::Return(PackedReturn {
+                id,
+                head,
+                frame,
+                ret,
+            })),
+            None => Ok(Streamed::Reply(halite_proto::decode(&frame)?)),
+        }
+    }
+}
+
+/// A minion's return as the master streamed it, its value still msgpack
+/// (issue 25: a 1,000-state return is ~0.2 MB packed; `halite --out
+/// json` transcodes it straight to text instead of building a `Value`).
+#[derive(Debug)]
+pub struct PackedReturn {
+    /// The minion.
+    pub id: String,
+    /// The return event's data but its `"return"`, decoded.
+    pub head: Map<String, Value>,
+    frame: Vec<u8>,
+    /// Where `"return"`'s value is in `frame`.
+    ret: Option<Range<usize>>,
+}
+
+impl PackedReturn {
+    /// The msgpack bytes of the return's value (`None`: the data had no
+    /// `"return"`). They read as one value with string keys, but may
+    /// still hold what a decode refuses (binary data, invalid UTF-8, a
+    /// key twice): a reader that meets such falls back to
+    /// [`PackedReturn::into_reply`].
+    pub fn packed(&self) -> Option<&[u8]> {
+        self.ret.clone().map(|r| &self.frame[r])
+    }
+
+    /// The reply decoded whole, exactly as [`read_frame`] decodes it.
+    pub fn into_reply(self) -> Result<LocalReply, LocalError> {
+        Ok(halite_proto::decode(&self.frame)?)
+    }
+
+    /// The id, the data but its return, and where the return's bytes
+    /// are; `None` for any other layout.
+    fn parse(frame: &[u8]) -> Option<ReturnParts> {
+        let mut rd = frame;
+        if map_len(&mut rd)? != 1 || str_of(&mut rd)? != "Return" || map_len(&mut rd)? != 2 {
+            return None;
+        }
+        if str_of(&mut rd)? != "id" {
+            return None;
+        }
+        let id = str_of(&mut rd)?.to_string();
+        if str_of(&mut rd)? != "data" {
+            return None;
+        }
+        let mut head = Map::new();
+        let mut ret = None;
+        for _ in 0..map_len(&mut rd)? {
+            let key = str_of(&mut rd)?;
+            let start = frame.len() - rd.len();
+            skip_value(&mut rd, 1)?;
+            let end = frame.len() - rd.len();
+            if key == "return" {
+                if ret.replace(start..end).is_some() {
+                    return None;
+                }
+            } else {
+                let value = halite_proto::decode(&frame[start..end]).ok()?;
+                if head.insert(key.to_string(), value).is_some() {
+                    return None;
+                }
+            }
+        }
+        if !rd.is_empty() {
+            return None;
+        }
+        Some((id, head, ret))
+    }
+}
+
+/// What [`PackedReturn::parse`] finds in a frame: the id, the data but
+/// its return, and where the return's bytes are.
+type ReturnParts = (String, Map<String, Value>, Option<Range<usize>>);
+
+/// Takes `n` bytes off the front of `rd`.
+fn take<'a>(rd: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+    if rd.len() < n {
+        return None;
+    }
+    let (taken, rest) = rd.split_at(n);
+    *rd = rest;
+    Some(taken)
+}
+
+/// A big-endian length of `n` bytes (1, 2 or 4).
+fn len_of(rd: &mut &[u8], n: usize) -> Option<usize> {
+    Some(
+        take(rd, n)?
+            .iter()
+            .fold(0usize, |len, b| (len << 8) | usize::from(*b)),
+    )
+}
+
+/// The length of the map that starts `rd`.
+fn map_len(rd: &mut &[u8]) -> Option<usize> {
+    match *take(rd, 1)?.first()? {
+        m @ 0x80..=0x8f => Some(usize::from(m & 0x0f)),
+        0xde => len_of(rd, 2),
+        0xdf => len_of(rd, 4),
+        _ => None,
+    }
+}
+
+/// The string that starts `rd` (valid UTF-8).
+fn str_of<'a>(rd: &mut &'a [u8]) -> Option<&'a str> {
+    let len = match *take(rd, 1)?.first()? {
+        m @ 0xa0..=0xbf => usize::from(m & 0x1f),
+        0xd9 => len_of(rd, 1)?,
+        0xda => len_of(rd, 2)?,
+        0xdb => len_of(rd, 4)?,
+        _ => return None,
+    };
+    std::str::from_utf8(take(rd, len)?).ok()
+}
+
+/// Steps over the msgpack value that starts `rd`, nested `depth` levels
+/// (1: the top) and at most [`halite_proto::MAX_VALUE_DEPTH`]; `None` for
+/// truncated bytes or a value nested deeper.
+fn skip_value(rd: &mut &[u8], depth: usize) -> Option<()> {
+    if depth > halite_proto::MAX_VALUE_DEPTH {
+        return None;
+    }
+    let marker = *take(rd, 1)?.first()?;
+    let (bytes, items) = match marker {
+        0x00..=0x7f | 0xc0..=0xc3 | 0xe0..=0xff => (0, 0),
+        0x80..=0x8f => (0, 2 * usize::from(marker & 0x0f)),
+        0x90..=0x9f => (0, usize::from(marker & 0x0f)),
+        0xa0..=0xbf => (usize::from(marker & 0x1f), 0),
+        0xc4 | 0xd9 => (len_of(rd, 1)?, 0),
+        0xc5 | 0xda => (len_of(rd, 2)?, 0),
+        0xc6 | 0xdb => (len_of(rd, 4)?, 0),
+        // ext 8/16/32: a length, then a type byte and the data.
+        0xc7 => (len_of(rd, 1)? + 1, 0),
+        0xc8 => (len_of(rd, 2)? + 1, 0),
+        0xc9 => (len_of(rd, 4)? + 1, 0),
+        0xca => (4, 0),
+        0xcb => (8, 0),
+        0xcc | 0xd0 => (1, 0),
+        0xcd | 0xd1 => (2, 0),
+        0xce | 0xd2 => (4, 0),
+        0xcf | 0xd3 => (8, 0),
+        // fixext 1/2/4/8/16: a type byte and the data.
+        0xd4 => (2, 0),
+        0xd5 => (3, 0),
+        0xd6 => (5, 0),
+        0xd7 => (9, 0),
+        0xd8 => (17, 0),
+        0xdc => (0, len_of(rd, 2)?),
+        0xdd => (0, len_of(rd, 4)?),
+        0xde => (0, 2 * len_of(rd, 2)?),
+        0xdf => (0, 2 * len_of(rd, 4)?),
+    };
+    take(rd, bytes)?;
+    for _ in 0..items {
+        skip_value(rd, depth + 1)?;
+    }
+    Some(())
 }

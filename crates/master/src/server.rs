@@ -2466,6 +2466,41 @@ fn frame_event(
     }
 }
 
+/// [`frame_event`] for a local client's stream; an event whose return is
+/// read back from the job cache (crate::spill: a SQLite read and a zstd
+/// frame of some hundred KB) is framed on the blocking pool, so that
+/// a slow watcher's read-backs never hold one of the runtime's workers,
+/// which the master's sockets need (issue 25, session 20).
+async fn frame_event_off_worker(
+    out: &mut Vec<u8>,
+    event: Arc<crate::events::BusEvent>,
+    interest: &Arc<Interest>,
+    as_returns: bool,
+) {
+    if !event.is_spilled() || !interest.matches(&event.tag) {
+        frame_event(out, &event, &|tag| interest.matches(tag), as_returns);
+        return;
+    }
+    let interest = interest.clone();
+    let framed = tokio::task::spawn_blocking(move || {
+        let mut framed = Vec::new();
+        frame_event(
+            &mut framed,
+            &event,
+            &|tag| interest.matches(tag),
+            as_returns,
+        );
+        framed
+    })
+    .await;
+    match framed {
+        Ok(framed) => out.extend_from_slice(&framed),
+        Err(e) => {
+            tracing::warn!(error = %e, "a spilled return could not be read back for a local client")
+        }
+    }
+}
+
 /// What a CLI watching job `jid` wants: its returns, and its progress
 /// events when it draws progress. `jid` `*`: every job's, before the jid
 /// is known.
@@ -2493,8 +2528,7 @@ async fn stream_events(
 ) {
     use tokio::sync::broadcast::error::{RecvError, TryRecvError};
     // The bus delivers what any subscriber wanted; this one keeps its own.
-    let interest = rx.interest().clone();
-    let wanted = |tag: &str| interest.matches(tag);
+    let interest = Arc::new(rx.interest().clone());
     let mut probe = [0u8; 1];
     let mut out = Vec::new();
     loop {
@@ -2502,14 +2536,14 @@ async fn stream_events(
             event = rx.recv() => {
                 let mut closed = false;
                 match event {
-                    Ok(event) => frame_event(&mut out, &event, &wanted, as_returns),
+                    Ok(event) => frame_event_off_worker(&mut out, event, &interest, as_returns).await,
                     Err(RecvError::Lagged(n)) => tracing::warn!(missed = n, "a local subscriber fell behind"),
                     Err(RecvError::Closed) => return,
                 }
                 // The events already waiting go in the same write.
                 while out.len() < STREAM_WRITE_BYTES {
                     match rx.try_recv() {
-                        Ok(event) => frame_event(&mut out, &event, &wanted, as_returns),
+                        Ok(event) => frame_event_off_worker(&mut out, event, &interest, as_returns).await,
                         Err(TryRecvError::Lagged(n)) => tracing::warn!(missed = n, "a local subscriber fell behind"),
                         Err(TryRecvError::Empty) => break,
                         Err(TryRecvError::Closed) => {

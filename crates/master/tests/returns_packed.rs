@@ -125,8 +125,6 @@ fn a_packed_return_reaches_the_cli_watchers_the_reactor_and_the_job_cache_unchan
 /// whole, when it gets there.
 #[test]
 fn a_slow_watcher_holds_at_most_event_return_bytes_in_the_master_and_misses_nothing() {
-    use std::io::Read;
-    use std::process::{Command, Stdio};
     if !can_run() {
         return;
     }
@@ -134,39 +132,14 @@ fn a_slow_watcher_holds_at_most_event_return_bytes_in_the_master_and_misses_noth
     // Room for two ~100 KB returns.
     const BUDGET: u64 = 250_000;
     let fleet = Fleet::new();
-    let _master = fleet.start_master(&format!(
-        "auto_accept: True\nevent_return_bytes: {BUDGET}\n"
-    ));
-    let _swarm = fleet.start_swarm(N, "");
-    let (pings, _) = fleet.halite_json(&["*", "test.ping", "-t", "30"]);
-    assert_eq!(pings.len(), N, "{pings:?}");
-    let before = fleet.master_stats();
+    let _daemons = fleet.start_with_return_budget(BUDGET, N);
     let big = "x".repeat(100_000);
-    let mut cli = Command::new(common::bin("halite"))
-        .arg("-c")
-        .arg(fleet.master_dir())
-        .args(["*", "test.arg", &big, "-t", "60", "--out", "json"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("halite");
     // Nobody reads the CLI's output until every return is committed and
     // its event fired.
-    let packed = |stats: &Value| stats["returns"]["packed"].as_u64().unwrap_or(0);
-    let done = wait_for(Duration::from_secs(60), || {
-        let stats = fleet.master_stats();
-        packed(&stats) >= packed(&before) + N as u64 && stats["returns"]["held"] == 0
-    });
-    let stats = fleet.master_stats();
-    assert!(done, "the fleet did not return: {stats}");
-    let mut out = Vec::new();
-    cli.stdout
-        .take()
-        .expect("stdout")
-        .read_to_end(&mut out)
-        .expect("read");
-    let _ = cli.wait();
+    let (out, stats) = fleet.halite_read_late(
+        &["*", "test.arg", &big, "-t", "60", "--out", "json"],
+        N as u64,
+    );
     let mut returned = 0;
     for value in serde_json::Deserializer::from_slice(&out).into_iter::<Value>() {
         if let Ok(Value::Object(map)) = value {

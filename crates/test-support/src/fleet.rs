@@ -309,6 +309,60 @@ impl Fleet {
         serde_json::from_slice(&out.stdout).expect("master.stats prints JSON")
     }
 
+    /// A master whose bus holds at most `budget` bytes of returns for a
+    /// slow reader (`event_return_bytes`), and a swarm of `n` minions,
+    /// all answering `test.ping`: the master and the swarm.
+    ///
+    /// # Panics
+    /// When not every minion answers.
+    pub fn start_with_return_budget(&self, budget: u64, n: usize) -> (Daemon, Daemon) {
+        let master = self.start_master(&format!(
+            "auto_accept: True\nevent_return_bytes: {budget}\n"
+        ));
+        let swarm = self.start_swarm(n, "");
+        let (pings, _) = self.halite_json(&["*", "test.ping", "-t", "30"]);
+        assert_eq!(pings.len(), n, "{pings:?}");
+        (master, swarm)
+    }
+
+    /// `halite ARGS` as a watcher slower than the fleet (issue 25): its
+    /// output is read only once the master has committed `returns` more
+    /// packed returns and holds none waiting for their commit; then its
+    /// output, whole, and the master's counters of that moment.
+    ///
+    /// # Panics
+    /// When the returns do not come within 60 s, or the CLI fails.
+    pub fn halite_read_late(&self, args: &[&str], returns: u64) -> (Vec<u8>, Value) {
+        let packed = |stats: &Value| stats["returns"]["packed"].as_u64().unwrap_or(0);
+        let before = packed(&self.master_stats());
+        let mut cli = Command::new(bin("halite"))
+            .arg("-c")
+            .arg(self.master_dir())
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("halite");
+        let done = wait_for(Duration::from_secs(60), || {
+            let stats = self.master_stats();
+            packed(&stats) >= before + returns && stats["returns"]["held"] == 0
+        });
+        let stats = self.master_stats();
+        assert!(done, "the fleet did not return: {stats}");
+        let mut out = Vec::new();
+        cli.stdout
+            .take()
+            .expect("stdout")
+            .read_to_end(&mut out)
+            .expect("read");
+        assert!(
+            cli.wait().expect("halite").success(),
+            "halite {args:?} failed"
+        );
+        (out, stats)
+    }
+
     /// `halite ARGS` as (stdout, exit code).
     pub fn halite(&self, args: &[&str]) -> (String, i32) {
         let out = self.cli("halite", args);

@@ -32,6 +32,188 @@ pub fn json(v: &Value, indent: usize) -> String {
     String::from_utf8(buf).unwrap_or_else(|_| v.to_string())
 }
 
+/// Why a packed value was not printed from its bytes: the caller prints
+/// it the old way, from its decoded value (which then fails or prints as
+/// it always did).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NotTranscoded(pub &'static str);
+
+impl From<io::Error> for NotTranscoded {
+    fn from(_: io::Error) -> Self {
+        NotTranscoded("a write failed")
+    }
+}
+
+/// Writes `{"<key>": <value>}` as [`write_json`] prints the map of `key`
+/// to the value msgpack `packed` decodes to, straight from the bytes
+/// (issue 25: `halite '*' state.apply --out json` on a fleet printed
+/// ~0.4 MB per minion, each decoded into a `Value`, cloned twice, then
+/// serialized). The same formatter calls a `Value` makes, in the same
+/// order, so the text is the same byte for byte; what a `Value` would
+/// not hold the same way (a key twice, a non-string key, binary or
+/// extension data, invalid UTF-8, nesting past
+/// [`halite_proto::MAX_VALUE_DEPTH`]) is refused, and `out` is then
+/// left with a partial text for the caller to discard.
+pub fn write_packed_keyed(
+    out: &mut Vec<u8>,
+    key: &str,
+    packed: &[u8],
+    indent: usize,
+) -> Result<(), NotTranscoded> {
+    use serde_json::ser::Formatter;
+    let mut breaks = Vec::new();
+    let mut f = IndentFormatter::at_level(&mut breaks, indent, 0);
+    f.begin_object(out)?;
+    f.begin_object_key(out, true)?;
+    write_str(out, key)?;
+    f.end_object_key(out)?;
+    f.begin_object_value(out)?;
+    let mut rd = packed;
+    let mut keys = Vec::new();
+    write_packed_value(out, &mut f, &mut rd, 1, &mut keys)?;
+    if !rd.is_empty() {
+        return Err(NotTranscoded("bytes after the value"));
+    }
+    f.end_object_value(out)?;
+    f.end_object(out)?;
+    Ok(())
+}
+
+/// A JSON string as serde_json escapes it (the indenting formatter
+/// leaves strings to the default methods).
+fn write_str(out: &mut Vec<u8>, s: &str) -> Result<(), NotTranscoded> {
+    serde_json::to_writer(out, s).map_err(|_| NotTranscoded("a write failed"))
+}
+
+/// Takes `n` bytes off the front of `rd`.
+fn take<'a>(rd: &mut &'a [u8], n: usize) -> Result<&'a [u8], NotTranscoded> {
+    if rd.len() < n {
+        return Err(NotTranscoded("truncated value"));
+    }
+    let (taken, rest) = rd.split_at(n);
+    *rd = rest;
+    Ok(taken)
+}
+
+/// The `N` big-endian bytes at the front of `rd`.
+fn be<const N: usize>(rd: &mut &[u8]) -> Result<[u8; N], NotTranscoded> {
+    let mut b = [0u8; N];
+    b.copy_from_slice(take(rd, N)?);
+    Ok(b)
+}
+
+/// A length of 1, 2 or 4 big-endian bytes.
+fn len(rd: &mut &[u8], n: usize) -> Result<usize, NotTranscoded> {
+    Ok(take(rd, n)?
+        .iter()
+        .fold(0usize, |len, b| (len << 8) | usize::from(*b)))
+}
+
+/// A msgpack string's text, as a decode reads it (valid UTF-8 only).
+fn utf8<'a>(rd: &mut &'a [u8], n: usize) -> Result<&'a str, NotTranscoded> {
+    std::str::from_utf8(take(rd, n)?).map_err(|_| NotTranscoded("a string is not UTF-8"))
+}
+
+/// The msgpack value at the front of `rd`, at nesting `depth` (1: the
+/// return itself), written with `f` as a decoded `Value` would be:
+/// integers as their digits, `f32` widened to `f64` (a `Value` holds no
+/// `f32`), floats that are not finite as `null`. `keys` is scratch
+/// space for the duplicate check, shared by every level.
+fn write_packed_value<'a>(
+    out: &mut Vec<u8>,
+    f: &mut IndentFormatter<'_>,
+    rd: &mut &'a [u8],
+    depth: usize,
+    keys: &mut Vec<&'a [u8]>,
+) -> Result<(), NotTranscoded> {
+    use serde_json::ser::Formatter;
+    if depth > halite_proto::MAX_VALUE_DEPTH {
+        return Err(NotTranscoded("nested too deep"));
+    }
+    let marker = take(rd, 1)?[0];
+    let float = |out: &mut Vec<u8>, f: &mut IndentFormatter<'_>, v: f64| {
+        if v.is_finite() {
+            f.write_f64(out, v)
+        } else {
+            f.write_null(out)
+        }
+    };
+    let (items, map) = match marker {
+        0x00..=0x7f => return Ok(f.write_u64(out, u64::from(marker))?),
+        0xe0..=0xff => return Ok(f.write_i64(out, i64::from(marker as i8))?),
+        0xc0 => return Ok(f.write_null(out)?),
+        0xc2 => return Ok(f.write_bool(out, false)?),
+        0xc3 => return Ok(f.write_bool(out, true)?),
+        0xcc => return Ok(f.write_u64(out, u64::from(be::<1>(rd)?[0]))?),
+        0xcd => return Ok(f.write_u64(out, u64::from(u16::from_be_bytes(be(rd)?)))?),
+        0xce => return Ok(f.write_u64(out, u64::from(u32::from_be_bytes(be(rd)?)))?),
+        0xcf => return Ok(f.write_u64(out, u64::from_be_bytes(be(rd)?))?),
+        0xd0 => return Ok(f.write_i64(out, i64::from(be::<1>(rd)?[0] as i8))?),
+        0xd1 => return Ok(f.write_i64(out, i64::from(i16::from_be_bytes(be(rd)?)))?),
+        0xd2 => return Ok(f.write_i64(out, i64::from(i32::from_be_bytes(be(rd)?)))?),
+        0xd3 => return Ok(f.write_i64(out, i64::from_be_bytes(be(rd)?))?),
+        0xca => return Ok(float(out, f, f64::from(f32::from_be_bytes(be(rd)?)))?),
+        0xcb => return Ok(float(out, f, f64::from_be_bytes(be(rd)?))?),
+        0xa0..=0xbf => return write_str(out, utf8(rd, usize::from(marker & 0x1f))?),
+        0xd9 => {
+            let n = len(rd, 1)?;
+            return write_str(out, utf8(rd, n)?);
+        }
+        0xda => {
+            let n = len(rd, 2)?;
+            return write_str(out, utf8(rd, n)?);
+        }
+        0xdb => {
+            let n = len(rd, 4)?;
+            return write_str(out, utf8(rd, n)?);
+        }
+        0x90..=0x9f => (usize::from(marker & 0x0f), false),
+        0xdc => (len(rd, 2)?, false),
+        0xdd => (len(rd, 4)?, false),
+        0x80..=0x8f => (usize::from(marker & 0x0f), true),
+        0xde => (len(rd, 2)?, true),
+        0xdf => (len(rd, 4)?, true),
+        _ => return Err(NotTranscoded("binary or extension data")),
+    };
+    if !map {
+        f.begin_array(out)?;
+        for i in 0..items {
+            f.begin_array_value(out, i == 0)?;
+            write_packed_value(out, f, rd, depth + 1, keys)?;
+            f.end_array_value(out)?;
+        }
+        return Ok(f.end_array(out)?);
+    }
+    let base = keys.len();
+    f.begin_object(out)?;
+    for i in 0..items {
+        let key = match take(rd, 1)?[0] {
+            m @ 0xa0..=0xbf => usize::from(m & 0x1f),
+            0xd9 => len(rd, 1)?,
+            0xda => len(rd, 2)?,
+            0xdb => len(rd, 4)?,
+            _ => return Err(NotTranscoded("a key that is not a string")),
+        };
+        let key = take(rd, key)?;
+        // This map's keys so far, sorted: a key twice is found in `log n`.
+        match keys[base..].binary_search(&key) {
+            Ok(_) => return Err(NotTranscoded("a key twice in a map")),
+            Err(at) => keys.insert(base + at, key),
+        }
+        f.begin_object_key(out, i == 0)?;
+        write_str(
+            out,
+            std::str::from_utf8(key).map_err(|_| NotTranscoded("a key is not UTF-8"))?,
+        )?;
+        f.end_object_key(out)?;
+        f.begin_object_value(out)?;
+        write_packed_value(out, f, rd, depth + 1, keys)?;
+        f.end_object_value(out)?;
+    }
+    keys.truncate(base);
+    Ok(f.end_object(out)?)
+}
+
 /// `,\n` (or `\n` when `first`) and the indentation of `level`, from
 /// `breaks`, which keeps the longest such text asked for so far.
 fn line_break(breaks: &mut Vec<u8>, indent: usize, level: usize, first: bool) -> &[u8] {

@@ -5,7 +5,7 @@ use std::collections::BTreeSet;
 use std::io::Write;
 use std::time::{Duration, Instant};
 
-use halite_client::local::{LocalBody, LocalReply};
+use halite_client::local::{LocalBody, LocalReply, PackedReturn, Streamed};
 use halite_client::MasterConfig;
 use serde_json::{json, Map, Value};
 
@@ -58,22 +58,61 @@ fn print_return(
     out: &mut dyn Write,
     cmd: &Command,
     id: &str,
-    ret: &Value,
+    ret: Value,
     retcode: i32,
 ) -> std::io::Result<()> {
     let outputter = cmd
         .out
         .as_deref()
         .and_then(Outputter::parse)
-        .unwrap_or_else(|| Outputter::default_for(&cmd.fun, ret));
+        .unwrap_or_else(|| Outputter::default_for(&cmd.fun, &ret));
     let mut data = Map::new();
-    data.insert(id.to_string(), ret.clone());
+    data.insert(id.to_string(), ret);
     writeln!(
         out,
         "{}",
         output::render(outputter, &data, &OutputOptions::default(), retcode)
     )
 }
+
+/// `ret` printed as [`print_return`] prints it, into `text` (cleared
+/// first), when that can be done from its packed bytes: `--out json`,
+/// transcoded without a `Value` (issue 25). `false`: print it decoded.
+fn packed_text(cmd: &Command, ret: &PackedReturn, text: &mut Vec<u8>) -> bool {
+    let json = cmd.out.as_deref().and_then(Outputter::parse) == Some(Outputter::Json);
+    let Some(packed) = ret.packed().filter(|_| json) else {
+        return false;
+    };
+    text.clear();
+    let indent = OutputOptions::default().json_indent;
+    match output::json::write_packed_keyed(text, &ret.id, packed, indent) {
+        Ok(()) => {
+            text.push(b'\n');
+            true
+        }
+        Err(why) => {
+            tracing::debug!(minion = %ret.id, why = why.0, "a return printed from its decoded value");
+            false
+        }
+    }
+}
+
+/// A return's exit code and whether it failed, from its event's data (a
+/// packed return's data without its value: the keys read are others).
+fn return_status(data: &Map<String, Value>) -> (i64, bool) {
+    let retcode = data.get("retcode").and_then(Value::as_i64).unwrap_or(0);
+    (
+        retcode,
+        retcode != 0 || data.get("success") == Some(&Value::Bool(false)),
+    )
+}
+
+/// Frames the CLI's reader thread holds ahead of the printing (~0.2 MB
+/// each for a 1,000-state return): enough to read while the last is
+/// written, few enough that a CLI writing into a slow pipe leaves the
+/// rest of a fleet's returns to the master's bound (`event_return_bytes`,
+/// then the job cache) instead of its own memory.
+const FRAMES_AHEAD: usize = 4;
 
 /// The master refused the publication under `publisher_acl` (Salt's
 /// message, which `halite` prints as Salt's `salt` does).
@@ -139,6 +178,9 @@ fn run_one(
     let mut bars = draw.then(|| Progress::stderr(&jid, &minions, cmd.progress == Some(true)));
     let mut deadline = Instant::now() + cmd.timeout;
     let mut last_round = false;
+    // Frames are read ahead while the last return is written out.
+    let mut frames = client.into_frames(FRAMES_AHEAD)?;
+    let mut text = Vec::new();
     while !waiting.is_empty() {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -158,26 +200,60 @@ fn run_one(
                 };
             continue;
         }
-        match client.next(Some(left))? {
-            Some(LocalReply::Return { id, data }) => {
+        let reply = match frames.next(Some(left))? {
+            Some(frame) => match Streamed::parse(frame)? {
+                Streamed::Return(ret) if !waiting.contains(&ret.id) => continue,
+                Streamed::Return(ret) if packed_text(cmd, &ret, &mut text) => {
+                    waiting.remove(&ret.id);
+                    if return_status(&ret.head).1 {
+                        failed.insert(ret.id.clone());
+                    }
+                    match bars.as_mut() {
+                        Some(bars) => {
+                            bars.finish(&ret.id);
+                            bars.suspend(|| {
+                                out.write_all(&text)?;
+                                out.flush()
+                            })?;
+                        }
+                        None => {
+                            out.write_all(&text)?;
+                            out.flush()?;
+                        }
+                    }
+                    continue;
+                }
+                Streamed::Return(ret) => Some(ret.into_reply()?),
+                Streamed::Reply(reply) => Some(reply),
+            },
+            None => None,
+        };
+        match reply {
+            Some(LocalReply::Return { id, mut data }) => {
                 if !waiting.remove(&id) {
                     continue;
                 }
-                let retcode = data.get("retcode").and_then(Value::as_i64).unwrap_or(0);
-                let ret = data.get("return").cloned().unwrap_or(Value::Null);
-                if retcode != 0 || data.get("success") == Some(&Value::Bool(false)) {
+                let (retcode, fails) = match data.as_object() {
+                    Some(map) => return_status(map),
+                    None => (0, false),
+                };
+                let ret = data
+                    .as_object_mut()
+                    .and_then(|map| map.remove("return"))
+                    .unwrap_or(Value::Null);
+                if fails {
                     failed.insert(id.clone());
                 }
                 match bars.as_mut() {
                     Some(bars) => {
                         bars.finish(&id);
                         bars.suspend(|| {
-                            print_return(out, cmd, &id, &ret, retcode as i32)?;
+                            print_return(out, cmd, &id, ret, retcode as i32)?;
                             out.flush()
                         })?;
                     }
                     None => {
-                        print_return(out, cmd, &id, &ret, retcode as i32)?;
+                        print_return(out, cmd, &id, ret, retcode as i32)?;
                         out.flush()?;
                     }
                 }
@@ -197,7 +273,7 @@ fn run_one(
     // The bars of the minions that did not return go before their text.
     drop(bars);
     for id in &waiting {
-        print_return(out, cmd, id, &json!(no_response(&jid)), 1)?;
+        print_return(out, cmd, id, json!(no_response(&jid)), 1)?;
         failed.insert(id.clone());
     }
     Ok((Some(jid), failed, minions.len()))
