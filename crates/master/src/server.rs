@@ -127,33 +127,6 @@ enum Internal {
     ReturnsStored(crate::return_writer::Stored),
 }
 
-impl Internal {
-    /// The reply to request `req` of session `sid` once its work ended
-    /// off the state task: its encoded frame (freeing `slot` when sent),
-    /// or an error the minion reads when the work failed or its answer
-    /// could not be encoded.
-    fn answered(
-        sid: u64,
-        req: u64,
-        encoded: Result<Result<Vec<u8>, halite_proto::FrameError>, String>,
-        slot: Option<InFlightSlot>,
-    ) -> Self {
-        match encoded {
-            Ok(Ok(plain)) => Internal::EncodedReply { sid, plain, slot },
-            Ok(Err(e)) => Internal::Reply {
-                sid,
-                req,
-                body: ReplyBody::Error(format!("cannot encode the answer: {e}")),
-            },
-            Err(e) => Internal::Reply {
-                sid,
-                req,
-                body: ReplyBody::Error(format!("the request failed on the master: {e}")),
-            },
-        }
-    }
-}
-
 /// The encoded `Reply` to request `req`: `body`, or an error the minion
 /// can show when `body` is too large for one frame. Runs on the compile
 /// worker for bundles (issue 25: a 1000-chunk bundle's encoding is ~8% of
@@ -1040,12 +1013,6 @@ impl Master {
                 self.send_reply(sid, req, body);
                 return;
             }
-            listing @ (RequestBody::FileList { .. }
-            | RequestBody::FileEnvs
-            | RequestBody::FileStat { .. }) => {
-                self.answer_listing(sid, id, req, listing);
-                return;
-            }
             other => {
                 let fileserver = self.compile.fileserver.clone();
                 Box::new(move || fileserver.answer(&other))
@@ -1068,41 +1035,19 @@ impl Master {
             let slot = in_flight.enter().await;
             // The answer is encoded on the worker too; the main task only seals it.
             let encoded = workers.run(move || reply_frame(req, work())).await;
-            let _ = internal.send(Internal::answered(sid, req, encoded, slot));
-        });
-    }
-
-    /// Answers a listing or a stat of the fileserver (`FileList`,
-    /// `FileEnvs`, `FileStat`) on a blocking thread of its own, without a
-    /// place among the replies in flight or a compile thread: a
-    /// directory's names or a file's hash (remembered by the fileserver
-    /// while the file is unchanged), a small answer. A file's bytes
-    /// (`FileChunk`) still take a place: they are what that bound is for.
-    ///
-    /// Issue 25, session 20: a highstate's sync of custom modules (Salt's
-    /// `autoload_dynamic_modules`) asks six listings, and a stat of each
-    /// module it finds, before each minion asks for its bundle. They
-    /// waited in the compile threads' queue (two threads, niced) behind
-    /// the fleet's bundle requests, and for one of the 64 places meant to
-    /// bound the bundles' memory (a 1,000-minion warm run held all 64), so
-    /// every job's bundle request came a queue later. The answer is the
-    /// same from any thread.
-    fn answer_listing(&mut self, sid: u64, id: &str, req: u64, listing: RequestBody) {
-        let Some(answer) = self.compile.answering.start(sid, req) else {
-            tracing::debug!(%id, req, "request asked again while it is answered");
-            return;
-        };
-        let work_guard = self.compile.shutdown.work();
-        let internal = self.compile.internal.clone();
-        let fileserver = self.compile.fileserver.clone();
-        tokio::spawn(async move {
-            let _work = work_guard;
-            let _answer = answer;
-            let listed =
-                tokio::task::spawn_blocking(move || reply_frame(req, fileserver.answer(&listing)))
-                    .await
-                    .map_err(|e| e.to_string());
-            let _ = internal.send(Internal::answered(sid, req, listed, None));
+            let _ = match encoded {
+                Ok(Ok(plain)) => internal.send(Internal::EncodedReply { sid, plain, slot }),
+                Ok(Err(e)) => internal.send(Internal::Reply {
+                    sid,
+                    req,
+                    body: ReplyBody::Error(format!("cannot encode the answer: {e}")),
+                }),
+                Err(e) => internal.send(Internal::Reply {
+                    sid,
+                    req,
+                    body: ReplyBody::Error(format!("the request failed on the master: {e}")),
+                }),
+            };
         });
     }
 
