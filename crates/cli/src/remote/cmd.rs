@@ -107,6 +107,28 @@ fn return_status(data: &Map<String, Value>) -> (i64, bool) {
     )
 }
 
+/// Writes minion `id`'s return with `print` and flushes it, its
+/// progress bar finished first and the bars held off the terminal while
+/// the text goes out.
+fn show_return(
+    bars: Option<&mut Progress>,
+    id: &str,
+    out: &mut dyn Write,
+    print: impl FnOnce(&mut dyn Write) -> std::io::Result<()>,
+) -> std::io::Result<()> {
+    let write = |out: &mut dyn Write| {
+        print(&mut *out)?;
+        out.flush()
+    };
+    match bars {
+        Some(bars) => {
+            bars.finish(id);
+            bars.suspend(|| write(out))
+        }
+        None => write(out),
+    }
+}
+
 /// Frames the CLI's reader thread holds ahead of the printing (~0.2 MB
 /// each for a 1,000-state return): enough to read while the last is
 /// written, few enough that a CLI writing into a slow pipe leaves the
@@ -208,19 +230,7 @@ fn run_one(
                     if return_status(&ret.head).1 {
                         failed.insert(ret.id.clone());
                     }
-                    match bars.as_mut() {
-                        Some(bars) => {
-                            bars.finish(&ret.id);
-                            bars.suspend(|| {
-                                out.write_all(&text)?;
-                                out.flush()
-                            })?;
-                        }
-                        None => {
-                            out.write_all(&text)?;
-                            out.flush()?;
-                        }
-                    }
+                    show_return(bars.as_mut(), &ret.id, out, |out| out.write_all(&text))?;
                     continue;
                 }
                 Streamed::Return(ret) => Some(ret.into_reply()?),
@@ -244,19 +254,9 @@ fn run_one(
                 if fails {
                     failed.insert(id.clone());
                 }
-                match bars.as_mut() {
-                    Some(bars) => {
-                        bars.finish(&id);
-                        bars.suspend(|| {
-                            print_return(out, cmd, &id, ret, retcode as i32)?;
-                            out.flush()
-                        })?;
-                    }
-                    None => {
-                        print_return(out, cmd, &id, ret, retcode as i32)?;
-                        out.flush()?;
-                    }
-                }
+                show_return(bars.as_mut(), &id, out, |out| {
+                    print_return(out, cmd, &id, ret, retcode as i32)
+                })?;
             }
             Some(LocalReply::Event { tag, data }) => {
                 if let Some(bars) = bars.as_mut() {
