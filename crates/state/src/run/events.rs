@@ -43,9 +43,15 @@ impl<'a> Executor<'a> {
             self.fire_result_event(fire, ret);
         }
         if self.opts.state_events {
-            PROGRESS_TAG.with_borrow_mut(|tag| {
+            let fire = |tag: &mut String| {
                 progress_tag(tag, &self.opts.jid, &self.opts.minion_id, ret);
                 self.env().fire_progress_event(tag, ret, self.total);
+            };
+            PROGRESS_TAG.with(|buffer| match buffer.try_borrow_mut() {
+                Ok(mut tag) => fire(&mut tag),
+                // A run fired from inside an event's sink (never so far):
+                // its tags are built in a buffer of their own.
+                Err(_) => fire(&mut String::new()),
             });
         }
     }
