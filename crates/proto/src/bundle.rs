@@ -274,6 +274,7 @@ mod tests {
                 have: None,
                 packed: false,
                 kept_calls: false,
+                synced: None,
             }
         );
         // A newer minion's request, read by an older master: the new
@@ -283,6 +284,7 @@ mod tests {
             have: Some("ab".repeat(32)),
             packed: true,
             kept_calls: true,
+            synced: None,
         })
         .unwrap();
         assert_eq!(
