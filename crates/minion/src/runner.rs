@@ -366,6 +366,9 @@ impl HostRunner {
         // (one round trip); anything else syncs before asking, as Salt's.
         let one_trip =
             halite_modules::dynamic::synced_for_master(host, &job.fun, &args, last.as_deref())
+                // A call of the minion's own (halite-call) asks CallBundle, which
+                // has no such field.
+                .filter(|_| job.jid != halite_proto::jid::CALLER_JID)
                 .map(|(saltenvs, digest)| SyncedModules { saltenvs, digest });
         let mut synced_before = match &one_trip {
             Some(_) => None,
