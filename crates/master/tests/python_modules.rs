@@ -402,6 +402,25 @@ impl GoneAndKept {
             out,
         }
     }
+
+    /// Where the minion keeps `gone` once synced.
+    fn synced(&self) -> std::path::PathBuf {
+        self.fleet.path("minion-py1/cache/extmods/modules/gone.py")
+    }
+
+    /// What the last highstate wrote.
+    fn hs(&self) -> String {
+        std::fs::read_to_string(self.out.join("hs")).unwrap()
+    }
+
+    /// `gone`, removed from the master, is gone from the minion: synced
+    /// away, unseen by the last highstate's render, not callable.
+    fn assert_gone(&self) {
+        assert!(!self.synced().exists());
+        assert_eq!(self.hs().trim(), "absent");
+        let (rets, _) = self.fleet.halite_json(&["py1", "gone.answer"]);
+        assert_eq!(rets["py1"], json!("'gone.answer' is not available."));
+    }
 }
 
 /// A highstate's automatic sync both ways: a module the master's
@@ -418,26 +437,20 @@ fn a_highstate_sync_adds_and_removes_custom_modules() {
     if !can_run() {
         return;
     }
-    let GoneAndKept {
-        fleet,
-        salt,
-        out,
-        _daemons,
-    } = GoneAndKept::start();
-    let synced = fleet.path("minion-py1/cache/extmods/modules/gone.py");
-
-    let hs = || std::fs::read_to_string(out.join("hs")).unwrap();
+    let setup = GoneAndKept::start();
+    let (fleet, salt, synced) = (&setup.fleet, &setup.salt, setup.synced());
+    let hs = || setup.hs();
 
     // The first highstate: `base` synced before the compile, so once.
-    highstate_compiled_once(&fleet, "the first highstate");
+    highstate_compiled_once(fleet, "the first highstate");
     assert_eq!(hs().trim(), "here");
     assert!(synced.is_file());
 
-    highstate_compiled_once(&fleet, "nothing changed since");
+    highstate_compiled_once(fleet, "nothing changed since");
 
     // A module changed on the master: the run uses the new one.
-    answer_module(&salt, "gone", "changed");
-    highstate_compiled_once(&fleet, "a changed module");
+    answer_module(salt, "gone", "changed");
+    highstate_compiled_once(fleet, "a changed module");
     assert_eq!(hs().trim(), "changed");
 
     // A custom state added with the SLS that uses it: the sync copies it
@@ -456,7 +469,7 @@ fn a_highstate_sync_adds_and_removes_custom_modules() {
                 .trim_end()
         ),
     );
-    let rets = highstate_compiled_once(&fleet, "a new custom state");
+    let rets = highstate_compiled_once(fleet, "a new custom state");
     assert_eq!(
         rets["py1"]["newstate_|-new_|-new_|-present"]["comment"],
         json!("new state ran"),
@@ -466,11 +479,8 @@ fn a_highstate_sync_adds_and_removes_custom_modules() {
     // Removed from the master: the sync removes it, the run's template
     // does not see it, and the minion no longer has the function.
     std::fs::remove_file(salt.join("_modules/gone.py")).unwrap();
-    highstate_compiled_once(&fleet, "a removed module");
-    assert!(!synced.exists());
-    assert_eq!(hs().trim(), "absent");
-    let (rets, _) = fleet.halite_json(&["py1", "gone.answer"]);
-    assert_eq!(rets["py1"], json!("'gone.answer' is not available."));
+    highstate_compiled_once(fleet, "a removed module");
+    setup.assert_gone();
 }
 
 /// `master.stats`' count of the minions' requests, all kinds together, and
@@ -528,25 +538,20 @@ fn a_warm_highstate_syncs_in_its_bundle_request() {
     if !can_run() {
         return;
     }
-    let GoneAndKept {
-        fleet,
-        salt,
-        out,
-        _daemons,
-    } = GoneAndKept::start();
-    let synced = fleet.path("minion-py1/cache/extmods/modules/gone.py");
-    let hs = || std::fs::read_to_string(out.join("hs")).unwrap();
+    let setup = GoneAndKept::start();
+    let (fleet, salt, synced) = (&setup.fleet, &setup.salt, setup.synced());
+    let hs = || setup.hs();
 
     // The first highstate: its saltenvs are not known yet, so it syncs
     // before asking, with a listing per kind of module.
-    let first = highstate(&fleet, "the first highstate");
+    let first = highstate(fleet, "the first highstate");
     assert_eq!(hs().trim(), "here");
     assert!(synced.is_file());
     assert_eq!(first.compiles, 1, "{first:?}");
     assert!(first.requests > 6, "{first:?}");
 
     // Warm, nothing changed: one request, the bundle's, found unchanged.
-    let warm = highstate(&fleet, "a warm highstate");
+    let warm = highstate(fleet, "a warm highstate");
     assert_eq!(
         warm,
         Cost {
@@ -560,8 +565,8 @@ fn a_warm_highstate_syncs_in_its_bundle_request() {
 
     // A module changed on the master: "sync first", nothing compiled
     // before the sync; the sync, then one compile that uses the new module.
-    answer_module(&salt, "gone", "changed");
-    let changed = highstate(&fleet, "a changed module");
+    answer_module(salt, "gone", "changed");
+    let changed = highstate(fleet, "a changed module");
     assert_eq!(hs().trim(), "changed");
     assert_eq!(
         (
@@ -579,28 +584,25 @@ fn a_warm_highstate_syncs_in_its_bundle_request() {
         "the minion holds the new module"
     );
     // And the next warm one is one request again.
-    let again = highstate(&fleet, "warm after the sync");
+    let again = highstate(fleet, "warm after the sync");
     assert_eq!((again.requests, again.unchanged), (1, 1), "{again:?}");
 
     // Removed from the master: synced away before the render, which no
     // longer sees it, and the function is gone from the minion.
     std::fs::remove_file(salt.join("_modules/gone.py")).unwrap();
-    let removed = highstate(&fleet, "a removed module");
+    let removed = highstate(fleet, "a removed module");
     assert_eq!(
         (removed.sync_first, removed.compiles),
         (1, 1),
         "{removed:?}"
     );
-    assert!(!synced.exists());
-    assert_eq!(hs().trim(), "absent");
-    let (rets, _) = fleet.halite_json(&["py1", "gone.answer"]);
-    assert_eq!(rets["py1"], json!("'gone.answer' is not available."));
+    setup.assert_gone();
 
     // A module changed on the minion by hand (not by a sync): the digest
     // of what it holds differs, so it syncs back the master's.
     let kept = fleet.path("minion-py1/cache/extmods/modules/kept.py");
     std::fs::write(&kept, "def answer():\n    return 'edited'\n").unwrap();
-    let edited = highstate(&fleet, "a module edited on the minion");
+    let edited = highstate(fleet, "a module edited on the minion");
     assert_eq!(edited.sync_first, 1, "{edited:?}");
     assert!(std::fs::read_to_string(&kept).unwrap().contains("'kept'"));
 }
