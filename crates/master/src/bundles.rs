@@ -34,9 +34,25 @@ pub struct BundleStats {
     in_flight: AtomicU64,
     /// The most there ever were at once.
     peak_in_flight: AtomicU64,
+    /// Warm highstates whose synced custom modules the master found
+    /// unchanged (one round trip: no sync).
+    modules_unchanged: AtomicU64,
+    /// Those told to sync first (the modules changed since their sync).
+    sync_first: AtomicU64,
 }
 
 impl BundleStats {
+    /// Counts a bundle request's check of the custom modules it synced:
+    /// `unchanged`, or told to sync first.
+    pub fn modules_checked(&self, unchanged: bool) {
+        let counter = if unchanged {
+            &self.modules_unchanged
+        } else {
+            &self.sync_first
+        };
+        counter.fetch_add(1, Ordering::Relaxed);
+    }
+
     /// The counters as the stats call shows them; `max_in_flight` is the bound.
     pub fn snapshot(&self, max_in_flight: usize) -> Value {
         let get = |c: &AtomicU64| c.load(Ordering::Relaxed);
@@ -50,6 +66,8 @@ impl BundleStats {
             "wire_bytes": get(&self.wire_bytes),
             "in_flight": get(&self.in_flight),
             "peak_in_flight": get(&self.peak_in_flight),
+            "modules_unchanged": get(&self.modules_unchanged),
+            "sync_first": get(&self.sync_first),
             "max_in_flight": max_in_flight,
         })
     }
@@ -128,6 +146,7 @@ impl BundleAnswer {
         stats.compile_skipped.fetch_add(1, Ordering::Relaxed);
         Some(ReplyBody::SameBundle {
             digest: digest.to_string(),
+            modules_unchanged: false,
         })
     }
 
@@ -154,6 +173,7 @@ impl BundleAnswer {
             tracing::debug!(jid = %bundle.jid, digest = %packed.digest, "bundle unchanged: not sent");
             return ReplyBody::SameBundle {
                 digest: packed.digest,
+                modules_unchanged: false,
             };
         }
         let packed = packed.compressed_above(self.compress_above);
@@ -171,6 +191,7 @@ impl BundleAnswer {
             digest: packed.digest,
             zstd: packed.zstd,
             bytes: packed.bytes,
+            modules_unchanged: false,
         }
     }
 }

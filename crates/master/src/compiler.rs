@@ -267,7 +267,7 @@ impl Compiler {
         // report: the record for the next job.
         match (&reply, inputs) {
             (
-                ReplyBody::PackedBundle { digest, .. } | ReplyBody::SameBundle { digest },
+                ReplyBody::PackedBundle { digest, .. } | ReplyBody::SameBundle { digest, .. },
                 Some(inputs),
             ) if !asked_minion => self.records.keep(id, inputs, reads, digest.clone()),
             _ => self.records.forget(id),

@@ -26,7 +26,26 @@ pub struct FileServer {
     /// Where the manifests' `salt://` paths lead, for one version of the
     /// tree (see [`FileServer::manifest`]).
     lookups: Mutex<TreeLookups>,
+    /// The custom modules' digests of one version of the tree (see
+    /// [`FileServer::modules_digest`]).
+    modules: Mutex<ModulesDigests>,
 }
+
+/// [`FileServer::modules_digest`]'s answers for the tree stamp they were
+/// made under: the saltenvs a highstate syncs are the same few for a whole
+/// fleet, so a fleet's warm highstate lists each kind once, not once per
+/// minion.
+#[derive(Default)]
+struct ModulesDigests {
+    /// The stamp these digests belong to.
+    stamp: String,
+    /// saltenvs (in the sync's order) -> digest.
+    digests: HashMap<Vec<String>, String>,
+}
+
+/// Most sets of saltenvs whose modules' digest is remembered for one tree
+/// stamp (a fleet has a handful; more start again).
+const MAX_MODULES_DIGESTS: usize = 256;
 
 /// The manifests' path lookups (which backend and root serves
 /// `salt://path`, or which files a directory source lists) for the tree
@@ -89,7 +108,43 @@ impl FileServer {
             chunk_size: chunk_size.clamp(4096, 8 * 1024 * 1024),
             hashes: Mutex::new(HashMap::new()),
             lookups: Mutex::new(TreeLookups::default()),
+            modules: Mutex::new(ModulesDigests::default()),
         }
+    }
+
+    /// The digest of the custom modules a minion's `saltutil.sync_all
+    /// saltenv=<envs>` would copy from this file server
+    /// ([`halite_modules::exec::saltutil::served_digest`]), under tree
+    /// `stamp` (`compile_record::tree_stamp`): computed once per stamp and
+    /// set of saltenvs, from the listings the manifests keep under the
+    /// same stamp. A minion whose modules give the same digest need not
+    /// sync (issue 25, one round trip). An error (a listing refused) is
+    /// not remembered: the minion then syncs, and its sync says why.
+    pub fn modules_digest(&self, stamp: &str, envs: &[String]) -> Result<String, String> {
+        let mut held = self.modules.lock().unwrap_or_else(PoisonError::into_inner);
+        if held.stamp != stamp {
+            *held = ModulesDigests {
+                stamp: stamp.to_string(),
+                ..ModulesDigests::default()
+            };
+        }
+        if let Some(digest) = held.digests.get(envs) {
+            return Ok(digest.clone());
+        }
+        let digest = halite_modules::exec::saltutil::served_digest(
+            envs,
+            |env, prefix| self.listed(env, prefix, stamp).map_err(|e| e.to_string()),
+            |env, path| {
+                self.stat(env, path)
+                    .map(|stat| stat.map(|s| s.sha256))
+                    .map_err(|e| e.to_string())
+            },
+        )?;
+        if held.digests.len() >= MAX_MODULES_DIGESTS {
+            held.digests.clear();
+        }
+        held.digests.insert(envs.to_vec(), digest.clone());
+        Ok(digest)
     }
 
     /// The file client over the same backends (the compiler reads SLS with it).

@@ -3,7 +3,7 @@
 //! task that owns all state (sessions, keys, job cache) — no per-minion
 //! task, no lock.
 
-use std::collections::{BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::Arc;
@@ -297,6 +297,20 @@ struct JobBook {
     commits_pending: usize,
 }
 
+/// The name `master.stats` counts a minion's request under.
+fn request_kind(body: &RequestBody) -> &'static str {
+    match body {
+        RequestBody::Bundle { .. } => "bundle",
+        RequestBody::CallBundle { .. } => "call_bundle",
+        RequestBody::FileStat { .. } => "file_stat",
+        RequestBody::FileChunk { .. } => "file_chunk",
+        RequestBody::FileList { .. } => "file_list",
+        RequestBody::FileEnvs => "file_envs",
+        RequestBody::Mine(_) => "mine",
+        RequestBody::OwnJob { .. } => "own_job",
+    }
+}
+
 /// Work done off the state task: compiles and file reads on blocking
 /// threads, and the render-time calls compiles make on minions.
 struct CompileSide {
@@ -320,6 +334,9 @@ struct CompileSide {
     shutdown: Shutdown,
     /// Render-time calls waiting for their minion, by call number.
     render_calls: PendingCalls,
+    /// Minions' requests received, by kind (`master.stats`: how many round
+    /// trips a job costs, e.g. one for a warm highstate).
+    requests: BTreeMap<&'static str, u64>,
 }
 
 /// All master state, owned by one task, in parts with one job each.
@@ -547,6 +564,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
                 Duration::from_secs(cfg.request_channel_timeout),
                 Duration::from_secs(cfg.render_call_timeout),
             ),
+            requests: BTreeMap::new(),
         },
         mine,
         event_counts: Default::default(),
@@ -896,6 +914,11 @@ impl Master {
     /// Answers a minion's request off the state task: a compile or a file
     /// read runs on a blocking thread, one per core at once.
     fn on_minion_request(&mut self, sid: u64, id: &str, req: u64, body: RequestBody) {
+        *self
+            .compile
+            .requests
+            .entry(request_kind(&body))
+            .or_default() += 1;
         let internal = self.compile.internal.clone();
         let workers = self.compile.workers.clone();
         let work: Box<dyn FnOnce() -> ReplyBody + Send> = match body {
@@ -904,6 +927,7 @@ impl Master {
                 have,
                 packed,
                 kept_calls,
+                synced,
             } => {
                 let Some(active) = self
                     .book
@@ -940,7 +964,31 @@ impl Master {
                     compress_above: self.cfg.bundle_compress_threshold,
                 };
                 let stats = self.compile.bundle_stats.clone();
-                Box::new(move || compiler.answer(&id, &grains, &job, remote, &answer, &stats))
+                let fileserver = self.compile.fileserver.clone();
+                Box::new(move || {
+                    // A warm highstate's custom modules, checked here
+                    // rather than listed by the minion first (one round trip).
+                    let Some(synced) = synced else {
+                        return compiler.answer(&id, &grains, &job, remote, &answer, &stats);
+                    };
+                    let stamp = compiler.records().tree_stamp(&job.jid, fileserver.client());
+                    match fileserver.modules_digest(&stamp, &synced.saltenvs) {
+                        Ok(digest) if digest == synced.digest => {
+                            stats.modules_checked(true);
+                            compiler
+                                .answer(&id, &grains, &job, remote, &answer, &stats)
+                                .with_modules_unchanged()
+                        }
+                        checked => {
+                            if let Err(e) = checked {
+                                tracing::debug!(%id, error = %e, "custom modules not checked: the minion syncs");
+                            }
+                            tracing::debug!(%id, jid = %job.jid, "custom modules changed: the minion syncs first");
+                            stats.modules_checked(false);
+                            ReplyBody::SyncFirst
+                        }
+                    }
+                })
             }
             RequestBody::CallBundle {
                 fun,
@@ -1865,6 +1913,7 @@ impl Master {
                 "bus": self.bus.snapshot(),
                 "replies": self.reply_stats(),
                 "redeliveries": self.redelivered.snapshot(),
+                "requests": self.compile.requests,
             })),
         }
     }

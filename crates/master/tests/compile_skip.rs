@@ -223,7 +223,7 @@ fn answer(
             skipped,
             bytes: Some(bytes),
         },
-        ReplyBody::SameBundle { digest } => Answer {
+        ReplyBody::SameBundle { digest, .. } => Answer {
             digest,
             skipped,
             bytes: None,

@@ -66,12 +66,14 @@ fn seeds() -> Vec<Vec<u8>> {
             have: None,
             packed: false,
             kept_calls: false,
+            synced: None,
         },
         RequestBody::Bundle {
             jid: "20260101000000000001".into(),
             have: Some("00".repeat(32)),
             packed: true,
             kept_calls: true,
+            synced: None,
         },
         RequestBody::FileStat {
             saltenv: "base".into(),

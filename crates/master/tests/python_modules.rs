@@ -361,6 +361,68 @@ fn highstate_compiled_once(fleet: &Fleet, step: &str) -> Map<String, Value> {
     rets
 }
 
+/// A master whose `_modules` hold `gone` (answering "here") and `kept`
+/// (another module stays: the master still asks the minion what it has),
+/// whose highstate writes `<out>/hs` with `gone.answer()` (or "absent"),
+/// and minion `py1`, up and past its start-up compile.
+struct GoneAndKept {
+    /// The daemons, stopped before the fleet's directory goes.
+    _daemons: (common::Daemon, common::Daemon),
+    fleet: Fleet,
+    salt: std::path::PathBuf,
+    out: std::path::PathBuf,
+}
+
+impl GoneAndKept {
+    fn start() -> Self {
+        let fleet = Fleet::new();
+        let salt = fleet.path("salt");
+        let out = fleet.path("out");
+        std::fs::create_dir_all(&out).unwrap();
+        answer_module(&salt, "gone", "here");
+        answer_module(&salt, "kept", "kept");
+        highstate_tree(
+            &salt,
+            &format!(
+                "hs:\n  file.managed:\n    - name: {}/hs\n    - contents: {{{{ salt['gone.answer']() if 'gone.answer' in salt else 'absent' }}}}\n",
+                out.display()
+            ),
+        );
+        let master = fleet.start_master(&format!(
+            "auto_accept: True\nfile_roots:\n  base: [{}]\n",
+            salt.display()
+        ));
+        let minion = fleet.start_minion("py1", "");
+        fleet.wait_responding("py1");
+        wait_startup_compile(&fleet);
+        GoneAndKept {
+            _daemons: (minion, master),
+            fleet,
+            salt,
+            out,
+        }
+    }
+
+    /// Where the minion keeps `gone` once synced.
+    fn synced(&self) -> std::path::PathBuf {
+        self.fleet.path("minion-py1/cache/extmods/modules/gone.py")
+    }
+
+    /// What the last highstate wrote.
+    fn hs(&self) -> String {
+        std::fs::read_to_string(self.out.join("hs")).unwrap()
+    }
+
+    /// `gone`, removed from the master, is gone from the minion: synced
+    /// away, unseen by the last highstate's render, not callable.
+    fn assert_gone(&self) {
+        assert!(!self.synced().exists());
+        assert_eq!(self.hs().trim(), "absent");
+        let (rets, _) = self.fleet.halite_json(&["py1", "gone.answer"]);
+        assert_eq!(rets["py1"], json!("'gone.answer' is not available."));
+    }
+}
+
 /// A highstate's automatic sync both ways: a module the master's
 /// `_modules` holds is used by the same run's template; a run where
 /// nothing the compile reads changed compiles once (a new custom state
@@ -375,41 +437,20 @@ fn a_highstate_sync_adds_and_removes_custom_modules() {
     if !can_run() {
         return;
     }
-    let fleet = Fleet::new();
-    let salt = fleet.path("salt");
-    let out = fleet.path("out");
-    std::fs::create_dir_all(&out).unwrap();
-    answer_module(&salt, "gone", "here");
-    // Another module stays: the master still asks the minion what it has.
-    answer_module(&salt, "kept", "kept");
-    highstate_tree(
-        &salt,
-        &format!(
-            "hs:\n  file.managed:\n    - name: {}/hs\n    - contents: {{{{ salt['gone.answer']() if 'gone.answer' in salt else 'absent' }}}}\n",
-            out.display()
-        ),
-    );
-    let _master = fleet.start_master(&format!(
-        "auto_accept: True\nfile_roots:\n  base: [{}]\n",
-        salt.display()
-    ));
-    let _minion = fleet.start_minion("py1", "");
-    fleet.wait_responding("py1");
-    wait_startup_compile(&fleet);
-    let synced = fleet.path("minion-py1/cache/extmods/modules/gone.py");
-
-    let hs = || std::fs::read_to_string(out.join("hs")).unwrap();
+    let setup = GoneAndKept::start();
+    let (fleet, salt, synced) = (&setup.fleet, &setup.salt, setup.synced());
+    let hs = || setup.hs();
 
     // The first highstate: `base` synced before the compile, so once.
-    highstate_compiled_once(&fleet, "the first highstate");
+    highstate_compiled_once(fleet, "the first highstate");
     assert_eq!(hs().trim(), "here");
     assert!(synced.is_file());
 
-    highstate_compiled_once(&fleet, "nothing changed since");
+    highstate_compiled_once(fleet, "nothing changed since");
 
     // A module changed on the master: the run uses the new one.
-    answer_module(&salt, "gone", "changed");
-    highstate_compiled_once(&fleet, "a changed module");
+    answer_module(salt, "gone", "changed");
+    highstate_compiled_once(fleet, "a changed module");
     assert_eq!(hs().trim(), "changed");
 
     // A custom state added with the SLS that uses it: the sync copies it
@@ -428,7 +469,7 @@ fn a_highstate_sync_adds_and_removes_custom_modules() {
                 .trim_end()
         ),
     );
-    let rets = highstate_compiled_once(&fleet, "a new custom state");
+    let rets = highstate_compiled_once(fleet, "a new custom state");
     assert_eq!(
         rets["py1"]["newstate_|-new_|-new_|-present"]["comment"],
         json!("new state ran"),
@@ -438,9 +479,130 @@ fn a_highstate_sync_adds_and_removes_custom_modules() {
     // Removed from the master: the sync removes it, the run's template
     // does not see it, and the minion no longer has the function.
     std::fs::remove_file(salt.join("_modules/gone.py")).unwrap();
-    highstate_compiled_once(&fleet, "a removed module");
-    assert!(!synced.exists());
-    assert_eq!(hs().trim(), "absent");
-    let (rets, _) = fleet.halite_json(&["py1", "gone.answer"]);
-    assert_eq!(rets["py1"], json!("'gone.answer' is not available."));
+    highstate_compiled_once(fleet, "a removed module");
+    setup.assert_gone();
+}
+
+/// `master.stats`' count of the minions' requests, all kinds together, and
+/// of the bundle requests alone.
+fn requests(stats: &Value) -> (u64, u64) {
+    let by_kind = stats["requests"].as_object().cloned().unwrap_or_default();
+    let total = by_kind.values().filter_map(Value::as_u64).sum();
+    let bundles = by_kind.get("bundle").and_then(Value::as_u64).unwrap_or(0);
+    (total, bundles)
+}
+
+/// A `bundles` counter of `master.stats`.
+fn bundles(stats: &Value, key: &str) -> u64 {
+    stats["bundles"][key].as_u64().unwrap_or(0)
+}
+
+/// What one highstate of `py1` cost: requests (all, bundle), compiles,
+/// checks found unchanged, "sync first" answers.
+#[derive(Debug, PartialEq)]
+struct Cost {
+    requests: u64,
+    bundle_requests: u64,
+    compiles: u64,
+    unchanged: u64,
+    sync_first: u64,
+}
+
+/// One `state.apply` of `py1`: it succeeds; what it cost the master.
+fn highstate(fleet: &Fleet, step: &str) -> Cost {
+    let before = fleet.master_stats();
+    let (rets, code) = fleet.halite_json(&["py1", "state.apply"]);
+    assert_eq!(code, 0, "{step}: {rets:?}");
+    let after = fleet.master_stats();
+    let (total0, bundle0) = requests(&before);
+    let (total1, bundle1) = requests(&after);
+    Cost {
+        requests: total1 - total0,
+        bundle_requests: bundle1 - bundle0,
+        compiles: bundles(&after, "packed") - bundles(&before, "packed"),
+        unchanged: bundles(&after, "modules_unchanged") - bundles(&before, "modules_unchanged"),
+        sync_first: bundles(&after, "sync_first") - bundles(&before, "sync_first"),
+    }
+}
+
+/// A warm highstate's sync of custom modules and its bundle in one round
+/// trip (issue 25, session 21): the minion's bundle request says what it
+/// last synced, the master checks it against its file server and answers
+/// "unchanged" with the bundle, or "sync first". Salt's behaviour stays:
+/// a module changed on the master is synced before the next highstate's
+/// render and used by it, a module removed there is removed from the
+/// minion, a module edited on the minion is synced back, and an unchanged
+/// warm highstate makes one request (`master.stats`' `requests`).
+#[test]
+fn a_warm_highstate_syncs_in_its_bundle_request() {
+    if !can_run() {
+        return;
+    }
+    let setup = GoneAndKept::start();
+    let (fleet, salt, synced) = (&setup.fleet, &setup.salt, setup.synced());
+    let hs = || setup.hs();
+
+    // The first highstate: its saltenvs are not known yet, so it syncs
+    // before asking, with a listing per kind of module.
+    let first = highstate(fleet, "the first highstate");
+    assert_eq!(hs().trim(), "here");
+    assert!(synced.is_file());
+    assert_eq!(first.compiles, 1, "{first:?}");
+    assert!(first.requests > 6, "{first:?}");
+
+    // Warm, nothing changed: one request, the bundle's, found unchanged.
+    let warm = highstate(fleet, "a warm highstate");
+    assert_eq!(
+        warm,
+        Cost {
+            requests: 1,
+            bundle_requests: 1,
+            compiles: 1,
+            unchanged: 1,
+            sync_first: 0,
+        }
+    );
+
+    // A module changed on the master: "sync first", nothing compiled
+    // before the sync; the sync, then one compile that uses the new module.
+    answer_module(salt, "gone", "changed");
+    let changed = highstate(fleet, "a changed module");
+    assert_eq!(hs().trim(), "changed");
+    assert_eq!(
+        (
+            changed.sync_first,
+            changed.compiles,
+            changed.bundle_requests
+        ),
+        (1, 1, 2),
+        "{changed:?}"
+    );
+    assert!(
+        std::fs::read_to_string(&synced)
+            .unwrap()
+            .contains("changed"),
+        "the minion holds the new module"
+    );
+    // And the next warm one is one request again.
+    let again = highstate(fleet, "warm after the sync");
+    assert_eq!((again.requests, again.unchanged), (1, 1), "{again:?}");
+
+    // Removed from the master: synced away before the render, which no
+    // longer sees it, and the function is gone from the minion.
+    std::fs::remove_file(salt.join("_modules/gone.py")).unwrap();
+    let removed = highstate(fleet, "a removed module");
+    assert_eq!(
+        (removed.sync_first, removed.compiles),
+        (1, 1),
+        "{removed:?}"
+    );
+    setup.assert_gone();
+
+    // A module changed on the minion by hand (not by a sync): the digest
+    // of what it holds differs, so it syncs back the master's.
+    let kept = fleet.path("minion-py1/cache/extmods/modules/kept.py");
+    std::fs::write(&kept, "def answer():\n    return 'edited'\n").unwrap();
+    let edited = highstate(fleet, "a module edited on the minion");
+    assert_eq!(edited.sync_first, 1, "{edited:?}");
+    assert!(std::fs::read_to_string(&kept).unwrap().contains("'kept'"));
 }

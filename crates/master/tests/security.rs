@@ -358,6 +358,7 @@ fn bundles_and_files_go_to_whom_they_belong() {
                 have: None,
                 packed: false,
                 kept_calls: false,
+                synced: None,
             },
         )
         .await

@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use halite_modules::exec::state::StateExec;
 use halite_modules::host::EventSink;
 use halite_modules::{Args, ExecError, ExecModules, Host, LocalFileClient};
-use halite_proto::msg::{BundleAction, Job, PackedReturn, ReplyBody, RequestBody};
+use halite_proto::msg::{BundleAction, Job, PackedReturn, ReplyBody, RequestBody, SyncedModules};
 use halite_state::{FileClient, LowChunk, StateModules};
 use serde_json::{Map, Value};
 
@@ -229,14 +229,16 @@ impl HostRunner {
 
     /// The master's bundle for `job`: asked with the digest of the one this
     /// identity holds, so an unchanged bundle is not sent again; a bundle
-    /// received is kept for the next job.
+    /// received is kept for the next job. `synced`: the custom modules a
+    /// warm highstate says it holds ([`halite_modules::dynamic::synced_for_master`]).
     fn fetch_bundle(
         &self,
         id: &str,
         host: &Host,
         job: &Job,
         master: &MasterChannel,
-    ) -> Result<halite_proto::msg::Bundle<LowChunk>, ExecError> {
+        synced: Option<&SyncedModules>,
+    ) -> Result<Fetched, ExecError> {
         // A call of the minion's own (halite-call) has no published job:
         // the master compiles it from the call itself.
         let caller = job.jid == halite_proto::jid::CALLER_JID;
@@ -261,6 +263,7 @@ impl HostRunner {
                     have: have.clone(),
                     packed: true,
                     kept_calls: true,
+                    synced: synced.cloned(),
                 }
             };
             let unreadable = |e: String| {
@@ -270,20 +273,27 @@ impl HostRunner {
                 ))
             };
             return match master.request(ask) {
-                Ok(ReplyBody::Bundle(b)) => Ok(b.map_chunks(chunk_of)),
+                Ok(ReplyBody::Bundle(b)) => {
+                    Ok(Fetched::Bundle(Box::new(b.map_chunks(chunk_of)), false))
+                }
                 Ok(ReplyBody::PackedBundle {
                     digest,
                     zstd,
                     bytes,
+                    modules_unchanged,
                 }) => self
                     .bundles
                     .receive(id, &job.jid, &digest, zstd, bytes)
+                    .map(|b| Fetched::Bundle(Box::new(b), modules_unchanged))
                     .map_err(|e| unreadable(e.to_string())),
-                Ok(ReplyBody::SameBundle { digest }) if have.as_deref() == Some(&digest) => {
+                Ok(ReplyBody::SameBundle {
+                    digest,
+                    modules_unchanged,
+                }) if have.as_deref() == Some(&digest) => {
                     match self.bundles.load(id, &job.jid, &digest) {
                         Some(bundle) => {
                             tracing::debug!(%id, jid = %job.jid, %digest, "bundle unchanged: the one held is used");
-                            Ok(bundle)
+                            Ok(Fetched::Bundle(Box::new(bundle), modules_unchanged))
                         }
                         None => {
                             have = None;
@@ -291,9 +301,10 @@ impl HostRunner {
                         }
                     }
                 }
-                Ok(ReplyBody::SameBundle { digest }) => Err(unreadable(format!(
+                Ok(ReplyBody::SameBundle { digest, .. }) => Err(unreadable(format!(
                     "it names bundle {digest}, which this minion did not say it holds"
                 ))),
+                Ok(ReplyBody::SyncFirst) if synced.is_some() => Ok(Fetched::SyncFirst),
                 Ok(other) => Err(ExecError::Execution(format!(
                     "unexpected answer from the master: {other:?}"
                 ))),
@@ -342,19 +353,61 @@ impl HostRunner {
             args.kwargs.get("saltenv").map(halite_modules::exec::py_str),
         );
         tracing::debug!(%id, jid = %job.jid, "job starts: sync before the compile, then the bundle");
-        let synced_before = if state_run {
-            let last = self
-                .highstate_envs
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .get(&envs_key)
-                .cloned();
-            halite_modules::dynamic::before_master_compile(host, &job.fun, &args, last.as_deref())
-        } else {
-            None
+        let last = state_run
+            .then(|| {
+                self.highstate_envs
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .get(&envs_key)
+                    .cloned()
+            })
+            .flatten();
+        // A warm highstate says what it synced and the master checks it
+        // (one round trip); anything else syncs before asking, as Salt's.
+        let one_trip =
+            halite_modules::dynamic::synced_for_master(host, &job.fun, &args, last.as_deref())
+                // A call of the minion's own (halite-call) asks CallBundle, which
+                // has no such field.
+                .filter(|_| job.jid != halite_proto::jid::CALLER_JID)
+                .map(|(saltenvs, digest)| SyncedModules { saltenvs, digest });
+        let mut synced_before = match &one_trip {
+            Some(_) => None,
+            None if state_run => halite_modules::dynamic::before_master_compile(
+                host,
+                &job.fun,
+                &args,
+                last.as_deref(),
+            ),
+            None => None,
         };
         tracing::debug!(%id, jid = %job.jid, "asking the master for the bundle");
-        let mut bundle = self.fetch_bundle(id, host, job, master)?;
+        // Whether the bundle was compiled before a sync that changed what
+        // a compile reads: then it is asked for again.
+        let mut stale = false;
+        let mut bundle = match (
+            self.fetch_bundle(id, host, job, master, one_trip.as_ref())?,
+            one_trip,
+        ) {
+            (Fetched::Bundle(bundle, true), Some(synced)) => {
+                tracing::debug!(%id, jid = %job.jid, "custom modules unchanged on the master: no sync");
+                synced_before = Some(synced.saltenvs);
+                *bundle
+            }
+            (Fetched::Bundle(bundle, _), Some(synced)) => {
+                // A master that does not check (older): Salt's sync now;
+                // a compile it changed is asked for again.
+                stale = halite_modules::dynamic::load_dynamic(host, &synced.saltenvs);
+                synced_before = Some(synced.saltenvs);
+                *bundle
+            }
+            (Fetched::SyncFirst, Some(synced)) => {
+                tracing::debug!(%id, jid = %job.jid, "custom modules changed on the master: synced, then the bundle");
+                halite_modules::dynamic::load_dynamic(host, &synced.saltenvs);
+                synced_before = Some(synced.saltenvs);
+                self.fetch_bundle(id, host, job, master, None)?.bundle()?
+            }
+            (fetched, None) => fetched.bundle()?,
+        };
         // From now on this identity's logs and spooled returns mask the
         // secrets its pillar holds (a job echoing one, at any log level).
         // Added, never replaced: two jobs may run with pillars of two
@@ -371,16 +424,16 @@ impl HostRunner {
                 .insert(envs_key, envs.clone());
         }
         if state_run
-            && halite_modules::dynamic::after_master_compile(
+            && (halite_modules::dynamic::after_master_compile(
                 host,
                 &job.fun,
                 &args,
                 bundle.saltenvs.as_deref(),
                 synced_before.as_deref(),
-            )
+            ) || stale)
         {
             tracing::debug!(%id, jid = %job.jid, "custom modules synced: the bundle is compiled again");
-            bundle = self.fetch_bundle(id, host, job, master)?;
+            bundle = self.fetch_bundle(id, host, job, master, None)?.bundle()?;
             halite_logging::redact::add_secrets(id, &bundle.secrets);
         }
         if !bundle.commits.is_empty() {
@@ -414,6 +467,28 @@ impl HostRunner {
                     host, &job.fun, &args, chunks, &yamlex,
                 )))
             }
+        }
+    }
+}
+
+/// The master's answer to a bundle request.
+enum Fetched {
+    /// The bundle, and whether the master found the custom modules the
+    /// request said were synced unchanged (false when it did not check).
+    Bundle(Box<halite_proto::msg::Bundle<LowChunk>>, bool),
+    /// The custom modules changed: sync, then ask again (nothing compiled).
+    SyncFirst,
+}
+
+impl Fetched {
+    /// The bundle; "sync first" only answers a request that said what it
+    /// synced, so to another it is the master's error.
+    fn bundle(self) -> Result<halite_proto::msg::Bundle<LowChunk>, ExecError> {
+        match self {
+            Fetched::Bundle(bundle, _) => Ok(*bundle),
+            Fetched::SyncFirst => Err(ExecError::Execution(
+                "the master asked for a sync before the bundle again; run the job again".into(),
+            )),
         }
     }
 }

@@ -51,18 +51,7 @@ pub fn load_dynamic(host: &mut Host, envs: &[String]) -> bool {
     if own_roots && !crate::python::module_dirs(&host.opts).has_any() {
         return false;
     }
-    let autoload = host
-        .call(
-            "config.get",
-            &Args {
-                positional: vec![Value::from("autoload_dynamic_modules")],
-                kwargs: Map::new(),
-            },
-        )
-        .ok()
-        // An unset option is Salt's default, True.
-        .is_none_or(|v| v.is_null() || v == "" || halite_state::truthy(&v));
-    if !autoload {
+    if !autoload(host) {
         return false;
     }
     let mut kwargs = Map::new();
@@ -93,6 +82,47 @@ pub fn load_dynamic(host: &mut Host, envs: &[String]) -> bool {
             false
         }
     }
+}
+
+/// The minion's `autoload_dynamic_modules` (Salt's default, True, when unset).
+fn autoload(host: &Host) -> bool {
+    host.call(
+        "config.get",
+        &Args {
+            positional: vec![Value::from("autoload_dynamic_modules")],
+            kwargs: Map::new(),
+        },
+    )
+    .ok()
+    .is_none_or(|v| v.is_null() || v == "" || halite_state::truthy(&v))
+}
+
+/// On a minion whose master compiles its run, before a warm highstate
+/// (issue 25, one round trip): instead of [`before_master_compile`]'s
+/// sync (a listing per kind of module, each a round trip, before the
+/// bundle can even be asked for), what to tell the master it synced: the
+/// saltenvs its last highstate matched (`last_saltenvs`) and the
+/// [`crate::exec::saltutil::ModulesDigest`] of what it holds. The master
+/// compares it with a sync's result from its file server and answers
+/// "unchanged" with the bundle, or "sync first"; the caller then syncs
+/// with [`load_dynamic`] and asks again, so a changed module is still
+/// synced before the render that uses it. `None` (sync before asking, as
+/// before) for another function, a first highstate (its saltenvs are not
+/// known yet) and `autoload_dynamic_modules: False` (no sync at all).
+pub fn synced_for_master(
+    host: &Host,
+    fun: &str,
+    args: &Args,
+    last_saltenvs: Option<&[String]>,
+) -> Option<(Vec<String>, String)> {
+    if !is_highstate(fun, args) || host.exec.is_remote() {
+        return None;
+    }
+    let envs = last_saltenvs.filter(|envs| !envs.is_empty())?;
+    if !autoload(host) {
+        return None;
+    }
+    Some((envs.to_vec(), crate::exec::saltutil::synced_digest(host)))
 }
 
 /// Whether `state.<fun>` with `args` is a highstate (the top file

@@ -580,3 +580,91 @@ fn pyobjects_imports_objects_of_another_sls_and_builds_maps_from_grains() {
         "{err}"
     );
 }
+
+/// The digest a minion takes of its extmods after `sync_all` is the one
+/// its master takes of the same saltenvs' file server (issue 25, one
+/// round trip: equal digests are the master's "unchanged, no sync"), with
+/// a module shadowed by the earlier saltenv and bytecode the sync skips;
+/// a module changed on the master, or edited on the minion, makes them
+/// differ until the next sync.
+#[test]
+fn the_synced_digest_is_the_served_one_until_either_side_changes() {
+    use halite_modules::exec::saltutil::{served_digest, synced_digest};
+    let t = Tree::new(&[]);
+    let dev = t.dir.path().join("dev");
+    for (path, text) in [
+        ("_modules/hello.py", "def hi():\n    return 'dev'\n"),
+        ("_modules/devonly.py", "def hi():\n    return 'devonly'\n"),
+        ("_modules/__pycache__/devonly.cpython-311.pyc", "bytecode"),
+    ] {
+        let file = dev.join(path);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, text).unwrap();
+    }
+    let opts = json!({
+        "id": "py01",
+        "file_client": "local",
+        "local": true,
+        "cachedir": t.dir.path().join("cache"),
+        "file_roots": {"base": [t.dir.path().join("salt")], "dev": [dev]},
+        "pillar_roots": {"base": [t.dir.path().join("pillar")]},
+    });
+    let host = || halite_modules::local::local_host(opts.clone(), Arc::new(LogEvents)).0;
+    let envs = vec!["base".to_string(), "dev".to_string()];
+    let served = |host: &Host| {
+        served_digest(
+            &envs,
+            |env, prefix| {
+                host.files
+                    .list_files(env, prefix)
+                    .map_err(|e| e.to_string())
+            },
+            |env, path| match host.files.cache_file(path, env) {
+                Ok(Some(real)) => halite_modules::exec::file::meta::sha256_file(&real)
+                    .map(Some)
+                    .map_err(|e| e.to_string()),
+                Ok(None) => Ok(None),
+                Err(e) => Err(e.to_string()),
+            },
+        )
+        .unwrap()
+    };
+    let sync = || {
+        let args = Args {
+            positional: Vec::new(),
+            kwargs: json!({"saltenv": ["base", "dev"]})
+                .as_object()
+                .cloned()
+                .unwrap(),
+        };
+        host().call("saltutil.sync_all", &args).unwrap()
+    };
+    // Nothing synced yet: they differ (the tree has modules).
+    assert_ne!(synced_digest(&host()), served(&host()));
+    sync();
+    assert_eq!(synced_digest(&host()), served(&host()));
+    // base's hello.py won over dev's, and no bytecode was copied.
+    let extmods = t.dir.path().join("cache/extmods/modules");
+    assert_eq!(
+        std::fs::read(extmods.join("hello.py")).unwrap(),
+        std::fs::read(t.dir.path().join("salt/_modules/hello.py")).unwrap()
+    );
+    assert!(extmods.join("devonly.py").is_file());
+    assert!(!extmods.join("__pycache__").exists());
+
+    // Changed on the master: another digest, until the sync.
+    std::fs::write(
+        dev.join("_modules/devonly.py"),
+        "def hi():\n    return 'new'\n",
+    )
+    .unwrap();
+    assert_ne!(synced_digest(&host()), served(&host()));
+    sync();
+    assert_eq!(synced_digest(&host()), served(&host()));
+
+    // Edited on the minion: another digest, until the sync puts it back.
+    std::fs::write(extmods.join("devonly.py"), "edited").unwrap();
+    assert_ne!(synced_digest(&host()), served(&host()));
+    sync();
+    assert_eq!(synced_digest(&host()), served(&host()));
+}

@@ -295,6 +295,7 @@ mod tests {
                 have: None,
                 packed: false,
                 kept_calls: false,
+                synced: None,
             }
         );
         // A newer minion's request, read by an older master: the new
@@ -304,6 +305,7 @@ mod tests {
             have: Some("ab".repeat(32)),
             packed: true,
             kept_calls: true,
+            synced: None,
         })
         .unwrap();
         assert_eq!(

@@ -248,6 +248,16 @@ pub enum RequestBody {
         /// calls are sent once.
         #[serde(default, skip_serializing_if = "std::ops::Not::not")]
         kept_calls: bool,
+        /// A warm highstate's custom modules (issue 25, one round trip):
+        /// what the minion last synced, so the master checks it against
+        /// its file server instead of the minion listing every kind of
+        /// module first. The master answers a bundle with
+        /// `modules_unchanged`, or [`ReplyBody::SyncFirst`]. Absent from
+        /// older minions (which sync before asking) and ignored by older
+        /// masters (whose answer lacks `modules_unchanged`: the minion
+        /// then syncs as before).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        synced: Option<SyncedModules>,
     },
     /// Size and sha256 of `salt://path` in `saltenv` (`None`: no such file).
     FileStat {
@@ -311,6 +321,22 @@ pub enum RequestBody {
     },
 }
 
+/// What a minion's custom modules were last synced from
+/// ([`RequestBody::Bundle`]'s `synced`).
+///
+/// One digest for every kind, not one per kind: the answer the minion
+/// needs is "sync or not", and a sync lists every kind anyway (Salt's
+/// `sync_all`), so per-kind digests would buy nothing but bytes.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct SyncedModules {
+    /// The saltenvs synced (those the minion's last highstate matched), in
+    /// the order the sync read them (the first holding a path wins).
+    pub saltenvs: Vec<String>,
+    /// `halite_modules::exec::saltutil::ModulesDigest` of what the minion's
+    /// extension-module directories hold now.
+    pub digest: String,
+}
+
 /// A file on the master's fileserver.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
 pub struct FileStat {
@@ -347,13 +373,45 @@ pub enum ReplyBody {
         /// The encoded bundle without its job id.
         #[serde(with = "serde_bytes")]
         bytes: Vec<u8>,
+        /// The request's `synced` matched the master's file server: the
+        /// minion's custom modules are those a sync would give, so it does
+        /// not sync. False (absent) when the request carried none, and
+        /// from older masters.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        modules_unchanged: bool,
     },
     /// "You have it": the compile gave the bundle the minion said it holds
     /// (`have`); nothing else is sent.
     SameBundle {
         /// The digest the minion sent, confirmed.
         digest: String,
+        /// As [`ReplyBody::PackedBundle`]'s `modules_unchanged`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        modules_unchanged: bool,
     },
+    /// The custom modules the request said were synced (`synced`) are not
+    /// what the master's file server holds now: the minion syncs, then
+    /// asks for its bundle again. Nothing was compiled (a compile made
+    /// before the sync could have used the old modules). Sent only to a
+    /// minion whose request carried `synced`, so never to older minions.
+    SyncFirst,
+}
+
+impl ReplyBody {
+    /// The answer with `modules_unchanged` set, when it is a bundle that
+    /// can carry it (a packed or "same" bundle).
+    pub fn with_modules_unchanged(mut self) -> Self {
+        if let ReplyBody::PackedBundle {
+            modules_unchanged, ..
+        }
+        | ReplyBody::SameBundle {
+            modules_unchanged, ..
+        } = &mut self
+        {
+            *modules_unchanged = true;
+        }
+        self
+    }
 }
 
 /// What the master compiled for one minion and one job: the pillar it
@@ -869,5 +927,124 @@ mod tests {
         })
         .unwrap();
         assert_eq!(decode::<OldRenderCall>(&new).unwrap(), old);
+    }
+
+    /// The bundle request and its answers as peers before the one round
+    /// trip (session 21) encode and decode them.
+    #[derive(Debug, Serialize, Deserialize, PartialEq)]
+    enum OldRequest {
+        Bundle {
+            jid: String,
+            have: Option<String>,
+            packed: bool,
+            kept_calls: bool,
+        },
+    }
+
+    #[derive(Debug, Serialize, Deserialize, PartialEq)]
+    enum OldReply {
+        PackedBundle {
+            digest: String,
+            zstd: bool,
+            #[serde(with = "serde_bytes")]
+            bytes: Vec<u8>,
+        },
+        SameBundle {
+            digest: String,
+        },
+    }
+
+    #[test]
+    fn the_one_round_trip_fields_stay_readable_by_and_from_older_peers() {
+        let old = OldRequest::Bundle {
+            jid: "j1".into(),
+            have: Some("ab".into()),
+            packed: true,
+            kept_calls: true,
+        };
+        // An older minion's request: nothing synced said, so the master
+        // answers as before (it synced through its own listings).
+        match decode::<RequestBody>(&encode(&old).unwrap()).unwrap() {
+            RequestBody::Bundle { synced, have, .. } => {
+                assert_eq!(synced, None);
+                assert_eq!(have.as_deref(), Some("ab"));
+            }
+            other => panic!("{other:?}"),
+        }
+        // A newer minion's request, read by an older master: the field is
+        // ignored, the bundle answered as before.
+        let new = encode(&RequestBody::Bundle {
+            jid: "j1".into(),
+            have: Some("ab".into()),
+            packed: true,
+            kept_calls: true,
+            synced: Some(SyncedModules {
+                saltenvs: vec!["base".into()],
+                digest: "cd".into(),
+            }),
+        })
+        .unwrap();
+        assert_eq!(decode::<OldRequest>(&new).unwrap(), old);
+
+        // An older master's answers: `modules_unchanged` false, so the
+        // newer minion syncs as before.
+        let same = encode(&OldReply::SameBundle {
+            digest: "ab".into(),
+        })
+        .unwrap();
+        assert_eq!(
+            decode::<ReplyBody>(&same).unwrap(),
+            ReplyBody::SameBundle {
+                digest: "ab".into(),
+                modules_unchanged: false
+            }
+        );
+        let packed = encode(&OldReply::PackedBundle {
+            digest: "ab".into(),
+            zstd: false,
+            bytes: vec![1, 2],
+        })
+        .unwrap();
+        assert!(matches!(
+            decode::<ReplyBody>(&packed).unwrap(),
+            ReplyBody::PackedBundle {
+                modules_unchanged: false,
+                ..
+            }
+        ));
+        // A newer master's answers, read by an older minion (never sent
+        // one, as it never says `synced`, but readable all the same).
+        let unchanged = ReplyBody::SameBundle {
+            digest: "ab".into(),
+            modules_unchanged: false,
+        }
+        .with_modules_unchanged();
+        assert!(matches!(
+            unchanged,
+            ReplyBody::SameBundle {
+                modules_unchanged: true,
+                ..
+            }
+        ));
+        assert_eq!(
+            decode::<OldReply>(&encode(&unchanged).unwrap()).unwrap(),
+            OldReply::SameBundle {
+                digest: "ab".into()
+            }
+        );
+        let packed = ReplyBody::PackedBundle {
+            digest: "ab".into(),
+            zstd: false,
+            bytes: vec![1, 2],
+            modules_unchanged: true,
+        };
+        assert_eq!(
+            decode::<OldReply>(&encode(&packed).unwrap()).unwrap(),
+            OldReply::PackedBundle {
+                digest: "ab".into(),
+                zstd: false,
+                bytes: vec![1, 2]
+            }
+        );
     }
 }

@@ -207,6 +207,7 @@ mod tests {
             have: None,
             packed: true,
             kept_calls: true,
+            synced: None,
         };
         w.insert(1, 0, tx.clone(), &bundle, t0);
         w.insert(2, 1, tx.clone(), &bundle, t0);

@@ -351,22 +351,15 @@ fn sync_kind(
     host: &Host,
 ) -> Result<Vec<String>, ExecError> {
     let dest = extmods_dir(host, kind);
-    let prefix = format!("_{kind}");
     let mut wanted: BTreeSet<String> = BTreeSet::new();
     let mut changed: BTreeSet<String> = BTreeSet::new();
     for (env, files) in envs.iter().zip(listed) {
         let files = files?;
         for file in files {
-            let Some(rel) = file.strip_prefix(&format!("{prefix}/")) else {
+            let Some(rel) = module_rel(kind, &file) else {
                 continue;
             };
-            // Bytecode caches are not modules (Salt's sync skips them too).
-            if rel
-                .split('/')
-                .any(|part| part == ".." || part.is_empty() || part == "__pycache__")
-                || rel.ends_with(".pyc")
-                || !wanted.insert(rel.to_string())
-            {
+            if !wanted.insert(rel.to_string()) {
                 continue;
             }
             let Some(src) = host
@@ -399,6 +392,121 @@ fn sync_kind(
         crate::python::reload_all();
     }
     Ok(changed.into_iter().collect())
+}
+
+/// The path below `_<kind>/` of the file server's `file` when a sync of
+/// `kind` copies it: `None` outside `_<kind>/`, for `..` or empty parts,
+/// and for bytecode caches (Salt's sync skips them too).
+fn module_rel<'a>(kind: &str, file: &'a str) -> Option<&'a str> {
+    let rel = file.strip_prefix('_')?.strip_prefix(kind)?.strip_prefix('/')?;
+    is_module_path(rel).then_some(rel)
+}
+
+/// Whether `rel` (a path below `_<kind>/`, or below `extmods/<kind>/`)
+/// is a module file a sync keeps.
+fn is_module_path(rel: &str) -> bool {
+    !rel
+        .split('/')
+        .any(|part| part == ".." || part.is_empty() || part == "__pycache__")
+        && !rel.ends_with(".pyc")
+}
+
+/// A digest of a set of custom modules: per kind of
+/// [`crate::python::KINDS`], each module file's path below `_<kind>/` and
+/// the sha256 of its content (issue 25, one round trip before a warm
+/// highstate). The minion takes it of what its extension-module
+/// directories hold ([`synced_digest`]); the master of what a sync of the
+/// same saltenvs would copy from its file server ([`served_digest`]). Equal
+/// digests mean the sync would copy and remove nothing, so the minion's
+/// bundle request carries it instead of the minion listing every kind
+/// first; both sides build it here, so they cannot drift apart.
+#[derive(Debug, Default)]
+pub struct ModulesDigest {
+    /// (index of the kind in `KINDS`, path below `_<kind>/`) -> sha256.
+    files: std::collections::BTreeMap<(usize, String), String>,
+}
+
+impl ModulesDigest {
+    /// Adds `rel` of `kind` with content digest `sha256`; a kind that is
+    /// not one of `KINDS` is not synced, so not counted.
+    fn add(&mut self, kind: &str, rel: &str, sha256: String) {
+        if let Some(k) = crate::python::KINDS.iter().position(|x| *x == kind) {
+            self.files.insert((k, rel.to_string()), sha256);
+        }
+    }
+
+    /// The digest: hex sha256 over every (kind, path, sha256) in order.
+    pub fn finish(&self) -> String {
+        use sha2::{Digest, Sha256};
+        let mut hasher = Sha256::new();
+        for ((kind, rel), sha256) in &self.files {
+            hasher.update(crate::python::KINDS[*kind].as_bytes());
+            hasher.update(b"\0");
+            hasher.update(rel.as_bytes());
+            hasher.update(b"\0");
+            hasher.update(sha256.as_bytes());
+            hasher.update(b"\n");
+        }
+        hex::encode(hasher.finalize())
+    }
+}
+
+/// The [`ModulesDigest`] of what `host`'s extension-module directories
+/// (`<cachedir>/extmods/<kind>`) hold now: after a sync of some saltenvs,
+/// exactly what that sync copied; a file changed or removed there by hand,
+/// or another saltenv's sync since, gives another digest (and so a sync).
+pub fn synced_digest(host: &Host) -> String {
+    let mut digest = ModulesDigest::default();
+    for kind in crate::python::KINDS {
+        let dir = extmods_dir(host, kind);
+        for entry in walkdir::WalkDir::new(&dir).into_iter().flatten() {
+            if !entry.file_type().is_file() {
+                continue;
+            }
+            let Ok(rel) = entry.path().strip_prefix(&dir) else {
+                continue;
+            };
+            let rel = rel.to_string_lossy();
+            if !is_module_path(&rel) {
+                continue;
+            }
+            // Unreadable: a digest no master gives, so the minion syncs.
+            let sha256 = crate::exec::file::meta::sha256_file(entry.path())
+                .unwrap_or_else(|e| format!("unreadable: {e}"));
+            digest.add(kind, &rel, sha256);
+        }
+    }
+    digest.finish()
+}
+
+/// The [`ModulesDigest`] of what `saltutil.sync_all saltenv=<envs>` would
+/// leave in the extension-module directories, from a file server: `list`
+/// answers the files below a prefix of a saltenv (as `FileList`), `sha256`
+/// a file's content digest (`None`: no such file, as `FileStat`). The
+/// first saltenv holding a path wins, as in the sync.
+pub fn served_digest<E>(
+    envs: &[String],
+    mut list: impl FnMut(&str, &str) -> Result<Vec<String>, E>,
+    mut sha256: impl FnMut(&str, &str) -> Result<Option<String>, E>,
+) -> Result<String, E> {
+    let mut digest = ModulesDigest::default();
+    for kind in crate::python::KINDS {
+        let mut seen: BTreeSet<String> = BTreeSet::new();
+        for env in envs {
+            for file in list(env, &format!("_{kind}"))? {
+                let Some(rel) = module_rel(kind, &file) else {
+                    continue;
+                };
+                if !seen.insert(rel.to_string()) {
+                    continue;
+                }
+                if let Some(hash) = sha256(env, &file)? {
+                    digest.add(kind, rel, hash);
+                }
+            }
+        }
+    }
+    Ok(digest.finish())
 }
 
 /// Per kind of [`crate::python::KINDS`], how many syncs of this process
