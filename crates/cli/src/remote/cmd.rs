@@ -97,13 +97,13 @@ fn packed_text(cmd: &Command, ret: &PackedReturn, text: &mut Vec<u8>) -> bool {
     }
 }
 
-/// A return's exit code and whether it failed, from its event's data (a
-/// packed return's data without its value: the keys read are others).
-fn return_status(data: &Map<String, Value>) -> (i64, bool) {
-    let retcode = data.get("retcode").and_then(Value::as_i64).unwrap_or(0);
+/// A return's exit code and whether it failed, from its event's
+/// `retcode` and `success`.
+fn return_status(retcode: Option<&Value>, success: Option<&Value>) -> (i64, bool) {
+    let retcode = retcode.and_then(Value::as_i64).unwrap_or(0);
     (
         retcode,
-        retcode != 0 || data.get("success") == Some(&Value::Bool(false)),
+        retcode != 0 || success == Some(&Value::Bool(false)),
     )
 }
 
@@ -227,7 +227,8 @@ fn run_one(
                 Streamed::Return(ret) if !waiting.contains(&ret.id) => continue,
                 Streamed::Return(ret) if packed_text(cmd, &ret, &mut text) => {
                     waiting.remove(&ret.id);
-                    if return_status(&ret.head).1 {
+                    let (retcode, success) = (ret.decoded("retcode"), ret.decoded("success"));
+                    if return_status(retcode.as_ref(), success.as_ref()).1 {
                         failed.insert(ret.id.clone());
                     }
                     show_return(bars.as_mut(), &ret.id, out, |out| out.write_all(&text))?;
@@ -244,7 +245,7 @@ fn run_one(
                     continue;
                 }
                 let (retcode, fails) = match data.as_object() {
-                    Some(map) => return_status(map),
+                    Some(map) => return_status(map.get("retcode"), map.get("success")),
                     None => (0, false),
                 };
                 let ret = data
