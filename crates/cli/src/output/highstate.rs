@@ -3,6 +3,8 @@
 //! of `--state-output`, and the summary with Succeeded / Failed / changed
 //! counts and the total run time.
 
+use std::fmt::Write as _;
+
 use serde_json::{Map, Value};
 
 use halite_proto::cursor::{Cursor, Token};
@@ -42,13 +44,27 @@ impl StateReturn for Map<String, Value> {
     }
 }
 
-fn py_result(v: Option<&Value>) -> String {
+fn py_result(v: Option<&Value>) -> &'static str {
     match v {
-        Some(Value::Bool(true)) => "True".into(),
-        Some(Value::Bool(false)) => "False".into(),
-        _ => "None".into(),
+        Some(Value::Bool(true)) => "True",
+        Some(Value::Bool(false)) => "False",
+        _ => "None",
     }
 }
+
+/// `f` of `str()` of `v` as Salt prints it (a string as it is, without a
+/// copy; absent: empty).
+fn with_py_str<R>(v: Option<&Value>, f: impl FnOnce(&str) -> R) -> R {
+    match v {
+        Some(Value::String(s)) => f(s),
+        Some(other) => f(&py_str(other)),
+        None => f(""),
+    }
+}
+
+/// What a line break in a state's comment becomes: the next line under
+/// the first, past the `Comment: ` label.
+const COMMENT_BREAK: &str = "\n              ";
 
 /// Changes formatted the way Salt prints them: nested, indented by 14.
 fn format_changes(changes: Option<&Value>, opts: &OutputOptions) -> (bool, String) {
@@ -180,6 +196,7 @@ pub(crate) fn format_states<'a, S: StateReturn>(
     let mut warnings = 0usize;
     let mut nchanges = 0usize;
     let mut total_ms = 0.0f64;
+    let state_output = opts.state_output.to_lowercase();
     for (tname, ret) in entries {
         match ret.get("result") {
             Some(Value::Bool(true)) => succeeded += 1,
@@ -214,7 +231,6 @@ pub(crate) fn format_states<'a, S: StateReturn>(
         while comps.len() < 4 {
             comps.push("");
         }
-        let state_output = opts.state_output.to_lowercase();
         let owned_id;
         if state_output.ends_with("_id") {
             owned_id = comps[1].to_string();
@@ -228,46 +244,55 @@ pub(crate) fn format_states<'a, S: StateReturn>(
             hstrs.push(terse(tcolor, &comps, ret, opts));
             continue;
         }
-        let comment = ret.get("comment").map(py_str).unwrap_or_default();
-        let comment = comment
-            .trim()
-            .replace('\n', &format!("\n{}", " ".repeat(14)));
+        // One text per state, its lines joined as `hstrs` joins them
+        // (issue 25: a line a `String` was most of printing a fleet's
+        // 1,000-state returns).
         let e = c.endc;
-        hstrs.push(format!("{tcolor}----------{e}"));
-        hstrs.push(format!("    {tcolor}      ID: {}{e}", comps[1]));
-        hstrs.push(format!(
-            "    {tcolor}Function: {}.{}{e}",
-            comps[0], comps[3]
-        ));
+        let mut block = String::with_capacity(256);
+        let _ = write!(
+            block,
+            "{tcolor}----------{e}\n    {tcolor}      ID: {}{e}\n    {tcolor}Function: {}.{}{e}",
+            comps[1], comps[0], comps[3]
+        );
         if comps[1] != comps[2] {
-            hstrs.push(format!("    {tcolor}    Name: {}{e}", comps[2]));
+            let _ = write!(block, "\n    {tcolor}    Name: {}{e}", comps[2]);
         }
-        hstrs.push(format!(
-            "    {tcolor}  Result: {}{e}",
+        let _ = write!(
+            block,
+            "\n    {tcolor}  Result: {}{e}\n    {tcolor} Comment: ",
             py_result(ret.get("result"))
-        ));
-        hstrs.push(format!("    {tcolor} Comment: {comment}{e}"));
+        );
+        with_py_str(ret.get("comment"), |comment| {
+            for (i, line) in comment.trim().split('\n').enumerate() {
+                if i > 0 {
+                    block.push_str(COMMENT_BREAK);
+                }
+                block.push_str(line);
+            }
+        });
+        block.push_str(e);
         if opts.state_output_profile && ret.contains_key("start_time") {
-            hstrs.push(format!(
-                "    {tcolor} Started: {}{e}",
-                ret.get("start_time").map(py_str).unwrap_or_default()
-            ));
-            let d = ret
-                .get("duration")
-                .map(|d| format!("{} ms", py_str(d)))
-                .unwrap_or_default();
-            hstrs.push(format!("    {tcolor}Duration: {d}{e}"));
+            let _ = write!(block, "\n    {tcolor} Started: ");
+            with_py_str(ret.get("start_time"), |start| block.push_str(start));
+            let _ = write!(block, "{e}\n    {tcolor}Duration: ");
+            if let Some(d) = ret.get("duration") {
+                with_py_str(Some(d), |d| block.push_str(d));
+                block.push_str(" ms");
+            }
+            block.push_str(e);
         }
-        hstrs.push(format!("{tcolor}     Changes:   {ctext}{e}"));
+        let _ = write!(block, "\n{tcolor}     Changes:   {ctext}{e}");
         if let Some(Value::Array(w)) = ret.get("warnings") {
             warnings += 1;
             let w: Vec<String> = w.iter().map(py_str).collect();
-            hstrs.push(format!(
-                "   {} Warnings: {}{e}",
+            let _ = write!(
+                block,
+                "\n   {} Warnings: {}{e}",
                 c.light_red,
                 w.join("\n").replace('\n', "\n              ")
-            ));
+            );
         }
+        hstrs.push(block);
     }
     // Salt sizes the column from the counts it saw (results present only).
     let present = [succeeded, failed, not_run, warnings];
