@@ -367,9 +367,10 @@ impl Streamed {
     /// Reads `frame`: a return as a [`PackedReturn`] when its layout is
     /// the one the master writes (a map `{"Return": {"id", "data"}}`
     /// whose `data` is a map with string keys, each once, holding values
-    /// a decode accepts, nested at most [`halite_proto::MAX_VALUE_DEPTH`]
-    /// levels), anything else decoded whole as before, so that what
-    /// cannot be taken apart reads exactly as it did.
+    /// a decode accepts but for `return`'s, which is only whole, all
+    /// nested at most [`halite_proto::MAX_VALUE_DEPTH`] levels), anything
+    /// else decoded whole as before, so that what cannot be taken apart
+    /// reads exactly as it did.
     pub fn parse(frame: Vec<u8>) -> Result<Streamed, LocalError> {
         match PackedReturn::parse(&frame) {
             Some((id, fields)) => Ok(Streamed::Return(PackedReturn { id, frame, fields })),
@@ -396,7 +397,9 @@ impl PackedReturn {
     /// The msgpack bytes of the data's `key` (`None`: no such key). They
     /// hold a value a decode accepts (strings UTF-8, string keys, no
     /// binary data, not too deep), but a key may be there twice (a
-    /// reader that minds falls back to [`PackedReturn::into_reply`]).
+    /// reader that minds falls back to [`PackedReturn::into_reply`]);
+    /// `"return"`'s are only one whole value, nested not too deep (see
+    /// [`PackedReturn::packed`]).
     pub fn field(&self, key: &str) -> Option<&[u8]> {
         self.fields
             .iter()
@@ -411,7 +414,11 @@ impl PackedReturn {
     }
 
     /// The msgpack bytes of the return's value (`None`: the data had no
-    /// `"return"`).
+    /// `"return"`): one whole value nested at most
+    /// [`halite_proto::MAX_VALUE_DEPTH`] levels, not checked further (the
+    /// printers check what they read): it may still hold what a decode
+    /// refuses (binary data, invalid UTF-8, a key twice), and a reader that
+    /// meets such falls back to [`PackedReturn::into_reply`].
     pub fn packed(&self) -> Option<&[u8]> {
         self.field("return")
     }
@@ -422,7 +429,8 @@ impl PackedReturn {
     }
 
     /// The id and where each key of the data and its value are; `None`
-    /// for any other layout, a key twice, or a value a decode refuses.
+    /// for any other layout, a key twice, or a value a decode refuses
+    /// (but for `return`'s, stepped over by its shape).
     fn parse(frame: &[u8]) -> Option<ReturnParts> {
         let mut cur = Cursor::new(frame);
         if cur.map_len().ok()? != 1 || cur.str().ok()? != "Return" || cur.map_len().ok()? != 2 {
@@ -442,7 +450,13 @@ impl PackedReturn {
             let key_end = cur.pos();
             let key = key_end - key.len()..key_end;
             let start = cur.pos();
-            cur.skip(1).ok()?;
+            // The return's value (the bulk of the frame) is checked by
+            // whoever reads it; the other keys as a decode would.
+            if &frame[key.clone()] == b"return" {
+                cur.step(1).ok()?;
+            } else {
+                cur.skip(1).ok()?;
+            }
             if fields
                 .iter()
                 .any(|(k, _)| frame[k.clone()] == frame[key.clone()])

@@ -209,31 +209,55 @@ impl<'a> Cursor<'a> {
     /// A key twice is not looked for.
     pub fn skip(&mut self, depth: usize) -> Result<&'a [u8], CursorError> {
         let start = self.pos;
-        self.skip_at(depth)?;
+        self.skip_at(depth, true)?;
         Ok(&self.bytes[start..self.pos])
     }
 
-    fn skip_at(&mut self, depth: usize) -> Result<(), CursorError> {
+    /// Steps over the value that comes next as [`Cursor::skip`] does, but
+    /// checks only its shape (complete, nested at most
+    /// [`MAX_VALUE_DEPTH`] levels from `depth`): strings are not checked
+    /// as UTF-8, keys may be anything, binary and extension data pass.
+    /// For bytes a reader will check anyway as it reads them (the CLI's
+    /// printers), so that they are not checked twice.
+    pub fn step(&mut self, depth: usize) -> Result<&'a [u8], CursorError> {
+        let start = self.pos;
+        self.skip_at(depth, false)?;
+        Ok(&self.bytes[start..self.pos])
+    }
+
+    /// Steps over a value nested `depth` levels, checked as a decode
+    /// would check it when `strict`, for its shape only when not.
+    fn skip_at(&mut self, depth: usize, strict: bool) -> Result<(), CursorError> {
         if depth > MAX_VALUE_DEPTH {
             return Err(CursorError::TooDeep);
         }
         match self.token()? {
-            Token::Str(s) => {
+            Token::Str(s) if strict => {
                 std::str::from_utf8(s).map_err(|_| CursorError::NotUtf8)?;
             }
-            Token::Bin(_) | Token::Ext(_) => return Err(CursorError::Binary),
+            Token::Bin(_) | Token::Ext(_) if strict => return Err(CursorError::Binary),
             Token::Array(n) => {
                 for _ in 0..n {
-                    self.skip_at(depth + 1)?;
+                    self.skip_at(depth + 1, strict)?;
                 }
             }
             Token::Map(n) => {
                 for _ in 0..n {
-                    self.key()?;
-                    self.skip_at(depth + 1)?;
+                    if strict {
+                        self.key()?;
+                    } else {
+                        // A key is a value inside the map, as its value is
+                        // (at the map's own level, keys in keys would
+                        // recurse without a bound).
+                        self.skip_at(depth + 1, false)?;
+                    }
+                    self.skip_at(depth + 1, strict)?;
                 }
             }
-            Token::Nil
+            Token::Str(_)
+            | Token::Bin(_)
+            | Token::Ext(_)
+            | Token::Nil
             | Token::Bool(_)
             | Token::Uint(_)
             | Token::Int(_)
@@ -323,6 +347,18 @@ mod tests {
         let mut very_deep = vec![0x91u8; 100_000];
         very_deep.push(0xc0);
         assert_eq!(Cursor::new(&very_deep).skip(1), Err(CursorError::TooDeep));
+        assert_eq!(Cursor::new(&very_deep).step(1), Err(CursorError::TooDeep));
+        // Maps as keys of maps, 100,000 deep: refused, not a stack overflow.
+        let mut keys_in_keys = vec![0x81u8; 100_000];
+        keys_in_keys.push(0xc0);
+        assert_eq!(
+            Cursor::new(&keys_in_keys).step(1),
+            Err(CursorError::TooDeep)
+        );
+        assert_eq!(
+            Cursor::new(&keys_in_keys).skip(1),
+            Err(CursorError::KeyNotString)
+        );
         for (bad, why) in [
             (&[0xc4, 0x01, 0x00][..], CursorError::Binary),
             (&[0xd4, 0x01, 0x00], CursorError::Binary),
@@ -351,6 +387,48 @@ mod tests {
             ),
         ] {
             assert_eq!(Cursor::new(bad).skip(1), Err(why), "{bad:x?}");
+        }
+    }
+
+    #[test]
+    fn step_checks_the_shape_only() {
+        let bytes = sample();
+        let mut cur = Cursor::new(&bytes);
+        assert_eq!(cur.step(1).unwrap(), &bytes[..]);
+        assert!(cur.is_empty());
+        // What a decode refuses but is one whole value: stepped over.
+        for ok in [
+            &[0xc4, 0x01, 0x00][..],
+            &[0xd4, 0x01, 0x00],
+            &[0x81, 0x01, 0xc0],
+            &[0x81, 0xa1, 0xff, 0xc0],
+            &[0x92, 0xa2, 0xff, 0xfe, 0xc7, 0x01, 0x05, 0x09],
+        ] {
+            let mut cur = Cursor::new(ok);
+            assert_eq!(cur.step(1).unwrap(), ok, "{ok:x?}");
+            assert!(cur.is_empty());
+        }
+        // Truncated, reserved, too deep: refused as skip refuses them.
+        let deep = crate::packed::pack(&nested(MAX_VALUE_DEPTH + 1)).unwrap();
+        assert_eq!(Cursor::new(&deep).step(1), Err(CursorError::TooDeep));
+        assert_eq!(
+            Cursor::new(&[0x92, 0x01]).step(1),
+            Err(CursorError::Truncated)
+        );
+        assert_eq!(
+            Cursor::new(&[0x91, 0xc1]).step(1),
+            Err(CursorError::Reserved)
+        );
+        assert_eq!(
+            Cursor::new(&[0xdd, 0xff, 0xff, 0xff, 0xff, 0x01]).step(1),
+            Err(CursorError::Truncated)
+        );
+        for end in 0..bytes.len() {
+            assert_eq!(
+                Cursor::new(&bytes[..end]).step(1),
+                Err(CursorError::Truncated),
+                "prefix of {end} bytes"
+            );
         }
     }
 
@@ -400,6 +478,7 @@ mod tests {
                     break;
                 }
             }
+            let _ = Cursor::new(&bytes).step(1);
             let mut cur = Cursor::new(&bytes);
             if let Ok(value) = cur.skip(1) {
                 assert!(cur.pos() <= bytes.len());
