@@ -92,6 +92,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// The next `n` bytes.
+    #[inline]
     fn take(&mut self, n: usize) -> Result<&'a [u8], CursorError> {
         let end = self.pos.checked_add(n).ok_or(CursorError::Truncated)?;
         let taken = self
@@ -103,6 +104,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// The next `N` bytes, as an array (for the big-endian numbers).
+    #[inline]
     fn be<const N: usize>(&mut self) -> Result<[u8; N], CursorError> {
         let mut b = [0u8; N];
         b.copy_from_slice(self.take(N)?);
@@ -110,6 +112,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// A big-endian length of 1, 2 or 4 bytes.
+    #[inline]
     fn len(&mut self, n: usize) -> Result<usize, CursorError> {
         Ok(self
             .take(n)?
@@ -119,6 +122,7 @@ impl<'a> Cursor<'a> {
 
     /// Reads the next marker and what it carries (a container's items
     /// stay to be read).
+    #[inline]
     pub fn token(&mut self) -> Result<Token<'a>, CursorError> {
         let marker = self.take(1)?[0];
         Ok(match marker {
@@ -165,6 +169,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// Bytes preceded by their length of `n` bytes.
+    #[inline]
     fn sized(&mut self, n: usize) -> Result<&'a [u8], CursorError> {
         let len = self.len(n)?;
         self.take(len)
@@ -186,6 +191,7 @@ impl<'a> Cursor<'a> {
     }
 
     /// The string that comes next (valid UTF-8).
+    #[inline]
     pub fn str(&mut self) -> Result<&'a str, CursorError> {
         match self.token()? {
             Token::Str(s) => std::str::from_utf8(s).map_err(|_| CursorError::NotUtf8),
@@ -194,7 +200,14 @@ impl<'a> Cursor<'a> {
     }
 
     /// A map key: a string (valid UTF-8).
+    #[inline]
     pub fn key(&mut self) -> Result<&'a str, CursorError> {
+        // A short key (most are) without building its token.
+        if let Some(&m @ 0xa0..=0xbf) = self.bytes.get(self.pos) {
+            self.pos += 1;
+            let s = self.take(usize::from(m & 0x1f))?;
+            return std::str::from_utf8(s).map_err(|_| CursorError::NotUtf8);
+        }
         self.str().map_err(|e| match e {
             CursorError::Expected(_) => CursorError::KeyNotString,
             e => e,
@@ -230,6 +243,23 @@ impl<'a> Cursor<'a> {
     fn skip_at(&mut self, depth: usize, strict: bool) -> Result<(), CursorError> {
         if depth > MAX_VALUE_DEPTH {
             return Err(CursorError::TooDeep);
+        }
+        // The commonest markers of a return (small scalars, short
+        // strings) first, without building their token.
+        match self.bytes.get(self.pos) {
+            Some(0x00..=0x7f | 0xc0 | 0xc2 | 0xc3 | 0xe0..=0xff) => {
+                self.pos += 1;
+                return Ok(());
+            }
+            Some(&m @ 0xa0..=0xbf) => {
+                self.pos += 1;
+                let s = self.take(usize::from(m & 0x1f))?;
+                if strict {
+                    std::str::from_utf8(s).map_err(|_| CursorError::NotUtf8)?;
+                }
+                return Ok(());
+            }
+            _ => {}
         }
         match self.token()? {
             Token::Str(s) if strict => {
