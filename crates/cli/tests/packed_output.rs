@@ -10,7 +10,7 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
-use halite_cli::output::{self, json::write_packed_keyed, OutputOptions, Outputter};
+use halite_cli::output::{self, highstate, json::write_packed_keyed, OutputOptions, Outputter};
 use halite_client::local::{LocalReply, Streamed};
 use halite_test_support::can_run;
 use halite_test_support::fleet::Fleet;
@@ -351,10 +351,9 @@ fn frames_that_are_not_the_masters_return_layout_decode_whole() {
         panic!("not taken apart");
     };
     assert_eq!(ret.id, "web1");
-    assert_eq!(
-        ret.head,
-        *json!({"retcode": 2, "success": false}).as_object().unwrap()
-    );
+    assert_eq!(ret.decoded("retcode"), Some(json!(2)));
+    assert_eq!(ret.decoded("success"), Some(json!(false)));
+    assert_eq!(ret.decoded("jid"), None);
     assert_eq!(
         halite_proto::decode::<Value>(ret.packed().unwrap()).unwrap(),
         json!({"a": 1})
@@ -430,4 +429,351 @@ fn spilled_and_held_returns_print_the_same_json_as_their_decoded_values() {
             "every minion's return is the same value"
         );
     }
+}
+
+/// Every combination of the options the highstate outputter reads:
+/// `state_output` (each mode, with and without `_id`), `state_verbose`,
+/// the profile, the percentages, colours on and off.
+fn highstate_options() -> Vec<OutputOptions> {
+    let mut all = Vec::new();
+    for mode in [
+        "full",
+        "terse",
+        "mixed",
+        "changes",
+        "full_id",
+        "terse_id",
+        "mixed_id",
+        "changes_id",
+    ] {
+        for verbose in [true, false] {
+            for profile in [true, false] {
+                for pct in [true, false] {
+                    for colors in [output::Colors::none(), output::Colors::ansi()] {
+                        all.push(OutputOptions {
+                            colors,
+                            state_output: mode.into(),
+                            state_verbose: verbose,
+                            state_output_profile: profile,
+                            state_output_pct: pct,
+                            json_indent: 4,
+                        });
+                    }
+                }
+            }
+        }
+    }
+    all
+}
+
+/// `ret`'s highstate text from its bytes (`None`: refused, the CLI
+/// prints the decoded value) and from its decoded value, for `opts`.
+fn highstate_both_ways(
+    host: &str,
+    ret: &[u8],
+    opts: &OutputOptions,
+) -> (Option<String>, Option<String>) {
+    let packed = highstate::format_host_packed(host, ret, opts).ok();
+    let decoded = halite_proto::decode::<Value>(ret)
+        .ok()
+        .map(|v| highstate::format_host(host, &v, opts));
+    (packed, decoded)
+}
+
+/// The shared conformance corpus (real Salt 3008.5 returns), beside the
+/// repository or beside the directory of its worktrees.
+fn conformance_cases() -> std::path::PathBuf {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    [
+        "../shared/conformance/cases",
+        "../../shared/conformance/cases",
+    ]
+    .iter()
+    .map(|rel| root.join(rel))
+    .find(|p| p.is_dir())
+    .expect("shared/conformance/cases beside the repository (CI runs with shared/ beside it)")
+}
+
+/// The highstate text printed from a return's bytes is the text its
+/// decoded value prints, byte for byte, for every real Salt return of the
+/// conformance corpus, in every mode of the outputter.
+#[test]
+fn the_highstate_text_from_the_bytes_is_the_decoded_values_for_the_salt_corpus() {
+    let opts = highstate_options();
+    let mut returns = 0;
+    let mut states = 0;
+    for case in std::fs::read_dir(conformance_cases()).unwrap() {
+        let case = case.unwrap().path();
+        let Ok(text) = std::fs::read_to_string(case.join("expected.json")) else {
+            continue;
+        };
+        let expected: Value = serde_json::from_str(&text).unwrap();
+        let Some(Value::Object(hosts)) = expected.get("return") else {
+            continue;
+        };
+        for (host, ret) in hosts {
+            let bytes = halite_proto::packed::pack(ret).unwrap();
+            for o in &opts {
+                let (packed, decoded) = highstate_both_ways(host, &bytes, o);
+                let decoded = decoded.unwrap();
+                match (ret, packed) {
+                    (Value::Object(_), Some(packed)) => assert_eq!(
+                        packed,
+                        decoded,
+                        "{} in mode {} verbose {}",
+                        case.display(),
+                        o.state_output,
+                        o.state_verbose
+                    ),
+                    (Value::Object(_), None) => panic!("{} refused", case.display()),
+                    // Errors and strings print decoded.
+                    (_, packed) => assert_eq!(packed, None, "{}", case.display()),
+                }
+            }
+            returns += 1;
+            states += ret.as_object().map_or(0, Map::len);
+        }
+    }
+    assert!(
+        returns > 50 && states > 200,
+        "{returns} returns, {states} states"
+    );
+}
+
+/// Returns shaped as no Salt case shapes them print the same both ways,
+/// and what a `Value` holds otherwise is left to the decoded path.
+#[test]
+fn odd_state_returns_print_the_same_highstate_text_or_are_refused() {
+    let state = |i: usize| {
+        json!({"result": true, "comment": format!("ok {i}"), "changes": {}, "__run_num__": i,
+               "start_time": "03:45:00.000001", "duration": 0.5, "name": "n", "__id__": "i"})
+    };
+    let orch = json!({"out": "highstate", "ret": {"web1": {
+        "test_|-a_|-a_|-succeed_with_changes": {"result": true, "comment": "c", "changes": {"x": 1},
+                                               "__run_num__": 0, "duration": 1.0}}}});
+    let shapes: Vec<(&str, Value)> = vec![
+        (
+            "every result and change kind",
+            json!({
+                "test_|-t_|-t_|-succeed": state(3),
+                "test_|-f_|-f_|-fail": {"result": false, "comment": "boom\nline two\n", "changes": {},
+                                        "__run_num__": 1, "duration": 12, "start_time": "x"},
+                "test_|-n_|-n_|-none": {"result": null, "comment": ["a", 1], "changes": {"a": {"old": 1, "new": [2, {}]}},
+                                        "__run_num__": 0, "duration": 1e-7},
+                "test_|-s_|-s_|-str": {"result": "weird", "changes": "not a dict", "__run_num__": 2,
+                                       "warnings": ["w1", "w2\nw3"]},
+                "test_|-w_|-w_|-warn": {"result": true, "changes": {}, "__run_num__": 4,
+                                        "warnings": "not a list", "comment": 5},
+                "orch_|-o_|-o_|-state": {"result": true, "changes": orch, "__run_num__": 5, "duration": 1000.5},
+                "no result": {"comment": "skipped"},
+                "not a map": [1, 2],
+                "a scalar": "s",
+                "short_|-id": {"result": true, "__run_num__": 6},
+                "é ✓_|-ü 😀_|-\"q\"_|-fun": state(7),
+            }),
+        ),
+        ("same run numbers keep the return's order", {
+            let m: Map<String, Value> = (0..40)
+                .map(|i| (format!("test_|-s{i}_|-s{i}_|-succeed"), state(i % 3)))
+                .collect();
+            Value::Object(m)
+        }),
+        ("a thousand states, the sum of durations in seconds", {
+            let m: Map<String, Value> = (0..1000)
+                .rev()
+                .map(|i| (format!("test_|-s{i}_|-s{i}_|-succeed"), state(i)))
+                .collect();
+            Value::Object(m)
+        }),
+        ("no states", json!({})),
+        (
+            "nothing that is a state",
+            json!({"a": 1, "b": {"comment": "x"}}),
+        ),
+    ];
+    for (name, ret) in &shapes {
+        let bytes = halite_proto::packed::pack(ret).unwrap();
+        for o in highstate_options() {
+            let (packed, decoded) = highstate_both_ways("wéb1", &bytes, &o);
+            assert_eq!(packed, decoded, "{name} in mode {}", o.state_output);
+        }
+    }
+
+    // Bytes no `Value` encodes to, but a minion may send.
+    let opts = OutputOptions::default();
+    let key = |k: &str| mp_str(k.as_bytes());
+    let one_state = |fields: &[(&str, &[u8])]| {
+        let mut b = vec![0x81];
+        b.extend(key("test_|-a_|-a_|-succeed"));
+        b.push(0x80 | fields.len() as u8);
+        for (k, v) in fields {
+            b.extend(key(k));
+            b.extend_from_slice(v);
+        }
+        b
+    };
+    let f32_duration = [vec![0xca], 0.1f32.to_be_bytes().to_vec()].concat();
+    let nan = [vec![0xcb], f64::NAN.to_be_bytes().to_vec()].concat();
+    let wide_run_num = [vec![0xd3], 9i64.to_be_bytes().to_vec()].concat();
+    let printed: Vec<(&str, Vec<u8>)> = vec![
+        (
+            "f32 and NaN",
+            one_state(&[
+                ("result", &[0xc3]),
+                ("duration", &f32_duration),
+                ("start_time", &nan),
+            ]),
+        ),
+        (
+            "wide markers",
+            one_state(&[("result", &[0xc2]), ("__run_num__", &wide_run_num)]),
+        ),
+        // An unprinted key twice: a `Value` keeps the last, nobody reads it.
+        (
+            "an unprinted key twice",
+            one_state(&[("result", &[0xc3]), ("name", &[0x01]), ("name", &[0x02])]),
+        ),
+    ];
+    for (name, bytes) in &printed {
+        let (packed, decoded) = highstate_both_ways("web1", bytes, &opts);
+        assert!(packed.is_some(), "{name} refused");
+        assert_eq!(packed, decoded, "{name}");
+    }
+    // A printed key twice, a state twice, deeper than a minion's value
+    // may be: printed decoded. Binary data, invalid UTF-8, truncated:
+    // refused both ways (the decoded path fails as it always did).
+    let deep = nested_arrays(65);
+    let twice_state = [
+        vec![0x82],
+        key("test_|-a_|-a_|-succeed"),
+        vec![0x81],
+        key("result"),
+        vec![0xc3],
+        key("test_|-a_|-a_|-succeed"),
+        vec![0x81],
+        key("result"),
+        vec![0xc2],
+    ]
+    .concat();
+    let refused: Vec<(&str, Vec<u8>, bool)> = vec![
+        (
+            "a printed key twice",
+            one_state(&[("result", &[0xc3]), ("result", &[0xc2])]),
+            true,
+        ),
+        ("a state twice", twice_state, true),
+        (
+            "too deep in an unprinted key",
+            one_state(&[("result", &[0xc3]), ("name", &deep)]),
+            true,
+        ),
+        (
+            "a list of errors",
+            halite_proto::packed::pack(&json!(["bad"])).unwrap(),
+            true,
+        ),
+        (
+            "binary data",
+            one_state(&[("result", &[0xc3]), ("name", &[0xc4, 0x01, 0x00])]),
+            false,
+        ),
+        (
+            "invalid UTF-8",
+            one_state(&[("result", &[0xc3]), ("comment", &[0xa1, 0xff])]),
+            false,
+        ),
+        (
+            "truncated",
+            one_state(&[("result", &[0xc3])])[..10].to_vec(),
+            false,
+        ),
+        // (A decode stops at the value's end; a frame's parse never
+        // hands such bytes over.)
+        (
+            "a byte after",
+            [one_state(&[("result", &[0xc3])]), vec![0xc0]].concat(),
+            true,
+        ),
+    ];
+    for (name, bytes, decodes) in &refused {
+        let (packed, decoded) = highstate_both_ways("web1", bytes, &opts);
+        assert_eq!(packed, None, "{name} printed from its bytes");
+        assert_eq!(decoded.is_some(), *decodes, "{name}: decodes");
+    }
+}
+
+/// Through a real master and swarm: `halite '*' state.apply`'s default
+/// outputter, now printed from each return's bytes, prints for every
+/// minion exactly what the job cache's decoded return of the same job
+/// prints (`halite-run jobs.lookup_jid`, which renders a `Value`).
+#[test]
+fn a_fleets_highstate_text_is_what_its_decoded_returns_print() {
+    if !can_run() {
+        return;
+    }
+    const N: usize = 6;
+    let fleet = Fleet::new();
+    let roots = fleet.path("srv");
+    std::fs::create_dir_all(&roots).unwrap();
+    std::fs::write(
+        roots.join("mixed.sls"),
+        r#"{% for i in range(30) %}
+ok {{ i }} on {{ grains['id'] }}:
+  test.succeed_without_changes:
+    - name: ünï "{{ i }}" ✓
+{% endfor %}
+changed:
+  test.succeed_with_changes:
+    - name: a change for {{ grains['id'] }}
+failing:
+  test.fail_without_changes:
+    - comment: "line one\nline two"
+after failing:
+  test.succeed_without_changes:
+    - require:
+      - test: failing
+configured:
+  test.configurable_test_state:
+    - changes: True
+    - result: True
+    - warnings: ["careful", "twice\nover"]
+"#,
+    )
+    .unwrap();
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nfile_roots:\n  base:\n    - {}\n",
+        roots.display()
+    ));
+    let _swarm = fleet.start_swarm(N, "");
+    let (out, code) = fleet.halite(&["-v", "*", "state.apply", "mixed", "-t", "60"]);
+    assert_eq!(code, 1, "a state failed: {out}");
+    let jid = out
+        .lines()
+        .next()
+        .and_then(|l| l.strip_prefix("Executing job with jid "))
+        .unwrap_or_else(|| panic!("no jid in {out}"))
+        .to_string();
+    let looked_up = fleet.cli("halite-run", &["jobs.lookup_jid", &jid, "--out", "json"]);
+    let returns: Map<String, Value> = serde_json::from_slice(&looked_up.stdout).unwrap();
+    assert_eq!(returns.len(), N, "{returns:?}");
+    let mut printed = 0;
+    for (host, ret) in &returns {
+        assert_eq!(ret.as_object().map(Map::len), Some(34), "{host}: {ret}");
+        let text = format!(
+            "{}\n",
+            highstate::format_host(host, ret, &OutputOptions::default())
+        );
+        assert!(
+            out.contains(&text),
+            "{host}'s text is not what its decoded return prints:\n{text}\nin\n{out}"
+        );
+        printed += text.len();
+    }
+    let msg = format!("Executing job with jid {jid}");
+    let header = format!("{msg}\n{}\n\n", "-".repeat(msg.len()));
+    assert_eq!(
+        out.len(),
+        header.len() + printed,
+        "nothing else printed:\n{out}"
+    );
 }

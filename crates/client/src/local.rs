@@ -15,6 +15,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use halite_proto::cursor::Cursor;
 use halite_proto::MAX_FRAME_BYTES;
 
 /// A request from a CLI tool.
@@ -365,45 +366,61 @@ pub enum Streamed {
 impl Streamed {
     /// Reads `frame`: a return as a [`PackedReturn`] when its layout is
     /// the one the master writes (a map `{"Return": {"id", "data"}}`
-    /// whose `data` is a map with string keys, each once, and nothing
-    /// nested deeper than [`halite_proto::MAX_VALUE_DEPTH`]), anything
+    /// whose `data` is a map with string keys, each once, holding values
+    /// a decode accepts but for `return`'s, which is only whole, all
+    /// nested at most [`halite_proto::MAX_VALUE_DEPTH`] levels), anything
     /// else decoded whole as before, so that what cannot be taken apart
     /// reads exactly as it did.
     pub fn parse(frame: Vec<u8>) -> Result<Streamed, LocalError> {
         match PackedReturn::parse(&frame) {
-            Some((id, head, ret)) => Ok(Streamed::Return(PackedReturn {
-                id,
-                head,
-                frame,
-                ret,
-            })),
+            Some((id, fields)) => Ok(Streamed::Return(PackedReturn { id, frame, fields })),
             None => Ok(Streamed::Reply(halite_proto::decode(&frame)?)),
         }
     }
 }
 
-/// A minion's return as the master streamed it, its value still msgpack
-/// (issue 25: a 1,000-state return is ~0.2 MB packed; `halite --out
-/// json` transcodes it straight to text instead of building a `Value`).
+/// A minion's return as the master streamed it, its data still msgpack
+/// (issue 25: a 1,000-state return is ~0.2 MB packed; `halite` prints it
+/// straight from the bytes instead of building a `Value`, and decodes
+/// only the few keys of the data it reads).
 #[derive(Debug)]
 pub struct PackedReturn {
     /// The minion.
     pub id: String,
-    /// The return event's data but its `"return"`, decoded.
-    pub head: Map<String, Value>,
     frame: Vec<u8>,
-    /// Where `"return"`'s value is in `frame`.
-    ret: Option<Range<usize>>,
+    /// Each key of the return event's data and where its value's bytes
+    /// are in `frame`.
+    fields: Vec<(Range<usize>, Range<usize>)>,
 }
 
 impl PackedReturn {
+    /// The msgpack bytes of the data's `key` (`None`: no such key). They
+    /// hold a value a decode accepts (strings UTF-8, string keys, no
+    /// binary data, not too deep), but a key may be there twice (a
+    /// reader that minds falls back to [`PackedReturn::into_reply`]);
+    /// `"return"`'s are only one whole value, nested not too deep (see
+    /// [`PackedReturn::packed`]).
+    pub fn field(&self, key: &str) -> Option<&[u8]> {
+        self.fields
+            .iter()
+            .find(|(k, _)| &self.frame[k.clone()] == key.as_bytes())
+            .map(|(_, v)| &self.frame[v.clone()])
+    }
+
+    /// The data's `key` decoded (`None`: no such key).
+    pub fn decoded(&self, key: &str) -> Option<Value> {
+        self.field(key)
+            .and_then(|bytes| halite_proto::decode(bytes).ok())
+    }
+
     /// The msgpack bytes of the return's value (`None`: the data had no
-    /// `"return"`). They read as one value with string keys, but may
-    /// still hold what a decode refuses (binary data, invalid UTF-8, a
-    /// key twice): a reader that meets such falls back to
-    /// [`PackedReturn::into_reply`].
+    /// `"return"`): one whole value nested at most
+    /// [`halite_proto::MAX_VALUE_DEPTH`] levels, not checked further (the
+    /// printers check what they read): it may still hold what a decode
+    /// refuses (binary data, invalid UTF-8, a key twice), and a reader that
+    /// meets such falls back to [`PackedReturn::into_reply`].
     pub fn packed(&self) -> Option<&[u8]> {
-        self.ret.clone().map(|r| &self.frame[r])
+        self.field("return")
     }
 
     /// The reply decoded whole, exactly as [`read_frame`] decodes it.
@@ -411,130 +428,50 @@ impl PackedReturn {
         Ok(halite_proto::decode(&self.frame)?)
     }
 
-    /// The id, the data but its return, and where the return's bytes
-    /// are; `None` for any other layout.
+    /// The id and where each key of the data and its value are; `None`
+    /// for any other layout, a key twice, or a value a decode refuses
+    /// (but for `return`'s, stepped over by its shape).
     fn parse(frame: &[u8]) -> Option<ReturnParts> {
-        let mut rd = frame;
-        if map_len(&mut rd)? != 1 || str_of(&mut rd)? != "Return" || map_len(&mut rd)? != 2 {
+        let mut cur = Cursor::new(frame);
+        if cur.map_len().ok()? != 1 || cur.str().ok()? != "Return" || cur.map_len().ok()? != 2 {
             return None;
         }
-        if str_of(&mut rd)? != "id" {
+        if cur.str().ok()? != "id" {
             return None;
         }
-        let id = str_of(&mut rd)?.to_string();
-        if str_of(&mut rd)? != "data" {
+        let id = cur.str().ok()?.to_string();
+        if cur.str().ok()? != "data" {
             return None;
         }
-        let mut head = Map::new();
-        let mut ret = None;
-        for _ in 0..map_len(&mut rd)? {
-            let key = str_of(&mut rd)?;
-            let start = frame.len() - rd.len();
-            skip_value(&mut rd, 1)?;
-            let end = frame.len() - rd.len();
-            if key == "return" {
-                if ret.replace(start..end).is_some() {
-                    return None;
-                }
+        let n = cur.map_len().ok()?;
+        let mut fields: Vec<(Range<usize>, Range<usize>)> = Vec::with_capacity(n.min(32));
+        for _ in 0..n {
+            let key = cur.key().ok()?;
+            let key_end = cur.pos();
+            let key = key_end - key.len()..key_end;
+            let start = cur.pos();
+            // The return's value (the bulk of the frame) is checked by
+            // whoever reads it; the other keys as a decode would.
+            if &frame[key.clone()] == b"return" {
+                cur.step(1).ok()?;
             } else {
-                let value = halite_proto::decode(&frame[start..end]).ok()?;
-                if head.insert(key.to_string(), value).is_some() {
-                    return None;
-                }
+                cur.skip(1).ok()?;
             }
+            if fields
+                .iter()
+                .any(|(k, _)| frame[k.clone()] == frame[key.clone()])
+            {
+                return None;
+            }
+            fields.push((key, start..cur.pos()));
         }
-        if !rd.is_empty() {
+        if !cur.is_empty() {
             return None;
         }
-        Some((id, head, ret))
+        Some((id, fields))
     }
 }
 
-/// What [`PackedReturn::parse`] finds in a frame: the id, the data but
-/// its return, and where the return's bytes are.
-type ReturnParts = (String, Map<String, Value>, Option<Range<usize>>);
-
-/// Takes `n` bytes off the front of `rd`.
-fn take<'a>(rd: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
-    if rd.len() < n {
-        return None;
-    }
-    let (taken, rest) = rd.split_at(n);
-    *rd = rest;
-    Some(taken)
-}
-
-/// A big-endian length of `n` bytes (1, 2 or 4).
-fn len_of(rd: &mut &[u8], n: usize) -> Option<usize> {
-    Some(
-        take(rd, n)?
-            .iter()
-            .fold(0usize, |len, b| (len << 8) | usize::from(*b)),
-    )
-}
-
-/// The length of the map that starts `rd`.
-fn map_len(rd: &mut &[u8]) -> Option<usize> {
-    match *take(rd, 1)?.first()? {
-        m @ 0x80..=0x8f => Some(usize::from(m & 0x0f)),
-        0xde => len_of(rd, 2),
-        0xdf => len_of(rd, 4),
-        _ => None,
-    }
-}
-
-/// The string that starts `rd` (valid UTF-8).
-fn str_of<'a>(rd: &mut &'a [u8]) -> Option<&'a str> {
-    let len = match *take(rd, 1)?.first()? {
-        m @ 0xa0..=0xbf => usize::from(m & 0x1f),
-        0xd9 => len_of(rd, 1)?,
-        0xda => len_of(rd, 2)?,
-        0xdb => len_of(rd, 4)?,
-        _ => return None,
-    };
-    std::str::from_utf8(take(rd, len)?).ok()
-}
-
-/// Steps over the msgpack value that starts `rd`, nested `depth` levels
-/// (1: the top) and at most [`halite_proto::MAX_VALUE_DEPTH`]; `None` for
-/// truncated bytes or a value nested deeper.
-fn skip_value(rd: &mut &[u8], depth: usize) -> Option<()> {
-    if depth > halite_proto::MAX_VALUE_DEPTH {
-        return None;
-    }
-    let marker = *take(rd, 1)?.first()?;
-    let (bytes, items) = match marker {
-        0x00..=0x7f | 0xc0..=0xc3 | 0xe0..=0xff => (0, 0),
-        0x80..=0x8f => (0, 2 * usize::from(marker & 0x0f)),
-        0x90..=0x9f => (0, usize::from(marker & 0x0f)),
-        0xa0..=0xbf => (usize::from(marker & 0x1f), 0),
-        0xc4 | 0xd9 => (len_of(rd, 1)?, 0),
-        0xc5 | 0xda => (len_of(rd, 2)?, 0),
-        0xc6 | 0xdb => (len_of(rd, 4)?, 0),
-        // ext 8/16/32: a length, then a type byte and the data.
-        0xc7 => (len_of(rd, 1)? + 1, 0),
-        0xc8 => (len_of(rd, 2)? + 1, 0),
-        0xc9 => (len_of(rd, 4)? + 1, 0),
-        0xca => (4, 0),
-        0xcb => (8, 0),
-        0xcc | 0xd0 => (1, 0),
-        0xcd | 0xd1 => (2, 0),
-        0xce | 0xd2 => (4, 0),
-        0xcf | 0xd3 => (8, 0),
-        // fixext 1/2/4/8/16: a type byte and the data.
-        0xd4 => (2, 0),
-        0xd5 => (3, 0),
-        0xd6 => (5, 0),
-        0xd7 => (9, 0),
-        0xd8 => (17, 0),
-        0xdc => (0, len_of(rd, 2)?),
-        0xdd => (0, len_of(rd, 4)?),
-        0xde => (0, 2 * len_of(rd, 2)?),
-        0xdf => (0, 2 * len_of(rd, 4)?),
-    };
-    take(rd, bytes)?;
-    for _ in 0..items {
-        skip_value(rd, depth + 1)?;
-    }
-    Some(())
-}
+/// What [`PackedReturn::parse`] finds in a frame: the id, and each key
+/// of the data with its value's place.
+type ReturnParts = (String, Vec<(Range<usize>, Range<usize>)>);

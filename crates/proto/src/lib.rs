@@ -15,6 +15,7 @@
 
 pub mod bundle;
 pub mod crypto;
+pub mod cursor;
 pub mod frame;
 pub mod id;
 pub mod jid;

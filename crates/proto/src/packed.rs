@@ -11,10 +11,12 @@
 //!   (`serde-transcode`): no `Value`, and floats written from the same
 //!   `f64` a decode would hold.
 
-use serde::de::{self, Deserialize, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde::{Serialize, Serializer};
 
-use crate::frame::{FrameError, MAX_DECODE_DEPTH, MAX_VALUE_DEPTH};
+use crate::cursor::Cursor;
+#[cfg(doc)]
+use crate::frame::MAX_VALUE_DEPTH;
+use crate::frame::{FrameError, MAX_DECODE_DEPTH};
 
 /// A decoder over `bytes` with the wire's depth guard (so no input can
 /// exhaust the stack).
@@ -29,24 +31,17 @@ fn decoder(bytes: &[u8]) -> rmp_serde::Deserializer<rmp_serde::decode::ReadRefRe
 /// maps keyed by strings, no binary or extension data, and nothing after
 /// the value (checked bytes are spliced as they are into the frames the
 /// master sends its local clients, where a byte more would shift the
-/// next key). Nothing is built: the walk only reads.
+/// next key). Nothing is built: the walk only reads ([`Cursor::skip`]).
 pub fn check(bytes: &[u8]) -> Result<(), FrameError> {
-    let mut de = decoder(bytes);
-    Level(1)
-        .deserialize(&mut de)
+    let mut cur = Cursor::new(bytes);
+    cur.skip(1)
         .map_err(|e| FrameError::Malformed(format!("packed value: {e}")))?;
-    // The decoder does not say where it stopped: a read past the value
-    // must find the end of the bytes (anything else is a byte more).
-    match serde::de::IgnoredAny::deserialize(&mut de) {
-        Err(rmp_serde::decode::Error::InvalidMarkerRead(e))
-            if e.kind() == std::io::ErrorKind::UnexpectedEof =>
-        {
-            Ok(())
-        }
-        _ => Err(FrameError::Malformed(
+    if !cur.is_empty() {
+        return Err(FrameError::Malformed(
             "packed value: bytes after the value".into(),
-        )),
+        ));
     }
+    Ok(())
 }
 
 /// The bytes of `value`, as [`Packed`] reads them.
@@ -72,88 +67,10 @@ impl Serialize for Packed<'_> {
     }
 }
 
-/// One value at nesting level `.0` (1: the top).
-struct Level(usize);
-
-impl<'de> DeserializeSeed<'de> for Level {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        if self.0 > MAX_VALUE_DEPTH {
-            return Err(de::Error::custom(format!(
-                "nested more than {MAX_VALUE_DEPTH} levels deep"
-            )));
-        }
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Level {
-    type Value = ();
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a JSON-like value (no binary data, string keys)")
-    }
-
-    fn visit_bool<E: de::Error>(self, _: bool) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_i64<E: de::Error>(self, _: i64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_u64<E: de::Error>(self, _: u64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_f64<E: de::Error>(self, _: f64) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_unit<E: de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_none<E: de::Error>(self) -> Result<(), E> {
-        Ok(())
-    }
-    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
-        while seq.next_element_seed(Level(self.0 + 1))?.is_some() {}
-        Ok(())
-    }
-    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
-        while map.next_key_seed(Key)?.is_some() {
-            map.next_value_seed(Level(self.0 + 1))?;
-        }
-        Ok(())
-    }
-}
-
-/// A map key: a string, as a `Value`'s object needs.
-struct Key;
-
-impl<'de> DeserializeSeed<'de> for Key {
-    type Value = ();
-
-    fn deserialize<D: Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
-        deserializer.deserialize_any(self)
-    }
-}
-
-impl<'de> Visitor<'de> for Key {
-    type Value = ();
-
-    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
-        f.write_str("a string map key")
-    }
-
-    fn visit_str<E: de::Error>(self, _: &str) -> Result<(), E> {
-        Ok(())
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::frame::MAX_VALUE_DEPTH;
     use crate::testing::nested;
     use crate::value_depth;
     use serde_json::json;

@@ -11,6 +11,7 @@ use halite_perf::ordered::in_order_on_two_threads;
 use std::io::{self, Write};
 use std::ops::Range;
 
+use halite_proto::cursor::{Cursor, CursorError, Token};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -68,10 +69,10 @@ pub fn write_packed_keyed(
     write_str(out, key)?;
     f.end_object_key(out)?;
     f.begin_object_value(out)?;
-    let mut rd = packed;
+    let mut cur = Cursor::new(packed);
     let mut keys = Vec::new();
-    write_packed_value(out, &mut f, &mut rd, 1, &mut keys)?;
-    if !rd.is_empty() {
+    write_packed_value(out, &mut f, &mut cur, 1, &mut keys)?;
+    if !cur.is_empty() {
         return Err(NotTranscoded("bytes after the value"));
     }
     f.end_object_value(out)?;
@@ -85,52 +86,36 @@ fn write_str(out: &mut Vec<u8>, s: &str) -> Result<(), NotTranscoded> {
     serde_json::to_writer(out, s).map_err(|_| NotTranscoded("a write failed"))
 }
 
-/// Takes `n` bytes off the front of `rd`.
-fn take<'a>(rd: &mut &'a [u8], n: usize) -> Result<&'a [u8], NotTranscoded> {
-    if rd.len() < n {
-        return Err(NotTranscoded("truncated value"));
+impl From<CursorError> for NotTranscoded {
+    fn from(e: CursorError) -> Self {
+        NotTranscoded(match e {
+            CursorError::Truncated => "truncated value",
+            CursorError::Reserved => "a reserved marker",
+            CursorError::TooDeep => "nested too deep",
+            CursorError::Expected(_) => "an unexpected value",
+            CursorError::NotUtf8 => "a string is not UTF-8",
+            CursorError::Binary => "binary or extension data",
+            CursorError::KeyNotString => "a key that is not a string",
+        })
     }
-    let (taken, rest) = rd.split_at(n);
-    *rd = rest;
-    Ok(taken)
 }
 
-/// The `N` big-endian bytes at the front of `rd`.
-fn be<const N: usize>(rd: &mut &[u8]) -> Result<[u8; N], NotTranscoded> {
-    let mut b = [0u8; N];
-    b.copy_from_slice(take(rd, N)?);
-    Ok(b)
-}
-
-/// A length of 1, 2 or 4 big-endian bytes.
-fn len(rd: &mut &[u8], n: usize) -> Result<usize, NotTranscoded> {
-    Ok(take(rd, n)?
-        .iter()
-        .fold(0usize, |len, b| (len << 8) | usize::from(*b)))
-}
-
-/// A msgpack string's text, as a decode reads it (valid UTF-8 only).
-fn utf8<'a>(rd: &mut &'a [u8], n: usize) -> Result<&'a str, NotTranscoded> {
-    std::str::from_utf8(take(rd, n)?).map_err(|_| NotTranscoded("a string is not UTF-8"))
-}
-
-/// The msgpack value at the front of `rd`, at nesting `depth` (1: the
-/// return itself), written with `f` as a decoded `Value` would be:
-/// integers as their digits, `f32` widened to `f64` (a `Value` holds no
-/// `f32`), floats that are not finite as `null`. `keys` is scratch
-/// space for the duplicate check, shared by every level.
+/// The msgpack value at `cur`, at nesting `depth` (1: the return
+/// itself), written with `f` as a decoded `Value` would be: integers as
+/// their digits, `f32` widened to `f64` (a `Value` holds no `f32`),
+/// floats that are not finite as `null`. `keys` is scratch space for the
+/// duplicate check, shared by every level.
 fn write_packed_value<'a>(
     out: &mut Vec<u8>,
     f: &mut IndentFormatter<'_>,
-    rd: &mut &'a [u8],
+    cur: &mut Cursor<'a>,
     depth: usize,
-    keys: &mut Vec<&'a [u8]>,
+    keys: &mut Vec<&'a str>,
 ) -> Result<(), NotTranscoded> {
     use serde_json::ser::Formatter;
     if depth > halite_proto::MAX_VALUE_DEPTH {
         return Err(NotTranscoded("nested too deep"));
     }
-    let marker = take(rd, 1)?[0];
     let float = |out: &mut Vec<u8>, f: &mut IndentFormatter<'_>, v: f64| {
         if v.is_finite() {
             f.write_f64(out, v)
@@ -138,48 +123,26 @@ fn write_packed_value<'a>(
             f.write_null(out)
         }
     };
-    let (items, map) = match marker {
-        0x00..=0x7f => return Ok(f.write_u64(out, u64::from(marker))?),
-        0xe0..=0xff => return Ok(f.write_i64(out, i64::from(marker as i8))?),
-        0xc0 => return Ok(f.write_null(out)?),
-        0xc2 => return Ok(f.write_bool(out, false)?),
-        0xc3 => return Ok(f.write_bool(out, true)?),
-        0xcc => return Ok(f.write_u64(out, u64::from(be::<1>(rd)?[0]))?),
-        0xcd => return Ok(f.write_u64(out, u64::from(u16::from_be_bytes(be(rd)?)))?),
-        0xce => return Ok(f.write_u64(out, u64::from(u32::from_be_bytes(be(rd)?)))?),
-        0xcf => return Ok(f.write_u64(out, u64::from_be_bytes(be(rd)?))?),
-        0xd0 => return Ok(f.write_i64(out, i64::from(be::<1>(rd)?[0] as i8))?),
-        0xd1 => return Ok(f.write_i64(out, i64::from(i16::from_be_bytes(be(rd)?)))?),
-        0xd2 => return Ok(f.write_i64(out, i64::from(i32::from_be_bytes(be(rd)?)))?),
-        0xd3 => return Ok(f.write_i64(out, i64::from_be_bytes(be(rd)?))?),
-        0xca => return Ok(float(out, f, f64::from(f32::from_be_bytes(be(rd)?)))?),
-        0xcb => return Ok(float(out, f, f64::from_be_bytes(be(rd)?))?),
-        0xa0..=0xbf => return write_str(out, utf8(rd, usize::from(marker & 0x1f))?),
-        0xd9 => {
-            let n = len(rd, 1)?;
-            return write_str(out, utf8(rd, n)?);
+    let (items, map) = match cur.token()? {
+        Token::Uint(n) => return Ok(f.write_u64(out, n)?),
+        Token::Int(n) => return Ok(f.write_i64(out, n)?),
+        Token::Nil => return Ok(f.write_null(out)?),
+        Token::Bool(b) => return Ok(f.write_bool(out, b)?),
+        Token::F32(v) => return Ok(float(out, f, f64::from(v))?),
+        Token::F64(v) => return Ok(float(out, f, v)?),
+        Token::Str(s) => {
+            let s = std::str::from_utf8(s).map_err(|_| NotTranscoded("a string is not UTF-8"))?;
+            return write_str(out, s);
         }
-        0xda => {
-            let n = len(rd, 2)?;
-            return write_str(out, utf8(rd, n)?);
-        }
-        0xdb => {
-            let n = len(rd, 4)?;
-            return write_str(out, utf8(rd, n)?);
-        }
-        0x90..=0x9f => (usize::from(marker & 0x0f), false),
-        0xdc => (len(rd, 2)?, false),
-        0xdd => (len(rd, 4)?, false),
-        0x80..=0x8f => (usize::from(marker & 0x0f), true),
-        0xde => (len(rd, 2)?, true),
-        0xdf => (len(rd, 4)?, true),
-        _ => return Err(NotTranscoded("binary or extension data")),
+        Token::Bin(_) | Token::Ext(_) => return Err(NotTranscoded("binary or extension data")),
+        Token::Array(n) => (n, false),
+        Token::Map(n) => (n, true),
     };
     if !map {
         f.begin_array(out)?;
         for i in 0..items {
             f.begin_array_value(out, i == 0)?;
-            write_packed_value(out, f, rd, depth + 1, keys)?;
+            write_packed_value(out, f, cur, depth + 1, keys)?;
             f.end_array_value(out)?;
         }
         return Ok(f.end_array(out)?);
@@ -187,27 +150,17 @@ fn write_packed_value<'a>(
     let base = keys.len();
     f.begin_object(out)?;
     for i in 0..items {
-        let key = match take(rd, 1)?[0] {
-            m @ 0xa0..=0xbf => usize::from(m & 0x1f),
-            0xd9 => len(rd, 1)?,
-            0xda => len(rd, 2)?,
-            0xdb => len(rd, 4)?,
-            _ => return Err(NotTranscoded("a key that is not a string")),
-        };
-        let key = take(rd, key)?;
+        let key = cur.key()?;
         // This map's keys so far, sorted: a key twice is found in `log n`.
         match keys[base..].binary_search(&key) {
             Ok(_) => return Err(NotTranscoded("a key twice in a map")),
             Err(at) => keys.insert(base + at, key),
         }
         f.begin_object_key(out, i == 0)?;
-        write_str(
-            out,
-            std::str::from_utf8(key).map_err(|_| NotTranscoded("a key is not UTF-8"))?,
-        )?;
+        write_str(out, key)?;
         f.end_object_key(out)?;
         f.begin_object_value(out)?;
-        write_packed_value(out, f, rd, depth + 1, keys)?;
+        write_packed_value(out, f, cur, depth + 1, keys)?;
         f.end_object_value(out)?;
     }
     keys.truncate(base);

@@ -49,6 +49,12 @@ impl Outputter {
 
     /// The outputter Salt picks by default for a function.
     pub fn default_for(fun: &str, ret: &Value) -> Outputter {
+        Outputter::default_for_shape(fun, ret.is_object() || ret.is_array())
+    }
+
+    /// The outputter Salt picks by default for a function whose return
+    /// is a map or a list (`container`) or not.
+    pub fn default_for_shape(fun: &str, container: bool) -> Outputter {
         let stateish = matches!(
             fun,
             "state.apply"
@@ -58,7 +64,7 @@ impl Outputter {
                 | "state.top"
                 | "state.test"
         );
-        if stateish && (ret.is_object() || ret.is_array()) {
+        if stateish && container {
             Outputter::Highstate
         } else {
             Outputter::Nested

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use halite_client::local::{LocalBody, LocalReply, PackedReturn, Streamed};
 use halite_client::MasterConfig;
+use halite_proto::cursor::{Cursor, Token};
 use serde_json::{json, Map, Value};
 
 use super::progress::{self, Progress};
@@ -76,16 +77,34 @@ fn print_return(
 }
 
 /// `ret` printed as [`print_return`] prints it, into `text` (cleared
-/// first), when that can be done from its packed bytes: `--out json`,
-/// transcoded without a `Value` (issue 25). `false`: print it decoded.
+/// first), when that can be done from its packed bytes (issue 25): `--out
+/// json` transcoded, and the `highstate` outputter (`state.apply`'s
+/// default) from each state's few printed keys, without a `Value`.
+/// `false`: print it decoded.
 fn packed_text(cmd: &Command, ret: &PackedReturn, text: &mut Vec<u8>) -> bool {
-    let json = cmd.out.as_deref().and_then(Outputter::parse) == Some(Outputter::Json);
-    let Some(packed) = ret.packed().filter(|_| json) else {
+    let Some(packed) = ret.packed() else {
         return false;
     };
+    let container = matches!(
+        Cursor::new(packed).token(),
+        Ok(Token::Map(_) | Token::Array(_))
+    );
+    let outputter = cmd
+        .out
+        .as_deref()
+        .and_then(Outputter::parse)
+        .unwrap_or_else(|| Outputter::default_for_shape(&cmd.fun, container));
     text.clear();
-    let indent = OutputOptions::default().json_indent;
-    match output::json::write_packed_keyed(text, &ret.id, packed, indent) {
+    let opts = OutputOptions::default();
+    let printed = match outputter {
+        Outputter::Json => {
+            output::json::write_packed_keyed(text, &ret.id, packed, opts.json_indent)
+        }
+        Outputter::Highstate => output::highstate::format_host_packed(&ret.id, packed, &opts)
+            .map(|host| text.extend_from_slice(host.as_bytes())),
+        _ => return false,
+    };
+    match printed {
         Ok(()) => {
             text.push(b'\n');
             true
@@ -97,13 +116,13 @@ fn packed_text(cmd: &Command, ret: &PackedReturn, text: &mut Vec<u8>) -> bool {
     }
 }
 
-/// A return's exit code and whether it failed, from its event's data (a
-/// packed return's data without its value: the keys read are others).
-fn return_status(data: &Map<String, Value>) -> (i64, bool) {
-    let retcode = data.get("retcode").and_then(Value::as_i64).unwrap_or(0);
+/// A return's exit code and whether it failed, from its event's
+/// `retcode` and `success`.
+fn return_status(retcode: Option<&Value>, success: Option<&Value>) -> (i64, bool) {
+    let retcode = retcode.and_then(Value::as_i64).unwrap_or(0);
     (
         retcode,
-        retcode != 0 || data.get("success") == Some(&Value::Bool(false)),
+        retcode != 0 || success == Some(&Value::Bool(false)),
     )
 }
 
@@ -227,7 +246,8 @@ fn run_one(
                 Streamed::Return(ret) if !waiting.contains(&ret.id) => continue,
                 Streamed::Return(ret) if packed_text(cmd, &ret, &mut text) => {
                     waiting.remove(&ret.id);
-                    if return_status(&ret.head).1 {
+                    let (retcode, success) = (ret.decoded("retcode"), ret.decoded("success"));
+                    if return_status(retcode.as_ref(), success.as_ref()).1 {
                         failed.insert(ret.id.clone());
                     }
                     show_return(bars.as_mut(), &ret.id, out, |out| out.write_all(&text))?;
@@ -244,7 +264,7 @@ fn run_one(
                     continue;
                 }
                 let (retcode, fails) = match data.as_object() {
-                    Some(map) => return_status(map),
+                    Some(map) => return_status(map.get("retcode"), map.get("success")),
                     None => (0, false),
                 };
                 let ret = data
