@@ -394,6 +394,7 @@ impl Compiler {
                                 chunks.form_chunks(),
                                 Some(&tree),
                                 &|s| chunks.put_back(s),
+                                &|s| chunks.put_back_if_prefixed(s, "salt://"),
                             );
                             let yamlex = chunks.marks().to_vec();
                             id_form = Some(chunks);

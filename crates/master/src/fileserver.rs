@@ -248,18 +248,21 @@ impl FileServer {
         chunks: &[Value],
         tree: Option<&str>,
     ) -> BTreeMap<String, BTreeMap<String, String>> {
-        self.manifest_put_back(chunks, tree, &as_is)
+        self.manifest_put_back(chunks, tree, &as_is, &url_as_is)
     }
 
     /// [`FileServer::manifest`] of the chunks whose strings are
     /// `put_back` of those of `chunks` (an id form's, issue 25:
     /// `halite_state::id_memo::IdChunks::put_back`), reading every string
-    /// it decides on through `put_back` first.
+    /// it decides on through `put_back` first; `url` is the `salt://` URL
+    /// a string puts back to, if it is one (without building the strings
+    /// that are not).
     pub fn manifest_put_back(
         &self,
         chunks: &[Value],
         tree: Option<&str>,
         put_back: &dyn for<'s> Fn(&'s str) -> Cow<'s, str>,
+        url: &dyn for<'s> Fn(&'s str) -> Option<Cow<'s, str>>,
     ) -> BTreeMap<String, BTreeMap<String, String>> {
         let mut out: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
         let mut lookups = tree.map(|stamp| self.lookups_for(stamp));
@@ -278,7 +281,7 @@ impl FileServer {
                     if key.starts_with("__") {
                         continue;
                     }
-                    collect_urls(value, put_back, &mut urls);
+                    collect_urls(value, url, &mut urls);
                 }
             }
             for url in &urls {
@@ -464,20 +467,20 @@ fn as_is(s: &str) -> Cow<'_, str> {
     Cow::Borrowed(s)
 }
 
+/// A string that is a `salt://` URL, read as it is.
+fn url_as_is(s: &str) -> Option<Cow<'_, str>> {
+    s.starts_with("salt://").then_some(Cow::Borrowed(s))
+}
+
 fn collect_urls<'a>(
     value: &'a Value,
-    put_back: &dyn for<'s> Fn(&'s str) -> Cow<'s, str>,
+    url: &dyn for<'s> Fn(&'s str) -> Option<Cow<'s, str>>,
     out: &mut Vec<Cow<'a, str>>,
 ) {
     match value {
-        Value::String(s) => {
-            let s = put_back(s);
-            if s.starts_with("salt://") {
-                out.push(s);
-            }
-        }
-        Value::Array(items) => items.iter().for_each(|v| collect_urls(v, put_back, out)),
-        Value::Object(map) => map.values().for_each(|v| collect_urls(v, put_back, out)),
+        Value::String(s) => out.extend(url(s)),
+        Value::Array(items) => items.iter().for_each(|v| collect_urls(v, url, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_urls(v, url, out)),
         _ => {}
     }
 }

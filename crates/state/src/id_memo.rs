@@ -239,6 +239,30 @@ impl IdChunks {
         }
     }
 
+    /// [`IdChunks::put_back`] of `s` when it starts with `prefix`, `None`
+    /// (and nothing built) when it does not.
+    pub fn put_back_if_prefixed<'s>(
+        &self,
+        s: &'s str,
+        prefix: &str,
+    ) -> Option<std::borrow::Cow<'s, str>> {
+        let mut rest = prefix.as_bytes();
+        for (i, piece) in s.split(PLACEHOLDER).enumerate() {
+            if rest.is_empty() {
+                break;
+            }
+            let id: &[u8] = if i > 0 { self.id.as_bytes() } else { b"" };
+            for part in [id, piece.as_bytes()] {
+                let n = rest.len().min(part.len());
+                if part[..n] != rest[..n] {
+                    return None;
+                }
+                rest = &rest[n..];
+            }
+        }
+        rest.is_empty().then(|| self.put_back(s))
+    }
+
     /// The minion's chunks as `Value`s (one copy).
     pub fn values(&self) -> Vec<Value> {
         let text = IdText::new(&self.id);
@@ -796,6 +820,41 @@ impl Walk<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_url_is_recognised_after_the_id_is_put_back() {
+        let chunks = |id: &str| IdChunks {
+            form: Arc::new(Form {
+                chunks: Vec::new(),
+                marks: Vec::new(),
+                bytes: IdBytes::new(&[], PLACEHOLDER),
+            }),
+            id: id.to_string(),
+        };
+        let p = PLACEHOLDER;
+        let url = |id: &str, s: &str| {
+            chunks(id)
+                .put_back_if_prefixed(s, "salt://")
+                .map(|c| c.into_owned())
+        };
+        // The id makes the prefix, or part of it, or sits after it.
+        assert_eq!(
+            url("salt", &format!("{p}://f")).as_deref(),
+            Some("salt://f")
+        );
+        assert_eq!(
+            url("sa", &format!("{p}lt://{p}")).as_deref(),
+            Some("salt://sa")
+        );
+        assert_eq!(
+            url("web1", &format!("salt://f/{p}")).as_deref(),
+            Some("salt://f/web1")
+        );
+        assert_eq!(url("s", &format!("{p}{p}")), None);
+        assert_eq!(url("salt://", &p.to_string()).as_deref(), Some("salt://"));
+        assert_eq!(url("web1", &format!("/srv/{p}")), None);
+        assert_eq!(url("web1", "salt:/"), None);
+    }
 
     #[test]
     fn subst_of_unsubst_is_the_string_and_the_key_ignores_only_the_id() {
