@@ -10,7 +10,7 @@
 //! gives (tests below); the master cannot tell the two apart.
 
 use halite_modules::exec::state::StateOutput;
-use halite_proto::msg::{JobReturn, PackedReturn};
+use halite_proto::msg::{JobReturn, MinionEvent, MinionRequest, PackedReturn};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -39,11 +39,137 @@ struct Progress<'a> {
     len: usize,
 }
 
-/// The msgpack of a progress event's data, as the link would have
-/// encoded its `Value` (`None`: it cannot be encoded in one frame).
-pub(crate) fn packed_progress(ret: &halite_state::SmallDict, len: usize) -> Option<Vec<u8>> {
-    let bytes = pack_with(&Progress { ret, len }, PROGRESS_BYTES).ok()?;
-    (bytes.len() <= halite_proto::MAX_FRAME_BYTES).then_some(bytes)
+/// A scratch buffer kept at most this large between events (a job thread
+/// that fired one huge event does not hold its memory for good).
+const SCRATCH_KEEP: usize = 64 * 1024;
+
+/// Bytes a return's request and its seal add to the return's own:
+/// the header's fields (jid, id, fun, its arguments) and the tag.
+const RETURN_HEAD_BYTES: usize = 512;
+
+thread_local! {
+    /// A job thread's progress event data, encoded here before it is
+    /// written into the event's own bytes (its length heads them): one
+    /// buffer per thread, not one per event.
+    static SCRATCH: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// A state's progress event encoded as one [`MinionEvent`] of a batch,
+/// its data (`{"ret": ret, "len": len}`) packed: the bytes
+/// `rmp_serde` gives that `MinionEvent`, with the data as
+/// [`halite_state::progress_data`]'s value encodes (tests below), written
+/// once on the job's thread with the tag straight in them and taken as
+/// they are into the batch (issue 25: a tag `String` per event, and the
+/// batch encoded again on the link, copying every event). `None`: its
+/// data cannot be encoded in one frame.
+pub(crate) fn progress_event(
+    tag: &str,
+    ret: &halite_state::SmallDict,
+    len: usize,
+) -> Option<Vec<u8>> {
+    SCRATCH.with_borrow_mut(|data| {
+        data.clear();
+        if data.capacity() == 0 {
+            data.reserve(PROGRESS_BYTES);
+        }
+        let encoded = rmp_serde::encode::write_named(data, &Progress { ret, len });
+        let event = match encoded {
+            Ok(()) if data.len() <= halite_proto::MAX_FRAME_BYTES => {
+                let mut event = Vec::with_capacity(EVENT_HEAD_BYTES + tag.len() + data.len());
+                write_event(&mut event, tag, data);
+                Some(event)
+            }
+            _ => None,
+        };
+        if data.capacity() > SCRATCH_KEEP {
+            *data = Vec::new();
+        }
+        event
+    })
+}
+
+/// The bytes of a `MinionEvent` beside its tag and data, at most.
+const EVENT_HEAD_BYTES: usize = 32;
+
+/// `MinionEvent { tag, data: null, packed: Some(packed) }` as
+/// `rmp_serde` writes it (a map of its three fields by name).
+fn write_event(out: &mut Vec<u8>, tag: &str, packed: &[u8]) {
+    // Writing into a `Vec` cannot fail.
+    let _ = rmp::encode::write_map_len(out, 3);
+    let _ = rmp::encode::write_str(out, "tag");
+    let _ = rmp::encode::write_str(out, tag);
+    let _ = rmp::encode::write_str(out, "data");
+    let _ = rmp::encode::write_nil(out);
+    let _ = rmp::encode::write_str(out, "packed");
+    let _ = rmp::encode::write_bin(out, packed);
+}
+
+/// Any other event as a batch carries it: `event` encoded.
+pub(crate) fn encode_event(event: &MinionEvent) -> Result<Vec<u8>, halite_proto::FrameError> {
+    halite_proto::frame::encode_sized(event, EVENT_HEAD_BYTES + event.tag.len())
+}
+
+/// An event encoded as a [`MinionEvent`] ([`progress_event`],
+/// [`encode_event`]), waiting for its batch.
+#[derive(Debug, PartialEq)]
+pub(crate) struct EncodedEvent {
+    /// The `MinionEvent`'s msgpack.
+    pub bytes: Vec<u8>,
+    /// Whether its data is packed (a lone event with decoded data goes
+    /// as a single `MinionRequest::Event`, as it always did).
+    pub packed: bool,
+}
+
+/// Room for the seal's tag at the end of a sealed message's buffer.
+const SEAL_TAG_BYTES: usize = 16;
+
+/// `MinionRequest::Events`'s encoding up to its array of events: what it
+/// is with no events, less the empty array that ends it (`None` if the
+/// encoding ever stops ending so; a test pins it).
+fn events_prefix() -> Option<&'static [u8]> {
+    static PREFIX: std::sync::OnceLock<Option<Vec<u8>>> = std::sync::OnceLock::new();
+    PREFIX
+        .get_or_init(|| {
+            let empty = rmp_serde::to_vec_named(&MinionRequest::Events { events: Vec::new() });
+            let mut empty = empty.ok()?;
+            // 0x90: an array of no items, the request's last byte.
+            (empty.pop() == Some(0x90)).then_some(empty)
+        })
+        .as_deref()
+}
+
+/// The encoded `MinionRequest::Events { events }` of `events`, each
+/// taken as it is (no event encoded again), in a buffer of its size and
+/// the seal's tag: the bytes encoding the decoded events gives.
+pub(crate) fn events_request(events: &[EncodedEvent]) -> Result<Vec<u8>, halite_proto::FrameError> {
+    let Some(prefix) = events_prefix() else {
+        // Never taken (a test checks the prefix): the slow, same bytes.
+        let events = events
+            .iter()
+            .map(|e| halite_proto::decode::<MinionEvent>(&e.bytes))
+            .collect::<Result<Vec<_>, _>>()?;
+        return halite_proto::encode(&MinionRequest::Events { events });
+    };
+    let body: usize = events.iter().map(|e| e.bytes.len()).sum();
+    let mut out = Vec::with_capacity(prefix.len() + 5 + body + SEAL_TAG_BYTES);
+    out.extend_from_slice(prefix);
+    let count = u32::try_from(events.len()).map_err(|_| halite_proto::FrameError::TooLarge {
+        size: events.len(),
+        max: u32::MAX as usize,
+    })?;
+    let _ = rmp::encode::write_array_len(&mut out, count);
+    for event in events {
+        out.extend_from_slice(&event.bytes);
+    }
+    Ok(out)
+}
+
+/// The encoded request of a packed return, sized for it and its seal.
+pub(crate) fn return_request<T: Serialize>(
+    request: &T,
+    ret_bytes: usize,
+) -> Result<Vec<u8>, halite_proto::FrameError> {
+    halite_proto::frame::encode_sized(request, ret_bytes + RETURN_HEAD_BYTES)
 }
 
 /// What a job's function gave, before it is encoded: a state run's
@@ -288,20 +414,99 @@ mod tests {
         }
     }
 
-    /// A progress event's buffer sized up front gives the bytes growing
-    /// from empty gave, and an event past a frame's size is refused.
-    #[test]
-    fn a_progress_event_packs_as_its_value_does_at_any_size() {
+    /// What the minion sent for a progress event before: its data's
+    /// value encoded, in a `MinionEvent` encoded again.
+    fn old_progress_event(tag: &str, ret: &SmallDict, len: usize) -> MinionEvent {
+        let data = rmp_serde::to_vec_named(&halite_state::progress_data(ret, len)).unwrap();
+        MinionEvent {
+            tag: tag.to_string(),
+            data: Value::Null,
+            packed: Some(serde_bytes::ByteBuf::from(data)),
+        }
+    }
+
+    /// A state's return whose data encodes to about `size` bytes.
+    fn ret_of(size: usize, i: u64) -> SmallDict {
         let mut ret = SmallDict::new();
-        ret.insert("comment", Value::from("é".repeat(300)));
-        ret.insert("changes", json!({"diff": "x".repeat(5000)}));
-        let want = rmp_serde::to_vec_named(&halite_state::progress_data(&ret, 3)).unwrap();
-        assert_eq!(packed_progress(&ret, 3).unwrap(), want);
+        ret.insert("name", Value::from(format!("/srv/wéb/{i}")));
+        ret.insert("result", Value::Bool(!i.is_multiple_of(3)));
+        ret.insert("comment", Value::from("é".repeat(size / 2)));
+        ret.insert("changes", json!({"n": u64::MAX, "f": -1.5, "none": null}));
+        ret.insert("__run_num__", Value::from(i));
+        ret
+    }
+
+    /// A progress event written around its data is, byte for byte, the
+    /// `MinionEvent` the link encoded before, for data and tags on both
+    /// sides of every msgpack length boundary; one past a frame's size
+    /// is refused, and the thread's scratch buffer does not keep it.
+    #[test]
+    fn a_progress_event_is_written_as_its_event_was_encoded() {
+        let long_tag = format!("salt/job/1/prog/{}/9", "w".repeat(300));
+        for tag in [
+            "s",
+            "salt/job/20261127064000000001/prog/web-ü1/999",
+            &long_tag,
+        ] {
+            for size in [0, 100, 200, 250, 300, 65_400, 65_600, 70_000] {
+                let ret = ret_of(size, size as u64);
+                let old = rmp_serde::to_vec_named(&old_progress_event(tag, &ret, 1000)).unwrap();
+                assert_eq!(
+                    progress_event(tag, &ret, 1000).unwrap(),
+                    old,
+                    "{tag} {size}"
+                );
+            }
+        }
         let mut huge = SmallDict::new();
         huge.insert(
             "changes",
             Value::from("x".repeat(halite_proto::MAX_FRAME_BYTES)),
         );
-        assert!(packed_progress(&huge, 1).is_none());
+        assert!(progress_event("t", &huge, 1).is_none());
+        assert!(SCRATCH.with_borrow(|b| b.capacity()) <= SCRATCH_KEEP);
+        // The next event on the thread is whole again.
+        let ret = ret_of(10, 1);
+        let old = rmp_serde::to_vec_named(&old_progress_event("t", &ret, 2)).unwrap();
+        assert_eq!(progress_event("t", &ret, 2).unwrap(), old);
+    }
+
+    /// A batch of events taken as they were encoded is, byte for byte,
+    /// the `MinionRequest::Events` the link encoded from the decoded
+    /// events, at every count across msgpack's array length boundaries,
+    /// with packed progress events and events of decoded data mixed.
+    #[test]
+    fn a_batch_is_the_events_request_encoded_whole() {
+        assert!(events_prefix().is_some(), "the request ends with its array");
+        for count in [1, 2, 15, 16, 17, 128, 65_535, 65_536, 65_537] {
+            let mut encoded = Vec::with_capacity(count);
+            let mut events = Vec::with_capacity(count);
+            for i in 0..count {
+                let tag = format!("salt/job/1/prog/wéb/{i}");
+                if i % 7 == 3 {
+                    let event = MinionEvent::plain(format!("custom/{i}"), json!({"k": [i, "ü"]}));
+                    encoded.push(EncodedEvent {
+                        bytes: encode_event(&event).unwrap(),
+                        packed: false,
+                    });
+                    events.push(event);
+                } else {
+                    let ret = ret_of(if count > 200 { 0 } else { i * 40 }, i as u64);
+                    encoded.push(EncodedEvent {
+                        bytes: progress_event(&tag, &ret, count).unwrap(),
+                        packed: true,
+                    });
+                    events.push(old_progress_event(&tag, &ret, count));
+                }
+            }
+            let want = rmp_serde::to_vec_named(&MinionRequest::Events { events }).unwrap();
+            let got = events_request(&encoded).unwrap();
+            assert_eq!(got.len(), want.len(), "{count}");
+            assert!(got == want, "{count} events differ");
+            assert!(
+                got.capacity() >= got.len() + SEAL_TAG_BYTES,
+                "room for the tag"
+            );
+        }
     }
 }

@@ -163,9 +163,30 @@ pub fn compress(plain: &[u8]) -> Result<Vec<u8>, BundleError> {
     zstd::bulk::compress(plain, ZSTD_LEVEL).map_err(|e| BundleError::Compress(e.to_string()))
 }
 
-/// The bytes of a zstd frame, refused past [`MAX_UNPACKED_BUNDLE_BYTES`]
-/// (read in a stream: a small hostile frame cannot make a large allocation).
+/// The bytes of a zstd frame, refused past [`MAX_UNPACKED_BUNDLE_BYTES`].
+/// A frame that names its size (every bundle [`compress`] made) is
+/// decompressed in one call into a buffer of that size, refused if it
+/// expands past it (issue 25: a warm minion's kept bundle grew its buffer
+/// by doubling, a copy per doubling); any other is read in a stream, so a
+/// small hostile frame cannot make a large allocation.
 pub fn decompress(bytes: &[u8]) -> Result<Vec<u8>, BundleError> {
+    let named = zstd::zstd_safe::get_frame_content_size(bytes)
+        .ok()
+        .flatten()
+        .and_then(|size| usize::try_from(size).ok());
+    match named {
+        Some(size) if size <= MAX_UNPACKED_BUNDLE_BYTES => {
+            zstd::bulk::decompress(bytes, size).map_err(|e| BundleError::Decompress(e.to_string()))
+        }
+        Some(_) => Err(BundleError::Decompress(format!(
+            "it expands past the {MAX_UNPACKED_BUNDLE_BYTES}-byte limit"
+        ))),
+        None => decompress_stream(bytes),
+    }
+}
+
+/// [`decompress`] of a frame that does not name its size.
+fn decompress_stream(bytes: &[u8]) -> Result<Vec<u8>, BundleError> {
     let decoder = zstd::stream::read::Decoder::new(bytes)
         .map_err(|e| BundleError::Decompress(e.to_string()))?;
     let mut out = Vec::new();
@@ -363,6 +384,35 @@ mod tests {
         assert_eq!(back.secrets, with.secrets);
         let without = crate::encode(&bundle("j", 2)).unwrap();
         assert!(!String::from_utf8_lossy(&without).contains("secrets"));
+    }
+
+    #[test]
+    fn frames_with_and_without_their_size_decompress_alike() {
+        use std::io::Write;
+        let plain = pack(&bundle("j", 300), None).unwrap().bytes;
+        // As bundles are compressed: the frame names its size.
+        let sized = compress(&plain).unwrap();
+        assert_eq!(
+            zstd::zstd_safe::get_frame_content_size(&sized).unwrap(),
+            Some(plain.len() as u64)
+        );
+        assert_eq!(decompress(&sized).unwrap(), plain);
+        // A streamed frame does not: read in a stream, the same bytes.
+        let mut streamed = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+        streamed.write_all(&plain).unwrap();
+        let streamed = streamed.finish().unwrap();
+        assert_eq!(
+            zstd::zstd_safe::get_frame_content_size(&streamed).unwrap(),
+            None
+        );
+        assert_eq!(decompress(&streamed).unwrap(), plain);
+        // A frame that expands past the size it names is refused.
+        let mut longer = sized.clone();
+        longer.extend_from_slice(&compress(b"more").unwrap());
+        assert!(matches!(
+            decompress(&longer),
+            Err(BundleError::Decompress(_))
+        ));
     }
 
     #[test]

@@ -167,7 +167,11 @@ pub fn order_chunks(
     modules: &StateModules,
     disabled: &[String],
 ) -> Result<Compiled, Vec<String>> {
-    let mut graph = Graph::new();
+    let chunks = chunks.into_iter();
+    // Sized for the bundle's chunks up front: the target index, the
+    // node tables and the chunks are not rehashed and copied as they grow
+    // (issue 25: a warm minion orders every bundle it runs).
+    let mut graph = Graph::with_capacity(chunks.size_hint().0);
     for chunk in chunks {
         graph.add_chunk(chunk);
     }

@@ -9,6 +9,7 @@
 
 use super::jobs::JobEvent;
 use super::*;
+use crate::packing::{encode_event, events_request, EncodedEvent};
 use halite_proto::msg::MinionEvent;
 use halite_proto::FrameError;
 
@@ -22,8 +23,9 @@ const BATCH_WAIT: Duration = Duration::from_millis(50);
 /// Events waiting to be sent, per identity, and when the oldest batch is due.
 #[derive(Default)]
 pub(super) struct PendingEvents {
-    /// Identity -> its events, oldest first.
-    queued: HashMap<usize, Vec<MinionEvent>>,
+    /// Identity -> its events, oldest first, each encoded as its batch
+    /// carries it.
+    queued: HashMap<usize, Vec<EncodedEvent>>,
     /// When the batches go at the latest (`None`: nothing queued).
     due: Option<tokio::time::Instant>,
 }
@@ -35,34 +37,64 @@ impl PendingEvents {
     }
 }
 
+/// The tag and data of an encoded `MinionEvent` (a progress event going
+/// to a master that reads them decoded).
+fn decoded(bytes: &[u8]) -> Result<(String, Value), FrameError> {
+    let event = decode::<MinionEvent>(bytes)?;
+    let tag = event.tag.clone();
+    Ok((tag, event.into_data()?))
+}
+
 impl Link<'_> {
     /// Sends identity `idx`'s event now (a master without batches) or
     /// queues it for the next batch.
     pub(super) async fn queue_event(&mut self, idx: usize, event: JobEvent) {
-        let packed_events = self.agents[idx].packed_events;
-        let event = match event {
-            // Encoded on the job's thread: sent as it is to a master that
-            // reads packed events (the usual case), decoded for another.
-            JobEvent::Packed(tag, bytes) if packed_events => MinionEvent {
-                tag,
-                data: Value::Null,
-                packed: Some(serde_bytes::ByteBuf::from(bytes)),
-            },
-            JobEvent::Packed(tag, bytes) => match decode::<Value>(&bytes) {
-                Ok(data) => self.event_for_master(idx, tag, data),
+        let agent = &self.agents[idx];
+        let (batched, packed_events) = (agent.batched_events, agent.packed_events);
+        let (tag, data) = match event {
+            // Encoded on the job's thread as the batch carries it: queued
+            // as it is for a master that reads packed events (the usual
+            // case), decoded for another.
+            JobEvent::Progress(bytes) if batched && packed_events => {
+                self.queue_encoded(
+                    idx,
+                    EncodedEvent {
+                        bytes,
+                        packed: true,
+                    },
+                )
+                .await;
+                return;
+            }
+            JobEvent::Progress(bytes) => match decoded(&bytes) {
+                Ok(event) => event,
                 Err(e) => {
-                    tracing::warn!(%tag, error = %e, "cannot decode an event's data; dropped");
+                    tracing::warn!(error = %e, "cannot decode an event's data; dropped");
                     return;
                 }
             },
-            JobEvent::Value(tag, data) => self.event_for_master(idx, tag, data),
+            JobEvent::Value(tag, data) => (tag, data),
         };
-        if !self.agents[idx].batched_events {
-            let MinionEvent { tag, data, .. } = event;
+        if !batched {
             self.send_request(idx, &MinionRequest::Event { tag, data })
                 .await;
             return;
         }
+        let event = self.event_for_master(idx, tag, data);
+        match encode_event(&event) {
+            Ok(bytes) => {
+                let packed = event.packed.is_some();
+                self.queue_encoded(idx, EncodedEvent { bytes, packed })
+                    .await
+            }
+            Err(e) => {
+                tracing::warn!(tag = %event.tag, error = %e, "cannot encode an event; dropped")
+            }
+        }
+    }
+
+    /// Queues `event` in identity `idx`'s batch, sent when it is full.
+    async fn queue_encoded(&mut self, idx: usize, event: EncodedEvent) {
         let queued = self.events.queued.entry(idx).or_default();
         queued.push(event);
         if queued.len() >= BATCH_EVENTS {
@@ -111,39 +143,35 @@ impl Link<'_> {
     /// Sends `events` in as few messages as fit a frame: a batch too large
     /// for one is split in halves; a single event too large is dropped and
     /// logged, as it was before batches.
-    async fn send_events(&mut self, idx: usize, events: Vec<MinionEvent>) {
+    async fn send_events(&mut self, idx: usize, events: Vec<EncodedEvent>) {
         let mut parts = vec![events];
         while let Some(mut part) = parts.pop() {
-            let request = match part.len() {
-                0 => continue,
-                // A packed event goes as a batch of one (a single Event
-                // carries decoded data).
-                1 if part[0].packed.is_none() => match part.pop() {
-                    Some(MinionEvent { tag, data, .. }) => MinionRequest::Event { tag, data },
-                    None => continue,
-                },
-                _ => MinionRequest::Events { events: part },
+            let request = match part.as_slice() {
+                [] => continue,
+                // An event whose data is not packed goes alone as a
+                // single Event (it carries decoded data).
+                [one] if !one.packed => decoded(&one.bytes)
+                    .and_then(|(tag, data)| encode(&MinionRequest::Event { tag, data })),
+                _ => events_request(&part),
             };
-            match self.agents[idx].seal_request(&request) {
+            match request.and_then(|plain| self.agents[idx].seal_plain(plain)) {
                 Ok(Some(bytes)) => self.send(bytes).await,
                 // No session any more: the events were for it.
                 Ok(None) => return,
-                Err(FrameError::TooLarge { .. }) => match request {
-                    MinionRequest::Events { events } if events.len() == 1 => {
-                        let tag = events.first().map(|e| e.tag.as_str()).unwrap_or_default();
-                        tracing::warn!(%tag, "event too large for one message; dropped")
-                    }
-                    MinionRequest::Events { mut events } => {
-                        let second = events.split_off(events.len() / 2);
-                        // Popped first half first: the order is kept.
-                        parts.push(second);
-                        parts.push(events);
-                    }
-                    MinionRequest::Event { tag, .. } => {
-                        tracing::warn!(%tag, "event too large for one message; dropped")
-                    }
-                    _ => {}
-                },
+                Err(FrameError::TooLarge { .. }) if part.len() > 1 => {
+                    let second = part.split_off(part.len() / 2);
+                    // Popped first half first: the order is kept.
+                    parts.push(second);
+                    parts.push(part);
+                }
+                Err(FrameError::TooLarge { .. }) => {
+                    let tag = part
+                        .first()
+                        .and_then(|e| decode::<MinionEvent>(&e.bytes).ok())
+                        .map(|e| e.tag)
+                        .unwrap_or_default();
+                    tracing::warn!(%tag, "event too large for one message; dropped")
+                }
                 Err(e) => tracing::warn!(error = %e, "cannot send events to the master"),
             }
         }

@@ -3,7 +3,7 @@
 //! returns and events sent back on the link, and `saltutil.find_job`.
 
 use super::*;
-use crate::packing::{pack_return, packed_progress};
+use crate::packing::{pack_return, progress_event};
 
 /// A job thread's events on their way to the link (issue 25). They wait
 /// in the job's own buffer, and only the first event into an empty buffer
@@ -30,11 +30,12 @@ pub(super) struct JobEvents {
 pub(super) enum JobEvent {
     /// An event a function fired: (tag, data).
     Value(String, Value),
-    /// A state's progress event (tag, data encoded in msgpack): encoded
-    /// on the job's own thread straight from the state's return, not
-    /// copied into a `Value` and encoded by the link (issue 25: 1,000 per
+    /// A state's progress event, encoded whole as one `MinionEvent` of a
+    /// batch with its data packed ([`progress_event`]): on the job's own
+    /// thread straight from the state's return, never copied into a
+    /// `Value` nor encoded again by the link (issue 25: 1,000 per
     /// highstate, on every identity, and the link is one task for all).
-    Packed(String, Vec<u8>),
+    Progress(Vec<u8>),
 }
 
 impl JobEvents {
@@ -78,8 +79,8 @@ impl EventSink for ForwardEvents {
         self.push(JobEvent::Value(tag.to_string(), data));
     }
     fn fire_progress(&self, tag: &str, ret: &halite_state::SmallDict, len: usize) {
-        let event = match packed_progress(ret, len) {
-            Some(bytes) => JobEvent::Packed(tag.to_string(), bytes),
+        let event = match progress_event(tag, ret, len) {
+            Some(bytes) => JobEvent::Progress(bytes),
             // Too large for a frame: the link logs and drops it, as before.
             None => JobEvent::Value(tag.to_string(), halite_state::progress_data(ret, len)),
         };
@@ -407,14 +408,15 @@ mod tests {
                 "t".into(),
                 &halite_state::progress_data(&ret, len),
             )
-            .unwrap()
-            .packed
-            .unwrap()
-            .into_vec();
-            assert_eq!(packed_progress(&ret, len).unwrap(), before);
+            .unwrap();
+            let before = halite_proto::encode(&before).unwrap();
+            assert_eq!(progress_event("t", &ret, len).unwrap(), before);
         }
-        // And it reads back as the value the master fires.
-        let back: Value = decode(&packed_progress(&ret, 1000).unwrap()).unwrap();
+        // And it reads back as the event and value the master fires.
+        let event: halite_proto::msg::MinionEvent =
+            decode(&progress_event("salt/job/1/prog/web1/17", &ret, 1000).unwrap()).unwrap();
+        assert_eq!(event.tag, "salt/job/1/prog/web1/17");
+        let back = event.into_data().unwrap();
         assert_eq!(back, halite_state::progress_data(&ret, 1000));
     }
 
@@ -440,10 +442,7 @@ mod tests {
         assert_eq!(
             events,
             vec![
-                JobEvent::Packed(
-                    "salt/job/1/prog/web1/0".into(),
-                    packed_progress(&ret, 2).unwrap()
-                ),
+                JobEvent::Progress(progress_event("salt/job/1/prog/web1/0", &ret, 2).unwrap()),
                 JobEvent::Value("custom/tag".into(), serde_json::json!({"a": 1})),
             ]
         );

@@ -167,10 +167,28 @@ impl Agent {
         self.seal_request(request).ok().flatten()
     }
 
-    /// [`Agent::seal`] of anything that serializes as a
-    /// [`MinionRequest`] (a borrowed kept return: link/returns.rs).
-    fn seal_message<T: serde::Serialize>(&mut self, request: &T) -> Option<Vec<u8>> {
-        self.seal_request(request).ok().flatten()
+    /// A request already encoded (a packed return, a batch of events:
+    /// [`crate::packing`]) sealed in this identity's session, ready to
+    /// send; `None` without a session; an error when it does not fit a
+    /// frame. Sealed in `plain`'s own buffer and framed in one of the
+    /// frame's size: the message is copied once, into the frame.
+    fn seal_plain(&mut self, plain: Vec<u8>) -> Result<Option<Vec<u8>>, halite_proto::FrameError> {
+        let cipher = match &mut self.phase {
+            Phase::Ready { cipher, .. } => cipher,
+            _ => return Ok(None),
+        };
+        if plain.len() > halite_proto::MAX_FRAME_BYTES {
+            return Err(halite_proto::FrameError::TooLarge {
+                size: plain.len(),
+                max: halite_proto::MAX_FRAME_BYTES,
+            });
+        }
+        let sealed = cipher
+            .seal_owned(plain)
+            .map_err(|e| halite_proto::FrameError::Encode(e.to_string()))?;
+        // The frame: the ciphertext and a few bytes of header around it.
+        let size = sealed.ciphertext.len() + 64;
+        halite_proto::frame::encode_sized(&ToMaster::Sealed(sealed), size).map(Some)
     }
 
     /// `request` sealed in this identity's session, ready to send; `None`
@@ -179,15 +197,10 @@ impl Agent {
         &mut self,
         request: &T,
     ) -> Result<Option<Vec<u8>>, halite_proto::FrameError> {
-        let cipher = match &mut self.phase {
-            Phase::Ready { cipher, .. } => cipher,
-            _ => return Ok(None),
-        };
-        let plain = encode(request)?;
-        let sealed = cipher
-            .seal(&plain)
-            .map_err(|e| halite_proto::FrameError::Encode(e.to_string()))?;
-        encode(&ToMaster::Sealed(sealed)).map(Some)
+        if !self.is_ready() {
+            return Ok(None);
+        }
+        self.seal_plain(encode(request)?)
     }
 
     fn session(&self) -> Option<u64> {

@@ -216,8 +216,10 @@ impl Link<'_> {
     pub(super) async fn send_return(&mut self, idx: usize, ret: Arc<PackedReturn>) {
         self.agents[idx].returns_sent.sent(&ret.jid, Instant::now());
         if self.agents[idx].packed_returns {
-            let bytes = self.agents[idx].seal_message(&PackedReturnRequest(&ret));
-            if let Some(bytes) = bytes {
+            let agent = &mut self.agents[idx];
+            let sealed = crate::packing::return_request(&PackedReturnRequest(&ret), ret.ret.len())
+                .and_then(|plain| agent.seal_plain(plain));
+            if let Ok(Some(bytes)) = sealed {
                 self.send(bytes).await;
             }
             return;
