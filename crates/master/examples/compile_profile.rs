@@ -17,6 +17,9 @@
 //! gitfs, a file:// remote fetched once before the compiles: what a gitfs
 //! lookup costs beside a `file_roots` one; needs `git`)
 //!
+//! `[noidform]` (the compile per id form of issue 25, sessions 19 and 21, off:
+//! every minion's high data compiled to chunks in full)
+//!
 //! `[stamp]` (also times the per-job tree stamp, `compile_record::tree_stamp`:
 //! the bench tree's, and a generated tree of 10,000 files)
 //!
@@ -290,7 +293,10 @@ fn main() -> anyhow::Result<()> {
         Arc::new(FileServer::with_backends(backends, 1 << 20)),
         pillar_roots,
     )
-    .with_reuse(reuse);
+    .with_reuse(reuse)
+    // `noidform`: the compile per id form off (issue 25, sessions 19, 21:
+    // the before row in the same binary).
+    .with_id_forms(!std::env::args().any(|a| a == "noidform"));
     let job = highstate_job("20261126000000000000");
     let remote: Arc<dyn RemoteExec> = Arc::new(NoRemote);
     let (mut compile, mut encode) = (Duration::ZERO, Duration::ZERO);
@@ -330,5 +336,6 @@ fn main() -> anyhow::Result<()> {
         "pillar compiles reused: {}",
         compiler.pillar_records().reused()
     );
+    println!("compile per id form: {:?}", compiler.id_form_stats());
     Ok(())
 }

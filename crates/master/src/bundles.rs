@@ -6,7 +6,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use halite_proto::bundle::pack;
+use halite_proto::bundle::{pack, Packed};
 use halite_proto::msg::{Bundle, ReplyBody};
 use serde_json::{json, Value};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -167,10 +167,16 @@ impl BundleAnswer {
                 return ReplyBody::Bundle(bundle);
             }
         };
+        self.reply_packed(&bundle.jid, packed, stats)
+    }
+
+    /// [`BundleAnswer::reply`] for a bundle packed already (uncompressed),
+    /// to a minion that reads packed bundles.
+    pub fn reply_packed(&self, jid: &str, packed: Packed, stats: &BundleStats) -> ReplyBody {
         stats.packed.fetch_add(1, Ordering::Relaxed);
         if self.have.as_deref() == Some(packed.digest.as_str()) {
             stats.unchanged.fetch_add(1, Ordering::Relaxed);
-            tracing::debug!(jid = %bundle.jid, digest = %packed.digest, "bundle unchanged: not sent");
+            tracing::debug!(%jid, digest = %packed.digest, "bundle unchanged: not sent");
             return ReplyBody::SameBundle {
                 digest: packed.digest,
                 modules_unchanged: false,

@@ -15,12 +15,14 @@ use halite_modules::host::LogEvents;
 use halite_modules::pillar_source::PillarSource;
 use halite_modules::{Args, ExecError, ExecModules, Host, LocalFileClient};
 use halite_proto::msg::{Bundle, BundleAction, Job, ReplyBody};
+use halite_state::id_memo::{IdChunks, IdFormMemo, IdFormStats};
 use halite_state::{FileClient, StateModules};
 use serde_json::{Map, Value};
 
 use crate::bundles::{BundleAnswer, BundleStats};
 use crate::compile_record::{recorded_function, CompileRecords, Inputs};
 use crate::fileserver::{FileServer, JobFiles};
+use crate::id_form_bundle::pack_id_form;
 use crate::pillar_cache::PillarCache;
 use crate::pillar_record::PillarRecords;
 
@@ -45,6 +47,11 @@ pub struct Compiler {
     /// Whether the pillar record is used (on unless a profile or test
     /// turns it off to compare).
     reuse: bool,
+    /// Chunks compiled once per id form of the high data and written
+    /// into each minion's bundle bytes (issue 25); `states` is fixed for
+    /// the compiler's life, as it needs. `None` when a profile or test
+    /// turns it off to compare.
+    id_forms: Option<IdFormMemo>,
 }
 
 /// Makes the mine a compile for a minion id reads.
@@ -74,7 +81,24 @@ impl Compiler {
             records: CompileRecords::default(),
             pillar_records: PillarRecords::new(pillar_dirs),
             reuse: true,
+            id_forms: Some(IdFormMemo::new()),
         }
+    }
+
+    /// Turns the compile per id form off (`false`): every minion's high
+    /// data compiled to chunks and encoded in full, as before issue 25's
+    /// session 21; for profiles and tests that compare the two.
+    pub fn with_id_forms(mut self, on: bool) -> Self {
+        self.id_forms = on.then(IdFormMemo::new);
+        self
+    }
+
+    /// The compile per id form's counters (`master.stats`' `id_form`).
+    pub fn id_form_stats(&self) -> IdFormStats {
+        self.id_forms
+            .as_ref()
+            .map(IdFormMemo::stats)
+            .unwrap_or_default()
     }
 
     /// Adds the `ext_pillar` sources, compiled after `pillar_roots` for
@@ -211,7 +235,7 @@ impl Compiler {
         remote: Arc<dyn RemoteExec>,
     ) -> Bundle {
         let prepared = self.prepare(id, grains, job, remote);
-        self.finish(prepared, job)
+        self.finish(prepared, job).into_bundle()
     }
 
     /// The reply to minion `id`'s request for `job`'s bundle: "you have
@@ -229,7 +253,8 @@ impl Compiler {
         stats: &BundleStats,
     ) -> ReplyBody {
         if !answer.packed || !recorded_function(&job.fun) {
-            return answer.reply(self.bundle(id, grains, job, remote), stats);
+            let prepared = self.prepare(id, grains, job, remote);
+            return self.finish(prepared, job).reply(answer, stats);
         }
         let remote = Arc::new(AskedRemote::new(remote));
         // resolve: the pillar is compiled again for every job.
@@ -261,9 +286,9 @@ impl Compiler {
         }
         // act: compile, watching what the renders read.
         remote.reset();
-        let (bundle, reads) = halite_render::watch::watch(|| self.finish(prepared, job));
+        let (finished, reads) = halite_render::watch::watch(|| self.finish(prepared, job));
         let asked_minion = remote.asked();
-        let reply = answer.reply(bundle, stats);
+        let reply = finished.reply(answer, stats);
         // report: the record for the next job.
         match (&reply, inputs) {
             (
@@ -319,7 +344,7 @@ impl Compiler {
     }
 
     /// The bundle of a prepared host: its states rendered and compiled.
-    fn finish(&self, prepared: Prepared, job: &Job) -> Bundle {
+    fn finish(&self, prepared: Prepared, job: &Job) -> Finished {
         let Prepared {
             mut host,
             errors,
@@ -327,6 +352,7 @@ impl Compiler {
         } = prepared;
         // A highstate's matched saltenvs, for the minion's sync.
         let mut saltenvs = None;
+        let mut id_form = None;
         let action = if !job.fun.starts_with("state.") {
             BundleAction::Call
         } else if !errors.is_empty() {
@@ -345,7 +371,13 @@ impl Compiler {
             // minions.
             let tree = self.records.tree_stamp(&job.jid, self.files.client());
             host.files = Arc::new(JobFiles::new(self.files.clone(), tree.clone()));
-            match StateExec::plan_noting(&host, &job.fun, &args) {
+            let id = host
+                .opt("id")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_string();
+            let memo = self.id_forms.as_ref().map(|memo| (memo, id.as_str()));
+            match StateExec::plan_memoised(&host, &job.fun, &args, memo) {
                 Ok(planned) => {
                     saltenvs = planned.saltenvs;
                     match planned.plan {
@@ -353,6 +385,23 @@ impl Compiler {
                             let files = self.files.manifest(&chunks, Some(&tree));
                             BundleAction::Run {
                                 chunks,
+                                files,
+                                yamlex,
+                            }
+                        }
+                        StatePlan::IdForm(chunks) => {
+                            let files = self.files.manifest_put_back(
+                                chunks.form_chunks(),
+                                Some(&tree),
+                                &|s| chunks.put_back(s),
+                                &|s| chunks.put_back_if_prefixed(s, "salt://"),
+                            );
+                            let yamlex = chunks.marks().to_vec();
+                            id_form = Some(chunks);
+                            // The chunks go into the bytes (or back into
+                            // `Value`s) from `id_form`: see `Finished`.
+                            BundleAction::Run {
+                                chunks: Vec::new(),
                                 files,
                                 yamlex,
                             }
@@ -365,15 +414,58 @@ impl Compiler {
                 },
             }
         };
-        let commits = self.files.client().commits(&saltenvs_of(job, &action));
-        Bundle {
-            jid: job.jid.clone(),
-            pillar: host.pillar,
-            action,
-            commits,
-            saltenvs,
-            // The minion masks them in what it writes to its disk and logs.
-            secrets: decrypted,
+        let envs = saltenvs_of(job, &action, id_form.as_ref());
+        let commits = self.files.client().commits(&envs);
+        Finished {
+            bundle: Bundle {
+                jid: job.jid.clone(),
+                pillar: host.pillar,
+                action,
+                commits,
+                saltenvs,
+                // The minion masks them in what it writes to its disk and logs.
+                secrets: decrypted,
+            },
+            id_form,
+        }
+    }
+}
+
+/// A minion's compiled bundle, whose chunks may be an id form's (issue
+/// 25): then `bundle`'s `Run` has no chunks of its own, and they are
+/// written straight into the packed bytes ([`pack_id_form`]), or put
+/// back into `Value`s for a minion that reads only plain bundles.
+struct Finished {
+    bundle: Bundle,
+    id_form: Option<IdChunks>,
+}
+
+impl Finished {
+    /// The bundle with its chunks as `Value`s.
+    fn into_bundle(self) -> Bundle {
+        let Finished {
+            mut bundle,
+            id_form,
+        } = self;
+        if let (Some(form), BundleAction::Run { chunks, .. }) = (id_form, &mut bundle.action) {
+            *chunks = form.values();
+        }
+        bundle
+    }
+
+    /// The reply for this bundle ([`BundleAnswer::reply`]), packed from
+    /// the id form's bytes when it has one and the minion reads packed
+    /// bundles.
+    fn reply(self, answer: &BundleAnswer, stats: &BundleStats) -> ReplyBody {
+        match &self.id_form {
+            Some(form) if answer.packed => match pack_id_form(&self.bundle, form) {
+                Ok(packed) => answer.reply_packed(&self.bundle.jid, packed, stats),
+                Err(e) => {
+                    tracing::warn!(jid = %self.bundle.jid, error = %e, "cannot pack an id form's bundle; packing it from its chunks");
+                    answer.reply(self.into_bundle(), stats)
+                }
+            },
+            _ => answer.reply(self.into_bundle(), stats),
         }
     }
 }
@@ -422,7 +514,7 @@ impl RemoteExec for AskedRemote {
 
 /// The saltenvs a bundle was compiled from: `base` (top files), the job's
 /// `saltenv=`, and each chunk's.
-fn saltenvs_of(job: &Job, action: &BundleAction) -> BTreeSet<String> {
+fn saltenvs_of(job: &Job, action: &BundleAction, id_form: Option<&IdChunks>) -> BTreeSet<String> {
     let mut envs = BTreeSet::from(["base".to_string()]);
     if let Some(env) = job.kwarg.get("saltenv").and_then(Value::as_str) {
         envs.insert(env.to_string());
@@ -433,6 +525,14 @@ fn saltenvs_of(job: &Job, action: &BundleAction) -> BTreeSet<String> {
                 .iter()
                 .filter_map(|c| c.get("__env__").and_then(Value::as_str))
                 .map(str::to_string),
+        );
+    }
+    if let Some(form) = id_form {
+        envs.extend(
+            form.form_chunks()
+                .iter()
+                .filter_map(|c| c.get("__env__").and_then(Value::as_str))
+                .map(|env| form.put_back(env).into_owned()),
         );
     }
     envs

@@ -3,6 +3,7 @@
 //! minions over their session by sha256 and in chunks, never outside a
 //! root (absolute paths, `..` and symlinks that leave it are refused).
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashMap};
 use std::io::{Read, Seek, SeekFrom};
 use std::os::unix::fs::MetadataExt;
@@ -302,24 +303,43 @@ impl FileServer {
         chunks: &[Value],
         tree: Option<&str>,
     ) -> BTreeMap<String, BTreeMap<String, String>> {
+        self.manifest_put_back(chunks, tree, &as_is, &url_as_is)
+    }
+
+    /// [`FileServer::manifest`] of the chunks whose strings are
+    /// `put_back` of those of `chunks` (an id form's, issue 25:
+    /// `halite_state::id_memo::IdChunks::put_back`), reading every string
+    /// it decides on through `put_back` first; `url` is the `salt://` URL
+    /// a string puts back to, if it is one (without building the strings
+    /// that are not).
+    pub fn manifest_put_back(
+        &self,
+        chunks: &[Value],
+        tree: Option<&str>,
+        put_back: &dyn for<'s> Fn(&'s str) -> Cow<'s, str>,
+        url: &dyn for<'s> Fn(&'s str) -> Option<Cow<'s, str>>,
+    ) -> BTreeMap<String, BTreeMap<String, String>> {
         let mut out: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
         let mut lookups = tree.map(|stamp| self.lookups_for(stamp));
         for chunk in chunks {
-            let env = chunk
-                .get("saltenv")
-                .or_else(|| chunk.get("__env__"))
-                .and_then(Value::as_str)
-                .unwrap_or("base");
+            let env = put_back(
+                chunk
+                    .get("saltenv")
+                    .or_else(|| chunk.get("__env__"))
+                    .and_then(Value::as_str)
+                    .unwrap_or("base"),
+            );
+            let env = env.as_ref();
             let mut urls = Vec::new();
             if let Some(map) = chunk.as_object() {
                 for (key, value) in map {
                     if key.starts_with("__") {
                         continue;
                     }
-                    collect_urls(value, &mut urls);
+                    collect_urls(value, url, &mut urls);
                 }
             }
-            for url in urls {
+            for url in &urls {
                 let Some((path, env_override)) = halite_state::strip_salt_url(url) else {
                     continue;
                 };
@@ -497,11 +517,25 @@ impl TreeLookups {
 
 /// Every `salt://` string in `value` (a chunk argument), nested lists and
 /// dicts included (`sources`, `source` lists).
-fn collect_urls<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+/// A string read as it is ([`FileServer::manifest`]).
+fn as_is(s: &str) -> Cow<'_, str> {
+    Cow::Borrowed(s)
+}
+
+/// A string that is a `salt://` URL, read as it is.
+fn url_as_is(s: &str) -> Option<Cow<'_, str>> {
+    s.starts_with("salt://").then_some(Cow::Borrowed(s))
+}
+
+fn collect_urls<'a>(
+    value: &'a Value,
+    url: &dyn for<'s> Fn(&'s str) -> Option<Cow<'s, str>>,
+    out: &mut Vec<Cow<'a, str>>,
+) {
     match value {
-        Value::String(s) if s.starts_with("salt://") => out.push(s),
-        Value::Array(items) => items.iter().for_each(|v| collect_urls(v, out)),
-        Value::Object(map) => map.values().for_each(|v| collect_urls(v, out)),
+        Value::String(s) => out.extend(url(s)),
+        Value::Array(items) => items.iter().for_each(|v| collect_urls(v, url, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_urls(v, url, out)),
         _ => {}
     }
 }

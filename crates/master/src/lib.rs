@@ -10,6 +10,7 @@ pub mod compiler;
 pub mod events;
 pub mod fileserver;
 pub mod git_sources;
+pub mod id_form_bundle;
 pub mod intake;
 pub mod job_load;
 pub mod local_fire;

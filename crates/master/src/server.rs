@@ -1914,6 +1914,7 @@ impl Master {
                 "replies": self.reply_stats(),
                 "redeliveries": self.redelivered.snapshot(),
                 "requests": self.compile.requests,
+                "id_form": id_form_value(&self.compile.compiler.id_form_stats()),
             })),
         }
     }
@@ -2566,6 +2567,16 @@ async fn stream_events(
 /// for is dropped and counted, not logged here: the router reports the
 /// drops at most every ten seconds (a slow or hostile peer, or a flood of
 /// replies, must not fill the log with a line per reply).
+/// The compile per id form's counters as `master.stats` shows them.
+fn id_form_value(s: &halite_state::id_memo::IdFormStats) -> Value {
+    json!({
+        "hits": s.hits,
+        "compiled": s.compiled,
+        "first_seen": s.first_seen,
+        "refused": s.refused,
+    })
+}
+
 fn queue_reply(to_router: &RouterSender, routing: &Bytes, msg: &ToMinion) {
     match encode(msg) {
         Ok(bytes) => {

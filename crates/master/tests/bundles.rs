@@ -109,6 +109,16 @@ fn an_unchanged_bundle_is_not_sent_again_and_a_changed_tree_sends_a_new_one() {
         count(&first, "wire_bytes") * 3 < count(&first, "plain_bytes"),
         "{first}"
     );
+    // The three minions' high data differ only by their id (issue 25,
+    // session 21): the first compiles its own, the other two got bundles
+    // written from the id form's bytes, and ran them (apply_all above).
+    let id_form = &fleet.master_stats()["id_form"];
+    assert_eq!(id_form["first_seen"], 1, "{id_form}");
+    assert_eq!(
+        count(id_form, "hits") + count(id_form, "compiled"),
+        2,
+        "{id_form}"
+    );
     // Each identity keeps its bundle for the next job.
     let kept = fleet.path("swarm/cache/bundles");
     for id in &ids {

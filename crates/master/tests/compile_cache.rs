@@ -11,12 +11,8 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
-use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
-
-use halite_master::compiler::Compiler;
-use halite_master::fileserver::FileServer;
 
 use halite_master::compiler::MineFactory;
 use halite_modules::exec::RemoteExec;
@@ -92,14 +88,7 @@ fn tree(root: &Path, version: &str) {
 }
 
 fn compile_all(root: &Path, mine: &MineFactory) -> Vec<Vec<u8>> {
-    let roots = BTreeMap::from([("base".to_string(), vec![root.join("salt")])]);
-    let pillar_roots = BTreeMap::from([("base".to_string(), vec![root.join("pillar")])]);
-    let compiler = Compiler::new(
-        json!({"renderer": "jinja|yaml"}),
-        Arc::new(FileServer::new(roots, 1 << 20)),
-        pillar_roots,
-    )
-    .with_mine(mine.clone());
+    let compiler = common::tree_compiler(root).with_mine(mine.clone());
     let job = highstate_job("20261126000000000001");
     let minions = [
         ("web1", json!({"os": "Debian", "role": "web"})),

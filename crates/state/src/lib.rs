@@ -12,6 +12,8 @@ pub mod compile;
 pub mod dict;
 pub mod graph;
 pub mod high;
+pub mod id_bytes;
+pub mod id_memo;
 pub mod module;
 pub mod origins;
 pub mod pipeline;

@@ -116,6 +116,34 @@ pub fn compile_unordered(
     chunks
 }
 
+/// Chunks for a bundle, as the master sends them to a minion: unordered
+/// (the minion orders them itself), with their yamlex marks
+/// ([`crate::origins::wire_marks`]).
+pub type BundleChunks = (Vec<Value>, Vec<(u32, u8)>);
+
+/// The master's compile of rendered high data for a bundle: prepared
+/// ([`prepare_high`]: its errors are the job's return), compiled to
+/// chunks without ordering ([`compile_unordered`]), the chunks as
+/// `Value`s with their yamlex marks. The high data is consumed.
+pub fn compile_for_bundle(
+    mut high: Map,
+    mut origins: StringOrigins,
+    modules: &StateModules,
+    disabled: &[String],
+) -> Result<BundleChunks, Vec<String>> {
+    prepare_high(&mut high, &mut origins, disabled)?;
+    // Not ordered here: the minion orders the chunks it is sent, as
+    // compiled, and returns the requisite errors ordering finds (a
+    // missing target, a cycle) as a Salt minion does from its own
+    // compile, with its own modules and `disabled_requisites`.
+    let chunks = compile_unordered(high, &origins, modules);
+    let marks = crate::origins::wire_marks(&chunks);
+    Ok((
+        chunks.into_iter().map(LowChunk::into_value).collect(),
+        marks,
+    ))
+}
+
 /// Compiles prepared high data into ordered chunks (Salt's
 /// `compile_high_data` + `order_chunks`).
 /// The high data is consumed (its values move into the chunks).

@@ -20,6 +20,20 @@ impl halite_modules::exec::RemoteExec for NoMinion {
     }
 }
 
+/// An in-process compiler over `root/salt` (`file_roots`) and
+/// `root/pillar` (`pillar_roots`) with Salt's default renderer, as the
+/// compile tests build it.
+pub fn tree_compiler(root: &Path) -> halite_master::compiler::Compiler {
+    use std::collections::BTreeMap;
+    let roots = BTreeMap::from([("base".to_string(), vec![root.join("salt")])]);
+    let pillar_roots = BTreeMap::from([("base".to_string(), vec![root.join("pillar")])]);
+    halite_master::compiler::Compiler::new(
+        serde_json::json!({"renderer": "jinja|yaml"}),
+        std::sync::Arc::new(halite_master::fileserver::FileServer::new(roots, 1 << 20)),
+        pillar_roots,
+    )
+}
+
 /// The mode bits of `path`.
 pub fn mode(path: &Path) -> u32 {
     use std::os::unix::fs::PermissionsExt;

@@ -3,7 +3,8 @@
 
 use halite_state::high::HighBuilder;
 use halite_state::origins::StringOrigins;
-use halite_state::pipeline::{call_high, compile_chunks, compile_unordered, prepare_high};
+use halite_state::id_memo::{Compiled, IdChunks, IdFormMemo};
+use halite_state::pipeline::{call_high, compile_chunks, compile_for_bundle, prepare_high};
 use halite_state::run::{Executor, RunOptions};
 use halite_state::target::MinionFacts;
 use halite_state::{LowChunk, Map, Matches, Value};
@@ -386,6 +387,11 @@ pub enum StatePlan {
     Run(Vec<Value>, Vec<(u32, u8)>),
     /// The return of the job, computed where it was compiled.
     Return(Value),
+    /// Compiled low chunks as [`StatePlan::Run`]'s, given as the id
+    /// form's chunks and the minion's id (only through
+    /// [`StateExec::plan_memoised`]): the master writes them into the
+    /// bundle's bytes without a copy per minion (issue 25).
+    IdForm(IdChunks),
 }
 
 /// Whether `fun` is a state run the master compiles and the minion
@@ -412,8 +418,22 @@ impl StateExec {
     /// [`StateExec::plan`], noting the saltenvs a highstate's top file
     /// matched ([`Planned::saltenvs`]).
     pub fn plan_noting(host: &Host, fun: &str, args: &Args) -> Result<Planned, ExecError> {
+        Self::plan_memoised(host, fun, args, None)
+    }
+
+    /// [`StateExec::plan_noting`] for minion `id` on a master: the high
+    /// data compiled to chunks through `memo`, once per id form
+    /// ([`IdFormMemo`]: the same chunks as the full compile, given as
+    /// [`StatePlan::IdForm`] when they come from the id form). The memo's
+    /// owner keeps `host.states` the same for every plan.
+    pub fn plan_memoised(
+        host: &Host,
+        fun: &str,
+        args: &Args,
+        memo: Option<(&IdFormMemo, &str)>,
+    ) -> Result<Planned, ExecError> {
         let mut saltenvs = None;
-        let plan = Self::plan_into(host, fun, args, &mut saltenvs)?;
+        let plan = Self::plan_into(host, fun, args, &mut saltenvs, memo)?;
         Ok(Planned { plan, saltenvs })
     }
 
@@ -422,6 +442,7 @@ impl StateExec {
         fun: &str,
         args: &Args,
         saltenvs: &mut Option<Vec<String>>,
+        memo: Option<(&IdFormMemo, &str)>,
     ) -> Result<StatePlan, ExecError> {
         let f = fun.strip_prefix("state.").unwrap_or(fun);
         let mut args = args.clone();
@@ -446,18 +467,16 @@ impl StateExec {
             _ => return Ok(StatePlan::Return(MODULE.call(f, &args, host)?)),
         };
         let disabled = run_options(host, &args).disabled_requisites;
-        let (mut high, mut origins) = high;
-        if let Err(errors) = prepare_high(&mut high, &mut origins, &disabled) {
-            return Ok(StatePlan::Return(errors_value(errors)));
-        }
-        // Not ordered here: the minion orders the chunks it is sent, as
-        // compiled, and returns the requisite errors ordering finds (a
-        // missing target, a cycle) as a Salt minion does from its own
-        // compile, with its own modules and `disabled_requisites`.
-        let chunks = compile_unordered(high, &origins, &host.states);
-        let marks = halite_state::origins::wire_marks(&chunks);
-        let chunks = chunks.into_iter().map(LowChunk::into_value).collect();
-        Ok(StatePlan::Run(chunks, marks))
+        let (high, origins) = high;
+        let compiled = match memo {
+            Some((memo, id)) => memo.compile(id, high, origins, &host.states, &disabled),
+            None => compile_for_bundle(high, origins, &host.states, &disabled).map(Compiled::Full),
+        };
+        Ok(match compiled {
+            Ok(Compiled::Full((chunks, marks))) => StatePlan::Run(chunks, marks),
+            Ok(Compiled::Form(chunks)) => StatePlan::IdForm(chunks),
+            Err(errors) => StatePlan::Return(errors_value(errors)),
+        })
     }
 
     /// Runs chunks compiled by [`StateExec::plan`] on this host: the

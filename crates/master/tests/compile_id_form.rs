@@ -1,0 +1,231 @@
+//! Issue 25, sessions 19 and 21: the compile to chunks done once per id
+//! form of the high data (`halite_state::id_memo`), and each minion's
+//! bundle written from the id form's encoded chunks
+//! (`halite_master::id_form_bundle`), must give every minion the bundle
+//! its own full compile gives, byte for byte: the packed bytes a minion
+//! is sent, and the plain bundle older minions read. Adversarial trees:
+//! ids that are prefixes and substrings of each other and of literals in
+//! the tree (`a`, `aa`, `web1`, `web10`), a numeric id, an id written
+//! literally in the tree, requisites by ID, name, `sls` and glob,
+//! `names`, `use`, `extend`, `prereq`, `order` and names that sort
+//! differently per id, a requisite error, grains and pillar that differ
+//! per minion, and the tree changed between two jobs.
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
+)]
+
+use std::path::Path;
+use std::sync::Arc;
+
+use halite_master::bundles::{BundleAnswer, BundleStats};
+use halite_master::compiler::Compiler;
+use halite_proto::msg::ReplyBody;
+use halite_proto::testing::highstate_job;
+use serde_json::json;
+
+mod common;
+use common::write_file as write;
+use common::{tree_compiler, NoMinion};
+
+/// The minions: ids that contain each other, one the tree writes
+/// literally (`web1`), one-letter ids found inside keywords (`a`), a
+/// numeric one, an FQDN, a keyword; grains and pillar differ between them.
+const MINIONS: &[(&str, &str)] = &[
+    ("web2", "Debian"),
+    ("web3", "Debian"),
+    ("web10", "Debian"),
+    ("web1", "Debian"),
+    ("web-4.example.com", "Debian"),
+    ("web5", "RedHat"),
+    ("db1", "RedHat"),
+    ("db2", "RedHat"),
+    ("bad1", "Debian"),
+    ("bad2", "Debian"),
+    ("a", "Debian"),
+    ("aa", "Debian"),
+    ("123", "Debian"),
+    // An id that is a keyword of the compile: `- names:` in its id form
+    // would be an argument `P`, not a list of names.
+    ("names", "RedHat"),
+];
+
+fn tree(root: &Path, version: &str) {
+    write(
+        &root.join("salt/top.sls"),
+        "base:\n  '*':\n    - ids\n    - more\n  'web*':\n    - web\n  'db*':\n    - globby\n  'bad*':\n    - broken\n",
+    );
+    write(&root.join("salt/files/a.txt"), "a file\n");
+    // A source named by the id: in the manifest of the minions whose
+    // file exists (web2, web3), from the id put back into the form's.
+    for id in ["web2", "web3"] {
+        write(&root.join(format!("salt/files/{id}.txt")), id);
+    }
+    write(
+        &root.join("salt/ids.sls"),
+        &format!(
+            "{{% set id = grains['id'] %}}\n\
+             {{{{ id }}}}_conf:\n  file.managed:\n    - name: /srv/{{{{ id }}}}/conf\n    - source: salt://files/a.txt\n\
+             {{{{ id }}}}_src:\n  file.managed:\n    - name: /srv/{{{{ id }}}}/src\n    - source: salt://files/{{{{ id }}}}.txt\n\
+             {{{{ id }}}}:\n  test.nop:\n    - name: {{{{ id }}}}\n\
+             literal_web1:\n  test.nop:\n    - name: web1\n    - require:\n      - {{{{ id }}}}\n      - test: /srv/{{{{ id }}}}/name\n\
+             named:\n  test.nop:\n    - name: /srv/{{{{ id }}}}/name\n    - comment: {{{{ grains['os'] }}}} {{{{ pillar['role'] }}}} {version}\n\
+             names_state:\n  test.nop:\n    - names:\n      - {{{{ id }}}}-one\n      - web10\n      - a\n      - {{{{ id }}}}{{{{ id }}}}\n    - require:\n      - test: literal_web1\n      - sls: more\n\
+             use_state:\n  test.succeed_without_changes:\n    - use:\n      - test: named\n\
+             prereq_state:\n  test.nop:\n    - prereq:\n      - test: /srv/{{{{ id }}}}/name\n\
+             zz_{{{{ id }}}}:\n  test.nop:\n    - order: 5\n\
+             {{{{ id }}}}_zz:\n  test.nop:\n    - order: 5\n    - require_in:\n      - test: named\n\
+             aa_last:\n  test.nop:\n    - order: last\n"
+        ),
+    );
+    write(
+        &root.join("salt/more.sls"),
+        "include:\n  - ids\n\
+         extend:\n  {{ grains['id'] }}_conf:\n    file:\n      - mode: '0600'\n  named:\n    test:\n      - name: /srv/{{ grains['id'] }}/name\n\
+         more_{{ grains['id'] }}:\n  test.nop:\n    - name: {{ grains['id'] }} is {{ grains['id'] }}\n",
+    );
+    write(
+        &root.join("salt/web.sls"),
+        "web_only:\n  test.nop:\n    - name: web {{ grains['id'] }}\n    - watch:\n      - file: {{ grains['id'] }}_conf\n",
+    );
+    write(
+        &root.join("salt/globby.sls"),
+        "dx:\n  test.nop: []\n\
+         {{ grains['id'] }}_g:\n  test.nop:\n    - require:\n      - test: glob_req\n\
+         glob_req:\n  test.nop:\n    - require:\n      - test: d*\n",
+    );
+    write(
+        &root.join("salt/broken.sls"),
+        "broken_{{ grains['id'] }}:\n  test.nop:\n    - require:\n      - test: missing_{{ grains['id'] }}\n\
+         extend:\n  gone_{{ grains['id'] }}:\n    test:\n      - name: x\n",
+    );
+    write(
+        &root.join("pillar/top.sls"),
+        "base:\n  '*':\n    - common\n",
+    );
+    write(
+        &root.join("pillar/common.sls"),
+        "role: {{ 'web' if grains['id'].startswith('web') else 'other' }}\n",
+    );
+}
+
+fn compiler(root: &Path, id_forms: bool) -> Compiler {
+    tree_compiler(root).with_id_forms(id_forms)
+}
+
+/// Every minion's bundle for job `jid`: the packed bytes a minion that
+/// reads packed bundles is sent, then the plain bundle encoded (older
+/// minions'), one after the other.
+fn bundles(compiler: &Compiler, jid: &str) -> Vec<Vec<u8>> {
+    let job = highstate_job(jid);
+    let answer = BundleAnswer {
+        have: None,
+        packed: true,
+        compress_above: usize::MAX,
+    };
+    let stats = BundleStats::default();
+    MINIONS
+        .iter()
+        .map(|(id, os)| {
+            let grains = json!({"os": os});
+            let mut both =
+                match compiler.answer(id, &grains, &job, Arc::new(NoMinion), &answer, &stats) {
+                    ReplyBody::PackedBundle { bytes, zstd, .. } => {
+                        assert!(!zstd);
+                        bytes
+                    }
+                    other => panic!("{id}: {other:?}"),
+                };
+            let bundle = compiler.bundle(id, &grains, &job, Arc::new(NoMinion));
+            both.extend(halite_proto::frame::encode(&bundle).unwrap());
+            both
+        })
+        .collect()
+}
+
+/// The bundles of the memoised compiler (twice: the second time every
+/// id form is known) against a fresh compiler's, minion by minion.
+fn same_as_fresh(root: &Path, memoised: &Compiler, jid: &str) -> Vec<Vec<u8>> {
+    let fresh = bundles(&compiler(root, false), jid);
+    for round in 0..2 {
+        let memo = bundles(memoised, jid);
+        for ((id, _), (m, f)) in MINIONS.iter().zip(memo.iter().zip(&fresh)) {
+            assert!(
+                m == f,
+                "{id} (round {round}): the id form's bundle differs from the fresh one:\n{}\n{}",
+                String::from_utf8_lossy(m),
+                String::from_utf8_lossy(f)
+            );
+        }
+    }
+    fresh
+}
+
+#[test]
+fn every_minion_gets_the_bundle_its_own_compile_gives_before_and_after_a_tree_change() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), "v1");
+    let memoised = compiler(dir.path(), true);
+    let fresh = same_as_fresh(dir.path(), &memoised, "20261127000000000001");
+    let stats = memoised.id_form_stats();
+    eprintln!("{stats:?}");
+    // web2, web3 and the FQDN share one id form (web1's and web10's
+    // differ: the tree writes `web1` and `web10` literally), compiled at
+    // its second minion; db1 and db2 another, refused for its glob; bad1
+    // and bad2 one with errors.
+    assert!(stats.hits >= 4 && stats.compiled >= 2, "{stats:?}");
+    for reason in ["glob", "errors", "constant", "printed"] {
+        assert!(stats.refused.contains_key(reason), "{reason}: {stats:?}");
+    }
+    // The bundles really differ per minion, and hold the minion's own id.
+    for (i, a) in fresh.iter().enumerate() {
+        for b in &fresh[i + 1..] {
+            assert_ne!(a, b);
+        }
+    }
+    let web2 = String::from_utf8_lossy(&fresh[0]);
+    assert!(
+        web2.contains("/srv/web2/conf")
+            && web2.contains("web2web2")
+            && web2.contains("files/web2.txt\u{FFFD}@"),
+        "{web2}"
+    );
+    // web10's own id meets the tree's literal `web10` (a `names` entry):
+    // a requisite by ID or name finds both, a cycle only web10 has, which
+    // its minion finds when it orders the chunks (the master does not
+    // order them since session 20): the chunks are its own.
+    let web10 = String::from_utf8_lossy(&fresh[2]);
+    assert!(
+        web10.contains("web10web10") && web10.contains("/srv/web10/name"),
+        "{web10}"
+    );
+    // The glob `d*` matches `dx` in every form, and `db1_g` only where
+    // the id is: the id form (`P_g`) is refused, db1 compiles its own.
+    let db1 = String::from_utf8_lossy(&fresh[6]);
+    assert!(db1.contains("db1_g"), "{db1}");
+    // bad2's `extend` of a missing ID is an error of the compile: the id
+    // form is refused and the text is bad2's own.
+    let bad2 = String::from_utf8_lossy(&fresh[9]);
+    assert!(
+        bad2.contains("gone_bad2") && !bad2.contains('\u{E000}'),
+        "{bad2}"
+    );
+
+    // The tree changes between two jobs: the memo must not serve v1.
+    tree(dir.path(), "v2");
+    let changed = same_as_fresh(dir.path(), &memoised, "20261127000000000002");
+    assert!(String::from_utf8_lossy(&changed[0]).contains("Debian web v2"));
+    assert_ne!(changed[0], fresh[0]);
+}
+
+/// `master.stats`-shaped counters start at zero and count per minion.
+#[test]
+fn a_compiler_without_id_forms_counts_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    tree(dir.path(), "v1");
+    let fresh = compiler(dir.path(), false);
+    bundles(&fresh, "20261127000000000003");
+    let stats = fresh.id_form_stats();
+    assert_eq!((stats.hits, stats.compiled, stats.first_seen), (0, 0, 0));
+    assert!(stats.refused.is_empty());
+}
