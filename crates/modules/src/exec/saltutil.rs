@@ -398,15 +398,17 @@ fn sync_kind(
 /// `kind` copies it: `None` outside `_<kind>/`, for `..` or empty parts,
 /// and for bytecode caches (Salt's sync skips them too).
 fn module_rel<'a>(kind: &str, file: &'a str) -> Option<&'a str> {
-    let rel = file.strip_prefix('_')?.strip_prefix(kind)?.strip_prefix('/')?;
+    let rel = file
+        .strip_prefix('_')?
+        .strip_prefix(kind)?
+        .strip_prefix('/')?;
     is_module_path(rel).then_some(rel)
 }
 
 /// Whether `rel` (a path below `_<kind>/`, or below `extmods/<kind>/`)
 /// is a module file a sync keeps.
 fn is_module_path(rel: &str) -> bool {
-    !rel
-        .split('/')
+    !rel.split('/')
         .any(|part| part == ".." || part.is_empty() || part == "__pycache__")
         && !rel.ends_with(".pyc")
 }

@@ -2,8 +2,8 @@
 //! `show_*` views of the compiler.
 
 use halite_state::high::HighBuilder;
-use halite_state::origins::StringOrigins;
 use halite_state::id_memo::{Compiled, IdChunks, IdFormMemo};
+use halite_state::origins::StringOrigins;
 use halite_state::pipeline::{call_high, compile_chunks, compile_for_bundle, prepare_high};
 use halite_state::run::{Executor, RunOptions};
 use halite_state::target::MinionFacts;
