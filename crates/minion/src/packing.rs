@@ -120,9 +120,6 @@ pub(crate) struct EncodedEvent {
     pub packed: bool,
 }
 
-/// Room for the seal's tag at the end of a sealed message's buffer.
-const SEAL_TAG_BYTES: usize = 16;
-
 /// `MinionRequest::Events`'s encoding up to its array of events: what it
 /// is with no events, less the empty array that ends it (`None` if the
 /// encoding ever stops ending so; a test pins it).
@@ -151,7 +148,8 @@ pub(crate) fn events_request(events: &[EncodedEvent]) -> Result<Vec<u8>, halite_
         return halite_proto::encode(&MinionRequest::Events { events });
     };
     let body: usize = events.iter().map(|e| e.bytes.len()).sum();
-    let mut out = Vec::with_capacity(prefix.len() + 5 + body + SEAL_TAG_BYTES);
+    let mut out =
+        Vec::with_capacity(prefix.len() + 5 + body + halite_proto::crypto::SEAL_TAG_BYTES);
     out.extend_from_slice(prefix);
     let count = u32::try_from(events.len()).map_err(|_| halite_proto::FrameError::TooLarge {
         size: events.len(),
@@ -504,7 +502,7 @@ mod tests {
             assert_eq!(got.len(), want.len(), "{count}");
             assert!(got == want, "{count} events differ");
             assert!(
-                got.capacity() >= got.len() + SEAL_TAG_BYTES,
+                got.capacity() >= got.len() + halite_proto::crypto::SEAL_TAG_BYTES,
                 "room for the tag"
             );
         }

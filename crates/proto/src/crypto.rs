@@ -157,6 +157,11 @@ impl Identity {
     }
 }
 
+/// The bytes a session seal appends to a message (AES-256-GCM's tag):
+/// spare capacity for it lets [`SessionCipher::seal_owned`] seal in the
+/// message's own buffer.
+pub const SEAL_TAG_BYTES: usize = 16;
+
 const MASTER_SIGNS: &[u8] = b"halite/1 master signs transcript";
 const MINION_SIGNS: &[u8] = b"halite/1 minion signs transcript";
 const PUBLICATION_SIGNS: &[u8] = b"halite/1 publication";
@@ -416,7 +421,7 @@ impl SessionCipher {
     /// As [`SessionCipher::seal`], encrypting in `plaintext`'s own buffer
     /// (the tag appended to it): no copy of the message (issue 25: every
     /// batch of a minion's progress events and every return was copied
-    /// once here; give it 16 bytes of spare capacity for the tag).
+    /// once here; give it [`SEAL_TAG_BYTES`] of spare capacity for the tag).
     pub fn seal_owned(&mut self, plaintext: Vec<u8>) -> Result<Sealed, CryptoError> {
         self.sent += 1;
         let mut buf = plaintext;
@@ -724,6 +729,11 @@ mod tests {
         assert_eq!(master.open(&up).unwrap(), b"return");
         let down = master.seal(b"ack").unwrap();
         assert_eq!(minion.open(&down).unwrap(), b"ack");
+    }
+
+    #[test]
+    fn the_seal_tag_bytes_are_the_cipher_s_tag() {
+        assert_eq!(SEAL_TAG_BYTES, AES_256_GCM.tag_len());
     }
 
     /// Sealing in the message's own buffer gives the bytes sealing a
