@@ -315,37 +315,21 @@ impl HostRunner {
         }
     }
 
-    /// Runs `job` on `host`, through the master's bundle when it needs one.
-    fn execute(
+    /// The sync phase and the bundle of a job that needs one: the custom
+    /// modules Salt syncs before a state run's render (a warm highstate
+    /// says what it synced in its bundle request and the master checks
+    /// it, one round trip; anything else syncs first, as Salt's), then
+    /// the master's bundle, asked again when a sync after it changed what
+    /// its compile read.
+    fn synced_bundle(
         &self,
         id: &str,
         host: &mut Host,
         job: &Job,
         master: &MasterChannel,
-    ) -> Result<Outcome, ExecError> {
-        let args = Args {
-            positional: job.arg.clone(),
-            kwargs: job.kwarg.clone(),
-        };
-        if self.local.is_some() {
-            // A masterless minion decrypts its gpg pillar itself: its logs
-            // and spooled returns mask what it decrypted, as with a master.
-            halite_modules::gpg::take_decrypted();
-            let errors = self.local_pillar(host);
-            halite_logging::redact::add_secrets(id, &halite_modules::gpg::take_decrypted());
-            if !errors.is_empty() && job.fun.starts_with("state.") {
-                let mut errs = vec![Value::from(
-                    "Pillar failed to render with the following messages:",
-                )];
-                errs.extend(errors.into_iter().map(Value::from));
-                return Ok(Outcome::Value(Value::Array(errs)));
-            }
-            return host.call(&job.fun, &args).map(Outcome::Value);
-        }
-        if !needs_bundle(&job.fun) {
-            return host.call(&job.fun, &args).map(Outcome::Value);
-        }
-        let state_run = halite_modules::exec::state::is_state_run(&job.fun);
+        args: &Args,
+        state_run: bool,
+    ) -> Result<halite_proto::msg::Bundle<LowChunk>, ExecError> {
         // Salt syncs custom modules before a state run's render (named
         // SLS' sync_mods=; a highstate's saltenvs, known from its last run).
         let envs_key = (
@@ -365,7 +349,7 @@ impl HostRunner {
         // A warm highstate says what it synced and the master checks it
         // (one round trip); anything else syncs before asking, as Salt's.
         let one_trip =
-            halite_modules::dynamic::synced_for_master(host, &job.fun, &args, last.as_deref())
+            halite_modules::dynamic::synced_for_master(host, &job.fun, args, last.as_deref())
                 // A call of the minion's own (halite-call) asks CallBundle, which
                 // has no such field.
                 .filter(|_| job.jid != halite_proto::jid::CALLER_JID)
@@ -375,7 +359,7 @@ impl HostRunner {
             None if state_run => halite_modules::dynamic::before_master_compile(
                 host,
                 &job.fun,
-                &args,
+                args,
                 last.as_deref(),
             ),
             None => None,
@@ -427,7 +411,7 @@ impl HostRunner {
             && (halite_modules::dynamic::after_master_compile(
                 host,
                 &job.fun,
-                &args,
+                args,
                 bundle.saltenvs.as_deref(),
                 synced_before.as_deref(),
             ) || stale)
@@ -436,6 +420,41 @@ impl HostRunner {
             bundle = self.fetch_bundle(id, host, job, master, None)?.bundle()?;
             halite_logging::redact::add_secrets(id, &bundle.secrets);
         }
+        Ok(bundle)
+    }
+
+    /// Runs `job` on `host`, through the master's bundle when it needs one.
+    fn execute(
+        &self,
+        id: &str,
+        host: &mut Host,
+        job: &Job,
+        master: &MasterChannel,
+    ) -> Result<Outcome, ExecError> {
+        let args = Args {
+            positional: job.arg.clone(),
+            kwargs: job.kwarg.clone(),
+        };
+        if self.local.is_some() {
+            // A masterless minion decrypts its gpg pillar itself: its logs
+            // and spooled returns mask what it decrypted, as with a master.
+            halite_modules::gpg::take_decrypted();
+            let errors = self.local_pillar(host);
+            halite_logging::redact::add_secrets(id, &halite_modules::gpg::take_decrypted());
+            if !errors.is_empty() && job.fun.starts_with("state.") {
+                let mut errs = vec![Value::from(
+                    "Pillar failed to render with the following messages:",
+                )];
+                errs.extend(errors.into_iter().map(Value::from));
+                return Ok(Outcome::Value(Value::Array(errs)));
+            }
+            return host.call(&job.fun, &args).map(Outcome::Value);
+        }
+        if !needs_bundle(&job.fun) {
+            return host.call(&job.fun, &args).map(Outcome::Value);
+        }
+        let state_run = halite_modules::exec::state::is_state_run(&job.fun);
+        let bundle = self.synced_bundle(id, host, job, master, &args, state_run)?;
         if !bundle.commits.is_empty() {
             tracing::info!(jid = %job.jid, commits = ?bundle.commits, "states compiled from git commits");
         }
