@@ -149,6 +149,47 @@ fn a_renamed_user_and_group_are_seen_by_the_next_lookup_and_state() {
     assert_eq!(owner_names::group_name(id).as_deref(), Some(new.as_str()));
 }
 
+/// Within one state's scope `/etc/passwd` is stamped once (issue 25,
+/// session 22): a user added meanwhile is not seen until the scope is
+/// restamped (as a state does after it writes a file) or the next scope
+/// (the next state) opens, which sees it as Salt's fresh lookups would.
+#[test]
+fn a_scope_stamps_once_and_the_next_state_sees_a_change() {
+    let has = |tool: &str| {
+        Command::new(tool)
+            .arg("--help")
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if !is_root() || !has("useradd") {
+        println!("skipped: needs root and useradd");
+        return;
+    }
+    let name = format!("hos{}", std::process::id());
+    let _accounts = Accounts(vec![name.clone()]);
+    let id = free_id();
+    let ids = id.to_string();
+    {
+        let _state = owner_names::stamped_once();
+        assert_eq!(owner_names::user_name(id), None);
+        run("useradd", &["-M", "-N", "-u", &ids, &name]);
+        assert_eq!(owner_names::user_name(id), None, "stamped once in a scope");
+        {
+            let _helper = owner_names::stamped_once();
+            assert_eq!(owner_names::user_name(id), None, "a nested scope joins");
+        }
+        owner_names::restamp();
+        assert_eq!(owner_names::user_name(id).as_deref(), Some(name.as_str()));
+    }
+    run("userdel", &[&name]);
+    let _next = owner_names::stamped_once();
+    assert_eq!(
+        owner_names::user_name(id),
+        None,
+        "the next state sees it gone"
+    );
+}
+
 /// Lookups from many job threads at once, while jobs start (each start
 /// forgets every answer): every answer is the system's own, for users and
 /// groups alike (an id whose user and group names differ tells the two
