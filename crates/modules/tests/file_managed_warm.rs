@@ -3,59 +3,25 @@
 //! be what Salt 3008.5 decides when the target differs only in its mode or
 //! owner, only in bytes of the same length, or was changed by the state's
 //! own `check_cmd` between the check and the write. Real files in temp
-//! dirs, `salt://` sources from a local file root.
+//! dirs.
 #![allow(
     clippy::unwrap_used,
     clippy::expect_used,
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
-use std::collections::BTreeMap;
+mod common;
+
 use std::fs;
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::Path;
-use std::sync::Arc;
 
-use halite_modules::host::LogEvents;
-use halite_modules::states::file::MODULE as FILE;
-use halite_modules::{table, Host, LocalFileClient};
-use halite_state::{LowChunk, Map, StateCall, StateModule, StateResult, Value};
+use halite_modules::Host;
+use halite_state::{StateResult, Value};
 use serde_json::json;
 
-fn host(root: &Path) -> Host {
-    let mut roots = BTreeMap::new();
-    roots.insert("base".to_string(), vec![root.to_path_buf()]);
-    Host {
-        opts: json!({"cachedir": root.join("cache").display().to_string()}),
-        grains: json!({}),
-        pillar: json!({}),
-        files: Arc::new(LocalFileClient::new(roots)),
-        exec: table::exec_modules(),
-        states: table::state_modules(),
-        events: Arc::new(LogEvents),
-    }
-}
-
 fn managed(host: &Host, name: &Path, args: Value) -> StateResult {
-    let mut m = Map::new();
-    m.insert("state".into(), json!("file"));
-    m.insert("fun".into(), json!("managed"));
-    m.insert("name".into(), json!(name.display().to_string()));
-    m.insert("__env__".into(), json!("base"));
-    m.insert("__id__".into(), json!("t"));
-    m.insert("__sls__".into(), json!("t"));
-    if let Value::Object(a) = args {
-        m.extend(a);
-    }
-    let chunk = LowChunk::from(m);
-    let call = StateCall {
-        chunk: &chunk,
-        test: false,
-        env: host,
-        sfun: None,
-        reqs: None,
-    };
-    FILE.call("managed", &call).expect("file.managed runs")
+    common::state(host, "file", "managed", name.to_str().unwrap(), args, false)
 }
 
 fn mode_of(p: &Path) -> u32 {
@@ -69,20 +35,22 @@ fn is_root() -> bool {
 
 struct Fixture {
     _dir: tempfile::TempDir,
+    /// The source, as the state's `source` argument (a local path: the
+    /// same comparison and write as a cached `salt://` copy).
+    source: String,
     target: std::path::PathBuf,
     host: Host,
 }
 
-/// A file root with `salt://src.txt`, and a target path beside it.
+/// A source file holding `source`, and a target path beside it.
 fn fixture(source: &str) -> Fixture {
     let dir = tempfile::tempdir().unwrap();
-    let root = dir.path().join("root");
-    fs::create_dir_all(&root).unwrap();
-    fs::write(root.join("src.txt"), source).unwrap();
-    let target = dir.path().join("target.txt");
+    let src = dir.path().join("src.txt");
+    fs::write(&src, source).unwrap();
     Fixture {
-        host: host(&root),
-        target,
+        source: src.display().to_string(),
+        target: dir.path().join("target.txt"),
+        host: common::host(),
         _dir: dir,
     }
 }
@@ -95,7 +63,7 @@ fn a_target_whose_mode_or_owner_differs_is_still_fixed() {
     let f = fixture("same bytes\n");
     fs::write(&f.target, "same bytes\n").unwrap();
     fs::set_permissions(&f.target, fs::Permissions::from_mode(0o600)).unwrap();
-    let mut args = json!({"source": "salt://src.txt", "mode": "0644"});
+    let mut args = json!({"source": f.source, "mode": "0644"});
     if is_root() {
         std::os::unix::fs::chown(&f.target, Some(0), Some(0)).unwrap();
         args["user"] = json!("nobody");
@@ -138,7 +106,7 @@ fn a_target_of_the_same_length_with_other_bytes_is_rewritten() {
     let f = fixture("new line\n");
     for old in ["old line\n", "an older, longer line\n"] {
         fs::write(&f.target, old).unwrap();
-        let r = managed(&f.host, &f.target, json!({"source": "salt://src.txt"}));
+        let r = managed(&f.host, &f.target, json!({"source": f.source}));
         assert_eq!(r.result, Some(true), "{}", r.comment);
         let diff = r.changes.get("diff").and_then(Value::as_str).unwrap_or("");
         assert!(diff.contains("+new line"), "{old:?}: {:?}", r.changes);
@@ -164,7 +132,7 @@ fn a_target_changed_between_check_and_act_is_read_again() {
     let r = managed(
         &f.host,
         &f.target,
-        json!({"source": "salt://src.txt", "mode": "0644", "check_cmd": cmd}),
+        json!({"source": f.source, "mode": "0644", "check_cmd": cmd}),
     );
     assert_eq!(r.result, Some(true), "{}", r.comment);
     assert_eq!(Value::Object(r.changes.clone()), json!({"mode": "0644"}));

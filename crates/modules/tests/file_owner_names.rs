@@ -32,6 +32,15 @@ fn run(cmd: &str, args: &[&str]) {
     );
 }
 
+/// Whether `tool` is installed (shadow's tools answer `--help`; their
+/// `--version` is an error).
+fn has_tool(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--help")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 /// Removes the throwaway user and group, under whichever name they have.
 struct Accounts(Vec<String>);
 
@@ -62,14 +71,7 @@ fn free_id() -> u32 {
 
 #[test]
 fn a_renamed_user_and_group_are_seen_by_the_next_lookup_and_state() {
-    // shadow's tools answer `--help` (their `--version` is an error).
-    let has = |tool: &str| {
-        Command::new(tool)
-            .arg("--help")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if !is_root() || !has("useradd") || !has("groupmod") {
+    if !is_root() || !has_tool("useradd") || !has_tool("groupmod") {
         println!("skipped: needs root, useradd and groupmod");
         return;
     }
@@ -155,13 +157,7 @@ fn a_renamed_user_and_group_are_seen_by_the_next_lookup_and_state() {
 /// (the next state) opens, which sees it as Salt's fresh lookups would.
 #[test]
 fn a_scope_stamps_once_and_the_next_state_sees_a_change() {
-    let has = |tool: &str| {
-        Command::new(tool)
-            .arg("--help")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if !is_root() || !has("useradd") {
+    if !is_root() || !has_tool("useradd") {
         println!("skipped: needs root and useradd");
         return;
     }
