@@ -53,9 +53,10 @@ impl Drop for Accounts {
     }
 }
 
-/// A uid and gid no account uses.
-fn free_id() -> u32 {
-    (42_000..60_000)
+/// A uid and gid no account uses, from `from` up: the tests of this file
+/// run at once, each from its own range, so two never take the same id.
+fn free_id(from: u32) -> u32 {
+    (from..from + 8_000)
         .find(|&id| {
             nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(id))
                 .ok()
@@ -78,7 +79,7 @@ fn a_renamed_user_and_group_are_seen_by_the_next_lookup_and_state() {
     let tag = std::process::id();
     let (old, new) = (format!("hon{tag}a"), format!("hon{tag}b"));
     let _accounts = Accounts(vec![old.clone(), new.clone()]);
-    let id = free_id();
+    let id = free_id(42_000);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("owned");
     std::fs::write(&path, "x\n").unwrap();
@@ -163,7 +164,7 @@ fn a_scope_stamps_once_and_the_next_state_sees_a_change() {
     }
     let name = format!("hos{}", std::process::id());
     let _accounts = Accounts(vec![name.clone()]);
-    let id = free_id();
+    let id = free_id(50_000);
     let ids = id.to_string();
     {
         let _state = owner_names::stamped_once();
