@@ -48,12 +48,20 @@ impl Content<'_> {
     /// binary files are named, not diffed; `""` when equal. A source file
     /// is read whole only when both sides are text (a diff needs them).
     pub(crate) fn diff_from(&self, old: &Path) -> String {
+        if let Content::File { path, .. } = self {
+            if same_files(path, old, None).unwrap_or(false) {
+                return String::new();
+            }
+        }
+        self.diff_from_differing(old)
+    }
+
+    /// [`Content::diff_from`] of a file [`Content::differs_from`] has just
+    /// found different: a source file is not compared with it again.
+    pub(crate) fn diff_from_differing(&self, old: &Path) -> String {
         match self {
             Content::Bytes(data) => file_diff(&fs::read(old).unwrap_or_default(), data),
             Content::File { path, .. } => {
-                if same_files(path, old, None).unwrap_or(false) {
-                    return String::new();
-                }
                 let (old_head, new_head) = (head(old), head(path));
                 if let Some(msg) = binary_replace(&old_head, &new_head) {
                     return msg.to_string();

@@ -579,7 +579,7 @@ pub(crate) fn manage(
         if let Some(data) = data {
             if data.differs_from(path, target.len()) {
                 let diff = if args.show_changes {
-                    data.diff_from(path)
+                    data.diff_from_differing(path)
                 } else {
                     "<show_changes=False>".to_string()
                 };
