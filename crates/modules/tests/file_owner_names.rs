@@ -32,6 +32,15 @@ fn run(cmd: &str, args: &[&str]) {
     );
 }
 
+/// Whether `tool` is installed (shadow's tools answer `--help`; their
+/// `--version` is an error).
+fn has_tool(tool: &str) -> bool {
+    Command::new(tool)
+        .arg("--help")
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
 /// Removes the throwaway user and group, under whichever name they have.
 struct Accounts(Vec<String>);
 
@@ -44,9 +53,10 @@ impl Drop for Accounts {
     }
 }
 
-/// A uid and gid no account uses.
-fn free_id() -> u32 {
-    (42_000..60_000)
+/// A uid and gid no account uses, from `from` up: the tests of this file
+/// run at once, each from its own range, so two never take the same id.
+fn free_id(from: u32) -> u32 {
+    (from..from + 8_000)
         .find(|&id| {
             nix::unistd::User::from_uid(nix::unistd::Uid::from_raw(id))
                 .ok()
@@ -62,21 +72,14 @@ fn free_id() -> u32 {
 
 #[test]
 fn a_renamed_user_and_group_are_seen_by_the_next_lookup_and_state() {
-    // shadow's tools answer `--help` (their `--version` is an error).
-    let has = |tool: &str| {
-        Command::new(tool)
-            .arg("--help")
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if !is_root() || !has("useradd") || !has("groupmod") {
+    if !is_root() || !has_tool("useradd") || !has_tool("groupmod") {
         println!("skipped: needs root, useradd and groupmod");
         return;
     }
     let tag = std::process::id();
     let (old, new) = (format!("hon{tag}a"), format!("hon{tag}b"));
     let _accounts = Accounts(vec![old.clone(), new.clone()]);
-    let id = free_id();
+    let id = free_id(42_000);
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("owned");
     std::fs::write(&path, "x\n").unwrap();
@@ -147,6 +150,41 @@ fn a_renamed_user_and_group_are_seen_by_the_next_lookup_and_state() {
     owner_names::forget_all();
     assert_eq!(owner_names::user_name(id).as_deref(), Some(new.as_str()));
     assert_eq!(owner_names::group_name(id).as_deref(), Some(new.as_str()));
+}
+
+/// Within one state's scope `/etc/passwd` is stamped once (issue 25,
+/// session 22): a user added meanwhile is not seen until the scope is
+/// restamped (as a state does after it writes a file) or the next scope
+/// (the next state) opens, which sees it as Salt's fresh lookups would.
+#[test]
+fn a_scope_stamps_once_and_the_next_state_sees_a_change() {
+    if !is_root() || !has_tool("useradd") {
+        println!("skipped: needs root and useradd");
+        return;
+    }
+    let name = format!("hos{}", std::process::id());
+    let _accounts = Accounts(vec![name.clone()]);
+    let id = free_id(50_000);
+    let ids = id.to_string();
+    {
+        let _state = owner_names::stamped_once();
+        assert_eq!(owner_names::user_name(id), None);
+        run("useradd", &["-M", "-N", "-u", &ids, &name]);
+        assert_eq!(owner_names::user_name(id), None, "stamped once in a scope");
+        {
+            let _helper = owner_names::stamped_once();
+            assert_eq!(owner_names::user_name(id), None, "a nested scope joins");
+        }
+        owner_names::restamp();
+        assert_eq!(owner_names::user_name(id).as_deref(), Some(name.as_str()));
+    }
+    run("userdel", &[&name]);
+    let _next = owner_names::stamped_once();
+    assert_eq!(
+        owner_names::user_name(id),
+        None,
+        "the next state sees it gone"
+    );
 }
 
 /// Lookups from many job threads at once, while jobs start (each start

@@ -174,6 +174,56 @@ pub fn same_owner(wanted: &str, name: &str, id: u32) -> bool {
     wanted == name || wanted == id.to_string()
 }
 
+/// Owner and group ids, mode and kind of a path from one stat: what
+/// `check_perms` compares, with the names looked up only when a wanted
+/// owner is compared to them (issue 25, session 22: a `file.managed`
+/// without `user` or `group` looked up both names twice for nothing).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Perms {
+    /// The owner's uid.
+    pub uid: u32,
+    /// The group's gid.
+    pub gid: u32,
+    /// The permission bits (`0o7777` of `st_mode`).
+    pub bits: u32,
+    /// Whether the path is a symbolic link.
+    pub is_link: bool,
+}
+
+impl Perms {
+    /// The [`Perms`] of a stat already taken.
+    pub fn of(md: &fs::Metadata) -> Self {
+        Perms {
+            uid: md.uid(),
+            gid: md.gid(),
+            bits: md.mode() & 0o7777,
+            is_link: md.file_type().is_symlink(),
+        }
+    }
+
+    /// Stats `path` (following a final symlink or not).
+    pub fn read(path: &Path, follow_symlinks: bool) -> Result<Self, MetaError> {
+        metadata(path, follow_symlinks).map(|md| Self::of(&md))
+    }
+
+    /// The mode as Salt prints it (`"0644"`).
+    pub fn mode(&self) -> String {
+        mode_string(self.bits)
+    }
+
+    /// Whether `wanted` (a user name or a uid) is the owner: by number
+    /// first, so the name is looked up only when it is compared.
+    pub fn user_is(&self, wanted: &str) -> bool {
+        wanted == self.uid.to_string() || wanted == uid_to_user(self.uid)
+    }
+
+    /// Whether `wanted` (a group name or a gid) is the group, as
+    /// [`Perms::user_is`].
+    pub fn group_is(&self, wanted: &str) -> bool {
+        wanted == self.gid.to_string() || wanted == gid_to_group(self.gid)
+    }
+}
+
 /// Changes owner and group (either may be `None` to keep it); does not
 /// follow a final symlink when `follow_symlinks` is false.
 pub fn chown(

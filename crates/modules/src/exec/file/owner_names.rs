@@ -12,9 +12,18 @@
 //! dynamic users) cannot be seen changing that way: [`forget_all`] is
 //! called when a job starts, so those are at most one job old (each
 //! lookup of Salt's minion is fresh; within one job halite keeps them).
+//!
+//! Within one state the two files are stamped once, not once per lookup
+//! (issue 25, session 22: a warm `file.managed` with an owner stamped each
+//! file four to six times): a state opens a [`StampedOnce`] scope, and a
+//! state that writes a file (which may be `/etc/passwd` itself) calls
+//! [`restamp`] after it. A change made by another state, or between two
+//! states, is seen by the next state, as Salt's fresh lookups see it.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::hash::Hash;
+use std::marker::PhantomData;
 use std::path::Path;
 use std::sync::{LazyLock, PoisonError, RwLock};
 
@@ -33,6 +42,70 @@ type Stamp = Option<FileStamp>;
 /// The stamp of `path` now.
 fn stamp(path: &Path) -> Stamp {
     FileStamp::of(path)
+}
+
+/// The stamps of this thread's open [`StampedOnce`] scope, by [`Db`]
+/// (`None` inside: not stamped yet in this scope).
+type ScopeStamps = [Option<Stamp>; 2];
+
+thread_local! {
+    /// The innermost [`StampedOnce`] scope open on this thread, if any.
+    static SCOPE: RefCell<Option<ScopeStamps>> = const { RefCell::new(None) };
+}
+
+/// While it lives, the lookups of this thread stamp `/etc/passwd` and
+/// `/etc/group` at most once each (one state's lookups: its owner
+/// checked, the file's owner read before and after enforcing it). Not
+/// `Send`: a scope is its thread's. A scope opened inside another one
+/// (a helper of the state that opens its own) is part of it.
+pub struct StampedOnce {
+    /// Whether this guard opened the scope (and closes it).
+    opened: bool,
+    _thread: PhantomData<*const ()>,
+}
+
+/// Opens a [`StampedOnce`] scope on this thread (one state's lookups), or
+/// joins the one already open.
+pub fn stamped_once() -> StampedOnce {
+    let opened = SCOPE.with_borrow_mut(|s| {
+        if s.is_some() {
+            return false;
+        }
+        *s = Some([None, None]);
+        true
+    });
+    StampedOnce {
+        opened,
+        _thread: PhantomData,
+    }
+}
+
+impl Drop for StampedOnce {
+    fn drop(&mut self) {
+        if self.opened {
+            SCOPE.with_borrow_mut(|s| *s = None);
+        }
+    }
+}
+
+/// The open scope's stamps are dropped: the next lookup stamps the files
+/// again (a state wrote a file, which may be one of them, or ran a
+/// command that may have changed them).
+pub fn restamp() {
+    SCOPE.with_borrow_mut(|s| {
+        if let Some(stamps) = s {
+            *stamps = [None, None];
+        }
+    });
+}
+
+/// The stamp of `db`'s file for a lookup: the one taken earlier in this
+/// thread's open scope, else taken now (and kept by the scope).
+fn stamp_for(db: Db) -> Stamp {
+    SCOPE.with_borrow_mut(|s| match s {
+        Some(stamps) => *stamps[db.index()].get_or_insert_with(|| stamp(Path::new(db.file()))),
+        None => stamp(Path::new(db.file())),
+    })
 }
 
 /// Answers of one database, valid while its file has `stamp`.
@@ -93,6 +166,13 @@ impl Db {
         }
     }
 
+    fn index(self) -> usize {
+        match self {
+            Db::Users => 0,
+            Db::Groups => 1,
+        }
+    }
+
     fn table(self, names: &Names) -> &Table {
         match self {
             Db::Users => &names.users,
@@ -124,7 +204,7 @@ where
 {
     // Stamped before the lookup: an answer is never kept under a stamp
     // older than the file it was read from.
-    let now = stamp(Path::new(db.file()));
+    let now = stamp_for(db);
     let generation = {
         let names = NAMES.read().unwrap_or_else(PoisonError::into_inner);
         let table = db.table(&names);

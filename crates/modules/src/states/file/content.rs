@@ -30,11 +30,17 @@ pub(crate) enum Content<'a> {
 }
 
 impl Content<'_> {
-    /// Whether the file at `target` holds something else (or cannot be read).
-    pub(crate) fn differs_from(&self, target: &Path) -> bool {
+    /// Whether the file at `target` holds something else (or cannot be
+    /// read). `target_len`, the target's size from a stat the caller holds,
+    /// tells a file of another size apart without reading it; with the
+    /// same size (or none given) the target is read whole and compared.
+    pub(crate) fn differs_from(&self, target: &Path, target_len: Option<u64>) -> bool {
         match self {
-            Content::Bytes(data) => fs::read(target).map(|old| old != *data).unwrap_or(true),
-            Content::File { path, .. } => !same_files(path, target).unwrap_or(false),
+            Content::Bytes(data) => {
+                target_len.is_some_and(|l| l != data.len() as u64)
+                    || fs::read(target).map(|old| old != *data).unwrap_or(true)
+            }
+            Content::File { path, .. } => !same_files(path, target, target_len).unwrap_or(false),
         }
     }
 
@@ -42,12 +48,20 @@ impl Content<'_> {
     /// binary files are named, not diffed; `""` when equal. A source file
     /// is read whole only when both sides are text (a diff needs them).
     pub(crate) fn diff_from(&self, old: &Path) -> String {
+        if let Content::File { path, .. } = self {
+            if same_files(path, old, None).unwrap_or(false) {
+                return String::new();
+            }
+        }
+        self.diff_from_differing(old)
+    }
+
+    /// [`Content::diff_from`] of a file [`Content::differs_from`] has just
+    /// found different: a source file is not compared with it again.
+    pub(crate) fn diff_from_differing(&self, old: &Path) -> String {
         match self {
             Content::Bytes(data) => file_diff(&fs::read(old).unwrap_or_default(), data),
             Content::File { path, .. } => {
-                if same_files(path, old).unwrap_or(false) {
-                    return String::new();
-                }
                 let (old_head, new_head) = (head(old), head(path));
                 if let Some(msg) = binary_replace(&old_head, &new_head) {
                     return msg.to_string();
@@ -153,10 +167,17 @@ thread_local! {
 }
 
 /// Whether two files hold the same bytes, compared a block at a time
-/// (each read straight into its block: no buffer in between).
-fn same_files(a: &Path, b: &Path) -> io::Result<bool> {
-    let (mut fa, mut fb) = (fs::File::open(a)?, fs::File::open(b)?);
-    if fa.metadata()?.len() != fb.metadata()?.len() {
+/// (each read straight into its block: no buffer in between) until both
+/// end. `b_len`, `b`'s size from a stat the caller holds, spares `b`'s
+/// own stat, and its opening when the sizes differ.
+fn same_files(a: &Path, b: &Path, b_len: Option<u64>) -> io::Result<bool> {
+    let mut fa = fs::File::open(a)?;
+    let a_len = fa.metadata()?.len();
+    if b_len.is_some_and(|l| l != a_len) {
+        return Ok(false);
+    }
+    let mut fb = fs::File::open(b)?;
+    if b_len.is_none() && fb.metadata()?.len() != a_len {
         return Ok(false);
     }
     COMPARE_BUFFERS.with_borrow_mut(|buffers| {
@@ -168,7 +189,9 @@ fn same_files(a: &Path, b: &Path) -> io::Result<bool> {
             if n != m || ba[..n] != bb[..m] {
                 return Ok(false);
             }
-            if n == 0 {
+            // A block not filled: both files ended (`read_full` stops
+            // short only at the end), so no further read is asked.
+            if n < COMPARE_BLOCK {
                 return Ok(true);
             }
         }
@@ -208,9 +231,9 @@ mod tests {
             path: p,
             verify: None,
         };
-        assert!(!file(&a).differs_from(&b));
-        assert!(file(&a).differs_from(&c));
-        assert!(file(&a).differs_from(&dir.path().join("missing")));
+        assert!(!file(&a).differs_from(&b, None));
+        assert!(file(&a).differs_from(&c, None));
+        assert!(file(&a).differs_from(&dir.path().join("missing"), None));
         assert_eq!(file(&a).diff_from(&b), "");
         assert_eq!(
             file(&c).diff_from(&a),

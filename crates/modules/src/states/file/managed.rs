@@ -12,7 +12,7 @@ use serde_json::json;
 use super::content::Content;
 use super::perms::{self, Wanted};
 use super::{error, opt_str, owner_arg, target_name};
-use crate::exec::file::meta;
+use crate::exec::file::{meta, owner_names};
 use crate::fetch::SourceSum;
 
 /// Where the new content of a managed file comes from once resolved.
@@ -199,7 +199,10 @@ pub(crate) fn write_content(path: &Path, data: Content<'_>, new_mode: u32) -> st
         }
         Err(_) => fs::set_permissions(tmp.path(), fs::Permissions::from_mode(new_mode))?,
     }
-    tmp.persist(path).map_err(|e| e.error)?;
+    let persisted = tmp.persist(path).map_err(|e| e.error);
+    // The file written may be `/etc/passwd` or `/etc/group`.
+    owner_names::restamp();
+    persisted?;
     Ok(())
 }
 
@@ -220,6 +223,79 @@ pub(crate) fn backup_minion(call: &StateCall<'_>, path: &Path) -> std::io::Resul
         fs::create_dir_all(p)?;
     }
     fs::copy(path, dest).map(|_| ())
+}
+
+/// The target's stat, taken once by [`manage`] and carried through its
+/// phases (issue 25, session 22: a warm `file.managed` stat its target six
+/// times). Dropped by [`Target::changed`] when the state writes the target
+/// or runs a command that may touch it: what is asked after that is read
+/// from the disk again.
+struct Target<'p> {
+    path: &'p Path,
+    /// `lstat` of the path (`None`: it does not exist or cannot be read).
+    link: Option<fs::Metadata>,
+    /// `stat` of the path, following a final link (`None`: it does not
+    /// exist, or it is a dangling link).
+    followed: Option<fs::Metadata>,
+    /// Whether the two stats are still the path's as this state left it.
+    current: bool,
+}
+
+impl<'p> Target<'p> {
+    /// Stats `path`: once, twice when it is a symbolic link.
+    fn stat(path: &'p Path) -> Self {
+        let link = fs::symlink_metadata(path).ok();
+        let followed = match &link {
+            Some(md) if md.file_type().is_symlink() => fs::metadata(path).ok(),
+            other => other.clone(),
+        };
+        Target {
+            path,
+            link,
+            followed,
+            current: true,
+        }
+    }
+
+    /// Whether the path exists (a dangling link does).
+    fn exists(&self) -> bool {
+        self.link.is_some()
+    }
+
+    /// The stat that follows a final link, as `Path::is_file` reads it.
+    fn followed(&self) -> Option<&fs::Metadata> {
+        self.followed.as_ref()
+    }
+
+    /// The size of what the path holds, while it is known to be current.
+    fn len(&self) -> Option<u64> {
+        self.followed.as_ref().filter(|_| self.current).map(fs::Metadata::len)
+    }
+
+    /// Whether the path is a symbolic link now.
+    fn is_link(&self) -> bool {
+        if self.current {
+            self.link.as_ref().is_some_and(|m| m.file_type().is_symlink())
+        } else {
+            fs::symlink_metadata(self.path).is_ok_and(|m| m.file_type().is_symlink())
+        }
+    }
+
+    /// The owner, group and mode `check_perms` compares, as `wanted` reads
+    /// them (following a link or not), while they are current.
+    fn perms(&self, wanted: Wanted<'_>) -> Option<meta::Perms> {
+        let md = if wanted.follow_symlinks {
+            self.followed.as_ref()
+        } else {
+            self.link.as_ref()
+        };
+        md.filter(|_| self.current).map(meta::Perms::of)
+    }
+
+    /// The path may have changed: later questions stat it again.
+    fn changed(&mut self) {
+        self.current = false;
+    }
 }
 
 /// Parsed arguments common to `managed` and the states built on it.
@@ -423,6 +499,9 @@ pub(crate) fn manage(
 ) -> Result<StateResult, StateError> {
     let test = call.test;
     let path = Path::new(name);
+    // The owner names this state compares are read under one stamp of
+    // `/etc/passwd` and `/etc/group` (taken again after a write).
+    let _names = owner_names::stamped_once();
     let mut mode = args.mode.clone();
     let keep_mode = call
         .arg_str("mode")?
@@ -439,7 +518,10 @@ pub(crate) fn manage(
         mode = meta::ownership(src, true).ok().map(|o| o.mode);
     }
     let replace = args.replace && !matches!(new, NewContent::Nothing);
-    if !args.create && !path.is_file() {
+    // The target stat once, carried through the checks below and into
+    // `check_perms` while nothing has changed it.
+    let target = Target::stat(path);
+    if !args.create && !target.followed().is_some_and(fs::Metadata::is_file) {
         ret.comment = format!("File {name} is not present and is not set for creation");
         return Ok(ret);
     }
@@ -453,16 +535,17 @@ pub(crate) fn manage(
             format!("Specified file {name} is not an absolute path"),
         );
     }
-    if path.is_dir() {
+    if target.followed().is_some_and(fs::Metadata::is_dir) {
         return error(ret, format!("Specified target {name} is a directory"));
     }
     let wanted = Wanted {
         mode: mode.as_deref(),
         ..args.wanted()
     };
-    let exists = fs::symlink_metadata(path).is_ok();
+    let exists = target.exists();
     if !replace && exists {
-        let before_mode = perms::check_perms(path, &mut ret, wanted, test);
+        let before_mode =
+            perms::check_perms_from(path, &mut ret, wanted, test, target.perms(wanted));
         if test {
             match (&mode, before_mode) {
                 (Some(m), Some(l)) if *m != l => {
@@ -479,18 +562,24 @@ pub(crate) fn manage(
     if test {
         return Ok(predict(path, name, data, wanted, args.show_changes, ret));
     }
+    let mut target = target;
     if let (Some(cmd), Some(data)) = (opt_str(call, "check_cmd")?, data) {
-        if data.differs_from(path) {
-            if let Some(failed) = run_check_cmd(call, name, &cmd, data)? {
+        if data.differs_from(path, target.len()) {
+            let failed = run_check_cmd(call, name, &cmd, data)?;
+            // The command may have changed anything: the target, the
+            // user and group databases.
+            target.changed();
+            owner_names::restamp();
+            if let Some(failed) = failed {
                 return Ok(failed);
             }
         }
     }
     if exists {
         if let Some(data) = data {
-            if data.differs_from(path) {
+            if data.differs_from(path, target.len()) {
                 let diff = if args.show_changes {
-                    data.diff_from(path)
+                    data.diff_from_differing(path)
                 } else {
                     "<show_changes=False>".to_string()
                 };
@@ -499,20 +588,23 @@ pub(crate) fn manage(
                         return error(ret, format!("Failed to commit change: {e}"));
                     }
                 }
-                let target = if args.follow_symlinks {
+                let dest = if args.follow_symlinks {
                     fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
                 } else {
                     path.to_path_buf()
                 };
-                if let Err(e) = write_content(&target, data, 0o644) {
+                let written = write_content(&dest, data, 0o644);
+                target.changed();
+                if let Err(e) = written {
                     return error(ret, format!("Failed to commit change: {e}"));
                 }
                 ret.changes.insert("diff".into(), json!(diff));
             }
             // With follow_symlinks False a link is replaced by a regular file.
-            let is_link = fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink());
-            if is_link && !args.follow_symlinks {
-                if let Err(e) = write_content(path, data, 0o644) {
+            if target.is_link() && !args.follow_symlinks {
+                let written = write_content(path, data, 0o644);
+                target.changed();
+                if let Err(e) = written {
                     return error(ret, format!("Failed to commit change: {e}"));
                 }
                 ret.changes.insert(
@@ -521,7 +613,7 @@ pub(crate) fn manage(
                 );
             }
         }
-        perms::check_perms(path, &mut ret, wanted, false);
+        perms::check_perms_from(path, &mut ret, wanted, false, target.perms(wanted));
         if !ret.changes.is_empty() {
             ret.comment = format!("File {name} updated");
         } else if ret.result == Some(true) {

@@ -7,7 +7,8 @@ use std::path::Path;
 use halite_state::{Map, StateResult};
 use serde_json::json;
 
-use crate::exec::file::meta::{self, same_owner};
+use crate::exec::file::meta::{self, same_owner, Perms};
+use crate::exec::file::owner_names;
 
 /// Salt's `_check_user`: the error text for unknown users/groups, empty when
 /// both exist. In test mode unknown owners are only logged.
@@ -49,9 +50,26 @@ pub fn check_perms(
     wanted: Wanted<'_>,
     test: bool,
 ) -> Option<String> {
+    check_perms_from(path, ret, wanted, test, None)
+}
+
+/// [`check_perms`] from a stat the caller already holds (`before`: the
+/// path's, as `wanted.follow_symlinks` reads it, taken since its last
+/// change), `None` to stat it here. The path is stat again only after a
+/// `chown` or `chmod` (to see what they did, as Salt does); owner and
+/// group names are looked up only when a wanted one is compared to them,
+/// and `/etc/passwd` and `/etc/group` stamped once for the whole check.
+pub fn check_perms_from(
+    path: &Path,
+    ret: &mut StateResult,
+    wanted: Wanted<'_>,
+    test: bool,
+    before: Option<Perms>,
+) -> Option<String> {
+    let _names = owner_names::stamped_once();
     let orig_comment = std::mem::take(&mut ret.comment);
     let mut comments: Vec<String> = Vec::new();
-    let cur = match meta::ownership(path, wanted.follow_symlinks) {
+    let cur = match before.map_or_else(|| Perms::read(path, wanted.follow_symlinks), Ok) {
         Ok(c) => c,
         Err(e) => {
             ret.result = Some(false);
@@ -63,10 +81,13 @@ pub fn check_perms(
             return None;
         }
     };
+    let cur_mode = cur.mode();
     let skip_mode = cur.is_link && !wanted.follow_symlinks;
-    let change_user = wanted.user.filter(|u| !same_owner(u, &cur.user, cur.uid));
-    let change_group = wanted.group.filter(|g| !same_owner(g, &cur.group, cur.gid));
+    let change_user = wanted.user.filter(|u| !cur.user_is(u));
+    let change_group = wanted.group.filter(|g| !cur.group_is(g));
+    let mut touched = false;
     if !test && (change_user.is_some() || change_group.is_some()) {
+        touched = true;
         if let Err(e) = meta::chown(
             path,
             wanted.user,
@@ -77,18 +98,29 @@ pub fn check_perms(
             comments.push(e.to_string());
         }
     }
-    let change_mode = wanted.mode.filter(|m| !skip_mode && *m != cur.mode);
+    let change_mode = wanted.mode.filter(|m| !skip_mode && *m != cur_mode);
     if !test {
         if let Some(m) = change_mode {
+            touched = true;
             if let Err(e) = meta::chmod(path, m) {
                 ret.result = Some(false);
                 comments.push(e.to_string());
             }
         }
     }
-    let post = meta::ownership(path, wanted.follow_symlinks).unwrap_or_else(|_| cur.clone());
+    // Nothing was changed: what the path has now is what it had.
+    let post = if touched {
+        Perms::read(path, wanted.follow_symlinks).unwrap_or(cur)
+    } else {
+        cur
+    };
     if let Some(u) = wanted.user {
-        if !same_owner(u, &post.user, post.uid) {
+        let same = if touched {
+            post.user_is(u)
+        } else {
+            change_user.is_none()
+        };
+        if !same {
             if test {
                 ret.changes.insert("user".into(), json!(u));
             } else {
@@ -100,7 +132,12 @@ pub fn check_perms(
         }
     }
     if let Some(g) = wanted.group {
-        if !same_owner(g, &post.group, post.gid) {
+        let same = if touched {
+            post.group_is(g)
+        } else {
+            change_group.is_none()
+        };
+        if !same {
             if test {
                 ret.changes.insert("group".into(), json!(g));
             } else {
@@ -113,7 +150,8 @@ pub fn check_perms(
     }
     if let Some(m) = wanted.mode {
         if !skip_mode {
-            if m != post.mode {
+            let post_mode = if touched { post.mode() } else { cur_mode.clone() };
+            if m != post_mode {
                 if test {
                     ret.changes.insert("mode".into(), json!(m));
                 } else {
@@ -129,7 +167,7 @@ pub fn check_perms(
         comments.insert(0, orig_comment);
     }
     ret.comment = comments.join("; ");
-    Some(cur.mode)
+    Some(cur_mode)
 }
 
 /// What would change on an existing directory (Salt's `_check_dir_meta`);
