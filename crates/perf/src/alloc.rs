@@ -154,6 +154,18 @@ pub fn tune(purge_delay_ms: std::os::raw::c_long) {
     );
 }
 
+/// Sets how long freed pages stay committed before they go back to the
+/// system, in ms, while the process runs (a `halite-minion --swarm`, whose
+/// binary purges at once for a real minion), unless
+/// `MIMALLOC_PURGE_DELAY` is in the environment: the operator's setting wins.
+pub fn set_purge_delay(purge_delay_ms: std::os::raw::c_long) {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: mi_option_set stores an integer that mimalloc reads
+        // when it next decides to purge.
+        unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, purge_delay_ms) }
+    }
+}
+
 /// Makes mimalloc the binary's global allocator. A state run builds and
 /// frees a few small maps and strings per state (millions for a big tree;
 /// glibc malloc/free were a quarter of a 10k-state run and ~40% of the
