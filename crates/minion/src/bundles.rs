@@ -207,7 +207,7 @@ impl BundleStore {
 mod tests {
     #![allow(clippy::unwrap_used, reason = "test")]
     use super::*;
-    use halite_proto::bundle::pack;
+    use halite_proto::bundle::{pack, Packed};
     use halite_proto::msg::BundleAction;
     use serde_json::{json, Value};
 
@@ -321,16 +321,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_bundle_decodes_into_the_engines_chunks_as_its_values_would() {
+    /// A store in a temporary directory, and `run_bundle(1000)` packed
+    /// as the master packs it.
+    fn store_and_bundle() -> (tempfile::TempDir, BundleStore, Bundle, Packed) {
         let dir = tempfile::tempdir().unwrap();
         let store = BundleStore::new(dir.path().join("bundles"));
         let bundle = run_bundle(1000);
         let packed = pack(&bundle, Some(4096)).unwrap();
-        let expected = bundle.clone().map_chunks(|c| match c {
-            Value::Object(m) => LowChunk::from(m),
-            _ => LowChunk::new(),
-        });
+        (dir, store, bundle, packed)
+    }
+
+    #[test]
+    fn a_bundle_decodes_into_the_engines_chunks_as_its_values_would() {
+        let (_dir, store, bundle, packed) = store_and_bundle();
+        let expected = engine_bundle(&bundle);
         let received = store
             .receive("web1", "1", &packed.digest, packed.zstd, packed.bytes)
             .unwrap();
@@ -479,10 +483,7 @@ mod tests {
 
     #[test]
     fn a_kept_copy_is_the_bundle_its_file_decodes_to() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = BundleStore::new(dir.path().join("bundles"));
-        let bundle = run_bundle(1000);
-        let packed = pack(&bundle, Some(4096)).unwrap();
+        let (_dir, store, _, packed) = store_and_bundle();
         store
             .receive(
                 "web1",
