@@ -176,7 +176,9 @@ pub fn set_purge_delay(purge_delay_ms: std::os::raw::c_long) {
 /// transparent huge pages: 67 MB instead of 48 MB peak RSS for 10 000
 /// states). What happens to freed pages depends on the process:
 /// - `fast_allocator!()` (the daemons): freed pages go back to the system
-///   at once, so a daemon's resident memory follows what it holds;
+///   at once, so a daemon's resident memory follows what it holds (a
+///   `halite-minion --swarm` sets [`BURSTY_PURGE_DELAY_MS`] when it starts,
+///   [`set_purge_delay`]: its identities' jobs churn the same pages);
 /// - `fast_allocator!(bursty)` (the master): freed pages are given back
 ///   once they have stayed unused for [`BURSTY_PURGE_DELAY_MS`]. Its
 ///   compile frees and rebuilds the same few megabytes for every minion
