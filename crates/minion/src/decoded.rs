@@ -28,8 +28,8 @@ use halite_proto::msg::Bundle;
 use halite_state::LowChunk;
 
 /// The default bound on the decoded bundles kept, over all identities:
-/// 32 MiB, about 30 bundles of the fleet bench's 1,000 states (a real
-/// minion's one bundle up to about 30,000 such states).
+/// 32 MiB, about 50 bundles of the fleet bench's 1,000 states (129 KB
+/// encoded each; a real minion's one bundle up to ~50,000 such states).
 pub const DEFAULT_BOUND_BYTES: usize = 32 << 20;
 
 /// Bytes of memory a decoded bundle takes per byte of its encoding: a
