@@ -3,9 +3,11 @@
 //! master whose compile gives the same answers "you have it".
 //!
 //! Kept on disk, zstd-compressed, one file per identity under
-//! `cachedir/bundles/` (a swarm of 10,000 identities holds no bundle in
-//! memory), and checked against its digest whenever it is read: a file
-//! damaged or changed on disk is dropped and the bundle asked for in full.
+//! `cachedir/bundles/`, and checked against its digest whenever it is
+//! read: a file damaged or changed on disk is dropped and the bundle
+//! asked for in full. The last bundles decoded are also kept in memory,
+//! within a bound over all identities ([`crate::decoded`]: a real
+//! minion's one bundle; a swarm of 10,000 identities holds a few).
 //!
 //! Every kept bundle is sealed with a key held in this process's memory
 //! only ([`MemoryKey`]): a bundle holds the minion's pillar, plain values
@@ -22,6 +24,8 @@ use halite_proto::crypto::MemoryKey;
 use halite_proto::msg::Bundle;
 use halite_state::LowChunk;
 
+use crate::decoded::{DecodedBundles, FileStamp, DEFAULT_BOUND_BYTES};
+
 /// How a sealed bundle file starts (a plain one is a zstd frame).
 const SEALED: &[u8] = b"halite sealed bundle 1\n";
 
@@ -33,13 +37,23 @@ pub struct BundleStore {
     /// Seals every kept bundle (`None` when the system's random
     /// generator failed: bundles are then not kept at all).
     key: Option<MemoryKey>,
+    /// The last bundles decoded, kept in memory within a bound: a warm
+    /// job whose bundle is unchanged copies it instead of decoding its file.
+    decoded: DecodedBundles,
 }
 
 impl BundleStore {
     /// A store in `dir` (created when the first bundle is kept).
     pub fn new(dir: PathBuf) -> Self {
+        Self::with_decoded_bound(dir, DEFAULT_BOUND_BYTES)
+    }
+
+    /// A store in `dir` keeping at most `bound` bytes of decoded bundles
+    /// in memory over all identities ([`DecodedBundles`]; 0: none).
+    pub fn with_decoded_bound(dir: PathBuf, bound: usize) -> Self {
         Self {
             dir,
+            decoded: DecodedBundles::new(bound),
             digests: RwLock::new(HashMap::new()),
             key: MemoryKey::new()
                 .map_err(|e| tracing::warn!(error = %e, "no in-memory key: bundles will not be kept (every job fetches its bundle in full)"))
@@ -87,15 +101,30 @@ impl BundleStore {
 
     /// The bundle `id` holds, for job `jid`, if its digest is `expected`
     /// (the master said "you have it"); `None` when it is gone or differs.
-    /// Its chunks are decoded straight into the engine's.
+    /// A copy of the one decoded for the last job when it is kept in
+    /// memory under the same digest and its file is unchanged; else its
+    /// file's chunks are decoded straight into the engine's.
     pub fn load(&self, id: &str, jid: &str, expected: &str) -> Option<Bundle<LowChunk>> {
         let path = self.path(id)?;
+        let stamp = FileStamp::of(&path);
+        if let Some(bundle) = stamp
+            .as_ref()
+            .and_then(|stamp| self.decoded.get(id, jid, expected, stamp))
+        {
+            return Some(bundle);
+        }
         let read = self.read(id).and_then(|bytes| {
             let plain = plain_bytes(&bytes, true, expected).map_err(|e| e.to_string())?;
-            decode_plain(jid, &plain).map_err(|e| e.to_string())
+            let bundle = decode_plain(jid, &plain).map_err(|e| e.to_string())?;
+            Ok((bundle, plain.len()))
         });
         match read {
-            Ok(bundle) => Some(bundle),
+            Ok((bundle, len)) => {
+                if let Some(stamp) = stamp {
+                    self.decoded.keep(id, expected, stamp, len, &bundle);
+                }
+                Some(bundle)
+            }
             Err(e) => {
                 tracing::warn!(%id, path = %path.display(), error = %e, "the bundle kept for this minion cannot be used; asking the master for it in full");
                 self.forget(id);
@@ -125,6 +154,10 @@ impl BundleStore {
             Ok(()) => {
                 if let Ok(mut m) = self.digests.write() {
                     m.insert(id.to_string(), expected.to_string());
+                }
+                match self.path(id).as_deref().and_then(FileStamp::of) {
+                    Some(stamp) => self.decoded.keep(id, expected, stamp, plain.len(), &bundle),
+                    None => self.decoded.forget(id),
                 }
             }
             Err(e) => {
@@ -160,6 +193,7 @@ impl BundleStore {
 
     /// Drops what `id` holds (its next request asks for the bundle in full).
     pub fn forget(&self, id: &str) {
+        self.decoded.forget(id);
         if let Ok(mut m) = self.digests.write() {
             m.remove(id);
         }
@@ -173,7 +207,7 @@ impl BundleStore {
 mod tests {
     #![allow(clippy::unwrap_used, reason = "test")]
     use super::*;
-    use halite_proto::bundle::pack;
+    use halite_proto::bundle::{pack, Packed};
     use halite_proto::msg::BundleAction;
     use serde_json::{json, Value};
 
@@ -287,16 +321,20 @@ mod tests {
         }
     }
 
-    #[test]
-    fn a_bundle_decodes_into_the_engines_chunks_as_its_values_would() {
+    /// A store in a temporary directory, and `run_bundle(1000)` packed
+    /// as the master packs it.
+    fn store_and_bundle() -> (tempfile::TempDir, BundleStore, Bundle, Packed) {
         let dir = tempfile::tempdir().unwrap();
         let store = BundleStore::new(dir.path().join("bundles"));
         let bundle = run_bundle(1000);
         let packed = pack(&bundle, Some(4096)).unwrap();
-        let expected = bundle.clone().map_chunks(|c| match c {
-            Value::Object(m) => LowChunk::from(m),
-            _ => LowChunk::new(),
-        });
+        (dir, store, bundle, packed)
+    }
+
+    #[test]
+    fn a_bundle_decodes_into_the_engines_chunks_as_its_values_would() {
+        let (_dir, store, bundle, packed) = store_and_bundle();
+        let expected = engine_bundle(&bundle);
         let received = store
             .receive("web1", "1", &packed.digest, packed.zstd, packed.bytes)
             .unwrap();
@@ -345,6 +383,7 @@ mod tests {
             dir: dir.path().join("bundles"),
             digests: RwLock::new(HashMap::new()),
             key: store.key,
+            decoded: DecodedBundles::new(0),
         };
         assert_eq!(
             fresh.digest("web1").as_deref(),
@@ -359,5 +398,143 @@ mod tests {
         assert_eq!(restarted.digest("web1"), None);
         assert!(restarted.load("web1", "3", &packed.digest).is_none());
         assert!(!dir.path().join("bundles/web1.bundle").exists());
+    }
+
+    /// The bundle `run_bundle(n)` with its chunks as the engine's.
+    fn engine_bundle(bundle: &Bundle) -> Bundle<LowChunk> {
+        bundle.clone().map_chunks(|c| match c {
+            Value::Object(m) => LowChunk::from(m),
+            _ => LowChunk::new(),
+        })
+    }
+
+    /// `bundle`'s chunks encoded, to compare bundles byte for byte.
+    fn chunk_bytes(bundle: &Bundle<LowChunk>) -> Vec<u8> {
+        let BundleAction::Run { chunks, .. } = &bundle.action else {
+            panic!("not a run");
+        };
+        halite_proto::encode(chunks).unwrap()
+    }
+
+    #[test]
+    fn a_changed_bundle_is_never_served_from_the_decoded_one_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = BundleStore::new(dir.path().join("bundles"));
+        let first = run_bundle(200);
+        let mut changed = run_bundle(200);
+        changed.pillar = json!({"role": "db"});
+        let (a, b) = (
+            pack(&first, Some(4096)).unwrap(),
+            pack(&changed, Some(4096)).unwrap(),
+        );
+        assert_ne!(a.digest, b.digest);
+        store
+            .receive("web1", "1", &a.digest, a.zstd, a.bytes.clone())
+            .unwrap();
+        assert!(store.decoded.has("web1"));
+        // Served from memory, for the new job, as decoded: its file
+        // overwritten in place with as many other bytes and its time set
+        // back (what no one does) still reads as the one kept.
+        let file = dir.path().join("bundles/web1.bundle");
+        let (len, mtime) = {
+            let m = std::fs::metadata(&file).unwrap();
+            (m.len() as usize, m.modified().unwrap())
+        };
+        std::fs::write(&file, vec![b'x'; len]).unwrap();
+        std::fs::File::options()
+            .write(true)
+            .open(&file)
+            .unwrap()
+            .set_modified(mtime)
+            .unwrap();
+        let kept = store.load("web1", "2", &a.digest).unwrap();
+        assert_eq!(kept.jid, "2");
+        let want = engine_bundle(&first);
+        assert!(kept.pillar == want.pillar && kept.secrets == want.secrets);
+        assert_eq!(chunk_bytes(&kept), chunk_bytes(&want));
+        // Another identity, or another digest, is never served from it.
+        assert!(store.load("web2", "2", &a.digest).is_none());
+        assert!(store.load("web1", "3", &b.digest).is_none());
+        // A file removed under it is not served from memory either.
+        store
+            .receive("web1", "1", &a.digest, a.zstd, a.bytes.clone())
+            .unwrap();
+        assert!(store.decoded.has("web1"));
+        std::fs::remove_file(&file).unwrap();
+        assert!(store.load("web1", "2", &a.digest).is_none());
+        assert!(!store.decoded.has("web1"));
+        store
+            .receive("web1", "1", &a.digest, a.zstd, a.bytes.clone())
+            .unwrap();
+        // The changed bundle replaces it: the old digest is refused (the
+        // file holds the new one), the new one is the changed bundle.
+        store
+            .receive("web1", "4", &b.digest, b.zstd, b.bytes.clone())
+            .unwrap();
+        assert!(store.load("web1", "5", &a.digest).is_none());
+        assert!(!store.decoded.has("web1"));
+        store
+            .receive("web1", "6", &b.digest, b.zstd, b.bytes.clone())
+            .unwrap();
+        let got = store.load("web1", "7", &b.digest).unwrap();
+        assert_eq!(got.pillar, json!({"role": "db"}));
+        assert_eq!(chunk_bytes(&got), chunk_bytes(&engine_bundle(&changed)));
+    }
+
+    #[test]
+    fn a_kept_copy_is_the_bundle_its_file_decodes_to() {
+        let (_dir, store, _, packed) = store_and_bundle();
+        store
+            .receive(
+                "web1",
+                "1",
+                &packed.digest,
+                packed.zstd,
+                packed.bytes.clone(),
+            )
+            .unwrap();
+        let plain = plain_bytes(&packed.bytes, packed.zstd, &packed.digest).unwrap();
+        let fresh: Bundle<LowChunk> = decode_plain("2", &plain).unwrap();
+        for _ in 0..2 {
+            let kept = store.load("web1", "2", &packed.digest).unwrap();
+            assert!(kept == fresh, "the kept copy differs from a fresh decode");
+            assert_eq!(chunk_bytes(&kept), chunk_bytes(&fresh));
+            assert_eq!(
+                halite_proto::encode(&kept.map_chunks(|c| c.to_value())).unwrap(),
+                halite_proto::encode(&fresh.clone().map_chunks(|c| c.to_value())).unwrap()
+            );
+        }
+    }
+
+    #[test]
+    fn decoded_bundles_stay_within_their_bound_and_evict_none_for_another() {
+        let dir = tempfile::tempdir().unwrap();
+        let bundle = run_bundle(100);
+        let packed = pack(&bundle, None).unwrap();
+        // Room for one such bundle, not two.
+        let one = packed.plain_len * 5;
+        let store = BundleStore::with_decoded_bound(dir.path().join("bundles"), one + one / 2);
+        for (id, jid) in [("web1", "1"), ("web2", "2")] {
+            store
+                .receive(id, jid, &packed.digest, false, packed.bytes.clone())
+                .unwrap();
+        }
+        assert!(store.decoded.has("web1"));
+        assert!(!store.decoded.has("web2"));
+        assert!(store.decoded.bytes() <= one + one / 2);
+        // web2 reads its file as before.
+        let got = store.load("web2", "3", &packed.digest).unwrap();
+        assert_eq!(chunk_bytes(&got), chunk_bytes(&engine_bundle(&bundle)));
+        assert!(!store.decoded.has("web2"));
+        // Forgotten, web1's room goes to the next identity decoded.
+        store.forget("web1");
+        assert!(!store.decoded.has("web1"));
+        store.load("web2", "4", &packed.digest).unwrap();
+        assert!(store.decoded.has("web2"));
+        // No bound: nothing kept.
+        let none = BundleStore::with_decoded_bound(dir.path().join("other"), 0);
+        none.receive("web1", "1", &packed.digest, false, packed.bytes)
+            .unwrap();
+        assert!(!none.decoded.has("web1"));
     }
 }

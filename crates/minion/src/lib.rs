@@ -8,6 +8,7 @@ pub mod caller;
 pub mod channel;
 pub mod config;
 pub mod daemon;
+pub mod decoded;
 pub mod link;
 pub mod mine;
 mod packing;

@@ -49,6 +49,14 @@ fn main() -> std::process::ExitCode {
     // Sockets and job files: the common soft limit of 1,024 is a fleet's first wall.
     halite_transport::apply_max_open_files(cfg.max_open_files);
     let threads = if cli.swarm.is_some() { 2 } else { 1 };
+    if cli.swarm.is_some() {
+        // A swarm's identities free and rebuild the same megabytes (a
+        // bundle, its graph, a return) job after job: given back at once
+        // and faulted in again, they were ~12% of a warm swarm's CPU
+        // (issue 25, session 22). A real minion keeps giving them back at
+        // once (its idle memory, session 18).
+        halite_perf::alloc::set_purge_delay(halite_perf::alloc::BURSTY_PURGE_DELAY_MS);
+    }
     let runtime = match tokio::runtime::Builder::new_multi_thread()
         .worker_threads(threads)
         .enable_all()

@@ -154,6 +154,18 @@ pub fn tune(purge_delay_ms: std::os::raw::c_long) {
     );
 }
 
+/// Sets how long freed pages stay committed before they go back to the
+/// system, in ms, while the process runs (a `halite-minion --swarm`, whose
+/// binary purges at once for a real minion), unless
+/// `MIMALLOC_PURGE_DELAY` is in the environment: the operator's setting wins.
+pub fn set_purge_delay(purge_delay_ms: std::os::raw::c_long) {
+    if std::env::var_os("MIMALLOC_PURGE_DELAY").is_none() {
+        // SAFETY: mi_option_set stores an integer that mimalloc reads
+        // when it next decides to purge.
+        unsafe { mi_option_set(MI_OPTION_PURGE_DELAY, purge_delay_ms) }
+    }
+}
+
 /// Makes mimalloc the binary's global allocator. A state run builds and
 /// frees a few small maps and strings per state (millions for a big tree;
 /// glibc malloc/free were a quarter of a 10k-state run and ~40% of the
@@ -164,7 +176,9 @@ pub fn tune(purge_delay_ms: std::os::raw::c_long) {
 /// transparent huge pages: 67 MB instead of 48 MB peak RSS for 10 000
 /// states). What happens to freed pages depends on the process:
 /// - `fast_allocator!()` (the daemons): freed pages go back to the system
-///   at once, so a daemon's resident memory follows what it holds;
+///   at once, so a daemon's resident memory follows what it holds (a
+///   `halite-minion --swarm` sets [`BURSTY_PURGE_DELAY_MS`] when it starts,
+///   [`set_purge_delay`]: its identities' jobs churn the same pages);
 /// - `fast_allocator!(bursty)` (the master): freed pages are given back
 ///   once they have stayed unused for [`BURSTY_PURGE_DELAY_MS`]. Its
 ///   compile frees and rebuilds the same few megabytes for every minion

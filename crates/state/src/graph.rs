@@ -78,11 +78,12 @@ impl TargetIndex {
     /// Adds node `ni`, the node of `chunk`, under `keys` and under its
     /// SLS (and those that included it).
     fn add(&mut self, ni: usize, chunk: &LowChunk, keys: impl Iterator<Item = String>) {
+        // Owned keys, nearly all new: hashed once, found or inserted.
         for k in keys {
-            match self.lookup.get_mut(k.as_str()) {
-                Some(set) => set.push_new(ni),
-                None => {
-                    self.lookup.insert(k, NodeList::One(ni));
+            match self.lookup.entry(k) {
+                indexmap::map::Entry::Occupied(mut set) => set.get_mut().push_new(ni),
+                indexmap::map::Entry::Vacant(slot) => {
+                    slot.insert(NodeList::One(ni));
                 }
             }
         }
@@ -328,10 +329,17 @@ impl Graph {
 
     /// The node of `tag`, added when new.
     fn node_for(&mut self, tag: Cow<'_, str>) -> usize {
-        if let Some(i) = self.node_tags.get_index_of(tag.as_ref()) {
+        // An owned tag (every chunk's) is hashed once: inserted, or found.
+        let (i, added) = match tag {
+            Cow::Owned(tag) => self.node_tags.insert_full(tag),
+            Cow::Borrowed(tag) => match self.node_tags.get_index_of(tag) {
+                Some(i) => (i, false),
+                None => self.node_tags.insert_full(tag.to_string()),
+            },
+        };
+        if !added {
             return i;
         }
-        let (i, _) = self.node_tags.insert_full(tag.into_owned());
         self.nodes.push(Node {
             chunk: None,
             child_min: None,
@@ -1213,6 +1221,32 @@ mod tests {
             let got = generated_graph(n, seed).order(&[]).expect("no cycle");
             assert_eq!(got.len(), n);
             assert_eq!(got, want, "{n} chunks, seed {seed}");
+        }
+    }
+
+    #[test]
+    fn a_bundles_filtered_chunks_are_ordered_in_a_graph_sized_for_them() {
+        for (n, seed) in [(5, 7), (50, 8), (1000, 9)] {
+            let chunks = generated_graph(n, seed).chunks;
+            let mut unsized_graph = Graph::new();
+            for c in chunks.iter().cloned() {
+                unsized_graph.add_chunk(c);
+            }
+            let want = unsized_graph.order(&[]).expect("no cycle");
+            // As the minion hands them over: through a filter, whose
+            // lower size bound is 0.
+            let modules = crate::module::StateModules::new();
+            let got = crate::pipeline::order_chunks(
+                chunks.into_iter().filter(|c| !c.is_empty()),
+                &modules,
+                &[],
+            )
+            .expect("no cycle");
+            assert_eq!(got.order, want, "{n} chunks, seed {seed}");
+            assert!(got.graph.chunks == unsized_graph.chunks);
+            assert!(got.graph.node_tags == unsized_graph.node_tags);
+            // Sized once for every chunk, not grown by doubling.
+            assert_eq!(got.graph.chunks.capacity(), n);
         }
     }
 }

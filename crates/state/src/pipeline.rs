@@ -158,6 +158,10 @@ pub fn compile_chunks(
     Ok(Compiled { graph, order })
 }
 
+/// The most chunks [`order_chunks`] sizes its graph for from an
+/// iterator's upper bound (a bound is not a count: past it, the tables grow).
+const MAX_PRESIZED_CHUNKS: usize = 1 << 20;
+
 /// Orders chunks compiled elsewhere (the master's bundle): the same
 /// graph and order [`compile_chunks`] gives for the high data they came
 /// from. `modules` are the registry of the host that runs them: `watch`
@@ -170,8 +174,11 @@ pub fn order_chunks(
     let chunks = chunks.into_iter();
     // Sized for the bundle's chunks up front: the target index, the
     // node tables and the chunks are not rehashed and copied as they grow
-    // (issue 25: a warm minion orders every bundle it runs).
-    let mut graph = Graph::with_capacity(chunks.size_hint().0);
+    // (issue 25: a warm minion orders every bundle it runs). The upper
+    // bound: the minion's chunks come through a filter (empty ones left
+    // out), whose lower bound is 0.
+    let (low, high) = chunks.size_hint();
+    let mut graph = Graph::with_capacity(high.unwrap_or(low).min(MAX_PRESIZED_CHUNKS).max(low));
     for chunk in chunks {
         graph.add_chunk(chunk);
     }
