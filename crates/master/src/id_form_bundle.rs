@@ -101,7 +101,7 @@ impl FormStrings {
 
 /// [`FormStrings`] of the last few id forms, read once per form instead
 /// of once per minion: the walk of a 1,000-state form's chunks for its
-/// sources and saltenvs was 3-4% of the cold master per minion (issue
+/// sources and saltenvs was ~5% of the cold master (issue
 /// 25, session 22). A form is known by its chunks' address, which cannot
 /// be another form's while the entry holds the form (its `IdChunks`).
 #[derive(Default)]
