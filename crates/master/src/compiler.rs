@@ -22,7 +22,7 @@ use serde_json::{Map, Value};
 use crate::bundles::{BundleAnswer, BundleStats};
 use crate::compile_record::{recorded_function, CompileRecords, Inputs};
 use crate::fileserver::{FileServer, JobFiles};
-use crate::id_form_bundle::pack_id_form;
+use crate::id_form_bundle::{pack_id_form, FormReads, FormStrings};
 use crate::pillar_cache::PillarCache;
 use crate::pillar_record::PillarRecords;
 
@@ -52,6 +52,9 @@ pub struct Compiler {
     /// the compiler's life, as it needs. `None` when a profile or test
     /// turns it off to compare.
     id_forms: Option<IdFormMemo>,
+    /// What the manifest and saltenvs read from each id form's chunks,
+    /// read once per form (used only with `id_forms`).
+    form_reads: FormReads,
 }
 
 /// Makes the mine a compile for a minion id reads.
@@ -82,6 +85,7 @@ impl Compiler {
             pillar_records: PillarRecords::new(pillar_dirs),
             reuse: true,
             id_forms: Some(IdFormMemo::new()),
+            form_reads: FormReads::default(),
         }
     }
 
@@ -390,14 +394,15 @@ impl Compiler {
                             }
                         }
                         StatePlan::IdForm(chunks) => {
-                            let files = self.files.manifest_put_back(
-                                chunks.form_chunks(),
+                            let reads = self.form_reads.of(&chunks);
+                            let files = self.files.manifest_of(
+                                &reads.sources,
                                 Some(&tree),
                                 &|s| chunks.put_back(s),
                                 &|s| chunks.put_back_if_prefixed(s, "salt://"),
                             );
                             let yamlex = chunks.marks().to_vec();
-                            id_form = Some(chunks);
+                            id_form = Some((chunks, reads));
                             // The chunks go into the bytes (or back into
                             // `Value`s) from `id_form`: see `Finished`.
                             BundleAction::Run {
@@ -415,6 +420,7 @@ impl Compiler {
             }
         };
         let envs = saltenvs_of(job, &action, id_form.as_ref());
+        let id_form = id_form.map(|(chunks, _)| chunks);
         let commits = self.files.client().commits(&envs);
         Finished {
             bundle: Bundle {
@@ -514,7 +520,11 @@ impl RemoteExec for AskedRemote {
 
 /// The saltenvs a bundle was compiled from: `base` (top files), the job's
 /// `saltenv=`, and each chunk's.
-fn saltenvs_of(job: &Job, action: &BundleAction, id_form: Option<&IdChunks>) -> BTreeSet<String> {
+fn saltenvs_of(
+    job: &Job,
+    action: &BundleAction,
+    id_form: Option<&(IdChunks, Arc<FormStrings>)>,
+) -> BTreeSet<String> {
     let mut envs = BTreeSet::from(["base".to_string()]);
     if let Some(env) = job.kwarg.get("saltenv").and_then(Value::as_str) {
         envs.insert(env.to_string());
@@ -527,13 +537,8 @@ fn saltenvs_of(job: &Job, action: &BundleAction, id_form: Option<&IdChunks>) -> 
                 .map(str::to_string),
         );
     }
-    if let Some(form) = id_form {
-        envs.extend(
-            form.form_chunks()
-                .iter()
-                .filter_map(|c| c.get("__env__").and_then(Value::as_str))
-                .map(|env| form.put_back(env).into_owned()),
-        );
+    if let Some((form, reads)) = id_form {
+        envs.extend(reads.envs.iter().map(|env| form.put_back(env).into_owned()));
     }
     envs
 }

@@ -303,42 +303,29 @@ impl FileServer {
         chunks: &[Value],
         tree: Option<&str>,
     ) -> BTreeMap<String, BTreeMap<String, String>> {
-        self.manifest_put_back(chunks, tree, &as_is, &url_as_is)
+        let refs = SourceRefs::new(chunks, &|s| s.starts_with("salt://"));
+        self.manifest_of(&refs, tree, &as_is, &url_as_is)
     }
 
-    /// [`FileServer::manifest`] of the chunks whose strings are
-    /// `put_back` of those of `chunks` (an id form's, issue 25:
-    /// `halite_state::id_memo::IdChunks::put_back`), reading every string
-    /// it decides on through `put_back` first; `url` is the `salt://` URL
-    /// a string puts back to, if it is one (without building the strings
-    /// that are not).
-    pub fn manifest_put_back(
+    /// [`FileServer::manifest`] of the chunks `refs` were read from, with
+    /// every string it decides on read through `put_back` first (an id
+    /// form's, issue 25: `halite_state::id_memo::IdChunks::put_back`);
+    /// `url` is the `salt://` URL a string puts back to, if it is one
+    /// (without building the strings that are not). `refs` holds every
+    /// string of the chunks `url` may accept.
+    pub fn manifest_of(
         &self,
-        chunks: &[Value],
+        refs: &SourceRefs,
         tree: Option<&str>,
         put_back: &dyn for<'s> Fn(&'s str) -> Cow<'s, str>,
         url: &dyn for<'s> Fn(&'s str) -> Option<Cow<'s, str>>,
     ) -> BTreeMap<String, BTreeMap<String, String>> {
         let mut out: BTreeMap<String, BTreeMap<String, String>> = BTreeMap::new();
         let mut lookups = tree.map(|stamp| self.lookups_for(stamp));
-        for chunk in chunks {
-            let env = put_back(
-                chunk
-                    .get("saltenv")
-                    .or_else(|| chunk.get("__env__"))
-                    .and_then(Value::as_str)
-                    .unwrap_or("base"),
-            );
+        for chunk in &refs.chunks {
+            let env = put_back(&chunk.env);
             let env = env.as_ref();
-            let mut urls = Vec::new();
-            if let Some(map) = chunk.as_object() {
-                for (key, value) in map {
-                    if key.starts_with("__") {
-                        continue;
-                    }
-                    collect_urls(value, url, &mut urls);
-                }
-            }
+            let urls: Vec<Cow<'_, str>> = chunk.urls.iter().filter_map(|s| url(s)).collect();
             for url in &urls {
                 let Some((path, env_override)) = halite_state::strip_salt_url(url) else {
                     continue;
@@ -527,15 +514,64 @@ fn url_as_is(s: &str) -> Option<Cow<'_, str>> {
     s.starts_with("salt://").then_some(Cow::Borrowed(s))
 }
 
-fn collect_urls<'a>(
-    value: &'a Value,
-    url: &dyn for<'s> Fn(&'s str) -> Option<Cow<'s, str>>,
-    out: &mut Vec<Cow<'a, str>>,
-) {
+/// The strings of compiled chunks a manifest reads
+/// ([`FileServer::manifest_of`]): for each chunk that may name a
+/// `salt://` source, its saltenv (`saltenv`, else `__env__`, else `base`)
+/// and, in order, the strings of its arguments that may be a URL. Why it
+/// exists: a fleet's id form is read once into these (issue 25: the walk
+/// of every chunk's arguments per minion was 2-3% of the cold master),
+/// and each minion's manifest reads only them.
+#[derive(Debug, Default)]
+pub struct SourceRefs {
+    chunks: Vec<ChunkRefs>,
+}
+
+/// One chunk's part of [`SourceRefs`].
+#[derive(Debug)]
+struct ChunkRefs {
+    env: String,
+    urls: Vec<String>,
+}
+
+impl SourceRefs {
+    /// The strings of `chunks` a manifest reads: the arguments' strings
+    /// (not under `__` keys) for which `candidate` holds; a chunk without
+    /// one is left out. `candidate` must hold for every string the
+    /// manifest's `url` may accept.
+    pub fn new(chunks: &[Value], candidate: &dyn Fn(&str) -> bool) -> Self {
+        let mut out = Vec::new();
+        for chunk in chunks {
+            let mut urls = Vec::new();
+            if let Some(map) = chunk.as_object() {
+                for (key, value) in map {
+                    if key.starts_with("__") {
+                        continue;
+                    }
+                    collect_urls(value, candidate, &mut urls);
+                }
+            }
+            if urls.is_empty() {
+                continue;
+            }
+            let env = chunk
+                .get("saltenv")
+                .or_else(|| chunk.get("__env__"))
+                .and_then(Value::as_str)
+                .unwrap_or("base");
+            out.push(ChunkRefs {
+                env: env.to_string(),
+                urls,
+            });
+        }
+        Self { chunks: out }
+    }
+}
+
+fn collect_urls(value: &Value, candidate: &dyn Fn(&str) -> bool, out: &mut Vec<String>) {
     match value {
-        Value::String(s) => out.extend(url(s)),
-        Value::Array(items) => items.iter().for_each(|v| collect_urls(v, url, out)),
-        Value::Object(map) => map.values().for_each(|v| collect_urls(v, url, out)),
+        Value::String(s) if candidate(s) => out.push(s.clone()),
+        Value::Array(items) => items.iter().for_each(|v| collect_urls(v, candidate, out)),
+        Value::Object(map) => map.values().for_each(|v| collect_urls(v, candidate, out)),
         _ => {}
     }
 }

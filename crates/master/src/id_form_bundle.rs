@@ -7,10 +7,20 @@
 //! `rmp`, the encoder `rmp-serde` is built on; the module's test and
 //! `crates/master/tests/compile_id_form.rs` check the bytes against
 //! `pack`'s for the same bundle.
+//!
+//! What else a bundle reads from its chunks (the `salt://` sources of
+//! its manifest, its saltenvs) is read from an id form once
+//! ([`FormReads`]), and put back per minion.
+
+use std::collections::{BTreeSet, VecDeque};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use halite_proto::bundle::{digest, BundleError, Packed};
 use halite_proto::msg::{Bundle, BundleAction};
-use halite_state::id_memo::IdChunks;
+use halite_state::id_memo::{IdChunks, PLACEHOLDER};
+use serde_json::Value;
+
+use crate::fileserver::SourceRefs;
 
 /// `pack(bundle, None)` of `bundle` with its `Run` action's chunks being
 /// `chunks` (the action's own `chunks` are ignored: empty).
@@ -57,6 +67,76 @@ pub fn pack_id_form(bundle: &Bundle, chunks: &IdChunks) -> Result<Packed, Bundle
         plain_len: out.len(),
         bytes: out,
     })
+}
+
+/// How many id forms' reads are kept (the id form memo keeps 16; a
+/// fleet's job has one or a few).
+const KEPT: usize = 4;
+
+/// The strings of an id form's chunks a bundle reads besides the chunks
+/// ([`FormReads::of`]), with [`PLACEHOLDER`] where the id goes: read
+/// them through [`IdChunks::put_back`].
+#[derive(Debug)]
+pub struct FormStrings {
+    /// The strings the `salt://` manifest reads: every one that may put
+    /// back to a `salt://` URL for some id ([`may_put_back_to_url`]).
+    pub sources: SourceRefs,
+    /// The chunks' distinct `__env__` strings.
+    pub envs: BTreeSet<String>,
+}
+
+impl FormStrings {
+    /// The strings `chunks` (an id form's) are read for.
+    pub fn new(chunks: &[Value]) -> Self {
+        Self {
+            sources: SourceRefs::new(chunks, &may_put_back_to_url),
+            envs: chunks
+                .iter()
+                .filter_map(|c| c.get("__env__").and_then(Value::as_str))
+                .map(str::to_string)
+                .collect(),
+        }
+    }
+}
+
+/// [`FormStrings`] of the last few id forms, read once per form instead
+/// of once per minion: the walk of a 1,000-state form's chunks for its
+/// sources and saltenvs was ~5% of the cold master (issue
+/// 25, session 22). A form is known by its chunks' address, which cannot
+/// be another form's while the entry holds the form (its `IdChunks`).
+#[derive(Default)]
+pub struct FormReads {
+    kept: Mutex<VecDeque<(IdChunks, Arc<FormStrings>)>>,
+}
+
+impl FormReads {
+    /// The strings of `form`'s chunks, read now if its form is not kept.
+    pub fn of(&self, form: &IdChunks) -> Arc<FormStrings> {
+        let same = |kept: &IdChunks| std::ptr::eq(kept.form_chunks(), form.form_chunks());
+        let mut kept = self.kept.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some((_, strings)) = kept.iter().find(|(k, _)| same(k)) {
+            return strings.clone();
+        }
+        let strings = Arc::new(FormStrings::new(form.form_chunks()));
+        if kept.len() == KEPT {
+            kept.pop_front();
+        }
+        kept.push_back((form.clone(), strings.clone()));
+        strings
+    }
+}
+
+/// Whether `s`, a string of an id form, puts back to a `salt://` URL for
+/// some id: it starts with `salt://`, or what comes before its first
+/// placeholder is a start of `salt://` (an id can complete the prefix).
+/// Every other string puts back to a string starting with neither.
+pub fn may_put_back_to_url(s: &str) -> bool {
+    const PREFIX: &str = "salt://";
+    if s.starts_with(PREFIX) {
+        return true;
+    }
+    s.find(PLACEHOLDER)
+        .is_some_and(|at| PREFIX.starts_with(&s[..at]))
 }
 
 // Writing to a `Vec` cannot fail: the `rmp` results below are `Ok`.
@@ -141,6 +221,29 @@ mod tests {
                 "{shape}"
             );
             assert_eq!(ours, pack(&bundle, None).unwrap(), "shape {shape}");
+        }
+    }
+
+    #[test]
+    fn a_string_is_a_url_candidate_when_some_id_can_make_it_one() {
+        let p = PLACEHOLDER;
+        for s in [
+            "salt://x".to_string(),
+            format!("salt://{p}"),
+            format!("{p}//x"),
+            format!("sal{p}//x"),
+            format!("salt:/{p}x"),
+        ] {
+            assert!(may_put_back_to_url(&s), "{s}");
+        }
+        for s in [
+            "/srv/x".to_string(),
+            "salt:/x".to_string(),
+            format!("x{p}"),
+            format!("salx{p}"),
+            format!("/salt://{p}"),
+        ] {
+            assert!(!may_put_back_to_url(&s), "{s}");
         }
     }
 }

@@ -229,3 +229,80 @@ fn a_compiler_without_id_forms_counts_nothing() {
     assert_eq!((stats.hits, stats.compiled, stats.first_seen), (0, 0, 0));
     assert!(stats.refused.is_empty());
 }
+
+/// Issue 25, session 22: the `salt://` sources and saltenvs of an id
+/// form are read from its chunks once (`id_form_bundle::FormReads`), and
+/// put back per minion. A string whose id completes `salt://` (`sal` +
+/// `t:` + `//files/a.txt`) is a source for that minion alone (its id form
+/// holds `sal` + the placeholder, in both sources), and a minion of
+/// another form (another saltenv and source) must not be served the
+/// first form's reads.
+#[test]
+fn a_source_the_id_completes_is_in_the_manifest_of_its_own_minion_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(&root.join("salt/top.sls"), "base:\n  '*':\n    - pfx\n");
+    write(&root.join("salt/files/a.txt"), "a file\n");
+    write(&root.join("salt/files/b.txt"), "b file\n");
+    write(
+        &root.join("salt/pfx.sls"),
+        "{% set id = grains['id'] %}\n\
+         \"conf {{ id }}\":\n  file.managed:\n    - name: \"/srv/{{ id }}/conf\"\n    - source: \"sal{{ id }}//files/a.txt\"\n\
+         \"plain {{ id }}\":\n  file.managed:\n    - name: \"/srv/{{ id }}/plain\"\n    - source: salt://files/{{ grains['f'] }}.txt\n    - saltenv: {{ grains['env'] }}\n",
+    );
+    write(&root.join("pillar/top.sls"), "base: {}\n");
+    // x: and y: share one form (source b, saltenv base); t: has its own
+    // (its id is in `salt://` too); u:, v: and w: another (source a, dev).
+    let minions = [
+        ("x:", "b", "base"),
+        ("y:", "b", "base"),
+        ("t:", "b", "base"),
+        ("u:", "a", "dev"),
+        ("v:", "a", "dev"),
+        ("w:", "a", "dev"),
+    ];
+    let job = highstate_job("20261127000000000004");
+    let answer = BundleAnswer {
+        have: None,
+        packed: true,
+        compress_above: usize::MAX,
+    };
+    let stats = BundleStats::default();
+    let bytes = |compiler: &Compiler| -> Vec<Vec<u8>> {
+        minions
+            .iter()
+            .map(|(id, f, env)| {
+                let grains = json!({"f": f, "env": env});
+                match compiler.answer(id, &grains, &job, Arc::new(NoMinion), &answer, &stats) {
+                    ReplyBody::PackedBundle { bytes, .. } => bytes,
+                    other => panic!("{id}: {other:?}"),
+                }
+            })
+            .collect()
+    };
+    let fresh = bytes(&compiler(root, false));
+    let memoised = compiler(root, true);
+    for round in 0..2 {
+        for ((id, ..), (m, f)) in minions.iter().zip(bytes(&memoised).iter().zip(&fresh)) {
+            assert!(
+                m == f,
+                "{id} (round {round}):\n{}\n{}",
+                String::from_utf8_lossy(m),
+                String::from_utf8_lossy(f)
+            );
+        }
+    }
+    let stats = memoised.id_form_stats();
+    // t: is written from its form in the second round.
+    assert_eq!((stats.hits, stats.compiled), (6, 3), "{stats:?}");
+    let t = String::from_utf8_lossy(&fresh[2]);
+    let y = String::from_utf8_lossy(&fresh[1]);
+    assert!(t.contains("files/a.txt\u{FFFD}@"), "{t}");
+    assert!(!y.contains("files/a.txt\u{FFFD}@"), "{y}");
+    // The `dev` saltenv has no roots here: w:'s source, read through its
+    // form's `saltenv`, is in no manifest (x:'s form names b in base).
+    let w = String::from_utf8_lossy(&fresh[5]);
+    let x = String::from_utf8_lossy(&fresh[0]);
+    assert!(!w.contains("files/a.txt\u{FFFD}@"), "{w}");
+    assert!(x.contains("files/b.txt\u{FFFD}@"), "{x}");
+}
