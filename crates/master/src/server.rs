@@ -848,7 +848,8 @@ impl Master {
             }
             Internal::KeysWritten { batch, results } => self.keys_written(batch, results),
             Internal::ReturnsStored(stored) => {
-                self.book.commits_pending = self.book.commits_pending.saturating_sub(1);
+                self.book.commits_pending =
+                    self.book.commits_pending.saturating_sub(stored.batches);
                 self.returns_stored(stored)
             }
             Internal::Mine(question) => {
@@ -1787,6 +1788,7 @@ impl Master {
             started,
             held_bytes,
             committed,
+            ..
         } = stored;
         self.return_counts.release(returns.len(), held_bytes);
         match fresh {
