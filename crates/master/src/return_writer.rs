@@ -163,6 +163,12 @@ pub struct ReturnCounts {
     /// ... and from the end of the commit to the acknowledgement (the
     /// main task's turn to handle the committed batch).
     after_commit_max: Duration,
+    /// Messages handled while the returns held the bound (small ones:
+    /// [`crate::read_bound`]), and messages parked there until the
+    /// commits made room.
+    pub read_past_bound: u64,
+    /// See [`ReturnCounts::read_past_bound`].
+    pub parked: u64,
 }
 
 impl ReturnCounts {
@@ -184,6 +190,15 @@ impl ReturnCounts {
         match self.bound {
             0 => u64::MAX,
             bound => bound.saturating_sub(self.held_bytes),
+        }
+    }
+
+    /// Bytes of small messages the master may still read once the bound
+    /// is reached ([`crate::read_bound::SMALL_ROOM`] past it).
+    pub fn small_room(&self) -> u64 {
+        match self.bound {
+            0 => u64::MAX,
+            bound => (bound + crate::read_bound::SMALL_ROOM).saturating_sub(self.held_bytes),
         }
     }
 
@@ -233,6 +248,8 @@ impl ReturnCounts {
             "held_bytes": self.held_bytes,
             "peak_held_bytes": self.peak_held_bytes,
             "bound": self.bound,
+            "read_past_bound": self.read_past_bound,
+            "parked": self.parked,
             "acked": self.acked,
             "ack_wait_ms": {
                 "mean": mean,

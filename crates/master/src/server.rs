@@ -360,6 +360,8 @@ struct Master {
     /// Minions' events received (`master.stats`).
     event_counts: crate::minion_events::EventCounts,
     return_counts: crate::return_writer::ReturnCounts,
+    /// Messages read past `return_commit_bytes` and not handled yet.
+    parked: crate::read_bound::Parked,
     /// Missed jobs published again (`master.stats`).
     redelivered: crate::redelivery::RedeliveryCounts,
 }
@@ -575,6 +577,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
                 crate::return_writer::DEFAULT_RETURN_COMMIT_BYTES,
             ),
         ),
+        parked: Default::default(),
         redelivered: Default::default(),
         cfg,
     };
@@ -591,9 +594,8 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     loop {
         tokio::select! {
             _ = &mut stop => break,
-            // Not while the returns waiting for their commit fill
-            // `return_commit_bytes`: the minions wait on TCP meanwhile.
-            Some(first) = router.incoming.recv(), if master.return_counts.room() > 0 => {
+            // Past `return_commit_bytes`, small messages only (read_bound.rs).
+            Some(first) = router.incoming.recv(), if master.reads() => {
                 let batch = master.gather(first, &mut router.incoming);
                 master.handle_batch(batch);
             }
@@ -637,9 +639,8 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
         tokio::select! {
             // Everything already received goes first: returns are committed.
             biased;
-            // Not while the returns waiting for their commit fill
-            // `return_commit_bytes`: the minions wait on TCP meanwhile.
-            Some(first) = router.incoming.recv(), if master.return_counts.room() > 0 => {
+            // Past `return_commit_bytes`, small messages only (read_bound.rs).
+            Some(first) = router.incoming.recv(), if master.reads() => {
                 let batch = master.gather(first, &mut router.incoming);
                 master.handle_batch(batch);
             }
@@ -656,7 +657,11 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
             }
         }
     }
-    // What arrived while the last work finished.
+    // What was parked, then what arrived while the last work finished.
+    let parked = master.parked.take(u64::MAX, usize::MAX);
+    for first in parked {
+        master.handle_batch(vec![first]);
+    }
     while let Ok(first) = router.incoming.try_recv() {
         master.handle_batch(vec![first]);
     }
@@ -850,7 +855,8 @@ impl Master {
             Internal::ReturnsStored(stored) => {
                 self.book.commits_pending =
                     self.book.commits_pending.saturating_sub(stored.batches);
-                self.returns_stored(stored)
+                self.returns_stored(stored);
+                self.unpark();
             }
             Internal::Mine(question) => {
                 let answer = self
@@ -1133,8 +1139,33 @@ impl Master {
     /// messages and the room left under `return_commit_bytes`
     /// ([`crate::return_writer::ReturnCounts::room`]): one message past it
     /// at most.
+    ///
+    /// Past the bound (or while messages are parked), only the small
+    /// messages of connections with nothing parked, within
+    /// [`crate::return_writer::ReturnCounts::small_room`]; the others are
+    /// parked ([`crate::read_bound`]) until [`Master::unpark`].
     fn gather(&mut self, first: Inbound, incoming: &mut mpsc::Receiver<Inbound>) -> Vec<Inbound> {
         let room = self.return_counts.room();
+        if room == 0 || !self.parked.is_empty() {
+            let small_room = self.return_counts.small_room();
+            let mut taken = 0u64;
+            let mut batch = Vec::new();
+            let mut next = Some(first);
+            while let Some(message) = next {
+                match self.parked.sort(message, small_room, &mut taken) {
+                    Some(message) => {
+                        self.return_counts.read_past_bound += 1;
+                        batch.push(message);
+                    }
+                    None => self.return_counts.parked += 1,
+                }
+                if batch.len() >= RETURN_BATCH || self.parked.is_full() {
+                    break;
+                }
+                next = incoming.try_recv().ok();
+            }
+            return batch;
+        }
         let mut bytes = first.payload.len() as u64;
         let mut batch = vec![first];
         while batch.len() < RETURN_BATCH && bytes < room {
@@ -1147,6 +1178,27 @@ impl Master {
             }
         }
         batch
+    }
+
+    /// Whether the main task reads from the ROUTER: under
+    /// `return_commit_bytes`, or past it while small messages may still
+    /// be handled and parked ([`crate::read_bound`]).
+    fn reads(&self) -> bool {
+        (self.return_counts.room() > 0 && self.parked.is_empty())
+            || (!self.parked.is_full() && self.return_counts.small_room() > 0)
+    }
+
+    /// Handles the parked messages, oldest first, as the commits make room
+    /// under `return_commit_bytes` (one message past it at most).
+    fn unpark(&mut self) {
+        loop {
+            let room = self.return_counts.room();
+            if room == 0 || self.parked.is_empty() {
+                return;
+            }
+            let batch = self.parked.take(room, RETURN_BATCH);
+            self.handle_batch(batch);
+        }
     }
 
     fn handle_batch(&mut self, batch: Vec<Inbound>) {
