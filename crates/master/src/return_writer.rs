@@ -155,14 +155,10 @@ pub struct ReturnCounts {
     /// Returns acknowledged, and how long after their arrival (issue 25: a
     /// swarm resent returns whose acknowledgement came late).
     pub acked: u64,
-    ack_wait_total: Duration,
-    ack_wait_max: Duration,
-    /// Of that wait, the most from the arrival to the end of the commit
-    /// (the main task's reading and the writer's queue and commit)...
-    to_commit_max: Duration,
-    /// ... and from the end of the commit to the acknowledgement (the
-    /// main task's turn to handle the committed batch).
-    after_commit_max: Duration,
+    waits: AckWaits,
+    /// The same for small returns ([`SMALL_RETURN_BYTES`]: a ping's), the
+    /// ones that must not wait behind a fleet's highstate returns.
+    small_waits: AckWaits,
     /// Messages handled while the returns held the bound (small ones:
     /// [`crate::read_bound`]), and messages parked there until the
     /// commits made room.
@@ -219,28 +215,19 @@ impl ReturnCounts {
     }
 
     /// A return that arrived at `arrived`, committed at `committed`, is
-    /// acknowledged now.
-    pub fn acked(&mut self, arrived: Instant, committed: Instant) {
+    /// acknowledged now; `small`: its packed bytes are within
+    /// [`SMALL_RETURN_BYTES`].
+    pub fn acked(&mut self, arrived: Instant, committed: Instant, small: bool) {
         let now = Instant::now();
-        let wait = now.saturating_duration_since(arrived);
         self.acked += 1;
-        self.ack_wait_total += wait;
-        self.ack_wait_max = self.ack_wait_max.max(wait);
-        self.to_commit_max = self
-            .to_commit_max
-            .max(committed.saturating_duration_since(arrived));
-        self.after_commit_max = self
-            .after_commit_max
-            .max(now.saturating_duration_since(committed));
+        self.waits.add(arrived, committed, now);
+        if small {
+            self.small_waits.add(arrived, committed, now);
+        }
     }
 
     /// The counters as `master.stats` shows them.
     pub fn snapshot(&self) -> Value {
-        let ms = |d: Duration| (d.as_secs_f64() * 10_000.0).round() / 10.0;
-        let mean = match u32::try_from(self.acked) {
-            Ok(n) if n > 0 => ms(self.ack_wait_total / n),
-            _ => 0.0,
-        };
         serde_json::json!({
             "packed": self.packed,
             "plain": self.plain,
@@ -251,12 +238,53 @@ impl ReturnCounts {
             "read_past_bound": self.read_past_bound,
             "parked": self.parked,
             "acked": self.acked,
-            "ack_wait_ms": {
-                "mean": mean,
-                "max": ms(self.ack_wait_max),
-                "to_commit_max": ms(self.to_commit_max),
-                "after_commit_max": ms(self.after_commit_max),
-            },
+            "ack_wait_ms": self.waits.snapshot(),
+            "small_acked": self.small_waits.count,
+            "small_ack_wait_ms": self.small_waits.snapshot(),
+        })
+    }
+}
+
+/// How long returns waited for their acknowledgement, from their arrival
+/// at the ROUTER.
+#[derive(Debug, Default)]
+struct AckWaits {
+    count: u64,
+    total: Duration,
+    max: Duration,
+    /// Of that wait, the most from the arrival to the end of the commit
+    /// (the main task's reading and the writer's queue and commit)...
+    to_commit_max: Duration,
+    /// ... and from the end of the commit to the acknowledgement (the
+    /// main task's turn to handle the committed batch).
+    after_commit_max: Duration,
+}
+
+impl AckWaits {
+    fn add(&mut self, arrived: Instant, committed: Instant, now: Instant) {
+        let wait = now.saturating_duration_since(arrived);
+        self.count += 1;
+        self.total += wait;
+        self.max = self.max.max(wait);
+        self.to_commit_max = self
+            .to_commit_max
+            .max(committed.saturating_duration_since(arrived));
+        self.after_commit_max = self
+            .after_commit_max
+            .max(now.saturating_duration_since(committed));
+    }
+
+    fn snapshot(&self) -> Value {
+        let ms = |d: Duration| (d.as_secs_f64() * 10_000.0).round() / 10.0;
+        let mean = match u32::try_from(self.count) {
+            Ok(n) if n > 0 => ms(self.total / n),
+            _ => 0.0,
+        };
+        serde_json::json!({
+            "mean": mean,
+            "max": ms(self.max),
+            "to_commit_max": ms(self.to_commit_max),
+            "after_commit_max": ms(self.after_commit_max),
         })
     }
 }

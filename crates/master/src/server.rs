@@ -1865,7 +1865,10 @@ impl Master {
                     jid: ret.jid.clone(),
                 },
             );
-            self.return_counts.acked(arrived, committed);
+            let small = packed
+                .as_ref()
+                .is_some_and(|b| b.len() as u64 <= crate::return_writer::SMALL_RETURN_BYTES);
+            self.return_counts.acked(arrived, committed, small);
             if !fresh {
                 // A resend (the minion missed the first ack): acknowledged
                 // again, its event already fired once.

@@ -245,6 +245,7 @@ fn a_pings_return_is_read_and_acknowledged_while_large_returns_hold_the_bound_an
     assert_eq!(pings.get("probe"), Some(&Value::Bool(true)), "{stats}");
     assert!(returns(&stats, "held_bytes") >= BOUND, "{stats}");
     assert!(returns(&stats, "read_past_bound") >= 1, "{stats}");
+    assert!(returns(&stats, "small_acked") >= 1, "{stats}");
     let lookup = |jid: &str| -> Value {
         let out = fleet.cli("halite-run", &["jobs.lookup_jid", jid, "--out", "json"]);
         serde_json::from_slice(&out.stdout).unwrap_or_default()
