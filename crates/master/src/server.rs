@@ -123,8 +123,6 @@ enum Internal {
     },
     /// A compile's `mine.get` (crate::mine).
     Mine(MineQuestion),
-    /// The writer committed a batch of returns (or could not).
-    ReturnsStored(crate::return_writer::Stored),
 }
 
 /// The encoded `Reply` to request `req`: `body`, or an error the minion
@@ -471,10 +469,13 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     )?);
     let mine = MineStore::open(&cfg.job_cache_path())?.with_acl(cfg.extra.get("mine_get").cloned());
     let (internal, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
+    // The writer's commits come back on their own channel, all of them
+    // handled in one turn of the main task: with commits of at most 4 MiB
+    // a ping's commit must not wait one turn per large commit before it.
+    let (stored_tx, mut stored_rx) = mpsc::unbounded_channel::<crate::return_writer::Stored>();
     let writer = {
-        let internal = internal.clone();
         let done = move |stored| {
-            let _ = internal.send(Internal::ReturnsStored(stored));
+            let _ = stored_tx.send(stored);
         };
         match crate::return_writer::ReturnWriter::start(&cfg.job_cache_path(), done) {
             Ok(writer) => Some(writer),
@@ -600,6 +601,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
                 master.handle_batch(batch);
             }
             Some(work) = internal_rx.recv() => master.on_internal(work),
+            Some(stored) = stored_rx.recv() => master.on_stored(stored, &mut stored_rx),
             _ = held_tick.tick(), if master.trust.admission.has_held() => {
                 master.answer_held_hellos();
                 master.flush_new_keys();
@@ -645,6 +647,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
                 master.handle_batch(batch);
             }
             Some(work) = internal_rx.recv() => master.on_internal(work),
+            Some(stored) = stored_rx.recv() => master.on_stored(stored, &mut stored_rx),
             Some(cmd) = local_rx.recv() => {
                 let _ = cmd.reply.send(LocalReply::Error(
                     "the master is shutting down; run the command again once it is back".into(),
@@ -669,6 +672,9 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     // while the socket is still up.
     if let Some(mut writer) = master.book.writer.take() {
         writer.finish();
+    }
+    while let Ok(stored) = stored_rx.try_recv() {
+        master.on_stored(stored, &mut stored_rx);
     }
     while let Ok(work) = internal_rx.try_recv() {
         master.on_internal(work);
@@ -843,6 +849,23 @@ impl Master {
         }
     }
 
+    /// The writer's commit `first` and every other one waiting in
+    /// `more`: acknowledged, fired and released in this one turn, then
+    /// the parked messages the room allows are handled.
+    fn on_stored(
+        &mut self,
+        first: crate::return_writer::Stored,
+        more: &mut mpsc::UnboundedReceiver<crate::return_writer::Stored>,
+    ) {
+        let mut next = Some(first);
+        while let Some(stored) = next {
+            self.book.commits_pending = self.book.commits_pending.saturating_sub(stored.batches);
+            self.returns_stored(stored);
+            next = more.try_recv().ok();
+        }
+        self.unpark();
+    }
+
     fn on_internal(&mut self, work: Internal) {
         match work {
             Internal::Reply { sid, req, body } => self.send_reply(sid, req, body),
@@ -852,12 +875,6 @@ impl Master {
                 drop(slot);
             }
             Internal::KeysWritten { batch, results } => self.keys_written(batch, results),
-            Internal::ReturnsStored(stored) => {
-                self.book.commits_pending =
-                    self.book.commits_pending.saturating_sub(stored.batches);
-                self.returns_stored(stored);
-                self.unpark();
-            }
             Internal::Mine(question) => {
                 let answer = self
                     .mine_answer(&question.requester, question.request)
