@@ -21,6 +21,7 @@ pub mod pillar_cache;
 pub mod pillar_record;
 pub mod publisher_acl;
 pub mod reactor;
+pub mod read_bound;
 pub mod redelivery;
 pub mod render_calls;
 pub mod reply_limits;

@@ -2,13 +2,20 @@
 //! 25): a fleet's 1,000-state returns cost their encoding and their
 //! SQLite insert, and while the main task did that, pings, publications
 //! and every other minion's messages waited behind it. One thread with
-//! its own connection to the job cache commits the batches in order
-//! (the batches queued meanwhile in one transaction) and hands each back;
+//! its own connection to the job cache commits them and hands them back;
 //! the main task then acknowledges the returns and fires their events, as
 //! it did after its own commit.
+//!
+//! The writer's queue ([`CommitQueue`]) puts a small return (a ping's)
+//! ahead of the large ones queued before it (a fleet's highstates, ~0.4
+//! MB each), in a transaction of small ones, and bounds every
+//! transaction in bytes as well as in returns: a small return waits for
+//! one commit of at most [`MAX_COMMIT_BYTES`], not for the ~30 MB that
+//! queued behind the last one (issue 25, session 22).
 
 use std::borrow::Cow;
-use std::path::Path;
+use std::collections::{HashMap, VecDeque};
+use std::path::{Path, PathBuf};
 use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -20,6 +27,22 @@ use serde_json::Value;
 
 /// Returns committed in one transaction at most.
 const MAX_RETURNS_PER_COMMIT: usize = 1024;
+
+/// Packed bytes of returns committed in one transaction at most (one
+/// return more when a single one is larger): ~10 highstate returns of
+/// 1,000 states, the longest a small return waits for the commit under
+/// way. Each commit costs SQLite a WAL append without an fsync
+/// (`synchronous = NORMAL`), so smaller groups cost little throughput.
+pub const MAX_COMMIT_BYTES: u64 = 4 * 1024 * 1024;
+
+/// A packed return of at most this many bytes is small: committed ahead
+/// of the large ones queued before it. A `test.ping`'s is a few dozen
+/// bytes, `grains.items`' a few KB, a state run's ~400 bytes per state
+/// (so up to ~150 states); checking, compressing and inserting 64 KiB
+/// takes well under a millisecond, so a group of small returns stays
+/// quick while the highstate returns of a fleet (0.4 MB at 1,000 states)
+/// wait their turn.
+pub const SMALL_RETURN_BYTES: u64 = 64 * 1024;
 
 /// `return_commit_bytes`' default: returns received and not yet committed
 /// and acknowledged, in packed bytes (~100 1,000-state returns; 10,000
@@ -132,14 +155,16 @@ pub struct ReturnCounts {
     /// Returns acknowledged, and how long after their arrival (issue 25: a
     /// swarm resent returns whose acknowledgement came late).
     pub acked: u64,
-    ack_wait_total: Duration,
-    ack_wait_max: Duration,
-    /// Of that wait, the most from the arrival to the end of the commit
-    /// (the main task's reading and the writer's queue and commit)...
-    to_commit_max: Duration,
-    /// ... and from the end of the commit to the acknowledgement (the
-    /// main task's turn to handle the committed batch).
-    after_commit_max: Duration,
+    waits: AckWaits,
+    /// The same for small returns ([`SMALL_RETURN_BYTES`]: a ping's), the
+    /// ones that must not wait behind a fleet's highstate returns.
+    small_waits: AckWaits,
+    /// Messages handled while the returns held the bound (small ones:
+    /// [`crate::read_bound`]), and messages parked there until the
+    /// commits made room.
+    pub read_past_bound: u64,
+    /// See [`ReturnCounts::read_past_bound`].
+    pub parked: u64,
 }
 
 impl ReturnCounts {
@@ -164,6 +189,15 @@ impl ReturnCounts {
         }
     }
 
+    /// Bytes of small messages the master may still read once the bound
+    /// is reached ([`crate::read_bound::SMALL_ROOM`] past it).
+    pub fn small_room(&self) -> u64 {
+        match self.bound {
+            0 => u64::MAX,
+            bound => (bound + crate::read_bound::SMALL_ROOM).saturating_sub(self.held_bytes),
+        }
+    }
+
     /// `returns` are queued for the commit: the bytes they hold.
     pub fn hold(&mut self, returns: &[(u64, Received)]) -> u64 {
         let bytes = packed_bytes(returns);
@@ -181,13 +215,57 @@ impl ReturnCounts {
     }
 
     /// A return that arrived at `arrived`, committed at `committed`, is
-    /// acknowledged now.
-    pub fn acked(&mut self, arrived: Instant, committed: Instant) {
+    /// acknowledged now; `small`: its packed bytes are within
+    /// [`SMALL_RETURN_BYTES`].
+    pub fn acked(&mut self, arrived: Instant, committed: Instant, small: bool) {
         let now = Instant::now();
-        let wait = now.saturating_duration_since(arrived);
         self.acked += 1;
-        self.ack_wait_total += wait;
-        self.ack_wait_max = self.ack_wait_max.max(wait);
+        self.waits.add(arrived, committed, now);
+        if small {
+            self.small_waits.add(arrived, committed, now);
+        }
+    }
+
+    /// The counters as `master.stats` shows them.
+    pub fn snapshot(&self) -> Value {
+        serde_json::json!({
+            "packed": self.packed,
+            "plain": self.plain,
+            "held": self.held,
+            "held_bytes": self.held_bytes,
+            "peak_held_bytes": self.peak_held_bytes,
+            "bound": self.bound,
+            "read_past_bound": self.read_past_bound,
+            "parked": self.parked,
+            "acked": self.acked,
+            "ack_wait_ms": self.waits.snapshot(),
+            "small_acked": self.small_waits.count,
+            "small_ack_wait_ms": self.small_waits.snapshot(),
+        })
+    }
+}
+
+/// How long returns waited for their acknowledgement, from their arrival
+/// at the ROUTER.
+#[derive(Debug, Default)]
+struct AckWaits {
+    count: u64,
+    total: Duration,
+    max: Duration,
+    /// Of that wait, the most from the arrival to the end of the commit
+    /// (the main task's reading and the writer's queue and commit)...
+    to_commit_max: Duration,
+    /// ... and from the end of the commit to the acknowledgement (the
+    /// main task's turn to handle the committed batch).
+    after_commit_max: Duration,
+}
+
+impl AckWaits {
+    fn add(&mut self, arrived: Instant, committed: Instant, now: Instant) {
+        let wait = now.saturating_duration_since(arrived);
+        self.count += 1;
+        self.total += wait;
+        self.max = self.max.max(wait);
         self.to_commit_max = self
             .to_commit_max
             .max(committed.saturating_duration_since(arrived));
@@ -196,27 +274,17 @@ impl ReturnCounts {
             .max(now.saturating_duration_since(committed));
     }
 
-    /// The counters as `master.stats` shows them.
-    pub fn snapshot(&self) -> Value {
+    fn snapshot(&self) -> Value {
         let ms = |d: Duration| (d.as_secs_f64() * 10_000.0).round() / 10.0;
-        let mean = match u32::try_from(self.acked) {
-            Ok(n) if n > 0 => ms(self.ack_wait_total / n),
+        let mean = match u32::try_from(self.count) {
+            Ok(n) if n > 0 => ms(self.total / n),
             _ => 0.0,
         };
         serde_json::json!({
-            "packed": self.packed,
-            "plain": self.plain,
-            "held": self.held,
-            "held_bytes": self.held_bytes,
-            "peak_held_bytes": self.peak_held_bytes,
-            "bound": self.bound,
-            "acked": self.acked,
-            "ack_wait_ms": {
-                "mean": mean,
-                "max": ms(self.ack_wait_max),
-                "to_commit_max": ms(self.to_commit_max),
-                "after_commit_max": ms(self.after_commit_max),
-            },
+            "mean": mean,
+            "max": ms(self.max),
+            "to_commit_max": ms(self.to_commit_max),
+            "after_commit_max": ms(self.after_commit_max),
         })
     }
 }
@@ -245,34 +313,24 @@ pub struct ToStore {
     pub held_bytes: u64,
 }
 
-impl ToStore {
-    /// The batch with every packed return's bytes checked (those that are
-    /// no value a minion may send become error returns): what is stored,
-    /// acknowledged and fired.
-    fn checked(mut self) -> Self {
-        self.returns = self
-            .returns
-            .into_iter()
-            .map(|(sid, r)| {
-                let id = r.ret.id.clone();
-                (sid, crate::intake::checked_return(&id, r))
-            })
-            .collect();
-        self
-    }
-}
-
-/// A batch the writer committed (or could not).
+/// Returns the writer committed in one transaction (or could not), and
+/// the batches ([`ToStore`]) that are done with it.
 pub struct Stored {
     /// The returns, with the sessions they came from.
     pub returns: Vec<(u64, Received)>,
     /// For each, whether it is new; or why the commit failed (then none is
     /// acknowledged, and the minions send them again).
     pub fresh: Result<Vec<bool>, String>,
-    /// As in [`ToStore::started`].
+    /// [`ToStore::started`] of the batches done: the minions whose missed
+    /// jobs may be redelivered now.
     pub started: Vec<String>,
-    /// As [`ToStore::held_bytes`].
+    /// The bytes these returns held ([`ToStore::held_bytes`], split
+    /// exactly between a batch's parts: each byte is released once).
     pub held_bytes: u64,
+    /// Batches whose returns are all handled now, and every batch queued
+    /// before them too (a batch's `started` waits for the returns queued
+    /// before it, in whichever order they were committed).
+    pub batches: usize,
     /// When the commit ended.
     pub committed: Instant,
 }
@@ -296,45 +354,51 @@ pub struct ReturnWriter {
 
 impl ReturnWriter {
     /// Opens its own connection to the job cache at `path` and starts the
-    /// thread; `done` gets every committed batch, in order.
+    /// thread; `done` gets every commit's returns, small ones first
+    /// ([`CommitQueue`]).
     pub fn start(
         path: &Path,
         done: impl Fn(Stored) + Send + 'static,
     ) -> Result<Self, ReturnWriterError> {
         let mut cache = JobCache::open(path)?;
+        let hold = hold_path(path);
         let (queue, batches) = mpsc::channel::<ToStore>();
         let thread = std::thread::Builder::new()
             .name("job-cache".into())
             .spawn(move || {
-                while let Ok(first) = batches.recv() {
-                    // The batches that queued during the last commit go together.
-                    let mut group = vec![first.checked()];
-                    let mut count = group[0].returns.len();
-                    while count < MAX_RETURNS_PER_COMMIT {
-                        match batches.try_recv() {
-                            Ok(next) => {
-                                count += next.returns.len();
-                                group.push(next.checked());
-                            }
+                let mut queue = CommitQueue::default();
+                loop {
+                    if queue.is_empty() {
+                        match batches.recv() {
+                            Ok(batch) => queue.admit(batch),
                             Err(_) => break,
                         }
                     }
-                    let result = store(&mut cache, &group);
-                    let committed = Instant::now();
-                    let mut fresh = result.map(Vec::into_iter);
-                    for batch in group {
-                        let n = batch.returns.len();
-                        let mine = match &mut fresh {
-                            Ok(all) => Ok(all.by_ref().take(n).collect()),
-                            Err(e) => Err(e.clone()),
-                        };
-                        done(Stored {
-                            returns: batch.returns,
-                            fresh: mine,
-                            started: batch.started,
-                            held_bytes: batch.held_bytes,
-                            committed,
-                        });
+                    // Everything queued meanwhile is sorted before a group
+                    // is taken: a small return that came last goes first.
+                    let mut open = true;
+                    loop {
+                        match batches.try_recv() {
+                            Ok(batch) => queue.admit(batch),
+                            Err(mpsc::TryRecvError::Empty) => break,
+                            Err(mpsc::TryRecvError::Disconnected) => {
+                                open = false;
+                                break;
+                            }
+                        }
+                    }
+                    // A stopping master commits everything, held or not.
+                    let large = !open || !large_commits_held(&hold);
+                    let group = queue.take(large);
+                    if group.is_empty() && queue.has_large() && !large {
+                        if let Ok(batch) = batches.recv_timeout(Duration::from_millis(10)) {
+                            queue.admit(batch);
+                        }
+                        continue;
+                    }
+                    let (group, fresh) = commit(&mut cache, group);
+                    if let Some(stored) = queue.settle(group, fresh, Instant::now()) {
+                        done(stored);
                     }
                 }
             })?;
@@ -365,33 +429,268 @@ impl ReturnWriter {
     }
 }
 
-/// Checks and commits `batch` on the caller's thread (the master's own
-/// commit when the writer thread is gone).
-pub fn store_here(cache: &mut JobCache, batch: ToStore) -> Stored {
-    let batch = batch.checked();
-    let fresh = store(cache, std::slice::from_ref(&batch));
-    Stored {
-        returns: batch.returns,
-        fresh,
-        started: batch.started,
-        held_bytes: batch.held_bytes,
-        committed: Instant::now(),
+/// A test build's hold on large commits: while a file of this name sits
+/// beside the job cache, the writer commits no large return (small ones
+/// go on), so a test can see a ping pass a queue of large returns
+/// without timing anything. Only with debug assertions: a release
+/// master never looks.
+pub fn hold_path(job_cache: &Path) -> PathBuf {
+    let mut name = job_cache.as_os_str().to_owned();
+    name.push(".hold-large-commits");
+    PathBuf::from(name)
+}
+
+#[cfg(debug_assertions)]
+fn large_commits_held(hold: &Path) -> bool {
+    hold.exists()
+}
+
+#[cfg(not(debug_assertions))]
+fn large_commits_held(_hold: &Path) -> bool {
+    false
+}
+
+/// One return waiting in the writer's queue.
+struct Queued {
+    sid: u64,
+    received: Received,
+    secrets: Option<Arc<Cleartexts>>,
+    /// Its batch's number ([`CommitQueue`] counts the batches it admits).
+    batch: u64,
+    /// Its packed bytes, as [`ReturnCounts::hold`] counted them.
+    bytes: u64,
+}
+
+impl Queued {
+    fn key(&self) -> (String, String) {
+        (self.received.ret.jid.clone(), self.received.ret.id.clone())
     }
 }
 
-/// Commits `batches` (checked) in one transaction: for each return,
-/// whether it is new (or why the commit failed).
-fn store(cache: &mut JobCache, batches: &[ToStore]) -> Result<Vec<bool>, String> {
-    let rows: Vec<(Cow<'_, JobReturn>, Option<&[u8]>)> = batches
-        .iter()
-        .flat_map(|b| {
-            b.returns
-                .iter()
-                .zip(&b.secrets)
-                .map(|((_, received), secrets)| received.record(secrets.as_deref()))
+/// A batch admitted whose returns are not all handled, or that waits for
+/// a batch admitted before it.
+struct OpenBatch {
+    /// Its returns not committed yet.
+    left: usize,
+    /// Its held bytes not released yet: the last of its returns releases
+    /// what remains, so the parts add up to [`ToStore::held_bytes`].
+    held_bytes: u64,
+    started: Vec<String>,
+}
+
+/// The writer's queue (issue 25, session 22): small returns
+/// ([`SMALL_RETURN_BYTES`]) in one lane, the rest in another; a commit
+/// takes small returns first, and is bounded by [`MAX_RETURNS_PER_COMMIT`]
+/// and [`MAX_COMMIT_BYTES`]. Returns of different jobs or minions are
+/// independent; a return whose job and minion have a large return
+/// queued goes behind it, so two returns of one minion and job keep
+/// their order. A batch's `started` minions are handed back once its
+/// returns and those of every batch before it are committed, as when
+/// the batches were committed in order.
+#[derive(Default)]
+pub struct CommitQueue {
+    small: VecDeque<Queued>,
+    large: VecDeque<Queued>,
+    /// How many returns of each (jid, minion) wait in the large lane.
+    large_keys: HashMap<(String, String), usize>,
+    /// The batches not done, oldest first; the first is number `first`.
+    open: VecDeque<OpenBatch>,
+    first: u64,
+}
+
+impl CommitQueue {
+    /// No return waits.
+    pub fn is_empty(&self) -> bool {
+        self.small.is_empty() && self.large.is_empty()
+    }
+
+    /// A large return waits.
+    pub fn has_large(&self) -> bool {
+        !self.large.is_empty()
+    }
+
+    /// Queues `batch`'s returns, each in its lane.
+    pub fn admit(&mut self, batch: ToStore) {
+        let number = self.first + self.open.len() as u64;
+        let ToStore {
+            returns,
+            secrets,
+            started,
+            held_bytes,
+        } = batch;
+        self.open.push_back(OpenBatch {
+            left: returns.len(),
+            held_bytes,
+            started,
+        });
+        let mut secrets = secrets.into_iter();
+        for (sid, received) in returns {
+            let bytes = received.packed.as_ref().map_or(0, |b| b.len() as u64);
+            let queued = Queued {
+                sid,
+                received,
+                secrets: secrets.next().flatten(),
+                batch: number,
+                bytes,
+            };
+            // A return whose size is not known (an older minion's, or
+            // one the master made an error of) queues with the large ones.
+            let small = queued.received.packed.is_some()
+                && bytes <= SMALL_RETURN_BYTES
+                && !self.large_keys.contains_key(&queued.key());
+            if small {
+                self.small.push_back(queued);
+            } else {
+                *self.large_keys.entry(queued.key()).or_default() += 1;
+                self.large.push_back(queued);
+            }
+        }
+    }
+
+    /// The next commit's returns: small ones if any wait, else large ones
+    /// when `large` (a test build may hold them), within
+    /// [`MAX_RETURNS_PER_COMMIT`] and [`MAX_COMMIT_BYTES`].
+    fn take(&mut self, large: bool) -> Vec<Queued> {
+        let from_large = self.small.is_empty();
+        if from_large && !large {
+            return Vec::new();
+        }
+        let lane = if from_large {
+            &mut self.large
+        } else {
+            &mut self.small
+        };
+        let mut group: Vec<Queued> = Vec::new();
+        let mut bytes = 0u64;
+        while let Some(next) = lane.front() {
+            if group.len() >= MAX_RETURNS_PER_COMMIT
+                || (!group.is_empty() && bytes + next.bytes > MAX_COMMIT_BYTES)
+            {
+                break;
+            }
+            bytes += next.bytes;
+            let Some(next) = lane.pop_front() else { break };
+            group.push(next);
+        }
+        if from_large {
+            for queued in &group {
+                let key = queued.key();
+                if let Some(n) = self.large_keys.get_mut(&key) {
+                    *n -= 1;
+                    if *n == 0 {
+                        self.large_keys.remove(&key);
+                    }
+                }
+            }
+        }
+        group
+    }
+
+    /// `group` was committed (`fresh`, at `committed`): what the main task
+    /// gets of it, with the batches done; `None` when there is nothing.
+    fn settle(
+        &mut self,
+        group: Vec<Queued>,
+        fresh: Result<Vec<bool>, String>,
+        committed: Instant,
+    ) -> Option<Stored> {
+        let mut held_bytes = 0u64;
+        let mut returns = Vec::with_capacity(group.len());
+        for queued in group {
+            let index = usize::try_from(queued.batch - self.first).unwrap_or(usize::MAX);
+            if let Some(open) = self.open.get_mut(index) {
+                open.left = open.left.saturating_sub(1);
+                let bytes = if open.left == 0 {
+                    open.held_bytes
+                } else {
+                    queued.bytes.min(open.held_bytes)
+                };
+                open.held_bytes -= bytes;
+                held_bytes += bytes;
+            }
+            returns.push((queued.sid, queued.received));
+        }
+        let mut started = Vec::new();
+        let mut batches = 0;
+        while self.open.front().is_some_and(|b| b.left == 0) {
+            if let Some(done) = self.open.pop_front() {
+                // A batch without returns released nothing yet.
+                held_bytes += done.held_bytes;
+                started.extend(done.started);
+                self.first += 1;
+                batches += 1;
+            }
+        }
+        if returns.is_empty() && batches == 0 {
+            return None;
+        }
+        Some(Stored {
+            returns,
+            fresh,
+            started,
+            held_bytes,
+            batches,
+            committed,
+        })
+    }
+}
+
+/// Checks `group`'s packed bytes ([`crate::intake::checked_return`]: those
+/// that are no value a minion may send become error returns) and commits
+/// it in one transaction: the returns as checked, and for each whether it
+/// is new (or why the commit failed). An empty group commits nothing.
+fn commit(cache: &mut JobCache, group: Vec<Queued>) -> (Vec<Queued>, Result<Vec<bool>, String>) {
+    if group.is_empty() {
+        return (group, Ok(Vec::new()));
+    }
+    let group: Vec<Queued> = group
+        .into_iter()
+        .map(|q| {
+            let id = q.received.ret.id.clone();
+            Queued {
+                received: crate::intake::checked_return(&id, q.received),
+                ..q
+            }
         })
         .collect();
-    let (rets, packed): (Vec<_>, Vec<_>) = rows.into_iter().unzip();
+    let fresh = store(
+        cache,
+        group
+            .iter()
+            .map(|q| q.received.record(q.secrets.as_deref())),
+    );
+    (group, fresh)
+}
+
+/// Checks and commits `batch` on the caller's thread (the master's own
+/// commit when the writer thread is gone).
+pub fn store_here(cache: &mut JobCache, batch: ToStore) -> Stored {
+    let mut queue = CommitQueue::default();
+    queue.admit(batch);
+    let mut group = Vec::new();
+    while !queue.is_empty() {
+        group.extend(queue.take(true));
+    }
+    let (group, fresh) = commit(cache, group);
+    queue
+        .settle(group, fresh, Instant::now())
+        .unwrap_or_else(|| Stored {
+            returns: Vec::new(),
+            fresh: Ok(Vec::new()),
+            started: Vec::new(),
+            held_bytes: 0,
+            batches: 0,
+            committed: Instant::now(),
+        })
+}
+
+/// Commits `rows` in one transaction: for each return, whether it is new
+/// (or why the commit failed).
+fn store<'r>(
+    cache: &mut JobCache,
+    rows: impl Iterator<Item = (Cow<'r, JobReturn>, Option<&'r [u8]>)>,
+) -> Result<Vec<bool>, String> {
+    let (rets, packed): (Vec<_>, Vec<_>) = rows.unzip();
     cache
         .store_return_rows(rets.iter().map(AsRef::as_ref).zip(packed))
         .map_err(|e| e.to_string())
@@ -443,19 +742,17 @@ mod tests {
                 .unwrap();
         }
         writer.finish();
-        let stored: Vec<Stored> = rx.try_iter().collect();
-        let seen: Vec<(u64, Vec<bool>, Vec<String>)> = stored
-            .into_iter()
-            .map(|s| (s.returns[0].0, s.fresh.unwrap(), s.started))
-            .collect();
-        assert_eq!(
-            seen,
-            [
-                (0, vec![true], vec!["started-0".to_string()]),
-                (1, vec![true], vec!["started-1".to_string()]),
-                (2, vec![false], vec!["started-2".to_string()]),
-            ]
-        );
+        // However the writer grouped them, in order, each batch done once.
+        let (mut seen, mut started, mut batches) = (Vec::new(), Vec::new(), 0);
+        for s in rx.try_iter() {
+            let sids = s.returns.iter().map(|(sid, _)| *sid);
+            seen.extend(sids.zip(s.fresh.unwrap()));
+            started.extend(s.started);
+            batches += s.batches;
+        }
+        assert_eq!(seen, [(0, true), (1, true), (2, false)]);
+        assert_eq!(started, ["started-0", "started-1", "started-2"]);
+        assert_eq!(batches, 3);
         let cache = JobCache::open(&path).unwrap();
         let mut rows = cache.returns(jid).unwrap();
         rows.sort_by(|a, b| a.0.cmp(&b.0));
@@ -495,7 +792,10 @@ mod tests {
             started: vec![],
             held_bytes: 0,
         };
-        assert_eq!(store(&mut cache, &[batch]).unwrap(), [true, true, true]);
+        assert_eq!(
+            store_here(&mut cache, batch).fresh.unwrap(),
+            [true, true, true]
+        );
         let column = |jid: &str, id: &str| -> Vec<u8> {
             let conn = rusqlite::Connection::open(dir.path().join("jobs.sqlite")).unwrap();
             conn.query_row(
@@ -524,5 +824,181 @@ mod tests {
         assert_eq!(comment, "Succès ✓ \u{1F600} pw=**********");
         let stored = zstd::decode_all(&column(packed_jid, "web2")[..]).unwrap();
         assert!(!stored.windows(8).any(|w| w == b"hunter22"));
+    }
+
+    /// A packed return of `jid` from `id` whose value is a string of `len`
+    /// bytes (packed: a few bytes more).
+    fn sized(jid: &str, id: &str, len: usize) -> Received {
+        let value = json!("x".repeat(len));
+        Received::packed(halite_proto::msg::PackedReturn::pack(ret(jid, id, value)).unwrap())
+    }
+
+    /// A batch of `returns` (sessions 0..), its bytes held in `counts`.
+    fn batch(counts: &mut ReturnCounts, returns: Vec<Received>, started: &[&str]) -> ToStore {
+        let returns: Vec<(u64, Received)> = returns.into_iter().map(|r| (0, r)).collect();
+        ToStore {
+            held_bytes: counts.hold(&returns),
+            secrets: vec![None; returns.len()],
+            returns,
+            started: started.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    fn ids(stored: &Stored) -> Vec<(String, String)> {
+        stored
+            .returns
+            .iter()
+            .map(|(_, r)| (r.ret.jid.clone(), r.ret.id.clone()))
+            .collect()
+    }
+
+    #[test]
+    fn a_small_return_queued_behind_large_ones_is_committed_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.sqlite");
+        // The writer takes no large group while this exists (a test build's
+        // hold): what it commits meanwhile went ahead of them.
+        std::fs::write(hold_path(&path), b"").unwrap();
+        let (tx, rx) = mpsc::channel();
+        let mut writer = ReturnWriter::start(&path, move |stored| {
+            tx.send(stored).unwrap();
+        })
+        .unwrap();
+        let mut counts = ReturnCounts::default();
+        let (highstate, ping) = ("20260101000000000001", "20260101000000000002");
+        for n in 0..3 {
+            let large = (0..4)
+                .map(|k| sized(highstate, &format!("web{n}{k}"), 300_000))
+                .collect();
+            let large = batch(&mut counts, large, &[]);
+            writer.store(large).map_err(|_| "writer gone").unwrap();
+        }
+        let small = batch(&mut counts, vec![sized(ping, "probe", 1)], &[]);
+        writer.store(small).map_err(|_| "writer gone").unwrap();
+        let first = rx.recv_timeout(Duration::from_secs(60)).unwrap();
+        assert_eq!(ids(&first), [(ping.to_string(), "probe".to_string())]);
+        assert_eq!(first.fresh.clone().unwrap(), [true]);
+        let cache = JobCache::open(&path).unwrap();
+        assert_eq!(cache.returns(ping).unwrap().len(), 1);
+        assert!(cache.returns(highstate).unwrap().is_empty());
+        // Let go, the twelve large ones follow, none lost.
+        std::fs::remove_file(hold_path(&path)).unwrap();
+        writer.finish();
+        let rest: Vec<Stored> = rx.try_iter().collect();
+        assert_eq!(rest.iter().map(|s| s.returns.len()).sum::<usize>(), 12);
+        assert_eq!(cache.returns(highstate).unwrap().len(), 12);
+        for s in std::iter::once(&first).chain(&rest) {
+            counts.release(s.returns.len(), s.held_bytes);
+        }
+        assert_eq!((counts.held, counts.held_bytes), (0, 0));
+    }
+
+    #[test]
+    fn a_commit_is_bounded_in_bytes_and_a_split_batch_releases_its_bytes_exactly_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut cache = JobCache::open(&dir.path().join("jobs.sqlite")).unwrap();
+        let mut counts = ReturnCounts::default();
+        let jid = "20260101000000000001";
+        // One batch: ten returns of 1 MiB, two small ones among them, and
+        // a minion that started; then a batch of one small return.
+        let mut returns: Vec<Received> = (0..10)
+            .map(|k| sized(jid, &format!("big{k}"), 1 << 20))
+            .collect();
+        returns.insert(3, sized(jid, "small1", 10));
+        returns.push(sized(jid, "small2", 60_000));
+        let first = batch(&mut counts, returns, &["restarted"]);
+        let second = batch(&mut counts, vec![sized(jid, "small3", 10)], &["later"]);
+        let held = first.held_bytes + second.held_bytes;
+        let mut queue = CommitQueue::default();
+        queue.admit(first);
+        queue.admit(second);
+        let mut commits = Vec::new();
+        while !queue.is_empty() {
+            let group = queue.take(true);
+            let bytes: u64 = group.iter().map(|q| q.bytes).sum();
+            assert!(
+                group.len() == 1 || bytes <= MAX_COMMIT_BYTES,
+                "{bytes} bytes in one commit"
+            );
+            let (group, fresh) = commit(&mut cache, group);
+            let stored = queue.settle(group, fresh, Instant::now()).unwrap();
+            counts.release(stored.returns.len(), stored.held_bytes);
+            commits.push(stored);
+        }
+        // The small ones first, in one commit; then the large in groups of 3
+        // (four would pass 4 MiB).
+        let names: Vec<Vec<String>> = commits
+            .iter()
+            .map(|s| ids(s).into_iter().map(|(_, id)| id).collect())
+            .collect();
+        assert_eq!(names[0], ["small1", "small2", "small3"]);
+        assert_eq!(
+            names[1..].iter().map(Vec::len).collect::<Vec<_>>(),
+            [3, 3, 3, 1]
+        );
+        // The first batch's bytes released across its five commits, once:
+        // none held at the end, some until its last part.
+        assert_eq!((counts.held, counts.held_bytes), (0, 0));
+        let released: u64 = commits.iter().map(|s| s.held_bytes).sum();
+        assert_eq!(released, held);
+        assert!(commits[3].held_bytes > 0);
+        // Both batches are done with the last commit only, and their
+        // started minions with it (the second's waited for the first's
+        // large returns, as the batches were queued in that order).
+        let done: Vec<(usize, Vec<String>)> = commits
+            .iter()
+            .map(|s| (s.batches, s.started.clone()))
+            .collect();
+        assert_eq!(
+            done,
+            [
+                (0, vec![]),
+                (0, vec![]),
+                (0, vec![]),
+                (0, vec![]),
+                (2, vec!["restarted".to_string(), "later".to_string()]),
+            ]
+        );
+        assert_eq!(cache.returns(jid).unwrap().len(), 13);
+    }
+
+    #[test]
+    fn two_returns_of_one_minion_and_job_keep_their_order() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.sqlite");
+        let mut cache = JobCache::open(&path).unwrap();
+        let mut counts = ReturnCounts::default();
+        let (job, other) = ("20260101000000000001", "20260101000000000002");
+        let mut queue = CommitQueue::default();
+        // web1's large return of `job`, then a small one of the same job and
+        // minion (the later one is what the job cache keeps), then small
+        // ones of another job and another minion, which may go first.
+        queue.admit(batch(&mut counts, vec![sized(job, "web1", 100_000)], &[]));
+        queue.admit(batch(
+            &mut counts,
+            vec![
+                sized(job, "web1", 5),
+                sized(other, "web1", 5),
+                sized(job, "web2", 5),
+            ],
+            &[],
+        ));
+        let mut order = Vec::new();
+        while !queue.is_empty() {
+            let (group, fresh) = commit(&mut cache, queue.take(true));
+            let stored = queue.settle(group, fresh, Instant::now()).unwrap();
+            order.push(ids(&stored));
+        }
+        let pair = |j: &str, i: &str| (j.to_string(), i.to_string());
+        assert_eq!(
+            order,
+            [
+                vec![pair(other, "web1"), pair(job, "web2")],
+                vec![pair(job, "web1"), pair(job, "web1")],
+            ]
+        );
+        let kept = cache.returns(job).unwrap();
+        let web1 = kept.iter().find(|(id, _)| id == "web1").unwrap();
+        assert_eq!(web1.1["return"], json!("xxxxx"));
     }
 }

@@ -123,8 +123,6 @@ enum Internal {
     },
     /// A compile's `mine.get` (crate::mine).
     Mine(MineQuestion),
-    /// The writer committed a batch of returns (or could not).
-    ReturnsStored(crate::return_writer::Stored),
 }
 
 /// The encoded `Reply` to request `req`: `body`, or an error the minion
@@ -360,6 +358,8 @@ struct Master {
     /// Minions' events received (`master.stats`).
     event_counts: crate::minion_events::EventCounts,
     return_counts: crate::return_writer::ReturnCounts,
+    /// Messages read past `return_commit_bytes` and not handled yet.
+    parked: crate::read_bound::Parked,
     /// Missed jobs published again (`master.stats`).
     redelivered: crate::redelivery::RedeliveryCounts,
 }
@@ -469,10 +469,13 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     )?);
     let mine = MineStore::open(&cfg.job_cache_path())?.with_acl(cfg.extra.get("mine_get").cloned());
     let (internal, mut internal_rx) = mpsc::unbounded_channel::<Internal>();
+    // The writer's commits come back on their own channel, all of them
+    // handled in one turn of the main task: with commits of at most 4 MiB
+    // a ping's commit must not wait one turn per large commit before it.
+    let (stored_tx, mut stored_rx) = mpsc::unbounded_channel::<crate::return_writer::Stored>();
     let writer = {
-        let internal = internal.clone();
         let done = move |stored| {
-            let _ = internal.send(Internal::ReturnsStored(stored));
+            let _ = stored_tx.send(stored);
         };
         match crate::return_writer::ReturnWriter::start(&cfg.job_cache_path(), done) {
             Ok(writer) => Some(writer),
@@ -575,6 +578,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
                 crate::return_writer::DEFAULT_RETURN_COMMIT_BYTES,
             ),
         ),
+        parked: Default::default(),
         redelivered: Default::default(),
         cfg,
     };
@@ -591,13 +595,13 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     loop {
         tokio::select! {
             _ = &mut stop => break,
-            // Not while the returns waiting for their commit fill
-            // `return_commit_bytes`: the minions wait on TCP meanwhile.
-            Some(first) = router.incoming.recv(), if master.return_counts.room() > 0 => {
+            // Past `return_commit_bytes`, small messages only (read_bound.rs).
+            Some(first) = router.incoming.recv(), if master.reads() => {
                 let batch = master.gather(first, &mut router.incoming);
                 master.handle_batch(batch);
             }
             Some(work) = internal_rx.recv() => master.on_internal(work),
+            Some(stored) = stored_rx.recv() => master.on_stored(stored, &mut stored_rx),
             _ = held_tick.tick(), if master.trust.admission.has_held() => {
                 master.answer_held_hellos();
                 master.flush_new_keys();
@@ -637,13 +641,13 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
         tokio::select! {
             // Everything already received goes first: returns are committed.
             biased;
-            // Not while the returns waiting for their commit fill
-            // `return_commit_bytes`: the minions wait on TCP meanwhile.
-            Some(first) = router.incoming.recv(), if master.return_counts.room() > 0 => {
+            // Past `return_commit_bytes`, small messages only (read_bound.rs).
+            Some(first) = router.incoming.recv(), if master.reads() => {
                 let batch = master.gather(first, &mut router.incoming);
                 master.handle_batch(batch);
             }
             Some(work) = internal_rx.recv() => master.on_internal(work),
+            Some(stored) = stored_rx.recv() => master.on_stored(stored, &mut stored_rx),
             Some(cmd) = local_rx.recv() => {
                 let _ = cmd.reply.send(LocalReply::Error(
                     "the master is shutting down; run the command again once it is back".into(),
@@ -656,7 +660,11 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
             }
         }
     }
-    // What arrived while the last work finished.
+    // What was parked, then what arrived while the last work finished.
+    let parked = master.parked.take(u64::MAX, usize::MAX);
+    for first in parked {
+        master.handle_batch(vec![first]);
+    }
     while let Ok(first) = router.incoming.try_recv() {
         master.handle_batch(vec![first]);
     }
@@ -664,6 +672,9 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     // while the socket is still up.
     if let Some(mut writer) = master.book.writer.take() {
         writer.finish();
+    }
+    while let Ok(stored) = stored_rx.try_recv() {
+        master.on_stored(stored, &mut stored_rx);
     }
     while let Ok(work) = internal_rx.try_recv() {
         master.on_internal(work);
@@ -838,6 +849,23 @@ impl Master {
         }
     }
 
+    /// The writer's commit `first` and every other one waiting in
+    /// `more`: acknowledged, fired and released in this one turn, then
+    /// the parked messages the room allows are handled.
+    fn on_stored(
+        &mut self,
+        first: crate::return_writer::Stored,
+        more: &mut mpsc::UnboundedReceiver<crate::return_writer::Stored>,
+    ) {
+        let mut next = Some(first);
+        while let Some(stored) = next {
+            self.book.commits_pending = self.book.commits_pending.saturating_sub(stored.batches);
+            self.returns_stored(stored);
+            next = more.try_recv().ok();
+        }
+        self.unpark();
+    }
+
     fn on_internal(&mut self, work: Internal) {
         match work {
             Internal::Reply { sid, req, body } => self.send_reply(sid, req, body),
@@ -847,10 +875,6 @@ impl Master {
                 drop(slot);
             }
             Internal::KeysWritten { batch, results } => self.keys_written(batch, results),
-            Internal::ReturnsStored(stored) => {
-                self.book.commits_pending = self.book.commits_pending.saturating_sub(1);
-                self.returns_stored(stored)
-            }
             Internal::Mine(question) => {
                 let answer = self
                     .mine_answer(&question.requester, question.request)
@@ -1132,8 +1156,33 @@ impl Master {
     /// messages and the room left under `return_commit_bytes`
     /// ([`crate::return_writer::ReturnCounts::room`]): one message past it
     /// at most.
+    ///
+    /// Past the bound (or while messages are parked), only the small
+    /// messages of connections with nothing parked, within
+    /// [`crate::return_writer::ReturnCounts::small_room`]; the others are
+    /// parked ([`crate::read_bound`]) until [`Master::unpark`].
     fn gather(&mut self, first: Inbound, incoming: &mut mpsc::Receiver<Inbound>) -> Vec<Inbound> {
         let room = self.return_counts.room();
+        if room == 0 || !self.parked.is_empty() {
+            let small_room = self.return_counts.small_room();
+            let mut taken = 0u64;
+            let mut batch = Vec::new();
+            let mut next = Some(first);
+            while let Some(message) = next {
+                match self.parked.sort(message, small_room, &mut taken) {
+                    Some(message) => {
+                        self.return_counts.read_past_bound += 1;
+                        batch.push(message);
+                    }
+                    None => self.return_counts.parked += 1,
+                }
+                if batch.len() >= RETURN_BATCH || self.parked.is_full() {
+                    break;
+                }
+                next = incoming.try_recv().ok();
+            }
+            return batch;
+        }
         let mut bytes = first.payload.len() as u64;
         let mut batch = vec![first];
         while batch.len() < RETURN_BATCH && bytes < room {
@@ -1146,6 +1195,27 @@ impl Master {
             }
         }
         batch
+    }
+
+    /// Whether the main task reads from the ROUTER: under
+    /// `return_commit_bytes`, or past it while small messages may still
+    /// be handled and parked ([`crate::read_bound`]).
+    fn reads(&self) -> bool {
+        (self.return_counts.room() > 0 && self.parked.is_empty())
+            || (!self.parked.is_full() && self.return_counts.small_room() > 0)
+    }
+
+    /// Handles the parked messages, oldest first, as the commits make room
+    /// under `return_commit_bytes` (one message past it at most).
+    fn unpark(&mut self) {
+        loop {
+            let room = self.return_counts.room();
+            if room == 0 || self.parked.is_empty() {
+                return;
+            }
+            let batch = self.parked.take(room, RETURN_BATCH);
+            self.handle_batch(batch);
+        }
     }
 
     fn handle_batch(&mut self, batch: Vec<Inbound>) {
@@ -1787,6 +1857,7 @@ impl Master {
             started,
             held_bytes,
             committed,
+            ..
         } = stored;
         self.return_counts.release(returns.len(), held_bytes);
         match fresh {
@@ -1811,7 +1882,10 @@ impl Master {
                     jid: ret.jid.clone(),
                 },
             );
-            self.return_counts.acked(arrived, committed);
+            let small = packed
+                .as_ref()
+                .is_some_and(|b| b.len() as u64 <= crate::return_writer::SMALL_RETURN_BYTES);
+            self.return_counts.acked(arrived, committed, small);
             if !fresh {
                 // A resend (the minion missed the first ack): acknowledged
                 // again, its event already fired once.

@@ -12,7 +12,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{can_run, wait_for, write_file as write, Fleet};
+use common::{async_jid, can_run, wait_for, write_file as write, Fleet};
 use serde_json::Value;
 
 /// A comment with accents, a symbol and an astral-plane emoji.
@@ -200,5 +200,78 @@ fn returns_waiting_for_their_commit_hold_at_most_return_commit_bytes_and_none_is
     assert!(
         peak <= BOUND + 110_000,
         "the master held {peak} bytes of returns waiting for their commit, past return_commit_bytes ({BOUND}): {stats}"
+    );
+}
+
+#[test]
+fn a_pings_return_is_read_and_acknowledged_while_large_returns_hold_the_bound_and_the_writer() {
+    if !can_run() {
+        return;
+    }
+    // Below one large return: once one is received the master is past
+    // `return_commit_bytes`.
+    const BOUND: u64 = 50_000;
+    let fleet = Fleet::new();
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nreturn_commit_bytes: {BOUND}\n"
+    ));
+    let _minions: Vec<_> = ["web1", "web2", "probe"]
+        .into_iter()
+        .map(|id| fleet.start_minion(id, ""))
+        .collect();
+    for id in ["web1", "web2", "probe"] {
+        fleet.wait_responding(id);
+    }
+    // A test build's hold on the job cache's writer: no large return is
+    // committed (nor acknowledged, nor fired) while this file exists.
+    let hold = halite_master::return_writer::hold_path(&fleet.path("master-cache/jobs.sqlite"));
+    std::fs::write(&hold, b"").unwrap();
+    // Large: past `SMALL_RETURN_BYTES` (64 KiB).
+    let big = "x".repeat(100_000);
+    let jid = async_jid(&fleet, &["web*", "test.arg", &big]);
+    let returns = |stats: &Value, key: &str| stats["returns"][key].as_u64().unwrap_or(0);
+    assert!(
+        wait_for(Duration::from_secs(30), || {
+            returns(&fleet.master_stats(), "held_bytes") >= BOUND
+        }),
+        "the large returns never reached the master: {}",
+        fleet.master_stats()
+    );
+    // Read past the bound, committed ahead of the held large returns,
+    // acknowledged and its event fired: the CLI prints it.
+    let (pings, code) = fleet.halite_json(&["probe", "test.ping", "-t", "60"]);
+    let stats = fleet.master_stats();
+    assert_eq!(code, 0, "{pings:?} {stats}");
+    assert_eq!(pings.get("probe"), Some(&Value::Bool(true)), "{stats}");
+    assert!(returns(&stats, "held_bytes") >= BOUND, "{stats}");
+    assert!(returns(&stats, "read_past_bound") >= 1, "{stats}");
+    assert!(returns(&stats, "small_acked") >= 1, "{stats}");
+    let lookup = |jid: &str| -> Value {
+        let out = fleet.cli("halite-run", &["jobs.lookup_jid", jid, "--out", "json"]);
+        serde_json::from_slice(&out.stdout).unwrap_or_default()
+    };
+    assert_eq!(
+        lookup(&jid),
+        serde_json::json!({}),
+        "nothing large committed"
+    );
+    // Let go: both large returns are committed, none lost, nothing held.
+    std::fs::remove_file(&hold).unwrap();
+    assert!(
+        wait_for(Duration::from_secs(60), || {
+            let found = lookup(&jid);
+            ["web1", "web2"]
+                .iter()
+                .all(|id| found[id]["args"][0] == big.as_str())
+        }),
+        "the large returns never landed: {}",
+        fleet.master_stats()
+    );
+    assert!(
+        wait_for(Duration::from_secs(30), || {
+            returns(&fleet.master_stats(), "held") == 0
+        }),
+        "{}",
+        fleet.master_stats()
     );
 }
