@@ -269,13 +269,18 @@ impl<'p> Target<'p> {
 
     /// The size of what the path holds, while it is known to be current.
     fn len(&self) -> Option<u64> {
-        self.followed.as_ref().filter(|_| self.current).map(fs::Metadata::len)
+        self.followed
+            .as_ref()
+            .filter(|_| self.current)
+            .map(fs::Metadata::len)
     }
 
     /// Whether the path is a symbolic link now.
     fn is_link(&self) -> bool {
         if self.current {
-            self.link.as_ref().is_some_and(|m| m.file_type().is_symlink())
+            self.link
+                .as_ref()
+                .is_some_and(|m| m.file_type().is_symlink())
         } else {
             fs::symlink_metadata(self.path).is_ok_and(|m| m.file_type().is_symlink())
         }

@@ -150,7 +150,11 @@ pub fn check_perms_from(
     }
     if let Some(m) = wanted.mode {
         if !skip_mode {
-            let post_mode = if touched { post.mode() } else { cur_mode.clone() };
+            let post_mode = if touched {
+                post.mode()
+            } else {
+                cur_mode.clone()
+            };
             if m != post_mode {
                 if test {
                     ret.changes.insert("mode".into(), json!(m));
