@@ -55,9 +55,16 @@ impl Server {
             .tempdir()
             .unwrap();
         let data = dir.path().join("data");
+        // The server's temporary tables go in the test's own dir, not the
+        // shared /tmp: the bootstrap failed in CI when its temp table there
+        // was gone before it deleted it ("Error on delete of
+        // '/tmp/#sql-temptable-...'"), beside other tests using /tmp.
+        let tmp = dir.path().join("tmp");
+        std::fs::create_dir(&tmp).unwrap();
         let out = Command::new(install)
             .args(["--no-defaults", "--user=root", "--skip-test-db"])
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .arg("--auth-root-authentication-method=socket")
             .output()
             .unwrap();
@@ -74,6 +81,7 @@ impl Server {
         let child = Command::new(mariadbd)
             .arg("--no-defaults")
             .arg(format!("--datadir={}", data.display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .arg(format!("--socket={}", dir.path().join("sock").display()))
             .arg(format!("--pid-file={}", dir.path().join("pid").display()))
             .arg(format!(
