@@ -19,12 +19,13 @@ use std::collections::HashMap;
 use std::path::PathBuf;
 use std::sync::RwLock;
 
+use halite_modules::exec::file::meta::FileStamp;
 use halite_proto::bundle::{compress, decode_plain, decompress, digest, plain_bytes, BundleError};
 use halite_proto::crypto::MemoryKey;
 use halite_proto::msg::Bundle;
 use halite_state::LowChunk;
 
-use crate::decoded::{DecodedBundles, FileStamp, DEFAULT_BOUND_BYTES};
+use crate::decoded::{DecodedBundles, DEFAULT_BOUND_BYTES};
 
 /// How a sealed bundle file starts (a plain one is a zstd frame).
 const SEALED: &[u8] = b"halite sealed bundle 1\n";
@@ -432,14 +433,21 @@ mod tests {
             .receive("web1", "1", &a.digest, a.zstd, a.bytes.clone())
             .unwrap();
         assert!(store.decoded.has("web1"));
-        // Served from memory, for the new job, as decoded: its file
-        // overwritten in place with as many other bytes and its time set
-        // back (what no one does) still reads as the one kept.
+        // Served from memory, for the new job, as decoded.
+        let kept = store.load("web1", "2", &a.digest).unwrap();
+        assert_eq!(kept.jid, "2");
+        let want = engine_bundle(&first);
+        assert!(kept.pillar == want.pillar && kept.secrets == want.secrets);
+        assert_eq!(chunk_bytes(&kept), chunk_bytes(&want));
+        // A file rewritten with its size and mtime put back is read
+        // again (its ctime moved): here it is junk, so it is dropped and
+        // the bundle asked for in full, never served from memory.
         let file = dir.path().join("bundles/web1.bundle");
         let (len, mtime) = {
             let m = std::fs::metadata(&file).unwrap();
             (m.len() as usize, m.modified().unwrap())
         };
+        std::thread::sleep(std::time::Duration::from_millis(20));
         std::fs::write(&file, vec![b'x'; len]).unwrap();
         std::fs::File::options()
             .write(true)
@@ -447,11 +455,14 @@ mod tests {
             .unwrap()
             .set_modified(mtime)
             .unwrap();
-        let kept = store.load("web1", "2", &a.digest).unwrap();
-        assert_eq!(kept.jid, "2");
-        let want = engine_bundle(&first);
-        assert!(kept.pillar == want.pillar && kept.secrets == want.secrets);
-        assert_eq!(chunk_bytes(&kept), chunk_bytes(&want));
+        assert_eq!(std::fs::metadata(&file).unwrap().len() as usize, len);
+        assert!(store.load("web1", "2", &a.digest).is_none());
+        assert!(!store.decoded.has("web1"));
+        assert!(!file.exists());
+        store
+            .receive("web1", "1", &a.digest, a.zstd, a.bytes.clone())
+            .unwrap();
+        assert!(store.decoded.has("web1"));
         // Another identity, or another digest, is never served from it.
         assert!(store.load("web2", "2", &a.digest).is_none());
         assert!(store.load("web1", "3", &b.digest).is_none());

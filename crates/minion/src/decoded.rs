@@ -16,14 +16,15 @@
 //! the master named, and while that identity's file is the one it was
 //! decoded beside ([`FileStamp`]): a changed bundle has another digest
 //! and is never served from here (its job decodes the new one and
-//! replaces it), and a file removed or replaced on disk is read again,
-//! as without this copy (its damage is found there, and the bundle asked
-//! for in full).
+//! replaces it), and a file removed, replaced or written again on disk
+//! is read again, as without this copy (its damage is found there, and
+//! the bundle asked for in full). The stamp is the one the file caches
+//! share: with the ctime, which no process can set back, a file written
+//! again is read again even when its size and mtime were put back.
 
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 use std::sync::{Arc, Mutex};
 
+use halite_modules::exec::file::meta::FileStamp;
 use halite_proto::msg::Bundle;
 use halite_state::LowChunk;
 
@@ -37,32 +38,6 @@ pub const DEFAULT_BOUND_BYTES: usize = 32 << 20;
 /// 831 KB decoded (a counting allocator: 4.2 per byte); rounded up, so
 /// the bound errs on the side of keeping less.
 const DECODED_PER_ENCODED_BYTE: usize = 5;
-
-/// What says a kept file is still the one written or read: its inode,
-/// size and modification time. A `stat`, a few microseconds, where
-/// reading and decoding it again took milliseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct FileStamp {
-    dev: u64,
-    ino: u64,
-    len: u64,
-    mtime: i64,
-    mtime_nsec: i64,
-}
-
-impl FileStamp {
-    /// The stamp of the file at `path`; `None` when it is gone.
-    pub fn of(path: &Path) -> Option<FileStamp> {
-        let m = std::fs::metadata(path).ok()?;
-        Some(FileStamp {
-            dev: m.dev(),
-            ino: m.ino(),
-            len: m.len(),
-            mtime: m.mtime(),
-            mtime_nsec: m.mtime_nsec(),
-        })
-    }
-}
 
 /// One identity's kept bundle.
 struct Entry {
