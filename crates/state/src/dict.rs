@@ -338,7 +338,11 @@ impl<'de> Deserialize<'de> for SmallDict {
                 f.write_str("a map")
             }
             fn visit_map<A: MapAccess<'de>>(self, mut access: A) -> Result<SmallDict, A::Error> {
-                let mut dict = SmallDict::with_capacity(access.size_hint().unwrap_or(8));
+                // The declared length sizes the dict, up to a bound: a
+                // hostile map of 2^32 - 1 entries in a few bytes must be
+                // a decode error, not a 240 GB allocation that aborts.
+                let room = access.size_hint().unwrap_or(8).min(MAX_PRESIZED_KEYS);
+                let mut dict = SmallDict::with_capacity(room);
                 while let Some((k, v)) = access.next_entry::<Key, Value>()? {
                     dict.insert(k.0, v);
                 }
@@ -348,6 +352,10 @@ impl<'de> Deserialize<'de> for SmallDict {
         deserializer.deserialize_map(DictVisitor)
     }
 }
+
+/// The most keys a decoded dict is sized for before they are read (a
+/// chunk or a return has a dozen; more grow the dict as they come).
+const MAX_PRESIZED_KEYS: usize = 256;
 
 /// A key as decoded: one of [`KNOWN_KEYS`] without an allocation (a
 /// minion decodes ~10 keys per chunk of every bundle, nearly all known).
@@ -521,6 +529,23 @@ mod tests {
         for probe in &keys {
             assert_eq!(back.get(probe), d.get(probe), "{probe:?} after from(Map)");
         }
+    }
+
+    #[test]
+    fn a_hostile_declared_length_is_a_decode_error_not_an_allocation() {
+        // A map declaring 2^32 - 1 entries, then one: refused (before,
+        // the dict was sized for them all and the process aborted).
+        let bytes = [0xdf, 0xff, 0xff, 0xff, 0xff, 0xa1, b'a', 0x01];
+        assert!(rmp_serde::from_slice::<SmallDict>(&bytes).is_err());
+        // A dict with more keys than the bound still decodes whole.
+        let many: SmallDict = (0..600)
+            .map(|i| (format!("k{i}"), Value::from(i)))
+            .collect();
+        let back: SmallDict = rmp_serde::from_slice(&rmp_serde::to_vec(&many).unwrap()).unwrap();
+        assert_eq!(
+            back.keys().collect::<Vec<_>>(),
+            many.keys().collect::<Vec<_>>()
+        );
     }
 
     #[test]
