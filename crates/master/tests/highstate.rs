@@ -326,6 +326,20 @@ fn highstate_through_the_master() {
     assert_eq!(fetched(&web.log_text()), fetched_before + 1);
     let fetched_before = fetched_before + 1;
 
+    // A cached copy gone from the disk is fetched again (the one stat of
+    // `cache_file` finds no regular file), and the target left as it is.
+    std::fs::remove_file(&entry).expect("remove the cached copy");
+    let (rets, _) = fleet.halite_json(&["web1", "state.apply", "web"]);
+    let site_ret = by_id(&states(&rets, "web1"), &format!("{}", site.display())).clone();
+    assert_eq!(site_ret["result"], json!(true), "{site_ret}");
+    assert_eq!(site_ret["changes"], json!({}), "{site_ret}");
+    assert_eq!(
+        std::fs::read(&entry).expect("fetched back into the cache"),
+        b"listen 80;\n"
+    );
+    assert_eq!(fetched(&web.log_text()), fetched_before + 1);
+    let fetched_before = fetched_before + 1;
+
     // test=True through the master: the change is reported, nothing is made.
     write(&fleet.path("trees/salt/files/site.conf"), "listen 8080;\n");
     let (rets, _) = fleet.halite_json(&["web1", "state.apply", "web", "test=True"]);

@@ -63,10 +63,15 @@ static VERIFIED: LazyLock<Mutex<HashMap<PathBuf, Stamp>>> = LazyLock::new(Mutex:
 
 /// Whether `cached` still hashes to `sha` (its file name): remembered
 /// while its stamp is unchanged.
+#[cfg(test)]
 fn verified_copy(cached: &Path, sha: &str) -> bool {
-    let Some(now) = stamp(cached) else {
-        return false;
-    };
+    stamp(cached).is_some_and(|now| verified_as_of(cached, sha, now))
+}
+
+/// Whether `cached`, whose stamp is `now` (a regular file), still hashes to
+/// `sha`: the caller's stat is the only one (issue 25: `cache_file` asked
+/// `is_file` and then stamped the same path again).
+fn verified_as_of(cached: &Path, sha: &str, now: Stamp) -> bool {
     let mut known = VERIFIED.lock().unwrap_or_else(PoisonError::into_inner);
     if known.get(cached) == Some(&now) {
         return true;
@@ -190,8 +195,9 @@ impl FileClient for RemoteFileClient {
         let cached = self.cache.join(&sha);
         // A cached copy is used only while it still hashes to its name: a
         // damaged or tampered cache is fetched again, never deployed.
-        if cached.is_file() {
-            if verified_copy(&cached, &sha) {
+        // One stat: a missing, unreadable or non-regular copy has no stamp.
+        if let Some(now) = stamp(&cached) {
+            if verified_as_of(&cached, &sha, now) {
                 return Ok(Some(cached));
             }
             tracing::warn!(path = %path, "cached copy does not match its sha256; fetching it again");
