@@ -275,3 +275,72 @@ fn a_pings_return_is_read_and_acknowledged_while_large_returns_hold_the_bound_an
         fleet.master_stats()
     );
 }
+
+#[test]
+fn a_large_event_parked_at_the_bound_is_fired_once_the_commits_make_room() {
+    if !can_run() {
+        return;
+    }
+    // Below one large return: once one is received the master is past
+    // `return_commit_bytes`.
+    const BOUND: u64 = 50_000;
+    let fleet = Fleet::new();
+    let _master = fleet.start_master(&format!(
+        "auto_accept: True\nreturn_commit_bytes: {BOUND}\n"
+    ));
+    let _minions: Vec<_> = ["web1", "web2", "sender"]
+        .into_iter()
+        .map(|id| fleet.start_minion(id, ""))
+        .collect();
+    for id in ["web1", "web2", "sender"] {
+        fleet.wait_responding(id);
+    }
+    let watcher = fleet.watch_events();
+    let hold = halite_master::return_writer::hold_path(&fleet.path("master-cache/jobs.sqlite"));
+    std::fs::write(&hold, b"").unwrap();
+    let big = "x".repeat(100_000);
+    let _held = async_jid(&fleet, &["web*", "test.arg", &big]);
+    let returns = |stats: &Value, key: &str| stats["returns"][key].as_u64().unwrap_or(0);
+    assert!(
+        wait_for(Duration::from_secs(30), || {
+            returns(&fleet.master_stats(), "held_bytes") >= BOUND
+        }),
+        "the large returns never reached the master: {}",
+        fleet.master_stats()
+    );
+    // An event of ~100 KB (past the small messages' 68 KiB) from a third
+    // minion: parked, not fired, while the bound holds.
+    let parked_before = returns(&fleet.master_stats(), "parked");
+    let tag = "myco/large/event";
+    // Not waited for: the return of event.send may come behind the
+    // event on the minion's connection, parked with it.
+    let payload = format!("{{\"payload\": \"{}\"}}", "y".repeat(100_000));
+    let _sent = async_jid(&fleet, &["sender", "event.send", tag, &payload]);
+    let fired = |printed: &str| {
+        bus_events(printed)
+            .iter()
+            .any(|(t, d)| t == tag && d["data"]["payload"].as_str().map(str::len) == Some(100_000))
+    };
+    assert!(
+        wait_for(Duration::from_secs(30), || {
+            returns(&fleet.master_stats(), "parked") > parked_before
+        }),
+        "the event was not parked: {}",
+        fleet.master_stats()
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !fired(&watcher.peek()),
+        "fired while the bound held: {}",
+        fleet.master_stats()
+    );
+    // Let go: the large returns are committed, the room comes back, and
+    // the parked event is handled.
+    std::fs::remove_file(&hold).unwrap();
+    assert!(
+        wait_for(Duration::from_secs(60), || fired(&watcher.peek())),
+        "the parked event was never fired: {}",
+        fleet.master_stats()
+    );
+    watcher.stop();
+}
