@@ -58,6 +58,13 @@ fn turn(
     parked.gather(first, || queue.pop_front(), room, room + (1 << 20), sorted)
 }
 
+/// `n` large returns of `n` minions (`bench-0`..), named `large-0`...
+fn large_returns(n: usize) -> VecDeque<Msg> {
+    (0..n)
+        .map(|i| msg(&format!("bench-{i}"), LARGE, &format!("large-{i}")))
+        .collect()
+}
+
 fn names(batch: &[Msg]) -> Vec<&str> {
     batch.iter().map(|m| m.name.as_str()).collect()
 }
@@ -66,9 +73,7 @@ fn names(batch: &[Msg]) -> Vec<&str> {
 fn a_pings_return_is_handled_in_the_turn_it_arrives_while_a_turns_worth_of_large_returns_waits() {
     // 60 large returns of 60 minions (12 MB, three turns' worth), a
     // ping's return of another minion behind them, then a large one more.
-    let mut queue: VecDeque<Msg> = (0..60)
-        .map(|i| msg(&format!("bench-{i}"), LARGE, &format!("large-{i}")))
-        .collect();
+    let mut queue = large_returns(60);
     queue.push_back(msg("probe-0", 300, "ping"));
     queue.push_back(msg("bench-60", LARGE, "large-60"));
     let mut parked = Parked::default();
@@ -108,9 +113,7 @@ fn a_pings_return_is_handled_in_the_turn_it_arrives_while_a_turns_worth_of_large
 
 #[test]
 fn a_small_message_waits_behind_its_own_connections_large_one_and_bounds_hold() {
-    let mut queue: VecDeque<Msg> = (0..30)
-        .map(|i| msg(&format!("bench-{i}"), LARGE, &format!("large-{i}")))
-        .collect();
+    let mut queue = large_returns(30);
     // bench-29's large return is left for a later turn: its small message
     // (an event after its return) must not pass it.
     queue.push_back(msg("bench-29", 500, "bench-29 event"));
