@@ -165,6 +165,11 @@ pub struct ReturnCounts {
     pub read_past_bound: u64,
     /// See [`ReturnCounts::read_past_bound`].
     pub parked: u64,
+    /// Small messages handled ahead of a full turn of the main task, and
+    /// messages left for a later turn ([`crate::read_bound::Sorted`]).
+    pub ahead: u64,
+    /// See [`ReturnCounts::ahead`].
+    pub deferred: u64,
 }
 
 impl ReturnCounts {
@@ -196,6 +201,14 @@ impl ReturnCounts {
             0 => u64::MAX,
             bound => (bound + crate::read_bound::SMALL_ROOM).saturating_sub(self.held_bytes),
         }
+    }
+
+    /// Adds how a turn's messages were sorted.
+    pub fn sorted(&mut self, sorted: crate::read_bound::Sorted) {
+        self.read_past_bound += sorted.read_past_bound;
+        self.parked += sorted.parked;
+        self.ahead += sorted.ahead;
+        self.deferred += sorted.deferred;
     }
 
     /// `returns` are queued for the commit: the bytes they hold.
@@ -237,6 +250,8 @@ impl ReturnCounts {
             "bound": self.bound,
             "read_past_bound": self.read_past_bound,
             "parked": self.parked,
+            "ahead": self.ahead,
+            "deferred": self.deferred,
             "acked": self.acked,
             "ack_wait_ms": self.waits.snapshot(),
             "small_acked": self.small_waits.count,

@@ -49,8 +49,6 @@ const MAX_PENDING_HANDSHAKES: usize = 50_000;
 const MAX_CALLER_SESSIONS: usize = 4;
 /// How long a handshake may wait for its `Confirm`.
 const HANDSHAKE_TTL: Duration = Duration::from_secs(30);
-/// Returns committed in one transaction at most.
-const RETURN_BATCH: usize = 1024;
 /// How long a stopping master waits for its compiles and file reads in
 /// flight (the returns already received are committed regardless).
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(10);
@@ -600,6 +598,8 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
                 let batch = master.gather(first, &mut router.incoming);
                 master.handle_batch(batch);
             }
+            // A turn of what was parked (read_bound.rs), while there is room.
+            _ = std::future::ready(()), if master.unparks() => master.unpark(),
             Some(work) = internal_rx.recv() => master.on_internal(work),
             Some(stored) = stored_rx.recv() => master.on_stored(stored, &mut stored_rx),
             _ = held_tick.tick(), if master.trust.admission.has_held() => {
@@ -646,6 +646,7 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
                 let batch = master.gather(first, &mut router.incoming);
                 master.handle_batch(batch);
             }
+            _ = std::future::ready(()), if master.unparks() => master.unpark(),
             Some(work) = internal_rx.recv() => master.on_internal(work),
             Some(stored) = stored_rx.recv() => master.on_stored(stored, &mut stored_rx),
             Some(cmd) = local_rx.recv() => {
@@ -850,8 +851,8 @@ impl Master {
     }
 
     /// The writer's commit `first` and every other one waiting in
-    /// `more`: acknowledged, fired and released in this one turn, then
-    /// the parked messages the room allows are handled.
+    /// `more`: acknowledged, fired and released in this one turn, then a
+    /// turn of the parked messages the room allows.
     fn on_stored(
         &mut self,
         first: crate::return_writer::Stored,
@@ -1152,48 +1153,20 @@ impl Master {
         ReplyBody::List(vec![jid])
     }
 
-    /// `first` and what else waits in `incoming`, up to [`RETURN_BATCH`]
-    /// messages and the room left under `return_commit_bytes`
-    /// ([`crate::return_writer::ReturnCounts::room`]): one message past it
-    /// at most.
-    ///
-    /// Past the bound (or while messages are parked), only the small
-    /// messages of connections with nothing parked, within
-    /// [`crate::return_writer::ReturnCounts::small_room`]; the others are
-    /// parked ([`crate::read_bound`]) until [`Master::unpark`].
+    /// One turn's messages: `first` and what else waits in `incoming`,
+    /// bounded per turn and under `return_commit_bytes`
+    /// ([`crate::read_bound::Parked::gather`]): a small message goes ahead
+    /// of a full turn, the others wait parked for [`Master::unpark`].
     fn gather(&mut self, first: Inbound, incoming: &mut mpsc::Receiver<Inbound>) -> Vec<Inbound> {
-        let room = self.return_counts.room();
-        if room == 0 || !self.parked.is_empty() {
-            let small_room = self.return_counts.small_room();
-            let mut taken = 0u64;
-            let mut batch = Vec::new();
-            let mut next = Some(first);
-            while let Some(message) = next {
-                match self.parked.sort(message, small_room, &mut taken) {
-                    Some(message) => {
-                        self.return_counts.read_past_bound += 1;
-                        batch.push(message);
-                    }
-                    None => self.return_counts.parked += 1,
-                }
-                if batch.len() >= RETURN_BATCH || self.parked.is_full() {
-                    break;
-                }
-                next = incoming.try_recv().ok();
-            }
-            return batch;
-        }
-        let mut bytes = first.payload.len() as u64;
-        let mut batch = vec![first];
-        while batch.len() < RETURN_BATCH && bytes < room {
-            match incoming.try_recv() {
-                Ok(m) => {
-                    bytes += m.payload.len() as u64;
-                    batch.push(m);
-                }
-                Err(_) => break,
-            }
-        }
+        let mut sorted = crate::read_bound::Sorted::default();
+        let batch = self.parked.gather(
+            first,
+            || incoming.try_recv().ok(),
+            self.return_counts.room(),
+            self.return_counts.small_room(),
+            &mut sorted,
+        );
+        self.return_counts.sorted(sorted);
         batch
     }
 
@@ -1205,17 +1178,25 @@ impl Master {
             || (!self.parked.is_full() && self.return_counts.small_room() > 0)
     }
 
-    /// Handles the parked messages, oldest first, as the commits make room
-    /// under `return_commit_bytes` (one message past it at most).
+    /// Whether parked messages may be handled now: the commits left room
+    /// under `return_commit_bytes`.
+    fn unparks(&self) -> bool {
+        !self.parked.is_empty() && self.return_counts.room() > 0
+    }
+
+    /// Handles one turn of the parked messages, oldest first, within the
+    /// room under `return_commit_bytes` (one message past it at most);
+    /// the main loop comes back for the rest while [`Master::unparks`].
     fn unpark(&mut self) {
-        loop {
-            let room = self.return_counts.room();
-            if room == 0 || self.parked.is_empty() {
-                return;
-            }
-            let batch = self.parked.take(room, RETURN_BATCH);
-            self.handle_batch(batch);
+        let room = self.return_counts.room();
+        if room == 0 || self.parked.is_empty() {
+            return;
         }
+        let batch = self.parked.take(
+            room.min(crate::read_bound::TURN_BYTES),
+            crate::read_bound::TURN_MESSAGES,
+        );
+        self.handle_batch(batch);
     }
 
     fn handle_batch(&mut self, batch: Vec<Inbound>) {

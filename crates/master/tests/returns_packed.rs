@@ -12,7 +12,10 @@ mod common;
 
 use std::time::Duration;
 
+use std::path::PathBuf;
+
 use common::{async_jid, can_run, wait_for, write_file as write, Fleet};
+use halite_test_support::Daemon;
 use serde_json::Value;
 
 /// A comment with accents, a symbol and an astral-plane emoji.
@@ -203,47 +206,74 @@ fn returns_waiting_for_their_commit_hold_at_most_return_commit_bytes_and_none_is
     );
 }
 
-#[test]
-fn a_pings_return_is_read_and_acknowledged_while_large_returns_hold_the_bound_and_the_writer() {
-    if !can_run() {
-        return;
-    }
-    // Below one large return: once one is received the master is past
-    // `return_commit_bytes`.
-    const BOUND: u64 = 50_000;
+/// Below one large return: once one is received the master is past
+/// `return_commit_bytes`.
+const HELD_BOUND: u64 = 50_000;
+
+/// A master past `return_commit_bytes` (`HELD_BOUND`) with its large
+/// commits held: `web1`'s and `web2`'s ~100 KB `test.arg` returns (job
+/// `jid`, argument `big`) received and not committed, and a third minion,
+/// idle.
+struct PastTheBound {
+    _daemons: Vec<Daemon>,
+    /// While this file exists a test build's writer commits no large
+    /// return (nor acknowledges, nor fires it).
+    hold: PathBuf,
+    jid: String,
+    big: String,
+    fleet: Fleet,
+}
+
+fn past_the_bound(third: &str) -> PastTheBound {
     let fleet = Fleet::new();
-    let _master = fleet.start_master(&format!(
-        "auto_accept: True\nreturn_commit_bytes: {BOUND}\n"
-    ));
-    let _minions: Vec<_> = ["web1", "web2", "probe"]
-        .into_iter()
-        .map(|id| fleet.start_minion(id, ""))
-        .collect();
-    for id in ["web1", "web2", "probe"] {
+    let ids = ["web1", "web2", third];
+    let mut daemons = vec![fleet.start_master(&format!(
+        "auto_accept: True\nreturn_commit_bytes: {HELD_BOUND}\n"
+    ))];
+    daemons.extend(ids.iter().map(|id| fleet.start_minion(id, "")));
+    for id in ids {
         fleet.wait_responding(id);
     }
-    // A test build's hold on the job cache's writer: no large return is
-    // committed (nor acknowledged, nor fired) while this file exists.
     let hold = halite_master::return_writer::hold_path(&fleet.path("master-cache/jobs.sqlite"));
     std::fs::write(&hold, b"").unwrap();
     // Large: past `SMALL_RETURN_BYTES` (64 KiB).
     let big = "x".repeat(100_000);
     let jid = async_jid(&fleet, &["web*", "test.arg", &big]);
-    let returns = |stats: &Value, key: &str| stats["returns"][key].as_u64().unwrap_or(0);
     assert!(
         wait_for(Duration::from_secs(30), || {
-            returns(&fleet.master_stats(), "held_bytes") >= BOUND
+            returns(&fleet.master_stats(), "held_bytes") >= HELD_BOUND
         }),
         "the large returns never reached the master: {}",
         fleet.master_stats()
     );
+    PastTheBound {
+        _daemons: daemons,
+        hold,
+        jid,
+        big,
+        fleet,
+    }
+}
+
+/// The master's `returns` counter `key`.
+fn returns(stats: &Value, key: &str) -> u64 {
+    stats["returns"][key].as_u64().unwrap_or(0)
+}
+
+#[test]
+fn a_pings_return_is_read_and_acknowledged_while_large_returns_hold_the_bound_and_the_writer() {
+    if !can_run() {
+        return;
+    }
+    let past = past_the_bound("probe");
+    let (fleet, hold, jid, big) = (&past.fleet, &past.hold, &past.jid, &past.big);
     // Read past the bound, committed ahead of the held large returns,
     // acknowledged and its event fired: the CLI prints it.
     let (pings, code) = fleet.halite_json(&["probe", "test.ping", "-t", "60"]);
     let stats = fleet.master_stats();
     assert_eq!(code, 0, "{pings:?} {stats}");
     assert_eq!(pings.get("probe"), Some(&Value::Bool(true)), "{stats}");
-    assert!(returns(&stats, "held_bytes") >= BOUND, "{stats}");
+    assert!(returns(&stats, "held_bytes") >= HELD_BOUND, "{stats}");
     assert!(returns(&stats, "read_past_bound") >= 1, "{stats}");
     assert!(returns(&stats, "small_acked") >= 1, "{stats}");
     let lookup = |jid: &str| -> Value {
@@ -251,15 +281,15 @@ fn a_pings_return_is_read_and_acknowledged_while_large_returns_hold_the_bound_an
         serde_json::from_slice(&out.stdout).unwrap_or_default()
     };
     assert_eq!(
-        lookup(&jid),
+        lookup(jid),
         serde_json::json!({}),
         "nothing large committed"
     );
     // Let go: both large returns are committed, none lost, nothing held.
-    std::fs::remove_file(&hold).unwrap();
+    std::fs::remove_file(hold).unwrap();
     assert!(
         wait_for(Duration::from_secs(60), || {
-            let found = lookup(&jid);
+            let found = lookup(jid);
             ["web1", "web2"]
                 .iter()
                 .all(|id| found[id]["args"][0] == big.as_str())
@@ -274,4 +304,49 @@ fn a_pings_return_is_read_and_acknowledged_while_large_returns_hold_the_bound_an
         "{}",
         fleet.master_stats()
     );
+}
+
+#[test]
+fn a_large_event_parked_at_the_bound_is_fired_once_the_commits_make_room() {
+    if !can_run() {
+        return;
+    }
+    let past = past_the_bound("sender");
+    let (fleet, hold) = (&past.fleet, &past.hold);
+    let watcher = fleet.watch_events();
+    // An event of ~100 KB (past the small messages' 68 KiB) from a third
+    // minion: parked, not fired, while the bound holds.
+    let parked_before = returns(&fleet.master_stats(), "parked");
+    let tag = "myco/large/event";
+    // Not waited for: the return of event.send may come behind the
+    // event on the minion's connection, parked with it.
+    let payload = format!("{{\"payload\": \"{}\"}}", "y".repeat(100_000));
+    let _sent = async_jid(fleet, &["sender", "event.send", tag, &payload]);
+    let fired = |printed: &str| {
+        bus_events(printed)
+            .iter()
+            .any(|(t, d)| t == tag && d["data"]["payload"].as_str().map(str::len) == Some(100_000))
+    };
+    assert!(
+        wait_for(Duration::from_secs(30), || {
+            returns(&fleet.master_stats(), "parked") > parked_before
+        }),
+        "the event was not parked: {}",
+        fleet.master_stats()
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(
+        !fired(&watcher.peek()),
+        "fired while the bound held: {}",
+        fleet.master_stats()
+    );
+    // Let go: the large returns are committed, the room comes back, and
+    // the parked event is handled.
+    std::fs::remove_file(hold).unwrap();
+    assert!(
+        wait_for(Duration::from_secs(60), || fired(&watcher.peek())),
+        "the parked event was never fired: {}",
+        fleet.master_stats()
+    );
+    watcher.stop();
 }
