@@ -104,7 +104,7 @@
 //! The key's walk and sha256 of every minion's high data were a tenth of
 //! the master's cold CPU (issue 25, session 22). A kept form also keeps
 //! the high data it was compiled from, `G = unsubst(H0)`, and a minion's
-//! high data `H` is first compared with the last few kept forms
+//! high data `H` is first compared with the last [`CANDIDATES`] forms
 //! ([`Lockstep`]): a hit when `unsubst(H) = G` and `H` holds no
 //! placeholder or separator, i.e. exactly when `H`'s key would be `G`'s
 //! and the walk would pass `H` (its other rules read `G`, which passed
@@ -201,14 +201,12 @@ enum Entry {
 }
 
 /// The compile of one id form: its chunks and marks with
-/// [`PLACEHOLDER`] where the id goes, and their encoding; and the id form
-/// of the high data they were compiled from, for [`Lockstep`].
+/// [`PLACEHOLDER`] where the id goes, and their encoding.
 #[derive(Debug)]
 struct Form {
     chunks: Vec<Value>,
     marks: Vec<(u32, u8)>,
     bytes: IdBytes,
-    high: Option<FormHigh>,
 }
 
 /// What [`IdFormMemo::compile`] gives for one minion.
@@ -315,6 +313,10 @@ pub struct IdFormMemo {
     /// so a fleet whose high data differs by more than the id pays the
     /// key alone, not a compile of the id form and two copies.
     seen: Mutex<VecDeque<[u8; 32]>>,
+    /// The high data of the last [`CANDIDATES`] forms compiled, for
+    /// finding a minion's form by comparison (a copy each: not kept for
+    /// all [`KEPT`] forms).
+    highs: Mutex<VecDeque<(Arc<Form>, Arc<FormHigh>)>>,
     hits: AtomicU64,
     compiled: AtomicU64,
     first_seen: AtomicU64,
@@ -385,25 +387,12 @@ impl IdFormMemo {
         if self.keyed_only || !origins.is_empty() || id_refusal(id).is_some() {
             return None;
         }
-        let candidates: Vec<Arc<Form>> = {
-            let entries = self.entries.lock().ok()?;
-            entries
-                .iter()
-                .rev()
-                .filter_map(|(_, e)| match &**e {
-                    Entry::Chunks(form) if form.high.is_some() => Some(form.clone()),
-                    _ => None,
-                })
-                .take(CANDIDATES)
-                .collect()
-        };
+        let candidates: Vec<(Arc<Form>, Arc<FormHigh>)> =
+            self.highs.lock().ok()?.iter().rev().cloned().collect();
         let id_text = IdText::new(id);
         let scalar_like = is_scalar_like(id);
         let mut names = None;
-        candidates.into_iter().find(|form| {
-            let Some(kept) = &form.high else {
-                return false;
-            };
+        let (form, _) = candidates.into_iter().find(|(_, kept)| {
             if kept.disabled != disabled
                 || (scalar_like && kept.has_scalar)
                 || id_text.contains(&kept.plain)
@@ -421,7 +410,8 @@ impl IdFormMemo {
                 ordinal: 0,
             }
             .map(high, &kept.high)
-        })
+        })?;
+        Some(form)
     }
 
     /// [`compile_for_bundle`] of minion `id`'s high data: the same
@@ -476,7 +466,6 @@ impl IdFormMemo {
                             bytes: IdBytes::new(&chunks, PLACEHOLDER),
                             chunks,
                             marks,
-                            high: high_form.map(|high| FormHigh::new(high, modules, disabled)),
                         })),
                         Err(_) => Entry::Refused,
                     },
@@ -486,6 +475,15 @@ impl IdFormMemo {
                         entries.pop_front();
                     }
                     entries.push_back((key, entry.clone()));
+                }
+                if let (Entry::Chunks(form), Some(high)) = (&*entry, high_form) {
+                    if let Ok(mut highs) = self.highs.lock() {
+                        if highs.len() == CANDIDATES {
+                            highs.pop_front();
+                        }
+                        let high = Arc::new(FormHigh::new(high, modules, disabled));
+                        highs.push_back((form.clone(), high));
+                    }
                 }
                 entry
             }
@@ -1075,7 +1073,6 @@ mod tests {
                 chunks: Vec::new(),
                 marks: Vec::new(),
                 bytes: IdBytes::new(&[], PLACEHOLDER),
-                high: None,
             }),
             id: id.to_string(),
         };
