@@ -374,17 +374,17 @@ impl IdFormMemo {
     }
 
     /// The kept form whose high data is minion `id`'s with the id taken
-    /// out, found by comparison ([`Lockstep`]); `None` sends the minion to
-    /// the key ([`IdFormMemo::key`]), which decides as before.
+    /// out, found by comparison ([`Lockstep`]; the caller checks that no
+    /// yamlex SLS is in it); `None` sends the minion to the key
+    /// ([`IdFormMemo::key`]), which decides as before.
     fn compared(
         &self,
         id: &str,
         high: &Map,
-        origins: &StringOrigins,
         modules: &StateModules,
         disabled: &[String],
     ) -> Option<Arc<Form>> {
-        if self.keyed_only || !origins.is_empty() || id_refusal(id).is_some() {
+        if id_refusal(id).is_some() {
             return None;
         }
         let candidates: Vec<(Arc<Form>, Arc<FormHigh>)> =
@@ -425,7 +425,11 @@ impl IdFormMemo {
         modules: &StateModules,
         disabled: &[String],
     ) -> Result<Compiled, Vec<String>> {
-        if let Some(form) = self.compared(id, &high, &origins, modules, disabled) {
+        let comparable = origins.is_empty() && !self.keyed_only;
+        if let Some(form) = comparable
+            .then(|| self.compared(id, &high, modules, disabled))
+            .flatten()
+        {
             self.hits.fetch_add(1, Ordering::Relaxed);
             self.compared.fetch_add(1, Ordering::Relaxed);
             return Ok(Compiled::Form(IdChunks {
