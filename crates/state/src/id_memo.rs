@@ -104,8 +104,10 @@
 //! The key's walk and sha256 of every minion's high data were a tenth of
 //! the master's cold CPU (issue 25, session 22). A kept form also keeps
 //! the high data it was compiled from, `G = unsubst(H0)`, and a minion's
-//! high data `H` is first compared with the last [`CANDIDATES`] forms
-//! ([`Lockstep`]): a hit when `unsubst(H) = G` and `H` holds no
+//! high data `H` is first compared with those of the last [`CANDIDATES`]
+//! forms whose first minion's render loaded the same texts up to the id
+//! (the render's trace, a hint that spares a fleet of many forms the
+//! comparisons that would fail), in [`Lockstep`]: a hit when `unsubst(H) = G` and `H` holds no
 //! placeholder or separator, i.e. exactly when `H`'s key would be `G`'s
 //! and the walk would pass `H` (its other rules read `G`, which passed
 //! them, or the id alone: [`id_refusal`], [`Refusal::Printed`] when `G`
@@ -316,7 +318,7 @@ pub struct IdFormMemo {
     /// The high data of the last [`CANDIDATES`] forms compiled, for
     /// finding a minion's form by comparison (a copy each: not kept for
     /// all [`KEPT`] forms).
-    highs: Mutex<VecDeque<(Arc<Form>, Arc<FormHigh>)>>,
+    highs: Mutex<VecDeque<Candidate>>,
     hits: AtomicU64,
     compiled: AtomicU64,
     first_seen: AtomicU64,
@@ -383,16 +385,24 @@ impl IdFormMemo {
         high: &Map,
         modules: &StateModules,
         disabled: &[String],
+        trace: Option<u64>,
     ) -> Option<Arc<Form>> {
         if id_refusal(id).is_some() {
             return None;
         }
-        let candidates: Vec<(Arc<Form>, Arc<FormHigh>)> =
-            self.highs.lock().ok()?.iter().rev().cloned().collect();
+        let candidates: Vec<Candidate> = self
+            .highs
+            .lock()
+            .ok()?
+            .iter()
+            .rev()
+            .filter(|(.., kept)| trace.is_none() || *kept == trace)
+            .cloned()
+            .collect();
         let id_text = IdText::new(id);
         let scalar_like = is_scalar_like(id);
         let mut names = None;
-        let (form, _) = candidates.into_iter().find(|(_, kept)| {
+        let (form, ..) = candidates.into_iter().find(|(_, kept, _)| {
             if kept.disabled != disabled
                 || (scalar_like && kept.has_scalar)
                 || id_text.contains(&kept.plain)
@@ -425,9 +435,26 @@ impl IdFormMemo {
         modules: &StateModules,
         disabled: &[String],
     ) -> Result<Compiled, Vec<String>> {
+        self.compile_traced(id, high, origins, modules, disabled, None)
+    }
+
+    /// [`IdFormMemo::compile`], with the render's trace of the texts the
+    /// high data was loaded from (`halite_render::cache::end_trace`): only
+    /// the kept forms whose first minion's trace was the same are compared
+    /// with it (a hint: the comparison decides), so a fleet of many forms
+    /// does not pay comparisons that fail. `None`: every kept form.
+    pub fn compile_traced(
+        &self,
+        id: &str,
+        high: Map,
+        origins: StringOrigins,
+        modules: &StateModules,
+        disabled: &[String],
+        trace: Option<u64>,
+    ) -> Result<Compiled, Vec<String>> {
         let comparable = origins.is_empty() && !self.keyed_only;
         if let Some(form) = comparable
-            .then(|| self.compared(id, &high, modules, disabled))
+            .then(|| self.compared(id, &high, modules, disabled, trace))
             .flatten()
         {
             self.hits.fetch_add(1, Ordering::Relaxed);
@@ -486,7 +513,7 @@ impl IdFormMemo {
                             highs.pop_front();
                         }
                         let high = Arc::new(FormHigh::new(high, modules, disabled));
-                        highs.push_back((form.clone(), high));
+                        highs.push_back((form.clone(), high, trace));
                     }
                 }
                 entry
@@ -583,6 +610,10 @@ const SCALAR_CHARS: &str = "0123456789.+-eEinfaINFTrueFalsNone";
 /// key is computed (a tree applied with a few variants by grains or
 /// pillar; a comparison with another form stops at its first difference).
 const CANDIDATES: usize = 4;
+
+/// A kept form for the comparison: its compile, its high data, and the
+/// render's trace of its first minion ([`IdFormMemo::compile_traced`]).
+type Candidate = (Arc<Form>, Arc<FormHigh>, Option<u64>);
 
 /// [`Refusal::Id`] when `id` itself rules the id form out.
 fn id_refusal(id: &str) -> Option<Refusal> {
