@@ -426,24 +426,13 @@ impl IdFormMemo {
 
     /// [`compile_for_bundle`] of minion `id`'s high data: the same
     /// result, from the id form's compile when the module doc's conditions
-    /// hold, else from the full compile.
+    /// hold, else from the full compile. `trace`: the render's trace of
+    /// the texts the high data was loaded from
+    /// (`halite_render::cache::end_trace`): only the kept forms whose first
+    /// minion's trace was the same are compared with it (a hint: the
+    /// comparison decides), so a fleet of many forms does not pay
+    /// comparisons that fail; `None`: every kept form.
     pub fn compile(
-        &self,
-        id: &str,
-        high: Map,
-        origins: StringOrigins,
-        modules: &StateModules,
-        disabled: &[String],
-    ) -> Result<Compiled, Vec<String>> {
-        self.compile_traced(id, high, origins, modules, disabled, None)
-    }
-
-    /// [`IdFormMemo::compile`], with the render's trace of the texts the
-    /// high data was loaded from (`halite_render::cache::end_trace`): only
-    /// the kept forms whose first minion's trace was the same are compared
-    /// with it (a hint: the comparison decides), so a fleet of many forms
-    /// does not pay comparisons that fail. `None`: every kept form.
-    pub fn compile_traced(
         &self,
         id: &str,
         high: Map,
@@ -612,7 +601,7 @@ const SCALAR_CHARS: &str = "0123456789.+-eEinfaINFTrueFalsNone";
 const CANDIDATES: usize = 4;
 
 /// A kept form for the comparison: its compile, its high data, and the
-/// render's trace of its first minion ([`IdFormMemo::compile_traced`]).
+/// render's trace of its first minion ([`IdFormMemo::compile`]).
 type Candidate = (Arc<Form>, Arc<FormHigh>, Option<u64>);
 
 /// [`Refusal::Id`] when `id` itself rules the id form out.

@@ -475,7 +475,7 @@ impl StateExec {
         let ((high, origins), trace) = high;
         let compiled = match memo {
             Some((memo, id)) => {
-                memo.compile_traced(id, high, origins, &host.states, &disabled, trace)
+                memo.compile(id, high, origins, &host.states, &disabled, trace)
             }
             None => compile_for_bundle(high, origins, &host.states, &disabled).map(Compiled::Full),
         };
