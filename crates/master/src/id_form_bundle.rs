@@ -171,8 +171,15 @@ mod tests {
                 unreachable!()
             };
             last = Some(
-                memo.compile(id, high, Default::default(), &StateModules::new(), &[])
-                    .unwrap(),
+                memo.compile(
+                    id,
+                    high,
+                    Default::default(),
+                    &StateModules::new(),
+                    &[],
+                    None,
+                )
+                .unwrap(),
             );
         }
         match last {

@@ -22,6 +22,7 @@
 //! Memory is bounded: past [`MAX_ENTRIES`] entries or [`MAX_BYTES`] of
 //! stored text the cache starts over.
 
+use std::cell::Cell;
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
@@ -164,6 +165,7 @@ impl RenderCache {
             return parse(text);
         }
         let key = (loader, Form::Exact, hash_of(text));
+        note_load(key.2, false);
         match self.lookup(key, text) {
             Lookup::Stored(Some(data)) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
@@ -200,6 +202,7 @@ impl RenderCache {
         };
         let form = id_form::of(text, id);
         let key = (loader, Form::IdForm, hash_of(&form));
+        note_load(key.2, true);
         let shared = match self.lookup(key, &form) {
             Lookup::Stored(shared) => shared,
             Lookup::First => None,
@@ -216,7 +219,13 @@ impl RenderCache {
                 self.id_form.fetch_add(1, Ordering::Relaxed);
                 Ok(data)
             }
-            None => self.load(loader, text, parse),
+            // The minion's own text, not noted: its trace is its form's.
+            None => {
+                let trace = TRACE.with(Cell::take);
+                let data = self.load(loader, text, parse);
+                TRACE.with(|t| t.set(trace));
+                data
+            }
         }
     }
 
@@ -258,6 +267,37 @@ impl RenderCache {
             inner.bytes = inner.bytes.saturating_sub(old.text.len());
         }
     }
+}
+
+thread_local! {
+    /// The loads of the plan this thread is rendering ([`begin_trace`]).
+    static TRACE: Cell<Option<u64>> = const { Cell::new(None) };
+}
+
+/// Starts noting, on this thread, which texts the render loads: each
+/// one's hash, as its id form when it was served through one
+/// ([`RenderCache::load_varying`]), so minions whose texts differ only by
+/// their ids note the same. Why it exists: the master's compile picks the
+/// kept id form to compare a minion's high data with by it (issue 25,
+/// session 23); it is a hint, never a proof (the comparison is exact).
+pub fn begin_trace() {
+    TRACE.with(|t| t.set(Some(0xcbf2_9ce4_8422_2325)));
+}
+
+/// What this thread loaded since [`begin_trace`] (and stops noting);
+/// `None` without a `begin_trace`.
+pub fn end_trace() -> Option<u64> {
+    TRACE.with(Cell::take)
+}
+
+/// Notes one load's hash (`form`: an id form's) in the trace, if any.
+fn note_load(hash: u64, form: bool) {
+    TRACE.with(|t| {
+        if let Some(h) = t.get() {
+            let h = (h.rotate_left(17) ^ hash ^ u64::from(form)).wrapping_mul(0x0100_0000_01b3);
+            t.set(Some(h));
+        }
+    });
 }
 
 fn hash_of(text: &str) -> u64 {
@@ -314,6 +354,28 @@ mod tests {
                 .is_err());
         }
         assert_eq!(cache.stats().hits, 0);
+    }
+
+    #[test]
+    fn texts_that_differ_only_by_the_id_trace_alike() {
+        let cache = RenderCache::default();
+        let trace = |text: &str, id: &str| {
+            begin_trace();
+            cache
+                .load_varying(Loader::Yaml, text, Some(id), crate::yaml::load)
+                .unwrap();
+            cache
+                .load(Loader::Yaml, "top: 1\n", crate::yaml::load)
+                .unwrap();
+            end_trace()
+        };
+        let web1 = trace("web1_x:\n  test.nop: []\n", "web1");
+        let web2 = trace("web2_x:\n  test.nop: []\n", "web2");
+        let other = trace("web2_y:\n  test.nop: []\n", "web2");
+        assert!(web1.is_some());
+        assert_eq!(web1, web2);
+        assert_ne!(web2, other);
+        assert_eq!(end_trace(), None);
     }
 
     #[test]

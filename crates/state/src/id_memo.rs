@@ -99,6 +99,24 @@
 //! Lengths and prefixes of data strings are read nowhere in the compile
 //! except in error messages (which fall back) and the `__` prefix above.
 //!
+//! # Finding a kept form without the key
+//!
+//! The key's walk and sha256 of every minion's high data were a tenth of
+//! the master's cold CPU (issue 25, session 22). A kept form also keeps
+//! the high data it was compiled from, `G = unsubst(H0)`, and a minion's
+//! high data `H` is first compared with those of the last [`CANDIDATES`]
+//! forms whose first minion's render loaded the same texts up to the id
+//! (the render's trace, a hint that spares a fleet of many forms the
+//! comparisons that would fail), in [`Lockstep`]: a hit when `unsubst(H) = G` and `H` holds no
+//! placeholder or separator, i.e. exactly when `H`'s key would be `G`'s
+//! and the walk would pass `H` (its other rules read `G`, which passed
+//! them, or the id alone: [`id_refusal`], [`Refusal::Printed`] when `G`
+//! holds a scalar). Per string that is one `memcmp`: a string of `G`
+//! without the placeholder is its own `unsubst` when the id is in none
+//! of them (one search of the id in all of them joined, per minion), and
+//! only the strings with the placeholder are put through `unsubst`. A
+//! minion the comparison does not place goes to the key as before.
+//!
 //! # The chunks handed back
 //!
 //! A minion of a known id form gets [`IdChunks`]: the form's chunks and
@@ -297,10 +315,18 @@ pub struct IdFormMemo {
     /// so a fleet whose high data differs by more than the id pays the
     /// key alone, not a compile of the id form and two copies.
     seen: Mutex<VecDeque<[u8; 32]>>,
+    /// The high data of the last [`CANDIDATES`] forms compiled, for
+    /// finding a minion's form by comparison (a copy each: not kept for
+    /// all [`KEPT`] forms).
+    highs: Mutex<VecDeque<Candidate>>,
     hits: AtomicU64,
     compiled: AtomicU64,
     first_seen: AtomicU64,
+    compared: AtomicU64,
     refused: Mutex<BTreeMap<Refusal, u64>>,
+    /// Every minion's form found by its key alone (the walk and sha256),
+    /// never by comparison with a kept form ([`IdFormMemo::keyed_only`]).
+    keyed_only: bool,
 }
 
 /// The memo's counters (`master.stats`' `id_form`).
@@ -315,6 +341,9 @@ pub struct IdFormStats {
     pub first_seen: u64,
     /// Minions compiled in full, by reason.
     pub refused: BTreeMap<&'static str, u64>,
+    /// Of the hits, those found by comparing the minion's high data with
+    /// a kept form's ([`Lockstep`]), without the key's walk and hash.
+    pub compared: u64,
 }
 
 impl IdFormMemo {
@@ -335,12 +364,74 @@ impl IdFormMemo {
             compiled: self.compiled.load(Ordering::Relaxed),
             first_seen: self.first_seen.load(Ordering::Relaxed),
             refused,
+            compared: self.compared.load(Ordering::Relaxed),
         }
+    }
+
+    /// This memo finding every minion's form by its key alone, as before
+    /// issue 25's session 23 (for comparing the two in a profile).
+    pub fn keyed_only(mut self) -> Self {
+        self.keyed_only = true;
+        self
+    }
+
+    /// The kept form whose high data is minion `id`'s with the id taken
+    /// out, found by comparison ([`Lockstep`]; the caller checks that no
+    /// yamlex SLS is in it); `None` sends the minion to the key
+    /// ([`IdFormMemo::key`]), which decides as before.
+    fn compared(
+        &self,
+        id: &str,
+        high: &Map,
+        modules: &StateModules,
+        disabled: &[String],
+        trace: Option<u64>,
+    ) -> Option<Arc<Form>> {
+        if id_refusal(id).is_some() {
+            return None;
+        }
+        let candidates: Vec<Candidate> = self
+            .highs
+            .lock()
+            .ok()?
+            .iter()
+            .rev()
+            .filter(|(.., kept)| trace.is_none() || *kept == trace)
+            .cloned()
+            .collect();
+        let id_text = IdText::new(id);
+        let scalar_like = is_scalar_like(id);
+        let mut names = None;
+        let (form, ..) = candidates.into_iter().find(|(_, kept, _)| {
+            if kept.disabled != disabled
+                || (scalar_like && kept.has_scalar)
+                || id_text.contains(&kept.plain)
+            {
+                return false;
+            }
+            let names = names.get_or_insert_with(|| modules.names().collect::<Vec<_>>());
+            if kept.modules != *names {
+                return false;
+            }
+            Lockstep {
+                id: &id_text,
+                marked: &kept.marked,
+                next: 0,
+                ordinal: 0,
+            }
+            .map(high, &kept.high)
+        })?;
+        Some(form)
     }
 
     /// [`compile_for_bundle`] of minion `id`'s high data: the same
     /// result, from the id form's compile when the module doc's conditions
-    /// hold, else from the full compile.
+    /// hold, else from the full compile. `trace`: the render's trace of
+    /// the texts the high data was loaded from
+    /// (`halite_render::cache::end_trace`): only the kept forms whose first
+    /// minion's trace was the same are compared with it (a hint: the
+    /// comparison decides), so a fleet of many forms does not pay
+    /// comparisons that fail; `None`: every kept form.
     pub fn compile(
         &self,
         id: &str,
@@ -348,7 +439,20 @@ impl IdFormMemo {
         origins: StringOrigins,
         modules: &StateModules,
         disabled: &[String],
+        trace: Option<u64>,
     ) -> Result<Compiled, Vec<String>> {
+        let comparable = origins.is_empty() && !self.keyed_only;
+        if let Some(form) = comparable
+            .then(|| self.compared(id, &high, modules, disabled, trace))
+            .flatten()
+        {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            self.compared.fetch_add(1, Ordering::Relaxed);
+            return Ok(Compiled::Form(IdChunks {
+                form,
+                id: id.to_string(),
+            }));
+        }
         let key = match self.key(id, &high, &origins, modules, disabled) {
             Ok(key) => key,
             Err(why) => return self.refuse(why, high, origins, modules, disabled),
@@ -373,6 +477,9 @@ impl IdFormMemo {
             None => {
                 self.compiled.fetch_add(1, Ordering::Relaxed);
                 let form = IdText::new(id).map_map(&high, Direction::Out);
+                // Kept for the next minions' comparison (one copy per
+                // form compiled, not per minion).
+                let high_form = (!self.keyed_only).then(|| form.clone());
                 let entry = Arc::new(
                     match compile_for_bundle(form, origins.clone(), modules, disabled) {
                         Ok((chunks, marks)) => Entry::Chunks(Arc::new(Form {
@@ -388,6 +495,15 @@ impl IdFormMemo {
                         entries.pop_front();
                     }
                     entries.push_back((key, entry.clone()));
+                }
+                if let (Entry::Chunks(form), Some(high)) = (&*entry, high_form) {
+                    if let Ok(mut highs) = self.highs.lock() {
+                        if highs.len() == CANDIDATES {
+                            highs.pop_front();
+                        }
+                        let high = Arc::new(FormHigh::new(high, modules, disabled));
+                        highs.push_back((form.clone(), high, trace));
+                    }
                 }
                 entry
             }
@@ -443,17 +559,12 @@ impl IdFormMemo {
         if !origins.is_empty() {
             return Err(Refusal::Yamlex);
         }
-        if id.is_empty()
-            || id.starts_with('_')
-            || is_pattern(id)
-            || id.contains([PLACEHOLDER, '\x1f'])
-            || id.contains("_|-")
-        {
-            return Err(Refusal::Id);
+        if let Some(why) = id_refusal(id) {
+            return Err(why);
         }
         let mut walk = Walk {
             id: IdText::new(id),
-            scalar_like: id.chars().all(|c| SCALAR_CHARS.contains(c)),
+            scalar_like: is_scalar_like(id),
             hash: Sha256::new(),
         };
         walk.tag(b'H');
@@ -483,6 +594,164 @@ impl IdFormMemo {
 
 /// Characters Python's `str()` of a number, boolean or null can print.
 const SCALAR_CHARS: &str = "0123456789.+-eEinfaINFTrueFalsNone";
+
+/// How many kept forms a minion's high data is compared with before its
+/// key is computed (a tree applied with a few variants by grains or
+/// pillar; a comparison with another form stops at its first difference).
+const CANDIDATES: usize = 4;
+
+/// A kept form for the comparison: its compile, its high data, and the
+/// render's trace of its first minion ([`IdFormMemo::compile`]).
+type Candidate = (Arc<Form>, Arc<FormHigh>, Option<u64>);
+
+/// [`Refusal::Id`] when `id` itself rules the id form out.
+fn id_refusal(id: &str) -> Option<Refusal> {
+    (id.is_empty()
+        || id.starts_with('_')
+        || is_pattern(id)
+        || id.contains([PLACEHOLDER, '\x1f'])
+        || id.contains("_|-"))
+    .then_some(Refusal::Id)
+}
+
+/// Whether `str()` of a number, boolean or null could print `id`.
+fn is_scalar_like(id: &str) -> bool {
+    id.chars().all(|c| SCALAR_CHARS.contains(c))
+}
+
+/// What a kept form needs to be found by comparison: its high data (the
+/// `unsubst` of the minion's it was compiled from, which passed the key's
+/// walk), and what the walk decided from the minion's id rather than from
+/// the form. Why it exists: the key's walk and sha256 of every minion's
+/// high data were a tenth of the master's cold CPU (issue 25, session 22);
+/// comparing with a kept form is a `memcmp` per string.
+#[derive(Debug)]
+struct FormHigh {
+    high: Map,
+    /// Every string and key of `high` without [`PLACEHOLDER`], joined by
+    /// it: a minion whose id occurs in none of them has, in its own high
+    /// data, the id exactly where `high` has the placeholder.
+    plain: String,
+    /// The ordinals, in [`Lockstep`]'s order, of the strings and keys of
+    /// `high` that hold [`PLACEHOLDER`].
+    marked: Vec<u32>,
+    /// Whether `high` holds a number, boolean or null
+    /// ([`Refusal::Printed`] for an id such a scalar could print).
+    has_scalar: bool,
+    /// The key's other inputs.
+    disabled: Vec<String>,
+    modules: Vec<&'static str>,
+}
+
+impl FormHigh {
+    fn new(high: Map, modules: &StateModules, disabled: &[String]) -> Self {
+        let mut kept = FormHigh {
+            high: Map::new(),
+            plain: String::new(),
+            marked: Vec::new(),
+            has_scalar: false,
+            disabled: disabled.to_vec(),
+            modules: modules.names().collect(),
+        };
+        let mut ordinal = 0;
+        for (k, v) in &high {
+            kept.note_string(k, &mut ordinal);
+            kept.note(v, &mut ordinal);
+        }
+        kept.high = high;
+        kept
+    }
+
+    fn note_string(&mut self, s: &str, ordinal: &mut u32) {
+        if s.contains(PLACEHOLDER) {
+            self.marked.push(*ordinal);
+        } else {
+            self.plain.push_str(s);
+            self.plain.push(PLACEHOLDER);
+        }
+        *ordinal += 1;
+    }
+
+    fn note(&mut self, v: &Value, ordinal: &mut u32) {
+        match v {
+            Value::String(s) => self.note_string(s, ordinal),
+            Value::Array(items) => items.iter().for_each(|i| self.note(i, ordinal)),
+            Value::Object(m) => {
+                for (k, v) in m {
+                    self.note_string(k, ordinal);
+                    self.note(v, ordinal);
+                }
+            }
+            Value::Number(_) | Value::Bool(_) | Value::Null => self.has_scalar = true,
+        }
+    }
+}
+
+/// The comparison of a minion's high data `H` with a kept form's `G`:
+/// true when `unsubst(H) = G` (the same shape, numbers, booleans, nulls,
+/// and every string of `H` put to `G`'s by `unsubst`) and no string of
+/// `H` holds the placeholder or a separator, which is what the key's walk
+/// checks of `H` and hashes; the walk's other rules read `G` alone (where
+/// the placeholder is) or the id ([`id_refusal`], [`Refusal::Printed`]).
+///
+/// A string of `G` without the placeholder, when the id is in none of
+/// them ([`FormHigh::plain`], one search per minion), is `unsubst` of
+/// itself alone, and free of separators (it is its first minion's string,
+/// which the walk checked): `H`'s must equal it. A string with the
+/// placeholder is checked in full.
+struct Lockstep<'a> {
+    id: &'a IdText<'a>,
+    marked: &'a [u32],
+    next: usize,
+    ordinal: u32,
+}
+
+impl Lockstep<'_> {
+    fn string(&mut self, h: &str, g: &str) -> bool {
+        let ordinal = self.ordinal;
+        self.ordinal += 1;
+        if self.marked.get(self.next) != Some(&ordinal) {
+            return h == g;
+        }
+        self.next += 1;
+        let separator = memchr::memchr3(b'|', 0x1f, 0xee, h.as_bytes()).is_some()
+            && (h.contains([PLACEHOLDER, '\x1f']) || h.contains("_|-"));
+        !separator && self.id.string(h, Direction::Out) == g
+    }
+
+    fn value(&mut self, h: &Value, g: &Value) -> bool {
+        match (h, g) {
+            (Value::String(h), Value::String(g)) => self.string(h, g),
+            (Value::Number(h), Value::Number(g)) => same_number(h, g),
+            (Value::Bool(h), Value::Bool(g)) => h == g,
+            (Value::Null, Value::Null) => true,
+            (Value::Array(h), Value::Array(g)) => {
+                h.len() == g.len() && h.iter().zip(g).all(|(h, g)| self.value(h, g))
+            }
+            (Value::Object(h), Value::Object(g)) => self.map(h, g),
+            _ => false,
+        }
+    }
+
+    fn map(&mut self, h: &Map, g: &Map) -> bool {
+        h.len() == g.len()
+            && h.iter()
+                .zip(g)
+                .all(|((hk, hv), (gk, gv))| self.string(hk, gk) && self.value(hv, gv))
+    }
+}
+
+/// Whether the key's walk hashes `a` and `b` alike ([`Walk::number`]).
+fn same_number(a: &Number, b: &Number) -> bool {
+    match (a.as_u64(), b.as_u64(), a.as_i64(), b.as_i64()) {
+        (Some(a), Some(b), _, _) => a == b,
+        (None, None, Some(a), Some(b)) => a == b,
+        (None, None, None, None) => {
+            a.as_f64().unwrap_or_default().to_bits() == b.as_f64().unwrap_or_default().to_bits()
+        }
+        _ => false,
+    }
+}
 
 /// Which way [`IdText::map`] goes.
 #[derive(Clone, Copy)]

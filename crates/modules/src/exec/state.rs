@@ -452,8 +452,13 @@ impl StateExec {
                     args.kwargs.insert("test".into(), Value::Bool(true));
                 }
                 let mut host = run_host(host, &args)?;
-                match high_data(&mut host, &args, runs_highstate(f, &args), saltenvs) {
-                    Ok(high) => high,
+                if memo.is_some() {
+                    halite_render::cache::begin_trace();
+                }
+                let high = high_data(&mut host, &args, runs_highstate(f, &args), saltenvs);
+                let trace = halite_render::cache::end_trace();
+                match high {
+                    Ok(high) => (high, trace),
                     Err(ret) => return Ok(StatePlan::Return(ret)),
                 }
             }
@@ -467,9 +472,11 @@ impl StateExec {
             _ => return Ok(StatePlan::Return(MODULE.call(f, &args, host)?)),
         };
         let disabled = run_options(host, &args).disabled_requisites;
-        let (high, origins) = high;
+        let ((high, origins), trace) = high;
         let compiled = match memo {
-            Some((memo, id)) => memo.compile(id, high, origins, &host.states, &disabled),
+            Some((memo, id)) => {
+                memo.compile(id, high, origins, &host.states, &disabled, trace)
+            }
             None => compile_for_bundle(high, origins, &host.states, &disabled).map(Compiled::Full),
         };
         Ok(match compiled {
