@@ -474,9 +474,7 @@ impl StateExec {
         let disabled = run_options(host, &args).disabled_requisites;
         let ((high, origins), trace) = high;
         let compiled = match memo {
-            Some((memo, id)) => {
-                memo.compile(id, high, origins, &host.states, &disabled, trace)
-            }
+            Some((memo, id)) => memo.compile(id, high, origins, &host.states, &disabled, trace),
             None => compile_for_bundle(high, origins, &host.states, &disabled).map(Compiled::Full),
         };
         Ok(match compiled {
