@@ -2618,20 +2618,21 @@ async fn stream_events(
     }
 }
 
-/// Queues `msg` for the peer `routing`. A reply the send queue has no room
-/// for is dropped and counted, not logged here: the router reports the
-/// drops at most every ten seconds (a slow or hostile peer, or a flood of
-/// replies, must not fill the log with a line per reply).
 /// The compile per id form's counters as `master.stats` shows them.
 fn id_form_value(s: &halite_state::id_memo::IdFormStats) -> Value {
     json!({
         "hits": s.hits,
+        "compared": s.compared,
         "compiled": s.compiled,
         "first_seen": s.first_seen,
         "refused": s.refused,
     })
 }
 
+/// Queues `msg` for the peer `routing`. A reply the send queue has no room
+/// for is dropped and counted, not logged here: the router reports the
+/// drops at most every ten seconds (a slow or hostile peer, or a flood of
+/// replies, must not fill the log with a line per reply).
 fn queue_reply(to_router: &RouterSender, routing: &Bytes, msg: &ToMinion) {
     match encode(msg) {
         Ok(bytes) => {

@@ -119,6 +119,12 @@ fn an_unchanged_bundle_is_not_sent_again_and_a_changed_tree_sends_a_new_one() {
         2,
         "{id_form}"
     );
+    // Of the hits, those found by comparison with a kept form (session
+    // 23), without the key's walk: shown, and never more than the hits.
+    assert!(
+        count(id_form, "compared") <= count(id_form, "hits"),
+        "{id_form}"
+    );
     // Each identity keeps its bundle for the next job.
     let kept = fleet.path("swarm/cache/bundles");
     for id in &ids {
