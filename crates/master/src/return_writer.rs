@@ -159,17 +159,9 @@ pub struct ReturnCounts {
     /// The same for small returns ([`SMALL_RETURN_BYTES`]: a ping's), the
     /// ones that must not wait behind a fleet's highstate returns.
     small_waits: AckWaits,
-    /// Messages handled while the returns held the bound (small ones:
-    /// [`crate::read_bound`]), and messages parked there until the
-    /// commits made room.
-    pub read_past_bound: u64,
-    /// See [`ReturnCounts::read_past_bound`].
-    pub parked: u64,
-    /// Small messages handled ahead of a full turn of the main task, and
-    /// messages left for a later turn ([`crate::read_bound::Sorted`]).
-    pub ahead: u64,
-    /// See [`ReturnCounts::ahead`].
-    pub deferred: u64,
+    /// How the main task's turns sorted the messages they read (handled,
+    /// parked, ahead of a full turn, deferred: [`crate::read_bound`]).
+    pub sorted: crate::read_bound::Sorted,
 }
 
 impl ReturnCounts {
@@ -201,14 +193,6 @@ impl ReturnCounts {
             0 => u64::MAX,
             bound => (bound + crate::read_bound::SMALL_ROOM).saturating_sub(self.held_bytes),
         }
-    }
-
-    /// Adds how a turn's messages were sorted.
-    pub fn sorted(&mut self, sorted: crate::read_bound::Sorted) {
-        self.read_past_bound += sorted.read_past_bound;
-        self.parked += sorted.parked;
-        self.ahead += sorted.ahead;
-        self.deferred += sorted.deferred;
     }
 
     /// `returns` are queued for the commit: the bytes they hold.
@@ -248,10 +232,10 @@ impl ReturnCounts {
             "held_bytes": self.held_bytes,
             "peak_held_bytes": self.peak_held_bytes,
             "bound": self.bound,
-            "read_past_bound": self.read_past_bound,
-            "parked": self.parked,
-            "ahead": self.ahead,
-            "deferred": self.deferred,
+            "read_past_bound": self.sorted.read_past_bound,
+            "parked": self.sorted.parked,
+            "ahead": self.sorted.ahead,
+            "deferred": self.sorted.deferred,
             "acked": self.acked,
             "ack_wait_ms": self.waits.snapshot(),
             "small_acked": self.small_waits.count,

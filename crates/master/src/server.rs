@@ -1158,16 +1158,14 @@ impl Master {
     /// ([`crate::read_bound::Parked::gather`]): a small message goes ahead
     /// of a full turn, the others wait parked for [`Master::unpark`].
     fn gather(&mut self, first: Inbound, incoming: &mut mpsc::Receiver<Inbound>) -> Vec<Inbound> {
-        let mut sorted = crate::read_bound::Sorted::default();
-        let batch = self.parked.gather(
+        let (room, small_room) = (self.return_counts.room(), self.return_counts.small_room());
+        self.parked.gather(
             first,
             || incoming.try_recv().ok(),
-            self.return_counts.room(),
-            self.return_counts.small_room(),
-            &mut sorted,
-        );
-        self.return_counts.sorted(sorted);
-        batch
+            room,
+            small_room,
+            &mut self.return_counts.sorted,
+        )
     }
 
     /// Whether the main task reads from the ROUTER: under
