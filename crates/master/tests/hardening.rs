@@ -279,6 +279,46 @@ fn a_publication_replayed_after_a_minion_restart_does_not_run_again() {
     rt.shutdown_background();
 }
 
+/// Issue 25, session 24: a job's publication counter is kept by a thread
+/// of the minion's own, so no job waits for the disk. A test build's
+/// keeper waits while `cachedir/publications.hold` exists: pings are
+/// answered with the counter's write held, and the counter is written once
+/// the hold goes (the order, never a time).
+#[test]
+fn a_ping_is_answered_while_its_publication_counters_write_is_held() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let _master = fleet.start_master("auto_accept: True");
+    let cache = fleet.path("minion-held/cache");
+    std::fs::create_dir_all(&cache).expect("cachedir");
+    std::fs::set_permissions(&cache, std::os::unix::fs::PermissionsExt::from_mode(0o700))
+        .expect("chmod");
+    let hold = cache.join("publications.hold");
+    std::fs::write(&hold, b"").expect("hold");
+    let _minion = fleet.start_minion("held", QUICK_KEEPALIVE);
+    fleet.wait_responding("held");
+    for _ in 0..3 {
+        let (rets, _) = fleet.halite_json(&["held", "test.ping"]);
+        assert_eq!(rets.get("held"), Some(&json!(true)), "{rets:?}");
+    }
+    let counters = cache.join("publications");
+    assert!(
+        !counters.exists(),
+        "the publication counters were written while their write was held"
+    );
+    std::fs::remove_file(&hold).expect("release");
+    assert!(
+        wait_for(Duration::from_secs(10), || std::fs::read(&counters)
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .and_then(|v| v["epochs"].as_array().map(|e| !e.is_empty()))
+            .unwrap_or(false)),
+        "the held counters were never written"
+    );
+}
+
 #[test]
 fn handshakes_ids_and_files_follow_the_smaller_rules() {
     if !can_run() {

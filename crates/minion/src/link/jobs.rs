@@ -133,7 +133,8 @@ impl Link<'_> {
         if idxs.is_empty() {
             return;
         }
-        // Kept on disk before the job runs: a replay after a restart is refused.
+        // Recorded before the job runs (its file written by the guard's own
+        // thread, never waited for here): a replay after a restart is refused.
         if let Err(e) = self.replay.record(publication.epoch, publication.counter) {
             tracing::error!(error = %e, jid = %job.jid, "cannot record the publication counter in cachedir; the job runs, but a replay of it after a restart would not be refused");
         }
