@@ -169,6 +169,51 @@ mod tests {
         }
     }
 
+    /// A state run's return with one bad string deep in it (a comment, a
+    /// long comment, a key of its changes): refused wherever it is, and
+    /// the same return with the string good passes.
+    #[test]
+    fn a_string_that_is_not_utf8_deep_in_a_return_is_refused() {
+        let state = |n: usize, comment: &str, key: &str| {
+            json!({"result": true, "comment": comment, "__run_num__": n,
+                   "changes": {"diff": {key: "ok"}}, "duration": 0.5})
+        };
+        let long = format!("{}XXXX", "y".repeat(60));
+        let mut ret = serde_json::Map::new();
+        for n in 0..200 {
+            let (comment, key) = match n {
+                150 => ("XXXX", "new"),
+                151 => (long.as_str(), "new"),
+                152 => ("Success!", "XXXX"),
+                _ => ("Success!", "new"),
+            };
+            ret.insert(format!("test_|-s{n}_|-s{n}_|-nop"), state(n, comment, key));
+        }
+        let good = pack(&serde_json::Value::Object(ret)).unwrap();
+        check(&good).unwrap();
+        let marks: Vec<usize> = good
+            .windows(4)
+            .enumerate()
+            .filter(|(_, w)| w == b"XXXX")
+            .map(|(at, _)| at)
+            .collect();
+        assert_eq!(marks.len(), 3);
+        // A surrogate, an overlong slash, a lone continuation byte.
+        for bad in [
+            [0xed, 0xa0, 0x80, b'X'],
+            [b'X', 0xc0, 0xaf, b'X'],
+            [b'X', b'X', b'X', 0x80],
+        ] {
+            for at in &marks {
+                let mut bytes = good.clone();
+                bytes[*at..*at + 4].copy_from_slice(&bad);
+                let e = check(&bytes).unwrap_err().to_string();
+                assert!(e.contains("not UTF-8"), "{e}");
+                assert!(crate::decode::<serde_json::Value>(&bytes).is_err());
+            }
+        }
+    }
+
     #[test]
     fn a_frame_expands_to_its_bytes_within_the_limit_and_nothing_else_passes() {
         let bytes = pack(&json!({"comment": "Succès ✓ ".repeat(1000), "n": [1, 2.5]})).unwrap();
