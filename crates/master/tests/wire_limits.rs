@@ -300,6 +300,30 @@ async fn send_sealed(socket: &mut DealerSocket, cipher: &mut SessionCipher, plai
     socket.send(ZmqMessage::from(bytes)).await.expect("send");
 }
 
+/// Sends each of `sent` sealed, then reads the master's acknowledgements
+/// until there is one per message (or nothing came for 5 s): the jids
+/// acknowledged.
+async fn send_collecting_acks(
+    socket: &mut DealerSocket,
+    cipher: &mut SessionCipher,
+    sent: &[Vec<u8>],
+) -> Vec<String> {
+    for plain in sent {
+        send_sealed(socket, cipher, plain).await;
+    }
+    let mut acked = Vec::new();
+    while acked.len() < sent.len() {
+        let Some(ToMinion::Sealed(sealed)) = recv(socket).await else {
+            break;
+        };
+        let plain = cipher.open(&sealed).expect("open");
+        if let Ok(MasterMessage::Ack { jid }) = halite_proto::decode(&plain) {
+            acked.push(jid);
+        }
+    }
+    acked
+}
+
 /// msgpack of `{"Return": {...}}` whose `ret` is nested `levels` deep,
 /// written by hand: rmp-serde would refuse to build one past its limit.
 fn deep_return_msgpack(jid: &str, id: &str, levels: usize) -> Vec<u8> {
@@ -423,21 +447,8 @@ fn bad_packed_returns_are_stored_as_errors_with_a_log_line_and_the_master_serves
     let acked = runtime.block_on(async {
         let me = Identity::generate().expect("identity");
         let (mut socket, mut cipher) = authenticate(fleet.ret_port, &me, "badpack").await;
-        for plain in &sent {
-            send_sealed(&mut socket, &mut cipher, plain).await;
-        }
         // Every one acknowledged: the minion would not resend them forever.
-        let mut acked = Vec::new();
-        while acked.len() < sent.len() {
-            let Some(ToMinion::Sealed(sealed)) = recv(&mut socket).await else {
-                break;
-            };
-            let plain = cipher.open(&sealed).expect("open");
-            if let Ok(MasterMessage::Ack { jid }) = halite_proto::decode(&plain) {
-                acked.push(jid);
-            }
-        }
-        acked
+        send_collecting_acks(&mut socket, &mut cipher, &sent).await
     });
     assert_eq!(acked.len(), sent.len(), "acknowledged: {acked:?}");
     let lookup = |jid: &str| -> serde_json::Value {
@@ -529,20 +540,8 @@ fn a_framed_return_is_stored_as_its_frame_and_bad_frames_are_refused_the_job_unh
         for (id, sent) in [("zbad", &bad[..]), ("zgood", &good_sent[..])] {
             let me = Identity::generate().expect("identity");
             let (mut socket, mut cipher) = authenticate(fleet.ret_port, &me, id).await;
-            for plain in sent {
-                send_sealed(&mut socket, &mut cipher, plain).await;
-            }
-            let mut mine = 0;
-            while mine < sent.len() {
-                let Some(ToMinion::Sealed(sealed)) = recv(&mut socket).await else {
-                    break;
-                };
-                let plain = cipher.open(&sealed).expect("open");
-                if let Ok(MasterMessage::Ack { jid }) = halite_proto::decode(&plain) {
-                    acked.push((id, jid));
-                    mine += 1;
-                }
-            }
+            let mine = send_collecting_acks(&mut socket, &mut cipher, sent).await;
+            acked.extend(mine.into_iter().map(|jid| (id, jid)));
         }
         acked
     });
