@@ -863,6 +863,57 @@ mod tests {
         assert!(!stored.windows(8).any(|w| w == b"hunter22"));
     }
 
+    #[test]
+    fn a_framed_return_is_stored_as_the_minions_frame_unless_it_must_be_masked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.sqlite");
+        let mut cache = JobCache::open(&path).unwrap();
+        let value = json!({"a": {"comment": "pw=hunter22 ".repeat(500), "duration": 0.5}});
+        let jid = "20260101000000000001";
+        let framed = |id: &str| {
+            halite_proto::msg::PackedReturn::pack(ret(jid, id, value.clone()))
+                .unwrap()
+                .framed()
+                .unwrap()
+        };
+        let (web1, web2) = (framed("web1"), framed("web2"));
+        let mut counts = ReturnCounts::default();
+        let returns = vec![
+            (0, Received::packed(web1.clone())),
+            (1, Received::packed(web2)),
+        ];
+        // Counted at the size the frame names, not the frame's own.
+        let plain_len = halite_proto::packed::pack(&value).unwrap().len() as u64;
+        assert_eq!(counts.hold(&returns), 2 * plain_len);
+        let batch = ToStore {
+            returns,
+            secrets: vec![None, Some(Arc::new(Cleartexts::new(["hunter22"])))],
+            started: vec![],
+            held_bytes: 2 * plain_len,
+        };
+        let stored = store_here(&mut cache, batch);
+        assert_eq!(stored.fresh.unwrap(), [true, true]);
+        // Handed back expanded (the events' bytes), the frame let go.
+        for (_, r) in &stored.returns {
+            assert_eq!(r.packed.as_ref().map(|b| b.len() as u64), Some(plain_len));
+            assert!(r.frame.is_none());
+        }
+        let column = |id: &str| -> Vec<u8> {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.query_row("SELECT ret FROM returns WHERE id = ?1", [id], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(column("web1"), web1.ret.to_vec());
+        let masked = zstd::decode_all(&column("web2")[..]).unwrap();
+        assert!(!masked.windows(8).any(|w| w == b"hunter22"));
+        let rows = cache.returns(jid).unwrap();
+        assert_eq!(rows[0].1["return"], value);
+        assert!(rows[1].1["return"]["a"]["comment"]
+            .as_str()
+            .unwrap()
+            .starts_with("pw=********** "));
+    }
+
     /// A packed return of `jid` from `id` whose value is a string of `len`
     /// bytes (packed: a few bytes more).
     fn sized(jid: &str, id: &str, len: usize) -> Received {
