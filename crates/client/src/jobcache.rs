@@ -44,6 +44,22 @@ pub enum JobCacheError {
 /// (docs/benchmarks.md, issue 25 session 17).
 const RETURN_ZSTD_LEVEL: i32 = 1;
 
+/// How a return's value reaches [`JobCache::store_return_rows`].
+#[derive(Debug, Clone, Copy)]
+pub enum ReturnValue<'r> {
+    /// Decoded, in the return itself: packed and compressed here.
+    Decoded,
+    /// Its msgpack bytes, checked by [`halite_proto::packed::check`]:
+    /// compressed here, never decoded (issue 25).
+    Packed(&'r [u8]),
+    /// One zstd frame of its msgpack bytes, which expands to checked
+    /// bytes without a dictionary ([`halite_proto::packed::unframe`]):
+    /// stored as it is, the row it makes read as a compressed one (issue
+    /// 25, session 24: the minion's own frame, so the master compresses
+    /// nothing).
+    Framed(&'r [u8]),
+}
+
 /// A return's value as the `ret` column holds it: JSON text (masters
 /// before issue 25's session 17) or a zstd frame of its msgpack bytes.
 /// `None` (logged) when it cannot be read.
@@ -214,17 +230,17 @@ impl JobCache {
         &mut self,
         returns: impl IntoIterator<Item = &'r JobReturn>,
     ) -> Result<Vec<bool>, JobCacheError> {
-        self.store_return_rows(returns.into_iter().map(|r| (r, None)))
+        self.store_return_rows(returns.into_iter().map(|r| (r, ReturnValue::Decoded)))
     }
 
     /// As [`JobCache::store_returns`], where a return may come with its
-    /// value already packed (`Some`: its msgpack bytes, checked by
-    /// [`halite_proto::packed::check`], stored instead of encoding
-    /// `ret.ret`): the master's writer stores a packed return's bytes
-    /// without building or transcoding the value (issue 25).
+    /// value already packed or framed ([`ReturnValue`], stored instead of
+    /// encoding `ret.ret`): the master's writer stores a packed return's
+    /// bytes without building or transcoding the value, and a framed
+    /// one's frame without compressing it (issue 25).
     pub fn store_return_rows<'r>(
         &mut self,
-        returns: impl IntoIterator<Item = (&'r JobReturn, Option<&'r [u8]>)>,
+        returns: impl IntoIterator<Item = (&'r JobReturn, ReturnValue<'r>)>,
     ) -> Result<Vec<bool>, JobCacheError> {
         let path = self.path.clone();
         let err = |source| JobCacheError::Sqlite {
@@ -252,29 +268,34 @@ impl JobCache {
             let mut known = tx
                 .prepare_cached("SELECT EXISTS(SELECT 1 FROM returns WHERE jid = ?1 AND id = ?2)")
                 .map_err(err)?;
-            for (r, packed) in returns {
+            for (r, value) in returns {
                 let stored: bool = known
                     .query_row(params![r.jid, r.id], |row| row.get(0))
                     .map_err(err)?;
                 fresh.push(!stored);
-                let encoded;
-                let value = match packed {
-                    Some(bytes) => bytes,
-                    None => {
-                        encoded = halite_proto::packed::pack(&r.ret)
+                let compressed = match value {
+                    ReturnValue::Framed(frame) => std::borrow::Cow::Borrowed(frame),
+                    ReturnValue::Packed(bytes) => std::borrow::Cow::Owned(
+                        compressor
+                            .compress(bytes)
+                            .map_err(|e| JobCacheError::Encode(format!("zstd: {e}")))?,
+                    ),
+                    ReturnValue::Decoded => {
+                        let encoded = halite_proto::packed::pack(&r.ret)
                             .map_err(|e| JobCacheError::Encode(e.to_string()))?;
-                        &encoded[..]
+                        std::borrow::Cow::Owned(
+                            compressor
+                                .compress(&encoded)
+                                .map_err(|e| JobCacheError::Encode(format!("zstd: {e}")))?,
+                        )
                     }
                 };
-                let compressed = compressor
-                    .compress(value)
-                    .map_err(|e| JobCacheError::Encode(format!("zstd: {e}")))?;
                 stmt.execute(params![
                     r.jid,
                     r.id,
                     r.fun,
                     serde_json::to_string(&r.fun_args)?,
-                    compressed,
+                    &compressed[..],
                     r.retcode,
                     r.success
                 ])
@@ -793,19 +814,39 @@ mod tests {
             retcode: 0,
             success: true,
         };
-        let (new, list, packed) = (
+        let (new, list, packed, framed) = (
             ret("new", value.clone()),
             ret("newlist", json!([1, "two", 3.5])),
             ret("packed", Value::Null),
+            ret("framed", Value::Null),
         );
         let bytes = halite_proto::packed::pack(&value).unwrap();
+        let frame = halite_proto::packed::frame(&bytes).unwrap();
         cache
-            .store_return_rows([(&new, None), (&list, None), (&packed, Some(&bytes[..]))])
+            .store_return_rows([
+                (&new, ReturnValue::Decoded),
+                (&list, ReturnValue::Decoded),
+                (&packed, ReturnValue::Packed(&bytes)),
+                (&framed, ReturnValue::Framed(&frame)),
+            ])
             .unwrap();
         let rows: Map<String, Value> = cache.returns(jid).unwrap().into_iter().collect();
         // The damaged row is skipped (logged); every other one reads.
         let ids: Vec<&str> = rows.keys().map(String::as_str).collect();
-        assert_eq!(ids, ["new", "newlist", "old", "oldstr", "packed"]);
+        assert_eq!(ids, ["framed", "new", "newlist", "old", "oldstr", "packed"]);
+        // A minion's frame is stored as it is, and reads as the value.
+        assert_eq!(rows["framed"]["return"], value);
+        assert_eq!(
+            cache.packed_return(jid, "framed").unwrap(),
+            Some(bytes.clone())
+        );
+        let column: Vec<u8> = cache
+            .conn
+            .query_row("SELECT ret FROM returns WHERE id = 'framed'", [], |r| {
+                r.get(0)
+            })
+            .unwrap();
+        assert_eq!(column, frame);
         assert_eq!(
             rows["old"]["return"],
             json!({"test_|-a_|-a_|-nop": {"result": true, "duration": 0.1 + 0.2, "comment": "Succès ✓"}})

@@ -78,21 +78,34 @@ pub fn bound_request(id: &str, request: MinionRequest) -> Option<MinionRequest> 
     }
 }
 
-/// `received` as it may be stored, acknowledged and fired: a packed
-/// return whose bytes are no value a minion may send
-/// ([`halite_proto::packed::check`]: too deep, binary, bytes after the
-/// value) becomes an error return, as a return too deep does.
-pub fn checked_return(id: &str, received: Received) -> Received {
+/// `received` as it may be stored, acknowledged and fired: a framed
+/// return is expanded first ([`halite_proto::packed::unframe`], within
+/// [`halite_proto::packed::MAX_RETURN_BYTES`]); a packed return whose
+/// frame cannot be expanded, or whose bytes are no value a minion may
+/// send ([`halite_proto::packed::check`]: too deep, binary, bytes after
+/// the value), becomes an error return, as a return too deep does.
+pub fn checked_return(id: &str, mut received: Received) -> Received {
+    if let (Some(frame), None) = (&received.frame, &received.packed) {
+        match halite_proto::packed::unframe(frame, halite_proto::packed::MAX_RETURN_BYTES) {
+            Ok(plain) => received.packed = Some(std::sync::Arc::new(plain)),
+            Err(e) => return refused_received(id, received, &e.to_string()),
+        }
+    }
     let Some(bytes) = &received.packed else {
         return received;
     };
     let Err(e) = halite_proto::packed::check(bytes) else {
         return received;
     };
+    refused_received(id, received, &e.to_string())
+}
+
+/// The error return that stands for `received`, refused for `error`.
+fn refused_received(id: &str, received: Received, error: &str) -> Received {
     let Received { ret, arrived, .. } = received;
     Received {
         arrived,
-        ..Received::plain(refused(id, ret, &format!("could not be read ({e})")))
+        ..Received::plain(refused(id, ret, &format!("could not be read ({error})")))
     }
 }
 
@@ -192,18 +205,34 @@ mod tests {
         );
         let kept = checked_return("m", Received::packed(packed.clone()));
         assert_eq!(kept.packed.as_deref(), Some(&packed.ret.to_vec()));
+        // Framed: expanded to the same bytes, the frame kept to be stored.
+        let framed = packed.framed().unwrap();
+        let kept = checked_return("m", Received::packed(framed.clone()));
+        assert_eq!(kept.packed.as_deref(), Some(&packed.ret.to_vec()));
+        assert_eq!(kept.frame.as_deref(), Some(&framed.ret.to_vec()));
+        assert_eq!(kept.ret.retcode, 0);
+        let frame = |bytes: &[u8]| halite_proto::packed::frame(bytes).unwrap();
         let bad_values = [
-            vec![0x92, 0x01],
-            vec![0xc4, 0x01, 0x00],
-            halite_proto::packed::pack(&nested(65)).unwrap(),
+            (vec![0x92, 0x01], false),
+            (vec![0xc4, 0x01, 0x00], false),
+            (halite_proto::packed::pack(&nested(65)).unwrap(), false),
+            // Frames: of bytes the check refuses, past the limit, not zstd.
+            (frame(&[0xc4, 0x01, 0x00]), true),
+            (
+                frame(&vec![0xc0; halite_proto::packed::MAX_RETURN_BYTES + 1]),
+                true,
+            ),
+            (vec![0x92, 0x01], true),
         ];
-        for bytes in bad_values {
+        for (bytes, zstd) in bad_values {
             let mut bad = packed.clone();
             bad.ret = serde_bytes::ByteBuf::from(bytes);
+            bad.zstd = zstd;
             match checked_return("m", Received::packed(bad)) {
                 Received {
                     ret: r,
                     packed: None,
+                    frame: None,
                     ..
                 } => {
                     assert!(r

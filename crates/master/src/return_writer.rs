@@ -20,7 +20,7 @@ use std::sync::{mpsc, Arc};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-use halite_client::jobcache::{JobCache, JobCacheError};
+use halite_client::jobcache::{JobCache, JobCacheError, ReturnValue};
 use halite_proto::msg::{JobReturn, PackedReturn};
 use halite_salt_rules::secret::Cleartexts;
 use serde_json::Value;
@@ -57,8 +57,14 @@ pub struct Received {
     /// The return; its `ret` is `null` when [`Received::packed`] holds it.
     pub ret: JobReturn,
     /// The value's msgpack bytes, checked on the writer's thread before
-    /// the commit ([`crate::intake::checked_return`]).
+    /// the commit ([`crate::intake::checked_return`]); of a framed return
+    /// ([`Received::frame`]), set by that check once the frame is
+    /// expanded.
     pub packed: Option<Arc<Vec<u8>>>,
+    /// The minion's zstd frame of the value ([`PackedReturn::zstd`], issue
+    /// 25 session 24): expanded and checked on the writer's thread, then
+    /// stored in the job cache as it is (the master compresses nothing).
+    pub frame: Option<Arc<Vec<u8>>>,
     /// When its message came off the socket (for the acknowledgement's
     /// timing in `master.stats`).
     pub arrived: Instant,
@@ -70,13 +76,16 @@ impl Received {
         Self {
             ret,
             packed: None,
+            frame: None,
             arrived: Instant::now(),
         }
     }
 
     /// A packed return (its bytes checked before it is stored:
-    /// [`crate::intake::checked_return`]).
+    /// [`crate::intake::checked_return`]), its value plain or framed.
     pub fn packed(p: PackedReturn) -> Self {
+        let bytes = Some(Arc::new(p.ret.into_vec()));
+        let (packed, frame) = if p.zstd { (None, bytes) } else { (bytes, None) };
         Self {
             ret: JobReturn {
                 jid: p.jid,
@@ -87,9 +96,27 @@ impl Received {
                 retcode: p.retcode,
                 success: p.success,
             },
-            packed: Some(Arc::new(p.ret.into_vec())),
+            packed,
+            frame,
             arrived: Instant::now(),
         }
+    }
+
+    /// The value's msgpack bytes: how many the packed value holds, or
+    /// its frame says it expands to (at most one past
+    /// [`halite_proto::packed::MAX_RETURN_BYTES`]: a frame that says more
+    /// is refused anyway); `None` for a decoded return. What the bound on
+    /// returns waiting ([`ReturnCounts::hold`]) and the writer's lanes
+    /// count, framed or not.
+    pub fn size(&self) -> Option<u64> {
+        if let Some(bytes) = &self.packed {
+            return Some(bytes.len() as u64);
+        }
+        self.frame.as_ref().map(|frame| {
+            halite_proto::packed::framed_len(frame)
+                .unwrap_or(frame.len() as u64)
+                .min(halite_proto::packed::MAX_RETURN_BYTES as u64 + 1)
+        })
     }
 
     /// The return with its value decoded (to mask secrets in it).
@@ -108,10 +135,10 @@ impl Received {
     }
 
     /// The row the job cache stores: with `secrets`, the return decoded
-    /// and masked (the cache packs it); packed, the return and its checked
-    /// bytes, stored as they are (no `Value`, no transcode); else as
-    /// received.
-    fn record(&self, secrets: Option<&Cleartexts>) -> (Cow<'_, JobReturn>, Option<&[u8]>) {
+    /// and masked (the cache packs it); framed, the minion's frame as it
+    /// is; packed, the return and its checked bytes (no `Value`, no
+    /// transcode); else as received.
+    fn record(&self, secrets: Option<&Cleartexts>) -> (Cow<'_, JobReturn>, ReturnValue<'_>) {
         if let Some(secrets) = secrets {
             let ret = self.decoded();
             let masked = JobReturn {
@@ -119,12 +146,14 @@ impl Received {
                 fun_args: ret.fun_args.iter().map(|a| secrets.mask(a)).collect(),
                 ..ret.into_owned()
             };
-            return (Cow::Owned(masked), None);
+            return (Cow::Owned(masked), ReturnValue::Decoded);
         }
-        (
-            Cow::Borrowed(&self.ret),
-            self.packed.as_deref().map(Vec::as_slice),
-        )
+        let value = match (&self.frame, &self.packed) {
+            (Some(frame), Some(_)) => ReturnValue::Framed(frame),
+            (_, Some(bytes)) => ReturnValue::Packed(bytes),
+            (_, None) => ReturnValue::Decoded,
+        };
+        (Cow::Borrowed(&self.ret), value)
     }
 }
 
@@ -145,6 +174,9 @@ pub struct ReturnCounts {
     /// packed returns whose arguments were too deep, which become error
     /// returns).
     pub plain: u64,
+    /// Of the packed returns, those whose value came as a zstd frame
+    /// ([`PackedReturn::zstd`]).
+    pub zstd: u64,
     /// Returns received and not yet acknowledged: queued for the job
     /// cache's commit, or committed and not yet handled by the main task.
     pub held: u64,
@@ -228,6 +260,7 @@ impl ReturnCounts {
         serde_json::json!({
             "packed": self.packed,
             "plain": self.plain,
+            "zstd": self.zstd,
             "held": self.held,
             "held_bytes": self.held_bytes,
             "peak_held_bytes": self.peak_held_bytes,
@@ -288,13 +321,9 @@ impl AckWaits {
     }
 }
 
-/// The packed bytes of `returns`.
+/// The packed bytes of `returns` ([`Received::size`]).
 fn packed_bytes(returns: &[(u64, Received)]) -> u64 {
-    returns
-        .iter()
-        .filter_map(|(_, r)| r.packed.as_ref())
-        .map(|b| b.len() as u64)
-        .sum()
+    returns.iter().filter_map(|(_, r)| r.size()).sum()
 }
 
 /// Returns of one intake batch to commit.
@@ -524,7 +553,8 @@ impl CommitQueue {
         });
         let mut secrets = secrets.into_iter();
         for (sid, received) in returns {
-            let bytes = received.packed.as_ref().map_or(0, |b| b.len() as u64);
+            let size = received.size();
+            let bytes = size.unwrap_or(0);
             let queued = Queued {
                 sid,
                 received,
@@ -534,7 +564,7 @@ impl CommitQueue {
             };
             // A return whose size is not known (an older minion's, or
             // one the master made an error of) queues with the large ones.
-            let small = queued.received.packed.is_some()
+            let small = size.is_some()
                 && bytes <= SMALL_RETURN_BYTES
                 && !self.large_keys.contains_key(&queued.key());
             if small {
@@ -658,6 +688,14 @@ fn commit(cache: &mut JobCache, group: Vec<Queued>) -> (Vec<Queued>, Result<Vec<
             .iter()
             .map(|q| q.received.record(q.secrets.as_deref())),
     );
+    // Stored: the main task fires the events from the expanded bytes.
+    let group = group
+        .into_iter()
+        .map(|mut q| {
+            q.received.frame = None;
+            q
+        })
+        .collect();
     (group, fresh)
 }
 
@@ -687,7 +725,7 @@ pub fn store_here(cache: &mut JobCache, batch: ToStore) -> Stored {
 /// (or why the commit failed).
 fn store<'r>(
     cache: &mut JobCache,
-    rows: impl Iterator<Item = (Cow<'r, JobReturn>, Option<&'r [u8]>)>,
+    rows: impl Iterator<Item = (Cow<'r, JobReturn>, ReturnValue<'r>)>,
 ) -> Result<Vec<bool>, String> {
     let (rets, packed): (Vec<_>, Vec<_>) = rows.unzip();
     cache
@@ -823,6 +861,57 @@ mod tests {
         assert_eq!(comment, "Succès ✓ \u{1F600} pw=**********");
         let stored = zstd::decode_all(&column(packed_jid, "web2")[..]).unwrap();
         assert!(!stored.windows(8).any(|w| w == b"hunter22"));
+    }
+
+    #[test]
+    fn a_framed_return_is_stored_as_the_minions_frame_unless_it_must_be_masked() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("jobs.sqlite");
+        let mut cache = JobCache::open(&path).unwrap();
+        let value = json!({"a": {"comment": "pw=hunter22 ".repeat(500), "duration": 0.5}});
+        let jid = "20260101000000000001";
+        let framed = |id: &str| {
+            halite_proto::msg::PackedReturn::pack(ret(jid, id, value.clone()))
+                .unwrap()
+                .framed()
+                .unwrap()
+        };
+        let (web1, web2) = (framed("web1"), framed("web2"));
+        let mut counts = ReturnCounts::default();
+        let returns = vec![
+            (0, Received::packed(web1.clone())),
+            (1, Received::packed(web2)),
+        ];
+        // Counted at the size the frame names, not the frame's own.
+        let plain_len = halite_proto::packed::pack(&value).unwrap().len() as u64;
+        assert_eq!(counts.hold(&returns), 2 * plain_len);
+        let batch = ToStore {
+            returns,
+            secrets: vec![None, Some(Arc::new(Cleartexts::new(["hunter22"])))],
+            started: vec![],
+            held_bytes: 2 * plain_len,
+        };
+        let stored = store_here(&mut cache, batch);
+        assert_eq!(stored.fresh.unwrap(), [true, true]);
+        // Handed back expanded (the events' bytes), the frame let go.
+        for (_, r) in &stored.returns {
+            assert_eq!(r.packed.as_ref().map(|b| b.len() as u64), Some(plain_len));
+            assert!(r.frame.is_none());
+        }
+        let column = |id: &str| -> Vec<u8> {
+            let conn = rusqlite::Connection::open(&path).unwrap();
+            conn.query_row("SELECT ret FROM returns WHERE id = ?1", [id], |r| r.get(0))
+                .unwrap()
+        };
+        assert_eq!(column("web1"), web1.ret.to_vec());
+        let masked = zstd::decode_all(&column("web2")[..]).unwrap();
+        assert!(!masked.windows(8).any(|w| w == b"hunter22"));
+        let rows = cache.returns(jid).unwrap();
+        assert_eq!(rows[0].1["return"], value);
+        assert!(rows[1].1["return"]["a"]["comment"]
+            .as_str()
+            .unwrap()
+            .starts_with("pw=********** "));
     }
 
     /// A packed return of `jid` from `id` whose value is a string of `len`

@@ -1677,6 +1677,7 @@ impl Master {
                 batched_events: true,
                 packed_events: true,
                 packed_returns: true,
+                zstd_returns: true,
             },
         );
         self.bus.fire(
@@ -1745,6 +1746,7 @@ impl Master {
             }
             MinionRequest::PackedReturn(ret) => {
                 self.return_counts.packed += 1;
+                self.return_counts.zstd += u64::from(ret.zstd);
                 return self.on_return(&id, Received::packed(ret));
             }
         }
@@ -1854,6 +1856,7 @@ impl Master {
                 ret,
                 packed,
                 arrived,
+                ..
             } = received;
             self.send_sealed(
                 sid,

@@ -76,6 +76,13 @@ fn a_packed_return_reaches_the_cli_watchers_the_reactor_and_the_job_cache_unchan
         count(&returns_before, "plain"),
         "{returns_before} -> {returns_after}"
     );
+    // Its value came as the minion's zstd frame (40 states are well past
+    // the few KB below which a minion sends the bytes as they are), and
+    // everything below reads it as the same return (issue 25, session 24).
+    assert!(
+        count(&returns_after, "zstd") > count(&returns_before, "zstd"),
+        "{returns_before} -> {returns_after}"
+    );
     let from_cli = rets.get("web1").expect("web1's return").clone();
     let states = from_cli.as_object().expect("a state run");
     assert_eq!(states.len(), 40, "{from_cli}");

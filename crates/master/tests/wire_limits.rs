@@ -300,6 +300,30 @@ async fn send_sealed(socket: &mut DealerSocket, cipher: &mut SessionCipher, plai
     socket.send(ZmqMessage::from(bytes)).await.expect("send");
 }
 
+/// Sends each of `sent` sealed, then reads the master's acknowledgements
+/// until there is one per message (or nothing came for 5 s): the jids
+/// acknowledged.
+async fn send_collecting_acks(
+    socket: &mut DealerSocket,
+    cipher: &mut SessionCipher,
+    sent: &[Vec<u8>],
+) -> Vec<String> {
+    for plain in sent {
+        send_sealed(socket, cipher, plain).await;
+    }
+    let mut acked = Vec::new();
+    while acked.len() < sent.len() {
+        let Some(ToMinion::Sealed(sealed)) = recv(socket).await else {
+            break;
+        };
+        let plain = cipher.open(&sealed).expect("open");
+        if let Ok(MasterMessage::Ack { jid }) = halite_proto::decode(&plain) {
+            acked.push(jid);
+        }
+    }
+    acked
+}
+
 /// msgpack of `{"Return": {...}}` whose `ret` is nested `levels` deep,
 /// written by hand: rmp-serde would refuse to build one past its limit.
 fn deep_return_msgpack(jid: &str, id: &str, levels: usize) -> Vec<u8> {
@@ -423,21 +447,8 @@ fn bad_packed_returns_are_stored_as_errors_with_a_log_line_and_the_master_serves
     let acked = runtime.block_on(async {
         let me = Identity::generate().expect("identity");
         let (mut socket, mut cipher) = authenticate(fleet.ret_port, &me, "badpack").await;
-        for plain in &sent {
-            send_sealed(&mut socket, &mut cipher, plain).await;
-        }
         // Every one acknowledged: the minion would not resend them forever.
-        let mut acked = Vec::new();
-        while acked.len() < sent.len() {
-            let Some(ToMinion::Sealed(sealed)) = recv(&mut socket).await else {
-                break;
-            };
-            let plain = cipher.open(&sealed).expect("open");
-            if let Ok(MasterMessage::Ack { jid }) = halite_proto::decode(&plain) {
-                acked.push(jid);
-            }
-        }
-        acked
+        send_collecting_acks(&mut socket, &mut cipher, &sent).await
     });
     assert_eq!(acked.len(), sent.len(), "acknowledged: {acked:?}");
     let lookup = |jid: &str| -> serde_json::Value {
@@ -461,6 +472,137 @@ fn bad_packed_returns_are_stored_as_errors_with_a_log_line_and_the_master_serves
     // And it still serves.
     let _minion = fleet.start_minion("after-bad", "");
     fleet.wait_responding("after-bad");
+}
+
+/// Issue 25, session 24: a return whose value comes as the minion's zstd
+/// frame is stored as that frame and reads back (`jobs.lookup_jid`, JSON
+/// and the default output) as the same return sent plain; a frame that
+/// expands past the master's limit, that is not zstd, that holds bytes the
+/// check refuses, or that is followed by a second frame, is stored as an
+/// error return, the job's other returns unharmed, the master serving on.
+#[test]
+fn a_framed_return_is_stored_as_its_frame_and_bad_frames_are_refused_the_job_unharmed() {
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let jids = halite_proto::JidGenerator::new();
+    let jid: Vec<String> = (0..6).map(|_| jids.next_jid()).collect();
+    let master = fleet.start_master("auto_accept: True");
+    let value = serde_json::json!({"test_|-a_|-a_|-succeed_with_changes": {
+        "comment": "Succès ✓ 😀 ".repeat(400), "duration": 0.1 + 0.2, "big": u64::MAX,
+        "changes": {"testing": {"old": "Unchanged", "new": "Something pretended to change"}},
+        "result": true, "__run_num__": 0}});
+    let packed = |jid: &str, id: &str, value: &serde_json::Value| {
+        PackedReturn::pack(job_return(jid, id, value.clone())).expect("pack")
+    };
+    let framed = |jid: &str, id: &str, bytes: Vec<u8>| {
+        let mut ret = packed(jid, id, &serde_json::json!(null));
+        ret.ret = serde_bytes::ByteBuf::from(bytes);
+        ret.zstd = true;
+        encode(&MinionRequest::PackedReturn(ret)).expect("encode")
+    };
+    let frame = |bytes: &[u8]| halite_proto::packed::frame(bytes).expect("frame");
+    // Framed at level 19, not the job cache's own level 1: a frame the
+    // master compressed again would not be this one.
+    let mut good = packed(&jid[0], "zgood", &value);
+    good.ret = serde_bytes::ByteBuf::from(zstd::bulk::compress(&good.ret, 19).expect("zstd"));
+    good.zstd = true;
+    let sent_frame = good.ret.to_vec();
+    assert_ne!(
+        sent_frame,
+        frame(&halite_proto::packed::pack(&value).expect("pack"))
+    );
+    let bomb = frame(&vec![0xc0; halite_proto::packed::MAX_RETURN_BYTES + 1]);
+    assert!(bomb.len() < 4096, "{}", bomb.len());
+    let two = [frame(&[0xc0]), frame(&[0xc0])].concat();
+    let bad = [
+        // Past the limit, in the good return's job.
+        framed(&jid[0], "zbad", bomb),
+        framed(&jid[1], "zbad", vec![0x92, 0x01]),
+        framed(&jid[2], "zbad", frame(&[0xc4, 0x01, 0x00])),
+        framed(&jid[3], "zbad", two),
+    ];
+    let good_sent = [
+        encode(&MinionRequest::PackedReturn(good)).expect("encode"),
+        // The same value plain, in another job.
+        encode(&MinionRequest::PackedReturn(packed(
+            &jid[4], "zgood", &value,
+        )))
+        .expect("encode"),
+    ];
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let acked = runtime.block_on(async {
+        let mut acked = Vec::new();
+        for (id, sent) in [("zbad", &bad[..]), ("zgood", &good_sent[..])] {
+            let me = Identity::generate().expect("identity");
+            let (mut socket, mut cipher) = authenticate(fleet.ret_port, &me, id).await;
+            let mine = send_collecting_acks(&mut socket, &mut cipher, sent).await;
+            acked.extend(mine.into_iter().map(|jid| (id, jid)));
+        }
+        acked
+    });
+    assert_eq!(
+        acked.len(),
+        bad.len() + good_sent.len(),
+        "acknowledged: {acked:?}"
+    );
+    let lookup = |jid: &str, out: &str| {
+        let out = fleet.cli("halite-run", &["jobs.lookup_jid", jid, "--out", out]);
+        assert!(out.status.success(), "{out:?}");
+        String::from_utf8(out.stdout).expect("utf-8")
+    };
+    let json = |jid: &str| -> serde_json::Value {
+        serde_json::from_str(&lookup(jid, "json")).expect("json")
+    };
+    // The frame and the plain bytes read back as the same return.
+    let (framed_job, plain_job) = (json(&jid[0]), json(&jid[4]));
+    assert_eq!(framed_job["zgood"], value);
+    assert_eq!(plain_job["zgood"], value);
+    let printed = lookup(&jid[4], "nested");
+    assert!(
+        printed.contains("Something pretended to change"),
+        "{printed}"
+    );
+    assert!(lookup(&jid[0], "nested").contains(&printed), "{printed}");
+    // Stored as the minion's own frame; the plain one compressed here.
+    let conn = rusqlite::Connection::open(fleet.path("master-cache/jobs.sqlite")).expect("open");
+    let column = |jid: &str| -> Vec<u8> {
+        conn.query_row(
+            "SELECT ret FROM returns WHERE jid = ?1 AND id = 'zgood'",
+            [jid],
+            |r| r.get(0),
+        )
+        .expect("row")
+    };
+    assert_eq!(column(&jid[0]), sent_frame);
+    assert_eq!(
+        zstd::decode_all(&column(&jid[4])[..]).expect("zstd"),
+        zstd::decode_all(&sent_frame[..]).expect("zstd")
+    );
+    // Each bad frame is an error return that says why.
+    for (jid, why) in [
+        (&jid[0], "past the 16777216-byte limit"),
+        (&jid[1], "zstd frame"),
+        (&jid[2], "binary"),
+        (&jid[3], "bytes after the frame"),
+    ] {
+        let stored = json(jid)["zbad"].clone();
+        let text = stored.as_str().unwrap_or_default();
+        assert!(
+            text.contains("refused by the master") && text.contains(why),
+            "{jid}: {stored}"
+        );
+    }
+    let stats = fleet.master_stats()["returns"].clone();
+    assert_eq!(stats["zstd"], 5, "{stats}");
+    assert!(master.log_text().contains("packed return refused"));
+    // And it still serves.
+    let _minion = fleet.start_minion("after-frames", "");
+    fleet.wait_responding("after-frames");
 }
 
 #[test]

@@ -162,6 +162,25 @@ pub(crate) fn events_request(events: &[EncodedEvent]) -> Result<Vec<u8>, halite_
     Ok(out)
 }
 
+/// A packed return of at least this many bytes goes to a master that
+/// reads one as a zstd frame (issue 25, session 24: the master stored
+/// every return compressed at its own cost; Salt spreads such work over
+/// the minions). A smaller one (a ping's, a few KB of grains) goes as it
+/// is: its frame would save the master next to nothing.
+pub(crate) const FRAME_RETURNS_FROM: usize = 4096;
+
+/// `ret` with its value as a zstd frame, if it is large enough to be
+/// worth one ([`FRAME_RETURNS_FROM`]); `None`: send it as it is (also
+/// when zstd fails, logged: the plain bytes are as good to the master).
+pub(crate) fn framed_return(ret: &PackedReturn) -> Option<PackedReturn> {
+    if ret.zstd || ret.ret.len() < FRAME_RETURNS_FROM {
+        return None;
+    }
+    ret.framed()
+        .map_err(|e| tracing::warn!(jid = %ret.jid, error = %e, "cannot compress a return; sent as it is"))
+        .ok()
+}
+
 /// The encoded request of a packed return, sized for it and its seal.
 pub(crate) fn return_request<T: Serialize>(
     request: &T,
@@ -249,6 +268,7 @@ pub(crate) fn pack_outcome(meta: ReturnMeta, outcome: &Outcome) -> PackedReturn 
             ret: serde_bytes::ByteBuf::from(bytes),
             retcode: meta.retcode,
             success: meta.retcode == 0,
+            zstd: false,
         },
         Err(e) => not_encoded(meta.jid, meta.id, meta.fun, &e),
     }
@@ -284,6 +304,7 @@ fn not_encoded(jid: String, id: String, fun: String, error: &str) -> PackedRetur
         ret: Default::default(),
         retcode: 1,
         success: false,
+        zstd: false,
     })
 }
 

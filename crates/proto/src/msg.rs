@@ -533,6 +533,11 @@ pub enum MasterMessage {
         /// master that predates it, which is sent [`MinionRequest::Return`].
         #[serde(default)]
         packed_returns: bool,
+        /// The master reads a [`PackedReturn`] whose value is a zstd frame
+        /// ([`PackedReturn::zstd`]) and stores the frame as it is; false
+        /// from a master that predates it, which is sent the bytes plain.
+        #[serde(default)]
+        zstd_returns: bool,
     },
     /// A new publish key (the old one was retired because a key was rejected or deleted).
     PublishKey(PublishKey),
@@ -684,13 +689,22 @@ pub struct PackedReturn {
     pub fun: String,
     /// As [`JobReturn::fun_args`] (small: decoded as before).
     pub fun_args: Vec<Value>,
-    /// [`JobReturn::ret`] encoded ([`crate::packed::pack`]).
+    /// [`JobReturn::ret`] encoded ([`crate::packed::pack`]); when
+    /// [`PackedReturn::zstd`], those bytes as one zstd frame
+    /// ([`crate::packed::frame`]).
     #[serde(rename = "return")]
     pub ret: serde_bytes::ByteBuf,
     /// As [`JobReturn::retcode`].
     pub retcode: i64,
     /// As [`JobReturn::success`].
     pub success: bool,
+    /// `ret` is a zstd frame (issue 25, session 24: the minion compresses
+    /// its return, the master stores the frame as it is instead of
+    /// compressing every return itself). Sent only to a master whose
+    /// [`MasterMessage::Ready`] says `zstd_returns`; absent (false) from a
+    /// minion that predates it, and never written when false.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub zstd: bool,
 }
 
 impl PackedReturn {
@@ -705,13 +719,39 @@ impl PackedReturn {
             ret: serde_bytes::ByteBuf::from(bytes),
             retcode: ret.retcode,
             success: ret.success,
+            zstd: false,
+        })
+    }
+
+    /// This return with its value as a zstd frame ([`crate::packed::frame`]),
+    /// for a master that reads one (`zstd_returns`); the header's fields
+    /// are copied (they are small), the value is compressed once.
+    pub fn framed(&self) -> Result<Self, crate::FrameError> {
+        if self.zstd {
+            return Ok(self.clone());
+        }
+        Ok(Self {
+            jid: self.jid.clone(),
+            id: self.id.clone(),
+            fun: self.fun.clone(),
+            fun_args: self.fun_args.clone(),
+            ret: serde_bytes::ByteBuf::from(crate::packed::frame(&self.ret)?),
+            retcode: self.retcode,
+            success: self.success,
+            zstd: true,
         })
     }
 
     /// The return with its value decoded (for an older master, or to
-    /// read it).
+    /// read it); a zstd frame is expanded first, within
+    /// [`crate::packed::MAX_RETURN_BYTES`].
     pub fn unpack(self) -> Result<JobReturn, crate::FrameError> {
-        let ret = crate::packed::unpack(&self.ret)?;
+        let ret = if self.zstd {
+            let plain = crate::packed::unframe(&self.ret, crate::packed::MAX_RETURN_BYTES)?;
+            crate::packed::unpack(&plain)?
+        } else {
+            crate::packed::unpack(&self.ret)?
+        };
         Ok(JobReturn {
             jid: self.jid,
             id: self.id,
@@ -755,12 +795,14 @@ mod tests {
                 batched_events,
                 packed_events,
                 packed_returns,
+                zstd_returns,
                 publish_port,
                 ..
             } => {
                 assert!(!batched_events);
                 assert!(!packed_events);
                 assert!(!packed_returns);
+                assert!(!zstd_returns);
                 assert_eq!(publish_port, Some(4505));
             }
             other => panic!("{other:?}"),
@@ -771,6 +813,7 @@ mod tests {
             batched_events: true,
             packed_events: true,
             packed_returns: true,
+            zstd_returns: true,
         })
         .unwrap();
         assert!(matches!(
@@ -778,6 +821,8 @@ mod tests {
             MasterMessage::Ready {
                 batched_events: true,
                 packed_events: true,
+                packed_returns: true,
+                zstd_returns: true,
                 ..
             }
         ));
@@ -884,6 +929,82 @@ mod tests {
         bad.ret = serde_bytes::ByteBuf::from(vec![0x92, 0x01]);
         assert!(crate::packed::check(&bad.ret).is_err());
         assert!(bad.unpack().is_err());
+    }
+
+    /// `PackedReturn` as minions before compressed returns sent it.
+    #[derive(Serialize)]
+    enum OldPackedRequest {
+        #[allow(dead_code, reason = "the variants before it, for their numbers")]
+        Start {
+            grains: Value,
+        },
+        #[allow(dead_code, reason = "the variants before it, for their numbers")]
+        Return(JobReturn),
+        PackedReturn(OldPackedReturn),
+    }
+
+    #[derive(Serialize)]
+    struct OldPackedReturn {
+        jid: String,
+        id: String,
+        fun: String,
+        fun_args: Vec<Value>,
+        #[serde(rename = "return")]
+        ret: serde_bytes::ByteBuf,
+        retcode: i64,
+        success: bool,
+    }
+
+    #[test]
+    fn a_framed_return_reads_as_the_plain_one_and_old_shapes_are_plain() {
+        let ret = JobReturn {
+            jid: "20260101000000000001".into(),
+            id: "web1".into(),
+            fun: "state.apply".into(),
+            fun_args: vec![serde_json::json!("bench")],
+            ret: serde_json::json!({"a": {"comment": "Succès ✓".repeat(200), "duration": 0.1 + 0.2}}),
+            retcode: 0,
+            success: true,
+        };
+        let plain = PackedReturn::pack(ret.clone()).unwrap();
+        // An older minion's packed return (no `zstd` field) is plain, and a
+        // plain one is written as older minions wrote it, byte for byte.
+        let old = encode(&OldPackedRequest::PackedReturn(OldPackedReturn {
+            jid: ret.jid.clone(),
+            id: ret.id.clone(),
+            fun: ret.fun.clone(),
+            fun_args: ret.fun_args.clone(),
+            ret: plain.ret.clone(),
+            retcode: 0,
+            success: true,
+        }))
+        .unwrap();
+        assert_eq!(
+            encode(&MinionRequest::PackedReturn(plain.clone())).unwrap(),
+            old
+        );
+        let MinionRequest::PackedReturn(back) = decode::<MinionRequest>(&old).unwrap() else {
+            panic!("not a packed return");
+        };
+        assert!(!back.zstd);
+        // A framed one: smaller, marked, the same return once read.
+        let framed = plain.framed().unwrap();
+        assert!(framed.zstd);
+        assert!(
+            framed.ret.len() < plain.ret.len() / 4,
+            "{}",
+            framed.ret.len()
+        );
+        assert_eq!(
+            crate::packed::unframe(&framed.ret, crate::packed::MAX_RETURN_BYTES).unwrap(),
+            plain.ret.to_vec()
+        );
+        let bytes = encode(&MinionRequest::PackedReturn(framed)).unwrap();
+        let MinionRequest::PackedReturn(back) = decode::<MinionRequest>(&bytes).unwrap() else {
+            panic!("not a packed return");
+        };
+        assert!(back.zstd);
+        assert_eq!(back.unpack().unwrap(), ret);
     }
 
     /// `RenderCall` as masters before repeated render-time calls sent

@@ -71,6 +71,9 @@ pub struct Agent {
     /// Whether it reads returns packed (`Ready`'s `packed_returns`;
     /// link/returns.rs).
     packed_returns: bool,
+    /// Whether it reads a packed return's value as a zstd frame and
+    /// stores it so (`Ready`'s `zstd_returns`; link/returns.rs).
+    zstd_returns: bool,
     /// Its answers to the master's render-time calls, so a repeated call
     /// is not run twice (link/kept_calls.rs); kept across reconnections.
     kept_calls: kept_calls::KeptCalls,
@@ -123,6 +126,7 @@ impl Agent {
             batched_events: false,
             packed_events: false,
             packed_returns: false,
+            zstd_returns: false,
             kept_calls: Default::default(),
             returns_sent: Default::default(),
         }
@@ -653,6 +657,7 @@ impl<'a> Link<'a> {
                 batched_events,
                 packed_events,
                 packed_returns,
+                zstd_returns,
             } => {
                 let agent = &mut self.agents[idx];
                 let Phase::Confirming { .. } = agent.phase else {
@@ -673,6 +678,7 @@ impl<'a> Link<'a> {
                 agent.batched_events = batched_events;
                 agent.packed_events = batched_events && packed_events;
                 agent.packed_returns = packed_returns;
+                agent.zstd_returns = packed_returns && zstd_returns;
                 tracing::info!(id = %agent.id, "authenticated with the master");
                 self.install_publish_key(&publish_key);
                 if self.settings.caller {

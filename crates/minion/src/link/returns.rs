@@ -211,13 +211,21 @@ impl Link<'_> {
 
     /// Sends a return as its bytes to a master whose `Ready` says
     /// `packed_returns` (encoded from the kept return, which is not
-    /// copied: [`PackedReturnRequest`]); decoded, as before, to an older
-    /// master.
+    /// copied: [`PackedReturnRequest`]), as a zstd frame when it says
+    /// `zstd_returns` too and the return is large
+    /// ([`crate::packing::framed_return`]); decoded, as before, to an
+    /// older master.
     pub(super) async fn send_return(&mut self, idx: usize, ret: Arc<PackedReturn>) {
         self.agents[idx].returns_sent.sent(&ret.jid, Instant::now());
         if self.agents[idx].packed_returns {
             let agent = &mut self.agents[idx];
-            let sealed = crate::packing::return_request(&PackedReturnRequest(&ret), ret.ret.len())
+            let framed = if agent.zstd_returns {
+                crate::packing::framed_return(&ret)
+            } else {
+                None
+            };
+            let ret: &PackedReturn = framed.as_ref().unwrap_or(&ret);
+            let sealed = crate::packing::return_request(&PackedReturnRequest(ret), ret.ret.len())
                 .and_then(|plain| agent.seal_plain(plain));
             if let Ok(Some(bytes)) = sealed {
                 self.send(bytes).await;
