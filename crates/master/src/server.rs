@@ -1260,6 +1260,13 @@ impl Master {
                     };
                     // Authenticated: the minion may have reconnected from a new socket.
                     session.routing = routing;
+                    // A batch of events is read in place (minion_events.rs).
+                    if let Some(events) = crate::minion_events::read_batch(&plain) {
+                        self.event_counts.messages += 1;
+                        self.event_counts.events += events.len() as u64;
+                        crate::minion_events::fire_batch(&self.bus, &session.id, events);
+                        continue;
+                    }
                     let request: MinionRequest = match decode(&plain) {
                         Ok(r) => r,
                         Err(e) => {
