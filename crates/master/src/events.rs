@@ -194,6 +194,8 @@ impl BusEvent {
         let (Some(bytes), Value::Object(map)) = (self.packed_bytes(), &self.data) else {
             return rmp_serde::encode::write_named(out, &self.data);
         };
+        // Room for the return's bytes at once, not by doublings.
+        out.reserve(bytes.len() + 256);
         // In the order of the map, as the decoded event would serialize.
         let len = u32::try_from(map.len()).map_err(|_| {
             rmp_serde::encode::Error::Syntax("an event with more than 2^32 keys".into())
