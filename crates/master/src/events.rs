@@ -194,6 +194,8 @@ impl BusEvent {
         let (Some(bytes), Value::Object(map)) = (self.packed_bytes(), &self.data) else {
             return rmp_serde::encode::write_named(out, &self.data);
         };
+        // Room for the return's bytes at once, not by doublings.
+        out.reserve(bytes.len() + 256);
         // In the order of the map, as the decoded event would serialize.
         let len = u32::try_from(map.len()).map_err(|_| {
             rmp_serde::encode::Error::Syntax("an event with more than 2^32 keys".into())
@@ -263,8 +265,76 @@ impl Interest {
     }
 }
 
+/// An [`Interest`] as the bus checks it against every event fired
+/// (issue 25: two million progress events in a fleet highstate): its
+/// globs compiled once, not once per event, and each glob's literal
+/// runs looked for before it is run. It says what [`Interest::matches`]
+/// says of every tag (tested below).
+#[derive(Debug)]
+enum Matcher {
+    All,
+    Prefixes(Vec<String>),
+    Globs(Vec<QuickGlob>),
+}
+
+impl Matcher {
+    fn new(interest: &Interest) -> Self {
+        match interest {
+            Interest::All => Matcher::All,
+            Interest::TagMatch(p) if p.is_empty() || p == "*" => Matcher::All,
+            Interest::TagMatch(p) if p.contains(['*', '?', '[']) => {
+                Matcher::Globs(vec![QuickGlob::new(p)])
+            }
+            Interest::TagMatch(p) => Matcher::Prefixes(vec![p.clone()]),
+            Interest::Prefixes(prefixes) => Matcher::Prefixes(prefixes.clone()),
+            Interest::Globs(globs) => {
+                Matcher::Globs(globs.iter().map(|g| QuickGlob::new(g)).collect())
+            }
+        }
+    }
+
+    fn matches(&self, tag: &str) -> bool {
+        match self {
+            Matcher::All => true,
+            Matcher::Prefixes(prefixes) => prefixes.iter().any(|p| tag.starts_with(p.as_str())),
+            Matcher::Globs(globs) => globs.iter().any(|g| g.matches(tag)),
+        }
+    }
+}
+
+/// A compiled fnmatch glob and the literal runs every tag it matches
+/// must contain: `salt/job/*/ret/*` (a watching CLI's, until its jid is
+/// known) refuses a progress tag by its missing `/ret/`, without the
+/// glob's walk over the tag.
+#[derive(Debug)]
+struct QuickGlob {
+    glob: halite_salt_rules::Glob,
+    literals: Vec<String>,
+}
+
+impl QuickGlob {
+    fn new(pattern: &str) -> Self {
+        // Before the first `[` (which may open a set), every character
+        // but `*` and `?` is a literal of the glob, in order.
+        let plain = pattern.split('[').next().unwrap_or_default();
+        let literals = plain
+            .split(['*', '?'])
+            .filter(|run| !run.is_empty())
+            .map(str::to_string)
+            .collect();
+        Self {
+            glob: halite_salt_rules::Glob::new(pattern),
+            literals,
+        }
+    }
+
+    fn matches(&self, tag: &str) -> bool {
+        self.literals.iter().all(|run| tag.contains(run.as_str())) && self.glob.matches(tag)
+    }
+}
+
 /// The subscribers' interests, by subscription number.
-type Interests = RwLock<Vec<(u64, Interest)>>;
+type Interests = RwLock<Vec<(u64, Matcher)>>;
 
 /// Events fired and events not built because nobody wanted them, for
 /// `halite-run master.stats` (and the test that proves a fleet's
@@ -324,11 +394,24 @@ impl EventBus {
 
     /// Whether some subscriber wants an event tagged `tag`.
     pub fn wants(&self, tag: &str) -> bool {
-        let interests = self
-            .interests
+        wanted(&self.read_interests(), tag)
+    }
+
+    fn read_interests(&self) -> std::sync::RwLockReadGuard<'_, Vec<(u64, Matcher)>> {
+        self.interests
             .read()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        interests.iter().any(|(_, i)| i.matches(tag))
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// A batch of events to fire (a minion's `Events` message): the
+    /// subscribers' interests are read once for all of them. A
+    /// subscription made or dropped meanwhile waits for the batch's end.
+    pub fn batch(&self) -> Batch<'_> {
+        Batch {
+            bus: self,
+            interests: self.read_interests(),
+            not_built: 0,
+        }
     }
 
     /// Fires `tag` with `data` (an object gets `_stamp` added) when some
@@ -394,6 +477,11 @@ impl EventBus {
             self.counts.not_built.fetch_add(1, Ordering::Relaxed);
             return;
         }
+        self.fire_wanted(tag, build);
+    }
+
+    /// Builds and broadcasts an event some subscriber wants.
+    fn fire_wanted(&self, tag: &str, build: impl FnOnce() -> Option<(Value, Option<Packed>)>) {
         let Some((data, packed_return)) = build() else {
             return;
         };
@@ -428,7 +516,7 @@ impl EventBus {
         self.interests
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push((id, interest.clone()));
+            .push((id, Matcher::new(&interest)));
         Subscription {
             rx,
             id,
@@ -451,6 +539,42 @@ impl EventBus {
             "peak_held_bytes": self.counts.peak_held_bytes.load(Ordering::Relaxed),
             "spilled": self.counts.spilled.load(Ordering::Relaxed),
         })
+    }
+}
+
+/// Whether one of `interests` wants `tag`.
+fn wanted(interests: &[(u64, Matcher)], tag: &str) -> bool {
+    interests.iter().any(|(_, m)| m.matches(tag))
+}
+
+/// Events fired together on the bus ([`EventBus::batch`]), with the
+/// subscribers' interests read once: one lock and one pass over them per
+/// batch of a minion's events, not per event. Fire nothing on the bus
+/// itself while a batch is alive (its interests are locked for reading).
+pub struct Batch<'b> {
+    bus: &'b EventBus,
+    interests: std::sync::RwLockReadGuard<'b, Vec<(u64, Matcher)>>,
+    not_built: u64,
+}
+
+impl Batch<'_> {
+    /// [`EventBus::fire_built`], against the interests read for the batch.
+    pub fn fire_built(&mut self, tag: &str, build: impl FnOnce() -> Option<Value>) {
+        if !wanted(&self.interests, tag) {
+            self.not_built += 1;
+            return;
+        }
+        self.bus
+            .fire_wanted(tag, || build().map(|data| (data, None)));
+    }
+}
+
+impl Drop for Batch<'_> {
+    fn drop(&mut self) {
+        self.bus
+            .counts
+            .not_built
+            .fetch_add(self.not_built, Ordering::Relaxed);
     }
 }
 
@@ -484,7 +608,7 @@ impl Subscription {
             .write()
             .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(slot) = interests.iter_mut().find(|(id, _)| *id == self.id) {
-            slot.1 = interest.clone();
+            slot.1 = Matcher::new(&interest);
         }
         self.interest = interest;
     }
@@ -652,5 +776,73 @@ mod tests {
         );
         assert!(!Interest::Globs(vec!["salt/minion/*/start".into()]).matches("minion_start"));
         assert!(!Interest::Prefixes(vec![]).matches("salt/auth"));
+    }
+    #[test]
+    fn the_bus_matches_every_interest_as_the_interest_does() {
+        let patterns = [
+            "",
+            "*",
+            "salt",
+            "salt/job",
+            "salt/job/*/ret/*",
+            "salt/job/*/prog/*",
+            "salt/*web1*",
+            "*/ret/*",
+            "salt/job/?/ret/web1",
+            "salt/job/[0-9]*/ret/*",
+            "salt/job/[!0-9]*",
+            "a[",
+            "a]b*",
+            "[*]x",
+            "*[]]*",
+            "salt/state_result/*/web1/*",
+            "myco/deploy",
+            "*deploy",
+            "ü*",
+            "salt/job/1/ret/",
+        ];
+        let tags = [
+            "",
+            "salt",
+            "salt/auth",
+            "salt/job/1/ret/web1",
+            "salt/job/1/prog/web1/0",
+            "salt/job/20260101000000000001/prog/web1/12",
+            "salt/state_result/1/web1/a/b",
+            "salt/job/x/ret/",
+            "a[",
+            "a]bc",
+            "*x",
+            "]",
+            "myco/deploy",
+            "ü/x",
+            "salt/job/1/ret/",
+            "salt/job/1/ret/web1/prog/x",
+        ];
+        let mut interests: Vec<Interest> = patterns
+            .iter()
+            .flat_map(|p| {
+                [
+                    Interest::TagMatch(p.to_string()),
+                    Interest::Globs(vec![p.to_string()]),
+                    Interest::Prefixes(vec![p.to_string()]),
+                ]
+            })
+            .collect();
+        interests.push(Interest::All);
+        interests.push(Interest::Globs(vec![]));
+        interests.push(Interest::Globs(
+            patterns.iter().map(|p| p.to_string()).collect(),
+        ));
+        for interest in &interests {
+            let matcher = Matcher::new(interest);
+            for tag in tags {
+                assert_eq!(
+                    matcher.matches(tag),
+                    interest.matches(tag),
+                    "{interest:?} on {tag:?}"
+                );
+            }
+        }
     }
 }

@@ -1260,6 +1260,13 @@ impl Master {
                     };
                     // Authenticated: the minion may have reconnected from a new socket.
                     session.routing = routing;
+                    // A batch of events is read in place (minion_events.rs).
+                    if let Some(events) = crate::minion_events::read_batch(&plain) {
+                        self.event_counts.messages += 1;
+                        self.event_counts.events += events.len() as u64;
+                        crate::minion_events::fire_batch(&self.bus, &session.id, events);
+                        continue;
+                    }
                     let request: MinionRequest = match decode(&plain) {
                         Ok(r) => r,
                         Err(e) => {
@@ -2434,7 +2441,7 @@ const STREAM_WRITE_BYTES: usize = 256 * 1024;
 /// Its encoding is [`LocalReply::Return`]'s or [`LocalReply::Event`]'s
 /// (tested below).
 /// `D` is the data ([`crate::events::WireData`]), or `()` for the head of
-/// a frame whose data is spliced after it ([`streamed_frame`]).
+/// a frame whose data is spliced after it ([`write_streamed_frame`]).
 #[derive(serde::Serialize)]
 enum StreamedReply<'a, D> {
     Return { id: &'a str, data: D },
@@ -2456,30 +2463,50 @@ impl<'a> StreamedReply<'a, ()> {
 /// (the data is the last thing encoded, so it is the last byte), then the
 /// data with the return's checked bytes spliced in
 /// ([`crate::events::BusEvent::write_msgpack`]). The same bytes either way
-/// (tested below).
-fn streamed_frame(
+/// (tested below). Appended to `out` (left as it was on an error): the
+/// watching CLI's stream encodes each return in place, not in a buffer of
+/// its own copied after (issue 25: a 1,000-state return per minion).
+fn write_streamed_frame(
+    out: &mut Vec<u8>,
     head: StreamedReply<'_, ()>,
     event: &crate::events::BusEvent,
-) -> Result<Vec<u8>, halite_proto::FrameError> {
+) -> Result<(), halite_proto::FrameError> {
+    let start = out.len();
+    let written = write_frame_body(out, head, event);
+    let size = out.len() - start;
+    match written {
+        Ok(()) if size > halite_proto::MAX_FRAME_BYTES => {
+            out.truncate(start);
+            Err(halite_proto::FrameError::TooLarge {
+                size,
+                max: halite_proto::MAX_FRAME_BYTES,
+            })
+        }
+        Ok(()) => Ok(()),
+        Err(e) => {
+            out.truncate(start);
+            Err(halite_proto::FrameError::Encode(e.to_string()))
+        }
+    }
+}
+
+/// [`write_streamed_frame`] without its size's check.
+fn write_frame_body(
+    out: &mut Vec<u8>,
+    head: StreamedReply<'_, ()>,
+    event: &crate::events::BusEvent,
+) -> Result<(), rmp_serde::encode::Error> {
     if !event.has_packed_return() {
-        return encode(&head.with(event.wire()));
+        return rmp_serde::encode::write_named(out, &head.with(event.wire()));
     }
-    let mut bytes = rmp_serde::to_vec_named(&head)
-        .map_err(|e| halite_proto::FrameError::Encode(e.to_string()))?;
-    if bytes.pop() != Some(0xc0) {
+    let start = out.len();
+    rmp_serde::encode::write_named(out, &head)?;
+    if out.pop() != Some(0xc0) {
         // Not the layout spliced frames rely on: encode it whole.
-        return encode(&head.with(event.wire()));
+        out.truncate(start);
+        return rmp_serde::encode::write_named(out, &head.with(event.wire()));
     }
-    event
-        .write_msgpack(&mut bytes)
-        .map_err(|e| halite_proto::FrameError::Encode(e.to_string()))?;
-    if bytes.len() > halite_proto::MAX_FRAME_BYTES {
-        return Err(halite_proto::FrameError::TooLarge {
-            size: bytes.len(),
-            max: halite_proto::MAX_FRAME_BYTES,
-        });
-    }
-    Ok(bytes)
+    event.write_msgpack(out)
 }
 
 /// Appends `event`, framed as [`write_local`] frames it, to `out` when
@@ -2506,12 +2533,16 @@ fn frame_event(
             data: (),
         },
     };
-    match streamed_frame(head, event) {
-        Ok(bytes) => {
-            out.extend_from_slice(&(bytes.len() as u32).to_be_bytes());
-            out.extend_from_slice(&bytes);
+    // The length first, filled in once the frame is written.
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    match write_streamed_frame(out, head, event) {
+        Ok(()) => {
+            let len = (out.len() - at - 4) as u32;
+            out[at..at + 4].copy_from_slice(&len.to_be_bytes());
         }
         Err(e) => {
+            out.truncate(at);
             tracing::warn!(tag = %event.tag, error = %e, "an event could not be sent to a local client")
         }
     }

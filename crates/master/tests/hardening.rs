@@ -154,6 +154,97 @@ fn a_forged_tag_is_never_another_minions_return() {
     assert!(master.log_text().contains("minion event dropped"));
 }
 
+/// Issue 25, session 24: a batch of events (read in place by the master)
+/// is checked event by event as single events are: another minion's tags
+/// and Salt's own are dropped, the rest of the batch fires; a batch that
+/// does not decode (a tag that is not a string) is dropped whole, and the
+/// master goes on reading the peer's next messages.
+#[test]
+fn a_batch_of_events_is_checked_event_by_event_and_a_malformed_one_dropped() {
+    use halite_proto::msg::MinionEvent;
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let master = fleet.start_master("auto_accept: True");
+    let events = fleet.watch_events();
+    let jid = "20260101000000000001";
+    runtime().block_on(async {
+        let mut peer = Peer::connect(fleet.ret_port).await;
+        let me = Identity::generate().expect("identity");
+        let mut cipher = peer.authenticate(&me, "intruder").await;
+        let forged = json!({"id": "victim", "return": "FORGED", "retcode": 0});
+        let batch = MinionRequest::Events {
+            events: vec![
+                MinionEvent::packed(format!("salt/job/{jid}/ret/victim"), &forged).unwrap(),
+                MinionEvent::plain(format!("salt/job/{jid}/prog/victim/0"), forged.clone()),
+                MinionEvent::packed("salt/auth".into(), &forged).unwrap(),
+                MinionEvent::packed(format!("salt/job/{jid}/prog/intruder/0"), &json!({"n": 0}))
+                    .unwrap(),
+                MinionEvent {
+                    tag: format!("salt/job/{jid}/prog/intruder/1"),
+                    data: serde_json::Value::Null,
+                    packed: Some(vec![0xc1].into()),
+                },
+                MinionEvent::plain("myapp/batch/one".into(), json!({"n": 1})),
+            ],
+        };
+        peer.request(&mut cipher, &batch).await;
+        // A tag that is not a string: the whole batch is refused.
+        #[derive(serde::Serialize)]
+        enum Malformed {
+            Events { events: Vec<serde_json::Value> },
+        }
+        let malformed = Malformed::Events {
+            events: vec![
+                json!({"tag": "myapp/batch/never", "data": "FORGED"}),
+                json!({"tag": 7, "data": "FORGED"}),
+            ],
+        };
+        let sealed = cipher
+            .seal(&encode(&malformed).expect("encode"))
+            .expect("seal");
+        peer.send(&ToMaster::Sealed(sealed)).await;
+        // The peer's next batch is read as ever.
+        let after = MinionRequest::Events {
+            events: vec![MinionEvent::plain(
+                "myapp/batch/two".into(),
+                json!({"n": 2}),
+            )],
+        };
+        peer.request(&mut cipher, &after).await;
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    });
+    let bus = events.stop();
+    assert!(
+        !bus.contains("FORGED"),
+        "a forged event reached the bus: {bus}"
+    );
+    assert!(!bus.contains("myapp/batch/never"), "{bus}");
+    let fired: Vec<&str> = bus
+        .lines()
+        .filter_map(|l| l.split_once('\t'))
+        .map(|(tag, _)| tag)
+        .filter(|tag| tag.contains("intruder") || tag.starts_with("myapp/batch/"))
+        .collect();
+    assert_eq!(
+        fired,
+        [
+            format!("salt/job/{jid}/prog/intruder/0").as_str(),
+            "myapp/batch/one",
+            "myapp/batch/two"
+        ],
+        "{bus}"
+    );
+    let log = master.log_text();
+    assert!(log.contains("minion event dropped"), "{log}");
+    assert!(log.contains("event data cannot be decoded"), "{log}");
+    assert!(
+        log.contains("undecodable request in a valid session dropped"),
+        "{log}"
+    );
+}
+
 /// How many times the minion's log says it ran job `jid`.
 fn runs_of(minion: &Daemon, jid: &str) -> usize {
     minion

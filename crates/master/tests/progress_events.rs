@@ -307,3 +307,118 @@ fn events_nobody_wants_are_not_built() {
         built - built_before
     );
 }
+
+/// The text of an SLS of `states` test states that each fire their own
+/// `salt/state_result/<jid>/<id>/<name>` event (`fire_event: True`).
+fn firing_states(states: usize) -> String {
+    (0..states)
+        .map(|n| {
+            format!("state_{n:03}:\n  test.succeed_without_changes:\n    - name: number {n}\n    - fire_event: True\n")
+        })
+        .collect()
+}
+
+/// Issue 25, session 24: a batch of a minion's events is read in place and
+/// checked against the subscribers' interests once; every reader of the
+/// bus (one of everything, one of a glob) still sees every state's
+/// `salt/state_result` and progress event, with Salt's envelope, in run
+/// order, before the return, and the same events as each other.
+#[test]
+fn every_reader_of_the_bus_sees_each_state_result_in_order() {
+    use halite_master::local::{LocalBody, LocalClient, LocalReply};
+    use std::sync::mpsc;
+    if !can_run() {
+        return;
+    }
+    let fleet = Fleet::new();
+    let _master = start_master(&fleet, &firing_states(STATES));
+    let _minion = fleet.start_minion("web1", "");
+    fleet.wait_responding("web1");
+    let watcher = fleet.watch_events();
+    // `state.event tagmatch='*web1*'`, read on its own thread.
+    let mut client = LocalClient::connect(
+        &fleet.path("master-sock/master.sock"),
+        &fleet.path("master-cache/.root_key"),
+    )
+    .expect("connect");
+    client
+        .send(LocalBody::Events {
+            tagmatch: "*web1*".into(),
+        })
+        .expect("subscribe");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        while let Ok(Some(reply)) = client.next(None) {
+            if let LocalReply::Event { tag, data } = reply {
+                if tx.send((tag, data)).is_err() {
+                    break;
+                }
+            }
+        }
+    });
+    // Subscribed once a marker it wants comes through.
+    let mut subscribed = false;
+    for _ in 0..30 {
+        fleet.cli("halite-run", &["event.send", "marker/web1"]);
+        if rx.recv_timeout(Duration::from_secs(2)).is_ok() {
+            subscribed = true;
+            break;
+        }
+    }
+    assert!(subscribed, "the glob's reader never saw its marker");
+    let (rets, code) = fleet.halite_json(&["web1", "state.apply", "-t", "60"]);
+    assert_eq!(code, 0, "{rets:?}");
+    let everything = fired(&watcher.stop());
+    let mut globbed = Vec::new();
+    while !globbed
+        .iter()
+        .any(|(t, _): &(String, Value)| t.starts_with("salt/job/") && t.ends_with("/ret/web1"))
+    {
+        globbed.push(
+            rx.recv_timeout(Duration::from_secs(60))
+                .expect("the glob's reader never saw the return"),
+        );
+    }
+
+    let ret_at = everything
+        .iter()
+        .position(|(t, _)| t.starts_with("salt/job/") && t.ends_with("/ret/web1"))
+        .expect("the return");
+    let jid = everything[ret_at]
+        .0
+        .split('/')
+        .nth(2)
+        .expect("jid")
+        .to_string();
+    let results: Vec<&(String, Value)> = everything[..ret_at]
+        .iter()
+        .filter(|(t, _)| t.starts_with(&format!("salt/state_result/{jid}/web1/")))
+        .collect();
+    assert_eq!(results.len(), STATES);
+    for (n, (tag, data)) in results.iter().enumerate() {
+        assert_eq!(tag, &format!("salt/state_result/{jid}/web1/number {n}"));
+        assert_eq!(data["cmd"], "_minion_event", "{data}");
+        assert_eq!(data["id"], "web1");
+        assert_eq!(data["tag"], tag.as_str());
+        assert_eq!(data["data"]["ret"]["name"], format!("number {n}"));
+        assert_eq!(data["data"]["ret"]["__run_num__"], n);
+        assert_eq!(data["data"]["ret"]["result"], true);
+        assert!(data["_stamp"].is_string(), "{data}");
+    }
+    let progress = everything[..ret_at]
+        .iter()
+        .filter(|(t, _)| t.starts_with(&format!("salt/job/{jid}/prog/web1/")))
+        .count();
+    assert_eq!(progress, STATES);
+    // The glob's reader: the very same events of the job, in the same order.
+    let of_the_job = |events: &[(String, Value)]| -> Vec<(String, Value)> {
+        events
+            .iter()
+            .filter(|(t, _)| t.contains(&jid) && t.contains("web1"))
+            .cloned()
+            .collect()
+    };
+    let all_of_the_job = of_the_job(&everything);
+    assert_eq!(all_of_the_job.len(), 2 * STATES + 1);
+    assert_eq!(of_the_job(&globbed), all_of_the_job);
+}
