@@ -389,15 +389,20 @@ fn a_form_found_by_comparison_is_the_minions_own_compile() {
 /// classes (an FQDN, one letter, digits that read as a number, capitals),
 /// grains and pillar that differ per minion (other forms, same matches),
 /// `extend`, `exclude` and a state ID naming the id (never recorded), a
-/// JSON SLS, a static SLS and an include, and the tree edited between
-/// two jobs.
+/// JSON SLS, a static SLS and an include, the tree edited between two
+/// jobs, and an SLS added that a glob of the top file matches (the
+/// renders' loads do not show it).
 #[test]
 fn a_plan_served_from_its_render_forms_is_the_minions_own_compile() {
     let dir = tempfile::tempdir().unwrap();
     let root = dir.path();
     write(
         &root.join("salt/top.sls"),
-        "base:\n  '*':\n    - vals\n    - static\n  'ext*':\n    - extending\n  'js*':\n    - jsony\n",
+        "base:\n  '*':\n    - vals\n    - static\n  'ext*':\n    - extending\n  'js*':\n    - jsony\n  'db*':\n    - 'globbed.*'\n",
+    );
+    write(
+        &root.join("salt/globbed/one.sls"),
+        "globbed_one:\n  test.nop:\n    - name: one\n",
     );
     write(&root.join("salt/files/a.txt"), "a file\n");
     write(
@@ -464,11 +469,21 @@ fn a_plan_served_from_its_render_forms_is_the_minions_own_compile() {
     .map(|(id, os)| (id, json!({"os": os})))
     .collect();
     let memoised = compiler(root, true);
+    // The third job: the same texts, and one more SLS the top file's
+    // glob `globbed.*` matches (the loads cannot show it).
     for (version, jid) in [
         ("v1", "20261127000000000007"),
         ("v2", "20261127000000000008"),
+        ("v2 and globbed.two", "20261127000000000009"),
     ] {
+        let version = version.split(' ').next().unwrap();
         tree(version);
+        if jid.ends_with('9') {
+            write(
+                &root.join("salt/globbed/two.sls"),
+                "globbed_two:\n  test.nop:\n    - name: two\n",
+            );
+        }
         let fresh = packed(&compiler(root, false), jid, &minions);
         for round in 0..2 {
             let memo = packed(&memoised, jid, &minions);
@@ -482,6 +497,8 @@ fn a_plan_served_from_its_render_forms_is_the_minions_own_compile() {
         let comment = format!("Debian web {version}");
         assert_eq!(web1.matches(&comment).count(), 2, "{web1}");
         assert_eq!(web2.matches(&comment).count(), 1, "{web2}");
+        let db = String::from_utf8_lossy(&fresh[8]);
+        assert_eq!(db.contains("globbed_two"), jid.ends_with('9'), "{db}");
     }
     let stats = memoised.id_form_stats();
     let plans = memoised.high_form_stats();

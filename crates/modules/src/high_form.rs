@@ -60,8 +60,10 @@ use std::sync::Mutex;
 
 use halite_render::cache::id_form::{self, PLACEHOLDER as Q};
 use halite_render::cache::{notes_begin, notes_end, notes_take, Load};
+use halite_salt_rules::is_pattern;
 use halite_state::high::HighBuilder;
 use halite_state::id_memo::{id_admissible, IdChunks, PLACEHOLDER as E};
+use halite_state::module::StateModules;
 use halite_state::{Map, Matches, RenderedSls, SlsSource, Value};
 
 use crate::sls::FileSls;
@@ -94,13 +96,20 @@ pub(crate) struct Step {
 /// What a plan is keyed by besides its renders.
 #[derive(Clone, PartialEq)]
 pub(crate) struct PlanKey {
-    pub(crate) highstate: bool,
-    pub(crate) matches: Vec<(String, Vec<String>)>,
-    pub(crate) disabled: Vec<String>,
+    highstate: bool,
+    matches: Vec<(String, Vec<String>)>,
+    disabled: Vec<String>,
+    /// The state modules the compile looks functions up in.
+    modules: Vec<&'static str>,
 }
 
 impl PlanKey {
-    pub(crate) fn new(highstate: bool, matches: &Matches, disabled: &[String]) -> Self {
+    pub(crate) fn new(
+        highstate: bool,
+        matches: &Matches,
+        disabled: &[String],
+        modules: &StateModules,
+    ) -> Self {
         PlanKey {
             highstate,
             matches: matches
@@ -108,6 +117,7 @@ impl PlanKey {
                 .map(|(k, v)| (k.clone(), v.clone()))
                 .collect(),
             disabled: disabled.to_vec(),
+            modules: modules.names().collect(),
         }
     }
 }
@@ -267,8 +277,22 @@ impl Entry {
         form: &IdChunks,
         id: &str,
     ) -> Option<Entry> {
+        // Which SLS a glob (in the top file's matches or an include) or
+        // an include naming another saltenv renders depends on the
+        // listing of the tree, which the loads do not show.
+        if key
+            .matches
+            .iter()
+            .flat_map(|(_, m)| m)
+            .any(|m| is_pattern(m))
+        {
+            return None;
+        }
         let mut marked = BTreeSet::new();
         for step in &steps {
+            if !plain_includes(step.loads.last()?) {
+                return None;
+            }
             match step.loads.last()? {
                 Load::Form(data) => {
                     if !confined(data) {
@@ -342,6 +366,22 @@ impl Entry {
                     .replace(id, E.encode_utf8(&mut placeholder))
                     == *e
             })
+    }
+}
+
+/// Whether the `include` of a render's data, if any, is a list of SLS
+/// names of its own saltenv without glob characters (what `HighBuilder`
+/// resolves without reading the tree's listing).
+fn plain_includes(load: &Load) -> bool {
+    let (Load::Form(data) | Load::Exact(data) | Load::Reused(data)) = load else {
+        return false;
+    };
+    match data.get("include") {
+        None => true,
+        Some(Value::Array(items)) => items
+            .iter()
+            .all(|i| i.as_str().is_some_and(|s| !is_pattern(s))),
+        Some(_) => false,
     }
 }
 

@@ -495,6 +495,8 @@ impl StateExec {
                     args.kwargs.insert("test".into(), Value::Bool(true));
                 }
                 let disabled = run_options(host, &args).disabled_requisites;
+                // The compile's table (the plan's host's, as below).
+                let host_states = &host.states;
                 let run_on = ran_on.insert(run_host(host, &args)?);
                 if memo.is_some() {
                     halite_render::cache::begin_trace();
@@ -504,7 +506,7 @@ impl StateExec {
                 let forms = memo.and_then(|m| Some((m.forms?, m.id)));
                 let render = |host: &Host, matches: &Matches| match forms {
                     Some((forms, id)) if !exclude => {
-                        let key = PlanKey::new(highstate, matches, &disabled);
+                        let key = PlanKey::new(highstate, matches, &disabled, host_states);
                         match forms.serve(&FileSls::new(host), &key, id) {
                             Probe::Served(chunks) => return Err(chunks),
                             Probe::IdRefused => return Ok(render_highstate(host, matches)),
