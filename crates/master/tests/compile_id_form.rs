@@ -313,6 +313,25 @@ fn packed(compiler: &Compiler, jid: &str, minions: &[(&str, serde_json::Value)])
         .collect()
 }
 
+/// The packed bundles of the memoised compiler for job `jid` (twice: the
+/// second time every form is known) against a fresh compiler's, minion
+/// by minion; the fresh ones.
+fn packed_as_fresh(
+    root: &Path,
+    memoised: &Compiler,
+    jid: &str,
+    minions: &[(&str, serde_json::Value)],
+    when: &str,
+) -> Vec<Vec<u8>> {
+    let fresh = packed(&compiler(root, false), jid, minions);
+    for round in 0..2 {
+        let memo = packed(memoised, jid, minions);
+        let ids = minions.iter().map(|(id, _)| *id);
+        assert_same(ids, &memo, &fresh, &format!("{when}, round {round}"));
+    }
+    fresh
+}
+
 /// Issue 25, session 23: a minion's id form found by comparing its high
 /// data with a kept form's (`id_memo::Lockstep`), without the key's walk
 /// and hash. The traps: an id the tree also writes literally (`web10`, a
@@ -363,12 +382,7 @@ fn a_form_found_by_comparison_is_the_minions_own_compile() {
         ("v2", "20261127000000000006"),
     ] {
         tree(version);
-        let fresh = packed(&compiler(root, false), jid, &minions);
-        for round in 0..2 {
-            let memo = packed(&memoised, jid, &minions);
-            let ids = minions.iter().map(|(id, _)| *id);
-            assert_same(ids, &memo, &fresh, &format!("{version}, round {round}"));
-        }
+        let fresh = packed_as_fresh(root, &memoised, jid, &minions, version);
         let neg = String::from_utf8_lossy(&fresh[4]);
         assert!(neg.contains(&format!("Debian {version}")), "{neg}");
     }
@@ -484,12 +498,7 @@ fn a_plan_served_from_its_render_forms_is_the_minions_own_compile() {
                 "globbed_two:\n  test.nop:\n    - name: two\n",
             );
         }
-        let fresh = packed(&compiler(root, false), jid, &minions);
-        for round in 0..2 {
-            let memo = packed(&memoised, jid, &minions);
-            let ids = minions.iter().map(|(id, _)| *id);
-            assert_same(ids, &memo, &fresh, &format!("{version}, round {round}"));
-        }
+        let fresh = packed_as_fresh(root, &memoised, jid, &minions, jid);
         // `use` of the name `web1` finds web1's own `vals_name` too, and
         // copies its comment into `vals_in`; web2's finds `literal_named`.
         let web1 = String::from_utf8_lossy(&fresh[3]);

@@ -447,23 +447,11 @@ impl IdFormMemo {
     /// minion's trace was the same are compared with it (a hint: the
     /// comparison decides), so a fleet of many forms does not pay
     /// comparisons that fail; `None`: every kept form.
+    ///
+    /// The high data comes back beside the result when the minion got
+    /// an id form's chunks, for a caller that learns from it what the
+    /// form's high data is (issue 25, session 24); else it was consumed.
     pub fn compile(
-        &self,
-        id: &str,
-        high: Map,
-        origins: StringOrigins,
-        modules: &StateModules,
-        disabled: &[String],
-        trace: Option<u64>,
-    ) -> Result<Compiled, Vec<String>> {
-        self.compile_keeping(id, high, origins, modules, disabled, trace)
-            .0
-    }
-
-    /// [`IdFormMemo::compile`], handing the high data back when the
-    /// minion got an id form's chunks (for a caller that learns from it
-    /// what the form's high data is).
-    pub fn compile_keeping(
         &self,
         id: &str,
         high: Map,

@@ -547,7 +547,7 @@ impl StateExec {
         let ((high, origins), trace) = high;
         let compiled = match memo {
             Some(memo) => {
-                let (compiled, high) = memo.ids.compile_keeping(
+                let (compiled, high) = memo.ids.compile(
                     memo.id,
                     high,
                     origins,
