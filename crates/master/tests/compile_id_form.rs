@@ -516,3 +516,42 @@ fn a_plan_served_from_its_render_forms_is_the_minions_own_compile() {
     // recorded form in the first round, and most of them in the second.
     assert!(stats.through_render >= 10, "{stats:?} {plans:?}");
 }
+
+/// Issue 25, session 24: a recorded plan that most minions' renders do
+/// not match stops being tried (a failed probe renders the minion's SLS
+/// twice): three minions share a form, twenty have one each (a grain
+/// written into the text), and every bundle is still the minion's own.
+#[test]
+fn a_plan_most_minions_do_not_match_stops_being_probed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(&root.join("salt/top.sls"), "base:\n  '*':\n    - u\n");
+    write(
+        &root.join("salt/u.sls"),
+        "u_state:\n  test.nop:\n    - name: /srv/{{ grains['id'] }}\n    - comment: {{ grains['serial'] }}\n",
+    );
+    write(&root.join("pillar/top.sls"), "base: {}\n");
+    let ids: Vec<String> = (0..23).map(|i| format!("h{i}")).collect();
+    let minions: Vec<(&str, serde_json::Value)> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let serial = if i < 3 {
+                "shared".to_string()
+            } else {
+                format!("s{i}")
+            };
+            (id.as_str(), json!({"serial": serial}))
+        })
+        .collect();
+    let memoised = compiler(root, true);
+    let fresh = packed(&compiler(root, false), "20261127000000000010", &minions);
+    let memo = packed(&memoised, "20261127000000000010", &minions);
+    assert_same(minions.iter().map(|(id, _)| *id), &memo, &fresh, "once");
+    let plans = memoised.high_form_stats();
+    let stats = memoised.id_form_stats();
+    // h2 is served; of the twenty others, twelve are probed (eight, and
+    // four more for the one served), then none.
+    assert_eq!((plans.recorded, stats.through_render), (1, 1), "{plans:?}");
+    assert_eq!(plans.probes_failed, 12, "{plans:?}");
+}

@@ -134,6 +134,19 @@ struct Entry {
     /// Each distinct run with `Q`, and it with U+E000 for `Q`.
     mixed_runs: Vec<(String, String)>,
     has_scalar: bool,
+    /// Minions served from it, and probes that tried it and failed: a
+    /// failed probe renders the minion's SLS once more than the full
+    /// path alone, so an entry that mostly fails is no longer tried.
+    served: AtomicU64,
+    failed: AtomicU64,
+}
+
+impl Entry {
+    /// Whether a probe should still try it (see [`Entry::failed`]).
+    fn worth_trying(&self) -> bool {
+        let served = self.served.load(Ordering::Relaxed);
+        self.failed.load(Ordering::Relaxed) < 8 + 4 * served
+    }
 }
 
 /// The recorded forms of one compiler (its state modules fixed, as
@@ -171,7 +184,13 @@ impl HighForms {
     fn candidates(&self, key: &PlanKey) -> Vec<std::sync::Arc<Entry>> {
         self.entries
             .lock()
-            .map(|e| e.iter().rev().filter(|e| e.key == *key).cloned().collect())
+            .map(|e| {
+                e.iter()
+                    .rev()
+                    .filter(|e| e.key == *key && e.worth_trying())
+                    .cloned()
+                    .collect()
+            })
             .unwrap_or_default()
     }
 
@@ -183,9 +202,20 @@ impl HighForms {
         if alive.is_empty() {
             return Probe::Differs;
         }
+        let tried = alive.clone();
         let served = self.probe(source, key, id, &mut alive);
-        if !matches!(served, Probe::Served(_)) {
-            self.probes_failed.fetch_add(1, Ordering::Relaxed);
+        match &served {
+            Probe::Served(_) => {
+                for e in &alive {
+                    e.served.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            _ => {
+                self.probes_failed.fetch_add(1, Ordering::Relaxed);
+                for e in &tried {
+                    e.failed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
         }
         served
     }
@@ -208,7 +238,10 @@ impl HighForms {
         loop {
             // An entry whose renders end here is the minion's: the same
             // data makes the builder ask for the same renders.
-            if let Some(done) = alive.iter().find(|e| e.steps.len() == step) {
+            if let Some(i) = alive.iter().position(|e| e.steps.len() == step) {
+                let done = alive.swap_remove(i);
+                alive.clear();
+                alive.push(done.clone());
                 return match done.serves(id) {
                     true => Probe::Served(done.form.with_id(id)),
                     false => Probe::IdRefused,
@@ -350,6 +383,8 @@ impl Entry {
                 })
                 .collect(),
             has_scalar: runs.scalar,
+            served: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
         };
         entry.serves(id).then_some(entry)
     }
