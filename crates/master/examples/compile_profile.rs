@@ -20,6 +20,9 @@
 //! `[noidform]` (the compile per id form of issue 25, sessions 19 and 21, off:
 //! every minion's high data compiled to chunks in full)
 //!
+//! `[nohighform]` (the plans served from their renders' id forms of issue
+//! 25, session 24, off: every minion's high data built and compared)
+//!
 //! `[stamp]` (also times the per-job tree stamp, `compile_record::tree_stamp`:
 //! the bench tree's, and a generated tree of 10,000 files)
 //!
@@ -296,7 +299,10 @@ fn main() -> anyhow::Result<()> {
     .with_reuse(reuse)
     // `noidform`: the compile per id form off (issue 25, sessions 19, 21:
     // the before row in the same binary).
-    .with_id_forms(!std::env::args().any(|a| a == "noidform"));
+    .with_id_forms(!std::env::args().any(|a| a == "noidform"))
+    // `nohighform`: every minion's high data built (issue 25, session 24:
+    // the before row in the same binary).
+    .with_high_forms(!std::env::args().any(|a| a == "nohighform"));
     let job = highstate_job("20261126000000000000");
     let remote: Arc<dyn RemoteExec> = Arc::new(NoRemote);
     let (mut compile, mut encode) = (Duration::ZERO, Duration::ZERO);
@@ -337,5 +343,6 @@ fn main() -> anyhow::Result<()> {
         compiler.pillar_records().reused()
     );
     println!("compile per id form: {:?}", compiler.id_form_stats());
+    println!("plans from forms: {:?}", compiler.high_form_stats());
     Ok(())
 }

@@ -9,8 +9,9 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
-use halite_modules::exec::state::{StateExec, StatePlan};
+use halite_modules::exec::state::{PlanMemo, StateExec, StatePlan};
 use halite_modules::exec::{MineLink, RemoteExec};
+use halite_modules::high_form::{HighFormStats, HighForms};
 use halite_modules::host::LogEvents;
 use halite_modules::pillar_source::PillarSource;
 use halite_modules::{Args, ExecError, ExecModules, Host, LocalFileClient};
@@ -52,6 +53,10 @@ pub struct Compiler {
     /// the compiler's life, as it needs. `None` when a profile or test
     /// turns it off to compare.
     id_forms: Option<IdFormMemo>,
+    /// The plans recorded with their renders' id forms, for minions whose
+    /// high data need not be built (issue 25, session 24; only with
+    /// `id_forms`).
+    high_forms: Option<HighForms>,
     /// What the manifest and saltenvs read from each id form's chunks,
     /// read once per form (used only with `id_forms`).
     form_reads: FormReads,
@@ -85,6 +90,7 @@ impl Compiler {
             pillar_records: PillarRecords::new(pillar_dirs),
             reuse: true,
             id_forms: Some(IdFormMemo::new()),
+            high_forms: Some(HighForms::new()),
             form_reads: FormReads::default(),
         }
     }
@@ -94,6 +100,15 @@ impl Compiler {
     /// session 21; for profiles and tests that compare the two.
     pub fn with_id_forms(mut self, on: bool) -> Self {
         self.id_forms = on.then(IdFormMemo::new);
+        self.high_forms = on.then(HighForms::new);
+        self
+    }
+
+    /// Turns the plans served from their renders' id forms off (`false`):
+    /// every minion's high data built, as before issue 25's session 24;
+    /// for profiles that compare the two.
+    pub fn with_high_forms(mut self, on: bool) -> Self {
+        self.high_forms = on.then(HighForms::new);
         self
     }
 
@@ -102,6 +117,14 @@ impl Compiler {
         self.id_forms
             .as_ref()
             .map(IdFormMemo::stats)
+            .unwrap_or_default()
+    }
+
+    /// The recorded plans' counters (issue 25, session 24).
+    pub fn high_form_stats(&self) -> HighFormStats {
+        self.high_forms
+            .as_ref()
+            .map(HighForms::stats)
             .unwrap_or_default()
     }
 
@@ -380,7 +403,11 @@ impl Compiler {
                 .and_then(Value::as_str)
                 .unwrap_or_default()
                 .to_string();
-            let memo = self.id_forms.as_ref().map(|memo| (memo, id.as_str()));
+            let memo = self.id_forms.as_ref().map(|ids| PlanMemo {
+                ids,
+                forms: self.high_forms.as_ref(),
+                id: id.as_str(),
+            });
             match StateExec::plan_memoised(&host, &job.fun, &args, memo) {
                 Ok(planned) => {
                     saltenvs = planned.saltenvs;

@@ -179,6 +179,7 @@ mod tests {
                     &[],
                     None,
                 )
+                .0
                 .unwrap(),
             );
         }

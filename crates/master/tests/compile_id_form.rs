@@ -313,6 +313,25 @@ fn packed(compiler: &Compiler, jid: &str, minions: &[(&str, serde_json::Value)])
         .collect()
 }
 
+/// The packed bundles of the memoised compiler for job `jid` (twice: the
+/// second time every form is known) against a fresh compiler's, minion
+/// by minion; the fresh ones.
+fn packed_as_fresh(
+    root: &Path,
+    memoised: &Compiler,
+    jid: &str,
+    minions: &[(&str, serde_json::Value)],
+    when: &str,
+) -> Vec<Vec<u8>> {
+    let fresh = packed(&compiler(root, false), jid, minions);
+    for round in 0..2 {
+        let memo = packed(memoised, jid, minions);
+        let ids = minions.iter().map(|(id, _)| *id);
+        assert_same(ids, &memo, &fresh, &format!("{when}, round {round}"));
+    }
+    fresh
+}
+
 /// Issue 25, session 23: a minion's id form found by comparing its high
 /// data with a kept form's (`id_memo::Lockstep`), without the key's walk
 /// and hash. The traps: an id the tree also writes literally (`web10`, a
@@ -363,12 +382,7 @@ fn a_form_found_by_comparison_is_the_minions_own_compile() {
         ("v2", "20261127000000000006"),
     ] {
         tree(version);
-        let fresh = packed(&compiler(root, false), jid, &minions);
-        for round in 0..2 {
-            let memo = packed(&memoised, jid, &minions);
-            let ids = minions.iter().map(|(id, _)| *id);
-            assert_same(ids, &memo, &fresh, &format!("{version}, round {round}"));
-        }
+        let fresh = packed_as_fresh(root, &memoised, jid, &minions, version);
         let neg = String::from_utf8_lossy(&fresh[4]);
         assert!(neg.contains(&format!("Debian {version}")), "{neg}");
     }
@@ -378,4 +392,166 @@ fn a_form_found_by_comparison_is_the_minions_own_compile() {
     // it (its id in an `exclude` entry), once per round and tree.
     assert!(stats.compared >= 4, "{stats:?}");
     assert_eq!(stats.refused.get("printed"), Some(&4), "{stats:?}");
+}
+
+/// Issue 25, session 24: a minion whose renders load exactly the id
+/// forms a recorded plan's did gets that plan's compile with its id put
+/// in, without its high data (`halite_modules::high_form`). The traps:
+/// an id the tree makes by an escape (`"\x77eb1"`: web1's text does not
+/// hold it, so its form is web2's, but a `use` of that name also finds
+/// web1's own state named `web1`), ids of other lengths and
+/// classes (an FQDN, one letter, digits that read as a number, capitals),
+/// grains and pillar that differ per minion (other forms, same matches),
+/// `extend`, `exclude` and a state ID naming the id (never recorded), a
+/// JSON SLS, a static SLS and an include, the tree edited between two
+/// jobs, and an SLS added that a glob of the top file matches (the
+/// renders' loads do not show it).
+#[test]
+fn a_plan_served_from_its_render_forms_is_the_minions_own_compile() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(
+        &root.join("salt/top.sls"),
+        "base:\n  '*':\n    - vals\n    - static\n  'ext*':\n    - extending\n  'js*':\n    - jsony\n  'db*':\n    - 'globbed.*'\n",
+    );
+    write(
+        &root.join("salt/globbed/one.sls"),
+        "globbed_one:\n  test.nop:\n    - name: one\n",
+    );
+    write(&root.join("salt/files/a.txt"), "a file\n");
+    write(
+        &root.join("salt/static.sls"),
+        "static_state:\n  test.nop:\n    - name: static\n",
+    );
+    write(
+        &root.join("salt/common.sls"),
+        "common_state:\n  test.nop:\n    - order: 3\n",
+    );
+    write(
+        &root.join("salt/extending.sls"),
+        "extend:\n  vals_name:\n    test:\n      - comment: extended {{ grains['id'] }}\n\
+         exclude:\n  - id: {{ grains['id'] }}_gone\n\
+         {{ grains['id'] }}_gone:\n  test.nop: []\n",
+    );
+    write(
+        &root.join("salt/jsony.sls"),
+        "#!jinja|json\n{\"js_state\": {\"test.nop\": [{\"name\": \"/srv/{{ grains['id'] }}\"}]}}\n",
+    );
+    let tree = |version: &str| {
+        write(
+            &root.join("salt/vals.sls"),
+            &format!(
+                "{{% set id = grains['id'] %}}\n\
+                 include:\n  - common\n\
+                 vals_file:\n  file.managed:\n    - name: /srv/{{{{ id }}}}/conf\n    - source: salt://files/a.txt\n\
+                 vals_name:\n  test.nop:\n    - name: {{{{ id }}}}\n    - comment: \"{{{{ grains['os'] }}}} {{{{ pillar['role'] }}}} {version}\"\n\
+                 literal_named:\n  test.nop:\n    - name: \"\\x77eb1\"\n\
+                 vals_in:\n  test.nop:\n    - use:\n      - test: \"\\x77eb1\"\n\
+                 vals_list:\n  test.nop:\n    - names:\n      - {{{{ id }}}}-one\n      - {{{{ id }}}}{{{{ id }}}}\n"
+            ),
+        );
+    };
+    write(&root.join("pillar/top.sls"), "base:\n  '*':\n    - role\n");
+    write(
+        &root.join("pillar/role.sls"),
+        "role: {{ 'web' if grains['id'].startswith('web') else 'other' }}\n",
+    );
+    let minions: Vec<(&str, serde_json::Value)> = [
+        ("web2", "Debian"),
+        ("web3", "Debian"),
+        ("web4", "Debian"),
+        ("web1", "Debian"),
+        ("web10", "Debian"),
+        ("web6", "RedHat"),
+        ("web7", "RedHat"),
+        ("web8", "RedHat"),
+        ("db-2.example.com", "Debian"),
+        ("db-3.example.com", "Debian"),
+        ("db-4.example.com", "Debian"),
+        ("x", "Debian"),
+        ("123", "Debian"),
+        ("456", "Debian"),
+        ("WEB5", "Debian"),
+        ("ext1", "Debian"),
+        ("ext2", "Debian"),
+        ("ext3", "Debian"),
+        ("js1", "Debian"),
+        ("js2", "Debian"),
+        ("js3", "Debian"),
+    ]
+    .into_iter()
+    .map(|(id, os)| (id, json!({"os": os})))
+    .collect();
+    let memoised = compiler(root, true);
+    // The third job: the same texts, and one more SLS the top file's
+    // glob `globbed.*` matches (the loads cannot show it).
+    for (version, jid) in [
+        ("v1", "20261127000000000007"),
+        ("v2", "20261127000000000008"),
+        ("v2 and globbed.two", "20261127000000000009"),
+    ] {
+        let version = version.split(' ').next().unwrap();
+        tree(version);
+        if jid.ends_with('9') {
+            write(
+                &root.join("salt/globbed/two.sls"),
+                "globbed_two:\n  test.nop:\n    - name: two\n",
+            );
+        }
+        let fresh = packed_as_fresh(root, &memoised, jid, &minions, jid);
+        // `use` of the name `web1` finds web1's own `vals_name` too, and
+        // copies its comment into `vals_in`; web2's finds `literal_named`.
+        let web1 = String::from_utf8_lossy(&fresh[3]);
+        let web2 = String::from_utf8_lossy(&fresh[0]);
+        let comment = format!("Debian web {version}");
+        assert_eq!(web1.matches(&comment).count(), 2, "{web1}");
+        assert_eq!(web2.matches(&comment).count(), 1, "{web2}");
+        let db = String::from_utf8_lossy(&fresh[8]);
+        assert_eq!(db.contains("globbed_two"), jid.ends_with('9'), "{db}");
+    }
+    let stats = memoised.id_form_stats();
+    let plans = memoised.high_form_stats();
+    eprintln!("{stats:?} {plans:?}");
+    // Served from the render's forms: at least the third minion of each
+    // recorded form in the first round, and most of them in the second.
+    assert!(stats.through_render >= 10, "{stats:?} {plans:?}");
+}
+
+/// Issue 25, session 24: a recorded plan that most minions' renders do
+/// not match stops being tried (a failed probe renders the minion's SLS
+/// twice): three minions share a form, twenty have one each (a grain
+/// written into the text), and every bundle is still the minion's own.
+#[test]
+fn a_plan_most_minions_do_not_match_stops_being_probed() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    write(&root.join("salt/top.sls"), "base:\n  '*':\n    - u\n");
+    write(
+        &root.join("salt/u.sls"),
+        "u_state:\n  test.nop:\n    - name: /srv/{{ grains['id'] }}\n    - comment: {{ grains['serial'] }}\n",
+    );
+    write(&root.join("pillar/top.sls"), "base: {}\n");
+    let ids: Vec<String> = (0..23).map(|i| format!("h{i}")).collect();
+    let minions: Vec<(&str, serde_json::Value)> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| {
+            let serial = if i < 3 {
+                "shared".to_string()
+            } else {
+                format!("s{i}")
+            };
+            (id.as_str(), json!({"serial": serial}))
+        })
+        .collect();
+    let memoised = compiler(root, true);
+    let fresh = packed(&compiler(root, false), "20261127000000000010", &minions);
+    let memo = packed(&memoised, "20261127000000000010", &minions);
+    assert_same(minions.iter().map(|(id, _)| *id), &memo, &fresh, "once");
+    let plans = memoised.high_form_stats();
+    let stats = memoised.id_form_stats();
+    // h2 is served; of the twenty others, twelve are probed (eight, and
+    // four more for the one served), then none.
+    assert_eq!((plans.recorded, stats.through_render), (1, 1), "{plans:?}");
+    assert_eq!(plans.probes_failed, 12, "{plans:?}");
 }

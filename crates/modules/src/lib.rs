@@ -30,6 +30,7 @@ pub mod fetch;
 pub mod fileclient;
 pub mod gpg;
 pub mod grains;
+pub mod high_form;
 pub mod host;
 pub mod job_procs;
 pub mod local;

@@ -22,7 +22,7 @@
 //! Memory is bounded: past [`MAX_ENTRIES`] entries or [`MAX_BYTES`] of
 //! stored text the cache starts over.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
 use std::collections::hash_map::DefaultHasher;
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
@@ -162,6 +162,7 @@ impl RenderCache {
         parse: impl Fn(&str) -> Result<Value, E>,
     ) -> Result<Value, E> {
         if !self.enabled.load(Ordering::Relaxed) {
+            note(Load::Opaque);
             return parse(text);
         }
         let key = (loader, Form::Exact, hash_of(text));
@@ -169,14 +170,18 @@ impl RenderCache {
         match self.lookup(key, text) {
             Lookup::Stored(Some(data)) => {
                 self.hits.fetch_add(1, Ordering::Relaxed);
-                return Ok((*data).clone());
+                let out = (*data).clone();
+                note(Load::Exact(data));
+                return Ok(out);
             }
             Lookup::Stored(None) | Lookup::First => {
                 self.misses.fetch_add(1, Ordering::Relaxed);
+                note(Load::Opaque);
                 return parse(text);
             }
             Lookup::Again => {}
         }
+        note(Load::Opaque);
         self.misses.fetch_add(1, Ordering::Relaxed);
         let data = parse(text)?;
         self.store(key, text, Some(Arc::new(data.clone())));
@@ -214,9 +219,16 @@ impl RenderCache {
                 shared
             }
         };
-        match shared.and_then(|data| id_form::substitute(&data, id)) {
-            Some(data) => {
+        // While probing ([`notes_begin`]) the form's parse is noted and
+        // not put back: the caller reads the note, never the data.
+        if let Some(shared) = shared.as_ref().filter(|_| probing()) {
+            note(Load::Form(shared.clone()));
+            return Ok(Value::Null);
+        }
+        match shared.and_then(|data| Some((id_form::substitute(&data, id)?, data))) {
+            Some((data, form)) => {
                 self.id_form.fetch_add(1, Ordering::Relaxed);
+                note(Load::Form(form));
                 Ok(data)
             }
             // The minion's own text, not noted: its trace is its form's.
@@ -272,6 +284,98 @@ impl RenderCache {
 thread_local! {
     /// The loads of the plan this thread is rendering ([`begin_trace`]).
     static TRACE: Cell<Option<u64>> = const { Cell::new(None) };
+    /// The loads noted since [`notes_begin`], and whether this thread is
+    /// probing.
+    static NOTES: RefCell<Option<Notes>> = const { RefCell::new(None) };
+}
+
+/// What one step of a render gave, told by identity, for the master's
+/// plan memo (issue 25, session 24: a minion whose renders load exactly
+/// the id forms another minion's did is given that minion's compile with
+/// its own id, without building its high data). Why it exists: the
+/// render knows which stored parse it served; nothing downstream can
+/// tell two parses apart without walking them.
+#[derive(Clone, Debug)]
+pub enum Load {
+    /// A stored id form's parse ([`RenderCache::load_varying`]): the data
+    /// is it with the minion's id put back into its strings.
+    Form(Arc<Value>),
+    /// A stored parse of the exact text ([`RenderCache::load`]).
+    Exact(Arc<Value>),
+    /// A whole render the render memo reused.
+    Reused(Arc<Value>),
+    /// Anything not told by identity: a parse, a `salt[...]` call, an
+    /// external renderer, yamlex. Never the same as another load.
+    Opaque,
+}
+
+impl Load {
+    /// Whether `self` and `other` are the same stored data, reached the
+    /// same way (an [`Load::Opaque`] is never the same).
+    pub fn same(&self, other: &Load) -> bool {
+        match (self, other) {
+            (Load::Form(a), Load::Form(b))
+            | (Load::Exact(a), Load::Exact(b))
+            | (Load::Reused(a), Load::Reused(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+
+struct Notes {
+    probing: bool,
+    loads: Vec<Load>,
+}
+
+/// Starts noting, on this thread, every load the renders make
+/// ([`Load`]). `probing`: the renders are a probe whose data is thrown
+/// away: an id form's parse is noted, not put back (its data is `null`),
+/// a reused render is not copied, nothing is stored in the render memo,
+/// and a `salt[...]` call, an external renderer or yamlex fails the
+/// render before it runs (a probe must have no effect).
+pub fn notes_begin(probing: bool) {
+    NOTES.with(|n| {
+        *n.borrow_mut() = Some(Notes {
+            probing,
+            loads: Vec::new(),
+        })
+    });
+}
+
+/// The loads noted since [`notes_begin`] or the last take (noting goes on).
+pub fn notes_take() -> Vec<Load> {
+    NOTES.with(|n| {
+        n.borrow_mut()
+            .as_mut()
+            .map(|n| std::mem::take(&mut n.loads))
+            .unwrap_or_default()
+    })
+}
+
+/// Stops noting (and probing).
+pub fn notes_end() {
+    NOTES.with(|n| *n.borrow_mut() = None);
+}
+
+/// Whether this thread's renders are a probe ([`notes_begin`]).
+pub fn probing() -> bool {
+    NOTES.with(|n| n.borrow().as_ref().is_some_and(|n| n.probing))
+}
+
+/// Notes `load` when noting.
+pub(crate) fn note(load: Load) {
+    NOTES.with(|n| {
+        if let Some(n) = n.borrow_mut().as_mut() {
+            n.loads.push(load);
+        }
+    });
+}
+
+/// Notes a step that cannot be told by identity; `true` when probing,
+/// and the render must stop before it has an effect.
+pub(crate) fn note_opaque() -> bool {
+    note(Load::Opaque);
+    probing()
 }
 
 /// Starts noting, on this thread, which texts the render loads: each

@@ -136,6 +136,11 @@ pub fn render_sls(text: &str, ctx: &RenderContext) -> Result<Value, RenderError>
     memo::RenderMemo::global().render(text, ctx, |log| render_sls_now(text, ctx, log))
 }
 
+/// Why a probe's render stopped ([`cache::notes_begin`]): it would have
+/// run something with a possible effect. Never shown to a user: the
+/// prober renders again without probing.
+pub const PROBE_STOPPED: &str = "a probe render stopped before a call";
+
 /// [`render_sls`] without reuse, recording its reads in `log`.
 fn render_sls_now(
     text: &str,
@@ -156,8 +161,14 @@ fn render_sls_now(
             }
             (shebang::Renderer::Yaml, Stage::Text(source)) => Stage::Data(load_yaml(&source, ctx)?),
             (shebang::Renderer::Json, Stage::Text(source)) => Stage::Data(load_json(&source)?),
+            (shebang::Renderer::Yamlex, Stage::Text(_)) if cache::note_opaque() => {
+                return Err(RenderError::Other(PROBE_STOPPED.into()))
+            }
             (shebang::Renderer::Yamlex, Stage::Text(source)) => {
                 Stage::Data(yaml::yamlex::render(&source)?)
+            }
+            (shebang::Renderer::External(_), _) if cache::note_opaque() => {
+                return Err(RenderError::Other(PROBE_STOPPED.into()))
             }
             (shebang::Renderer::External(name), stage) => {
                 if let Some(log) = &log {

@@ -333,19 +333,34 @@ impl RenderMemo {
             if let Some(data) = data {
                 crate::watch::reused(variant.reads.iter().map(Stored::for_watch));
                 self.reused.fetch_add(1, Ordering::Relaxed);
-                return Ok((*data).clone());
+                // A probe reads the note, not the data (no copy).
+                let out = match crate::cache::probing() {
+                    true => Value::Null,
+                    false => (*data).clone(),
+                };
+                crate::cache::note(crate::cache::Load::Reused(data));
+                return Ok(out);
             }
         }
         self.rendered.fetch_add(1, Ordering::Relaxed);
         let log = Arc::new(ReadLog::default());
         let result = render(Some(log.clone()));
-        crate::watch::ran(&log, result.is_ok(), ctx);
+        // A probe stopped before a call is rendered again for real, which
+        // reports its reads.
+        if !(result.is_err() && crate::cache::probing()) {
+            crate::watch::ran(&log, result.is_ok(), ctx);
+        }
         let Ok(data) = &result else {
             self.volatile.fetch_add(1, Ordering::Relaxed);
             return result;
         };
         if log.is_volatile() {
             self.volatile.fetch_add(1, Ordering::Relaxed);
+            return result;
+        }
+        // A probe's data is not the render's (an id form's parse is left
+        // out of it): never kept.
+        if crate::cache::probing() {
             return result;
         }
         match matched {

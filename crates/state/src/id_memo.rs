@@ -297,6 +297,16 @@ impl IdChunks {
         self.form.bytes.write(&self.id, out);
     }
 
+    /// The same form's chunks for minion `id` (a new handle, no copy):
+    /// for a caller that has shown by other means that `id`'s high data
+    /// has this form (issue 25, session 24: the render's forms).
+    pub fn with_id(&self, id: &str) -> IdChunks {
+        IdChunks {
+            form: self.form.clone(),
+            id: id.to_string(),
+        }
+    }
+
     /// The size of the encoded chunks, about (a capacity hint).
     pub fn encoded_len(&self) -> usize {
         self.form.bytes.len()
@@ -323,6 +333,7 @@ pub struct IdFormMemo {
     compiled: AtomicU64,
     first_seen: AtomicU64,
     compared: AtomicU64,
+    through_render: AtomicU64,
     refused: Mutex<BTreeMap<Refusal, u64>>,
     /// Every minion's form found by its key alone (the walk and sha256),
     /// never by comparison with a kept form ([`IdFormMemo::keyed_only`]).
@@ -344,6 +355,9 @@ pub struct IdFormStats {
     /// Of the hits, those found by comparing the minion's high data with
     /// a kept form's ([`Lockstep`]), without the key's walk and hash.
     pub compared: u64,
+    /// Of the hits, those given by the render's forms (issue 25, session
+    /// 24: the minion's high data never built).
+    pub through_render: u64,
 }
 
 impl IdFormMemo {
@@ -365,6 +379,7 @@ impl IdFormMemo {
             first_seen: self.first_seen.load(Ordering::Relaxed),
             refused,
             compared: self.compared.load(Ordering::Relaxed),
+            through_render: self.through_render.load(Ordering::Relaxed),
         }
     }
 
@@ -432,6 +447,10 @@ impl IdFormMemo {
     /// minion's trace was the same are compared with it (a hint: the
     /// comparison decides), so a fleet of many forms does not pay
     /// comparisons that fail; `None`: every kept form.
+    ///
+    /// The high data comes back beside the result when the minion got
+    /// an id form's chunks, for a caller that learns from it what the
+    /// form's high data is (issue 25, session 24); else it was consumed.
     pub fn compile(
         &self,
         id: &str,
@@ -440,7 +459,7 @@ impl IdFormMemo {
         modules: &StateModules,
         disabled: &[String],
         trace: Option<u64>,
-    ) -> Result<Compiled, Vec<String>> {
+    ) -> (Result<Compiled, Vec<String>>, Option<Map>) {
         let comparable = origins.is_empty() && !self.keyed_only;
         if let Some(form) = comparable
             .then(|| self.compared(id, &high, modules, disabled, trace))
@@ -448,14 +467,15 @@ impl IdFormMemo {
         {
             self.hits.fetch_add(1, Ordering::Relaxed);
             self.compared.fetch_add(1, Ordering::Relaxed);
-            return Ok(Compiled::Form(IdChunks {
+            let chunks = IdChunks {
                 form,
                 id: id.to_string(),
-            }));
+            };
+            return (Ok(Compiled::Form(chunks)), Some(high));
         }
         let key = match self.key(id, &high, &origins, modules, disabled) {
             Ok(key) => key,
-            Err(why) => return self.refuse(why, high, origins, modules, disabled),
+            Err(why) => return (self.refuse(why, high, origins, modules, disabled), None),
         };
         let kept = self.entries.lock().ok().and_then(|entries| {
             entries
@@ -472,7 +492,8 @@ impl IdFormMemo {
             }
             None if !self.seen_before(key) => {
                 self.first_seen.fetch_add(1, Ordering::Relaxed);
-                return compile_for_bundle(high, origins, modules, disabled).map(Compiled::Full);
+                let full = compile_for_bundle(high, origins, modules, disabled);
+                return (full.map(Compiled::Full), None);
             }
             None => {
                 self.compiled.fetch_add(1, Ordering::Relaxed);
@@ -509,12 +530,26 @@ impl IdFormMemo {
             }
         };
         match &*entry {
-            Entry::Chunks(form) => Ok(Compiled::Form(IdChunks {
-                form: form.clone(),
-                id: id.to_string(),
-            })),
-            Entry::Refused => self.refuse(Refusal::Errors, high, origins, modules, disabled),
+            Entry::Chunks(form) => {
+                let chunks = IdChunks {
+                    form: form.clone(),
+                    id: id.to_string(),
+                };
+                (Ok(Compiled::Form(chunks)), Some(high))
+            }
+            Entry::Refused => {
+                let full = self.refuse(Refusal::Errors, high, origins, modules, disabled);
+                (full, None)
+            }
         }
+    }
+
+    /// Counts a minion given a form's chunks by a caller that proved it
+    /// by other means ([`IdChunks::with_id`]): a hit, and one of
+    /// [`IdFormStats::through_render`].
+    pub fn count_through_render(&self) {
+        self.hits.fetch_add(1, Ordering::Relaxed);
+        self.through_render.fetch_add(1, Ordering::Relaxed);
     }
 
     /// Whether `key` was seen before (noting it if not).
@@ -603,6 +638,13 @@ const CANDIDATES: usize = 4;
 /// A kept form for the comparison: its compile, its high data, and the
 /// render's trace of its first minion ([`IdFormMemo::compile`]).
 type Candidate = (Arc<Form>, Arc<FormHigh>, Option<u64>);
+
+/// Whether the rules the key's walk reads from the id alone pass for
+/// `id` ([`Refusal::Id`], and [`Refusal::Printed`] for a form whose high
+/// data holds a number, boolean or null: `has_scalar`).
+pub fn id_admissible(id: &str, has_scalar: bool) -> bool {
+    id_refusal(id).is_none() && !(has_scalar && is_scalar_like(id))
+}
 
 /// [`Refusal::Id`] when `id` itself rules the id form out.
 fn id_refusal(id: &str) -> Option<Refusal> {

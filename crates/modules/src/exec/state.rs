@@ -10,6 +10,7 @@ use halite_state::target::MinionFacts;
 use halite_state::{LowChunk, Map, Matches, Value};
 
 use crate::exec::{py_str, Args, ExecError, ExecFunction, ExecModule, ExecTable};
+use crate::high_form::{HighForms, PlanKey, Probe, Recorder};
 use crate::sls::FileSls;
 use crate::Host;
 
@@ -320,7 +321,25 @@ fn high_data(
     highstate: bool,
     matched: &mut Option<Vec<String>>,
 ) -> Result<(Map, StringOrigins), Value> {
-    let (mut high, origins, errors) = if highstate {
+    let render = |host: &Host, matches: &Matches| {
+        Ok::<_, std::convert::Infallible>(render_highstate(host, matches))
+    };
+    match high_data_with(host, args, highstate, matched, render)? {
+        Ok(high) => Ok(high),
+        Err(never) => match never {},
+    }
+}
+
+/// [`high_data`] with the render of the matches done by `render`, which
+/// may answer something else instead (`Err(T)`, handed back as it is).
+fn high_data_with<T>(
+    host: &mut Host,
+    args: &Args,
+    highstate: bool,
+    matched: &mut Option<Vec<String>>,
+    render: impl FnOnce(&Host, &Matches) -> Result<Rendered, T>,
+) -> Result<Result<(Map, StringOrigins), T>, Value> {
+    let rendered = if highstate {
         let only = args.kwargs.get("saltenv").map(py_str);
         *matched = Some(Vec::new());
         let matches = top_matches(host, only.as_deref()).map_err(errors_value)?;
@@ -332,7 +351,7 @@ fn high_data(
         }
         let envs: Vec<String> = matches.keys().cloned().collect();
         crate::dynamic::load_dynamic(host, &envs);
-        render_highstate(host, &matches)
+        render(host, &matches)
     } else {
         let env = saltenv(host, args);
         // On a master the minion synced before asking for the bundle.
@@ -341,7 +360,13 @@ fn high_data(
         } else if let Some(grains) = crate::dynamic::sync_mods(host, args, &env) {
             crate::dynamic::refresh(host, grains);
         }
-        render_mods(host, &env, split_mods(args.get(0, "mods")))
+        let mut matches: Matches = Matches::new();
+        matches.insert(env, split_mods(args.get(0, "mods")));
+        render(host, &matches)
+    };
+    let (mut high, origins, errors) = match rendered {
+        Ok(rendered) => rendered,
+        Err(other) => return Ok(Err(other)),
     };
     if !errors.is_empty() {
         return Err(errors_value(errors));
@@ -350,7 +375,7 @@ fn high_data(
         return Err(no_states("No states found for this minion"));
     }
     add_exclude(&mut high, args);
-    Ok((high, origins))
+    Ok(Ok((high, origins)))
 }
 
 fn no_states(comment: &str) -> Value {
@@ -363,6 +388,22 @@ fn no_states(comment: &str) -> Value {
     let mut m = Map::new();
     m.insert("no_|-states_|-states_|-None".into(), Value::Object(ret));
     Value::Object(m)
+}
+
+/// What a master's plan for one minion compiles through (issue 25): the
+/// compile once per id form ([`IdFormMemo`]) and the forms its renders
+/// recorded ([`HighForms`]: a minion whose renders load a recorded
+/// plan's forms gets its compile without building its high data), for
+/// the minion `id`. Why it exists: both are kept by the master's
+/// compiler across minions; a plan borrows them.
+#[derive(Clone, Copy)]
+pub struct PlanMemo<'a> {
+    /// The compile per id form.
+    pub ids: &'a IdFormMemo,
+    /// The recorded plans (`None`: every minion's high data built).
+    pub forms: Option<&'a HighForms>,
+    /// The minion's id.
+    pub id: &'a str,
 }
 
 /// What compiling a `state.*` job for a minion gave, with what the
@@ -430,7 +471,7 @@ impl StateExec {
         host: &Host,
         fun: &str,
         args: &Args,
-        memo: Option<(&IdFormMemo, &str)>,
+        memo: Option<PlanMemo<'_>>,
     ) -> Result<Planned, ExecError> {
         let mut saltenvs = None;
         let plan = Self::plan_into(host, fun, args, &mut saltenvs, memo)?;
@@ -442,23 +483,54 @@ impl StateExec {
         fun: &str,
         args: &Args,
         saltenvs: &mut Option<Vec<String>>,
-        memo: Option<(&IdFormMemo, &str)>,
+        memo: Option<PlanMemo<'_>>,
     ) -> Result<StatePlan, ExecError> {
         let f = fun.strip_prefix("state.").unwrap_or(fun);
         let mut args = args.clone();
+        let mut ran_on: Option<Host> = None;
+        let mut record = None;
         let high = match f {
             "apply" | "test" | "sls" | "highstate" | "top" => {
                 if f == "test" {
                     args.kwargs.insert("test".into(), Value::Bool(true));
                 }
-                let mut host = run_host(host, &args)?;
+                let disabled = run_options(host, &args).disabled_requisites;
+                // The compile's table (the plan's host's, as below).
+                let host_states = &host.states;
+                let run_on = ran_on.insert(run_host(host, &args)?);
                 if memo.is_some() {
                     halite_render::cache::begin_trace();
                 }
-                let high = high_data(&mut host, &args, runs_highstate(f, &args), saltenvs);
+                let highstate = runs_highstate(f, &args);
+                let exclude = args.kwargs.contains_key("exclude");
+                let forms = memo.and_then(|m| Some((m.forms?, m.id)));
+                let render = |host: &Host, matches: &Matches| match forms {
+                    Some((forms, id)) if !exclude => {
+                        let key = PlanKey::new(highstate, matches, &disabled, host_states);
+                        match forms.serve(&FileSls::new(host), &key, id) {
+                            Probe::Served(chunks) => return Err(chunks),
+                            Probe::IdRefused => return Ok(render_highstate(host, matches)),
+                            Probe::Differs => {}
+                        }
+                        let source = Recorder::new(FileSls::new(host));
+                        let mut builder = HighBuilder::new(&source, auto_order(host));
+                        let (high, errors) = builder.render_highstate(matches);
+                        let origins = builder.into_origins();
+                        record = source.finish().map(|steps| (key, steps));
+                        Ok((high, origins, errors))
+                    }
+                    _ => Ok(render_highstate(host, matches)),
+                };
+                let high = high_data_with(run_on, &args, highstate, saltenvs, render);
                 let trace = halite_render::cache::end_trace();
                 match high {
-                    Ok(high) => (high, trace),
+                    Ok(Ok(high)) => (high, trace),
+                    Ok(Err(chunks)) => {
+                        if let Some(memo) = memo {
+                            memo.ids.count_through_render();
+                        }
+                        return Ok(StatePlan::IdForm(chunks));
+                    }
                     Err(ret) => return Ok(StatePlan::Return(ret)),
                 }
             }
@@ -474,7 +546,24 @@ impl StateExec {
         let disabled = run_options(host, &args).disabled_requisites;
         let ((high, origins), trace) = high;
         let compiled = match memo {
-            Some((memo, id)) => memo.compile(id, high, origins, &host.states, &disabled, trace),
+            Some(memo) => {
+                let (compiled, high) = memo.ids.compile(
+                    memo.id,
+                    high,
+                    origins,
+                    &host.states,
+                    &disabled,
+                    trace,
+                );
+                let at = memo.forms.zip(ran_on.as_ref());
+                if let (Ok(Compiled::Form(chunks)), Some(high), Some(plan), Some((forms, on))) =
+                    (&compiled, high, record, at)
+                {
+                    let source = FileSls::new(on);
+                    forms.record(&source, auto_order(on), plan, &high, chunks, memo.id);
+                }
+                compiled
+            }
             None => compile_for_bundle(high, origins, &host.states, &disabled).map(Compiled::Full),
         };
         Ok(match compiled {

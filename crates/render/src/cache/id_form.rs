@@ -85,6 +85,13 @@ pub fn substitute(data: &Value, id: &str) -> Option<Value> {
     }
 }
 
+/// Whether [`substitute`] puts `id` back into the string `s` (of a form's
+/// parse) as a string: `false` when the string would then read as
+/// another type, and the minion gets its own parse.
+pub fn string_puts_back(s: &str, id: &str) -> bool {
+    string(s, id).is_some()
+}
+
 /// A string with the id back in it, `None` when it would then read as
 /// something other than a string.
 fn string(s: &str, id: &str) -> Option<String> {
@@ -95,8 +102,9 @@ fn string(s: &str, id: &str) -> Option<String> {
     (classify_plain(&back) == ScalarKind::Str).then_some(back)
 }
 
-/// Whether `id` can stand where the placeholder stood.
-fn id_is_inert(id: &str) -> bool {
+/// Whether `id` can stand where the placeholder stood: one or more of
+/// `[A-Za-z0-9_.-]`, a letter or digit first, no longer than it.
+pub fn id_is_inert(id: &str) -> bool {
     id.len() <= PLACEHOLDER.len()
         && id.as_bytes().first().is_some_and(u8::is_ascii_alphanumeric)
         && id

@@ -90,6 +90,12 @@ impl SaltData {
         if PURE_FUNCTIONS.contains(&fun) {
             return self.call_pure(fun, &call);
         }
+        if crate::cache::note_opaque() {
+            return Err(Error::new(
+                ErrorKind::InvalidOperation,
+                crate::PROBE_STOPPED,
+            ));
+        }
         let positional: Vec<crate::Value> = call.positional().iter().map(from_template).collect();
         let keywords: crate::Map = call
             .keywords()
