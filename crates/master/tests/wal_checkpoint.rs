@@ -51,23 +51,35 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     }
 }
 
+/// The job cache as the master opens it: its commits never checkpoint,
+/// its checkpointer does.
+#[cfg(test)]
+fn master_cache(path: &Path) -> (JobCache, Checkpointer) {
+    let cache = JobCache::open(path)
+        .and_then(JobCache::without_autocheckpoint)
+        .expect("the job cache opens");
+    let ckpt = Checkpointer::start(path).expect("the checkpointer starts");
+    (cache, ckpt)
+}
+
+/// 48 commits of four returns (~30 MiB: seven times SQLite's own
+/// checkpoint point), each told to the checkpointer as the writer does.
+#[cfg(test)]
+fn commit_48(cache: &mut JobCache, ckpt: &Checkpointer) {
+    let signal = ckpt.signal();
+    for i in 0..48 {
+        let batch = returns(&format!("2026{i:016}"), 4);
+        cache.store_returns(&batch).expect("the commit ends");
+        signal.committed(1 << 20);
+    }
+}
+
 #[test]
 fn the_wal_is_checkpointed_off_the_writer_and_emptied_when_idle() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("jobs.sqlite");
-    let mut cache = JobCache::open(&path)
-        .unwrap()
-        .without_autocheckpoint()
-        .unwrap();
-    let ckpt = Checkpointer::start(&path).unwrap();
-    let signal = ckpt.signal();
-    // ~30 MiB in 48 commits: seven times SQLite's own checkpoint point.
-    for i in 0..48 {
-        let batch = returns(&format!("2026{i:016}"), 4);
-        cache.store_returns(&batch).unwrap();
-        signal.committed(1 << 20);
-    }
-    assert!(std::fs::metadata(&path).unwrap().len() > 0);
+    let (mut cache, ckpt) = master_cache(&path);
+    commit_48(&mut cache, &ckpt);
     wait_until("the WAL emptied after the commits stopped", || {
         wal_len(&path) == 0
     });
@@ -84,22 +96,13 @@ fn the_wal_is_checkpointed_off_the_writer_and_emptied_when_idle() {
 fn commits_go_on_while_a_checkpoint_is_held_and_a_reopened_cache_reads_them() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("jobs.sqlite");
-    let mut cache = JobCache::open(&path)
-        .unwrap()
-        .without_autocheckpoint()
-        .unwrap();
-    let ckpt = Checkpointer::start(&path).unwrap();
-    let signal = ckpt.signal();
+    let (mut cache, ckpt) = master_cache(&path);
     // The checkpointer is stuck (as in a long fsync) before its first
     // checkpoint: every commit ends all the same, and none of them
     // checkpoints on its own (SQLite's would start the WAL over at
     // 1,000 pages: the file would stay near 4 MiB).
     std::fs::write(hold_path(&path), b"").unwrap();
-    for i in 0..48 {
-        let batch = returns(&format!("2026{i:016}"), 4);
-        cache.store_returns(&batch).unwrap();
-        signal.committed(1 << 20);
-    }
+    commit_48(&mut cache, &ckpt);
     let held = wal_len(&path);
     assert!(
         held > 16 << 20,
