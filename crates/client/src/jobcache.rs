@@ -191,6 +191,17 @@ impl JobCache {
         Ok(Self { conn, path: name })
     }
 
+    /// Leaves the WAL's checkpoints to another connection (the master's
+    /// checkpointer, issue 25): a commit here never waits for a checkpoint's
+    /// flush. Durability is unchanged (`synchronous=NORMAL`); whoever calls
+    /// this must checkpoint, or the WAL grows without bound.
+    pub fn without_autocheckpoint(self) -> Result<Self, JobCacheError> {
+        self.conn
+            .pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(self.err())?;
+        Ok(self)
+    }
+
     fn err(&self) -> impl Fn(rusqlite::Error) -> JobCacheError + '_ {
         move |source| JobCacheError::Sqlite {
             path: self.path.clone(),

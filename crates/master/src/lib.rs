@@ -29,6 +29,7 @@ pub mod return_writer;
 pub mod server;
 pub mod spill;
 pub mod targeting;
+pub mod wal_checkpoint;
 pub mod workers;
 
 /// The master's config, key store, job cache and local socket protocol

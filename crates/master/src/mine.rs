@@ -30,7 +30,7 @@ pub struct MineStore {
 impl MineStore {
     /// Opens the job cache at `path` and loads every stored mine.
     pub fn open(path: &Path) -> Result<Self, JobCacheError> {
-        let db = JobCache::open(path)?;
+        let db = JobCache::open(path)?.without_autocheckpoint()?;
         let mem = db.all_mine()?.into_iter().collect();
         Ok(Self { mem, db, acl: None })
     }

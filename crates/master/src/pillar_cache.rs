@@ -34,7 +34,7 @@ pub struct PillarCache {
 impl PillarCache {
     /// Opens the job cache at `path` and loads every cached pillar.
     pub fn open(path: &Path) -> Result<Self, JobCacheError> {
-        let db = JobCache::open(path)?;
+        let db = JobCache::open(path)?.without_autocheckpoint()?;
         let mem = db.all_pillars()?.into_iter().collect();
         Ok(Self {
             mem: RwLock::new(mem),

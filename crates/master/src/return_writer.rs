@@ -388,7 +388,7 @@ impl ReturnWriter {
         path: &Path,
         done: impl Fn(Stored) + Send + 'static,
     ) -> Result<Self, ReturnWriterError> {
-        let mut cache = JobCache::open(path)?;
+        let mut cache = JobCache::open(path)?.without_autocheckpoint()?;
         let hold = hold_path(path);
         let (queue, batches) = mpsc::channel::<ToStore>();
         let thread = std::thread::Builder::new()

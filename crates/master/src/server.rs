@@ -414,7 +414,11 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     ensure_dir(&cfg.sock_dir, 0o755)?;
     let identity = load_or_create_identity(&cfg.pki_dir, "master")?;
     let keys = KeyStore::open(&cfg.pki_dir)?;
-    let jobs = JobCache::open(&cfg.job_cache_path())?;
+    // The job cache's checkpoints run on a thread of their own
+    // (wal_checkpoint.rs): none of the master's connections checkpoints
+    // after its commit.
+    let checkpointer = crate::wal_checkpoint::Checkpointer::start(&cfg.job_cache_path())?;
+    let jobs = JobCache::open(&cfg.job_cache_path())?.without_autocheckpoint()?;
     match jobs.clean_old_jobs(cfg.keep_jobs) {
         Ok(n) if n > 0 => tracing::info!(removed = n, "old jobs removed from the job cache"),
         Ok(_) => {}
@@ -472,7 +476,9 @@ pub async fn run(cfg: MasterConfig, shutdown: Shutdown) -> anyhow::Result<()> {
     // a ping's commit must not wait one turn per large commit before it.
     let (stored_tx, mut stored_rx) = mpsc::unbounded_channel::<crate::return_writer::Stored>();
     let writer = {
-        let done = move |stored| {
+        let checkpoint = checkpointer.signal();
+        let done = move |stored: crate::return_writer::Stored| {
+            checkpoint.committed(stored.held_bytes);
             let _ = stored_tx.send(stored);
         };
         match crate::return_writer::ReturnWriter::start(&cfg.job_cache_path(), done) {
