@@ -547,14 +547,9 @@ impl StateExec {
         let ((high, origins), trace) = high;
         let compiled = match memo {
             Some(memo) => {
-                let (compiled, high) = memo.ids.compile(
-                    memo.id,
-                    high,
-                    origins,
-                    &host.states,
-                    &disabled,
-                    trace,
-                );
+                let (compiled, high) =
+                    memo.ids
+                        .compile(memo.id, high, origins, &host.states, &disabled, trace);
                 let at = memo.forms.zip(ran_on.as_ref());
                 if let (Ok(Compiled::Form(chunks)), Some(high), Some(plan), Some((forms, on))) =
                     (&compiled, high, record, at)
