@@ -2661,6 +2661,7 @@ fn id_form_value(s: &halite_state::id_memo::IdFormStats) -> Value {
     json!({
         "hits": s.hits,
         "compared": s.compared,
+        "through_render": s.through_render,
         "compiled": s.compiled,
         "first_seen": s.first_seen,
         "refused": s.refused,

@@ -125,6 +125,12 @@ fn an_unchanged_bundle_is_not_sent_again_and_a_changed_tree_sends_a_new_one() {
         count(id_form, "compared") <= count(id_form, "hits"),
         "{id_form}"
     );
+    // And those served from a recorded plan's render forms without their
+    // high data (session 24): shown, and hits too, never both ways.
+    assert!(
+        count(id_form, "compared") + count(id_form, "through_render") <= count(id_form, "hits"),
+        "{id_form}"
+    );
     // Each identity keeps its bundle for the next job.
     let kept = fleet.path("swarm/cache/bundles");
     for id in &ids {
