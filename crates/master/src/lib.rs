@@ -29,6 +29,7 @@ pub mod return_writer;
 pub mod server;
 pub mod spill;
 pub mod targeting;
+mod test_hold;
 pub mod wal_checkpoint;
 pub mod workers;
 

@@ -416,7 +416,7 @@ impl ReturnWriter {
                         }
                     }
                     // A stopping master commits everything, held or not.
-                    let large = !open || !large_commits_held(&hold);
+                    let large = !open || !crate::test_hold::held(&hold);
                     let group = queue.take(large);
                     if group.is_empty() && queue.has_large() && !large {
                         if let Ok(batch) = batches.recv_timeout(Duration::from_millis(10)) {
@@ -466,16 +466,6 @@ pub fn hold_path(job_cache: &Path) -> PathBuf {
     let mut name = job_cache.as_os_str().to_owned();
     name.push(".hold-large-commits");
     PathBuf::from(name)
-}
-
-#[cfg(debug_assertions)]
-fn large_commits_held(hold: &Path) -> bool {
-    hold.exists()
-}
-
-#[cfg(not(debug_assertions))]
-fn large_commits_held(_hold: &Path) -> bool {
-    false
 }
 
 /// One return waiting in the writer's queue.

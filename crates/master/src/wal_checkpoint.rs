@@ -114,7 +114,7 @@ fn run(conn: &Connection, commits: &mpsc::Receiver<u64>, hold: &Path) {
                 if pending < WAL_BOUND_BYTES {
                     continue;
                 }
-                wait_while_held(hold);
+                crate::test_hold::wait_while_held(hold);
                 pending = 0;
                 if let Some((_, log, _)) = checkpoint(conn, "PASSIVE") {
                     if log > WAL_HARD_BOUND_FRAMES {
@@ -126,7 +126,7 @@ fn run(conn: &Connection, commits: &mpsc::Receiver<u64>, hold: &Path) {
             // publish, grains), which no signal counts: a passive
             // checkpoint with nothing to copy costs no flush.
             Err(mpsc::RecvTimeoutError::Timeout) => {
-                wait_while_held(hold);
+                crate::test_hold::wait_while_held(hold);
                 pending = 0;
                 idle_truncate(conn);
             }
@@ -195,13 +195,3 @@ pub fn hold_path(job_cache: &Path) -> PathBuf {
     name.push(".hold-checkpoint");
     PathBuf::from(name)
 }
-
-#[cfg(debug_assertions)]
-fn wait_while_held(hold: &Path) {
-    while hold.exists() {
-        std::thread::sleep(Duration::from_millis(10));
-    }
-}
-
-#[cfg(not(debug_assertions))]
-fn wait_while_held(_hold: &Path) {}
