@@ -173,9 +173,9 @@ thread_local! {
 /// have; otherwise read and compared, and the memo told what was found.
 /// `target_md`: the target's stat the caller holds (taken again if `None`).
 fn same_as_source(source: &Path, target: &Path, target_md: Option<&fs::Metadata>) -> bool {
-    // Before either stamp is taken or file read: what a write after this
-    // moment is stamped at least ([`same_memo::record`] keeps only stamps
-    // settled well before it).
+    // Before either stamp is taken or file read: a write after this
+    // moment is stamped at least this late (`Pair::record` keeps only
+    // stamps settled well before it).
     let start = same_memo::ReadStart::now();
     let t = match target_md {
         Some(md) => FileStamp::of_metadata(md),
@@ -184,36 +184,33 @@ fn same_as_source(source: &Path, target: &Path, target_md: Option<&fs::Metadata>
     let s = FileStamp::of(source);
     let (Some(t), Some(s)) = (t, s) else {
         same_memo::forget(target);
-        return same_files(source, target, None).unwrap_or(false);
+        return same_files(source, target, false).unwrap_or(false);
     };
     if t.size() != s.size() {
         same_memo::forget(target);
         return false;
     }
-    if same_memo::holds(target, &t, &s) {
+    let pair = same_memo::pair(target, &t, &s);
+    if pair.holds() {
         return true;
     }
-    let same = same_files(source, target, Some(t.size())).unwrap_or(false);
+    let same = same_files(source, target, true).unwrap_or(false);
     if same {
-        same_memo::record(target, &t, &s, start);
+        pair.record(start);
     } else {
-        same_memo::forget(target);
+        pair.forget();
     }
     same
 }
 
 /// Whether two files hold the same bytes, compared a block at a time
 /// (each read straight into its block: no buffer in between) until both
-/// end. `b_len`, `b`'s size from a stat the caller holds, spares `b`'s
-/// own stat, and its opening when the sizes differ.
-fn same_files(a: &Path, b: &Path, b_len: Option<u64>) -> io::Result<bool> {
+/// end. `same_size`: the caller's stats found both of one size (neither
+/// is stat again); otherwise files of two sizes are told apart first.
+fn same_files(a: &Path, b: &Path, same_size: bool) -> io::Result<bool> {
     let mut fa = fs::File::open(a)?;
-    let a_len = fa.metadata()?.len();
-    if b_len.is_some_and(|l| l != a_len) {
-        return Ok(false);
-    }
     let mut fb = fs::File::open(b)?;
-    if b_len.is_none() && fb.metadata()?.len() != a_len {
+    if !same_size && fa.metadata()?.len() != fb.metadata()?.len() {
         return Ok(false);
     }
     COMPARE_BUFFERS.with_borrow_mut(|buffers| {

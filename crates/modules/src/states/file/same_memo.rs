@@ -132,10 +132,16 @@ impl SameMemo {
         self.key.hash_one(target.as_os_str().as_bytes())
     }
 
-    /// The check of a target with its stamp and its source's.
-    fn check(&self, target: &Path, t: &FileStamp, s: &FileStamp) -> [u64; 2] {
+    /// A target with its stamp and its source's, hashed once for both a
+    /// lookup and a record.
+    fn pair(&self, target: &Path, t: &FileStamp, s: &FileStamp) -> Pair<'_> {
         let path = target.as_os_str().as_bytes();
-        self.check.each_ref().map(|h| h.hash_one((path, t, s)))
+        Pair {
+            memo: self,
+            key: self.key(target),
+            check: self.check.each_ref().map(|h| h.hash_one((path, t, s))),
+            settled: (*t, *s),
+        }
     }
 
     /// The shard of a key: bits the table uses neither for its slot (the
@@ -144,64 +150,76 @@ impl SameMemo {
         &self.shards[(key >> 32) as usize % SHARDS]
     }
 
-    fn holds(&self, target: &Path, t: &FileStamp, s: &FileStamp) -> bool {
-        let key = self.key(target);
-        let check = self.check(target, t, s);
-        self.shard(key)
-            .lock()
-            .is_ok_and(|table| table.get(&key) == Some(&check))
-    }
-
-    fn record(&self, target: &Path, t: &FileStamp, s: &FileStamp, start: ReadStart) -> bool {
-        let settled = start
-            .settled_before()
-            .is_some_and(|moment| t.changed_before(moment) && s.changed_before(moment));
-        if !settled {
-            self.forget(target);
-            return false;
-        }
-        let key = self.key(target);
-        let check = self.check(target, t, s);
-        let Ok(mut table) = self.shard(key).lock() else {
-            return false;
-        };
-        if let Some(kept) = table.get_mut(&key) {
-            *kept = check;
-            return true;
-        }
-        if table.len() >= self.per_shard {
-            return false;
-        }
-        table.insert(key, check);
-        true
-    }
-
-    fn forget(&self, target: &Path) {
-        let key = self.key(target);
+    fn forget_key(&self, key: u64) {
         if let Ok(mut table) = self.shard(key).lock() {
             table.remove(&key);
         }
     }
 }
 
-/// Whether `target` (stamped `t`) was found to hold what the source
-/// stamped `s` holds, and neither changed since: the same, no read needed.
-pub(crate) fn holds(target: &Path, t: &FileStamp, s: &FileStamp) -> bool {
-    MEMO.holds(target, t, s)
+/// A target, its stamp and its source's, as the memo looks them up.
+pub(crate) struct Pair<'m> {
+    memo: &'m SameMemo,
+    key: u64,
+    check: [u64; 2],
+    /// The two stamps, whose times [`Pair::record`] checks.
+    settled: (FileStamp, FileStamp),
 }
 
-/// Records that `target` (stamped `t`) was just read and found to hold
-/// what the source stamped `s` holds, in a compare that began at `start`:
-/// kept only when both stamps are settled (see the module's doc) and
-/// there is room; otherwise whatever was kept for `target` is dropped.
-/// Whether it was kept.
-pub(crate) fn record(target: &Path, t: &FileStamp, s: &FileStamp, start: ReadStart) -> bool {
-    MEMO.record(target, t, s, start)
+impl Pair<'_> {
+    /// Whether the target was found to hold what the source holds, and
+    /// neither stamp changed since: the same, no read needed.
+    pub(crate) fn holds(&self) -> bool {
+        self.memo
+            .shard(self.key)
+            .lock()
+            .is_ok_and(|table| table.get(&self.key) == Some(&self.check))
+    }
+
+    /// Records that the target was just read and found to hold what the
+    /// source holds, in a compare that began at `start`: kept only when
+    /// both stamps are settled (see the module's doc) and there is room;
+    /// otherwise whatever was kept for the target is dropped. Whether it
+    /// was kept.
+    pub(crate) fn record(&self, start: ReadStart) -> bool {
+        let (t, s) = &self.settled;
+        let settled = start
+            .settled_before()
+            .is_some_and(|moment| t.changed_before(moment) && s.changed_before(moment));
+        if !settled {
+            self.forget();
+            return false;
+        }
+        let Ok(mut table) = self.memo.shard(self.key).lock() else {
+            return false;
+        };
+        if let Some(kept) = table.get_mut(&self.key) {
+            *kept = self.check;
+            return true;
+        }
+        if table.len() >= self.memo.per_shard {
+            return false;
+        }
+        table.insert(self.key, self.check);
+        true
+    }
+
+    /// Drops what is kept for the target (found different).
+    pub(crate) fn forget(&self) {
+        self.memo.forget_key(self.key);
+    }
 }
 
-/// Drops what is kept for `target` (found different, or not read).
+/// The process's memo's view of `target` (stamped `t`) and its source
+/// (stamped `s`).
+pub(crate) fn pair(target: &Path, t: &FileStamp, s: &FileStamp) -> Pair<'static> {
+    MEMO.pair(target, t, s)
+}
+
+/// Drops what the process's memo keeps for `target` (not read, or one of
+/// the two files is gone).
 pub(crate) fn forget(target: &Path) {
-    MEMO.forget(target)
+    MEMO.forget_key(MEMO.key(target));
 }
 
 #[cfg(test)]
@@ -232,20 +250,20 @@ mod tests {
         }
         let (t, s, o) = (stamp(&target), stamp(&source), stamp(&other));
         // Just written: inside the margin, not kept.
-        assert!(!memo.record(&target, &t, &s, ReadStart::now()));
-        assert!(!memo.holds(&target, &t, &s));
-        assert!(memo.record(&target, &t, &s, settled_start()));
-        assert!(memo.holds(&target, &t, &s));
+        assert!(!memo.pair(&target, &t, &s).record(ReadStart::now()));
+        assert!(!memo.pair(&target, &t, &s).holds());
+        assert!(memo.pair(&target, &t, &s).record(settled_start()));
+        assert!(memo.pair(&target, &t, &s).holds());
         // Another stamp on either side, or another path: not the same.
-        assert!(!memo.holds(&target, &o, &s));
-        assert!(!memo.holds(&target, &t, &o));
-        assert!(!memo.holds(&other, &t, &s));
+        assert!(!memo.pair(&target, &o, &s).holds());
+        assert!(!memo.pair(&target, &t, &o).holds());
+        assert!(!memo.pair(&other, &t, &s).holds());
         // A young stamp recorded later drops the old pair.
-        assert!(!memo.record(&target, &t, &s, ReadStart::now()));
-        assert!(!memo.holds(&target, &t, &s));
-        assert!(memo.record(&target, &t, &s, settled_start()));
-        memo.forget(&target);
-        assert!(!memo.holds(&target, &t, &s));
+        assert!(!memo.pair(&target, &t, &s).record(ReadStart::now()));
+        assert!(!memo.pair(&target, &t, &s).holds());
+        assert!(memo.pair(&target, &t, &s).record(settled_start()));
+        memo.forget_key(memo.key(&target));
+        assert!(!memo.pair(&target, &t, &s).holds());
     }
 
     /// A full shard admits no new path but refreshes the ones it holds.
@@ -261,14 +279,14 @@ mod tests {
             .collect();
         let kept: Vec<_> = targets
             .iter()
-            .filter(|t| memo.record(t, &s, &s, settled_start()))
+            .filter(|t| memo.pair(t, &s, &s).record(settled_start()))
             .collect();
         assert!(kept.len() <= SHARDS, "{} kept", kept.len());
         assert!(kept.len() < targets.len());
         for t in &targets {
-            assert_eq!(memo.holds(t, &s, &s), kept.contains(&t), "{}", t.display());
+            assert_eq!(memo.pair(t, &s, &s).holds(), kept.contains(&t), "{}", t.display());
         }
-        assert!(memo.record(kept[0], &s, &s, settled_start()));
+        assert!(memo.pair(kept[0], &s, &s).record(settled_start()));
     }
 
     /// The bound's memory is figured on a table of 65,536 slots per shard:
