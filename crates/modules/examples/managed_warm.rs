@@ -13,7 +13,6 @@
     reason = "a measurement: a failure stops it with its message"
 )]
 
-use std::fmt::Write as _;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -34,20 +33,15 @@ fn arg(name: &str, default: &str) -> String {
         .unwrap_or_else(|| default.to_string())
 }
 
-/// Source `k`'s text: ~1 MB for the last `big`, 2-6 KB for the others.
-fn source_text(k: usize, big: usize) -> String {
+/// Source `k`'s bytes: ~1 MB for the last `big`, 2-6 KB for the others.
+fn source_bytes(k: usize, big: usize) -> Vec<u8> {
     let size = if k >= FILES - big {
         1 << 20
     } else {
         2048 + (k * 997) % 4096
     };
-    let mut s = String::with_capacity(size + 80);
-    let mut i = 0usize;
-    while s.len() < size {
-        let _ = writeln!(s, "file {k:02} line {i:06}: the quick brown fox");
-        i += 1;
-    }
-    s
+    let line = format!("source {k:02}: the quick brown fox jumps over the lazy dog\n");
+    line.repeat(size / line.len() + 1).into_bytes()
 }
 
 fn managed(host: &Host, target: &Path, source: &Path) {
@@ -89,7 +83,7 @@ fn main() {
     let sources: Vec<_> = (0..FILES)
         .map(|k| {
             let p = dir.path().join(format!("src{k:02}.txt"));
-            std::fs::write(&p, source_text(k, big)).unwrap();
+            std::fs::write(&p, source_bytes(k, big)).unwrap();
             p
         })
         .collect();

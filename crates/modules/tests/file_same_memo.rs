@@ -137,6 +137,16 @@ impl Fixture {
         f
     }
 
+    /// [`Fixture::recorded`], then a run that finds the pair in the memo
+    /// (it opens neither file): what the tests below change.
+    fn in_memo(text: &str) -> Self {
+        let f = Fixture::recorded(text);
+        let watch = f.watch();
+        f.assert_same(f.run(json!({})));
+        assert_eq!(watch.seen(), Vec::<String>::new(), "the memo was not used");
+        f
+    }
+
     fn watch(&self) -> Watch {
         Watch::new(&[&self.target, &self.source])
     }
@@ -219,11 +229,8 @@ fn replace_keeping_mtime(path: &Path, text: &str) {
 /// reading either.
 #[test]
 fn a_settled_unchanged_pair_is_not_read_again() {
-    let f = Fixture::recorded("managed line\n");
+    let f = Fixture::in_memo("managed line\n");
     let watch = f.watch();
-    f.assert_same(f.run(json!({})));
-    assert_eq!(watch.seen(), Vec::<String>::new());
-
     let predicted = f.run_as(json!({}), true);
     assert_eq!(predicted.result, Some(true), "{}", predicted.comment);
     assert!(predicted.changes.is_empty(), "{:?}", predicted.changes);
@@ -274,10 +281,7 @@ fn a_young_pair_is_read_on_every_run() {
 /// mtime put back, is found changed (its ctime moved) and fixed.
 #[test]
 fn a_target_rewritten_with_its_size_and_mtime_put_back_is_found() {
-    let f = Fixture::recorded("right bytes\n");
-    let watch = f.watch();
-    f.assert_same(f.run(json!({})));
-    assert!(watch.seen().is_empty(), "the memo was not used");
+    let f = Fixture::in_memo("right bytes\n");
     overwrite_keeping_mtime(&f.target, "wrong bytes\n");
     f.assert_fixed(f.run(json!({})), "wrong bytes");
 }
@@ -287,17 +291,10 @@ fn a_target_rewritten_with_its_size_and_mtime_put_back_is_found() {
 /// rewritten; so is a source edited in place the same way.
 #[test]
 fn a_source_fetched_again_with_new_content_is_found() {
-    let f = Fixture::recorded("version 1\n");
-    let watch = f.watch();
-    f.assert_same(f.run(json!({})));
-    assert!(watch.seen().is_empty(), "the memo was not used");
+    let f = Fixture::in_memo("version 1\n");
     replace_keeping_mtime(&f.source, "version 2\n");
     f.assert_fixed(f.run(json!({})), "version 1");
-
-    let g = Fixture::recorded("edition 1\n");
-    let watch = g.watch();
-    g.assert_same(g.run(json!({})));
-    assert!(watch.seen().is_empty(), "the memo was not used");
+    let g = Fixture::in_memo("edition 1\n");
     overwrite_keeping_mtime(&g.source, "edition 2\n");
     g.assert_fixed(g.run(json!({})), "edition 1");
 }
@@ -306,10 +303,7 @@ fn a_source_fetched_again_with_new_content_is_found() {
 /// with other bytes of the same size and the old mtime is found.
 #[test]
 fn a_target_replaced_by_another_inode_is_found() {
-    let f = Fixture::recorded("the original\n");
-    let watch = f.watch();
-    f.assert_same(f.run(json!({})));
-    assert!(watch.seen().is_empty(), "the memo was not used");
+    let f = Fixture::in_memo("the original\n");
     replace_keeping_mtime(&f.target, "the imposter\n");
     f.assert_fixed(f.run(json!({})), "the imposter");
 }

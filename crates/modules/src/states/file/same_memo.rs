@@ -25,8 +25,10 @@
 //! recorded time, even on a two-second filesystem. A file written since
 //! (among them every target `file.managed` has just written) is simply
 //! read again at its next check and recorded then. What the margin does
-//! not cover: a clock stepped back by more than [`SETTLE`], or a network
-//! filesystem whose server clock lags this host's by more than it.
+//! not cover: a clock stepped back by more than [`SETTLE`], a network
+//! filesystem whose server clock lags this host's by more than it, and a
+//! process writing the file through a shared `mmap` (a page already dirty
+//! does not move the stamps again until it is written back).
 //!
 //! **Entries** are 24 bytes: a 64-bit hash of the target path (the key)
 //! and a 128-bit hash of the path with both stamps (the check), both
