@@ -340,23 +340,42 @@ pub fn file_hash(path: &Path, kind: HashType) -> Result<String, MetaError> {
 /// written again has another stamp even when its size and mtime are put
 /// back. Caches of what a file holds (owner names by `/etc/passwd`, a
 /// verified `salt://` copy) keep it to know when to read the file again.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct FileStamp([i64; 7]);
 
 impl FileStamp {
     /// The stamp of the file at `path` now (`None`: it cannot be read or
     /// is not a regular file).
     pub fn of(path: &Path) -> Option<Self> {
-        let md = fs::metadata(path).ok().filter(|md| md.is_file())?;
-        Some(Self([
-            md.dev() as i64,
-            md.ino() as i64,
-            md.len() as i64,
-            md.mtime(),
-            md.mtime_nsec(),
-            md.ctime(),
-            md.ctime_nsec(),
-        ]))
+        Self::of_metadata(&fs::metadata(path).ok()?)
+    }
+
+    /// The stamp of a stat already taken (`None`: not a regular file).
+    pub fn of_metadata(md: &fs::Metadata) -> Option<Self> {
+        md.is_file().then(|| {
+            Self([
+                md.dev() as i64,
+                md.ino() as i64,
+                md.len() as i64,
+                md.mtime(),
+                md.mtime_nsec(),
+                md.ctime(),
+                md.ctime_nsec(),
+            ])
+        })
+    }
+
+    /// The file's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.0[2] as u64
+    }
+
+    /// Whether the file's mtime and ctime are both strictly before
+    /// `moment` (seconds and nanoseconds since the Unix epoch): a stamp
+    /// that a write at or after `moment` cannot leave as it is.
+    pub fn changed_before(&self, moment: (i64, i64)) -> bool {
+        let [.., m_s, m_ns, c_s, c_ns] = self.0;
+        (m_s, m_ns) < moment && (c_s, c_ns) < moment
     }
 }
 

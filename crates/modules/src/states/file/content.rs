@@ -10,7 +10,8 @@ use std::path::Path;
 use sha2::digest::DynDigest;
 
 use crate::exec::file::diff::{binary_replace, file_diff, unified_diff};
-use crate::exec::file::meta::HashType;
+use super::same_memo;
+use crate::exec::file::meta::{FileStamp, HashType};
 use crate::fetch::source_hash::SourceSum;
 
 /// How much of a file Salt's `is_binary` looks at.
@@ -31,16 +32,17 @@ pub(crate) enum Content<'a> {
 
 impl Content<'_> {
     /// Whether the file at `target` holds something else (or cannot be
-    /// read). `target_len`, the target's size from a stat the caller holds,
-    /// tells a file of another size apart without reading it; with the
-    /// same size (or none given) the target is read whole and compared.
-    pub(crate) fn differs_from(&self, target: &Path, target_len: Option<u64>) -> bool {
+    /// read). `target_md`, the target's stat (following a final link) the
+    /// caller holds, tells a file of another size apart without reading
+    /// it, and a source file's target found the same before and unchanged
+    /// since ([`same_memo`]); otherwise the target is read and compared.
+    pub(crate) fn differs_from(&self, target: &Path, target_md: Option<&fs::Metadata>) -> bool {
         match self {
             Content::Bytes(data) => {
-                target_len.is_some_and(|l| l != data.len() as u64)
+                target_md.is_some_and(|md| md.len() != data.len() as u64)
                     || fs::read(target).map(|old| old != *data).unwrap_or(true)
             }
-            Content::File { path, .. } => !same_files(path, target, target_len).unwrap_or(false),
+            Content::File { path, .. } => !same_as_source(path, target, target_md),
         }
     }
 
@@ -49,7 +51,7 @@ impl Content<'_> {
     /// is read whole only when both sides are text (a diff needs them).
     pub(crate) fn diff_from(&self, old: &Path) -> String {
         if let Content::File { path, .. } = self {
-            if same_files(path, old, None).unwrap_or(false) {
+            if same_as_source(path, old, None) {
                 return String::new();
             }
         }
@@ -166,18 +168,49 @@ thread_local! {
     static COMPARE_BUFFERS: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
 }
 
+/// Whether `target` holds what the file `source` holds: the same without
+/// a read when [`same_memo`] found them so under the stamps they still
+/// have; otherwise read and compared, and the memo told what was found.
+/// `target_md`: the target's stat the caller holds (taken again if `None`).
+fn same_as_source(source: &Path, target: &Path, target_md: Option<&fs::Metadata>) -> bool {
+    // Before either stamp is taken or file read: a write after this
+    // moment is stamped at least this late (`Pair::record` keeps only
+    // stamps settled well before it).
+    let start = same_memo::ReadStart::now();
+    let t = match target_md {
+        Some(md) => FileStamp::of_metadata(md),
+        None => FileStamp::of(target),
+    };
+    let s = FileStamp::of(source);
+    let (Some(t), Some(s)) = (t, s) else {
+        same_memo::forget(target);
+        return same_files(source, target, false).unwrap_or(false);
+    };
+    if t.size() != s.size() {
+        same_memo::forget(target);
+        return false;
+    }
+    let pair = same_memo::pair(target, &t, &s);
+    if pair.holds() {
+        return true;
+    }
+    let same = same_files(source, target, true).unwrap_or(false);
+    if same {
+        pair.record(start);
+    } else {
+        pair.forget();
+    }
+    same
+}
+
 /// Whether two files hold the same bytes, compared a block at a time
 /// (each read straight into its block: no buffer in between) until both
-/// end. `b_len`, `b`'s size from a stat the caller holds, spares `b`'s
-/// own stat, and its opening when the sizes differ.
-fn same_files(a: &Path, b: &Path, b_len: Option<u64>) -> io::Result<bool> {
+/// end. `same_size`: the caller's stats found both of one size (neither
+/// is stat again); otherwise files of two sizes are told apart first.
+fn same_files(a: &Path, b: &Path, same_size: bool) -> io::Result<bool> {
     let mut fa = fs::File::open(a)?;
-    let a_len = fa.metadata()?.len();
-    if b_len.is_some_and(|l| l != a_len) {
-        return Ok(false);
-    }
     let mut fb = fs::File::open(b)?;
-    if b_len.is_none() && fb.metadata()?.len() != a_len {
+    if !same_size && fa.metadata()?.len() != fb.metadata()?.len() {
         return Ok(false);
     }
     COMPARE_BUFFERS.with_borrow_mut(|buffers| {

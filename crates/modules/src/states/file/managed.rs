@@ -267,12 +267,10 @@ impl<'p> Target<'p> {
         self.followed.as_ref()
     }
 
-    /// The size of what the path holds, while it is known to be current.
-    fn len(&self) -> Option<u64> {
-        self.followed
-            .as_ref()
-            .filter(|_| self.current)
-            .map(fs::Metadata::len)
+    /// The stat of what the path holds (following a final link), while
+    /// it is known to be current.
+    fn current(&self) -> Option<&fs::Metadata> {
+        self.followed.as_ref().filter(|_| self.current)
     }
 
     /// Whether the path is a symbolic link now.
@@ -569,7 +567,7 @@ pub(crate) fn manage(
     }
     let mut target = target;
     if let (Some(cmd), Some(data)) = (opt_str(call, "check_cmd")?, data) {
-        if data.differs_from(path, target.len()) {
+        if data.differs_from(path, target.current()) {
             let failed = run_check_cmd(call, name, &cmd, data)?;
             // The command may have changed anything: the target, the
             // user and group databases.
@@ -582,7 +580,7 @@ pub(crate) fn manage(
     }
     if exists {
         if let Some(data) = data {
-            if data.differs_from(path, target.len()) {
+            if data.differs_from(path, target.current()) {
                 let diff = if args.show_changes {
                     data.diff_from_differing(path)
                 } else {

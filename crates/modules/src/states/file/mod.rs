@@ -21,6 +21,7 @@ mod patch;
 mod paths;
 mod perms;
 pub(crate) mod remote;
+mod same_memo;
 mod serialize;
 mod tidied;
 mod tree;
