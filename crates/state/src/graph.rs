@@ -331,41 +331,54 @@ impl Kinds {
 
 /// The sort key of a node: (min of own and dependents' order, own order), label, tag.
 #[derive(Debug, Clone, PartialEq)]
-struct OrderKey {
+struct OrderKey<'a> {
     first: f64,
     own: f64,
-    /// The label (state, name and function run together) followed by the
-    /// tag: the tie-breakers, in one allocation per node.
-    text: String,
-    /// Where the label ends in `text`.
-    label_len: usize,
+    /// The label (state, name and function run together) and the tag:
+    /// the tie-breakers, in the sort's [`Labels`].
+    label: &'a str,
+    tag: &'a str,
     node: usize,
 }
 
-impl OrderKey {
-    fn label(&self) -> &str {
-        self.text.get(..self.label_len).unwrap_or_default()
-    }
-    fn tag(&self) -> &str {
-        self.text.get(self.label_len..).unwrap_or_default()
+/// Every node's tie-breakers for the sort (its label and its tag), written
+/// once into one string before the sort, which borrows them: the label and
+/// tag of a chunk do not change as it is ordered (issue 25: a string per
+/// node, allocated and freed on every minion job, was a tenth of the
+/// order).
+#[derive(Debug, Default)]
+struct Labels {
+    text: String,
+    /// Where each node's label starts, its tag starts and its tag ends.
+    at: Vec<(usize, usize, usize)>,
+}
+
+impl Labels {
+    /// The label and the tag of `node`.
+    fn of(&self, node: usize) -> (&str, &str) {
+        let (start, tag, end) = self.at.get(node).copied().unwrap_or_default();
+        (
+            self.text.get(start..tag).unwrap_or_default(),
+            self.text.get(tag..end).unwrap_or_default(),
+        )
     }
 }
 
-impl Eq for OrderKey {}
+impl Eq for OrderKey<'_> {}
 
-impl Ord for OrderKey {
+impl Ord for OrderKey<'_> {
     fn cmp(&self, other: &Self) -> Ordering {
         // Reverse for a min-heap.
         other
             .first
             .total_cmp(&self.first)
             .then_with(|| other.own.total_cmp(&self.own))
-            .then_with(|| other.label().cmp(self.label()))
-            .then_with(|| other.tag().cmp(self.tag()))
+            .then_with(|| other.label.cmp(self.label))
+            .then_with(|| other.tag.cmp(self.tag))
     }
 }
 
-impl PartialOrd for OrderKey {
+impl PartialOrd for OrderKey<'_> {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
@@ -854,32 +867,38 @@ impl Graph {
         (order, own)
     }
 
-    fn key(&mut self, cap: f64, node: usize) -> OrderKey {
+    fn key<'a>(&mut self, cap: f64, node: usize, labels: &'a Labels) -> OrderKey<'a> {
         let (first, own) = self.chunk_order(cap, node);
-        let tag = self.node_tag(node);
-        let mut text = match self.nodes[node].chunk {
-            Some(ci) => {
-                let c = &self.chunks[ci];
-                // Salt's `"{state}{name}{fun}"`: `str()` of the name.
-                let name = c.shown_name();
-                let mut text =
-                    String::with_capacity(c.state().len() + name.len() + c.fun().len() + tag.len());
-                text.push_str(c.state());
-                text.push_str(&name);
-                text.push_str(c.fun());
-                text
-            }
-            None => String::with_capacity(tag.len()),
-        };
-        let label_len = text.len();
-        text.push_str(tag);
+        let (label, tag) = labels.of(node);
         OrderKey {
             first,
             own,
-            text,
-            label_len,
+            label,
+            tag,
             node,
         }
+    }
+
+    /// Every node's label (Salt's `"{state}{name}{fun}"`, `str()` of the
+    /// name; empty for a node without a chunk) and tag.
+    fn labels(&self) -> Labels {
+        let mut labels = Labels {
+            text: String::with_capacity(self.nodes.len() * 96),
+            at: Vec::with_capacity(self.nodes.len()),
+        };
+        for (node, n) in self.nodes.iter().enumerate() {
+            let text = &mut labels.text;
+            let start = text.len();
+            if let Some(c) = n.chunk.map(|ci| &self.chunks[ci]) {
+                text.push_str(c.state());
+                text.push_str(&c.shown_name());
+                text.push_str(c.fun());
+            }
+            let tag = text.len();
+            text.push_str(self.node_tag(node));
+            labels.at.push((start, tag, text.len()));
+        }
+        labels
     }
 
     /// Salt's `order_chunks` after compile: adds every chunk's requisites,
@@ -929,10 +948,11 @@ impl Graph {
         // same sequence as one heap of all, but a tree in definition order
         // is nearly sorted already, where a heap of thousands of nodes
         // compared and moved each key a dozen times.
+        let labels = self.labels();
         let mut ready: Vec<OrderKey> = Vec::new();
         for (i, deg) in in_degree.iter().enumerate() {
             if *deg == 0 {
-                ready.push(self.key(cap, i));
+                ready.push(self.key(cap, i, &labels));
             }
         }
         ready.sort_unstable_by(|a, b| b.cmp(a));
@@ -953,7 +973,7 @@ impl Graph {
             if let Some(ci) = self.nodes[node].chunk {
                 out.push(ci);
             }
-            self.release_dependents(node, &mut in_degree, cap, |k| heap.push(k));
+            self.release_dependents(node, &mut in_degree, cap, &labels, |k| heap.push(k));
         }
         if processed != n {
             return None;
@@ -963,19 +983,20 @@ impl Graph {
 
     /// Takes `node`'s edges off its dependents' in-degrees: each whose last
     /// dependency it was is ready, and `ready` gets its key.
-    fn release_dependents(
+    fn release_dependents<'a>(
         &mut self,
         node: usize,
         in_degree: &mut [usize],
         cap: f64,
-        mut ready: impl FnMut(OrderKey),
+        labels: &'a Labels,
+        mut ready: impl FnMut(OrderKey<'a>),
     ) {
         // By index: a key never touches the edges.
         for e in 0..self.out_edges[node].len() {
             let (t, kinds) = self.out_edges[node][e];
             in_degree[t] -= kinds.len();
             if in_degree[t] == 0 {
-                ready(self.key(cap, t));
+                ready(self.key(cap, t, labels));
             }
         }
     }
@@ -1318,14 +1339,15 @@ mod tests {
         let mut in_degree: Vec<usize> = (0..n)
             .map(|i| graph.in_edges[i].iter().map(|(_, k)| k.len()).sum())
             .collect();
+        let labels = graph.labels();
         let mut heap: BinaryHeap<OrderKey> = (0..n)
             .filter(|&i| in_degree[i] == 0)
-            .map(|i| graph.key(cap, i))
+            .map(|i| graph.key(cap, i, &labels))
             .collect();
         let mut out = Vec::new();
         while let Some(k) = heap.pop() {
             out.extend(graph.nodes[k.node].chunk);
-            graph.release_dependents(k.node, &mut in_degree, cap, |k| heap.push(k));
+            graph.release_dependents(k.node, &mut in_degree, cap, &labels, |k| heap.push(k));
         }
         out
     }
