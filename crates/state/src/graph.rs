@@ -77,8 +77,10 @@ pub struct Graph {
 /// for ([`target_matches`]): the same nodes in the same order as the keys
 /// as strings. The keys as strings ([`TargetIndex::named`]) are built
 /// only when a lookup needs them: a glob target (which scans every key),
-/// or a module, name or ID holding the separator `\x1f` (where the joined
-/// string, not its parts, is what matches).
+/// or a requisite whose key or target holds the separator `\x1f` (the
+/// joined string, not its parts, is what matches; a key and a target
+/// without it join to a string with one `\x1f`, which only a chunk's
+/// module or `id`, and name or ID, without it join to, split alike).
 #[derive(Debug, Default)]
 struct TargetIndex {
     /// Nodes by the hash of a name or ID they are found by, in the order
@@ -86,8 +88,8 @@ struct TargetIndex {
     by_target: FxHashMap<u64, NodeList>,
     sls_to_nodes: FxIndexMap<String, NodeList>,
     indexed: usize,
-    /// Whether an indexed chunk's module, name or ID holds `\x1f`.
-    separator_seen: bool,
+    /// Every lookup made by the keys as strings (the tests' reference).
+    by_string: bool,
     /// The keys as strings, in the order they were added, once built.
     named: Option<FxIndexMap<String, NodeList>>,
 }
@@ -99,8 +101,8 @@ fn target_hash(target: &str) -> u64 {
 
 /// Whether a chunk with this module, ID and name is found by requisite
 /// key `key` (a module or `id`) and target `val` (a name or ID), neither
-/// of them holding `\x1f`: its key (module or `id`) + `\x1f` + (name or
-/// ID) is `key` + `\x1f` + `val`.
+/// of them holding `\x1f`: one of its keys (module or `id`) + `\x1f` +
+/// (name or ID) is `key` + `\x1f` + `val`.
 fn target_matches(state: &str, id: &str, name: &str, key: &str, val: &str) -> bool {
     (key == state || key == "id") && (val == name || val == id)
 }
@@ -176,7 +178,6 @@ impl TargetIndex {
         for &h in keys.targets.get(..keys.targets_len).unwrap_or_default() {
             self.by_target.push(h, ni);
         }
-        self.separator_seen |= keys.separator;
         if let Some(named) = self.named.as_mut() {
             for k in named_keys(chunk) {
                 named.push(k, ni);
@@ -249,8 +250,6 @@ pub struct ChunkKeys {
     targets: [u64; 2],
     /// 0 when the keys were not computed ([`ChunkKeys::tag_only`]).
     targets_len: usize,
-    /// Whether the module, name or ID holds `\x1f`.
-    separator: bool,
 }
 
 /// Whether `chunk` has a requisite (Salt's `add_requisites` has work).
@@ -267,7 +266,6 @@ impl ChunkKeys {
             tag: chunk_tag(chunk),
             targets: [0; 2],
             targets_len: 0,
-            separator: false,
         }
     }
 
@@ -288,9 +286,6 @@ impl ChunkKeys {
             self.targets[1] = target_hash(id);
             self.targets_len = 2;
         }
-        self.separator = [chunk.state(), id, &name]
-            .iter()
-            .any(|s| memchr::memchr(0x1f, s.as_bytes()).is_some());
     }
 }
 
@@ -512,7 +507,6 @@ impl Graph {
                 tag: String::new(),
                 targets: [0; 2],
                 targets_len: 0,
-                separator: false,
             };
             keys.index(chunk);
             targets.add(self.chunk_nodes[ci], chunk, &keys);
@@ -524,7 +518,7 @@ impl Graph {
     /// index as it was before its hashes): the tests' reference.
     #[cfg(test)]
     fn look_up_by_string(&mut self) {
-        self.targets.separator_seen = true;
+        self.targets.by_string = true;
     }
 
     /// The target keys as strings ([`TargetIndex::named`]), built from
@@ -654,7 +648,7 @@ impl Graph {
                 found = true;
                 self.add_reqs(node, has_prereq, kind, reqs.as_slice());
             }
-        } else if self.targets.separator_seen || key.contains('\x1f') || val.contains('\x1f') {
+        } else if self.targets.by_string || key.contains('\x1f') || val.contains('\x1f') {
             // The joined key is what matches: look it up as a string.
             let mut k = String::with_capacity(key.len() + 1 + val.len());
             k.push_str(key);
@@ -1513,8 +1507,15 @@ mod tests {
         let mut graph = Graph::new();
         graph.add_chunk(chunk("a\x1fb", "a\x1fb", None));
         graph.add_chunk(chunk("c", "c", Some(serde_json::json!({"test\x1fa": "b"}))));
-        assert_eq!(graph.order(&[]), Ok(vec![0, 1]));
+        // A target holding it, found by its key as a string too.
+        graph.add_chunk(chunk("e", "e", Some(serde_json::json!({"id": "a\x1fb"}))));
+        // A chunk whose name holds it, found by its ID through the hash.
+        graph.add_chunk(chunk("h", "i\x1fj", None));
+        graph.add_chunk(chunk("k", "k", Some(serde_json::json!({"test": "h"}))));
+        assert_eq!(graph.order(&[]), Ok(vec![0, 1, 2, 3, 4]));
         assert_eq!(graph.dependencies(1), vec![(RequisiteKind::Require, 0)]);
+        assert_eq!(graph.dependencies(2), vec![(RequisiteKind::Require, 0)]);
+        assert_eq!(graph.dependencies(4), vec![(RequisiteKind::Require, 3)]);
     }
 
     #[test]
