@@ -9,8 +9,8 @@
 //! It prints the median and fastest round of each step, and a digest of
 //! the order and the ordered chunks, which must not change with the code.
 //! A third argument, `decode`, `order` or `clone`, runs that step alone
-//! (`order` orders a clone each time: `clone` is that part), for an instruction count (`perf stat -e instructions:u`)
-//! of one step on a loaded machine.
+//! (`order` orders a clone each time: `clone` is that part) and prints
+//! nothing, for `perf stat` of one step on a loaded machine.
 
 use std::hash::{Hash, Hasher};
 use std::time::{Duration, Instant};

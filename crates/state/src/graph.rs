@@ -1263,17 +1263,22 @@ fn chunk_str(c: &LowChunk) -> String {
 mod tests {
     use super::*;
 
-    /// A generated tree of `n` chunks: orders numbered, `first`, `last`,
-    /// negative or none, shared names, requisites on earlier and later
-    /// chunks (no cycles: a chunk only requires chunks of lower rank).
-    fn generated_graph(n: usize, seed: u64) -> Graph {
+    /// A reproducible sequence of numbers below a bound, from `seed`.
+    fn numbers(seed: u64) -> impl FnMut(u64) -> u64 {
         let mut state = seed;
-        let mut next = move |m: u64| {
+        move |m: u64| {
             state = state
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             (state >> 33) % m
-        };
+        }
+    }
+
+    /// A generated tree of `n` chunks: orders numbered, `first`, `last`,
+    /// negative or none, shared names, requisites on earlier and later
+    /// chunks (no cycles: a chunk only requires chunks of lower rank).
+    fn generated_graph(n: usize, seed: u64) -> Graph {
+        let mut next = numbers(seed);
         let rank: Vec<usize> = {
             let mut r: Vec<usize> = (0..n).collect();
             for i in (1..n).rev() {
@@ -1362,13 +1367,7 @@ mod tests {
     /// that is not a string, a missing target; of every edge kind, prereq
     /// included (so cycles and missing targets come up too).
     fn requisite_tree(n: usize, seed: u64) -> Vec<LowChunk> {
-        let mut state = seed;
-        let mut next = move |m: u64| {
-            state = state
-                .wrapping_mul(6364136223846793005)
-                .wrapping_add(1442695040888963407);
-            (state >> 33) % m
-        };
+        let mut next = numbers(seed);
         let modules = ["test", "file", "cmd", "pkg"];
         let kinds = [
             "require",
