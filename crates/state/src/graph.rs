@@ -482,6 +482,7 @@ impl Graph {
         self.nodes[ni].chunk = Some(ci);
         if keys.targets_len > 0 {
             self.index_up_to(ci);
+            self.size_index(ci + 1);
             self.targets.add(ni, &chunk, &keys);
             self.targets.indexed = ci + 1;
         }
@@ -492,14 +493,11 @@ impl Graph {
     /// Indexes the chunks from the first not yet indexed up to (not
     /// including) `end` as requisite targets.
     fn index_up_to(&mut self, end: usize) {
-        let targets = &mut self.targets;
-        if targets.indexed >= end {
+        if self.targets.indexed >= end {
             return;
         }
-        if targets.indexed == 0 {
-            // One hash per chunk at least (two when name and ID differ).
-            targets.by_target.reserve(self.chunks.capacity().max(end));
-        }
+        self.size_index(end);
+        let targets = &mut self.targets;
         for ci in targets.indexed..end {
             let chunk = &self.chunks[ci];
             // The tag is the graph's already: only the target hashes.
@@ -519,6 +517,18 @@ impl Graph {
     #[cfg(test)]
     fn look_up_by_string(&mut self) {
         self.targets.by_string = true;
+    }
+
+    /// Sizes the target index, when it is still empty, for the chunks the
+    /// graph was made for (at least `chunks`): one hash per chunk at least
+    /// (two when name and ID differ), so a bundle's index is not rehashed
+    /// as it grows (the first chunk is indexed as it comes, before any
+    /// chunk is indexed up to it).
+    fn size_index(&mut self, chunks: usize) {
+        if self.targets.by_target.capacity() == 0 {
+            let n = self.chunks.capacity().max(chunks);
+            self.targets.by_target.reserve(n);
+        }
     }
 
     /// The target keys as strings ([`TargetIndex::named`]), built from
@@ -1540,6 +1550,10 @@ mod tests {
             assert!(got.graph.node_tags == unsized_graph.node_tags);
             // Sized once for every chunk, not grown by doubling.
             assert_eq!(got.graph.chunks.capacity(), n);
+            // The target index too, from its first chunk on.
+            let mut first = Graph::with_capacity(n);
+            first.add_chunk(got.graph.chunks[0].clone());
+            assert!(first.targets.by_target.capacity() >= n);
         }
     }
 }
