@@ -58,33 +58,129 @@ pub struct Graph {
     /// and direction cost two, and a third of ordering a 10 000-state
     /// fan-in).
     edge_at: FxHashMap<(usize, usize), (u32, u32)>,
-    /// Reused to build lookup keys without an allocation per requisite.
-    key_buf: String,
+    /// Reused to gather a requisite's target nodes without an allocation
+    /// per requisite.
+    req_buf: Vec<usize>,
 }
 
-/// The index requisite targets are found in: by (module or `id`) +
-/// `\x1f` + (name or ID), and by SLS. It holds the graph's first
-/// `indexed` chunks, and all of them from the first requisite on
-/// ([`Graph::index_up_to`]): a tree without requisites never builds it
-/// (two to four keys per chunk).
+/// The index requisite targets are found in. A chunk is found by
+/// (module or `id`) + `\x1f` + (name or ID), and by SLS. It holds the
+/// graph's first `indexed` chunks, and all of them from the first
+/// requisite on ([`Graph::index_up_to`]): a tree without requisites never
+/// builds it.
+///
+/// The (module or `id`, name or ID) keys are not stored as strings (two
+/// to four allocated, hashed and freed per chunk, on every minion job:
+/// issue 25): each chunk is listed under the hash of its name and of its
+/// ID ([`target_hash`]; one when they are equal), and a lookup keeps the
+/// listed chunks whose module or `id`, and name or ID, are the ones asked
+/// for ([`target_matches`]): the same nodes in the same order as the keys
+/// as strings. The keys as strings ([`TargetIndex::named`]) are built
+/// only when a lookup needs them: a glob target (which scans every key),
+/// or a requisite whose key or target holds the separator `\x1f` (the
+/// joined string, not its parts, is what matches; a key and a target
+/// without it join to a string with one `\x1f`, which only a chunk's
+/// module or `id`, and name or ID, without it join to, split alike).
 #[derive(Debug, Default)]
 struct TargetIndex {
-    lookup: FxIndexMap<String, NodeList>,
+    /// Nodes by the hash of a name or ID they are found by, in the order
+    /// they were added (a hash shared by two targets lists both).
+    by_target: FxHashMap<u64, NodeList>,
     sls_to_nodes: FxIndexMap<String, NodeList>,
     indexed: usize,
+    /// Every lookup made by the keys as strings (the tests' reference).
+    by_string: bool,
+    /// The keys as strings, in the order they were added, once built.
+    named: Option<FxIndexMap<String, NodeList>>,
+}
+
+/// The hash a requisite target (a name or ID) is listed under.
+fn target_hash(target: &str) -> u64 {
+    std::hash::BuildHasher::hash_one(&FxBuildHasher, target)
+}
+
+/// Whether a chunk with this module, ID and name is found by requisite
+/// key `key` (a module or `id`) and target `val` (a name or ID), neither
+/// of them holding `\x1f`: one of its keys (module or `id`) + `\x1f` +
+/// (name or ID) is `key` + `\x1f` + `val`.
+fn target_matches(state: &str, id: &str, name: &str, key: &str, val: &str) -> bool {
+    (key == state || key == "id") && (val == name || val == id)
+}
+
+/// The keys of a chunk as strings: (module or `id`) + `\x1f` + (name or
+/// ID), in the order they are added to [`TargetIndex::named`].
+fn named_keys(chunk: &LowChunk) -> impl Iterator<Item = String> {
+    let state = chunk.state();
+    let id = chunk.id();
+    let name = chunk_name(chunk);
+    let key = |kind: &str, target: &str| {
+        let mut k = String::with_capacity(kind.len() + 1 + target.len());
+        k.push_str(kind);
+        k.push('\x1f');
+        k.push_str(target);
+        k
+    };
+    let keys = if name != id {
+        vec![
+            key(state, &name),
+            key("id", id),
+            key(state, id),
+            key("id", &name),
+        ]
+    } else {
+        vec![key(state, id), key("id", id)]
+    };
+    keys.into_iter()
+}
+
+/// The chunk's name as requisites match it: `str()` of a name that is
+/// not a string.
+fn chunk_name(chunk: &LowChunk) -> Cow<'_, str> {
+    match chunk.get("name") {
+        Some(Value::String(s)) => Cow::Borrowed(s.as_str()),
+        Some(v) => Cow::Owned(py_str(v)),
+        None => Cow::Borrowed(""),
+    }
+}
+
+/// The two maps [`TargetIndex`] lists nodes in.
+trait NodeLists<K> {
+    fn push(&mut self, key: K, node: usize);
+}
+
+impl NodeLists<u64> for FxHashMap<u64, NodeList> {
+    fn push(&mut self, key: u64, node: usize) {
+        match self.entry(key) {
+            std::collections::hash_map::Entry::Occupied(mut set) => set.get_mut().push_new(node),
+            std::collections::hash_map::Entry::Vacant(slot) => {
+                slot.insert(NodeList::One(node));
+            }
+        }
+    }
+}
+
+impl NodeLists<String> for FxIndexMap<String, NodeList> {
+    fn push(&mut self, key: String, node: usize) {
+        match self.entry(key) {
+            indexmap::map::Entry::Occupied(mut set) => set.get_mut().push_new(node),
+            indexmap::map::Entry::Vacant(slot) => {
+                slot.insert(NodeList::One(node));
+            }
+        }
+    }
 }
 
 impl TargetIndex {
-    /// Adds node `ni`, the node of `chunk`, under `keys` and under its
-    /// SLS (and those that included it).
-    fn add(&mut self, ni: usize, chunk: &LowChunk, keys: impl Iterator<Item = String>) {
-        // Owned keys, nearly all new: hashed once, found or inserted.
-        for k in keys {
-            match self.lookup.entry(k) {
-                indexmap::map::Entry::Occupied(mut set) => set.get_mut().push_new(ni),
-                indexmap::map::Entry::Vacant(slot) => {
-                    slot.insert(NodeList::One(ni));
-                }
+    /// Adds node `ni`, the node of `chunk` (whose [`ChunkKeys`] are
+    /// `keys`), under its name and ID and under its SLS (and those that
+    /// included it).
+    fn add(&mut self, ni: usize, chunk: &LowChunk, keys: &ChunkKeys) {
+        for &h in keys.targets.get(..keys.targets_len).unwrap_or_default() {
+            self.by_target.push(h, ni);
+        }
+        if let Some(named) = self.named.as_mut() {
+            for k in named_keys(chunk) {
+                named.push(k, ni);
             }
         }
         let sls = chunk.sls();
@@ -142,17 +238,18 @@ impl NodeList {
 }
 
 /// What adding a chunk to the graph needs from the chunk alone: its run
-/// tag and, once the tree is known to have requisites, the keys it is
-/// found by as a requisite target ((module or `id`) + `\x1f` + (name or
-/// ID)). Computed where the chunk is built (a large tree's chunks are
-/// built on the calling thread while a helper thread assembles the graph),
-/// so that the assembling thread only inserts.
+/// tag and, once the tree is known to have requisites, the hashes it is
+/// listed under as a requisite target (its name and ID). Computed where
+/// the chunk is built (a large tree's chunks are built on the calling
+/// thread while a helper thread assembles the graph), so that the
+/// assembling thread only inserts.
 #[derive(Debug)]
 pub struct ChunkKeys {
     tag: String,
-    lookup: [String; 4],
+    /// [`target_hash`] of the name and of the ID (one when equal).
+    targets: [u64; 2],
     /// 0 when the keys were not computed ([`ChunkKeys::tag_only`]).
-    lookup_len: usize,
+    targets_len: usize,
 }
 
 /// Whether `chunk` has a requisite (Salt's `add_requisites` has work).
@@ -167,47 +264,27 @@ impl ChunkKeys {
     pub fn tag_only(chunk: &LowChunk) -> ChunkKeys {
         ChunkKeys {
             tag: chunk_tag(chunk),
-            lookup: Default::default(),
-            lookup_len: 0,
+            targets: [0; 2],
+            targets_len: 0,
         }
     }
 
-    /// The tag and target keys of `chunk`.
+    /// The tag and target hashes of `chunk`.
     pub fn of(chunk: &LowChunk) -> ChunkKeys {
-        let state = chunk.state();
+        let mut keys = ChunkKeys::tag_only(chunk);
+        keys.index(chunk);
+        keys
+    }
+
+    /// Computes the target hashes of `chunk` (its tag is known).
+    fn index(&mut self, chunk: &LowChunk) {
         let id = chunk.id();
-        let name = match chunk.get("name") {
-            Some(Value::String(s)) => Cow::Borrowed(s.as_str()),
-            Some(v) => Cow::Owned(py_str(v)),
-            None => Cow::Borrowed(""),
-        };
-        let key = |kind: &str, target: &str| {
-            let mut k = String::with_capacity(kind.len() + 1 + target.len());
-            k.push_str(kind);
-            k.push('\x1f');
-            k.push_str(target);
-            k
-        };
-        let (lookup, lookup_len) = if name != id {
-            (
-                [
-                    key(state, &name),
-                    key("id", id),
-                    key(state, id),
-                    key("id", &name),
-                ],
-                4,
-            )
-        } else {
-            (
-                [key(state, id), key("id", id), String::new(), String::new()],
-                2,
-            )
-        };
-        ChunkKeys {
-            tag: chunk_tag(chunk),
-            lookup,
-            lookup_len,
+        let name = chunk_name(chunk);
+        self.targets[0] = target_hash(&name);
+        self.targets_len = 1;
+        if *name != *id {
+            self.targets[1] = target_hash(id);
+            self.targets_len = 2;
         }
     }
 }
@@ -249,41 +326,54 @@ impl Kinds {
 
 /// The sort key of a node: (min of own and dependents' order, own order), label, tag.
 #[derive(Debug, Clone, PartialEq)]
-struct OrderKey {
+struct OrderKey<'a> {
     first: f64,
     own: f64,
-    /// The label (state, name and function run together) followed by the
-    /// tag: the tie-breakers, in one allocation per node.
-    text: String,
-    /// Where the label ends in `text`.
-    label_len: usize,
+    /// The label (state, name and function run together) and the tag:
+    /// the tie-breakers, in the sort's [`Labels`].
+    label: &'a str,
+    tag: &'a str,
     node: usize,
 }
 
-impl OrderKey {
-    fn label(&self) -> &str {
-        self.text.get(..self.label_len).unwrap_or_default()
-    }
-    fn tag(&self) -> &str {
-        self.text.get(self.label_len..).unwrap_or_default()
+/// Every node's tie-breakers for the sort (its label and its tag), written
+/// once into one string before the sort, which borrows them: the label and
+/// tag of a chunk do not change as it is ordered (issue 25: a string per
+/// node, allocated and freed on every minion job, was a tenth of the
+/// order).
+#[derive(Debug, Default)]
+struct Labels {
+    text: String,
+    /// Where each node's label starts, its tag starts and its tag ends.
+    at: Vec<(usize, usize, usize)>,
+}
+
+impl Labels {
+    /// The label and the tag of `node`.
+    fn of(&self, node: usize) -> (&str, &str) {
+        let (start, tag, end) = self.at.get(node).copied().unwrap_or_default();
+        (
+            self.text.get(start..tag).unwrap_or_default(),
+            self.text.get(tag..end).unwrap_or_default(),
+        )
     }
 }
 
-impl Eq for OrderKey {}
+impl Eq for OrderKey<'_> {}
 
-impl Ord for OrderKey {
+impl Ord for OrderKey<'_> {
     fn cmp(&self, other: &Self) -> Ordering {
         // Reverse for a min-heap.
         other
             .first
             .total_cmp(&self.first)
             .then_with(|| other.own.total_cmp(&self.own))
-            .then_with(|| other.label().cmp(self.label()))
-            .then_with(|| other.tag().cmp(self.tag()))
+            .then_with(|| other.label.cmp(self.label))
+            .then_with(|| other.tag.cmp(self.tag))
     }
 }
 
-impl PartialOrd for OrderKey {
+impl PartialOrd for OrderKey<'_> {
     fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
         Some(self.cmp(other))
     }
@@ -385,15 +475,15 @@ impl Graph {
     /// the table inserts left to do. Keys given mean the tree has
     /// requisites: the chunks before it are indexed first, so that the
     /// index holds every chunk in order however late it was started.
-    pub fn add_keyed_chunk(&mut self, chunk: LowChunk, keys: ChunkKeys) -> usize {
+    pub fn add_keyed_chunk(&mut self, chunk: LowChunk, mut keys: ChunkKeys) -> usize {
         let ci = self.chunks.len();
-        let ni = self.node_for(Cow::Owned(keys.tag));
+        let ni = self.node_for(Cow::Owned(std::mem::take(&mut keys.tag)));
         self.chunk_nodes.push(ni);
         self.nodes[ni].chunk = Some(ci);
-        if keys.lookup_len > 0 {
+        if keys.targets_len > 0 {
             self.index_up_to(ci);
-            let keys = keys.lookup.into_iter().take(keys.lookup_len);
-            self.targets.add(ni, &chunk, keys);
+            self.size_index(ci + 1);
+            self.targets.add(ni, &chunk, &keys);
             self.targets.indexed = ci + 1;
         }
         self.chunks.push(chunk);
@@ -403,21 +493,58 @@ impl Graph {
     /// Indexes the chunks from the first not yet indexed up to (not
     /// including) `end` as requisite targets.
     fn index_up_to(&mut self, end: usize) {
-        let targets = &mut self.targets;
-        if targets.indexed >= end {
+        if self.targets.indexed >= end {
             return;
         }
-        if targets.indexed == 0 {
-            // Two keys per chunk at least (four when name and ID differ).
-            targets.lookup.reserve(2 * self.chunks.capacity().max(end));
-        }
+        self.size_index(end);
+        let targets = &mut self.targets;
         for ci in targets.indexed..end {
             let chunk = &self.chunks[ci];
-            let keys = ChunkKeys::of(chunk);
-            let keys = keys.lookup.into_iter().take(keys.lookup_len);
-            targets.add(self.chunk_nodes[ci], chunk, keys);
+            // The tag is the graph's already: only the target hashes.
+            let mut keys = ChunkKeys {
+                tag: String::new(),
+                targets: [0; 2],
+                targets_len: 0,
+            };
+            keys.index(chunk);
+            targets.add(self.chunk_nodes[ci], chunk, &keys);
         }
         targets.indexed = end;
+    }
+
+    /// Looks every requisite target up by its key as a string (the
+    /// index as it was before its hashes): the tests' reference.
+    #[cfg(test)]
+    fn look_up_by_string(&mut self) {
+        self.targets.by_string = true;
+    }
+
+    /// Sizes the target index, when it is still empty, for the chunks the
+    /// graph was made for (at least `chunks`): one hash per chunk at least
+    /// (two when name and ID differ), so a bundle's index is not rehashed
+    /// as it grows (the first chunk is indexed as it comes, before any
+    /// chunk is indexed up to it).
+    fn size_index(&mut self, chunks: usize) {
+        if self.targets.by_target.capacity() == 0 {
+            let n = self.chunks.capacity().max(chunks);
+            self.targets.by_target.reserve(n);
+        }
+    }
+
+    /// The target keys as strings ([`TargetIndex::named`]), built from
+    /// the chunks indexed when first asked for, and kept up to date from
+    /// then on.
+    fn named_index(&mut self) -> &FxIndexMap<String, NodeList> {
+        let targets = &mut self.targets;
+        targets.named.get_or_insert_with(|| {
+            let mut named = FxIndexMap::default();
+            for ci in 0..targets.indexed {
+                for k in named_keys(&self.chunks[ci]) {
+                    named.push(k, self.chunk_nodes[ci]);
+                }
+            }
+            named
+        })
     }
 
     fn prereq_tag(tag: &str) -> String {
@@ -519,8 +646,7 @@ impl Graph {
         } else if is_pattern(val) {
             let prefix = format!("{key}\x1f");
             let hits: Vec<NodeList> = self
-                .targets
-                .lookup
+                .named_index()
                 .iter()
                 .filter(|(k, _)| {
                     k.strip_prefix(&prefix)
@@ -532,28 +658,36 @@ impl Graph {
                 found = true;
                 self.add_reqs(node, has_prereq, kind, reqs.as_slice());
             }
-        } else {
-            let mut k = std::mem::take(&mut self.key_buf);
-            k.clear();
+        } else if self.targets.by_string || key.contains('\x1f') || val.contains('\x1f') {
+            // The joined key is what matches: look it up as a string.
+            let mut k = String::with_capacity(key.len() + 1 + val.len());
             k.push_str(key);
             k.push('\x1f');
             k.push_str(val);
-            let at = self.targets.lookup.get_index_of(k.as_str());
-            self.key_buf = k;
-            // Taken out while the edges are added (they never touch the
-            // lookup), then put back: no copy of the list per requisite.
-            let reqs = at
-                .and_then(|i| self.targets.lookup.get_index_mut(i))
-                .map(|(_, v)| std::mem::take(v));
-            if let (Some(i), Some(reqs)) = (at, reqs) {
-                if !reqs.as_slice().is_empty() {
-                    found = true;
-                    self.add_reqs(node, has_prereq, kind, reqs.as_slice());
-                }
-                if let Some((_, v)) = self.targets.lookup.get_index_mut(i) {
-                    *v = reqs;
+            if let Some(reqs) = self.named_index().get(k.as_str()).cloned() {
+                found = !reqs.as_slice().is_empty();
+                self.add_reqs(node, has_prereq, kind, reqs.as_slice());
+            }
+        } else {
+            // The chunks listed under the target's hash whose module or
+            // `id`, and name or ID, are the ones asked for, in the order
+            // they were added; gathered in a reused buffer (adding edges
+            // never touches the index).
+            let mut reqs = std::mem::take(&mut self.req_buf);
+            reqs.clear();
+            if let Some(listed) = self.targets.by_target.get(&target_hash(val)) {
+                for &n in listed.as_slice() {
+                    let Some(c) = self.nodes[n].chunk.map(|ci| &self.chunks[ci]) else {
+                        continue;
+                    };
+                    if target_matches(c.state(), c.id(), &chunk_name(c), key, val) {
+                        reqs.push(n);
+                    }
                 }
             }
+            found = !reqs.is_empty();
+            self.add_reqs(node, has_prereq, kind, &reqs);
+            self.req_buf = reqs;
         }
         found
     }
@@ -698,12 +832,13 @@ impl Graph {
             None => {
                 let mut child_min = f64::INFINITY;
                 let mut req_order: i16 = -1;
-                let edges: Vec<(usize, RequisiteKind)> = self.out_edges[node]
-                    .iter()
-                    .flat_map(|(t, ks)| ks.iter().map(move |k| (*t, k)))
-                    .collect();
-                for (child, kind) in edges {
-                    if req_order <= kind.weight() as i16 {
+                // By index: setting a child's order never touches the edges.
+                for e in 0..self.out_edges[node].len() {
+                    let (child, kinds) = self.out_edges[node][e];
+                    for kind in kinds.iter() {
+                        if req_order > kind.weight() as i16 {
+                            continue;
+                        }
                         req_order = kind.weight() as i16;
                         let child_order = match self.nodes[child].chunk {
                             None => f64::INFINITY,
@@ -736,32 +871,38 @@ impl Graph {
         (order, own)
     }
 
-    fn key(&mut self, cap: f64, node: usize) -> OrderKey {
+    fn key<'a>(&mut self, cap: f64, node: usize, labels: &'a Labels) -> OrderKey<'a> {
         let (first, own) = self.chunk_order(cap, node);
-        let tag = self.node_tag(node);
-        let mut text = match self.nodes[node].chunk {
-            Some(ci) => {
-                let c = &self.chunks[ci];
-                // Salt's `"{state}{name}{fun}"`: `str()` of the name.
-                let name = c.shown_name();
-                let mut text =
-                    String::with_capacity(c.state().len() + name.len() + c.fun().len() + tag.len());
-                text.push_str(c.state());
-                text.push_str(&name);
-                text.push_str(c.fun());
-                text
-            }
-            None => String::with_capacity(tag.len()),
-        };
-        let label_len = text.len();
-        text.push_str(tag);
+        let (label, tag) = labels.of(node);
         OrderKey {
             first,
             own,
-            text,
-            label_len,
+            label,
+            tag,
             node,
         }
+    }
+
+    /// Every node's label (Salt's `"{state}{name}{fun}"`, `str()` of the
+    /// name; empty for a node without a chunk) and tag.
+    fn labels(&self) -> Labels {
+        let mut labels = Labels {
+            text: String::with_capacity(self.nodes.len() * 96),
+            at: Vec::with_capacity(self.nodes.len()),
+        };
+        for (node, n) in self.nodes.iter().enumerate() {
+            let text = &mut labels.text;
+            let start = text.len();
+            if let Some(c) = n.chunk.map(|ci| &self.chunks[ci]) {
+                text.push_str(c.state());
+                text.push_str(&c.shown_name());
+                text.push_str(c.fun());
+            }
+            let tag = text.len();
+            text.push_str(self.node_tag(node));
+            labels.at.push((start, tag, text.len()));
+        }
+        labels
     }
 
     /// Salt's `order_chunks` after compile: adds every chunk's requisites,
@@ -811,10 +952,11 @@ impl Graph {
         // same sequence as one heap of all, but a tree in definition order
         // is nearly sorted already, where a heap of thousands of nodes
         // compared and moved each key a dozen times.
+        let labels = self.labels();
         let mut ready: Vec<OrderKey> = Vec::new();
         for (i, deg) in in_degree.iter().enumerate() {
             if *deg == 0 {
-                ready.push(self.key(cap, i));
+                ready.push(self.key(cap, i, &labels));
             }
         }
         ready.sort_unstable_by(|a, b| b.cmp(a));
@@ -835,7 +977,7 @@ impl Graph {
             if let Some(ci) = self.nodes[node].chunk {
                 out.push(ci);
             }
-            self.release_dependents(node, &mut in_degree, cap, |k| heap.push(k));
+            self.release_dependents(node, &mut in_degree, cap, &labels, |k| heap.push(k));
         }
         if processed != n {
             return None;
@@ -845,21 +987,20 @@ impl Graph {
 
     /// Takes `node`'s edges off its dependents' in-degrees: each whose last
     /// dependency it was is ready, and `ready` gets its key.
-    fn release_dependents(
+    fn release_dependents<'a>(
         &mut self,
         node: usize,
         in_degree: &mut [usize],
         cap: f64,
-        mut ready: impl FnMut(OrderKey),
+        labels: &'a Labels,
+        mut ready: impl FnMut(OrderKey<'a>),
     ) {
-        let targets: Vec<(usize, usize)> = self.out_edges[node]
-            .iter()
-            .map(|(t, ks)| (*t, ks.len()))
-            .collect();
-        for (t, count) in targets {
-            in_degree[t] -= count;
+        // By index: a key never touches the edges.
+        for e in 0..self.out_edges[node].len() {
+            let (t, kinds) = self.out_edges[node][e];
+            in_degree[t] -= kinds.len();
             if in_degree[t] == 0 {
-                ready(self.key(cap, t));
+                ready(self.key(cap, t, labels));
             }
         }
     }
@@ -1132,17 +1273,22 @@ fn chunk_str(c: &LowChunk) -> String {
 mod tests {
     use super::*;
 
-    /// A generated tree of `n` chunks: orders numbered, `first`, `last`,
-    /// negative or none, shared names, requisites on earlier and later
-    /// chunks (no cycles: a chunk only requires chunks of lower rank).
-    fn generated_graph(n: usize, seed: u64) -> Graph {
+    /// A reproducible sequence of numbers below a bound, from `seed`.
+    fn numbers(seed: u64) -> impl FnMut(u64) -> u64 {
         let mut state = seed;
-        let mut next = move |m: u64| {
+        move |m: u64| {
             state = state
                 .wrapping_mul(6364136223846793005)
                 .wrapping_add(1442695040888963407);
             (state >> 33) % m
-        };
+        }
+    }
+
+    /// A generated tree of `n` chunks: orders numbered, `first`, `last`,
+    /// negative or none, shared names, requisites on earlier and later
+    /// chunks (no cycles: a chunk only requires chunks of lower rank).
+    fn generated_graph(n: usize, seed: u64) -> Graph {
+        let mut next = numbers(seed);
         let rank: Vec<usize> = {
             let mut r: Vec<usize> = (0..n).collect();
             for i in (1..n).rev() {
@@ -1202,14 +1348,15 @@ mod tests {
         let mut in_degree: Vec<usize> = (0..n)
             .map(|i| graph.in_edges[i].iter().map(|(_, k)| k.len()).sum())
             .collect();
+        let labels = graph.labels();
         let mut heap: BinaryHeap<OrderKey> = (0..n)
             .filter(|&i| in_degree[i] == 0)
-            .map(|i| graph.key(cap, i))
+            .map(|i| graph.key(cap, i, &labels))
             .collect();
         let mut out = Vec::new();
         while let Some(k) = heap.pop() {
             out.extend(graph.nodes[k.node].chunk);
-            graph.release_dependents(k.node, &mut in_degree, cap, |k| heap.push(k));
+            graph.release_dependents(k.node, &mut in_degree, cap, &labels, |k| heap.push(k));
         }
         out
     }
@@ -1222,6 +1369,162 @@ mod tests {
             assert_eq!(got.len(), n);
             assert_eq!(got, want, "{n} chunks, seed {seed}");
         }
+    }
+
+    /// A tree whose requisites find their targets every way a target is
+    /// named: by ID, by name (shared by several chunks, or equal to
+    /// another chunk's ID), by module or `id`, by a glob, by SLS, a name
+    /// that is not a string, a missing target; of every edge kind, prereq
+    /// included (so cycles and missing targets come up too).
+    fn requisite_tree(n: usize, seed: u64) -> Vec<LowChunk> {
+        let mut next = numbers(seed);
+        let modules = ["test", "file", "cmd", "pkg"];
+        let kinds = [
+            "require",
+            "require",
+            "require",
+            "watch",
+            "watch_any",
+            "onchanges",
+            "onfail",
+            "prereq",
+            "listen",
+            "require_any",
+            "onfail_all",
+            "onchanges_any",
+        ];
+        (0..n)
+            .map(|i| {
+                let mut chunk = LowChunk::new();
+                chunk.insert("state", Value::from(modules[next(4) as usize]));
+                let name = match next(8) {
+                    0 => Value::from(format!("id{}", next(n as u64))),
+                    1 => Value::from(next(5) as i64),
+                    2 | 3 => Value::from(format!("shared{}", next(4))),
+                    _ => Value::from(format!("id{i}")),
+                };
+                chunk.insert("name", name);
+                chunk.insert("__sls__", Value::from(format!("sls{}", next(3))));
+                chunk.insert("__env__", Value::from("base"));
+                chunk.insert("__id__", Value::from(format!("id{i}")));
+                if next(4) == 0 {
+                    chunk.insert("order", Value::from(next(3) as i64 - 1));
+                } else {
+                    chunk.insert("order", Value::from(10_000 + i as i64));
+                }
+                for _ in 0..next(3) {
+                    let kind = kinds[next(kinds.len() as u64) as usize];
+                    let target = match next(12) {
+                        0 => serde_json::json!({ "sls": format!("sls{}", next(4)) }),
+                        1 => serde_json::json!({ "id": format!("shared{}", next(5)) }),
+                        2 => serde_json::json!({ modules[next(4) as usize]: format!("id{}", next(n as u64)) }),
+                        3 => serde_json::json!({ "test": format!("shared{}", next(4)) }),
+                        4 => serde_json::json!({ "file.managed": format!("id{}", next(n as u64)) }),
+                        5 => serde_json::json!({ "test": format!("id{}*", next(10)) }),
+                        6 => serde_json::json!({ "id": next(5).to_string() }),
+                        7 => Value::from(format!("shared{}", next(5))),
+                        8 => Value::from(format!("missing{}", next(3))),
+                        _ => Value::from(format!("id{}", next(n as u64))),
+                    };
+                    let list = match chunk.get_mut(kind) {
+                        Some(Value::Array(list)) => list,
+                        _ => {
+                            chunk.insert(kind.to_string(), Value::Array(Vec::new()));
+                            match chunk.get_mut(kind) {
+                                Some(Value::Array(list)) => list,
+                                _ => unreachable!(),
+                            }
+                        }
+                    };
+                    list.push(target);
+                }
+                chunk.insert("fun", Value::from("nop"));
+                chunk
+            })
+            .collect()
+    }
+
+    /// What ordering gives, to compare: the order or the errors, every
+    /// chunk as ordering left it with its dependencies, and every tag.
+    fn ordered(mut graph: Graph, disabled: &[String]) -> (String, Vec<String>) {
+        let order = format!("{:?}", graph.order(disabled));
+        let chunks = (0..graph.chunks.len())
+            .map(|ci| {
+                format!(
+                    "{} {} {:?}",
+                    graph.tag(ci),
+                    serde_json::to_string(&graph.chunks[ci]).unwrap_or_default(),
+                    graph.dependencies(ci)
+                )
+            })
+            .collect();
+        (order, chunks)
+    }
+
+    #[test]
+    fn targets_found_by_hash_are_the_ones_found_by_their_keys_as_strings() {
+        let disabled = [
+            Vec::new(),
+            vec!["require".to_string()],
+            vec!["prereq".to_string()],
+        ];
+        let (mut errors, mut cycles, mut ordered_ok) = (0, 0, 0);
+        for seed in 0..120 {
+            let n = [3, 10, 40, 200][seed as usize % 4];
+            let chunks = requisite_tree(n, seed);
+            for disabled in &disabled {
+                let mut by_hash = Graph::new();
+                let mut by_string = Graph::new();
+                by_string.look_up_by_string();
+                for c in &chunks {
+                    by_hash.add_chunk(c.clone());
+                    by_string.add_chunk(c.clone());
+                }
+                let got = ordered(by_hash, disabled);
+                let want = ordered(by_string, disabled);
+                assert_eq!(got, want, "seed {seed}, {n} chunks, disabled {disabled:?}");
+                match &got.0 {
+                    o if o.contains("Recursive") => cycles += 1,
+                    o if o.starts_with("Err") => errors += 1,
+                    _ => ordered_ok += 1,
+                }
+            }
+        }
+        // Every outcome came up.
+        assert!(
+            errors > 0 && cycles > 0 && ordered_ok > 0,
+            "{errors} {cycles} {ordered_ok}"
+        );
+    }
+
+    #[test]
+    fn a_separator_in_a_target_matches_as_the_joined_key_did() {
+        // `test` + `\x1f` + `a\x1fb` is `test\x1fa` + `\x1f` + `b`: the
+        // keys as strings found the chunk by either split.
+        let chunk = |id: &str, name: &str, req: Option<Value>| {
+            let mut c = LowChunk::new();
+            c.insert("state", Value::from("test"));
+            c.insert("name", Value::from(name));
+            c.insert("__sls__", Value::from("s"));
+            c.insert("__id__", Value::from(id));
+            if let Some(req) = req {
+                c.insert("require", Value::Array(vec![req]));
+            }
+            c.insert("fun", Value::from("nop"));
+            c
+        };
+        let mut graph = Graph::new();
+        graph.add_chunk(chunk("a\x1fb", "a\x1fb", None));
+        graph.add_chunk(chunk("c", "c", Some(serde_json::json!({"test\x1fa": "b"}))));
+        // A target holding it, found by its key as a string too.
+        graph.add_chunk(chunk("e", "e", Some(serde_json::json!({"id": "a\x1fb"}))));
+        // A chunk whose name holds it, found by its ID through the hash.
+        graph.add_chunk(chunk("h", "i\x1fj", None));
+        graph.add_chunk(chunk("k", "k", Some(serde_json::json!({"test": "h"}))));
+        assert_eq!(graph.order(&[]), Ok(vec![0, 1, 2, 3, 4]));
+        assert_eq!(graph.dependencies(1), vec![(RequisiteKind::Require, 0)]);
+        assert_eq!(graph.dependencies(2), vec![(RequisiteKind::Require, 0)]);
+        assert_eq!(graph.dependencies(4), vec![(RequisiteKind::Require, 3)]);
     }
 
     #[test]
@@ -1247,6 +1550,10 @@ mod tests {
             assert!(got.graph.node_tags == unsized_graph.node_tags);
             // Sized once for every chunk, not grown by doubling.
             assert_eq!(got.graph.chunks.capacity(), n);
+            // The target index too, from its first chunk on.
+            let mut first = Graph::with_capacity(n);
+            first.add_chunk(got.graph.chunks[0].clone());
+            assert!(first.targets.by_target.capacity() >= n);
         }
     }
 }

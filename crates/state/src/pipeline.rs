@@ -7,6 +7,7 @@ use crate::compile::{
     apply_exclude, compile_high_chunks, compile_high_data, reconcile_extend, requisite_in,
     verify_high,
 };
+use crate::dict::KeySet;
 use crate::graph::Graph;
 use crate::module::StateEnv;
 use crate::module::StateModules;
@@ -62,7 +63,13 @@ pub fn prepare_high(
 /// ([`order_chunks`]); where it is missing the state fails as not found
 /// before its requisites matter.
 fn reconcile_watch_req(chunks: &mut [LowChunk], modules: &StateModules) {
+    const WATCH: KeySet = KeySet::new(&["watch", "watch_any"]);
     for chunk in chunks.iter_mut() {
+        // Most chunks watch nothing: answered by the dict's key filter,
+        // before the module is looked up by name (issue 25: on every job).
+        if !chunk.contains_any(&WATCH) {
+            continue;
+        }
         if modules.get(chunk.state()).is_none() || modules.has(chunk.state(), "mod_watch") {
             continue;
         }
