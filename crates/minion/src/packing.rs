@@ -5,9 +5,12 @@
 //! a state run's records are encoded from the engine's dicts, never
 //! copied into one `Value` map per state first (at 1,000 states that
 //! copy, its walk by the encoder and its drop were a tenth of a warm
-//! swarm's CPU), and buffers start at about the size they end at instead
-//! of doubling their way there. The bytes are the ones the `Value` path
-//! gives (tests below); the master cannot tell the two apart.
+//! swarm's CPU), written with `rmp`'s writers rather than through
+//! serde ([`write_value`]), each state's return once for both its
+//! progress event and the job's return ([`keep_rets`]), and buffers
+//! start at about the size they end at instead of doubling their way
+//! there. The bytes are the ones the `Value` path gives (tests below);
+//! the master cannot tell the two apart.
 
 use halite_modules::exec::state::StateOutput;
 use halite_proto::msg::{JobReturn, MinionEvent, MinionRequest, PackedReturn};
@@ -29,6 +32,57 @@ fn pack_with<T: Serialize + ?Sized>(value: &T, capacity: usize) -> Result<Vec<u8
     let mut buf = Vec::with_capacity(capacity);
     rmp_serde::encode::write_named(&mut buf, value).map_err(|e| e.to_string())?;
     Ok(buf)
+}
+
+/// `value` in msgpack, the bytes `rmp_serde` writes for it (tests
+/// compare them), written straight with `rmp`'s writers: a state's
+/// return is encoded without serde's walk of it (issue 25: a highstate
+/// encodes 1,000 of them per minion).
+fn write_value(out: &mut Vec<u8>, value: &Value) {
+    // Writing into a `Vec` cannot fail; lengths are cast as `rmp_serde`
+    // casts them (a frame's limit keeps them far below `u32::MAX`).
+    match value {
+        Value::Null => {
+            let _ = rmp::encode::write_nil(out);
+        }
+        Value::Bool(b) => {
+            let _ = rmp::encode::write_bool(out, *b);
+        }
+        Value::Number(n) => {
+            if let Some(u) = n.as_u64() {
+                let _ = rmp::encode::write_uint(out, u);
+            } else if let Some(i) = n.as_i64() {
+                let _ = rmp::encode::write_sint(out, i);
+            } else {
+                let _ = rmp::encode::write_f64(out, n.as_f64().unwrap_or_default());
+            }
+        }
+        Value::String(s) => {
+            let _ = rmp::encode::write_str(out, s);
+        }
+        Value::Array(items) => {
+            let _ = rmp::encode::write_array_len(out, items.len() as u32);
+            for item in items {
+                write_value(out, item);
+            }
+        }
+        Value::Object(map) => {
+            let _ = rmp::encode::write_map_len(out, map.len() as u32);
+            for (key, item) in map {
+                let _ = rmp::encode::write_str(out, key);
+                write_value(out, item);
+            }
+        }
+    }
+}
+
+/// A state's return in msgpack, as `rmp_serde` writes it ([`write_value`]).
+fn write_dict(out: &mut Vec<u8>, dict: &halite_state::SmallDict) {
+    let _ = rmp::encode::write_map_len(out, dict.len() as u32);
+    for (key, value) in dict.iter() {
+        let _ = rmp::encode::write_str(out, key);
+        write_value(out, value);
+    }
 }
 
 /// A scratch buffer kept at most this large between events (a job thread
@@ -117,14 +171,11 @@ fn start_time(ret: &halite_state::SmallDict) -> u64 {
 }
 
 impl KeptRets {
-    /// Encodes `ret` at the end of the kept bytes and records it; its
-    /// bytes, or `None` (nothing kept) if it cannot be encoded.
-    fn keep(&mut self, ret: &halite_state::SmallDict) -> Option<std::ops::Range<usize>> {
+    /// Encodes `ret` at the end of the kept bytes and records it; where
+    /// its bytes are.
+    fn keep(&mut self, ret: &halite_state::SmallDict) -> std::ops::Range<usize> {
         let start = self.bytes.len();
-        if rmp_serde::encode::write_named(&mut self.bytes, ret).is_err() {
-            self.bytes.truncate(start);
-            return None;
-        }
+        write_dict(&mut self.bytes, ret);
         let end = self.bytes.len();
         if let Some(n) = run_num(ret) {
             if self.slots.len() <= n {
@@ -140,7 +191,7 @@ impl KeptRets {
                 _ => Slot::Twice,
             };
         }
-        Some(start..end)
+        start..end
     }
 
     /// The kept bytes of `ret`, if its event carried them.
@@ -208,8 +259,7 @@ pub(crate) fn progress_event(
     let kept = KEPT.with_borrow_mut(|kept| {
         let kept = kept.as_mut()?;
         let range = kept.keep(ret);
-        // Encoding failed: not kept, and no event either.
-        Some(range.and_then(|r| write_progress(tag, &kept.bytes[r], len)))
+        Some(write_progress(tag, &kept.bytes[range], len))
     });
     if let Some(event) = kept {
         return event;
@@ -219,10 +269,8 @@ pub(crate) fn progress_event(
         if data.capacity() == 0 {
             data.reserve(PROGRESS_BYTES);
         }
-        let event = match rmp_serde::encode::write_named(data, ret) {
-            Ok(()) => write_progress(tag, data, len),
-            Err(_) => None,
-        };
+        write_dict(data, ret);
+        let event = write_progress(tag, data, len);
         if data.capacity() > SCRATCH_KEEP {
             *data = Vec::new();
         }
@@ -435,10 +483,9 @@ pub(crate) struct ReturnMeta {
 /// instead of being lost.
 pub(crate) fn pack_outcome(meta: ReturnMeta, outcome: &Outcome) -> PackedReturn {
     let packed = match outcome {
-        Outcome::State(StateOutput::Ran(running)) => KEPT.with_borrow(|kept| match kept {
-            Some(kept) if !kept.bytes.is_empty() => pack_running(running, kept).map(|(b, _)| b),
-            _ => pack_with(outcome, size_hint(outcome)),
-        }),
+        Outcome::State(StateOutput::Ran(running)) => {
+            KEPT.with_borrow(|kept| pack_running(running, kept.as_ref()).map(|(b, _)| b))
+        }
         _ => pack_with(outcome, size_hint(outcome)),
     };
     match packed {
@@ -458,25 +505,29 @@ pub(crate) fn pack_outcome(meta: ReturnMeta, outcome: &Outcome) -> PackedReturn 
 
 /// A state run's records encoded as [`StateOutput`] serializes them (a
 /// map of state key to state return), each state's return taken from
-/// the bytes its progress event carried where it is `kept`, encoded
-/// again only where it is not; and how many were taken.
+/// the bytes its progress event carried where it is `kept`, written
+/// ([`write_dict`]) where it is not; and how many were taken.
 fn pack_running(
     running: &halite_state::Running,
-    kept: &KeptRets,
+    kept: Option<&KeptRets>,
 ) -> Result<(Vec<u8>, usize), String> {
     let keys: usize = running.keys().map(|k| k.len() + 5).sum();
-    let mut out = Vec::with_capacity(5 + keys + kept.bytes.len());
+    let rets = match kept {
+        Some(kept) if !kept.bytes.is_empty() => kept.bytes.len(),
+        _ => running.len() * BYTES_PER_STATE,
+    };
+    let mut out = Vec::with_capacity(5 + keys + rets);
     let count = u32::try_from(running.len()).map_err(|e| e.to_string())?;
     let _ = rmp::encode::write_map_len(&mut out, count);
     let mut taken = 0;
     for (key, ret) in running {
         let _ = rmp::encode::write_str(&mut out, key);
-        match kept.get(ret) {
+        match kept.and_then(|kept| kept.get(ret)) {
             Some(bytes) => {
                 out.extend_from_slice(bytes);
                 taken += 1;
             }
-            None => rmp_serde::encode::write_named(&mut out, ret).map_err(|e| e.to_string())?,
+            None => write_dict(&mut out, ret),
         }
     }
     Ok((out, taken))
@@ -846,10 +897,9 @@ prereqd:
         let code = outcome.retcode("state.sls");
         let packed = pack_outcome(meta("state.sls", code), &outcome);
         let taken = match &outcome {
-            Outcome::State(StateOutput::Ran(running)) => KEPT.with_borrow(|k| {
-                k.as_ref()
-                    .map_or(0, |k| pack_running(running, k).unwrap().1)
-            }),
+            Outcome::State(StateOutput::Ran(running)) => {
+                KEPT.with_borrow(|k| pack_running(running, k.as_ref()).unwrap().1)
+            }
             _ => 0,
         };
         drop(kept);
@@ -944,5 +994,66 @@ prereqd:
         // A nested keeping leaves the outer one in place.
         drop(keep_rets());
         assert!(KEPT.with_borrow(Option::is_some));
+    }
+
+    /// A value written with `rmp`'s writers is, byte for byte, what
+    /// `rmp_serde` gives it: every integer width and sign, floats,
+    /// strings, arrays and maps on both sides of each length boundary,
+    /// nesting, unicode.
+    #[test]
+    fn a_value_is_written_as_rmp_serde_writes_it() {
+        let mut values = vec![
+            json!(null),
+            json!(true),
+            json!(false),
+            json!(-0.0),
+            json!(1e-300),
+        ];
+        for n in [
+            0u64,
+            127,
+            128,
+            255,
+            256,
+            65_535,
+            65_536,
+            u32::MAX as u64,
+            1 << 32,
+            u64::MAX,
+        ] {
+            values.push(json!(n));
+        }
+        for n in [
+            -1i64,
+            -32,
+            -33,
+            -128,
+            -129,
+            -32_768,
+            -32_769,
+            i32::MIN as i64,
+            i64::MIN,
+        ] {
+            values.push(json!(n));
+        }
+        for len in [0, 31, 32, 255, 256, 65_535, 65_536] {
+            values.push(Value::from("é".repeat(len / 2) + &"x".repeat(len % 2)));
+            values.push(Value::Array((0..len).map(|i| json!(i)).collect()));
+            let map: serde_json::Map<String, Value> = (0..len)
+                .map(|i| (format!("k{i}"), json!([i, {"ü": null}])))
+                .collect();
+            values.push(Value::Object(map));
+        }
+        values.push(json!({"a": [[[{"b": {"c": [1.5, -2, "日本", {}, []]}}]]]}));
+        let mut dict = SmallDict::new();
+        for (i, value) in values.iter().enumerate() {
+            let mut out = Vec::new();
+            write_value(&mut out, value);
+            assert!(out == rmp_serde::to_vec_named(value).unwrap(), "value {i}");
+            dict.insert(format!("key {i}"), value.clone());
+        }
+        let mut out = Vec::new();
+        write_dict(&mut out, &dict);
+        assert!(out == rmp_serde::to_vec_named(&dict).unwrap(), "the dict");
     }
 }
