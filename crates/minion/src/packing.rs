@@ -159,21 +159,29 @@ fn run_num(ret: &halite_state::SmallDict) -> Option<usize> {
         .and_then(|n| usize::try_from(n).ok())
 }
 
-/// A state return's `start_time`, hashed (what tells two runs of a state
-/// apart).
+/// A state return's `start_time` (what tells two runs of a state apart),
+/// hashed (FNV-1a: a dozen bytes, no need for more).
 fn start_time(ret: &halite_state::SmallDict) -> u64 {
-    use std::hash::{Hash, Hasher};
-    let mut hasher = std::hash::DefaultHasher::new();
-    ret.get("start_time")
-        .and_then(Value::as_str)
-        .hash(&mut hasher);
-    hasher.finish()
+    let time = ret.get("start_time").and_then(Value::as_str);
+    time.map_or(0, |t| {
+        t.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
+            (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+    })
 }
 
 impl KeptRets {
     /// Encodes `ret` at the end of the kept bytes and records it; where
     /// its bytes are.
-    fn keep(&mut self, ret: &halite_state::SmallDict) -> std::ops::Range<usize> {
+    fn keep(&mut self, ret: &halite_state::SmallDict, states: usize) -> std::ops::Range<usize> {
+        if self.bytes.capacity() == 0 {
+            // The run's size is known from its first event: one buffer
+            // for all its returns, not a dozen doublings of it (at most
+            // a frame's worth: the return must fit one).
+            let bytes = states.saturating_mul(BYTES_PER_STATE);
+            self.bytes.reserve(bytes.min(halite_proto::MAX_FRAME_BYTES));
+            self.slots.reserve(states.min(KEPT_RUN_NUMS as usize));
+        }
         let start = self.bytes.len();
         write_dict(&mut self.bytes, ret);
         let end = self.bytes.len();
@@ -258,7 +266,7 @@ pub(crate) fn progress_event(
 ) -> Option<Vec<u8>> {
     let kept = KEPT.with_borrow_mut(|kept| {
         let kept = kept.as_mut()?;
-        let range = kept.keep(ret);
+        let range = kept.keep(ret, len);
         Some(write_progress(tag, &kept.bytes[range], len))
     });
     if let Some(event) = kept {
