@@ -48,15 +48,7 @@ fn write_value(out: &mut Vec<u8>, value: &Value) {
         Value::Bool(b) => {
             let _ = rmp::encode::write_bool(out, *b);
         }
-        Value::Number(n) => {
-            if let Some(u) = n.as_u64() {
-                let _ = rmp::encode::write_uint(out, u);
-            } else if let Some(i) = n.as_i64() {
-                let _ = rmp::encode::write_sint(out, i);
-            } else {
-                let _ = rmp::encode::write_f64(out, n.as_f64().unwrap_or_default());
-            }
-        }
+        Value::Number(n) => halite_state::id_bytes::write_number(out, n),
         Value::String(s) => {
             let _ = rmp::encode::write_str(out, s);
         }
@@ -1017,33 +1009,18 @@ prereqd:
             json!(-0.0),
             json!(1e-300),
         ];
-        for n in [
-            0u64,
-            127,
-            128,
-            255,
-            256,
-            65_535,
-            65_536,
-            u32::MAX as u64,
-            1 << 32,
-            u64::MAX,
-        ] {
-            values.push(json!(n));
+        // Each unsigned and signed width's last value and the next one.
+        for bits in [7, 8, 16, 32] {
+            values.push(json!((1u64 << bits) - 1));
+            values.push(json!(1u64 << bits));
         }
-        for n in [
-            -1i64,
-            -32,
-            -33,
-            -128,
-            -129,
-            -32_768,
-            -32_769,
-            i32::MIN as i64,
-            i64::MIN,
-        ] {
-            values.push(json!(n));
+        values.push(json!(u64::MAX));
+        for bits in [5, 7, 15, 31] {
+            let edge = -(1i64 << bits);
+            values.push(json!(edge));
+            values.push(json!(edge - 1));
         }
+        values.extend([json!(-1), json!(i64::MIN)]);
         for len in [0, 31, 32, 255, 256, 65_535, 65_536] {
             values.push(Value::from("é".repeat(len / 2) + &"x".repeat(len % 2)));
             values.push(Value::Array((0..len).map(|i| json!(i)).collect()));
