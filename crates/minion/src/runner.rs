@@ -566,6 +566,9 @@ impl JobRunner for HostRunner {
         let job = stripped.as_ref().unwrap_or(job);
         let mut host = self.host(id, Some(&run_jid), grains, events, &master, Manifest::new());
         halite_modules::exec::clear_retcode();
+        // The states' returns its progress events encode are kept for
+        // its return (encoded once), until this job's end.
+        let _kept = crate::packing::keep_rets();
         let outcome = self.execute(id, &mut host, job, &master);
         let failed = |text: String| (Outcome::Value(Value::String(text)), 1);
         let (ret, retcode) = match outcome {

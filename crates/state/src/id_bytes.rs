@@ -112,7 +112,7 @@ impl IdBytes {
         match v {
             Value::Null => self.bytes.push(0xc0),
             Value::Bool(b) => self.bytes.push(if *b { 0xc3 } else { 0xc2 }),
-            Value::Number(n) => number(&mut self.bytes, n),
+            Value::Number(n) => write_number(&mut self.bytes, n),
             Value::String(s) => self.string(s, finder),
             Value::Array(items) => {
                 array_len(&mut self.bytes, items.len());
@@ -146,8 +146,10 @@ fn map_len(out: &mut Vec<u8>, len: usize) {
 }
 
 /// A number as `serde_json` serializes it to `rmp-serde`: `u64`, `i64`
-/// or `f64`, each at its smallest width (floats stay 64-bit).
-fn number(out: &mut Vec<u8>, n: &Number) {
+/// or `f64`, each at its smallest width (floats stay 64-bit). Public for
+/// the minion's writer of state returns (`halite-minion`'s packing.rs),
+/// which must write numbers by the same rule.
+pub fn write_number(out: &mut Vec<u8>, n: &Number) {
     if let Some(u) = n.as_u64() {
         let _ = rmp::encode::write_uint(out, u);
     } else if let Some(i) = n.as_i64() {
