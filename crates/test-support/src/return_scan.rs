@@ -74,26 +74,19 @@ impl ReturnScan {
     /// tail of a 1,000-minion run, session 20).
     #[inline(never)]
     fn scan(&mut self, bytes: &[u8], finished: &mut Vec<Counted>) {
-        for &b in bytes {
+        let mut i = 0;
+        while i < bytes.len() {
             if self.in_string {
-                if self.escaped {
-                    self.escaped = false;
-                } else if b == b'\\' {
-                    self.escaped = true;
-                    continue;
-                } else if b == b'"' {
-                    self.in_string = false;
-                    if self.keeping {
-                        std::mem::swap(&mut self.last, &mut self.text);
-                    }
-                    continue;
-                }
-                if self.keeping && self.text.len() < KEPT {
-                    self.text.push(b);
-                }
+                i = self.string_part(bytes, i);
                 continue;
             }
+            let b = bytes[i];
+            i += 1;
             if b.is_ascii_whitespace() {
+                // An indentation: its spaces at once.
+                while bytes.get(i) == Some(&b' ') {
+                    i += 1;
+                }
                 continue;
             }
             if let Some(expect) = self.expect.take() {
@@ -144,6 +137,45 @@ impl ReturnScan {
                 }
                 _ => {}
             }
+        }
+    }
+
+    /// Reads inside a string from `bytes[i]`: up to its closing quote or
+    /// the end of `bytes`, the span between escapes found with `memchr`
+    /// (most of the stream's bytes are in strings: byte by byte, the scan
+    /// took 1.4 CPU s of a 1,000-minion run, issue 25, session 25).
+    /// Answers where the scan goes on.
+    fn string_part(&mut self, bytes: &[u8], mut i: usize) -> usize {
+        if self.escaped {
+            // The escaped byte is the string's, whatever it is.
+            self.escaped = false;
+            self.keep(&bytes[i..=i]);
+            return i + 1;
+        }
+        let rest = &bytes[i..];
+        let Some(at) = memchr::memchr2(b'"', b'\\', rest) else {
+            self.keep(rest);
+            return bytes.len();
+        };
+        self.keep(&rest[..at]);
+        i += at + 1;
+        if rest[at] == b'\\' {
+            self.escaped = true;
+        } else {
+            self.in_string = false;
+            if self.keeping {
+                std::mem::swap(&mut self.last, &mut self.text);
+            }
+        }
+        i
+    }
+
+    /// Keeps `part` of the string being read, when its level's keys
+    /// matter, up to [`KEPT`] bytes.
+    fn keep(&mut self, part: &[u8]) {
+        if self.keeping && self.text.len() < KEPT {
+            let room = KEPT - self.text.len();
+            self.text.extend_from_slice(&part[..part.len().min(room)]);
         }
     }
 
