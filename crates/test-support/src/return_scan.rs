@@ -43,6 +43,23 @@ enum Expect {
 /// `changes` from longer strings.
 const KEPT: usize = 256;
 
+/// The bytes the scan acts on outside strings: a quote, the structure
+/// (`:`, `,`, brackets); the others (whitespace, numbers, `true`,
+/// `null`) are stepped over unless a `result` or `changes` value is due.
+static STRUCTURAL: [bool; 256] = {
+    let mut table = [false; 256];
+    let bytes = *b"\":,{}[]";
+    let mut k = 0;
+    while k < bytes.len() {
+        table[bytes[k] as usize] = true;
+        k += 1;
+    }
+    table
+};
+
+/// A string's first bytes looked at one by one before `memchr` is asked.
+const SHORT: usize = 24;
+
 /// Feeds on the stream's bytes and hands out each minion's counts.
 #[derive(Default)]
 pub struct ReturnScan {
@@ -80,13 +97,17 @@ impl ReturnScan {
                 i = self.string_part(bytes, i);
                 continue;
             }
+            if self.expect.is_none() {
+                // Up to the next byte that may matter: an indentation, a
+                // number, `true` and the like are stepped over at once.
+                match bytes[i..].iter().position(|&b| STRUCTURAL[usize::from(b)]) {
+                    Some(at) => i += at,
+                    None => return,
+                }
+            }
             let b = bytes[i];
             i += 1;
             if b.is_ascii_whitespace() {
-                // An indentation: its spaces at once.
-                while bytes.get(i) == Some(&b' ') {
-                    i += 1;
-                }
                 continue;
             }
             if let Some(expect) = self.expect.take() {
@@ -153,7 +174,16 @@ impl ReturnScan {
             return i + 1;
         }
         let rest = &bytes[i..];
-        let Some(at) = memchr::memchr2(b'"', b'\\', rest) else {
+        // Most strings are short: a look at their first bytes, then memchr.
+        let head = &rest[..rest.len().min(SHORT)];
+        let found = match head.iter().position(|&b| b == b'"' || b == b'\\') {
+            Some(at) => Some(at),
+            None if rest.len() > SHORT => {
+                memchr::memchr2(b'"', b'\\', &rest[SHORT..]).map(|at| at + SHORT)
+            }
+            None => None,
+        };
+        let Some(at) = found else {
             self.keep(rest);
             return bytes.len();
         };
