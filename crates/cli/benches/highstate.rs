@@ -20,9 +20,9 @@
 //! streams from the CLI's pipe (every minion, every state `true`, the
 //! changes counted); the wall ends at the CLI's exit. That check, and
 //! the CLI, run on the same cores as the daemons: their CPU is printed
-//! beside each run's (issue 25, session 25: the check's scan was made
-//! ~an order cheaper, so the walls since then carry less of the
-//! harness's own work than before; the check is as strict as it was).
+//! beside each run's (issue 25, session 25: the check's scan costs
+//! ~40% less CPU a byte than before, so the walls since then carry less
+//! of the harness's own work; the check is as strict as it was).
 //! The halite binaries come from `target/release` (`cargo build --release
 //! --bins`); Salt from `~/.venvs/salt/bin` (install it with
 //! `../shared/bench/install-salt.sh`), or `--salt-bin-dir`; without it only
@@ -273,8 +273,8 @@ impl Check {
 /// disk: at 10,000 minions one run prints ~2.2 GB. The check runs on
 /// the cores the run is timed on, so it must cost little: byte by byte
 /// it took 1.4 CPU s of a warm 1,000-minion run (issue 25, session 25,
-/// beside the CLI's 1.9 s); the scan now jumps through strings with
-/// `memchr`. Its CPU and the CLI's are printed with each run (`CLI CPU`,
+/// beside the CLI's 1.9 s); the scan now steps over what it does not
+/// act on at once. Its CPU and the CLI's are printed with each run (`CLI CPU`,
 /// `the harness's check`) so that what the harness costs is seen, not
 /// guessed; they are the harness's and the CLI's, not the master's or
 /// the swarm's.
