@@ -598,7 +598,8 @@ impl Readiness {
 /// What one halite fleet size gave: everything, or (`--ready-only`) how
 /// it came up.
 enum HaliteRun {
-    Full(Measured),
+    /// Boxed: a `Measured` is five times a `Readiness`.
+    Full(Box<Measured>),
     ReadyOnly(Readiness),
 }
 
@@ -932,7 +933,7 @@ fn run_halite(
     drop(swarm);
     drop(master);
     remove_in_background(out);
-    Ok(HaliteRun::Full(measured))
+    Ok(HaliteRun::Full(Box::new(measured)))
 }
 
 /// A salt-master and `n` salt-minion processes.
@@ -1274,7 +1275,7 @@ fn main() -> Result<()> {
                     println!("{} ({name})", halite_row(&m));
                     // The document's table keeps the roots figures.
                     if !gitfs {
-                        halite.push(m);
+                        halite.push(*m);
                     }
                 }
                 Ok(HaliteRun::ReadyOnly(r)) => {
