@@ -99,6 +99,19 @@ fn printed_packed(frame: Vec<u8>) -> Result<(Vec<u8>, bool), String> {
     }
 }
 
+/// A msgpack map of `n` keys `key00`, `key01`... (the last one `key00`
+/// again when `twice`), each to its number.
+fn map_of_keys(n: u16, twice: bool) -> Vec<u8> {
+    let mut v = vec![0xde];
+    v.extend(n.to_be_bytes());
+    for i in 0..n {
+        let k = if twice && i == n - 1 { 0 } else { i };
+        v.extend(mp_str(format!("key{k:02}").as_bytes()));
+        v.push(i as u8);
+    }
+    v
+}
+
 /// `levels` arrays nested in each other around a 1.
 fn nested_arrays(levels: usize) -> Vec<u8> {
     let mut v = vec![0x91; levels - 1];
@@ -186,6 +199,7 @@ fn a_packed_return_prints_the_same_bytes_as_its_decoded_value() {
             )
         })
         .collect();
+    let ascii: Vec<u8> = (0u8..0x80).collect();
     // Bytes no `Value` encodes to, but a peer may send.
     let raw: Vec<(&str, Vec<u8>, bool)> = vec![
         // f32: a `Value` widens it to f64 (0.1f32 prints as 0.10000000149011612).
@@ -258,6 +272,31 @@ fn a_packed_return_prints_the_same_bytes_as_its_decoded_value() {
             ],
             false,
         ),
+        // A key twice in a map big enough to be checked by hashing
+        // (more than 16 keys), its last key its first.
+        ("a key twice in a big map", map_of_keys(40, true), false),
+        ("forty keys", map_of_keys(40, false), true),
+        // Every ASCII byte in a key and a value: the control characters,
+        // the quote and the backslash escaped as serde_json escapes them,
+        // DEL (0x7f) and the rest written as they are.
+        (
+            "every ASCII byte",
+            [vec![0x81], mp_str(&ascii), mp_str(&ascii)].concat(),
+            true,
+        ),
+        // And each alone, as a key and as a value.
+        (
+            "each ASCII byte alone",
+            [
+                vec![0xde, 0, 0x80],
+                ascii
+                    .iter()
+                    .flat_map(|b| [mp_str(&[*b]), mp_str(&[*b])].concat())
+                    .collect(),
+            ]
+            .concat(),
+            true,
+        ),
         // As deep as a minion's value may be, and one level more.
         ("64 levels", nested_arrays(64), true),
         ("65 levels", nested_arrays(65), false),
@@ -284,6 +323,8 @@ fn a_packed_return_prints_the_same_bytes_as_its_decoded_value() {
         ("extension data", vec![0xd4, 0x01, 0x00]),
         ("an integer key", vec![0x81, 0x01, 0x02]),
         ("invalid UTF-8", vec![0xa2, 0xff, 0xfe]),
+        ("a lone continuation byte", vec![0xa1, 0x80]),
+        ("a lone continuation byte key", vec![0x81, 0xa1, 0x80, 0x01]),
         ("an invalid UTF-8 key", vec![0x81, 0xa2, 0xff, 0xfe, 0x01]),
         ("a reserved marker", vec![0xc1]),
     ];

@@ -86,6 +86,50 @@ fn write_str(out: &mut Vec<u8>, s: &str) -> Result<(), NotTranscoded> {
     serde_json::to_writer(out, s).map_err(|_| NotTranscoded("a write failed"))
 }
 
+/// Whether serde_json writes byte `b` of a string as it is, and it is
+/// ASCII (so a string of such bytes is UTF-8 without a check): not a
+/// control character, a quote or a backslash, the bytes it escapes.
+const fn plain_byte(b: u8) -> bool {
+    b >= 0x20 && b < 0x80 && b != b'"' && b != b'\\'
+}
+
+/// [`plain_byte`] of every byte, looked up.
+static PLAIN: [bool; 256] = {
+    let mut table = [false; 256];
+    let mut b = 0;
+    while b < 256 {
+        table[b] = plain_byte(b as u8);
+        b += 1;
+    }
+    table
+};
+
+/// The msgpack string `bytes` as [`write_str`] writes it once they are
+/// checked UTF-8 (issue 25, session 25: the UTF-8 check and serde_json's
+/// escape scan were a quarter of the CLI's CPU printing a fleet's
+/// returns). Most strings of a return are plain ASCII: one pass finds
+/// that, and they are copied between their quotes as serde_json would
+/// write them; any other string takes the checked way.
+fn write_packed_str(out: &mut Vec<u8>, bytes: &[u8]) -> Result<(), NotTranscoded> {
+    // No early exit: the loop is vectorised, and most strings are plain.
+    if bytes
+        .iter()
+        .fold(true, |plain, &b| plain & PLAIN[usize::from(b)])
+    {
+        out.reserve(bytes.len() + 2);
+        out.push(b'"');
+        out.extend_from_slice(bytes);
+        out.push(b'"');
+        return Ok(());
+    }
+    let s = std::str::from_utf8(bytes).map_err(|_| NotTranscoded("a string is not UTF-8"))?;
+    write_str(out, s)
+}
+
+/// Maps with more keys than this are checked for a key twice with a
+/// hash set; smaller ones by comparing each key with those before it.
+const LINEAR_KEYS: usize = 16;
+
 impl From<CursorError> for NotTranscoded {
     fn from(e: CursorError) -> Self {
         NotTranscoded(match e {
@@ -104,13 +148,13 @@ impl From<CursorError> for NotTranscoded {
 /// itself), written with `f` as a decoded `Value` would be: integers as
 /// their digits, `f32` widened to `f64` (a `Value` holds no `f32`),
 /// floats that are not finite as `null`. `keys` is scratch space for the
-/// duplicate check, shared by every level.
+/// duplicate check of the small maps, shared by every level.
 fn write_packed_value<'a>(
     out: &mut Vec<u8>,
     f: &mut IndentFormatter<'_>,
     cur: &mut Cursor<'a>,
     depth: usize,
-    keys: &mut Vec<&'a str>,
+    keys: &mut Vec<&'a [u8]>,
 ) -> Result<(), NotTranscoded> {
     use serde_json::ser::Formatter;
     if depth > halite_proto::MAX_VALUE_DEPTH {
@@ -130,10 +174,7 @@ fn write_packed_value<'a>(
         Token::Bool(b) => return Ok(f.write_bool(out, b)?),
         Token::F32(v) => return Ok(float(out, f, f64::from(v))?),
         Token::F64(v) => return Ok(float(out, f, v)?),
-        Token::Str(s) => {
-            let s = std::str::from_utf8(s).map_err(|_| NotTranscoded("a string is not UTF-8"))?;
-            return write_str(out, s);
-        }
+        Token::Str(s) => return write_packed_str(out, s),
         Token::Bin(_) | Token::Ext(_) => return Err(NotTranscoded("binary or extension data")),
         Token::Array(n) => (n, false),
         Token::Map(n) => (n, true),
@@ -148,16 +189,29 @@ fn write_packed_value<'a>(
         return Ok(f.end_array(out)?);
     }
     let base = keys.len();
+    // A big map's keys (a state run's: one per state) in a hash set; a
+    // small map's compared in `keys` (a sorted list cost a quarter of the
+    // CLI's CPU in comparing the long state keys, issue 25, session 25).
+    let mut big = (items > LINEAR_KEYS)
+        .then(|| rustc_hash::FxHashSet::with_capacity_and_hasher(items, Default::default()));
     f.begin_object(out)?;
     for i in 0..items {
-        let key = cur.key()?;
-        // This map's keys so far, sorted: a key twice is found in `log n`.
-        match keys[base..].binary_search(&key) {
-            Ok(_) => return Err(NotTranscoded("a key twice in a map")),
-            Err(at) => keys.insert(base + at, key),
+        let Token::Str(key) = cur.token()? else {
+            return Err(NotTranscoded("a key that is not a string"));
+        };
+        let twice = match big.as_mut() {
+            Some(seen) => !seen.insert(key),
+            None => {
+                let twice = keys[base..].contains(&key);
+                keys.push(key);
+                twice
+            }
+        };
+        if twice {
+            return Err(NotTranscoded("a key twice in a map"));
         }
         f.begin_object_key(out, i == 0)?;
-        write_str(out, key)?;
+        write_packed_str(out, key)?;
         f.end_object_key(out)?;
         f.begin_object_value(out)?;
         write_packed_value(out, f, cur, depth + 1, keys)?;
