@@ -12,6 +12,12 @@
 //! apply, were the master's peak). Each size's row is printed as soon as
 //! it is measured, and the files its states wrote are removed in the
 //! background at the lowest priority (`nice`, `ionice -c 3`).
+//! With `--warm-runs K`, halite's cold apply is followed by K warm ones
+//! (default 1): the first is the table's "warm", right after the cold
+//! run wrote every file; the others, a table of their own, are a fleet's
+//! steady state, where those files have settled (a settled
+//! `file.managed` target is not read again, docs/file.md; the first warm
+//! run reads and records them).
 //! With `--gitfs`, halite is measured twice per size: the state tree from
 //! `file_roots`, then the same tree committed to a git repository served
 //! by gitfs (`fileserver_backend: [gitfs]`, fetched in the background
@@ -730,6 +736,12 @@ struct RunHow {
     keep: bool,
     /// Stopped once all minions answer (`--ready-only`).
     ready_only: bool,
+    /// Warm applies after the cold one (`--warm-runs`, at least 1): the
+    /// first is the table's "warm"; the others, printed in a table of
+    /// their own, are a fleet's steady state, where the files every
+    /// state wrote in the cold run have long settled (a settled
+    /// `file.managed` target is not read again: docs/file.md).
+    warm_runs: usize,
 }
 
 fn run_halite(
@@ -742,6 +754,7 @@ fn run_halite(
         gitfs,
         keep,
         ready_only,
+        warm_runs,
     }: RunHow,
 ) -> Result<HaliteRun> {
     if !ready_only {
@@ -907,6 +920,28 @@ fn run_halite(
         warm.check_cpu,
         ping_summary(&warm.pings)
     );
+    // The later warm runs: each checked as strictly as the first.
+    let mut again = Vec::new();
+    for k in 2..=warm_runs {
+        let t = timed_apply(
+            &mut halite(&apply),
+            &dir.join(format!("warm{k}.json")),
+            keep,
+            &ids,
+            daemons,
+            prober(),
+        )?;
+        eprintln!(
+            "  halite {n}: warm run {k} {:.2} s, master CPU {:.2} s, swarm CPU {:.2} s, CLI CPU {:.2} s, the harness's check {:.2} s, pings {}",
+            t.secs,
+            t.master_cpu,
+            t.swarm_cpu,
+            t.cli_cpu,
+            t.check_cpu,
+            ping_summary(&t.pings)
+        );
+        again.push(t);
+    }
     master.check_alive()?;
     swarm.check_alive()?;
     probe.check_alive()?;
@@ -930,6 +965,9 @@ fn run_halite(
     // The row before anything else: the clean-up of 10,000 minions'
     // files takes longer than the run.
     println!("{}", halite_row(&measured));
+    if !again.is_empty() {
+        println!("{}", later_warm_table(n, &again));
+    }
     drop(swarm);
     drop(master);
     remove_in_background(out);
@@ -1088,6 +1126,40 @@ fn swarm_per_minion_ms(t: &Timed, n: usize) -> f64 {
     t.swarm_cpu * 1000.0 / n.max(1) as f64
 }
 
+/// The warm runs after the first (`--warm-runs`), a row each: the
+/// fleet's steady state.
+fn later_warm_table(n: usize, runs: &[Timed]) -> String {
+    let mut t = String::from(
+        "| minions | warm run | wall | master CPU per minion | swarm CPU per minion | CLI CPU | `test.ping` during the apply | check |\n\
+         |---:|---:|---:|---:|---:|---:|---|---|",
+    );
+    for (i, r) in runs.iter().enumerate() {
+        let check = if r.check.minions_ok == n && r.check.problems.is_empty() {
+            format!(
+                "all {STATES} states true on every minion; changes {}",
+                r.check.changed
+            )
+        } else {
+            format!(
+                "{} of {n} minions all true; {}",
+                r.check.minions_ok,
+                r.check.problems.join("; ")
+            )
+        };
+        let _ = write!(
+            t,
+            "\n| {n} | {} | {:.2} s | {:.1} ms | {:.1} ms | {:.2} s | {} | {check} |",
+            i + 2,
+            r.secs,
+            per_minion_ms(r, n),
+            swarm_per_minion_ms(r, n),
+            r.cli_cpu,
+            ping_summary(&r.pings),
+        );
+    }
+    t
+}
+
 fn halite_row(m: &Measured) -> String {
     format!(
         "| {} | {:.2} s | {:.2} s | {:.1} / {:.1} ms | {:.1} / {:.1} ms | {} / {} | {} ({} at ready) | {} | {} | {:.1} s | {} ({:.1} KB per identity) | {} |",
@@ -1207,7 +1279,10 @@ const USAGE: &str = "cargo bench -p halite-cli --bench highstate -- [options]
   --note TEXT              a note for the section's heading
   --keep                   keep the bench's directory (and the CLI's output)
   --ready-only             stop each halite fleet once all its minions answer
-                           (the readiness rounds and the master's memory)";
+                           (the readiness rounds and the master's memory)
+  --warm-runs K            K warm applies after the cold one (default 1); the
+                           later ones, a fleet's steady state, in a table of
+                           their own (halite only)";
 
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
@@ -1237,6 +1312,13 @@ fn main() -> Result<()> {
     let note = arg(&args, "--note");
     let keep = args.iter().any(|a| a == "--keep");
     let ready_only = args.iter().any(|a| a == "--ready-only");
+    let warm_runs = match arg(&args, "--warm-runs") {
+        Some(k) => match k.parse::<usize>() {
+            Ok(k) if k >= 1 => k,
+            _ => bail!("--warm-runs wants a whole number of 1 or more, not {k:?}"),
+        },
+        None => 1,
+    };
 
     let work = tempfile::Builder::new()
         .prefix("halite-highstate-")
@@ -1269,6 +1351,7 @@ fn main() -> Result<()> {
                     gitfs,
                     keep,
                     ready_only,
+                    warm_runs,
                 },
             ) {
                 Ok(HaliteRun::Full(m)) => {
