@@ -9,8 +9,8 @@ use std::path::Path;
 
 use sha2::digest::DynDigest;
 
-use crate::exec::file::diff::{binary_replace, file_diff, unified_diff};
 use super::same_memo;
+use crate::exec::file::diff::{binary_replace, file_diff, unified_diff};
 use crate::exec::file::meta::{FileStamp, HashType};
 use crate::fetch::source_hash::SourceSum;
 

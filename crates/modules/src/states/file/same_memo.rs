@@ -82,8 +82,15 @@ impl ReadStart {
     /// nanoseconds since the epoch); `None` before the epoch plus
     /// [`SETTLE`] (a clock that wrong records nothing).
     fn settled_before(self) -> Option<(i64, i64)> {
-        let d = self.0.checked_sub(SETTLE)?.duration_since(UNIX_EPOCH).ok()?;
-        Some((i64::try_from(d.as_secs()).ok()?, i64::from(d.subsec_nanos())))
+        let d = self
+            .0
+            .checked_sub(SETTLE)?
+            .duration_since(UNIX_EPOCH)
+            .ok()?;
+        Some((
+            i64::try_from(d.as_secs()).ok()?,
+            i64::from(d.subsec_nanos()),
+        ))
     }
 }
 
@@ -286,7 +293,12 @@ mod tests {
         assert!(kept.len() <= SHARDS, "{} kept", kept.len());
         assert!(kept.len() < targets.len());
         for t in &targets {
-            assert_eq!(memo.pair(t, &s, &s).holds(), kept.contains(&t), "{}", t.display());
+            assert_eq!(
+                memo.pair(t, &s, &s).holds(),
+                kept.contains(&t),
+                "{}",
+                t.display()
+            );
         }
         assert!(memo.pair(kept[0], &s, &s).record(settled_start()));
     }
