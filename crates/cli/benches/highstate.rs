@@ -894,15 +894,7 @@ fn run_halite(
         daemons,
         prober(),
     )?;
-    eprintln!(
-        "  halite {n}: cold {:.2} s, master CPU {:.2} s, swarm CPU {:.2} s, CLI CPU {:.2} s, the harness's check {:.2} s, pings {}",
-        cold.secs,
-        cold.master_cpu,
-        cold.swarm_cpu,
-        cold.cli_cpu,
-        cold.check_cpu,
-        ping_summary(&cold.pings)
-    );
+    eprintln!("  halite {n}: {}", run_summary("cold", &cold));
     let warm = timed_apply(
         &mut halite(&apply),
         &dir.join("warm.json"),
@@ -911,15 +903,7 @@ fn run_halite(
         daemons,
         prober(),
     )?;
-    eprintln!(
-        "  halite {n}: warm {:.2} s, master CPU {:.2} s, swarm CPU {:.2} s, CLI CPU {:.2} s, the harness's check {:.2} s, pings {}",
-        warm.secs,
-        warm.master_cpu,
-        warm.swarm_cpu,
-        warm.cli_cpu,
-        warm.check_cpu,
-        ping_summary(&warm.pings)
-    );
+    eprintln!("  halite {n}: {}", run_summary("warm", &warm));
     // The later warm runs: each checked as strictly as the first.
     let mut again = Vec::new();
     for k in 2..=warm_runs {
@@ -932,13 +916,8 @@ fn run_halite(
             prober(),
         )?;
         eprintln!(
-            "  halite {n}: warm run {k} {:.2} s, master CPU {:.2} s, swarm CPU {:.2} s, CLI CPU {:.2} s, the harness's check {:.2} s, pings {}",
-            t.secs,
-            t.master_cpu,
-            t.swarm_cpu,
-            t.cli_cpu,
-            t.check_cpu,
-            ping_summary(&t.pings)
+            "  halite {n}: {}",
+            run_summary(&format!("warm run {k}"), &t)
         );
         again.push(t);
     }
@@ -1124,6 +1103,19 @@ fn per_minion_ms(t: &Timed, n: usize) -> f64 {
 /// Swarm CPU milliseconds per minion of a run.
 fn swarm_per_minion_ms(t: &Timed, n: usize) -> f64 {
     t.swarm_cpu * 1000.0 / n.max(1) as f64
+}
+
+/// One run's figures for the progress lines on stderr.
+fn run_summary(what: &str, t: &Timed) -> String {
+    format!(
+        "{what} {:.2} s, master CPU {:.2} s, swarm CPU {:.2} s, CLI CPU {:.2} s, the harness's check {:.2} s, pings {}",
+        t.secs,
+        t.master_cpu,
+        t.swarm_cpu,
+        t.cli_cpu,
+        t.check_cpu,
+        ping_summary(&t.pings)
+    )
 }
 
 /// The warm runs after the first (`--warm-runs`), a row each: the
