@@ -152,14 +152,11 @@ fn run_num(ret: &halite_state::SmallDict) -> Option<usize> {
 }
 
 /// A state return's `start_time` (what tells two runs of a state apart),
-/// hashed (FNV-1a: a dozen bytes, no need for more).
+/// hashed with the workspace's `rustc-hash` (a dozen bytes: no need for more).
 fn start_time(ret: &halite_state::SmallDict) -> u64 {
+    use std::hash::BuildHasher as _;
     let time = ret.get("start_time").and_then(Value::as_str);
-    time.map_or(0, |t| {
-        t.bytes().fold(0xcbf2_9ce4_8422_2325, |hash, b| {
-            (hash ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        })
-    })
+    time.map_or(0, |t| rustc_hash::FxBuildHasher.hash_one(t))
 }
 
 impl KeptRets {
