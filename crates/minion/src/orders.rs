@@ -327,7 +327,12 @@ m:
         let fired: Vec<(String, Value)> = fired
             .iter()
             .map(|(t, d)| {
-                let tag: Vec<&str> = t.split('/').enumerate().filter(|(i, _)| *i != 2).map(|(_, p)| p).collect();
+                let tag: Vec<&str> = t
+                    .split('/')
+                    .enumerate()
+                    .filter(|(i, _)| *i != 2)
+                    .map(|(_, p)| p)
+                    .collect();
                 (tag.join("/"), scrub(d))
             })
             .collect();
@@ -347,7 +352,11 @@ m:
             "Failure!",
         ];
         for seen in seen {
-            assert!(fresh.0.contains(seen) || fresh.1.contains(seen), "{seen}: {}", fresh.0);
+            assert!(
+                fresh.0.contains(seen) || fresh.1.contains(seen),
+                "{seen}: {}",
+                fresh.0
+            );
         }
         let orders = KeptOrders::default();
         // The first job orders and keeps; the next ones replay it.
@@ -359,8 +368,10 @@ m:
         }
         // The bundle changes (another digest: one state gone, one more
         // requisite): the kept order is not used for it, and is replaced.
-        let changed = TREE.replace("c:\n  test.fail_without_changes:", "c:\n  test.succeed_with_changes:")
-            + "n:\n  test.succeed_with_changes:\n    - require:\n      - test: m\n";
+        let changed = TREE.replace(
+            "c:\n  test.fail_without_changes:",
+            "c:\n  test.succeed_with_changes:",
+        ) + "n:\n  test.succeed_with_changes:\n    - require:\n      - test: m\n";
         let kept_before = orders.get("web01", "d1").unwrap();
         let want = job(dir.path(), &changed, None);
         assert_ne!(want, fresh);
@@ -399,7 +410,10 @@ m:
         // No room: nothing kept, and the job runs as a fresh one.
         let none = KeptOrders::new(one.bytes() - 1);
         let fresh = job(dir.path(), TREE, None);
-        assert_eq!(job(dir.path(), TREE, Some(none.for_bundle("a", "a"))), fresh);
+        assert_eq!(
+            job(dir.path(), TREE, Some(none.for_bundle("a", "a"))),
+            fresh
+        );
         assert_eq!(none.counts(), (0, 0, 0));
     }
 }

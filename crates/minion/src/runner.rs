@@ -16,8 +16,8 @@ use halite_state::{FileClient, LowChunk, StateModules};
 use serde_json::{Map, Value};
 
 use crate::bundles::BundleStore;
-use crate::orders::KeptOrders;
 use crate::channel::MasterChannel;
+use crate::orders::KeptOrders;
 use crate::packing::{pack_outcome, Outcome, ReturnMeta};
 use crate::remote_files::{Manifest, RemoteFileClient};
 
@@ -468,7 +468,8 @@ impl HostRunner {
             return host.call(&job.fun, &args).map(Outcome::Value);
         }
         let state_run = halite_modules::exec::state::is_state_run(&job.fun);
-        let Held { bundle, digest } = self.synced_bundle(id, host, job, master, &args, state_run)?;
+        let Held { bundle, digest } =
+            self.synced_bundle(id, host, job, master, &args, state_run)?;
         if !bundle.commits.is_empty() {
             tracing::info!(jid = %job.jid, commits = ?bundle.commits, "states compiled from git commits");
         }

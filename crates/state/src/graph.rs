@@ -1561,7 +1561,10 @@ mod tests {
         edge_at.sort();
         out += &format!(
             "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n",
-            g.nodes.iter().map(|n| (n.chunk, n.child_min)).collect::<Vec<_>>(),
+            g.nodes
+                .iter()
+                .map(|n| (n.chunk, n.child_min))
+                .collect::<Vec<_>>(),
             g.node_tags,
             g.chunk_nodes,
             g.out_edges,
