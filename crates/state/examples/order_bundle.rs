@@ -20,8 +20,8 @@ use std::time::{Duration, Instant};
 
 halite_perf::fast_allocator!();
 
-use halite_state::module::StateModules;
 use halite_state::graph::{KeptOrder, OrderKeep};
+use halite_state::module::StateModules;
 use halite_state::pipeline::{order_chunks, order_chunks_keeping, Compiled};
 use std::sync::{Arc, Mutex};
 
@@ -193,8 +193,8 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             drop(compiled);
             let chunks = rmp_serde::from_slice::<Vec<LowChunk>>(&bytes)?;
             let start = Instant::now();
-            let compiled = order_chunks_keeping(chunks, &modules, &[], &keep)
-                .map_err(|e| e.join("; "))?;
+            let compiled =
+                order_chunks_keeping(chunks, &modules, &[], &keep).map_err(|e| e.join("; "))?;
             k += start.elapsed();
             if i == 0 {
                 kept_digest = digest_of(&compiled)?;
