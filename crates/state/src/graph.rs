@@ -1668,16 +1668,16 @@ mod tests {
         let kept = keep.kept().expect("kept");
         // Another number of chunks: not replayed, the graph as added.
         let mut graph = Graph::new();
-        for c in chunks.iter().take(49).cloned() {
-            graph.add_keyed_chunk(c.clone(), ChunkKeys::tag_only(&c));
+        for c in chunks.iter().take(49) {
+            graph.add_keyed_chunk(c.clone(), ChunkKeys::tag_only(c));
         }
         let before = format!("{graph:?}");
         assert_eq!(kept.replay(&mut graph, &[], &[]), None);
         assert_eq!(format!("{graph:?}"), before);
         // The same chunks, other `watch` reconciled: not replayed either.
         let mut graph = Graph::new();
-        for c in chunks.iter().cloned() {
-            graph.add_keyed_chunk(c.clone(), ChunkKeys::tag_only(&c));
+        for c in chunks.iter() {
+            graph.add_keyed_chunk(c.clone(), ChunkKeys::tag_only(c));
         }
         let before = format!("{graph:?}");
         assert_eq!(kept.replay(&mut graph, &[], &[3]), None);
