@@ -11,6 +11,7 @@ pub mod daemon;
 pub mod decoded;
 pub mod link;
 pub mod mine;
+pub mod orders;
 mod packing;
 pub mod remote_files;
 pub mod replay;

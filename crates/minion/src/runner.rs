@@ -17,6 +17,7 @@ use serde_json::{Map, Value};
 
 use crate::bundles::BundleStore;
 use crate::channel::MasterChannel;
+use crate::orders::KeptOrders;
 use crate::packing::{pack_outcome, Outcome, ReturnMeta};
 use crate::remote_files::{Manifest, RemoteFileClient};
 
@@ -77,6 +78,9 @@ pub struct HostRunner {
     /// `saltenv=`: synced before the next highstate's compile, so a
     /// changed custom module is seen by that one compile.
     highstate_envs: Mutex<HashMap<HighstateKey, Vec<String>>>,
+    /// The order of each identity's bundle, kept by its digest: a warm
+    /// job of an unchanged bundle replays it ([`KeptOrders`]).
+    orders: KeptOrders,
 }
 
 /// An identity and its highstate's `saltenv=` (the top files it reads).
@@ -128,6 +132,7 @@ impl HostRunner {
             grain_overrides: BTreeMap::new(),
             lock_root: None,
             highstate_envs: Mutex::new(HashMap::new()),
+            orders: KeptOrders::default(),
             opts,
         }
     }
@@ -273,9 +278,13 @@ impl HostRunner {
                 ))
             };
             return match master.request(ask) {
-                Ok(ReplyBody::Bundle(b)) => {
-                    Ok(Fetched::Bundle(Box::new(b.map_chunks(chunk_of)), false))
-                }
+                Ok(ReplyBody::Bundle(b)) => Ok(Fetched::Bundle(
+                    Box::new(Held {
+                        bundle: b.map_chunks(chunk_of),
+                        digest: None,
+                    }),
+                    false,
+                )),
                 Ok(ReplyBody::PackedBundle {
                     digest,
                     zstd,
@@ -284,7 +293,10 @@ impl HostRunner {
                 }) => self
                     .bundles
                     .receive(id, &job.jid, &digest, zstd, bytes)
-                    .map(|b| Fetched::Bundle(Box::new(b), modules_unchanged))
+                    .map(|bundle| {
+                        let digest = Some(digest);
+                        Fetched::Bundle(Box::new(Held { bundle, digest }), modules_unchanged)
+                    })
                     .map_err(|e| unreadable(e.to_string())),
                 Ok(ReplyBody::SameBundle {
                     digest,
@@ -293,7 +305,9 @@ impl HostRunner {
                     match self.bundles.load(id, &job.jid, &digest) {
                         Some(bundle) => {
                             tracing::debug!(%id, jid = %job.jid, %digest, "bundle unchanged: the one held is used");
-                            Ok(Fetched::Bundle(Box::new(bundle), modules_unchanged))
+                            let digest = Some(digest);
+                            let held = Box::new(Held { bundle, digest });
+                            Ok(Fetched::Bundle(held, modules_unchanged))
                         }
                         None => {
                             have = None;
@@ -329,7 +343,7 @@ impl HostRunner {
         master: &MasterChannel,
         args: &Args,
         state_run: bool,
-    ) -> Result<halite_proto::msg::Bundle<LowChunk>, ExecError> {
+    ) -> Result<Held, ExecError> {
         // Salt syncs custom modules before a state run's render (named
         // SLS' sync_mods=; a highstate's saltenvs, known from its last run).
         let envs_key = (
@@ -368,7 +382,7 @@ impl HostRunner {
         // Whether the bundle was compiled before a sync that changed what
         // a compile reads: then it is asked for again.
         let mut stale = false;
-        let mut bundle = match (
+        let mut held = match (
             self.fetch_bundle(id, host, job, master, one_trip.as_ref())?,
             one_trip,
         ) {
@@ -396,12 +410,12 @@ impl HostRunner {
         // secrets its pillar holds (a job echoing one, at any log level).
         // Added, never replaced: two jobs may run with pillars of two
         // pillarenvs, and masking a value rotated out costs nothing.
-        halite_logging::redact::add_secrets(id, &bundle.secrets);
+        halite_logging::redact::add_secrets(id, &held.bundle.secrets);
         // A highstate syncs the saltenvs the master's top file render
         // matched (unless synced just before); when that copied a module,
         // the compile made before it may have missed it, so it is asked
         // for again.
-        if let (true, Some(envs)) = (state_run, &bundle.saltenvs) {
+        if let (true, Some(envs)) = (state_run, &held.bundle.saltenvs) {
             self.highstate_envs
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
@@ -412,15 +426,15 @@ impl HostRunner {
                 host,
                 &job.fun,
                 args,
-                bundle.saltenvs.as_deref(),
+                held.bundle.saltenvs.as_deref(),
                 synced_before.as_deref(),
             ) || stale)
         {
             tracing::debug!(%id, jid = %job.jid, "custom modules synced: the bundle is compiled again");
-            bundle = self.fetch_bundle(id, host, job, master, None)?.bundle()?;
-            halite_logging::redact::add_secrets(id, &bundle.secrets);
+            held = self.fetch_bundle(id, host, job, master, None)?.bundle()?;
+            halite_logging::redact::add_secrets(id, &held.bundle.secrets);
         }
-        Ok(bundle)
+        Ok(held)
     }
 
     /// Runs `job` on `host`, through the master's bundle when it needs one.
@@ -454,7 +468,8 @@ impl HostRunner {
             return host.call(&job.fun, &args).map(Outcome::Value);
         }
         let state_run = halite_modules::exec::state::is_state_run(&job.fun);
-        let bundle = self.synced_bundle(id, host, job, master, &args, state_run)?;
+        let Held { bundle, digest } =
+            self.synced_bundle(id, host, job, master, &args, state_run)?;
         if !bundle.commits.is_empty() {
             tracing::info!(jid = %job.jid, commits = ?bundle.commits, "states compiled from git commits");
         }
@@ -482,19 +497,36 @@ impl HostRunner {
                     self.file_cache.clone(),
                     files,
                 ));
-                Ok(Outcome::State(StateExec::run_planned(
-                    host, &job.fun, &args, chunks, &yamlex,
-                )))
+                // The order is kept by the digest of the bytes the chunks
+                // came from (none from an older master's unpacked bundle).
+                Ok(Outcome::State(match digest.as_deref() {
+                    Some(digest) => StateExec::run_planned_keeping(
+                        host,
+                        &job.fun,
+                        &args,
+                        chunks,
+                        &yamlex,
+                        &self.orders.for_bundle(id, digest),
+                    ),
+                    None => StateExec::run_planned(host, &job.fun, &args, chunks, &yamlex),
+                }))
             }
         }
     }
+}
+
+/// A job's bundle and the digest of the bytes it was decoded from (`None`:
+/// an older master's bundle, sent unpacked).
+struct Held {
+    bundle: halite_proto::msg::Bundle<LowChunk>,
+    digest: Option<String>,
 }
 
 /// The master's answer to a bundle request.
 enum Fetched {
     /// The bundle, and whether the master found the custom modules the
     /// request said were synced unchanged (false when it did not check).
-    Bundle(Box<halite_proto::msg::Bundle<LowChunk>>, bool),
+    Bundle(Box<Held>, bool),
     /// The custom modules changed: sync, then ask again (nothing compiled).
     SyncFirst,
 }
@@ -502,9 +534,9 @@ enum Fetched {
 impl Fetched {
     /// The bundle; "sync first" only answers a request that said what it
     /// synced, so to another it is the master's error.
-    fn bundle(self) -> Result<halite_proto::msg::Bundle<LowChunk>, ExecError> {
+    fn bundle(self) -> Result<Held, ExecError> {
         match self {
-            Fetched::Bundle(bundle, _) => Ok(*bundle),
+            Fetched::Bundle(held, _) => Ok(*held),
             Fetched::SyncFirst => Err(ExecError::Execution(
                 "the master asked for a sync before the bundle again; run the job again".into(),
             )),

@@ -8,7 +8,10 @@
 //! `cargo run --release -p halite-state --example order_bundle [FILE] [ROUNDS]`.
 //! It prints the median and fastest round of each step, and a digest of
 //! the order and the ordered chunks, which must not change with the code.
-//! A third argument, `decode`, `order` or `clone`, runs that step alone
+//! It also times the order replayed from a kept one
+//! (`pipeline::order_chunks_keeping`, a warm job of an unchanged bundle),
+//! whose digest must be the fresh order's.
+//! A third argument, `decode`, `order`, `kept` or `clone`, runs that step alone
 //! (`order` orders a clone each time: `clone` is that part) and prints
 //! nothing, for `perf stat` of one step on a loaded machine.
 
@@ -17,8 +20,39 @@ use std::time::{Duration, Instant};
 
 halite_perf::fast_allocator!();
 
+use halite_state::graph::{KeptOrder, OrderKeep};
 use halite_state::module::StateModules;
-use halite_state::pipeline::order_chunks;
+use halite_state::pipeline::{order_chunks, order_chunks_keeping, Compiled};
+use std::sync::{Arc, Mutex};
+
+/// One kept order.
+#[derive(Default)]
+struct Keep(Mutex<Option<Arc<KeptOrder>>>);
+
+impl OrderKeep for Keep {
+    fn kept(&self) -> Option<Arc<KeptOrder>> {
+        self.0.lock().ok()?.clone()
+    }
+    fn keep(&self, order: KeptOrder) {
+        if let Ok(mut k) = self.0.lock() {
+            *k = Some(Arc::new(order));
+        }
+    }
+}
+
+/// A digest of the order, the ordered chunks, their tags and dependencies.
+fn digest_of(compiled: &Compiled) -> Result<u64, Box<dyn std::error::Error>> {
+    let mut h = std::collections::hash_map::DefaultHasher::new();
+    compiled.order.hash(&mut h);
+    for &ci in &compiled.order {
+        serde_json::to_string(&compiled.graph.chunks[ci])?.hash(&mut h);
+        compiled.graph.tag(ci).hash(&mut h);
+        for (kind, dep) in compiled.graph.dependencies(ci) {
+            (kind.keyword(), dep).hash(&mut h);
+        }
+    }
+    Ok(h.finish())
+}
 use halite_state::LowChunk;
 use serde_json::{json, Value};
 
@@ -103,6 +137,16 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             }
             return Ok(());
         }
+        Some("kept") => {
+            let chunks = rmp_serde::from_slice::<Vec<LowChunk>>(&bytes)?;
+            let keep = Keep::default();
+            for _ in 0..rounds * per_round + 1 {
+                let compiled = order_chunks_keeping(chunks.iter().cloned(), &modules, &[], &keep)
+                    .map_err(|e| e.join("; "))?;
+                drop(compiled);
+            }
+            return Ok(());
+        }
         Some("clone") => {
             let chunks = rmp_serde::from_slice::<Vec<LowChunk>>(&bytes)?;
             for _ in 0..rounds * per_round {
@@ -114,11 +158,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     }
 
     let (mut decode, mut order, mut clone) = (Vec::new(), Vec::new(), Vec::new());
+    let mut replayed = Vec::new();
     let mut digest = 0u64;
+    let mut kept_digest = 0u64;
+    let keep = Keep::default();
+    order_chunks_keeping(
+        rmp_serde::from_slice::<Vec<LowChunk>>(&bytes)?,
+        &modules,
+        &[],
+        &keep,
+    )
+    .map_err(|e| e.join("; "))?;
     for _ in 0..rounds {
         // As a minion does it: one bundle at a time, decoded, ordered,
         // dropped.
         let (mut d, mut c, mut o) = (Duration::ZERO, Duration::ZERO, Duration::ZERO);
+        let mut k = Duration::ZERO;
         for i in 0..per_round {
             let start = Instant::now();
             let chunks = rmp_serde::from_slice::<Vec<LowChunk>>(&bytes)?;
@@ -133,18 +188,19 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             c += copied - decoded;
             o += done - dropped;
             if i == 0 {
-                let mut h = std::collections::hash_map::DefaultHasher::new();
-                compiled.order.hash(&mut h);
-                for &ci in &compiled.order {
-                    serde_json::to_string(&compiled.graph.chunks[ci])?.hash(&mut h);
-                    compiled.graph.tag(ci).hash(&mut h);
-                    for (kind, dep) in compiled.graph.dependencies(ci) {
-                        (kind.keyword(), dep).hash(&mut h);
-                    }
-                }
-                digest = h.finish();
+                digest = digest_of(&compiled)?;
+            }
+            drop(compiled);
+            let chunks = rmp_serde::from_slice::<Vec<LowChunk>>(&bytes)?;
+            let start = Instant::now();
+            let compiled =
+                order_chunks_keeping(chunks, &modules, &[], &keep).map_err(|e| e.join("; "))?;
+            k += start.elapsed();
+            if i == 0 {
+                kept_digest = digest_of(&compiled)?;
             }
         }
+        replayed.push(k / per_round as u32);
         decode.push(d / per_round as u32);
         clone.push(c / per_round as u32);
         order.push(o / per_round as u32);
@@ -165,6 +221,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     show("decode (rmp -> LowChunk)", decode);
     show("clone of the decoded chunks", clone);
     show("order_chunks", order);
-    println!("order digest {digest:016x}");
+    show("order replayed (kept)", replayed);
+    println!("order digest {digest:016x}, replayed {kept_digest:016x}");
     Ok(())
 }

@@ -26,6 +26,9 @@ use crate::requisite::{py_repr, py_str, RequisiteKind};
 use crate::value::{Map, Value};
 use halite_salt_rules::fnmatch::{fnmatch, is_pattern};
 
+mod kept;
+pub use kept::{KeepNone, KeptOrder, OrderKeep};
+
 /// A node: a chunk, or the test-mode "prereq check" twin of a chunk.
 #[derive(Debug, Clone)]
 struct Node {
@@ -61,6 +64,9 @@ pub struct Graph {
     /// Reused to gather a requisite's target nodes without an allocation
     /// per requisite.
     req_buf: Vec<usize>,
+    /// What ordering did, noted to be kept and replayed
+    /// ([`Graph::record_order`], [`KeptOrder`]); `None`: nothing noted.
+    record: Option<Box<kept::Recording>>,
 }
 
 /// The index requisite targets are found in. A chunk is found by
@@ -318,6 +324,18 @@ impl Kinds {
     fn len(&self) -> usize {
         usize::from(self.len)
     }
+    /// The kinds as one word (the length in the top byte), for a kept
+    /// order ([`KeptOrder`]).
+    fn to_bits(self) -> u64 {
+        self.packed | (u64::from(self.len) << 56)
+    }
+    /// The kinds [`Kinds::to_bits`] gave.
+    fn from_bits(bits: u64) -> Kinds {
+        Kinds {
+            len: (bits >> 56) as u8,
+            packed: bits & ((1 << 56) - 1),
+        }
+    }
     fn iter(&self) -> impl Iterator<Item = RequisiteKind> + '_ {
         (0..u32::from(self.len))
             .map(move |i| RequisiteKind::ALL[((self.packed >> (4 * i)) & 0xf) as usize])
@@ -455,9 +473,13 @@ impl Graph {
     fn add_edge(&mut self, source: usize, target: usize, kind: RequisiteKind) {
         let out = &mut self.out_edges[source];
         let inn = &mut self.in_edges[target];
+        let record = &mut self.record;
         let (o, i) = *self.edge_at.entry((source, target)).or_insert_with(|| {
             out.push((target, Kinds::default()));
             inn.push((source, Kinds::default()));
+            if let Some(r) = record {
+                r.edge(source, target);
+            }
             ((out.len() - 1) as u32, (inn.len() - 1) as u32)
         });
         out[o as usize].1.push(kind);
@@ -564,11 +586,17 @@ impl Graph {
     fn add_prereq(&mut self, node: usize, req: usize) {
         if let Some(ci) = self.nodes[node].chunk {
             self.set_key(ci, "__prerequiring__", Value::Bool(true));
+            if let Some(r) = self.record.as_mut() {
+                r.mark(ci, kept::Mark::Prerequiring);
+            }
         }
         let Some(req_chunk) = self.nodes[req].chunk else {
             return;
         };
         self.set_key(req_chunk, "__prereq__", Value::Bool(true));
+        if let Some(r) = self.record.as_mut() {
+            r.mark(req_chunk, kept::Mark::Prereq);
+        }
         let check_tag = Self::prereq_tag(self.node_tag(req));
         let existing = self.node_of(&check_tag);
         let check = match existing {
@@ -708,10 +736,10 @@ impl Graph {
                 continue;
             }
             if disabled.iter().any(|d| d == kind.keyword()) {
-                tracing::warn!(
-                    "The {} requisite has been disabled, Ignoring.",
-                    kind.keyword()
-                );
+                warn_disabled(kind);
+                if let Some(r) = self.record.as_mut() {
+                    r.skipped(kind);
+                }
                 continue;
             }
             // The list is taken out of the chunk while its edges are added
@@ -872,6 +900,9 @@ impl Graph {
     }
 
     fn key<'a>(&mut self, cap: f64, node: usize, labels: &'a Labels) -> OrderKey<'a> {
+        if let Some(r) = self.record.as_mut() {
+            r.keyed(node);
+        }
         let (first, own) = self.chunk_order(cap, node);
         let (label, tag) = labels.of(node);
         OrderKey {
@@ -922,6 +953,9 @@ impl Graph {
                     }
                 }
             }
+        }
+        if let Some(r) = self.record.as_mut() {
+            r.cap(cap);
         }
         match self.topo_sort(cap) {
             Some(order) => {
@@ -1220,6 +1254,15 @@ impl Graph {
     }
 }
 
+/// Salt's warning for a requisite `disabled_requisites` names, once per
+/// chunk that has it (a kept order replays it: [`KeptOrder`]).
+fn warn_disabled(kind: RequisiteKind) {
+    tracing::warn!(
+        "The {} requisite has been disabled, Ignoring.",
+        kind.keyword()
+    );
+}
+
 fn dot_escape(s: &str) -> String {
     s.replace('\\', "\\\\").replace('"', "\\\"")
 }
@@ -1495,6 +1538,151 @@ mod tests {
             errors > 0 && cycles > 0 && ordered_ok > 0,
             "{errors} {cycles} {ordered_ok}"
         );
+    }
+
+    /// Everything a run reads of an ordered graph, and how it was left:
+    /// the order or the errors, every chunk (its keys in order), its tag
+    /// and dependencies, every node's chunk and tag, the edges both ways.
+    fn snapshot(result: &Result<crate::pipeline::Compiled, Vec<String>>) -> String {
+        let Ok(c) = result else {
+            return format!("{result:?}");
+        };
+        let g = &c.graph;
+        let mut out = format!("{:?}\n", c.order);
+        for ci in 0..g.chunks.len() {
+            out += &format!(
+                "{} {} {:?}\n",
+                g.tag(ci),
+                serde_json::to_string(&g.chunks[ci]).unwrap_or_default(),
+                g.dependencies(ci)
+            );
+        }
+        let mut edge_at: Vec<_> = g.edge_at.iter().collect();
+        edge_at.sort();
+        out += &format!(
+            "{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n{:?}\n",
+            g.nodes
+                .iter()
+                .map(|n| (n.chunk, n.child_min))
+                .collect::<Vec<_>>(),
+            g.node_tags,
+            g.chunk_nodes,
+            g.out_edges,
+            g.in_edges,
+            edge_at,
+        );
+        out
+    }
+
+    /// A kept order, with what was asked of it.
+    #[derive(Default)]
+    struct Keep {
+        order: std::sync::Mutex<Option<std::sync::Arc<KeptOrder>>>,
+        kept: std::sync::atomic::AtomicUsize,
+    }
+
+    impl OrderKeep for Keep {
+        fn kept(&self) -> Option<std::sync::Arc<KeptOrder>> {
+            self.order.lock().unwrap().clone()
+        }
+        fn keep(&self, order: KeptOrder) {
+            self.kept.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            *self.order.lock().unwrap() = Some(std::sync::Arc::new(order));
+        }
+    }
+
+    #[test]
+    fn a_kept_order_replayed_leaves_what_a_fresh_order_leaves() {
+        use crate::pipeline::{order_chunks, order_chunks_keeping};
+        let modules = crate::module::StateModules::new();
+        let disabled = [
+            Vec::new(),
+            vec!["require".to_string()],
+            vec!["prereq".to_string(), "onchanges".to_string()],
+        ];
+        let (mut replayed, mut prereqs, mut errors) = (0, 0, 0);
+        for seed in 0..160 {
+            let n = [3, 10, 40, 200][seed as usize % 4];
+            // Every other tree without its cycles and missing targets
+            // (requisites on later chunks and missing ones dropped), so
+            // that most orders succeed and are kept.
+            let mut chunks = requisite_tree(n, seed);
+            if seed % 2 == 1 {
+                for (i, c) in chunks.iter_mut().enumerate() {
+                    for kind in RequisiteKind::KEYWORDS {
+                        if let Some(Value::Array(list)) = c.get_mut(kind) {
+                            list.retain(|t| {
+                                t.as_str()
+                                    .and_then(|t| t.strip_prefix("id"))
+                                    .and_then(|j| j.parse::<usize>().ok())
+                                    .is_some_and(|j| j < i)
+                            });
+                        }
+                    }
+                }
+            }
+            for disabled in &disabled {
+                let want = snapshot(&order_chunks(chunks.clone(), &modules, disabled));
+                let keep = Keep::default();
+                let first = order_chunks_keeping(chunks.clone(), &modules, disabled, &keep);
+                assert_eq!(snapshot(&first), want, "seed {seed}, {disabled:?}, fresh");
+                let kept = keep.kept.load(std::sync::atomic::Ordering::Relaxed);
+                assert_eq!(kept, usize::from(first.is_ok()), "only an order is kept");
+                if first.is_err() {
+                    errors += 1;
+                    continue;
+                }
+                if want.contains("__prereq__") {
+                    prereqs += 1;
+                }
+                // Twice from the kept one: the same, nothing kept again.
+                for round in 0..2 {
+                    let again = order_chunks_keeping(chunks.clone(), &modules, disabled, &keep);
+                    assert_eq!(snapshot(&again), want, "seed {seed}, {disabled:?}, {round}");
+                    assert_eq!(keep.kept.load(std::sync::atomic::Ordering::Relaxed), 1);
+                }
+                replayed += 1;
+                // Kept for other requisites disabled: not used, and the
+                // fresh order is kept in its place.
+                let other = vec!["listen".to_string()];
+                let fresh = snapshot(&order_chunks(chunks.clone(), &modules, &other));
+                let got = order_chunks_keeping(chunks.clone(), &modules, &other, &keep);
+                assert_eq!(snapshot(&got), fresh, "seed {seed}, disabled listen");
+                let kept = keep.kept.load(std::sync::atomic::Ordering::Relaxed);
+                assert_eq!(kept, 1 + usize::from(got.is_ok()), "seed {seed}, {got:?}");
+            }
+        }
+        assert!(
+            replayed > 150 && prereqs > 20 && errors > 20,
+            "{replayed} {prereqs} {errors}"
+        );
+    }
+
+    #[test]
+    fn a_kept_order_does_not_fit_other_chunks_and_leaves_them_untouched() {
+        let modules = crate::module::StateModules::new();
+        let keep = Keep::default();
+        let chunks = generated_graph(50, 11).chunks;
+        crate::pipeline::order_chunks_keeping(chunks.clone(), &modules, &[], &keep)
+            .expect("no cycle");
+        let kept = keep.kept().expect("kept");
+        // Another number of chunks: not replayed, the graph as added.
+        let mut graph = Graph::new();
+        for c in chunks.iter().take(49) {
+            graph.add_keyed_chunk(c.clone(), ChunkKeys::tag_only(c));
+        }
+        let before = format!("{graph:?}");
+        assert_eq!(kept.replay(&mut graph, &[], &[]), None);
+        assert_eq!(format!("{graph:?}"), before);
+        // The same chunks, other `watch` reconciled: not replayed either.
+        let mut graph = Graph::new();
+        for c in chunks.iter() {
+            graph.add_keyed_chunk(c.clone(), ChunkKeys::tag_only(c));
+        }
+        let before = format!("{graph:?}");
+        assert_eq!(kept.replay(&mut graph, &[], &[3]), None);
+        assert_eq!(format!("{graph:?}"), before);
+        assert!(kept.replay(&mut graph, &[], &[]).is_some());
     }
 
     #[test]

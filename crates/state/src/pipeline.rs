@@ -8,7 +8,7 @@ use crate::compile::{
     verify_high,
 };
 use crate::dict::KeySet;
-use crate::graph::Graph;
+use crate::graph::{ChunkKeys, Graph, OrderKeep};
 use crate::module::StateEnv;
 use crate::module::StateModules;
 use crate::origins::StringOrigins;
@@ -61,10 +61,12 @@ pub fn prepare_high(
 /// keeps its `watch`: on a master that is a minion's custom state module
 /// (`_states`), and the minion, which loaded it, reconciles it
 /// ([`order_chunks`]); where it is missing the state fails as not found
-/// before its requisites matter.
-fn reconcile_watch_req(chunks: &mut [LowChunk], modules: &StateModules) {
+/// before its requisites matter. Returns the chunks it changed (their
+/// indices), which a kept order depends on ([`order_chunks_keeping`]).
+fn reconcile_watch_req(chunks: &mut [LowChunk], modules: &StateModules) -> Vec<u32> {
     const WATCH: KeySet = KeySet::new(&["watch", "watch_any"]);
-    for chunk in chunks.iter_mut() {
+    let mut changed = Vec::new();
+    for (ci, chunk) in chunks.iter_mut().enumerate() {
         // Most chunks watch nothing: answered by the dict's key filter,
         // before the module is looked up by name (issue 25: on every job).
         if !chunk.contains_any(&WATCH) {
@@ -73,6 +75,7 @@ fn reconcile_watch_req(chunks: &mut [LowChunk], modules: &StateModules) {
         if modules.get(chunk.state()).is_none() || modules.has(chunk.state(), "mod_watch") {
             continue;
         }
+        changed.push(ci as u32);
         for (from, to) in [("watch", "require"), ("watch_any", "require_any")] {
             if let Some(w) = chunk.shift_remove(from) {
                 let items = match w {
@@ -96,6 +99,7 @@ fn reconcile_watch_req(chunks: &mut [LowChunk], modules: &StateModules) {
             }
         }
     }
+    changed
 }
 
 /// Compiles prepared high data into chunks, not yet ordered (Salt's
@@ -191,6 +195,43 @@ pub fn order_chunks(
     }
     reconcile_watch_req(&mut graph.chunks, modules);
     let order = graph.order(disabled)?;
+    Ok(Compiled { graph, order })
+}
+
+/// [`order_chunks`] for chunks ordered before: the order `keep` holds
+/// for them is replayed ([`crate::graph::KeptOrder`], whose doc says why
+/// that is the order [`order_chunks`] gives) when it fits, and a fresh
+/// order is given to `keep` otherwise. `keep` answers for the chunks: the
+/// minion keys it by the bundle's digest (the same bytes, the same chunks);
+/// the `disabled_requisites` and the `watch` the host's modules reconcile
+/// are checked here. Errors are found afresh on every call, never kept.
+pub fn order_chunks_keeping(
+    chunks: impl IntoIterator<Item = LowChunk>,
+    modules: &StateModules,
+    disabled: &[String],
+    keep: &dyn OrderKeep,
+) -> Result<Compiled, Vec<String>> {
+    let kept = keep.kept();
+    let chunks = chunks.into_iter();
+    let (low, high) = chunks.size_hint();
+    let mut graph = Graph::with_capacity(high.unwrap_or(low).min(MAX_PRESIZED_CHUNKS).max(low));
+    // Tags only: the target index is built when the first requisite is
+    // looked up (a replay looks none up), holding the same chunks in the
+    // same order as one built chunk by chunk.
+    for chunk in chunks {
+        let keys = ChunkKeys::tag_only(&chunk);
+        graph.add_keyed_chunk(chunk, keys);
+    }
+    let reconciled = reconcile_watch_req(&mut graph.chunks, modules);
+    if let Some(order) = kept.and_then(|k| k.replay(&mut graph, disabled, &reconciled)) {
+        return Ok(Compiled { graph, order });
+    }
+    let chunk_nodes = graph.node_count();
+    graph.record_order();
+    let order = graph.order(disabled)?;
+    if let Some(kept) = graph.kept_order(chunk_nodes, disabled, reconciled, &order) {
+        keep.keep(kept);
+    }
     Ok(Compiled { graph, order })
 }
 

@@ -1,6 +1,7 @@
 //! Salt's `state` execution module: apply SLS or the highstate, and the
 //! `show_*` views of the compiler.
 
+use halite_state::graph::{KeepNone, OrderKeep};
 use halite_state::high::HighBuilder;
 use halite_state::id_memo::{Compiled, IdChunks, IdFormMemo};
 use halite_state::origins::StringOrigins;
@@ -580,8 +581,23 @@ impl StateExec {
         host: &Host,
         fun: &str,
         args: &Args,
+        chunks: Vec<LowChunk>,
+        yamlex: &[(u32, u8)],
+    ) -> StateOutput {
+        Self::run_planned_keeping(host, fun, args, chunks, yamlex, &KeepNone)
+    }
+
+    /// [`StateExec::run_planned`] with the chunks' order kept in `keep`
+    /// between jobs ([`halite_state::pipeline::order_chunks_keeping`]): the
+    /// minion keys it by identity and bundle digest, so a warm job of an
+    /// unchanged bundle replays the order its last job made.
+    pub fn run_planned_keeping(
+        host: &Host,
+        fun: &str,
+        args: &Args,
         mut chunks: Vec<LowChunk>,
         yamlex: &[(u32, u8)],
+        keep: &dyn OrderKeep,
     ) -> StateOutput {
         let mut args = args.clone();
         if fun == "state.test" {
@@ -603,8 +619,12 @@ impl StateExec {
         let opts = run_options(&host, &args);
         halite_state::origins::apply_wire_marks(&mut chunks, yamlex);
         let chunks = chunks.into_iter().filter(|c| !c.is_empty());
-        match halite_state::pipeline::order_chunks(chunks, &host.states, &opts.disabled_requisites)
-        {
+        match halite_state::pipeline::order_chunks_keeping(
+            chunks,
+            &host.states,
+            &opts.disabled_requisites,
+            keep,
+        ) {
             Ok(compiled) => StateOutput::Ran(
                 Executor::new(compiled.graph, &host.states, &host, opts).run(&compiled.order),
             ),
