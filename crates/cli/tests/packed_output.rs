@@ -10,7 +10,8 @@
     reason = "a test's helpers may panic: a panic is a failed test (clippy.toml allows it only in #[test] functions)"
 )]
 
-use halite_cli::output::{self, highstate, json::write_packed_keyed, OutputOptions, Outputter};
+use halite_cli::output::json::{write_packed_keyed, write_packed_keyed_at};
+use halite_cli::output::{self, highstate, OutputOptions, Outputter};
 use halite_client::local::{LocalReply, Streamed};
 use halite_test_support::can_run;
 use halite_test_support::fleet::Fleet;
@@ -96,6 +97,37 @@ fn printed_packed(frame: Vec<u8>) -> Result<(Vec<u8>, bool), String> {
             printed_decoded(&frame).map(|t| (t, false))
         }
         Streamed::Reply(_) => printed_decoded(&frame).map(|t| (t, false)),
+    }
+}
+
+/// What `halite --out json` prints now (issue 25, session 26): the return
+/// printed as the frame's parse comes to it
+/// (`Streamed::parse_printing` with `write_packed_keyed_at`, as the CLI
+/// calls them), or, when it cannot be, the decoded way. `Err` when
+/// neither prints; the bool says whether it was printed from the bytes.
+/// Also checks that the rest of the frame reads as `Streamed::parse`
+/// reads it (the same keys after the return, the same decoded values).
+fn printed_in_one_walk(frame: Vec<u8>) -> Result<(Vec<u8>, bool), String> {
+    let mut text = Vec::new();
+    let (read, printed) = Streamed::parse_printing(frame.clone(), |id, cur| {
+        text.clear();
+        write_packed_keyed_at(&mut text, id, cur, 4).is_ok()
+    })
+    .map_err(|e| e.to_string())?;
+    let before = Streamed::parse(frame.clone()).map_err(|e| e.to_string())?;
+    match (read, before) {
+        (Streamed::Return(ret), Streamed::Return(old)) => {
+            for key in ["jid", "return", "retcode", "success", "extra"] {
+                assert_eq!(ret.field(key), old.field(key), "field {key}");
+            }
+            if printed {
+                text.push(b'\n');
+                return Ok((text, true));
+            }
+            printed_decoded(&frame).map(|t| (t, false))
+        }
+        (Streamed::Reply(_), Streamed::Reply(_)) => printed_decoded(&frame).map(|t| (t, false)),
+        (now, old) => panic!("read as {now:?}, before as {old:?}"),
     }
 }
 
@@ -306,7 +338,7 @@ fn a_packed_return_prints_the_same_bytes_as_its_decoded_value() {
         for (name, ret, transcoded) in &cases {
             let frame = frame(id, ret);
             let before = printed_decoded(&frame).unwrap_or_else(|e| panic!("{name}: {e}"));
-            let (now, was_transcoded) = printed_packed(frame).unwrap();
+            let (now, was_transcoded) = printed_packed(frame.clone()).unwrap();
             assert_eq!(
                 String::from_utf8_lossy(&now),
                 String::from_utf8_lossy(&before),
@@ -314,6 +346,12 @@ fn a_packed_return_prints_the_same_bytes_as_its_decoded_value() {
             );
             assert_eq!(now, before, "{name} for {id}");
             assert_eq!(was_transcoded, *transcoded, "{name}: transcoded or not");
+            let (one_walk, was_transcoded) = printed_in_one_walk(frame).unwrap();
+            assert_eq!(one_walk, before, "{name} for {id}, in one walk");
+            assert_eq!(
+                was_transcoded, *transcoded,
+                "{name}: transcoded or not, in one walk"
+            );
         }
     }
 
@@ -331,8 +369,10 @@ fn a_packed_return_prints_the_same_bytes_as_its_decoded_value() {
     for (name, ret) in refused {
         let frame = frame("web1", &ret);
         let before = printed_decoded(&frame).expect_err(name);
-        let now = printed_packed(frame).expect_err(name);
+        let now = printed_packed(frame.clone()).expect_err(name);
         assert_eq!(now, before, "{name}");
+        let one_walk = printed_in_one_walk(frame).expect_err(name);
+        assert_eq!(one_walk, before, "{name}, in one walk");
         let mut text = Vec::new();
         assert!(
             write_packed_keyed(&mut text, "web1", &ret, 4).is_err(),
@@ -354,6 +394,175 @@ fn a_packed_return_prints_the_same_bytes_as_its_decoded_value() {
             "indent {indent}"
         );
     }
+}
+
+/// A seeded xorshift: the same cases every run.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+/// A msgpack value of random shape, `depth` levels deep (1: the top),
+/// in every marker width, with what a `Value` holds otherwise now and
+/// then: a key twice, a non-string key, binary and extension data,
+/// invalid UTF-8, f32, non-finite floats, nesting past the limit.
+fn random_value(rng: &mut Rng, depth: usize, out: &mut Vec<u8>) {
+    let words: [&[u8]; 10] = [
+        b"result",
+        b"changes",
+        b"test_|-s1_|-s1_|-succeed_without_changes",
+        b"",
+        "é ✓ 😀".as_bytes(),
+        b"quote \" back \\ tab \t",
+        b"\x00\x1f\x7f",
+        b"\xff\xfe",
+        b"\xc3",
+        b"k",
+    ];
+    let container = depth < 70 && rng.below(if depth < 4 { 3 } else { 6 }) == 0;
+    if container {
+        let wide = rng.below(8) == 0;
+        let n = rng.below(if wide { 40 } else { 6 }) as usize;
+        let map = rng.below(2) == 0;
+        match (map, n, rng.below(3)) {
+            (true, n, 0) if n < 16 => out.push(0x80 | n as u8),
+            (false, n, 0) if n < 16 => out.push(0x90 | n as u8),
+            (true, n, 1) => {
+                out.push(0xde);
+                out.extend((n as u16).to_be_bytes());
+            }
+            (false, n, 1) => {
+                out.push(0xdc);
+                out.extend((n as u16).to_be_bytes());
+            }
+            (true, n, _) => {
+                out.push(0xdf);
+                out.extend((n as u32).to_be_bytes());
+            }
+            (false, n, _) => {
+                out.push(0xdd);
+                out.extend((n as u32).to_be_bytes());
+            }
+        }
+        let mut keys = Vec::new();
+        for _ in 0..n {
+            if map {
+                match rng.below(40) {
+                    0 => out.push(0x07),
+                    1 if !keys.is_empty() => {
+                        let k: &Vec<u8> = &keys[rng.below(keys.len() as u64) as usize];
+                        out.extend(mp_str(k));
+                    }
+                    _ => {
+                        let mut k = words[rng.below(3) as usize].to_vec();
+                        if rng.below(50) == 0 {
+                            k = words[rng.below(words.len() as u64) as usize].to_vec();
+                        }
+                        k.extend(format!("{}", keys.len()).bytes());
+                        out.extend(mp_str(&k));
+                        keys.push(k);
+                    }
+                }
+            }
+            random_value(rng, depth + 1, out);
+        }
+        return;
+    }
+    match rng.below(24) {
+        0 => out.push(0xc0),
+        1 => out.push(0xc2 | rng.below(2) as u8),
+        2 => out.push(rng.below(128) as u8),
+        3 => out.push(0xe0 | rng.below(32) as u8),
+        4 => {
+            out.push(0xcc + rng.below(4) as u8);
+            let width = [1, 2, 4, 8][usize::from(out[out.len() - 1] - 0xcc)];
+            out.extend(&rng.next().to_be_bytes()[..width]);
+        }
+        5 => {
+            out.push(0xd0 + rng.below(4) as u8);
+            let width = [1, 2, 4, 8][usize::from(out[out.len() - 1] - 0xd0)];
+            out.extend(&rng.next().to_be_bytes()[..width]);
+        }
+        6 => {
+            let v = [0.1, -0.0, 1e300, f64::NAN, f64::INFINITY, 5e-324, 123.456]
+                [rng.below(7) as usize];
+            out.push(0xcb);
+            out.extend(v.to_be_bytes());
+        }
+        7 => {
+            out.push(0xca);
+            out.extend((rng.next() as u32).to_be_bytes());
+        }
+        8 if rng.below(10) == 0 => out.extend([0xc4, 0x01, 0x00]),
+        9 if rng.below(10) == 0 => out.extend([0xd4, 0x01, 0x00]),
+        10 => {
+            let mut s = Vec::new();
+            for _ in 0..rng.below(4) {
+                s.extend(words[rng.below(7) as usize]);
+            }
+            out.extend(mp_str(&s));
+        }
+        11 if rng.below(5) == 0 => {
+            out.extend(mp_str(words[rng.below(words.len() as u64) as usize]))
+        }
+        12 => out.extend(mp_str(&vec![b'x'; rng.below(70_000) as usize])),
+        _ => out.extend(mp_str(words[rng.below(7) as usize])),
+    }
+}
+
+/// Thousands of random returns, and each of them cut short, in frames
+/// with the return's key first, in the middle, last or twice: the CLI's
+/// one walk prints (or refuses, or fails) exactly as the step over the
+/// return and then its printing did, and as its decoded value prints;
+/// the keys after the return read the same.
+#[test]
+fn a_return_printed_in_one_walk_prints_as_stepped_over_and_printed() {
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+    let (mut transcoded, mut decoded, mut refused) = (0, 0, 0);
+    for case in 0..3_000 {
+        let mut ret = Vec::new();
+        random_value(&mut rng, 1, &mut ret);
+        let jid = mp_str(b"20261127034500000001");
+        let extra: &[u8] = &[0x92, 0x01, 0xa1, b'x'];
+        let cut = if case % 5 == 0 {
+            rng.below(ret.len() as u64) as usize
+        } else {
+            ret.len()
+        };
+        let layouts: [Vec<(&str, &[u8])>; 4] = [
+            vec![("return", &ret[..cut]), ("retcode", &[0x00])],
+            vec![("jid", &jid), ("return", &ret[..cut]), ("retcode", &[0x01]), ("success", &[0xc2])],
+            vec![("extra", extra), ("jid", &jid), ("return", &ret[..cut])],
+            vec![("return", &ret[..cut]), ("return", &[0x01]), ("success", &[0xc3])],
+        ];
+        let layout = &layouts[case % 4];
+        let frame = frame_with("web1", layout);
+        let before = printed_packed(frame.clone());
+        let now = printed_in_one_walk(frame.clone());
+        assert_eq!(now, before, "case {case}: {frame:02x?}");
+        if let Ok((text, _)) = &now {
+            assert_eq!(Ok(text.clone()), printed_decoded(&frame), "case {case}");
+        }
+        match now {
+            Ok((_, true)) => transcoded += 1,
+            Ok((_, false)) => decoded += 1,
+            Err(_) => refused += 1,
+        }
+    }
+    assert!(
+        transcoded > 1_000 && decoded > 100 && refused > 500,
+        "{transcoded} printed from the bytes, {decoded} decoded, {refused} refused"
+    );
 }
 
 /// Other replies, and returns whose frame is not the master's layout, read

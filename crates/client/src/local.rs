@@ -372,9 +372,33 @@ impl Streamed {
     /// else decoded whole as before, so that what cannot be taken apart
     /// reads exactly as it did.
     pub fn parse(frame: Vec<u8>) -> Result<Streamed, LocalError> {
-        match PackedReturn::parse(&frame) {
-            Some((id, fields)) => Ok(Streamed::Return(PackedReturn { id, frame, fields })),
-            None => Ok(Streamed::Reply(halite_proto::decode(&frame)?)),
+        Streamed::parse_printing(frame, |_, _| false).map(|(read, _)| read)
+    }
+
+    /// [`Streamed::parse`], with the return's value handed to `print`
+    /// where the parse comes to it (issue 25, session 26: `halite --out
+    /// json` stepped over each ~0.2 MB return to find the keys after it,
+    /// then walked it again to print it; now it prints it in that one
+    /// walk). `print(id, cur)` reads the value at `cur` and answers `true`
+    /// only when it read exactly that one whole value, nested at most
+    /// [`halite_proto::MAX_VALUE_DEPTH`] levels, and left `cur` just after
+    /// it: what [`Cursor::step`] checks, so the parse reads the frame as
+    /// [`Streamed::parse`] does. On `false` the parse steps over the value
+    /// itself, from where it was, whatever `print` left of `cur`.
+    ///
+    /// The answer's `bool` is `print`'s: what it made of the value is the
+    /// caller's to use only when the frame read as a
+    /// [`Streamed::Return`] (any other frame is decoded whole, as before).
+    pub fn parse_printing(
+        frame: Vec<u8>,
+        print: impl FnMut(&str, &mut Cursor<'_>) -> bool,
+    ) -> Result<(Streamed, bool), LocalError> {
+        match PackedReturn::parse(&frame, print) {
+            Some((id, fields, printed)) => Ok((
+                Streamed::Return(PackedReturn { id, frame, fields }),
+                printed,
+            )),
+            None => Ok((Streamed::Reply(halite_proto::decode(&frame)?), false)),
         }
     }
 }
@@ -431,7 +455,10 @@ impl PackedReturn {
     /// The id and where each key of the data and its value are; `None`
     /// for any other layout, a key twice, or a value a decode refuses
     /// (but for `return`'s, stepped over by its shape).
-    fn parse(frame: &[u8]) -> Option<ReturnParts> {
+    fn parse(
+        frame: &[u8],
+        mut print: impl FnMut(&str, &mut Cursor<'_>) -> bool,
+    ) -> Option<ReturnParts> {
         let mut cur = Cursor::new(frame);
         if cur.map_len().ok()? != 1 || cur.str().ok()? != "Return" || cur.map_len().ok()? != 2 {
             return None;
@@ -445,6 +472,7 @@ impl PackedReturn {
         }
         let n = cur.map_len().ok()?;
         let mut fields: Vec<(Range<usize>, Range<usize>)> = Vec::with_capacity(n.min(32));
+        let mut printed = false;
         for _ in 0..n {
             let key = cur.key().ok()?;
             let key_end = cur.pos();
@@ -453,7 +481,16 @@ impl PackedReturn {
             // The return's value (the bulk of the frame) is checked by
             // whoever reads it; the other keys as a decode would.
             if &frame[key.clone()] == b"return" {
-                cur.step(1).ok()?;
+                if !printed {
+                    let before = cur;
+                    printed = print(&id, &mut cur);
+                    if !printed {
+                        cur = before;
+                    }
+                }
+                if !printed {
+                    cur.step(1).ok()?;
+                }
             } else {
                 cur.skip(1).ok()?;
             }
@@ -468,10 +505,10 @@ impl PackedReturn {
         if !cur.is_empty() {
             return None;
         }
-        Some((id, fields))
+        Some((id, fields, printed))
     }
 }
 
-/// What [`PackedReturn::parse`] finds in a frame: the id, and each key
-/// of the data with its value's place.
-type ReturnParts = (String, Vec<(Range<usize>, Range<usize>)>);
+/// What [`PackedReturn::parse`] finds in a frame: the id, each key of
+/// the data with its value's place, and whether `print` read the return.
+type ReturnParts = (String, Vec<(Range<usize>, Range<usize>)>, bool);

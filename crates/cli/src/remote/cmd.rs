@@ -77,10 +77,10 @@ fn print_return(
 }
 
 /// `ret` printed as [`print_return`] prints it, into `text` (cleared
-/// first), when that can be done from its packed bytes (issue 25): `--out
-/// json` transcoded, and the `highstate` outputter (`state.apply`'s
-/// default) from each state's few printed keys, without a `Value`.
-/// `false`: print it decoded.
+/// first), when that can be done from its packed bytes (issue 25): the
+/// `highstate` outputter (`state.apply`'s default) from each state's few
+/// printed keys, without a `Value` (`--out json` is printed as the
+/// frame is parsed, [`json_text`]). `false`: print it decoded.
 fn packed_text(cmd: &Command, ret: &PackedReturn, text: &mut Vec<u8>) -> bool {
     let Some(packed) = ret.packed() else {
         return false;
@@ -97,9 +97,6 @@ fn packed_text(cmd: &Command, ret: &PackedReturn, text: &mut Vec<u8>) -> bool {
     text.clear();
     let opts = OutputOptions::default();
     let printed = match outputter {
-        Outputter::Json => {
-            output::json::write_packed_keyed(text, &ret.id, packed, opts.json_indent)
-        }
         Outputter::Highstate => output::highstate::format_host_packed(&ret.id, packed, &opts)
             .map(|host| text.extend_from_slice(host.as_bytes())),
         _ => return false,
@@ -111,6 +108,24 @@ fn packed_text(cmd: &Command, ret: &PackedReturn, text: &mut Vec<u8>) -> bool {
         }
         Err(why) => {
             tracing::debug!(minion = %ret.id, why = why.0, "a return printed from its decoded value");
+            false
+        }
+    }
+}
+
+/// `--out json` of minion `id`'s return, whose value is at `cur`, into
+/// `text` (cleared first) as [`print_return`] prints it, read where the
+/// frame's parse comes to it ([`Streamed::parse_printing`]); `false`
+/// when it cannot be printed from its bytes (then it is printed decoded).
+fn json_text(id: &str, cur: &mut Cursor<'_>, indent: usize, text: &mut Vec<u8>) -> bool {
+    text.clear();
+    match output::json::write_packed_keyed_at(text, id, cur, indent) {
+        Ok(()) => {
+            text.push(b'\n');
+            true
+        }
+        Err(why) => {
+            tracing::debug!(minion = %id, why = why.0, "a return printed from its decoded value");
             false
         }
     }
@@ -222,6 +237,8 @@ fn run_one(
     // Frames are read ahead while the last return is written out.
     let mut frames = client.into_frames(FRAMES_AHEAD)?;
     let mut text = Vec::new();
+    let json = cmd.out.as_deref().and_then(Outputter::parse) == Some(Outputter::Json);
+    let indent = OutputOptions::default().json_indent;
     while !waiting.is_empty() {
         let left = deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
@@ -242,9 +259,13 @@ fn run_one(
             continue;
         }
         let reply = match frames.next(Some(left))? {
-            Some(frame) => match Streamed::parse(frame)? {
-                Streamed::Return(ret) if !waiting.contains(&ret.id) => continue,
-                Streamed::Return(ret) if packed_text(cmd, &ret, &mut text) => {
+            Some(frame) => match Streamed::parse_printing(frame, |id, cur| {
+                json && waiting.contains(id) && json_text(id, cur, indent, &mut text)
+            })? {
+                (Streamed::Return(ret), _) if !waiting.contains(&ret.id) => continue,
+                (Streamed::Return(ret), printed)
+                    if printed || (!json && packed_text(cmd, &ret, &mut text)) =>
+                {
                     waiting.remove(&ret.id);
                     let (retcode, success) = (ret.decoded("retcode"), ret.decoded("success"));
                     if return_status(retcode.as_ref(), success.as_ref()).1 {
@@ -253,8 +274,8 @@ fn run_one(
                     show_return(bars.as_mut(), &ret.id, out, |out| out.write_all(&text))?;
                     continue;
                 }
-                Streamed::Return(ret) => Some(ret.into_reply()?),
-                Streamed::Reply(reply) => Some(reply),
+                (Streamed::Return(ret), _) => Some(ret.into_reply()?),
+                (Streamed::Reply(reply), _) => Some(reply),
             },
             None => None,
         };
