@@ -494,8 +494,8 @@ fn random_value(rng: &mut Rng, depth: usize, out: &mut Vec<u8>) {
             out.extend(&rng.next().to_be_bytes()[..width]);
         }
         6 => {
-            let v = [0.1, -0.0, 1e300, f64::NAN, f64::INFINITY, 5e-324, 123.456]
-                [rng.below(7) as usize];
+            let v =
+                [0.1, -0.0, 1e300, f64::NAN, f64::INFINITY, 5e-324, 123.456][rng.below(7) as usize];
             out.push(0xcb);
             out.extend(v.to_be_bytes());
         }
@@ -541,9 +541,18 @@ fn a_return_printed_in_one_walk_prints_as_stepped_over_and_printed() {
         };
         let layouts: [Vec<(&str, &[u8])>; 4] = [
             vec![("return", &ret[..cut]), ("retcode", &[0x00])],
-            vec![("jid", &jid), ("return", &ret[..cut]), ("retcode", &[0x01]), ("success", &[0xc2])],
+            vec![
+                ("jid", &jid),
+                ("return", &ret[..cut]),
+                ("retcode", &[0x01]),
+                ("success", &[0xc2]),
+            ],
             vec![("extra", extra), ("jid", &jid), ("return", &ret[..cut])],
-            vec![("return", &ret[..cut]), ("return", &[0x01]), ("success", &[0xc3])],
+            vec![
+                ("return", &ret[..cut]),
+                ("return", &[0x01]),
+                ("success", &[0xc3]),
+            ],
         ];
         let layout = &layouts[case % 4];
         let frame = frame_with("web1", layout);

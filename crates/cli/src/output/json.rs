@@ -108,6 +108,10 @@ fn write_str(out: &mut Vec<u8>, s: &str) -> Result<(), NotTranscoded> {
 /// (Written without short-circuits: each comparison a lane of a vector
 /// in [`all_plain`].)
 #[inline(always)]
+#[allow(
+    clippy::manual_range_contains,
+    reason = "`contains` short-circuits; each comparison here is a lane of a vector in `all_plain`"
+)]
 fn plain_byte(b: u8) -> bool {
     (b >= 0x20) & (b < 0x80) & (b != b'"') & (b != b'\\')
 }
