@@ -481,14 +481,11 @@ impl PackedReturn {
             // The return's value (the bulk of the frame) is checked by
             // whoever reads it; the other keys as a decode would.
             if &frame[key.clone()] == b"return" {
-                if !printed {
-                    let before = cur;
-                    printed = print(&id, &mut cur);
-                    if !printed {
-                        cur = before;
-                    }
-                }
-                if !printed {
+                let before = cur;
+                if !printed && print(&id, &mut cur) {
+                    printed = true;
+                } else {
+                    cur = before;
                     cur.step(1).ok()?;
                 }
             } else {

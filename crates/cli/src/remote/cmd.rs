@@ -11,6 +11,7 @@ use halite_proto::cursor::{Cursor, Token};
 use serde_json::{json, Map, Value};
 
 use super::progress::{self, Progress};
+use crate::output::json::NotTranscoded;
 use crate::output::{self, OutputOptions, Outputter};
 
 /// One `halite` invocation.
@@ -101,16 +102,7 @@ fn packed_text(cmd: &Command, ret: &PackedReturn, text: &mut Vec<u8>) -> bool {
             .map(|host| text.extend_from_slice(host.as_bytes())),
         _ => return false,
     };
-    match printed {
-        Ok(()) => {
-            text.push(b'\n');
-            true
-        }
-        Err(why) => {
-            tracing::debug!(minion = %ret.id, why = why.0, "a return printed from its decoded value");
-            false
-        }
-    }
+    printed_line(&ret.id, printed, text)
 }
 
 /// `--out json` of minion `id`'s return, whose value is at `cur`, into
@@ -119,7 +111,15 @@ fn packed_text(cmd: &Command, ret: &PackedReturn, text: &mut Vec<u8>) -> bool {
 /// when it cannot be printed from its bytes (then it is printed decoded).
 fn json_text(id: &str, cur: &mut Cursor<'_>, indent: usize, text: &mut Vec<u8>) -> bool {
     text.clear();
-    match output::json::write_packed_keyed_at(text, id, cur, indent) {
+    let printed = output::json::write_packed_keyed_at(text, id, cur, indent);
+    printed_line(id, printed, text)
+}
+
+/// Ends minion `id`'s return printed from its bytes into `text` with its
+/// newline; `false` (noted at debug level) when it could not be, and is
+/// then printed from its decoded value.
+fn printed_line(id: &str, printed: Result<(), NotTranscoded>, text: &mut Vec<u8>) -> bool {
+    match printed {
         Ok(()) => {
             text.push(b'\n');
             true
