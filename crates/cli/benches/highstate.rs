@@ -24,11 +24,10 @@
 //! every 2 s while the runs go on: a fetch must never be on a compile's path).
 //! Each run's output (`--out json`, ~223 KB a minion) is written into a
 //! memory file and checked once the CLI has exited (every minion, every
-//! state `true`, the changes counted); the wall ends at the CLI's exit.
-//! The CLI runs on the same cores as the daemons, and its CPU is printed
-//! beside each run's; the check's, printed too, is outside the wall
-//! (issue 25, session 28: beside the run it took 9.3 of a settled
-//! 10,000-minion run's 129.5 CPU seconds; it is as strict as it was).
+//! state `true`, the changes counted): the wall ends at the CLI's exit,
+//! and the check is outside it (`timed_apply` says why). The CLI runs on
+//! the same cores as the daemons; its CPU and the check's are printed
+//! beside each run's.
 //! The halite binaries come from `target/release` (`cargo build --release
 //! --bins`); Salt from `~/.venvs/salt/bin` (install it with
 //! `../shared/bench/install-salt.sh`), or `--salt-bin-dir`; without it only
@@ -277,8 +276,7 @@ impl Check {
 /// from the CLI's JSON output read from `input`, counted as it streams
 /// by ([`ReturnScan`]): nothing is held, though one run prints ~2.2 GB at
 /// 10,000 minions. Its CPU is printed with each run (`the harness's
-/// check`) so that what the harness costs is seen, not guessed; since
-/// session 28 it runs after the timed wall ([`timed_apply`]).
+/// check`) so that what the harness costs is seen, not guessed.
 fn check_returns(mut input: impl std::io::Read, ids: &HashSet<String>) -> Check {
     let mut c = Check::default();
     let mut seen = HashSet::new();
