@@ -671,6 +671,7 @@ mod tests {
             tgt_type: "glob".into(),
             user: "root".into(),
             minions: vec!["web1".into()],
+            progress_unwatched: false,
         }
     }
 

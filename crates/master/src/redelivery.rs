@@ -131,6 +131,7 @@ fn for_minions(job: &Job, minions: Vec<String>) -> Job {
         tgt_type: job.tgt_type.clone(),
         user: job.user.clone(),
         minions,
+        progress_unwatched: job.progress_unwatched,
     }
 }
 
@@ -176,6 +177,7 @@ mod tests {
             tgt_type: "glob".into(),
             user: "root".into(),
             minions: minions.iter().map(|m| m.to_string()).collect(),
+            progress_unwatched: false,
         }
     }
 

@@ -1060,6 +1060,7 @@ impl Master {
                     tgt_type: "glob".into(),
                     user: "root".into(),
                     minions: vec![id.to_string()],
+                    progress_unwatched: false,
                 };
                 let grains = if grains.is_object() {
                     grains
@@ -1811,6 +1812,7 @@ impl Master {
             tgt_type: "glob".into(),
             user: "root".into(),
             minions: vec![ret.id.clone()],
+            progress_unwatched: false,
         };
         match self.book.jobs.store_job(&job, &Map::new()) {
             Ok(()) => Some(jid),
@@ -2064,6 +2066,7 @@ impl Master {
             };
         }
         let jid = self.book.jids.next_jid();
+        let progress_unwatched = !self.progress_watched(&jid, &minions);
         let job = Job {
             jid: jid.clone(),
             fun,
@@ -2073,6 +2076,7 @@ impl Master {
             tgt_type,
             user,
             minions: minions.clone(),
+            progress_unwatched,
         };
         if let Err(e) = crate::job_load::store(&self.book.jobs, &job) {
             return LocalReply::Error(e.to_string());
@@ -2094,6 +2098,19 @@ impl Master {
 }
 
 impl Master {
+    /// Whether a subscriber of the bus wants the progress events of job
+    /// `jid` on any of `minions` now, as it is published (a `halite`
+    /// drawing bars subscribes before it publishes; `state.event`, the
+    /// API's stream and the reactor subscribe when they start). Each
+    /// minion's first event, `salt/job/<jid>/prog/<id>/0`, stands for its
+    /// job's: a subscription that wants only later run numbers of a job
+    /// is not seen (docs/master-minion.md, "Live progress").
+    fn progress_watched(&self, jid: &str, minions: &[String]) -> bool {
+        minions
+            .iter()
+            .any(|id| self.bus.wants(&tags::job_prog(jid, id, 0)))
+    }
+
     /// Encrypts, signs and publishes `job`.
     fn send_publication(&mut self, job: &Job) -> Result<(), String> {
         let bytes = encode(job)

@@ -101,6 +101,7 @@ fn job(fun: &str, kwarg: Value) -> Job {
         tgt_type: "glob".into(),
         user: "root".into(),
         minions: vec![],
+        progress_unwatched: false,
     }
 }
 

@@ -55,6 +55,7 @@ fn seeds() -> Vec<Vec<u8>> {
         tgt_type: "glob".into(),
         user: "root".into(),
         minions: vec!["web1".into()],
+        progress_unwatched: false,
     };
     let mut publisher = Publisher::generate().expect("publisher");
     let publication = publisher

@@ -237,6 +237,7 @@ fn the_wire_refuses_what_it_must() {
             tgt_type: "glob".into(),
             user: "root".into(),
             minions: vec!["victim".into()],
+            progress_unwatched: false,
         };
         let _ = &publish_key;
         let publication = forger

@@ -80,6 +80,7 @@ async fn call_async(
         tgt_type: "glob".into(),
         user: "root".into(),
         minions: vec![cfg.id.clone()],
+        progress_unwatched: false,
     };
     let send_return = !cfg
         .extra

@@ -570,6 +570,16 @@ fn take_returners(job: &Job) -> (Option<halite_modules::returners::ReturnSpec>, 
     }
 }
 
+/// A job nobody watched the progress of when the master published it
+/// ([`Job::progress_unwatched`]) fires no progress events, unless the
+/// minion's config sets `state_events` itself (Salt's option: its value
+/// holds, as in Salt). `fire_event` states fire theirs either way.
+fn no_progress_unless_configured(opts: &mut Value) {
+    if let Value::Object(map) = opts {
+        map.entry("state_events").or_insert(Value::Bool(false));
+    }
+}
+
 impl JobRunner for HostRunner {
     fn run(
         &self,
@@ -597,6 +607,9 @@ impl JobRunner for HostRunner {
         let (returners, stripped) = take_returners(job);
         let job = stripped.as_ref().unwrap_or(job);
         let mut host = self.host(id, Some(&run_jid), grains, events, &master, Manifest::new());
+        if job.progress_unwatched {
+            no_progress_unless_configured(&mut host.opts);
+        }
         halite_modules::exec::clear_retcode();
         // The states' returns its progress events encode are kept for
         // its return (encoded once), until this job's end.

@@ -635,6 +635,15 @@ pub struct Job {
     pub user: String,
     /// The minions the master resolved the target to; only they run it.
     pub minions: Vec<String>,
+    /// No subscriber of the master's bus wanted this job's progress
+    /// events (`salt/job/<jid>/prog/...`) when it was published: a
+    /// minion whose own config leaves `state_events` unset fires none
+    /// for it (issue 25: a fleet highstate's per-state events were a
+    /// fifth of its minions' and a third of its master's CPU, for a bus
+    /// that dropped every one). Absent on the wire when false, and false
+    /// from a master that does not send it: progress as before.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub progress_unwatched: bool,
 }
 
 impl Job {

@@ -29,5 +29,6 @@ pub fn highstate_job(jid: &str) -> Job {
         tgt_type: "glob".into(),
         user: "root".into(),
         minions: vec![],
+        progress_unwatched: false,
     }
 }

@@ -211,6 +211,7 @@ impl Schedule {
                 tgt_type: "glob".into(),
                 user: "root".into(),
                 minions: vec![self.id.clone()],
+                progress_unwatched: false,
             },
             schedule: Some(name.to_string()),
             return_job: item::flag(settings, "return_job", true),
@@ -384,6 +385,7 @@ pub fn start(
                 tgt_type: "glob".into(),
                 user: "root".into(),
                 minions: vec![id.clone()],
+                progress_unwatched: false,
             },
             schedule: None,
             // Returned, so the master's record of it completes.
