@@ -193,8 +193,9 @@ pub fn acquire(
 /// truncation and the flush to disk it forces when the file is closed
 /// (issue 25: 3% of a fleet of minions' CPU in a settled highstate, a
 /// record rewritten per job at the same length). A reader racing this
-/// write may read the previous holder's record, as it could before; the
-/// refusal itself is decided by the lock, never by the record.
+/// write may read the previous holder's record, as it could before, or
+/// a mixture of the two: only the refusal's message can be wrong then;
+/// the refusal itself is decided by the lock, never by the record.
 fn write_record(file: &File, record: &str) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
     let had = file.metadata()?.len();
